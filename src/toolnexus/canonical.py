@@ -1,0 +1,84 @@
+"""Canonical JSON bytes, sha256, and the seed 004 cache keys. Pure: no I/O.
+
+The byte-identity claim (seed 001): object keys sorted recursively in ASCII (code-point) order,
+arrays NEVER reordered, compact separators, and ``< > & ' "`` plus non-ASCII transmitted raw.
+Python's ``json`` with ``sort_keys`` compares ``str`` by code point, which is the same order as
+UTF-8 bytes, so the stdlib C encoder already is that encoder; there is no second one to drift.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import ClassifierError
+from .questions import Question, questions_to_wire
+
+__all__ = [
+    "canonical_json",
+    "canonical_request",
+    "decision_cache_key",
+    "model_cache_key",
+    "sha256_hex",
+]
+
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
+def canonical_json(value: Any) -> bytes:
+    """The canonical UTF-8 bytes of a JSON value. NaN and infinities are not JSON: an error."""
+    try:
+        return _ENCODER.encode(value).encode("utf-8")
+    except (TypeError, ValueError) as e:
+        raise ClassifierError(f"classifier: value is not canonical JSON: {e}") from None
+
+
+def canonical_request(model: str, questions: Mapping[str, Question]) -> bytes:
+    """The bytes the byte-identity claim covers: ``{"model", "questions"}``.
+
+    ``state`` is deliberately NOT here: it is transmitted verbatim and is outside the claim,
+    because numbers do not canonicalise across languages.
+    """
+    return canonical_json({"model": model, "questions": questions_to_wire(questions)})
+
+
+def sha256_hex(data: str | bytes) -> str:
+    """SHA-256 of the UTF-8 bytes of ``data``, lower-case hex."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def decision_cache_key(
+    endpoint: str,
+    served_model: str,
+    state: Any,
+    questions: Mapping[str, Question],
+    assets: Mapping[str, Any] | None = None,
+) -> str:
+    """Seed 004 decisionKey =
+    ``sha256hex(canon({assets?, endpoint, kind:"decision", model:<served>, questions, state}))``.
+
+    ``endpoint`` is the configured base URL with ``${ENV}`` unexpanded; ``state`` is the state AS
+    SENT; an empty or ``None`` ``assets`` omits the member.
+    """
+    body: dict[str, Any] = {
+        "endpoint": endpoint,
+        "kind": "decision",
+        "model": served_model,
+        "questions": questions_to_wire(questions),
+        "state": state,
+    }
+    if assets:
+        body["assets"] = dict(assets)
+    return sha256_hex(canonical_json(body))
+
+
+def model_cache_key(endpoint: str, model: str) -> str:
+    """Seed 004 modelKey = ``sha256hex(canon({endpoint, kind:"model", model}))``. Its value is
+    the model the endpoint SERVED for this requested model last time."""
+    return sha256_hex(canonical_json({"endpoint": endpoint, "kind": "model", "model": model}))

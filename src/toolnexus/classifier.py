@@ -1,0 +1,546 @@
+"""``create_classifier``: the styles, metric events, batches and bound states.
+
+A classifier interprets; it never authorises. Its output is a reading of intent inside a
+boundary, never the boundary: numeric limits, permission checks and allowlists stay in code.
+
+Styles (seed 004): ``systemone`` (default, the HTTP wire, ``systemone.py``), ``llm`` (deprecated,
+kept working, ``llm.py``), ``custom`` (the host's own function) and ``static`` (recorded
+decisions: what CI runs, no network, no credential).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .canonical import canonical_json, canonical_request, sha256_hex
+from .decision import Decision, parse_decision, validate_decision
+from .errors import BatchError, ClassifierError, ConfigError, StaticMiss
+from .questions import (
+    Question,
+    check_limits,
+    degenerate_criteria,
+    normalize_questions,
+    questions_to_wire,
+)
+
+__all__ = [
+    "DEFAULT_API_KEY_ENV",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_BATCH_CONCURRENCY",
+    "DEFAULT_MODEL",
+    "DEFAULT_RETRIES",
+    "DEFAULT_RETRY_BASE_MS",
+    "DEFAULT_TIMEOUT",
+    "METRIC_EVALUATE",
+    "METRIC_WARNING",
+    "STYLES",
+    "BoundState",
+    "BoundStates",
+    "Classifier",
+    "ClassifierOptions",
+    "RecordedDecision",
+    "StateResult",
+    "create_classifier",
+    "static_classifier",
+]
+
+#: The System One endpoint base.
+DEFAULT_BASE_URL = "https://api.typesafe.ai/v1"
+#: The floating alias. PIN IT (e.g. "jev-1.13.0") once thresholds are tuned.
+DEFAULT_MODEL = "jev-latest"
+#: The NAME of the environment variable holding the credential, never a value.
+DEFAULT_API_KEY_ENV = "TYPESAFE_API_KEY"
+#: Bounds ONE request, in seconds. A classifier has no loop to bound.
+DEFAULT_TIMEOUT = 10.0
+DEFAULT_RETRIES = 2
+DEFAULT_RETRY_BASE_MS = 500
+#: At most this many evaluate calls in flight in one batch.
+DEFAULT_BATCH_CONCURRENCY = 16
+#: The four styles; "systemone" is the default, "static" is what CI runs, "llm" is deprecated.
+STYLES = ("systemone", "llm", "custom", "static")
+#: The ``event`` value of the per-evaluation metric.
+METRIC_EVALUATE = "classifier.evaluate"
+#: The ``event`` value of the degenerate-criteria warning; it carries ``question``.
+METRIC_WARNING = "classifier.warning"
+
+Metric = dict[str, Any]
+OnMetric = Callable[[Metric], object]
+CustomEvaluate = Callable[[Any, dict[str, Question]], Any]
+
+
+@dataclass(frozen=True)
+class RecordedDecision:
+    """One entry of the static corpus: a state, its question set, and the response body the
+    backend gave (``response``: a parsed object, or bytes/str of JSON). ``answers`` is the
+    shorthand for a body that is only its answers."""
+
+    state: Any
+    questions: Mapping[str, Any]
+    response: Any = None
+    answers: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ClassifierOptions:
+    """Every option of seed 004's ``create-classifier``, in Python spelling.
+
+    Secrets: ``api_key_env`` is the NAME of an environment variable, read at call time and never
+    logged; ``headers`` values expand ``${NAME}`` at call time and are never logged either.
+    ``retries=0`` means exactly one attempt, no retry at all; unset means 2.
+    """
+
+    style: str = "systemone"
+    backend: str = "typesafe"
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    headers: Mapping[str, str] | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    transport: Any = None
+    http_client: Any = None
+    retries: int = DEFAULT_RETRIES
+    retry_base_ms: int = DEFAULT_RETRY_BASE_MS
+    retryable_statuses: Sequence[int] = ()
+    on_error: Callable[[Mapping[str, Any]], str] | None = None
+    request_params: Mapping[str, Any] | None = None
+    body_transform: Callable[[dict[str, Any]], Any] | None = None
+    on_metric: OnMetric | None = None
+    client: Any = None
+    evaluate: CustomEvaluate | None = None
+    decisions: Sequence[RecordedDecision | Mapping[str, Any]] | None = None
+    supports: Mapping[str, bool] | None = None
+    cache: Any = None
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key_env: str | None = None
+
+    @property
+    def resolved_model(self) -> str:
+        return self.model or DEFAULT_MODEL
+
+
+class Style(Protocol):
+    """What a style provides to the classifier."""
+
+    name: str
+
+    async def decide(self, state: Any, questions: dict[str, Question]) -> Decision: ...
+
+    async def aclose(self) -> None: ...
+
+
+class _CustomStyle:
+    name = "custom"
+
+    def __init__(self, fn: CustomEvaluate) -> None:
+        self._fn = fn
+
+    async def decide(self, state: Any, questions: dict[str, Question]) -> Decision:
+        try:
+            result = self._fn(state, questions)
+            if inspect.isawaitable(result):
+                result = await result
+        except ClassifierError:
+            raise
+        except Exception as e:
+            raise ClassifierError(
+                f"classifier: custom evaluate failed: {type(e).__name__}: {e}"
+            ) from e
+        if isinstance(result, Decision):
+            return result
+        if isinstance(result, Mapping):
+            return parse_decision(result, questions)
+        raise ClassifierError(
+            "classifier: custom evaluate returned "
+            f"{type(result).__name__}, expected a Decision or a response body"
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _static_key(questions: Mapping[str, Question], state: Any) -> str:
+    # Keyed on the canonical question set AND the canonical state: decisions.json's three
+    # entries share one question payload and differ only in state.
+    return sha256_hex(
+        canonical_json({"questions": questions_to_wire(questions), "state": state})
+    )
+
+
+def _preview(state: Any, width: int = 60) -> str:
+    text = state if isinstance(state, str) else canonical_json(state).decode("utf-8")
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+class _StaticStyle:
+    name = "static"
+
+    def __init__(self, decisions: Iterable[RecordedDecision | Mapping[str, Any]]) -> None:
+        self._entries: dict[str, tuple[dict[str, Question], Any]] = {}
+        for i, entry in enumerate(decisions):
+            if isinstance(entry, Mapping):
+                if "state" not in entry or "questions" not in entry:
+                    raise ConfigError(
+                        f"classifier: static decision {i} needs 'state' and 'questions'"
+                    )
+                entry = RecordedDecision(
+                    state=entry["state"],
+                    questions=entry["questions"],
+                    response=entry.get("response"),
+                    answers=entry.get("answers"),
+                )
+            if not isinstance(entry, RecordedDecision):
+                raise ConfigError(
+                    f"classifier: static decision {i} must be a RecordedDecision or a mapping"
+                )
+            qs = normalize_questions(entry.questions)
+            if entry.response is not None:
+                body = entry.response
+            elif entry.answers is not None:
+                body = {"model": "static", "answers": dict(entry.answers)}
+            else:
+                raise ConfigError(f"classifier: static decision {i} needs 'response' or 'answers'")
+            self._entries[_static_key(qs, entry.state)] = (qs, body)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    async def decide(self, state: Any, questions: dict[str, Question]) -> Decision:
+        hit = self._entries.get(_static_key(questions, state))
+        if hit is None:
+            digest = sha256_hex(canonical_request("", questions))
+            preview = _preview(state)
+            raise StaticMiss(
+                "classifier: static: no recorded decision for state "
+                f"{preview!r} with question set sha256 {digest[:12]}; "
+                "record one for this exact state and question set",
+                questions_sha256=digest,
+                state_preview=preview,
+            )
+        qs, body = hit
+        if isinstance(body, bytes | bytearray | str):
+            return Decision.from_json(body, qs)
+        return parse_decision(body, qs)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _bare(error: ClassifierError) -> str:
+    """The message without its ``classifier: `` prefix, to nest it in another message."""
+    return error.message.removeprefix("classifier: ")
+
+
+def _check_state(state: Any) -> None:
+    if isinstance(state, bool) or not isinstance(state, str | Mapping | list | tuple):
+        kind = "null" if state is None else type(state).__name__
+        raise ClassifierError(
+            f"classifier: a state must be a string, an object or an array, got {kind}"
+        )
+
+
+def _validate_options(opts: ClassifierOptions) -> None:
+    if opts.style not in STYLES:
+        raise ConfigError(
+            f"classifier: unknown style {opts.style!r}: use one of {', '.join(STYLES)}"
+        )
+    if opts.style == "custom" and not callable(opts.evaluate):
+        raise ConfigError("classifier: style 'custom' requires evaluate=<callable>")
+    if opts.style == "static" and opts.decisions is None:
+        raise ConfigError("classifier: style 'static' requires decisions=[RecordedDecision, ...]")
+    if (
+        isinstance(opts.retries, bool)
+        or not isinstance(opts.retries, int)
+        or opts.retries < 0
+    ):
+        raise ConfigError(
+            f"classifier: retries must be a whole number >= 0, got {opts.retries!r}"
+        )
+    if (
+        isinstance(opts.timeout, bool)
+        or not isinstance(opts.timeout, int | float)
+        or opts.timeout <= 0
+    ):
+        raise ConfigError(f"classifier: timeout must be a positive number of seconds, got {opts.timeout!r}")
+    for s in opts.retryable_statuses:
+        if isinstance(s, bool) or not isinstance(s, int) or not 100 <= s <= 599:
+            raise ConfigError(f"classifier: retryable_statuses holds {s!r}, not an HTTP status")
+    if opts.on_metric is not None and not callable(opts.on_metric):
+        raise ConfigError("classifier: on_metric must be callable")
+    if opts.cache is not None and not (
+        callable(getattr(opts.cache, "get", None)) and callable(getattr(opts.cache, "set", None))
+    ):
+        raise ConfigError("classifier: cache must have get(key) and set(key, value)")
+
+
+def _make_style(opts: ClassifierOptions) -> Style:
+    if opts.style == "custom":
+        assert opts.evaluate is not None
+        return _CustomStyle(opts.evaluate)
+    if opts.style == "static":
+        assert opts.decisions is not None
+        return _StaticStyle(opts.decisions)
+    if opts.style == "llm":
+        from .llm import LlmStyle  # imported lazily: httpx is not a start-up cost
+
+        return LlmStyle(opts)
+    from .systemone import SystemOneStyle
+
+    return SystemOneStyle(opts)
+
+
+@dataclass(frozen=True)
+class StateResult:
+    """One state's outcome in ``states(...).evaluate``: exactly one of decision / error."""
+
+    decision: Decision | None = None
+    error: ClassifierError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class Classifier:
+    """A state plus typed questions in, a Decision out. Build one with ``create_classifier``.
+
+    Use ``async with`` (or ``await aclose()``) to release the HTTP connection pool.
+    """
+
+    def __init__(self, options: ClassifierOptions) -> None:
+        _validate_options(options)
+        self.options = options
+        self.model = options.resolved_model
+        self._style: Style = _make_style(options)
+        self._warned: set[str] = set()
+
+    @property
+    def style(self) -> str:
+        return self.options.style
+
+    def __repr__(self) -> str:
+        return f"Classifier(style={self.style!r}, model={self.model!r})"
+
+    async def __aenter__(self) -> Classifier:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the style's connections. Safe to call twice."""
+        await self._style.aclose()
+
+    def _emit(self, event: Metric) -> None:
+        if self.options.on_metric is not None:
+            self.options.on_metric(event)
+
+    def prepare(self, questions: Mapping[str, Any]) -> dict[str, Question]:
+        """Normalise a question set and enforce the limits; no request is sent. Degenerate
+        criteria are reported once per key per classifier through ``on_metric``."""
+        qs = normalize_questions(questions)
+        check_limits(qs)
+        for key in sorted(qs):
+            q = qs[key]
+            if key in self._warned or q.type != "choice":
+                continue
+            reason = degenerate_criteria(q.criteria)  # type: ignore[union-attr]
+            if reason is not None:
+                self._warned.add(key)
+                self._emit(
+                    {
+                        "event": METRIC_WARNING,
+                        "style": self.style,
+                        "question": key,
+                        "warning": (
+                            f'question "{key}": degenerate choice criteria: {reason}; the '
+                            "model ranks such options at chance. Describe what picking each "
+                            "option would mean."
+                        ),
+                    }
+                )
+        return qs
+
+    async def evaluate(self, state: Any, questions: Mapping[str, Any]) -> Decision:
+        """One decision for ``state`` over ``questions``. No questions is an error; the limits
+        are checked before anything is sent. A reply that fails ``validate_decision`` is still
+        returned here (``state(v).evaluate`` fails closed on it)."""
+        qs = self.prepare(questions)
+        _check_state(state)
+        return await self._evaluate_prepared(state, qs)
+
+    async def _evaluate_prepared(
+        self, state: Any, qs: dict[str, Question], *, fail_closed: bool = False
+    ) -> Decision:
+        start = time.perf_counter()
+        event: Metric = {"event": METRIC_EVALUATE, "style": self.style, "model": self.model}
+        try:
+            decision = await self._style.decide(state, qs)
+            if fail_closed:
+                invalid = validate_decision(qs, decision)
+                if invalid is not None:
+                    event["model"] = decision.model
+                    raise invalid
+        except ClassifierError as e:
+            event.update(
+                status="error",
+                ms=round((time.perf_counter() - start) * 1000, 3),
+                input_tokens=0,
+                output_tokens=0,
+                error=str(e),
+            )
+            self._emit(event)
+            raise
+        event.update(
+            model=decision.model,
+            status="ok",
+            ms=round((time.perf_counter() - start) * 1000, 3),
+            input_tokens=decision.usage.input_tokens,
+            output_tokens=decision.usage.output_tokens,
+            cached=decision.cached,
+            calibrated=decision.calibrated,
+        )
+        if decision.usage.cost is not None:
+            event["cost"] = decision.usage.cost
+        self._emit(event)
+        return decision
+
+    async def evaluate_batch(
+        self,
+        states: Sequence[Any],
+        questions: Mapping[str, Any],
+        concurrency: int = DEFAULT_BATCH_CONCURRENCY,
+    ) -> list[Decision]:
+        """The same questions over many states, at most ``concurrency`` in flight, decisions
+        IN STATE ORDER. FAIL CLOSED: any failure raises a BatchError naming the LOWEST failing
+        state's index, and no decisions are returned. No states is an error; nothing is sent."""
+        states = list(states)
+        if not states:
+            raise ClassifierError("classifier: evaluate_batch: no states to evaluate")
+        if concurrency < 1:
+            raise ClassifierError(f"classifier: concurrency must be at least 1, got {concurrency}")
+        qs = self.prepare(questions)
+        for i, s in enumerate(states):
+            try:
+                _check_state(s)
+            except ClassifierError as e:
+                raise BatchError(f"classifier: state {i}: {_bare(e)}", i, e) from None
+        results = await self._run_states(states, qs, concurrency, fail_closed=False)
+        for i, r in enumerate(results):
+            if r.error is not None:
+                raise BatchError(f"classifier: state {i}: {_bare(r.error)}", i, r.error)
+        return [r.decision for r in results if r.decision is not None]
+
+    async def _run_states(
+        self,
+        states: Sequence[Any],
+        qs: dict[str, Question],
+        concurrency: int,
+        *,
+        fail_closed: bool,
+    ) -> list[StateResult]:
+        """Every state through the per-state evaluate, at most ``concurrency`` in flight.
+        A fixed pool of workers pulls indices, so memory holds one task per worker, not one
+        per state."""
+        results: list[StateResult | None] = [None] * len(states)
+        next_index = iter(range(len(states)))
+
+        async def worker() -> None:
+            for i in next_index:
+                try:
+                    d = await self._evaluate_prepared(states[i], qs, fail_closed=fail_closed)
+                    results[i] = StateResult(decision=d)
+                except ClassifierError as e:
+                    results[i] = StateResult(error=e)
+
+        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(states)))))
+        return [r if r is not None else StateResult(error=ClassifierError("lost")) for r in results]
+
+    def state(self, value: Any) -> BoundState:
+        """Bind a state. A VALUE, not a session: nothing is sent until ``evaluate``."""
+        return BoundState(self, value)
+
+    def states(self, values: Iterable[Any]) -> BoundStates:
+        """Bind a batch of states. See ``BoundStates.evaluate``."""
+        return BoundStates(self, list(values))
+
+
+@dataclass(frozen=True)
+class BoundState:
+    """``classifier.state(v)``: one state, evaluated with NAMED questions, validated FAIL-CLOSED."""
+
+    classifier: Classifier
+    value: Any
+
+    async def evaluate(self, **questions: Any) -> Decision:
+        """One request with the named questions; an invalid reply is an error (and is reported
+        on the metric event)."""
+        qs = self.classifier.prepare(questions)
+        _check_state(self.value)
+        return await self.classifier._evaluate_prepared(self.value, qs, fail_closed=True)
+
+
+@dataclass(frozen=True)
+class BoundStates:
+    """``classifier.states(vs)``: per-state results in order; one failure never fails the batch."""
+
+    classifier: Classifier
+    values: list[Any] = field(default_factory=list)
+
+    async def evaluate(
+        self, concurrency: int = DEFAULT_BATCH_CONCURRENCY, **questions: Any
+    ) -> list[StateResult]:
+        """One ``StateResult`` per state, in state order. A question-set error is raised once
+        before any request; no states gives ``[]``."""
+        if not self.values:
+            return []
+        qs = self.classifier.prepare(questions)
+        results: list[StateResult] = []
+        bad: dict[int, ClassifierError] = {}
+        for i, v in enumerate(self.values):
+            try:
+                _check_state(v)
+            except ClassifierError as e:
+                bad[i] = e
+        good = [i for i in range(len(self.values)) if i not in bad]
+        ran = await self.classifier._run_states(
+            [self.values[i] for i in good], qs, concurrency, fail_closed=True
+        )
+        by_index = dict(zip(good, ran, strict=True))
+        for i in range(len(self.values)):
+            results.append(by_index[i] if i in by_index else StateResult(error=bad[i]))
+        return results
+
+
+_OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(ClassifierOptions))
+
+
+def create_classifier(**options: Any) -> Classifier:
+    """Build a classifier. Options mirror seed 004's ``create-classifier`` (see
+    ``ClassifierOptions``). An unknown option, an unknown style and a style missing its
+    required option are rejected HERE rather than at the first call."""
+    unknown = sorted(set(options) - _OPTION_NAMES)
+    if unknown:
+        raise ConfigError(
+            f"classifier: unknown option {unknown[0]!r}; known options: "
+            + ", ".join(sorted(_OPTION_NAMES))
+        )
+    return Classifier(ClassifierOptions(**options))
+
+
+def static_classifier(
+    decisions: Iterable[RecordedDecision | Mapping[str, Any]], **options: Any
+) -> Classifier:
+    """A static classifier from recorded decisions in ONE call: what a hermetic test wants.
+    Entries carry ``response`` or the ``answers`` shorthand; ``options`` merge in (e.g. model)."""
+    return create_classifier(style="static", decisions=list(decisions), **options)
+
+
+AsyncEvaluate = Callable[[Any, dict[str, Question]], Awaitable[Decision]]

@@ -1,0 +1,1 @@
+"""The ``toolnexus`` command line. Only this package imports typer and rich."""

@@ -1,0 +1,604 @@
+"""Answers, Decision, decoding, near_uniform, validate_decision and threshold bands. Pure.
+
+Decoding never sorts, renormalises or rounds a probability; integers on the wire decode as
+floats (gateways write ``0``/``1`` where the direct API writes ``0.0``/``1.0``). Anything that
+cannot be decoded is a :class:`DecisionError`; no other exception escapes ``parse_decision``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, ClassVar, Literal, TypeAlias
+
+from .errors import AnswerAccessError, DecisionError, InvalidDecision
+from .questions import (
+    ChoiceQuestion,
+    NoulQuestion,
+    Question,
+    RawQuestion,
+    ScoreQuestion,
+    level_label,
+)
+
+__all__ = [
+    "DEFAULT_THRESHOLDS",
+    "NEAR_UNIFORM_TOLERANCE",
+    "Answer",
+    "ChoiceAnswer",
+    "ClassifierUsage",
+    "Decision",
+    "NoulAnswer",
+    "RawAnswer",
+    "ScoreAnswer",
+    "ScoreLevels",
+    "near_uniform",
+    "parse_decision",
+    "threshold_band",
+    "validate_decision",
+]
+
+#: The ABSOLUTE tolerance on max|p - 1/n|, compared INCLUSIVELY (seeds 000/004).
+NEAR_UNIFORM_TOLERANCE = 0.05
+
+#: Inclusive cut-points (seed 004 ``default-thresholds``): noul ``p >= yes`` is yes, ``p <= no``
+#: is no; choice/score ``confidence >= min_confidence`` is yes. A threshold tuned against one
+#: backend does not transfer to another.
+DEFAULT_THRESHOLDS: Mapping[str, float] = MappingProxyType(
+    {"yes": 0.8, "no": 0.2, "min_confidence": 0.6}
+)
+
+#: validate_decision's tolerance on the sum of a probability map.
+_SUM_TOLERANCE = 0.02
+
+
+def near_uniform(probabilities: Mapping[str, float]) -> bool:
+    """``max over i of |p_i - 1/n| <= 0.05``, n = entries in the map, values AS RETURNED.
+
+    n == 1 is trivially uniform; an empty map has no distribution at all and is ``False``.
+    """
+    n = len(probabilities)
+    if n == 0:
+        return False
+    mean = 1.0 / n
+    return max(abs(float(p) - mean) for p in probabilities.values()) <= NEAR_UNIFORM_TOLERANCE
+
+
+@dataclass(frozen=True)
+class NoulAnswer:
+    """The probability that the statement holds. No confidence: the number IS the answer."""
+
+    type: ClassVar[Literal["noul"]] = "noul"
+    noul: float
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"type": "noul", "noul": self.noul}
+
+
+@dataclass(frozen=True)
+class ChoiceAnswer:
+    """The picked option, a probability per offered option, and a confidence that reports on
+    the QUESTION, not the answer. ``near_uniform`` is DERIVED from ``probabilities`` and never
+    read from the wire."""
+
+    type: ClassVar[Literal["choice"]] = "choice"
+    choice: str
+    probabilities: Mapping[str, float]
+    confidence: float
+    near_uniform: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "near_uniform", near_uniform(self.probabilities))
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "type": "choice",
+            "choice": self.choice,
+            "probabilities": dict(self.probabilities),
+            "confidence": self.confidence,
+        }
+
+
+class ScoreLevels(tuple[tuple[str, float], ...]):
+    """Every level's ``(label, probability)`` in level order (seed 003 ``levels``).
+
+    Also callable: ``answer.levels()`` is seed 000's ``levels()``, the legend texts in level
+    order ("2" before "10"), so both seeds' spellings read the same answer.
+    """
+
+    _legend: tuple[str, ...]
+
+    def __new__(
+        cls, pairs: list[tuple[str, float]], legend_in_order: list[str]
+    ) -> ScoreLevels:
+        self = super().__new__(cls, pairs)
+        self._legend = tuple(legend_in_order)
+        return self
+
+    def __call__(self) -> list[str]:
+        return list(self._legend)
+
+
+@dataclass(frozen=True)
+class ScoreAnswer:
+    """A point on an ordered rubric, plus the structure to use it (seed 003).
+
+    ``score`` is the probability-weighted mean of level indices (it may fall between levels);
+    ``level`` is the argmax of ``probabilities`` (lowest index wins a tie). They can disagree and
+    the disagreement is information: do not use ``round(score)`` as a level.
+    ``legend`` and ``probabilities`` are keyed by level index as the wire writes it (``"0"``).
+    """
+
+    type: ClassVar[Literal["score"]] = "score"
+    score: float
+    legend: Mapping[str, Any]
+    probabilities: Mapping[str, float]
+    confidence: float
+    level: int = 0
+    label: str = ""
+    description: Any = None
+    levels: ScoreLevels = field(default_factory=lambda: ScoreLevels([], []))
+
+    def __post_init__(self) -> None:
+        # Built by hand (a custom style): derive level/label/levels from the legend, as decoding
+        # without a known question does. Decoding passes them in, so this is skipped there.
+        if self.levels or not self.probabilities:
+            return
+        by_index = {int(k): p for k, p in self.probabilities.items() if str(k).isdigit()}
+        legend = {int(k): v for k, v in self.legend.items() if str(k).isdigit()}
+        if not by_index:
+            return
+        n = max([*by_index, *legend]) + 1
+        src = [legend.get(i, str(i)) for i in range(n)]
+        level, label, description, levels = _score_structure(by_index, legend, src)
+        object.__setattr__(self, "level", level)
+        object.__setattr__(self, "label", label)
+        object.__setattr__(self, "description", description)
+        object.__setattr__(self, "levels", levels)
+
+    def normalized(self) -> float:
+        """``score / top level index``, so scales of different sizes can be weighed together.
+        A single-level scale returns 0.0. No clamping: a score outside the rubric gives a value
+        outside 0..1 rather than an error."""
+        top = len(self.levels) - 1
+        if top <= 0:
+            return 0.0
+        return self.score / top
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "type": "score",
+            "score": self.score,
+            "legend": dict(self.legend),
+            "probabilities": dict(self.probabilities),
+            "confidence": self.confidence,
+        }
+
+
+@dataclass(frozen=True)
+class RawAnswer:
+    """An answer of a type the library does not model: its wire ``type`` and the whole answer
+    object as received."""
+
+    type: str
+    value: Mapping[str, Any]
+
+    def to_wire(self) -> dict[str, Any]:
+        return dict(self.value)
+
+
+Answer: TypeAlias = NoulAnswer | ChoiceAnswer | ScoreAnswer | RawAnswer
+
+
+@dataclass(frozen=True)
+class ClassifierUsage:
+    """Tokens the backend billed. ``cost`` is ``None`` when not reported, NOT zero: printing
+    $0.00 for an unreported cost would be a lie about money."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+        if self.cost is not None:
+            out["cost"] = self.cost
+        return out
+
+
+def _absent(key: str) -> AnswerAccessError:
+    return AnswerAccessError(f'classifier: no answer "{key}" in this decision', key)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One answer per question under the caller's own keys.
+
+    ``model`` is what actually answered, which may be more specific than what was asked for.
+    ``calibrated`` is False for a backend that self-reports (the llm style); a threshold tuned
+    against one backend does not transfer to another. ``cached`` is True when the decision came
+    from a cache and nothing was sent.
+    """
+
+    model: str
+    answers: Mapping[str, Answer]
+    usage: ClassifierUsage = field(default_factory=ClassifierUsage)
+    calibrated: bool = True
+    cached: bool = False
+
+    def _get(self, key: str, want: str) -> Answer:
+        answer = self.answers.get(key)
+        if answer is None:
+            raise _absent(key)
+        if want == "raw":
+            if not isinstance(answer, RawAnswer):
+                raise AnswerAccessError(
+                    f'classifier: answer "{key}" is a {answer.type} answer, not raw', key
+                )
+            return answer
+        if isinstance(answer, RawAnswer) or answer.type != want:
+            raise AnswerAccessError(
+                f'classifier: answer "{key}" is a {answer.type} answer, not {want}', key
+            )
+        return answer
+
+    def noul(self, key: str) -> NoulAnswer:
+        """The noul answer at ``key``; an error naming the key when absent or of another type."""
+        answer = self._get(key, "noul")
+        assert isinstance(answer, NoulAnswer)
+        return answer
+
+    def choice(self, key: str) -> ChoiceAnswer:
+        """The choice answer at ``key``; an error naming the key when absent or of another type."""
+        answer = self._get(key, "choice")
+        assert isinstance(answer, ChoiceAnswer)
+        return answer
+
+    def score(self, key: str) -> ScoreAnswer:
+        """The score answer at ``key``; an error naming the key when absent or of another type."""
+        answer = self._get(key, "score")
+        assert isinstance(answer, ScoreAnswer)
+        return answer
+
+    def raw(self, key: str) -> RawAnswer:
+        """The raw answer at ``key``: an error when absent or when it IS a modelled type."""
+        answer = self._get(key, "raw")
+        assert isinstance(answer, RawAnswer)
+        return answer
+
+    def to_wire(self) -> dict[str, Any]:
+        """The decision as a wire body. Derived fields (near_uniform, level, label, cached) stay
+        out; ``calibrated`` is written only when false, since absent means true."""
+        out: dict[str, Any] = {
+            "model": self.model,
+            "answers": {k: a.to_wire() for k, a in self.answers.items()},
+            "usage": self.usage.to_wire(),
+        }
+        if not self.calibrated:
+            out["calibrated"] = False
+        return out
+
+    @classmethod
+    def from_json(
+        cls, data: bytes | bytearray | str, questions: Mapping[str, Question] | None = None
+    ) -> Decision:
+        """Decode a response body. With ``questions``, score answers are checked against the
+        rubric the caller sent (seed 003) and labelled from it."""
+        try:
+            obj = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise DecisionError(f"classifier: response is not JSON: {e}") from None
+        return parse_decision(obj, questions)
+
+
+# --- decoding ---------------------------------------------------------------------------
+
+
+def _number(value: Any, what: str, key: str) -> float:
+    # bool is an int subclass in Python; on the wire true is not a number.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DecisionError(
+            f'classifier: answer "{key}": {what} must be a number, got {_json_type(value)}', key
+        )
+    f = float(value)
+    if not math.isfinite(f):
+        raise DecisionError(f'classifier: answer "{key}": {what} is not a finite number', key)
+    return f
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _probabilities(value: Any, key: str) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        raise DecisionError(
+            f'classifier: answer "{key}": probabilities must be an object, '
+            f"got {_json_type(value)}",
+            key,
+        )
+    return {str(k): _number(v, f"probability {k!r}", key) for k, v in value.items()}
+
+
+def _level_index(raw: str, key: str, what: str) -> int:
+    if not raw.isascii() or not raw.isdigit():
+        raise DecisionError(
+            f'classifier: answer "{key}": {what} key {raw!r} is not a level index', key
+        )
+    return int(raw)
+
+
+def _decode_score(
+    obj: Mapping[str, Any], key: str, question: Question | None
+) -> ScoreAnswer:
+    score = _number(obj.get("score"), "score", key)
+    confidence = _number(obj.get("confidence", 0.0), "confidence", key)
+    probs = _probabilities(obj.get("probabilities"), key)
+    if not probs:
+        # A missing distribution would argmax to level 0 and report the lowest label with
+        # full confidence (seed 003).
+        raise DecisionError(f'classifier: answer "{key}": empty probabilities', key)
+    legend_raw = obj.get("legend", {})
+    if legend_raw is None:
+        legend_raw = {}
+    if not isinstance(legend_raw, Mapping):
+        raise DecisionError(
+            f'classifier: answer "{key}": legend must be an object, got {_json_type(legend_raw)}',
+            key,
+        )
+    legend = {str(k): v for k, v in legend_raw.items()}
+    by_index = {_level_index(k, key, "probability"): p for k, p in probs.items()}
+    legend_by_index = {_level_index(k, key, "legend"): v for k, v in legend.items()}
+
+    levels_src: list[Any]
+    if isinstance(question, ScoreQuestion):
+        n = len(question.criteria)
+        levels_src = list(question.criteria)
+        for idx in sorted(by_index):
+            if idx >= n:
+                raise DecisionError(
+                    f'classifier: answer "{key}": probability for level {idx} is outside '
+                    f"0..{n - 1} of the question's {n} levels",
+                    key,
+                )
+        for idx in sorted(legend_by_index):
+            if idx >= n:
+                raise DecisionError(
+                    f'classifier: answer "{key}": legend level {idx} is outside 0..{n - 1} '
+                    f"of the question's {n} levels",
+                    key,
+                )
+            sent = level_label(levels_src[idx])
+            got = level_label(legend_by_index[idx])
+            if sent != got:
+                raise DecisionError(
+                    f'classifier: answer "{key}": legend level {idx} is {got!r} but the '
+                    f"question's level {idx} is {sent!r}",
+                    key,
+                )
+    else:
+        n = max([*by_index, *legend_by_index]) + 1
+        levels_src = [legend_by_index.get(i, str(i)) for i in range(n)]
+
+    level, label, description, levels = _score_structure(by_index, legend_by_index, levels_src)
+    return ScoreAnswer(
+        score=score,
+        legend=legend,
+        probabilities=probs,
+        confidence=confidence,
+        level=level,
+        label=label,
+        description=description,
+        levels=levels,
+    )
+
+
+def _score_structure(
+    by_index: Mapping[int, float], legend_by_index: Mapping[int, Any], levels_src: list[Any]
+) -> tuple[int, str, Any, ScoreLevels]:
+    """level (argmax, lowest index wins a tie), its label and description, and every level's
+    (label, probability) with 0.0 for a level the response left out."""
+    level = min(by_index, key=lambda i: (-by_index[i], i))
+    labels = [level_label(x) for x in levels_src]
+    levels = ScoreLevels(
+        [(labels[i], by_index.get(i, 0.0)) for i in range(len(levels_src))],
+        [level_label(legend_by_index[i]) for i in sorted(legend_by_index)],
+    )
+    label = labels[level] if level < len(labels) else str(level)
+    description = levels_src[level] if level < len(levels_src) else None
+    return level, label, description, levels
+
+
+def _decode_answer(obj: Any, key: str, question: Question | None) -> Answer:
+    if not isinstance(obj, Mapping):
+        raise DecisionError(
+            f'classifier: answer "{key}" must be an object, got {_json_type(obj)}', key
+        )
+    atype = obj.get("type")
+    if not isinstance(atype, str) or not atype:
+        raise DecisionError(f'classifier: answer "{key}" has no type', key)
+    if isinstance(question, RawQuestion) and question.type == atype and atype not in (
+        "noul",
+        "choice",
+        "score",
+    ):
+        return RawAnswer(atype, dict(obj))
+    if atype == "noul":
+        return NoulAnswer(_number(obj.get("noul"), "noul", key))
+    if atype == "choice":
+        choice = obj.get("choice")
+        if not isinstance(choice, str):
+            raise DecisionError(
+                f'classifier: answer "{key}": choice must be a string, got {_json_type(choice)}',
+                key,
+            )
+        return ChoiceAnswer(
+            choice=choice,
+            probabilities=_probabilities(obj.get("probabilities", {}), key),
+            confidence=_number(obj.get("confidence"), "confidence", key),
+        )
+    if atype == "score":
+        return _decode_score(obj, key, question)
+    return RawAnswer(atype, dict(obj))
+
+
+def _usage(obj: Any) -> ClassifierUsage:
+    if obj is None:
+        return ClassifierUsage()
+    if not isinstance(obj, Mapping):
+        raise DecisionError(f"classifier: usage must be an object, got {_json_type(obj)}")
+
+    def tokens(name: str) -> int:
+        v = obj.get(name, 0)
+        if v is None:
+            return 0
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise DecisionError(f"classifier: usage.{name} must be a number")
+        return int(v)
+
+    cost = obj.get("cost")
+    if cost is not None:
+        if isinstance(cost, bool) or not isinstance(cost, int | float):
+            raise DecisionError("classifier: usage.cost must be a number")
+        cost = float(cost)
+    return ClassifierUsage(tokens("input_tokens"), tokens("output_tokens"), cost)
+
+
+def parse_decision(obj: Any, questions: Mapping[str, Question] | None = None) -> Decision:
+    """A recorded or live response body (already parsed JSON) as a Decision.
+
+    ``calibrated`` absent or null decodes as True; only the literal ``false`` is False.
+    """
+    if not isinstance(obj, Mapping):
+        raise DecisionError(f"classifier: response must be an object, got {_json_type(obj)}")
+    model = obj.get("model")
+    if not isinstance(model, str):
+        raise DecisionError(
+            f"classifier: response model must be a string, got {_json_type(model)}"
+        )
+    answers_raw = obj.get("answers")
+    if not isinstance(answers_raw, Mapping):
+        raise DecisionError(
+            f"classifier: response answers must be an object, got {_json_type(answers_raw)}"
+        )
+    qs = questions or {}
+    answers = {
+        str(k): _decode_answer(v, str(k), qs.get(str(k))) for k, v in answers_raw.items()
+    }
+    return Decision(
+        model=model,
+        answers=answers,
+        usage=_usage(obj.get("usage")),
+        calibrated=obj.get("calibrated") is not False,
+    )
+
+
+# --- validation ---------------------------------------------------------------------------
+
+
+def _invalid(key: str, what: str) -> InvalidDecision:
+    return InvalidDecision(f'classifier: invalid decision: "{key}" {what}', key)
+
+
+def _check_distribution(
+    key: str, probs: Mapping[str, float], offered: set[str], noun: str
+) -> InvalidDecision | None:
+    for k in sorted(probs):
+        if k not in offered:
+            return _invalid(key, f"has a probability for {noun} {k!r}, which was not offered")
+    for k in sorted(probs):
+        if not 0.0 <= probs[k] <= 1.0:
+            return _invalid(key, f"probability for {k!r} is {probs[k]}, outside 0..1")
+    if probs:
+        total = math.fsum(probs.values())
+        if abs(total - 1.0) > _SUM_TOLERANCE:
+            return _invalid(key, f"probabilities sum to {total:.4g}, not 1 ± {_SUM_TOLERANCE}")
+    return None
+
+
+def validate_decision(
+    questions: Mapping[str, Question], decision: Decision
+) -> InvalidDecision | None:
+    """``None`` when ``decision`` answers EXACTLY ``questions`` within their schema, else the
+    error (returned, not raised). Checks in seed 004's order, first failure wins: a missing
+    answer (question keys ASCII), an unexpected answer (ASCII), then per key the type, noul in
+    [0,1], choice offered / probability keys offered / each in [0,1] / a non-empty map sums to
+    1 ± 0.02 / confidence in [0,1], score in [0, levels-1] with the same probability rules over
+    level indices. A raw question only needs an answer of its own type."""
+    for key in sorted(questions):
+        if key not in decision.answers:
+            return InvalidDecision(f'classifier: invalid decision: missing answer "{key}"', key)
+    for key in sorted(decision.answers):
+        if key not in questions:
+            return InvalidDecision(
+                f'classifier: invalid decision: unexpected answer "{key}"', key
+            )
+    for key in sorted(questions):
+        q, a = questions[key], decision.answers[key]
+        if a.type != q.type:
+            return _invalid(key, f"is a {a.type} answer, expected {q.type}")
+        if isinstance(q, RawQuestion):
+            continue
+        if isinstance(a, NoulAnswer):
+            if not 0.0 <= a.noul <= 1.0:
+                return _invalid(key, f"noul is {a.noul}, outside 0..1")
+        elif isinstance(a, ChoiceAnswer) and isinstance(q, ChoiceQuestion):
+            offered = set(q.criteria)
+            if a.choice not in offered:
+                return _invalid(key, f"chose {a.choice!r}, which was not offered")
+            err = _check_distribution(key, a.probabilities, offered, "option")
+            if err:
+                return err
+            if not 0.0 <= a.confidence <= 1.0:
+                return _invalid(key, f"confidence is {a.confidence}, outside 0..1")
+        elif isinstance(a, ScoreAnswer) and isinstance(q, ScoreQuestion):
+            top = len(q.criteria) - 1
+            if not 0.0 <= a.score <= top:
+                return _invalid(key, f"score is {a.score}, outside 0..{top}")
+            offered = {str(i) for i in range(len(q.criteria))}
+            err = _check_distribution(key, a.probabilities, offered, "level")
+            if err:
+                return err
+            if not 0.0 <= a.confidence <= 1.0:
+                return _invalid(key, f"confidence is {a.confidence}, outside 0..1")
+    return None
+
+
+Band: TypeAlias = Literal["yes", "no", "uncertain"]
+
+
+def threshold_band(answer: Answer, thresholds: Mapping[str, float] | None = None) -> Band:
+    """``"yes" | "no" | "uncertain"`` for one answer, INCLUSIVE cut-points (seed 004).
+
+    noul: ``p >= yes`` is yes, else ``p <= no`` is no, else uncertain. choice/score:
+    ``confidence >= min_confidence`` is yes, else uncertain. No near-uniform demotion.
+    A raw answer is uncertain. ``thresholds`` merges over ``DEFAULT_THRESHOLDS``.
+    """
+    t = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
+    if isinstance(answer, NoulAnswer):
+        if answer.noul >= t["yes"]:
+            return "yes"
+        if answer.noul <= t["no"]:
+            return "no"
+        return "uncertain"
+    if isinstance(answer, ChoiceAnswer | ScoreAnswer):
+        return "yes" if answer.confidence >= t["min_confidence"] else "uncertain"
+    return "uncertain"
