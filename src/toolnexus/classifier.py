@@ -14,14 +14,23 @@ import asyncio
 import dataclasses
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from .canonical import canonical_json, canonical_request, sha256_hex
 from .decision import Decision, parse_decision, validate_decision
 from .errors import BatchError, ClassifierError, ConfigError, StaticMiss
 from .questions import (
+    ChoiceQuestion,
     Question,
     check_limits,
     degenerate_criteria,
@@ -69,6 +78,7 @@ METRIC_EVALUATE = "classifier.evaluate"
 #: The ``event`` value of the degenerate-criteria warning; it carries ``question``.
 METRIC_WARNING = "classifier.warning"
 
+K = TypeVar("K")
 Metric = dict[str, Any]
 OnMetric = Callable[[Metric], object]
 CustomEvaluate = Callable[[Any, dict[str, Question]], Any]
@@ -168,9 +178,7 @@ class _CustomStyle:
 def _static_key(questions: Mapping[str, Question], state: Any) -> str:
     # Keyed on the canonical question set AND the canonical state: decisions.json's three
     # entries share one question payload and differ only in state.
-    return sha256_hex(
-        canonical_json({"questions": questions_to_wire(questions), "state": state})
-    )
+    return sha256_hex(canonical_json({"questions": questions_to_wire(questions), "state": state}))
 
 
 def _preview(state: Any, width: int = 60) -> str:
@@ -255,20 +263,16 @@ def _validate_options(opts: ClassifierOptions) -> None:
         raise ConfigError("classifier: style 'custom' requires evaluate=<callable>")
     if opts.style == "static" and opts.decisions is None:
         raise ConfigError("classifier: style 'static' requires decisions=[RecordedDecision, ...]")
-    if (
-        isinstance(opts.retries, bool)
-        or not isinstance(opts.retries, int)
-        or opts.retries < 0
-    ):
-        raise ConfigError(
-            f"classifier: retries must be a whole number >= 0, got {opts.retries!r}"
-        )
+    if isinstance(opts.retries, bool) or not isinstance(opts.retries, int) or opts.retries < 0:
+        raise ConfigError(f"classifier: retries must be a whole number >= 0, got {opts.retries!r}")
     if (
         isinstance(opts.timeout, bool)
         or not isinstance(opts.timeout, int | float)
         or opts.timeout <= 0
     ):
-        raise ConfigError(f"classifier: timeout must be a positive number of seconds, got {opts.timeout!r}")
+        raise ConfigError(
+            f"classifier: timeout must be a positive number of seconds, got {opts.timeout!r}"
+        )
     for s in opts.retryable_statuses:
         if isinstance(s, bool) or not isinstance(s, int) or not 100 <= s <= 599:
             raise ConfigError(f"classifier: retryable_statuses holds {s!r}, not an HTTP status")
@@ -349,9 +353,9 @@ class Classifier:
         check_limits(qs)
         for key in sorted(qs):
             q = qs[key]
-            if key in self._warned or q.type != "choice":
+            if key in self._warned or not isinstance(q, ChoiceQuestion):
                 continue
-            reason = degenerate_criteria(q.criteria)  # type: ignore[union-attr]
+            reason = degenerate_criteria(q.criteria)
             if reason is not None:
                 self._warned.add(key)
                 self._emit(
@@ -463,6 +467,58 @@ class Classifier:
         await asyncio.gather(*(worker() for _ in range(min(concurrency, len(states)))))
         return [r if r is not None else StateResult(error=ClassifierError("lost")) for r in results]
 
+    async def evaluate_stream(
+        self,
+        states: Iterable[tuple[K, Any]] | AsyncIterable[tuple[K, Any]],
+        questions: Mapping[str, Any],
+        concurrency: int = DEFAULT_BATCH_CONCURRENCY,
+    ) -> AsyncIterator[tuple[K, StateResult]]:
+        """``(id, StateResult)`` for each ``(id, state)``, IN COMPLETION ORDER, as each finishes.
+
+        For inputs too large to hold: ``states`` is pulled lazily (a sync or async iterable),
+        at most ``concurrency`` evaluations are in flight, and at most ``concurrency`` finished
+        results wait for the consumer, so memory does not grow with the number of states.
+        Per-state results as in ``states(...).evaluate``: the reply is validated FAIL-CLOSED, an
+        invalid state is an error result with nothing sent, and one failure never fails the
+        stream. A question-set error is raised once, before any request. Closing the iterator
+        early (``aclose``, ``break``) cancels the evaluations still in flight.
+        """
+        if concurrency < 1:
+            raise ClassifierError(f"classifier: concurrency must be at least 1, got {concurrency}")
+        qs = self.prepare(questions)
+        source = _pull(states)
+        done: asyncio.Queue[tuple[K, StateResult] | None] = asyncio.Queue(maxsize=concurrency)
+
+        async def worker() -> None:
+            try:
+                while (item := await source()) is not None:
+                    key, value = item
+                    try:
+                        _check_state(value)
+                        d = await self._evaluate_prepared(value, qs, fail_closed=True)
+                        result = StateResult(decision=d)
+                    except ClassifierError as e:
+                        result = StateResult(error=e)
+                    await done.put((key, result))
+            finally:
+                await done.put(None)
+
+        workers = [asyncio.create_task(worker()) for _ in range(concurrency)]
+        running = len(workers)
+        try:
+            while running:
+                got = await done.get()
+                if got is None:
+                    running -= 1
+                    continue
+                yield got
+            for w in workers:
+                w.result()  # an exception from the SOURCE iterable surfaces here
+        finally:
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
     def state(self, value: Any) -> BoundState:
         """Bind a state. A VALUE, not a session: nothing is sent until ``evaluate``."""
         return BoundState(self, value)
@@ -470,6 +526,31 @@ class Classifier:
     def states(self, values: Iterable[Any]) -> BoundStates:
         """Bind a batch of states. See ``BoundStates.evaluate``."""
         return BoundStates(self, list(values))
+
+
+def _pull(
+    states: Iterable[tuple[K, Any]] | AsyncIterable[tuple[K, Any]],
+) -> Callable[[], Awaitable[tuple[K, Any] | None]]:
+    """One ``next item or None`` coroutine shared by every worker of ``evaluate_stream``.
+    An async iterator is guarded by a lock: two workers may not await ``__anext__`` at once."""
+    if isinstance(states, AsyncIterable):
+        ait = aiter(states)
+        lock = asyncio.Lock()
+
+        async def next_async() -> tuple[K, Any] | None:
+            async with lock:
+                try:
+                    return await anext(ait)
+                except StopAsyncIteration:
+                    return None
+
+        return next_async
+    it = iter(states)
+
+    async def next_sync() -> tuple[K, Any] | None:
+        return next(it, None)
+
+    return next_sync
 
 
 @dataclass(frozen=True)
