@@ -1,0 +1,293 @@
+"""Backend options shared by ``eval`` and ``batch``, and the classifier they build.
+
+Each option is also read from a ``TOOLNEXUS_*`` environment variable. Precedence, highest
+first: the flag, the environment variable, the question file (``model:``), the default (the
+backend row). The style follows from the options: ``--replay DIR`` answers from recordings
+(``static``), ``--llm-model`` asks a chat model (``llm``), anything else speaks System One.
+
+A key is never accepted on the command line: ``--api-key-env`` takes the NAME of the variable
+that holds it, read at call time by the transport.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from .app import CliError
+
+if TYPE_CHECKING:
+    from ..classifier import Classifier
+    from ..decision import Decision
+    from ..questions import Question
+
+_PANEL = "Backend"
+
+BackendOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--backend",
+        envvar="TOOLNEXUS_BACKEND",
+        help="typesafe (default), openrouter, cloudflare, vercel or custom.",
+        rich_help_panel=_PANEL,
+    ),
+]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        envvar="TOOLNEXUS_BASE_URL",
+        help="System One base URL; ${NAME} expands from the environment at call time.",
+        rich_help_panel=_PANEL,
+    ),
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        envvar="TOOLNEXUS_MODEL",
+        help="Model to request (wins over the question file's model:).",
+        rich_help_panel=_PANEL,
+    ),
+]
+ApiKeyEnvOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key-env",
+        envvar="TOOLNEXUS_API_KEY_ENV",
+        help="NAME of the environment variable holding the key (never the key itself).",
+        rich_help_panel=_PANEL,
+    ),
+]
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        envvar="TOOLNEXUS_TIMEOUT",
+        help="Seconds one request may take (default 10).",
+        rich_help_panel=_PANEL,
+    ),
+]
+RetriesOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--retries",
+        envvar="TOOLNEXUS_RETRIES",
+        help="Retries of a transient failure (default 2; 0 = one attempt only).",
+        rich_help_panel=_PANEL,
+    ),
+]
+LlmBaseUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--llm-base-url",
+        envvar="TOOLNEXUS_LLM_BASE_URL",
+        help="OpenAI-compatible chat endpoint for the llm style.",
+        rich_help_panel=_PANEL,
+    ),
+]
+LlmModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--llm-model",
+        envvar="TOOLNEXUS_LLM_MODEL",
+        help="Chat model; setting it selects the llm style (reports calibrated: false).",
+        rich_help_panel=_PANEL,
+    ),
+]
+LlmApiKeyEnvOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--llm-api-key-env",
+        envvar="TOOLNEXUS_LLM_API_KEY_ENV",
+        help="NAME of the environment variable holding the chat endpoint's key.",
+        rich_help_panel=_PANEL,
+    ),
+]
+ReplayOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--replay",
+        envvar="TOOLNEXUS_REPLAY",
+        help="Answer from the recordings in DIR: no network, no key.",
+        metavar="DIR",
+        rich_help_panel=_PANEL,
+    ),
+]
+RecordOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--record",
+        envvar="TOOLNEXUS_RECORD",
+        help="Write every live exchange into DIR as a recording.",
+        metavar="DIR",
+        rich_help_panel=_PANEL,
+    ),
+]
+
+# A POSIX environment variable name. Anything else (a dash, a dot, a space) cannot be a name,
+# and is most likely a pasted key.
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _check_env_name(flag: str, value: str | None) -> None:
+    if value is not None and not _ENV_NAME.fullmatch(value):
+        # Never echo the value: it may be the key itself.
+        raise CliError(
+            f"{flag} takes the NAME of an environment variable (like TYPESAFE_API_KEY), "
+            "not a key; the value given is not a variable name and was not shown"
+        )
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    """The backend options after flag and environment, before the question file and defaults."""
+
+    backend: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    timeout: float | None = None
+    retries: int | None = None
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key_env: str | None = None
+    replay: Path | None = None
+    record: Path | None = None
+
+    def __post_init__(self) -> None:
+        _check_env_name("--api-key-env", self.api_key_env)
+        _check_env_name("--llm-api-key-env", self.llm_api_key_env)
+        if self.timeout is not None and not self.timeout > 0:
+            raise CliError(f"--timeout must be a positive number of seconds, got {self.timeout}")
+        if self.retries is not None and self.retries < 0:
+            raise CliError(f"--retries must be 0 or more, got {self.retries}")
+        if self.replay is not None and self.record is not None:
+            raise CliError("--replay and --record exclude each other: replaying sends nothing")
+        if self.replay is not None and not self.replay.is_dir():
+            raise CliError(f"--replay {self.replay}: no such directory of recordings")
+        if self.record is not None and self.record.exists() and not self.record.is_dir():
+            raise CliError(f"--record {self.record}: exists and is not a directory")
+
+    @property
+    def style(self) -> str:
+        """``static`` with --replay, ``llm`` with --llm-model, else ``systemone``."""
+        if self.replay is not None:
+            return "static"
+        if self.llm_model is not None:
+            return "llm"
+        return "systemone"
+
+
+def model_for(settings: BackendSettings, file_model: str | None) -> str | None:
+    """flag > env (already folded into ``settings.model``) > question file > default (None)."""
+    return settings.model if settings.model is not None else file_model
+
+
+def classifier_options(
+    settings: BackendSettings,
+    *,
+    file_model: str | None = None,
+    on_metric: Callable[[dict[str, Any]], object] | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments for ``create_classifier`` (only the options that were set, so the
+    library's own defaults stay the defaults)."""
+    style = settings.style
+    opts: dict[str, Any] = {"style": style}
+    model = model_for(settings, file_model)
+    if model is not None:
+        opts["model"] = model
+    if on_metric is not None:
+        opts["on_metric"] = on_metric
+    if style == "static":
+        from ..recordings import load_recordings
+
+        assert settings.replay is not None
+        opts["decisions"] = [r.to_recorded_decision() for r in load_recordings(settings.replay)]
+        return opts
+    for name in ("backend", "base_url", "api_key_env", "timeout", "retries"):
+        value = getattr(settings, name)
+        if value is not None:
+            opts[name] = value
+    if settings.backend == "custom":
+        # The CLI sends no images, so a custom endpoint's image support is moot; the library
+        # still requires the caller to declare it.
+        opts["supports"] = {"images": False}
+    if style == "llm":
+        for name in ("llm_base_url", "llm_model", "llm_api_key_env"):
+            value = getattr(settings, name)
+            if value is not None:
+                opts[name] = value
+    return opts
+
+
+def live_target(settings: BackendSettings, model: str | None) -> tuple[str, str]:
+    """``(endpoint, requested model)`` that a recording names; the endpoint keeps its ``${ENV}``
+    references unexpanded, and the model is the backend row's when none was given."""
+    if settings.style == "llm":
+        return settings.llm_base_url or "", settings.llm_model or ""
+    from ..backends import resolve_backend
+
+    row = resolve_backend(
+        settings.backend or "typesafe",
+        base_url=settings.base_url,
+        model=model,
+        supports={"images": False} if settings.backend == "custom" else None,
+    )
+    return f"{row.base_url}/systemone", row.model
+
+
+@dataclass
+class Backend:
+    """A classifier built from the settings, plus the recorder ``--record`` asks for."""
+
+    settings: BackendSettings
+    classifier: Classifier
+    model: str
+    endpoint: str
+
+    def record(self, state: Any, questions: Mapping[str, Question], decision: Decision) -> None:
+        """Write one live exchange when ``--record`` is set (a cached decision sent nothing,
+        so it is not an exchange and is not written)."""
+        if self.settings.record is None or decision.cached:
+            return
+        from ..recordings import write_recording
+
+        write_recording(
+            self.settings.record,
+            model=self.model,
+            endpoint=self.endpoint,
+            state=state,
+            questions=questions,
+            # The decoded body, re-encoded: every wire field the response carried that the
+            # library reads. Unknown extra fields are not kept.
+            response=decision.to_wire(),
+        )
+
+    async def evaluate(self, state: Any, questions: Mapping[str, Question]) -> Decision:
+        """One decision; recorded when ``--record`` is set."""
+        decision = await self.classifier.evaluate(state, questions)
+        self.record(state, questions, decision)
+        return decision
+
+
+def build_backend(
+    settings: BackendSettings,
+    *,
+    file_model: str | None = None,
+    on_metric: Callable[[dict[str, Any]], object] | None = None,
+) -> Backend:
+    """``create_classifier(**classifier_options(...))`` wrapped with its recorder."""
+    from ..classifier import create_classifier
+
+    opts = classifier_options(settings, file_model=file_model, on_metric=on_metric)
+    classifier = create_classifier(**opts)
+    if settings.style == "static":
+        return Backend(settings, classifier, classifier.model, "")
+    endpoint, model = live_target(settings, opts.get("model"))
+    return Backend(settings, classifier, model, endpoint)

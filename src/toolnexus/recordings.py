@@ -1,0 +1,207 @@
+"""The static corpus on disk: record live exchanges, load them back, explain a miss.
+
+One recording is one JSON file::
+
+    {"model":       the model REQUESTED,
+     "served_model": the model that answered (the response's "model"),
+     "endpoint":    the configured endpoint, ${ENV} references left unexpanded,
+     "state":       the state as sent,
+     "questions":   the question set in wire form,
+     "response":    the response body,
+     "recorded_at": UTC ISO-8601 time}
+
+named ``<sha256 of canonical request + canonical state>.json``, where canonical request is
+``canonical_request(model, questions)`` and canonical state is ``canonical_json(state)``, the two
+byte strings concatenated. No headers and no keys are ever written: nothing here sees them.
+
+Replaying loads every file of a directory into the ``static`` style, which answers by the canonical
+question set plus the canonical state (not the model: a recording made against ``jev-latest``
+still answers when the host pins ``jev-1.13.0``). Pure apart from file I/O: no httpx, no rich.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .canonical import canonical_json, canonical_request, sha256_hex
+from .classifier import RecordedDecision
+from .decision import parse_decision
+from .errors import ClassifierError, ConfigError, DecisionError, StaticMiss
+from .questions import Question, normalize_questions, questions_to_wire
+
+__all__ = [
+    "RECORDING_FIELDS",
+    "Recording",
+    "load_recordings",
+    "read_recording",
+    "recording_name",
+    "replay_miss_message",
+    "write_recording",
+]
+
+#: Every key of a recording file, in the order the docstring describes them.
+RECORDING_FIELDS = (
+    "model",
+    "served_model",
+    "endpoint",
+    "state",
+    "questions",
+    "response",
+    "recorded_at",
+)
+
+
+def recording_name(model: str, questions: Mapping[str, Question], state: Any) -> str:
+    """The file name of a recording: sha256 of canonical request + canonical state, ``.json``."""
+    return sha256_hex(canonical_request(model, questions) + canonical_json(state)) + ".json"
+
+
+@dataclass(frozen=True)
+class Recording:
+    """One recorded exchange, as read from disk. ``questions`` is in wire form."""
+
+    path: Path | None
+    model: str
+    served_model: str
+    endpoint: str
+    state: Any
+    questions: Mapping[str, Any]
+    response: Mapping[str, Any]
+    recorded_at: str
+
+    def to_recorded_decision(self) -> RecordedDecision:
+        """The entry the ``static`` style answers from."""
+        return RecordedDecision(state=self.state, questions=self.questions, response=self.response)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "served_model": self.served_model,
+            "endpoint": self.endpoint,
+            "state": self.state,
+            "questions": dict(self.questions),
+            "response": dict(self.response),
+            "recorded_at": self.recorded_at,
+        }
+
+
+def _utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def write_recording(
+    directory: str | os.PathLike[str],
+    *,
+    model: str,
+    endpoint: str,
+    state: Any,
+    questions: Mapping[str, Question],
+    response: Mapping[str, Any],
+    recorded_at: str | None = None,
+) -> Path:
+    """Write one exchange into ``directory`` (created when missing) and return its path.
+
+    Written atomically (a temporary file in the same directory, then ``os.replace``), so a
+    reader never sees half a file and two writers of the same exchange leave one whole file.
+    """
+    served = response.get("model")
+    record = Recording(
+        path=None,
+        model=model,
+        served_model=served if isinstance(served, str) else "",
+        endpoint=endpoint,
+        state=state,
+        questions=questions_to_wire(questions),
+        response=response,
+        recorded_at=recorded_at or _utc_now(),
+    )
+    folder = Path(directory)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / recording_name(model, questions, state)
+        text = json.dumps(record.to_json(), indent=2, sort_keys=False, ensure_ascii=False)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".recording-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as e:
+        raise ConfigError(
+            f"classifier: cannot write a recording into {folder}: {e.strerror or e}"
+        ) from None
+    return target
+
+
+def _field(obj: Mapping[str, Any], name: str, kind: type | tuple[type, ...], path: Path) -> Any:
+    if name not in obj:
+        raise ConfigError(f"classifier: recording {path}: missing {name!r}")
+    value = obj[name]
+    if not isinstance(value, kind):
+        raise ConfigError(f"classifier: recording {path}: {name!r} has the wrong type")
+    return value
+
+
+def read_recording(path: str | os.PathLike[str]) -> Recording:
+    """One recording file, checked: every field present, the questions well formed, and the
+    response decodable against them, so a bad file fails when loaded, naming its path."""
+    p = Path(path)
+    try:
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"classifier: recording {p}: cannot read: {e.strerror or e}") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ConfigError(f"classifier: recording {p}: not JSON: {e}") from None
+    if not isinstance(obj, Mapping):
+        raise ConfigError(f"classifier: recording {p}: must be a JSON object")
+    questions = _field(obj, "questions", Mapping, p)
+    response = _field(obj, "response", Mapping, p)
+    if "state" not in obj:
+        raise ConfigError(f"classifier: recording {p}: missing 'state'")
+    try:
+        qs = normalize_questions(questions)
+        parse_decision(response, qs)
+    except (DecisionError, ClassifierError) as e:
+        raise ConfigError(
+            f"classifier: recording {p}: {e.message.removeprefix('classifier: ')}"
+        ) from None
+    return Recording(
+        path=p,
+        model=_field(obj, "model", str, p),
+        served_model=str(obj.get("served_model") or response.get("model") or ""),
+        endpoint=str(obj.get("endpoint") or ""),
+        state=obj["state"],
+        questions=questions,
+        response=response,
+        recorded_at=str(obj.get("recorded_at") or ""),
+    )
+
+
+def load_recordings(directory: str | os.PathLike[str]) -> list[Recording]:
+    """Every ``*.json`` recording in ``directory``, in file-name order. A directory that does
+    not exist, or holds no recording, is an error: replaying from it could only miss."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise ConfigError(f"classifier: replay directory {folder} does not exist")
+    files = sorted(f for f in folder.glob("*.json") if f.is_file())
+    if not files:
+        raise ConfigError(f"classifier: replay directory {folder} holds no recordings (*.json)")
+    return [read_recording(f) for f in files]
+
+
+def replay_miss_message(miss: StaticMiss, directory: str | os.PathLike[str]) -> str:
+    """The one line for a replay miss: the state, the question-set digest, and how to fix it."""
+    return (
+        f"no recording in {directory} for state {miss.state_preview!r} with question set "
+        f"sha256 {miss.questions_sha256[:12]}; run it once live with --record {directory} "
+        "to add one"
+    )
