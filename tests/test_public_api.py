@@ -51,8 +51,17 @@ SEED_NAMES = {
 }
 
 
+def _isort_key(name: str) -> tuple[int, str]:
+    # ruff's RUF022 order: SCREAMING_CASE constants, then CamelCase classes, then the rest.
+    if name.isupper():
+        return (0, name)
+    if name[0].isupper():
+        return (1, name)
+    return (2, name)
+
+
 def test_all_is_sorted() -> None:
-    assert toolnexus.__all__ == sorted(toolnexus.__all__)
+    assert toolnexus.__all__ == sorted(toolnexus.__all__, key=_isort_key)
 
 
 def test_all_is_complete_and_importable() -> None:
