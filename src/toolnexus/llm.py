@@ -1,0 +1,506 @@
+"""The ``llm`` style: the same questions answered by an OpenAI-compatible chat endpoint.
+
+DEPRECATED by seed 004 (System One is the single product wire) and kept working with no runtime
+warning. Any chat-completions endpoint serves: OpenAI, OpenRouter's chat API, a local Ollama or
+vLLM. ONE ``POST {llm_base_url}/chat/completions`` per evaluate asks for a JSON object shaped like
+the System One answers; the core decodes it (``parse_decision``), checks it
+(``validate_decision``) and reports it with ``calibrated=False``: the numbers are the model's own
+self-report, and a threshold tuned against System One does not transfer to them.
+
+The caller's question keys are ADDRESSING, not content (seed 004): the model sees opaque ids
+(``q1``, ``q2``, ... in ASCII key order) and the answers are mapped back, so a key may be a tool
+name verbatim and two evaluations that differ only in their keys send the same content.
+
+``response_format`` is a strict JSON schema built from the questions. An endpoint that answers
+400 about ``response_format``/``json_schema`` gets the request again, once, in plain JSON mode
+(``{"type": "json_object"}``), and this style remembers that for the rest of its life.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import httpx
+
+from .canonical import canonical_json
+from .decision import Decision, parse_decision, validate_decision
+from .errors import (
+    ClassifierError,
+    ClassifierUnsupported,
+    ConfigError,
+    DecisionError,
+    HTTPStatusError,
+    InvalidDecision,
+    TransportError,
+)
+from .questions import (
+    ChoiceQuestion,
+    NoulQuestion,
+    Question,
+    ScoreQuestion,
+    question_to_wire,
+)
+
+__all__ = [
+    "DEFAULT_LLM_API_KEY_ENV",
+    "DEFAULT_LLM_BASE_URL",
+    "ChatClient",
+    "LlmStyle",
+]
+
+DEFAULT_LLM_BASE_URL = "https://api.openai.com/v1"
+#: The NAME of the variable holding the chat endpoint's key, read at call time.
+DEFAULT_LLM_API_KEY_ENV = "OPENAI_API_KEY"
+
+#: Retried by default, as for System One (seed 004): 408/429/500/502/503/504/529 + network.
+_RETRYABLE = frozenset({408, 429, 500, 502, 503, 504, 529})
+#: How much of a reply or an error body a message quotes.
+_QUOTE = 200
+
+SYSTEM_PROMPT = """\
+You are a classifier. Read the STATE and answer every question about it. Answer each question \
+independently: one answer is never context for another.
+
+Reply with one JSON object and nothing else, shaped {"answers": {<question id>: <answer>}}, with \
+exactly one answer for every question id and no other keys. The answer for each question type:
+- "noul": the probability that the statement in the instructions holds for the state, reading \
+"criteria.true" and "criteria.false" as what each outcome means: \
+{"type": "noul", "noul": <number 0..1>}
+- "choice": the option whose description best fits; option ids are the keys of "options": \
+{"type": "choice", "choice": <option id>, "probabilities": {<every option id>: <number 0..1>}, \
+"confidence": <number 0..1>}
+- "score": a rating on the ordered "levels", keyed by level index from "0" (lowest) upward: \
+{"type": "score", "score": <probability-weighted mean level index>, \
+"probabilities": {<every level index>: <number 0..1>}, "confidence": <number 0..1>}
+Probabilities cover every option or level and sum to 1. Confidence says how well the state lets \
+the question be answered at all (0 = no basis, 1 = unambiguous)."""
+
+
+@runtime_checkable
+class ChatClient(Protocol):
+    """A ready chat client for ``create_classifier(style="llm", client=...)``.
+
+    ``chat`` receives the OpenAI-style ``messages`` list and the ``response_format`` object and
+    returns the parsed chat-completions response: a dict with ``choices[0].message.content``
+    and, optionally, ``model`` and ``usage``. It owns its own endpoint, model and credential.
+    """
+
+    async def chat(
+        self, messages: list[dict[str, str]], response_format: dict[str, Any]
+    ) -> dict[str, Any]: ...
+
+
+def _ids(questions: Mapping[str, Question]) -> dict[str, str]:
+    """Caller key -> the opaque id the model sees, in ASCII key order."""
+    return {key: f"q{i}" for i, key in enumerate(sorted(questions), start=1)}
+
+
+def _question_for_model(q: Question) -> dict[str, Any]:
+    wire = question_to_wire(q)
+    if isinstance(q, ChoiceQuestion):
+        return {"type": "choice", "instructions": wire["instructions"], "options": wire["criteria"]}
+    if isinstance(q, ScoreQuestion):
+        levels = {str(i): level for i, level in enumerate(wire["criteria"])}
+        return {"type": "score", "instructions": wire["instructions"], "levels": levels}
+    return wire
+
+
+def _number() -> dict[str, Any]:
+    # No minimum/maximum: several strict-mode endpoints reject them; validate_decision checks
+    # the ranges instead.
+    return {"type": "number"}
+
+
+def _closed(properties: dict[str, Any]) -> dict[str, Any]:
+    """A strict-mode object: every property required, nothing else allowed."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _answer_schema(q: Question) -> dict[str, Any]:
+    # enum of one value rather than const: older strict-mode validators do not know const.
+    if isinstance(q, NoulQuestion):
+        return _closed({"type": {"type": "string", "enum": ["noul"]}, "noul": _number()})
+    if isinstance(q, ChoiceQuestion):
+        options = [str(k) for k in q.criteria]
+        return _closed(
+            {
+                "type": {"type": "string", "enum": ["choice"]},
+                "choice": {"type": "string", "enum": options},
+                "probabilities": _closed({o: _number() for o in options}),
+                "confidence": _number(),
+            }
+        )
+    assert isinstance(q, ScoreQuestion)
+    return _closed(
+        {
+            "type": {"type": "string", "enum": ["score"]},
+            "score": _number(),
+            "probabilities": _closed({str(i): _number() for i in range(len(q.criteria))}),
+            "confidence": _number(),
+        }
+    )
+
+
+def response_schema(questions: Mapping[str, Question]) -> dict[str, Any]:
+    """The strict ``response_format`` for a question set, keyed by the opaque ids."""
+    ids = _ids(questions)
+    answers = _closed({ids[k]: _answer_schema(questions[k]) for k in sorted(questions)})
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "answers",
+            "strict": True,
+            "schema": _closed({"answers": answers}),
+        },
+    }
+
+
+def build_messages(state: Any, questions: Mapping[str, Question]) -> list[dict[str, str]]:
+    """The system prompt and one user message carrying the state and the questions."""
+    ids = _ids(questions)
+    user = {
+        "state": state,
+        "questions": {ids[k]: _question_for_model(questions[k]) for k in sorted(questions)},
+    }
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": canonical_json(user).decode("utf-8")},
+    ]
+
+
+def _quote(text: str, secret: str = "") -> str:
+    """The first 200 characters of ``text``, repr-quoted, with the credential scrubbed first
+    (so a cut can never leave a prefix of it)."""
+    text = _scrub(text, secret)
+    return repr(text[:_QUOTE] + ("…" if len(text) > _QUOTE else ""))
+
+
+def decode_reply(
+    response: Any, questions: Mapping[str, Question], fallback_model: str, secret: str = ""
+) -> Decision:
+    """A chat-completions response as a validated, uncalibrated Decision.
+
+    The reply content goes through the core decoder with the served ``model``, score legends
+    filled from the question levels, and the chat usage mapped (prompt_tokens -> input_tokens,
+    completion_tokens -> output_tokens, ``usage.cost`` only when the endpoint reports it).
+    ``secret`` is scrubbed from any quoted reply.
+    """
+    if not isinstance(response, Mapping):
+        raise DecisionError("classifier: llm: chat response is not a JSON object")
+    content, refusal = _content(response)
+    if content is None:
+        why = f"refused: {_quote(refusal, secret)}" if refusal else "no message content"
+        raise DecisionError(f"classifier: llm: chat reply has {why}")
+    try:
+        reply = json.loads(content)
+    except ValueError:
+        reply = None
+    if not isinstance(reply, Mapping) or not isinstance(reply.get("answers"), Mapping):
+        raise DecisionError(
+            'classifier: llm: reply is not a JSON object with "answers": ' + _quote(content, secret)
+        )
+    by_id = {qid: key for key, qid in _ids(questions).items()}
+    answers: dict[str, Any] = {}
+    for qid, answer in reply["answers"].items():
+        key = by_id.get(str(qid), str(qid))
+        q = questions.get(key)
+        if isinstance(answer, Mapping) and q is not None:
+            answer = dict(answer)
+            # Plain JSON mode has no schema to force the type tag; the question knows it.
+            answer.setdefault("type", q.type)
+            if isinstance(q, ScoreQuestion):
+                answer["legend"] = {str(i): lv for i, lv in enumerate(q.criteria)}
+        answers[key] = answer
+    model = response.get("model")
+    body = {
+        "model": model if isinstance(model, str) and model else fallback_model,
+        "answers": answers,
+        "usage": _usage(response.get("usage")),
+        "calibrated": False,
+    }
+    try:
+        decision = parse_decision(body, questions)
+    except DecisionError as e:
+        raise DecisionError(f"{e.message}; llm reply: {_quote(content, secret)}", e.key) from None
+    invalid = validate_decision(questions, decision)
+    if invalid is not None:
+        raise InvalidDecision(
+            f"{invalid.message}; llm reply: {_quote(content, secret)}", invalid.key
+        )
+    return decision
+
+
+def _content(response: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    choices = response.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        return None, None
+    message = choices[0].get("message")
+    if not isinstance(message, Mapping):
+        return None, None
+    content, refusal = message.get("content"), message.get("refusal")
+    return (
+        content if isinstance(content, str) else None,
+        refusal if isinstance(refusal, str) else None,
+    )
+
+
+def _usage(usage: Any) -> dict[str, Any]:
+    if not isinstance(usage, Mapping):
+        return {}
+    out: dict[str, Any] = {
+        "input_tokens": usage.get("prompt_tokens") or 0,
+        "output_tokens": usage.get("completion_tokens") or 0,
+    }
+    if usage.get("cost") is not None:
+        out["cost"] = usage["cost"]
+    return out
+
+
+def _says_format_unsupported(error: HTTPStatusError) -> bool:
+    if error.status != 400:
+        return False
+    body = error.body.lower()
+    return "response_format" in body or "json_schema" in body
+
+
+def _retry_after_seconds(value: str | None) -> int | None:
+    """The delay-seconds form only (SPEC 8B Appendix A): ASCII digits, 0..2147483647."""
+    if value is None:
+        return None
+    value = value.strip()
+    if not value.isascii() or not value.isdigit():
+        return None
+    seconds = int(value)
+    return seconds if seconds <= 2147483647 else None
+
+
+def _server_message(text: str) -> str:
+    """The server's own message from an OpenAI-style ``{"error": {"message"}}`` or a
+    ``{"detail": ...}`` body, else the body text; capped for the message."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        obj = None
+    if isinstance(obj, Mapping):
+        err = obj.get("error")
+        if isinstance(err, Mapping) and isinstance(err.get("message"), str):
+            text = err["message"]
+        elif isinstance(err, str):
+            text = err
+        elif isinstance(obj.get("detail"), str):
+            text = obj["detail"]
+    text = " ".join(text.split())
+    return text[:_QUOTE] + ("…" if len(text) > _QUOTE else "")
+
+
+def _scrub(text: str, secret: str) -> str:
+    return text.replace(secret, "«redacted»") if secret else text
+
+
+def _transport_kind(e: httpx.TransportError) -> str:
+    if isinstance(e, httpx.TimeoutException):
+        return "timeout"
+    if isinstance(e, httpx.ConnectError):
+        return "connection refused"
+    if isinstance(e, httpx.RemoteProtocolError):
+        return "connection reset"
+    if isinstance(e, httpx.ProtocolError):
+        return "protocol error"
+    return "network error"
+
+
+class LlmStyle:
+    """``style="llm"`` over an OpenAI-compatible chat-completions endpoint (deprecated, working).
+
+    Options: ``llm_model`` (required unless ``client`` is a ``ChatClient``), ``llm_base_url``
+    (default ``https://api.openai.com/v1``), ``llm_api_key_env`` (default ``OPENAI_API_KEY``; the
+    variable is read at call time and sent as ``Authorization: Bearer`` only when set),
+    ``timeout``, ``retries``/``retry_base_ms``/``retryable_statuses``/``on_error`` (as for System
+    One), ``transport`` (an httpx transport, for tests). ``client`` may instead be:
+
+    - an ``httpx.AsyncClient`` with ``base_url`` set: requests go to ``{base_url}/chat/completions``
+      through it (its own headers and auth apply); ``llm_model`` is still required. The caller
+      owns it: ``aclose`` does not close it.
+    - any object with ``async chat(messages, response_format) -> dict`` (``ChatClient``): it owns
+      endpoint, model and credential, and neither retries nor HTTP options apply.
+    """
+
+    name = "llm"
+
+    def __init__(self, opts: Any) -> None:
+        self._opts = opts
+        client = opts.client
+        self._chat_client: ChatClient | None = None
+        self._http: httpx.AsyncClient | None = None
+        self._owns_http = False
+        self.model: str = opts.llm_model or ""
+        self._json_mode = False
+        self._api_key_env = opts.llm_api_key_env or DEFAULT_LLM_API_KEY_ENV
+        if client is not None and not isinstance(client, httpx.AsyncClient):
+            chat = getattr(client, "chat", None)
+            if not (callable(chat) and inspect.iscoroutinefunction(chat)):
+                raise ConfigError(
+                    "classifier: style 'llm' client must be an httpx.AsyncClient or have an "
+                    "async chat(messages, response_format) method"
+                )
+            self._chat_client = client
+            self.model = self.model or "llm"
+            self.endpoint = f"{type(client).__name__}.chat"
+            return
+        if not self.model:
+            raise ConfigError(
+                "classifier: style 'llm' requires llm_model=<chat model id> "
+                "(or client=<object with async chat(messages, response_format)>)"
+            )
+        if isinstance(client, httpx.AsyncClient):
+            if not str(client.base_url):
+                raise ConfigError("classifier: style 'llm' client needs a base_url")
+            self._http = client
+            self.endpoint = str(client.base_url).rstrip("/") + "/chat/completions"
+            return
+        base = (opts.llm_base_url or DEFAULT_LLM_BASE_URL).rstrip("/")
+        self.endpoint = base + "/chat/completions"
+        self._http = httpx.AsyncClient(transport=opts.transport, timeout=opts.timeout)
+        self._owns_http = True
+
+    def __repr__(self) -> str:
+        return f"LlmStyle(model={self.model!r}, endpoint={self.endpoint!r})"
+
+    @property
+    def json_mode(self) -> bool:
+        """True once the endpoint has refused a JSON schema and plain JSON mode is in use."""
+        return self._json_mode
+
+    async def aclose(self) -> None:
+        """Close the connection pool this style opened (never a client the caller passed)."""
+        if self._http is not None and self._owns_http:
+            await self._http.aclose()
+
+    async def decide(self, state: Any, questions: dict[str, Question]) -> Decision:
+        for key in sorted(questions):
+            q = questions[key]
+            if not isinstance(q, NoulQuestion | ChoiceQuestion | ScoreQuestion):
+                raise ClassifierUnsupported("llm", self.model, f'question type "{q.type}"')
+        messages = build_messages(state, questions)
+        schema = response_schema(questions)
+        if self._chat_client is not None:
+            try:
+                response = await self._chat_client.chat(messages, schema)
+            except ClassifierError:
+                raise
+            except Exception as e:
+                raise ClassifierError(
+                    f"classifier: llm: {self.endpoint} failed: {type(e).__name__}"
+                ) from None
+            return decode_reply(response, questions, self.model, self._secret())
+        if not self._json_mode:
+            try:
+                response = await self._post(messages, schema)
+            except HTTPStatusError as e:
+                if not _says_format_unsupported(e):
+                    raise
+                self._json_mode = True
+        if self._json_mode:
+            response = await self._post(messages, {"type": "json_object"})
+        return decode_reply(response, questions, self.model, self._secret())
+
+    def _secret(self) -> str:
+        """The credential, read at call time; "" when the variable is unset."""
+        return os.environ.get(self._api_key_env) or ""
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        key = self._secret()
+        assert self._http is not None
+        if key and "authorization" not in self._http.headers:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    async def _post(
+        self, messages: list[dict[str, str]], response_format: dict[str, Any]
+    ) -> dict[str, Any]:
+        """One chat request with the seed 004 retry rules: 408/429/5xx-set + network errors
+        (plus ``retryable_statuses``), ``on_error`` has the final say, a numeric Retry-After
+        wins over ``retry_base_ms * 2**attempt``; ``retries=0`` is exactly one attempt."""
+        assert self._http is not None
+        opts = self._opts
+        body = canonical_json(
+            {"model": self.model, "messages": messages, "response_format": response_format}
+        )
+        retryable = _RETRYABLE | set(opts.retryable_statuses)
+        attempt = 0
+        while True:
+            error: ClassifierError
+            retry_after: str | None = None
+            try:
+                r = await self._http.post(
+                    self.endpoint, content=body, headers=self._headers(), timeout=opts.timeout
+                )
+            except httpx.TransportError as e:
+                kind = _transport_kind(e)
+                error = TransportError(
+                    f"classifier: POST {self.endpoint}: {kind}",
+                    kind=kind,
+                    endpoint=self.endpoint,
+                    attempts=attempt + 1,
+                )
+                info: dict[str, Any] = {"error": error, "attempt": attempt, "retryable": True}
+            else:
+                if r.is_success:
+                    try:
+                        parsed = r.json()
+                    except ValueError:
+                        raise DecisionError(
+                            f"classifier: POST {self.endpoint}: response is not JSON: "
+                            + _quote(r.text, self._secret())
+                        ) from None
+                    if not isinstance(parsed, dict):
+                        raise DecisionError(
+                            f"classifier: POST {self.endpoint}: response is not a JSON object"
+                        )
+                    return parsed
+                error = self._status_error(r, attempt)
+                retry_after = r.headers.get("retry-after")
+                info = {
+                    "status": r.status_code,
+                    "attempt": attempt,
+                    "retryable": r.status_code in retryable,
+                }
+            verdict = "retry" if info["retryable"] else "fail"
+            if opts.on_error is not None:
+                verdict = opts.on_error(info)
+            if verdict != "retry" or attempt >= opts.retries:
+                raise error
+            seconds = _retry_after_seconds(retry_after)
+            delay = seconds if seconds is not None else opts.retry_base_ms * 2**attempt / 1000
+            await asyncio.sleep(delay)
+            attempt += 1
+
+    def _status_error(self, r: httpx.Response, attempt: int) -> HTTPStatusError:
+        status = r.status_code
+        # An auth failure body routinely echoes the credential: never shown, never kept. Any
+        # other body is scrubbed of the key too, in case an endpoint echoes the request.
+        key = self._secret()
+        body = "" if status in (401, 403) else _scrub(r.text, key)
+        message = f"classifier: POST {self.endpoint}: HTTP {status}"
+        if body:
+            message += f": {_server_message(body)}"
+        return HTTPStatusError(
+            message,
+            status=status,
+            endpoint=self.endpoint,
+            request_id=r.headers.get("x-request-id"),
+            body=body,
+            retry_after=r.headers.get("retry-after"),
+            attempts=attempt + 1,
+        )
