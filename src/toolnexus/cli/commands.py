@@ -4,4 +4,4 @@ inside the command function, so registering them costs only typer."""
 from __future__ import annotations
 
 # Command modules add themselves to `app` on import. Keep this list sorted.
-from . import schema_cmd  # noqa: F401
+from . import canonical_cmd, check_cmd, eval_cmd, schema_cmd  # noqa: F401

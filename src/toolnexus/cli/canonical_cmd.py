@@ -1,0 +1,84 @@
+"""``toolnexus canonical``: the exact bytes the byte-identity claim covers, and nothing else.
+
+No trailing newline, so ``sha256sum`` of the output is the fixture's ``canonicalSha256`` and
+``diff <(toolnexus canonical a.yaml) <(toolnexus canonical b.yaml)`` compares what would be
+sent. Offline by construction: it imports the pure core only, never httpx.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from .app import app, fail
+
+
+@app.command("canonical")
+def canonical(
+    questions: Annotated[
+        str,
+        typer.Argument(
+            help="Question-set YAML file (- for stdin).", metavar="QUESTIONS", show_default=False
+        ),
+    ],
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Model to name in the bytes. Default: TOOLNEXUS_MODEL, else the file's model, "
+            "else jev-latest.",
+            show_default=False,
+        ),
+    ] = None,
+    sha256: Annotated[
+        bool, typer.Option("--sha256", help="Print the sha256 hex digest instead.")
+    ] = False,
+    pretty: Annotated[
+        bool,
+        typer.Option("--pretty", help="Print an indented form for reading (not the exact bytes)."),
+    ] = False,
+    state: Annotated[
+        str | None,
+        typer.Option(
+            "--state",
+            help="A state file (- for stdin): print the whole request body {model, questions, "
+            "state} instead; the state is outside the byte-identity claim.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Print the canonical bytes of model + questions: keys sorted, arrays kept, compact.
+
+    Nothing is added, not even a newline. Exit 2 on an input error (one line, path:line:col).
+    """
+    from ..canonical import canonical_json, canonical_request, sha256_hex
+    from ..questions import questions_to_wire
+    from .questionfile import load_question_set, resolve_model
+
+    if sha256 and pretty:
+        fail("--sha256 and --pretty do not combine: pick one")
+    if state == "-" and questions == "-":
+        fail("the question set and the state cannot both come from stdin")
+    qset = load_question_set(questions)
+    chosen = resolve_model(model, qset.model)
+    if state is None:
+        body = canonical_request(chosen, qset.questions)
+    else:
+        from .states import load_state
+
+        value = load_state(state)
+        body = canonical_json(
+            {"model": chosen, "questions": questions_to_wire(qset.questions), "state": value}
+        )
+    if sha256:
+        sys.stdout.write(sha256_hex(body) + "\n")
+    elif pretty:
+        import json
+
+        sys.stdout.write(json.dumps(json.loads(body), indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(body)
+        sys.stdout.buffer.flush()

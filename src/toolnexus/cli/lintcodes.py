@@ -1,0 +1,27 @@
+"""The stable finding codes of ``check-criteria``, importable without loading YAML or the core
+(the command's ``--help`` lists them, and help must stay as fast as ``--version``)."""
+
+from __future__ import annotations
+
+__all__ = ["CODES", "WARNING_CODES"]
+
+#: The stable finding codes of ``check-criteria``. Never renumber: configs and CI greps hold them.
+CODES: dict[str, str] = {
+    "TN001": "degenerate choice: every option description is empty",
+    "TN002": "degenerate choice: every option description equals its own option id",
+    "TN003": "degenerate choice: every option description is identical",
+    "TN010": "a choice takes 1..255 named options",
+    "TN011": "a score takes 2..10 ordered levels",
+    "TN012": "no questions, or an empty question key",
+    "TN020": "schema or shape error (wrong kind of value, unknown field, not a question set)",
+    "TN021": "duplicate mapping key (YAML would silently keep the last)",
+    "TN022": "duplicate score level",
+    "TN023": "empty option description or score level (when not all are empty)",
+    "TN024": "missing or unknown question type",
+    "TN025": "missing or empty instructions",
+    "TN900": "not YAML: syntax error, or not UTF-8 text",
+}
+
+#: Advisory findings: ``check-criteria`` reports them, but a file with only these still loads
+#: (the classifier itself warns about degenerate criteria at run time, and sends the request).
+WARNING_CODES = frozenset({"TN001", "TN002", "TN003", "TN022", "TN023"})

@@ -1,0 +1,211 @@
+"""YAML read with positions: plain JSON-like data plus a 1-based line:col for every node.
+
+PyYAML's ``safe_load`` forgets where a value came from and silently keeps the LAST of two equal
+mapping keys. Question files need both: every error names ``path:line:col``, and a repeated key
+is an error at the second occurrence. So the text is composed into PyYAML's node tree (which
+carries marks) and walked here by hand.
+
+Choices a user can see (the question-set schema documents them):
+- mapping keys are the text as written: YAML 1.1 reads ``yes``, ``no``, ``on``, ``off``, ``true``,
+  ``false`` and numbers as non-strings, which would turn a noul ``{true: ..., false: ...}`` or a
+  choice option named ``no`` into a boolean key. A non-scalar key is an error.
+- values that are not JSON (timestamps, binary, ``.nan``, ``.inf``, unknown tags) are errors:
+  the canonical bytes are JSON, and a silent ``2024-01-01`` -> date would not survive them.
+- merge keys (``<<: *base``) work; explicit keys win over merged ones, as YAML specifies.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+__all__ = ["Located", "NodePath", "Problem", "YamlSyntaxError", "read_yaml"]
+
+#: A position in the data: mapping keys and sequence indexes from the document root.
+NodePath: TypeAlias = tuple[str | int, ...]
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+# A document that expands aliases into more nodes than this is an attack (a "billion laughs"),
+# not a question set: the largest legal set is a few thousand nodes.
+_NODE_BUDGET = 200_000
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something wrong in the YAML itself, at a 1-based ``line``:``col``."""
+
+    line: int
+    col: int
+    code: str
+    message: str
+
+
+class YamlSyntaxError(Exception):
+    """The text is not YAML (or not text): one problem, nothing could be read."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+@dataclass
+class Located:
+    """One YAML document as data, with where each part of it was written.
+
+    ``marks[path]`` is where the VALUE at ``path`` starts; ``key_marks[path]`` where the mapping
+    key that leads to it starts (the better place to point at for "unknown field" or "missing").
+    """
+
+    value: Any = None
+    documents: int = 1
+    marks: dict[NodePath, tuple[int, int]] = field(default_factory=dict)
+    key_marks: dict[NodePath, tuple[int, int]] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+    def at(self, path: NodePath) -> tuple[int, int]:
+        """The value's position, else the nearest enclosing one that is known."""
+        while path not in self.marks and path:
+            path = path[:-1]
+        return self.marks.get(path, (1, 1))
+
+    def key_at(self, path: NodePath) -> tuple[int, int]:
+        """The position of the key leading to ``path``, else of the value."""
+        return self.key_marks.get(path) or self.at(path)
+
+
+def _pos(node: Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def _line_col(text: str, index: int) -> tuple[int, int]:
+    before = text[:index]
+    return before.count("\n") + 1, index - (before.rfind("\n") + 1) + 1
+
+
+def _syntax_problem(e: yaml.YAMLError, text: str) -> Problem:
+    if isinstance(e, yaml.reader.ReaderError):
+        line, col = _line_col(text, e.position)
+        return Problem(line, col, "TN900", f"YAML cannot contain character #x{e.character:04x}")
+    if isinstance(e, yaml.MarkedYAMLError):
+        mark = e.problem_mark or e.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        what = e.problem or "invalid YAML"
+        if e.context:
+            what += f" ({e.context})"
+        return Problem(line, col, "TN900", f"YAML syntax error: {what}")
+    return Problem(1, 1, "TN900", f"YAML syntax error: {e}")
+
+
+class _Walker:
+    def __init__(self, out: Located) -> None:
+        self.out = out
+        self.budget = _NODE_BUDGET
+        self.constructor = yaml.SafeLoader("")
+
+    def problem(self, node: Node, code: str, message: str) -> None:
+        self.out.problems.append(Problem(*_pos(node), code, message))
+
+    def walk(self, node: Node, path: NodePath, stack: frozenset[int]) -> Any:
+        self.budget -= 1
+        if self.budget < 0:
+            raise YamlSyntaxError(
+                Problem(*_pos(node), "TN900", "YAML expands to too many nodes (alias bomb?)")
+            )
+        self.out.marks[path] = _pos(node)
+        if id(node) in stack:
+            self.problem(node, "TN020", "a recursive alias cannot be written as JSON")
+            return None
+        inner = stack | {id(node)}
+        if isinstance(node, ScalarNode):
+            return self.scalar(node)
+        if isinstance(node, SequenceNode):
+            return [self.walk(child, (*path, i), inner) for i, child in enumerate(node.value)]
+        if isinstance(node, MappingNode):
+            return self.mapping(node, path, inner)
+        self.problem(node, "TN020", "unsupported YAML node")  # pragma: no cover - PyYAML has 3
+        return None
+
+    def scalar(self, node: ScalarNode) -> Any:
+        try:
+            value = self.constructor.construct_object(node, deep=True)
+        except yaml.YAMLError:
+            self.problem(node, "TN020", f"unknown YAML tag {node.tag}: not a JSON value")
+            return node.value
+        if isinstance(value, datetime.date):
+            self.problem(node, "TN020", f"{node.value!r} reads as a YAML timestamp: quote it")
+            return node.value
+        if isinstance(value, bytes):
+            self.problem(node, "TN020", "YAML binary is not a JSON value")
+            return node.value
+        if isinstance(value, float) and not math.isfinite(value):
+            self.problem(node, "TN020", f"{node.value} is not a JSON number")
+            return node.value
+        return value
+
+    def pairs(self, node: MappingNode) -> Iterator[tuple[Node, Node, bool]]:
+        """The entries of a mapping, its own first, then those it merges (``<<``)."""
+        merges: list[Node] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                merges.append(value_node)
+            else:
+                yield key_node, value_node, False
+        for merge in merges:
+            sources = merge.value if isinstance(merge, SequenceNode) else [merge]
+            for source in sources:
+                if not isinstance(source, MappingNode):
+                    self.problem(source, "TN020", "a merge key (<<) takes a mapping")
+                    continue
+                for key_node, value_node, _ in self.pairs(source):
+                    yield key_node, value_node, True
+
+    def mapping(self, node: MappingNode, path: NodePath, stack: frozenset[int]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key_node, value_node, merged in self.pairs(node):
+            if not isinstance(key_node, ScalarNode):
+                self.problem(key_node, "TN020", "a mapping key must be a plain string")
+                continue
+            # The text as written: `no:` and `true:` stay strings (see the module docstring).
+            key = key_node.value
+            if key in result:
+                # A merged key under an explicit one is YAML's override rule, not a mistake.
+                if not merged:
+                    first = self.out.key_marks[(*path, key)]
+                    self.problem(
+                        key_node,
+                        "TN021",
+                        f"duplicate key {key!r} (first at line {first[0]}); YAML would "
+                        "silently keep only the last one",
+                    )
+                continue
+            self.out.key_marks[(*path, key)] = _pos(key_node)
+            result[key] = self.walk(value_node, (*path, key), stack)
+        return result
+
+
+def read_yaml(text: str) -> Located:
+    """Read the YAML ``text``. A syntax error raises :class:`YamlSyntaxError`; anything the walk
+    finds wrong (duplicate keys, non-JSON values) is collected in ``problems``.
+
+    A stream of several documents reads the first and counts them in ``documents``; an empty
+    stream reads as ``None`` with ``documents == 0``.
+    """
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError as e:
+        raise YamlSyntaxError(_syntax_problem(e, text)) from None
+    except RecursionError:
+        raise YamlSyntaxError(Problem(1, 1, "TN900", "YAML nested too deeply")) from None
+    out = Located(documents=len(nodes))
+    if nodes:
+        try:
+            out.value = _Walker(out).walk(nodes[0], (), frozenset())
+        except RecursionError:
+            raise YamlSyntaxError(Problem(1, 1, "TN900", "YAML nested too deeply")) from None
+    return out
