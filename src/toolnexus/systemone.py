@@ -1,0 +1,214 @@
+"""The ``systemone`` style: one ``POST {base_url}/systemone`` per evaluate, and the opt-in cache.
+
+The body is ``{model, questions, state}``, then ``request_params`` (shallow merge, a param wins),
+then ``body_transform`` (runs last; its return value is what is sent), as canonical bytes.
+``Decision.model`` is what the server says answered, which may be more specific than asked.
+
+Cache (``cache=``, any object with ``get(key) -> str | None`` and ``set(key, value)``): a decision
+is keyed by seed 004's ``decision_cache_key(endpoint, served model, state, questions)``, where the
+served model is learnt through a ``model_cache_key(endpoint, requested model)`` entry written on
+the first live answer. So a cached decision is only reused for the same endpoint (as configured,
+``${NAME}`` unexpanded), the same served model, questions and state. A hit sends nothing and
+carries ``cached=True``; a reply that fails ``validate_decision`` is returned but never cached.
+Keys are sha256 digests of public values; the credential is never part of one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .backends import ResolvedBackend, resolve_backend
+from .canonical import canonical_json, decision_cache_key, model_cache_key
+from .decision import Decision, parse_decision, validate_decision
+from .errors import ClassifierError, ConfigError, DecisionError
+from .questions import Question, questions_to_wire
+from .transport import SystemOneTransport
+
+if TYPE_CHECKING:
+    from .classifier import ClassifierOptions
+
+__all__ = ["SystemOneStyle"]
+
+PATH = "systemone"
+
+
+class SystemOneStyle:
+    """The System One wire. Built from ``ClassifierOptions``; backend and transport options are
+    checked HERE, so a bad configuration fails at construction, not at the first call."""
+
+    name = "systemone"
+
+    def __init__(self, opts: ClassifierOptions) -> None:
+        self.backend: ResolvedBackend = resolve_backend(
+            opts.backend,
+            base_url=opts.base_url,
+            model=opts.model,
+            api_key_env=opts.api_key_env,
+            supports=opts.supports,
+        )
+        if opts.request_params is not None and not isinstance(opts.request_params, Mapping):
+            raise ConfigError("classifier: request_params must be a mapping of body keys")
+        if opts.body_transform is not None and not callable(opts.body_transform):
+            raise ConfigError("classifier: body_transform must be callable")
+        self.model = self.backend.model
+        self._params = dict(opts.request_params or {})
+        self._transform = opts.body_transform
+        self._cache = opts.cache
+        self.transport = SystemOneTransport(
+            base_url=self.backend.base_url,
+            api_key_env=self.backend.api_key_env,
+            headers=opts.headers,
+            timeout=opts.timeout,
+            retries=opts.retries,
+            retry_base_ms=opts.retry_base_ms,
+            retryable_statuses=opts.retryable_statuses,
+            on_error=opts.on_error,
+            transport=opts.transport,
+            http_client=opts.http_client,
+        )
+        #: The endpoint as configured (``${NAME}`` unexpanded): what cache keys are built on.
+        self.endpoint = self.transport.base_url
+        # The encoded question set of the last call, reused while the caller passes the SAME
+        # dict (evaluate_batch prepares one question set for every state). Holding the dict
+        # itself keeps its id from being reused by another object.
+        self._last_questions: tuple[dict[str, Question], bytes] | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"SystemOneStyle(backend={self.backend.name!r}, endpoint={self.endpoint!r}, "
+            f"model={self.model!r})"
+        )
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
+
+    def _questions_bytes(self, questions: dict[str, Question]) -> bytes:
+        last = self._last_questions
+        if last is not None and last[0] is questions:
+            return last[1]
+        encoded = canonical_json(questions_to_wire(questions))
+        self._last_questions = (questions, encoded)
+        return encoded
+
+    def body(self, state: Any, questions: dict[str, Question]) -> bytes:
+        """The exact bytes sent for ``state`` and ``questions``."""
+        if not self._params and self._transform is None:
+            # Same bytes as canonical_json({"model", "questions", "state"}): the three keys are
+            # already in ASCII order, and the question set is encoded once per batch.
+            return b"".join(
+                (
+                    b'{"model":',
+                    canonical_json(self.model),
+                    b',"questions":',
+                    self._questions_bytes(questions),
+                    b',"state":',
+                    canonical_json(state),
+                    b"}",
+                )
+            )
+        body: dict[str, Any] = {
+            "model": self.model,
+            "questions": questions_to_wire(questions),
+            "state": state,
+        }
+        body.update(self._params)
+        if self._transform is None:
+            return canonical_json(body)
+        try:
+            sent = self._transform(body)
+        except ClassifierError:
+            raise
+        except Exception as e:
+            raise ClassifierError(
+                f"classifier: body_transform raised {type(e).__name__}: {e}"
+            ) from None
+        return canonical_json(sent)
+
+    # --- cache ------------------------------------------------------------------------------
+
+    def _cache_get(self, key: str) -> str | None:
+        assert self._cache is not None
+        try:
+            value = self._cache.get(key)
+        except Exception as e:
+            raise ClassifierError(f"classifier: cache get failed: {type(e).__name__}") from None
+        return value if isinstance(value, str) else None
+
+    def _cache_set(self, key: str, value: str) -> None:
+        assert self._cache is not None
+        try:
+            self._cache.set(key, value)
+        except Exception as e:
+            raise ClassifierError(f"classifier: cache set failed: {type(e).__name__}") from None
+
+    def _cached(self, state: Any, questions: dict[str, Question]) -> Decision | None:
+        served = self._cache_get(model_cache_key(self.endpoint, self.model))
+        if not served:
+            return None
+        text = self._cache_get(decision_cache_key(self.endpoint, served, state, questions))
+        if text is None:
+            return None
+        try:
+            decision = Decision.from_json(text, questions)
+        except DecisionError:
+            return None  # a damaged entry is a miss; the live answer overwrites it
+        return dataclasses.replace(decision, cached=True)
+
+    def _store(self, state: Any, questions: dict[str, Question], decision: Decision) -> None:
+        if validate_decision(questions, decision) is not None:
+            return
+        self._cache_set(model_cache_key(self.endpoint, self.model), decision.model)
+        self._cache_set(
+            decision_cache_key(self.endpoint, decision.model, state, questions),
+            canonical_json(decision.to_wire()).decode("utf-8"),
+        )
+
+    # --- evaluate ---------------------------------------------------------------------------
+
+    async def decide(self, state: Any, questions: dict[str, Question]) -> Decision:
+        """One decision: from the cache when configured and present, else one POST."""
+        if self._cache is not None:
+            hit = self._cached(state, questions)
+            if hit is not None:
+                return hit
+        body = self.body(state, questions)
+        reply = await self.transport.post(PATH, body)
+        decision = self._decode(reply.content, reply.endpoint, reply.request_id, questions)
+        if self._cache is not None:
+            self._store(state, questions, decision)
+        return decision
+
+    def _decode(
+        self,
+        content: bytes,
+        endpoint: str,
+        request_id: str | None,
+        questions: dict[str, Question],
+    ) -> Decision:
+        rid = f" (request id {request_id})" if request_id else ""
+        try:
+            obj = json.loads(content)
+        except (ValueError, UnicodeDecodeError) as e:
+            text = content.decode("utf-8", errors="replace")
+            if not text.strip():
+                what = "the response body is empty"
+            elif text.lstrip()[:1] in ("{", "["):
+                where = getattr(e, "pos", None)
+                at = f"; parsing stopped at byte {where}" if where is not None else ""
+                what = (
+                    f"the response body is truncated or malformed JSON ({len(content)} bytes{at})"
+                )
+            else:
+                start = self.transport.scrub(text[:40])
+                what = f"the response body is not JSON ({len(content)} bytes, starting {start!r})"
+            raise DecisionError(f"classifier: POST {endpoint}: HTTP 200: {what}{rid}") from None
+        try:
+            return parse_decision(obj, questions)
+        except DecisionError as e:
+            raise DecisionError(
+                f"classifier: POST {endpoint}: {e.message.removeprefix('classifier: ')}{rid}",
+                e.key,
+            ) from None
