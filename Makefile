@@ -23,8 +23,20 @@ lint: install
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
+# Real recorded answers replayed from recordings/: no network, no key (env -u drops any key).
 demo: install
-	$(BIN)/python bench/../examples/demo.py
+	@for run in \
+	  "questions/support-triage.yaml examples/states/support-ticket.txt" \
+	  "questions/mixed-batch.yaml examples/states/cafe-duplicate-charge.json" \
+	  "questions/score-ten.yaml examples/states/outage-70-percent.txt" \
+	  "questions/guard.yaml examples/states/guard-git-status.yaml" \
+	  "questions/guard.yaml examples/states/guard-rm-build.yaml" \
+	  "questions/guard.yaml examples/states/guard-rmtree.json"; do \
+	  echo "== toolnexus eval $$run --replay recordings/"; \
+	  env -u TYPESAFE_API_KEY -u OPENROUTER_API_KEY \
+	    $(BIN)/toolnexus eval $$run --replay recordings/ --format table || exit 1; \
+	  echo; \
+	done
 
 bench: install
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

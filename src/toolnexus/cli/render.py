@@ -319,17 +319,17 @@ def print_table(
         header.append("yes")
     else:
         header.append("no (uncalibrated)", style=_STYLES["uncalibrated"])
-    header.append(f"  cached {'yes' if record['cached'] else 'no'}")
-    header.append(f"  tokens {tokens}  cost {cost}")
+    header.append(f"  cached {'yes' if record['cached'] else 'no'}\n")
+    header.append(f"tokens {tokens}  cost {cost}")
     console.print(header)
 
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     table.add_column("key", no_wrap=True)
     table.add_column("type", no_wrap=True)
-    table.add_column("answer")
+    table.add_column("answer", ratio=1)
     table.add_column("confidence", justify="right", no_wrap=True)
     table.add_column("band", no_wrap=True)
-    table.add_column("flags")
+    table.add_column("flags", no_wrap=True)
     answers: Mapping[str, Any] = record["answers"]
     for key in [*questions, *(k for k in answers if k not in questions)]:
         a = answers.get(key)
@@ -345,7 +345,8 @@ def print_table(
             _answer_text(a),
             _fixed(a.get("confidence")),
             Text(band, style=_BAND_STYLES.get(band, "")),
-            _styled_flags(a.get("flags", [])),
+            # "uncertain" is already the band column; the rest stand out here.
+            _styled_flags(f for f in a.get("flags", []) if f != "uncertain"),
         )
     console.print(table)
     if record.get("invalid"):
@@ -363,7 +364,12 @@ def render_decision(
     """Print one decision record in ``fmt`` to ``stream`` (stdout by default)."""
     out = stream if stream is not None else sys.stdout
     if fmt == "table":
-        print_table(record, questions, make_console(out, width))
+        console = make_console(out, width)
+        with console.capture() as captured:
+            print_table(record, questions, console)
+        # Rich pads every cell to its column width; trailing blanks are noise in a pipe, a
+        # diff or a golden file.
+        out.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
     elif fmt == "json":
         write_json(record, out)
     elif fmt == "jsonl":

@@ -1,0 +1,205 @@
+"""Rebuild the shipped recordings from their sources (run from the repo root, needs ../shared).
+
+    .venv/bin/python recordings/build.py
+
+Sources, all read-only beside the repo (see README.md here for the provenance table):
+- ``../shared/recordings-live/*.json``: six live captures; ``request_raw`` and ``response_raw``
+  are the exact bodies, ``_source.note`` gives the capture time.
+- ``tests/seed_examples/seed001_example1_all_three_types.py``: seed 001's support ticket, its
+  three questions and its RECORDED response (read with ``ast``: the example itself is not run).
+- ``../shared/seeds/000_*.txt``: seed 000's recorded ``risk`` response for ``rm -rf ./build``.
+- ``../shared/conformance/decisions.json``: the three guard entries (allow, ask, deny).
+
+The recordings are written with ``toolnexus.recordings.write_recording``, so they have exactly
+the shape ``--record`` writes and the names ``--replay`` expects. Rebuilding is idempotent: the
+same sources give byte-identical files (``recorded_at`` comes from the source, never the clock).
+"""
+
+from __future__ import annotations
+
+import ast
+import glob
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from toolnexus.canonical import canonical_json, sha256_hex
+from toolnexus.questions import normalize_questions
+from toolnexus.recordings import write_recording
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+OUT = REPO / "recordings"
+
+#: The direct API, where the live captures were taken (their _source.note says so).
+TYPESAFE_ENDPOINT = "https://api.typesafe.ai/v1/systemone"
+#: The seeds and decisions.json request "typesafe/jev-1.13", OpenRouter's spelling of the model
+#: (system-one-wire.md): the endpoint is inferred from that spelling, not recorded by the source.
+OPENROUTER_ENDPOINT = "https://openrouter.ai/api/v1/systemone"
+#: The seeds and decisions.json carry no capture time; their served model is dated 2026-09-17.
+SEED_RECORDED_AT = "2026-09-17T00:00:00Z"
+
+_NOTE_TIME = re.compile(r"Live capture (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")
+
+
+def live_captures() -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for path in sorted(glob.glob(str(SHARED / "recordings-live" / "*.json"))):
+        capture = json.loads(Path(path).read_text(encoding="utf-8"))
+        request = json.loads(capture["request_raw"])
+        response = json.loads(capture["response_raw"])
+        when = _NOTE_TIME.search(capture["_source"]["note"])
+        assert when, f"{path}: no capture time in _source.note"
+        out.append(
+            (
+                f"../shared/recordings-live/{Path(path).name}",
+                {
+                    "model": request["model"],
+                    "endpoint": TYPESAFE_ENDPOINT,
+                    "state": request["state"],
+                    "questions": request["questions"],
+                    "response": response,
+                    "recorded_at": when.group(1),
+                },
+            )
+        )
+    return out
+
+
+def seed001_ticket() -> tuple[str, dict[str, Any]]:
+    path = REPO / "tests" / "seed_examples" / "seed001_example1_all_three_types.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    keep = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        or (
+            isinstance(node, ast.Assign)
+            and any(
+                isinstance(t, ast.Name) and t.id in {"TICKET", "QUESTIONS", "RECORDED"}
+                for t in node.targets
+            )
+        )
+    ]
+    scope: dict[str, Any] = {}
+    exec(compile(ast.Module(body=keep, type_ignores=[]), str(path), "exec"), scope)
+    recorded = scope["RECORDED"]
+    return (
+        "tests/seed_examples/seed001_example1_all_three_types.py (seed 001, example 1)",
+        {
+            "model": "typesafe/jev-1.13",
+            "endpoint": OPENROUTER_ENDPOINT,
+            "state": recorded.state,
+            "questions": recorded.questions,
+            "response": recorded.response,
+            "recorded_at": SEED_RECORDED_AT,
+        },
+    )
+
+
+def seed000_risk() -> tuple[str, dict[str, Any]]:
+    (path,) = glob.glob(str(SHARED / "seeds" / "000_*.txt"))
+    text = Path(path).read_text(encoding="utf-8")
+    body = re.search(r'let recorded = br#"(.*?)"#;', text, re.S)
+    assert body, "seed 000: recorded response not found"
+    return (
+        f"../shared/seeds/{Path(path).name} (example 1)",
+        {
+            "model": "typesafe/jev-1.13",
+            "endpoint": OPENROUTER_ENDPOINT,
+            "state": "rm -rf ./build",
+            "questions": {
+                "risk": {
+                    "type": "score",
+                    "instructions": "How destructive is this shell command?",
+                    "criteria": ["harmless", "reversible", "destructive"],
+                }
+            },
+            "response": json.loads(body.group(1)),
+            "recorded_at": SEED_RECORDED_AT,
+        },
+    )
+
+
+def guard_entries() -> list[tuple[str, dict[str, Any]]]:
+    fixture = json.loads((SHARED / "conformance" / "decisions.json").read_text(encoding="utf-8"))
+    out = []
+    for entry in fixture["entries"]:
+        request = entry["request"]
+        out.append(
+            (
+                f"../shared/conformance/decisions.json (entry {entry['band']!r})",
+                {
+                    "model": request["model"],
+                    "endpoint": OPENROUTER_ENDPOINT,
+                    "state": request["state"],
+                    "questions": request["questions"],
+                    "response": entry["response"],
+                    "recorded_at": SEED_RECORDED_AT,
+                },
+            )
+        )
+    return out
+
+
+def all_sources() -> list[tuple[str, dict[str, Any]]]:
+    return [*live_captures(), seed001_ticket(), seed000_risk(), *guard_entries()]
+
+
+README_HEAD = """# recordings/
+
+Recorded decisions that `make demo` and the tests replay with `--replay recordings/`: no
+network, no key, real recorded answers. Each file has exactly the shape `--record DIR` writes
+(see `src/toolnexus/recordings.py`): `model` (requested), `served_model`, `endpoint` (unexpanded),
+`state`, `questions` (wire form), `response` (the body) and `recorded_at` (UTC), named
+`<sha256 of canonical request + canonical state>.json`. No headers and no keys, ever.
+
+`build.py` rebuilds every file from its source (`.venv/bin/python recordings/build.py`, needs
+`../shared`); the same sources give byte-identical files, and `tests/test_recordings.py` checks
+that each file still matches its source and replays.
+
+Notes on provenance:
+- The six live captures were taken from `https://api.typesafe.ai/v1/systemone`, requested
+  `jev-latest`, served `jev-1.13.0`; `recorded_at` is the capture time in their `_source.note`,
+  and the response is their `response_raw`, whose sha256 is listed below (it equals the
+  capture's own `response_sha256`).
+- The seed and `decisions.json` entries carry no capture time: `recorded_at` is set to the day
+  their served model is dated (`typesafe/jev-1.13-20260917`), and their endpoint is inferred from
+  the model spelling `typesafe/jev-1.13` (OpenRouter's). For these the sha256 column is that of
+  the canonical JSON of the response.
+
+| recording | source | recorded_at | response sha256 |
+|---|---|---|---|
+"""
+
+
+def _response_sha256(source: str, response: Any) -> str:
+    if source.startswith("../shared/recordings-live/"):
+        capture = json.loads((REPO / source).read_text(encoding="utf-8"))
+        return str(capture["response_sha256"])
+    return sha256_hex(canonical_json(response))
+
+
+def main() -> int:
+    rows = []
+    for source, r in all_sources():
+        path = write_recording(
+            OUT,
+            model=r["model"],
+            endpoint=r["endpoint"],
+            state=r["state"],
+            questions=normalize_questions(r["questions"]),
+            response=r["response"],
+            recorded_at=r["recorded_at"],
+        )
+        digest = _response_sha256(source, r["response"])
+        rows.append(f"| `{path.name}` | `{source}` | {r['recorded_at']} | `{digest}` |")
+        print(f"{path.relative_to(REPO)}  <-  {source}")
+    (OUT / "README.md").write_text(README_HEAD + "\n".join(rows) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
