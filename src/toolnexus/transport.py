@@ -1,12 +1,14 @@
 """The one place httpx is used for System One: one POST, retries, and errors safe to show.
 
-One shared ``httpx.AsyncClient`` per classifier (pooling, keep-alive), closed by ``aclose()``.
-Its transport is injectable (``transport=`` any httpx transport; ``http_client=`` a ready
-``httpx.AsyncClient`` the host owns and closes). The DEFAULT transport is :class:`AiohttpTransport`,
-chosen by measurement (``bench/batch.py``: 2,000 states, 20 ms server, concurrency 16, 2 cores):
-httpx's own async pool cost ~3.5 ms CPU per request and ~2.9x the ideal wall time, httpx over an
-aiohttp connection pool ~0.6-0.8 ms and ~1.2-1.4x, against a bare-aiohttp floor of ~0.35 ms and
-~1.3x. httpx stays the API and the test seam; aiohttp only moves the bytes.
+One shared connection pool per classifier (keep-alive), closed by ``aclose()``. The transport is
+injectable: ``transport=`` any httpx transport (``httpx.MockTransport`` in unit tests,
+``httpx.AsyncHTTPTransport()`` for httpx's own pool), or ``http_client=`` a ready
+``httpx.AsyncClient`` that the host owns and closes. The DEFAULT transport is
+:class:`AiohttpTransport`, chosen by measurement (``bench/batch.py``: 2,000 states, a 20 ms
+server, concurrency 16, 2 cores): toolnexus on httpx's own pool cost ~3.1 ms CPU per request and
+~3.5x the ideal wall time; on the aiohttp pool ~0.7 ms and ~1.2x, against a bare-aiohttp floor
+(precomputed bytes, no decoding) of ~0.3 ms and ~1.4x. httpx stays the API and the test seam;
+aiohttp only moves the bytes.
 
 Retries (seed 004 + SPEC-8B Appendix A, verbatim):
 
@@ -219,17 +221,18 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     One answer is small and never streamed). aiohttp failures leave here as httpx exceptions with
     the aiohttp one as ``__cause__``, so this is interchangeable with any httpx transport."""
 
-    def __init__(self, *, max_connections: int = 100, trust_env: bool = True) -> None:
+    def __init__(self, *, max_connections: int = 100) -> None:
         self._session: aiohttp.ClientSession | None = None
         self._max_connections = max_connections
-        self._trust_env = trust_env
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if self._session is None:
             # Created on first use: an aiohttp session must be born inside the running loop.
+            # Proxy variables are honoured only when one is set: aiohttp's trust_env looks the
+            # proxy up in a worker thread on EVERY request (measured: ~0.1 ms CPU each).
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self._max_connections),
-                trust_env=self._trust_env,
+                trust_env=any(n.lower().endswith("_proxy") and v for n, v in os.environ.items()),
             )
         timeout = request.extensions.get("timeout", {})
         try:
@@ -327,14 +330,22 @@ class SystemOneTransport:
         self.retryable = DEFAULT_RETRYABLE_STATUSES | frozenset(retryable_statuses)
         self.on_error = on_error
         self.sleep = sleep
-        self._owns_client = http_client is None
-        # trust_env=False: env proxies would otherwise mount httpx's own transports for some
-        # URLs and silently bypass the injected or default one (aiohttp honours them instead).
-        self._client = http_client or httpx.AsyncClient(
-            transport=transport if transport is not None else AiohttpTransport(),
-            timeout=httpx.Timeout(self.timeout),
-            trust_env=False,
+        # With a transport (ours or injected) requests go straight to it: httpx.AsyncClient.send
+        # adds a cookie-jar pass over every response (measured ~0.2 ms CPU per request) and
+        # auth/redirect machinery that a System One POST never uses (redirects are not followed
+        # either way). A host's own http_client is used as given, through its send().
+        self._client = http_client
+        self._transport: httpx.AsyncBaseTransport | None = (
+            None if http_client is not None else (transport or AiohttpTransport())
         )
+        self._timeout_ext = {
+            "timeout": {
+                "connect": self.timeout,
+                "read": self.timeout,
+                "write": self.timeout,
+                "pool": self.timeout,
+            }
+        }
         self._url_cache: dict[str, httpx.URL] = {}
 
     def __repr__(self) -> str:
@@ -345,9 +356,10 @@ class SystemOneTransport:
         return f"{self.base_url}/{path}"
 
     async def aclose(self) -> None:
-        """Close the pool (only when this transport built the client). Safe to call twice."""
-        if self._owns_client:
-            await self._client.aclose()
+        """Close the connection pool; a host's own http_client is left for the host to close.
+        Safe to call twice."""
+        if self._transport is not None:
+            await self._transport.aclose()
 
     def scrub(self, text: str) -> str:
         """``text`` with account identifiers redacted and every value this transport would
@@ -397,9 +409,14 @@ class SystemOneTransport:
             retry_after: str | None = None
             try:
                 async with asyncio.timeout(self.timeout):
-                    response = await self._client.send(
-                        httpx.Request("POST", url, content=body, headers=headers)
+                    request = httpx.Request(
+                        "POST", url, content=body, headers=headers, extensions=self._timeout_ext
                     )
+                    if self._transport is not None:
+                        response = await self._transport.handle_async_request(request)
+                    else:
+                        assert self._client is not None
+                        response = await self._client.send(request)
                     await response.aread()
             except (httpx.HTTPError, aiohttp.ClientError, OSError, TimeoutError) as e:
                 kind = _kind_of(e)
