@@ -293,9 +293,21 @@ def _styled_flags(flags: Iterable[str]) -> Any:
 def make_console(stream: IO[str], width: int | None = None) -> Any:
     """A Rich console on ``stream``. Colour only for a terminal without ``NO_COLOR``; the
     words are always there."""
+    import os
+
     from rich.console import Console
 
-    return Console(file=stream, width=width, highlight=False, emoji=False, soft_wrap=False)
+    # Rich alone keeps bold under NO_COLOR (the convention only forbids colour); we promise
+    # plain words, so NO_COLOR turns styling off entirely.
+    plain = bool(os.environ.get("NO_COLOR"))
+    return Console(
+        file=stream,
+        width=width,
+        highlight=False,
+        emoji=False,
+        soft_wrap=False,
+        color_system=None if plain else "auto",
+    )
 
 
 def print_table(
