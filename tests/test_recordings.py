@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from paths import REPO, needs_shared
 
+from paths import REPO, needs_shared
 from toolnexus import create_classifier, sha256_hex, validate_decision
 from toolnexus.canonical import canonical_json, canonical_request
 from toolnexus.errors import ConfigError, StaticMiss

@@ -1,5 +1,5 @@
-"""The one renderer (issue 4, "Output and exit codes"): "The table shows, per question: key, type, the
-answer (noul probability; choice and its probability; score with its level label), confidence,
+"""The one renderer (issue 4, "Output and exit codes"): "The table shows, per question: key, type,
+the answer (noul probability; choice and its probability; score with its level label), confidence,
 the threshold_band, and flags — near-uniform and uncalibrated stand out in colour and in words
 (NO_COLOR and pipes get words). The header shows the served model, calibrated, cached, tokens,
 and cost ("not reported" when absent). JSON records carry the decision's wire fields plus the
@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from paths import REPO
 
+from paths import REPO
 from toolnexus import (
     ChoiceAnswer,
     ChoiceQuestion,
-    ClassifierUsage,
     Decision,
     NoulAnswer,
     NoulQuestion,
