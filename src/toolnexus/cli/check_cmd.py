@@ -51,7 +51,7 @@ def check_criteria(
     files: Annotated[
         list[Path],
         typer.Argument(
-            help="Question files or directories.", metavar="FILE...", show_default=False
+            help="Question files or directories.", metavar="FILE", show_default=False
         ),
     ],
     strict: Annotated[

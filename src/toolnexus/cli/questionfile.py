@@ -209,7 +209,11 @@ class _Checker:
         declared = strict
         if self.doc.documents > 1:
             if declared:
-                self.add((1, 1), "TN020", "a question set is a single YAML document")
+                self.add(
+                    self.doc.second_document or (1, 1),
+                    "TN020",
+                    "a question set is a single YAML document; this starts a second one",
+                )
             return declared, None, {}
         if not isinstance(data, dict) or not isinstance(data.get("questions"), dict):
             if declared:
@@ -247,10 +251,10 @@ class _Checker:
             )
             return None
         self.unknown_fields(obj, path, _QUESTION_FIELDS, where)
-        raw = obj.get("raw", False)
+        raw: bool | None = obj.get("raw", False)
         if not isinstance(raw, bool):
             self.add(self.doc.at((*path, "raw")), "TN020", f"{where}raw must be true or false")
-            raw = False
+            raw = None  # unknown intent: judge the type neither as raw nor as modelled
         qtype = self.qtype(obj, path, where, raw)
         self.instructions(obj, path, where)
         if qtype == "noul":
@@ -269,7 +273,9 @@ class _Checker:
         self.limits(key, question, path)
         return question
 
-    def qtype(self, obj: dict[str, Any], path: NodePath, where: str, raw: bool) -> str | None:
+    def qtype(
+        self, obj: dict[str, Any], path: NodePath, where: str, raw: bool | None
+    ) -> str | None:
         if "type" not in obj:
             self.add(self.doc.key_at(path), "TN024", f"{where}missing type (noul, choice or score)")
             return None
@@ -286,7 +292,7 @@ class _Checker:
                 "modelled, drop raw",
             )
             return None
-        if not raw and qtype not in _MODELLED_TYPES:
+        if raw is False and qtype not in _MODELLED_TYPES:
             self.add(
                 at,
                 "TN024",

@@ -64,6 +64,8 @@ class Located:
 
     value: Any = None
     documents: int = 1
+    #: Where the second document starts, when there is one (a question set is one document).
+    second_document: tuple[int, int] | None = None
     marks: dict[NodePath, tuple[int, int]] = field(default_factory=dict)
     key_marks: dict[NodePath, tuple[int, int]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
@@ -203,6 +205,8 @@ def read_yaml(text: str) -> Located:
     except RecursionError:
         raise YamlSyntaxError(Problem(1, 1, "TN900", "YAML nested too deeply")) from None
     out = Located(documents=len(nodes))
+    if len(nodes) > 1:
+        out.second_document = _pos(nodes[1])
     if nodes:
         try:
             out.value = _Walker(out).walk(nodes[0], (), frozenset())

@@ -1,0 +1,45 @@
+"""Run the real console entry point in-process, through Typer's CliRunner isolation.
+
+``toolnexus.cli.app.main`` is the one error boundary; ``CliRunner.invoke(app)`` would bypass it,
+so the tests call ``main`` inside the runner's stdin/stdout/stderr isolation instead.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from typer.testing import CliRunner
+
+from toolnexus.cli.app import main
+
+
+@dataclass
+class Ran:
+    code: int
+    stdout: bytes
+    stderr: str
+
+    @property
+    def out(self) -> str:
+        return self.stdout.decode("utf-8")
+
+
+def run_cli(*args: str, input: str | bytes | None = None) -> Ran:
+    """``toolnexus *args`` in-process; the exit code is what the process would exit with."""
+    runner = CliRunner()
+    with runner.isolation(input=input) as (out, err, _):
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        return Ran(code, out.getvalue(), err.getvalue().decode("utf-8"))
+
+
+def error_line(stderr: str) -> str:
+    """The one diagnostic line, without the boundary's ``toolnexus: `` prefix; fails unless the
+    whole of stderr is exactly one line and carries no traceback."""
+    assert "Traceback" not in stderr, stderr
+    assert stderr.endswith("\n") and stderr.count("\n") == 1, repr(stderr)
+    return re.sub(r"^toolnexus: ", "", stderr[:-1])
