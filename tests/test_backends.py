@@ -1,0 +1,133 @@
+"""backends.py: seed 004's table as data, and resolution at construction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolnexus import ConfigError, create_classifier
+from toolnexus.backends import BACKEND_NAMES, BACKENDS, resolve_backend
+
+
+def test_backend_names_order() -> None:
+    """seed 004 backend-names: 'The five backend values, in the order every port's error
+    message lists them'."""
+    assert BACKEND_NAMES == ("typesafe", "openrouter", "cloudflare", "vercel", "custom")
+    assert tuple(b.name for b in BACKENDS) == BACKEND_NAMES
+
+
+@pytest.mark.parametrize(
+    ("name", "base_url", "model", "key_env"),
+    [
+        pytest.param(
+            "typesafe",
+            "https://api.typesafe.ai/v1",
+            "jev-latest",
+            "TYPESAFE_API_KEY",
+            id="typesafe",
+        ),
+        pytest.param(
+            "openrouter",
+            "https://openrouter.ai/api/v1",
+            "typesafe/jev-1.13",
+            "OPENROUTER_API_KEY",
+            id="openrouter",
+        ),
+        pytest.param(
+            "vercel",
+            "https://ai-gateway.vercel.sh/typesafe/v1",
+            "jev-latest",
+            "AI_GATEWAY_API_KEY",
+            id="vercel",
+        ),
+    ],
+)
+def test_a_row_sets_url_model_and_key_env_as_a_unit(
+    name: str, base_url: str, model: str, key_env: str
+) -> None:
+    r = resolve_backend(name)
+    assert (r.base_url, r.model, r.api_key_env, r.wire) == (base_url, model, key_env, "systemone")
+
+
+def test_cloudflare_is_account_and_gateway_scoped_and_stays_unexpanded() -> None:
+    r = resolve_backend("cloudflare")
+    assert r.base_url.startswith("https://gateway.ai.cloudflare.com/v1/${")
+    assert "${CLOUDFLARE_ACCOUNT_ID}" in r.base_url and "${CLOUDFLARE_GATEWAY_ID}" in r.base_url
+
+
+@pytest.mark.parametrize(
+    "explicit",
+    [
+        pytest.param({"base_url": "http://127.0.0.1:9/v1"}, id="base_url"),
+        pytest.param({"model": "jev-1.13.0"}, id="model"),
+        pytest.param({"api_key_env": "MY_KEY"}, id="api_key_env"),
+    ],
+)
+def test_an_explicit_option_wins_over_the_row(explicit: dict[str, str]) -> None:
+    """seed 004: 'An explicit :base-url / :model / :api-key-env still wins'."""
+    r = resolve_backend("typesafe", **explicit)
+    ((field, value),) = explicit.items()
+    assert getattr(r, field) == value
+
+
+def test_unknown_backend_lists_backend_names() -> None:
+    with pytest.raises(ConfigError, match="typesafe, openrouter, cloudflare, vercel, custom"):
+        resolve_backend("azure")
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        pytest.param({}, id="neither"),
+        pytest.param({"base_url": "https://h/v1"}, id="no-supports"),
+        pytest.param({"supports": {"images": False}}, id="no-base-url"),
+    ],
+)
+def test_custom_requires_base_url_and_supports(kw: dict[str, Any]) -> None:
+    """seed 004: 'custom requires :base-url and :supports (systemone style)'."""
+    with pytest.raises(ConfigError, match="backend 'custom' requires"):
+        resolve_backend("custom", **kw)
+
+
+def test_custom_with_both_resolves() -> None:
+    r = resolve_backend("custom", base_url="https://h/v1/", supports={"images": True})
+    assert r.base_url == "https://h/v1" and r.images is True
+
+
+@pytest.mark.parametrize(
+    ("model", "instead"),
+    [
+        pytest.param("jev-1.13.0", "typesafe/jev-1.13", id="pinned"),
+        pytest.param("jev-latest", "typesafe/jev-1.13", id="alias"),
+        pytest.param("jev-1.14", "typesafe/jev-1.14", id="minor"),
+    ],
+)
+def test_typesafe_spelling_on_openrouter_fails_at_construction(model: str, instead: str) -> None:
+    """Issue 3: 'A TypeSafe-only model spelling sent to OpenRouter fails at construction with a
+    message saying what to use instead'."""
+    with pytest.raises(ConfigError, match=f"use '{instead}' instead"):
+        create_classifier(backend="openrouter", model=model)
+
+
+def test_openrouter_spelling_is_accepted() -> None:
+    assert resolve_backend("openrouter", model="typesafe/jev-1.13").model == "typesafe/jev-1.13"
+
+
+def test_supports_overrides_the_image_column() -> None:
+    assert resolve_backend("openrouter").images is False
+    assert resolve_backend("openrouter", supports={"images": True}).images is True
+    assert resolve_backend("typesafe", model="jev-1.14.0").images is True
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        pytest.param({"base_url": "api.typesafe.ai/v1"}, id="no-scheme"),
+        pytest.param({"model": ""}, id="empty-model"),
+        pytest.param({"supports": {"images": "yes"}}, id="supports-not-bool"),
+    ],
+)
+def test_bad_values_fail_at_construction(kw: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError):
+        create_classifier(**kw)
