@@ -14,6 +14,15 @@ from hypothesis import strategies as st
 
 from clirun import error_line, run_cli
 from toolnexus.canonical import canonical_request
+from toolnexus.cli.lintcodes import CODES, WARNING_CODES
+from toolnexus.cli.questioncheck import DEGENERATE_CODES
+from toolnexus.cli.questionfile import (
+    QuestionFileError,
+    QuestionSet,
+    lint_text,
+    load_question_set,
+    resolve_model,
+)
 from toolnexus.questions import (
     ChoiceQuestion,
     NoulCriteria,
@@ -23,15 +32,6 @@ from toolnexus.questions import (
     degenerate_criteria,
     question_to_wire,
 )
-from toolnexus.cli.questionfile import (
-    _DEGENERATE_CODES,
-    QuestionFileError,
-    QuestionSet,
-    lint_text,
-    load_question_set,
-    resolve_model,
-)
-from toolnexus.cli.lintcodes import CODES, WARNING_CODES
 
 Q = "questions:\n"
 
@@ -465,7 +465,7 @@ def test_each_degenerate_seed_rule_has_its_own_code(
 ) -> None:
     """Seed 001: degenerate if every description is empty, or equals its key, or is identical."""
     assert degenerate_criteria(criteria) == reason
-    assert _DEGENERATE_CODES[reason] == code
+    assert DEGENERATE_CODES[reason] == code
     text = (
         Q
         + "  d:\n    type: choice\n    instructions: x\n    criteria: "
@@ -480,7 +480,7 @@ def test_each_degenerate_seed_rule_has_its_own_code(
 
 
 def test_degenerate_codes_cover_exactly_the_core_reasons() -> None:
-    assert set(_DEGENERATE_CODES.values()) == {"TN001", "TN002", "TN003"} <= WARNING_CODES
+    assert set(DEGENERATE_CODES.values()) == {"TN001", "TN002", "TN003"} <= WARNING_CODES
 
 
 @pytest.mark.parametrize(
@@ -663,7 +663,7 @@ _question_sets = st.fixed_dictionaries(
     optional={"model": _json_values},
 )
 _yaml_tokens = st.lists(
-    st.sampled_from(list("ab :-{}[],'\"\n\t#&*!|>?%@`~.0\\ex") + ["questions:", "type: ", "\n  "]),
+    st.sampled_from([*list("ab :-{}[],'\"\n\t#&*!|>?%@`~.0\\ex"), "questions:", "type: ", "\n  "]),
     max_size=40,
 ).map("".join)
 

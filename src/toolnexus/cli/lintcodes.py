@@ -1,9 +1,12 @@
-"""The stable finding codes of ``check-criteria``, importable without loading YAML or the core
-(the command's ``--help`` lists them, and help must stay as fast as ``--version``)."""
+"""Findings and their stable codes for ``check-criteria``, importable without loading YAML or the
+core (the command's ``--help`` lists the codes, and help must stay as fast as ``--version``)."""
 
 from __future__ import annotations
 
-__all__ = ["CODES", "WARNING_CODES"]
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CODES", "WARNING_CODES", "Finding"]
 
 #: The stable finding codes of ``check-criteria``. Never renumber: configs and CI greps hold them.
 CODES: dict[str, str] = {
@@ -25,3 +28,35 @@ CODES: dict[str, str] = {
 #: Advisory findings: ``check-criteria`` reports them, but a file with only these still loads
 #: (the classifier itself warns about degenerate criteria at run time, and sends the request).
 WARNING_CODES = frozenset({"TN001", "TN002", "TN003", "TN022", "TN023"})
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    """One problem in one file, at a 1-based line and column."""
+
+    path: str
+    line: int
+    col: int
+    code: str
+    message: str
+
+    @property
+    def is_error(self) -> bool:
+        """False for advisory codes (``WARNING_CODES``): the file still loads."""
+        return self.code not in WARNING_CODES
+
+    def located(self) -> str:
+        """``path:line:col: message``, the shape editors and terminals jump to."""
+        return f"{self.path}:{self.line}:{self.col}: {self.message}"
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "col": self.col,
+            "code": self.code,
+            "message": self.message,
+        }

@@ -1,0 +1,323 @@
+"""The checks behind question-set files: every rule, located at the YAML node it is about.
+
+``questionfile`` reads and reports; this module decides. Shapes are pre-checked here so each
+problem points at its own node (``question_from_wire`` would stop at the first, unlocated);
+then the core builds the question and ``check_limits`` / ``degenerate_criteria`` judge it, so
+their rules and wording stay the only copy.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import QuestionError
+from ..questions import (
+    ChoiceQuestion,
+    Question,
+    ScoreQuestion,
+    check_limits,
+    degenerate_criteria,
+    level_label,
+    question_from_wire,
+)
+from .lintcodes import Finding
+from .yamlread import Located, NodePath
+
+# The core's degenerate-criteria reasons, one code per seed rule (a test pins the mapping).
+DEGENERATE_CODES = {
+    "every option description is empty": "TN001",
+    "every option description equals its own option id": "TN002",
+    "every option description is identical": "TN003",
+}
+_MODELLED_TYPES = ("noul", "choice", "score")
+_QUESTION_FIELDS = ("type", "instructions", "criteria", "raw")
+_TOP_FIELDS = ("model", "questions")
+
+
+def bare_message(error: QuestionError) -> str:
+    text = str(error)
+    return text.removeprefix("classifier: ")
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "a mapping"
+
+
+def _got(value: Any) -> str:
+    hint = "; quote it" if isinstance(value, bool | int | float) else ""
+    return f"got {_kind(value)}{hint}"
+
+
+def _suggest(word: str, choices: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+class Checker:
+    def __init__(self, path: str, doc: Located) -> None:
+        self.path = path
+        self.doc = doc
+        self.findings: list[Finding] = [
+            Finding(path, p.line, p.col, p.code, p.message) for p in doc.problems
+        ]
+
+    def add(self, where: tuple[int, int], code: str, message: str) -> None:
+        self.findings.append(Finding(self.path, where[0], where[1], code, message))
+
+    def unknown_fields(
+        self, obj: Mapping[str, Any], path: NodePath, allowed: tuple[str, ...], what: str
+    ) -> None:
+        for name in obj:
+            if name not in allowed:
+                expected = ", ".join(allowed)
+                self.add(
+                    self.doc.key_at((*path, name)),
+                    "TN020",
+                    f"{what}unknown field {name!r} (expected {expected})" + _suggest(name, allowed),
+                )
+
+    def top(self, strict: bool) -> tuple[bool, str | None, dict[str, Question]]:
+        data = self.doc.value
+        declared = strict
+        if self.doc.documents > 1:
+            if declared:
+                self.add(
+                    self.doc.second_document or (1, 1),
+                    "TN020",
+                    "a question set is a single YAML document; this starts a second one",
+                )
+            return declared, None, {}
+        if not isinstance(data, dict) or not isinstance(data.get("questions"), dict):
+            if declared:
+                got = "" if isinstance(data, dict) else f", got {_kind(data)}"
+                where = self.doc.at(("questions",)) if isinstance(data, dict) else self.doc.at(())
+                self.add(
+                    where, "TN020", f"not a question set: no top-level 'questions' mapping{got}"
+                )
+            return declared, None, {}
+        self.unknown_fields(data, (), _TOP_FIELDS, "")
+        model = data.get("model")
+        if "model" in data and (not isinstance(model, str) or not model.strip()):
+            self.add(self.doc.at(("model",)), "TN020", "model must be a non-empty string")
+            model = None
+        questions: dict[str, Question] = {}
+        raw_questions: dict[str, Any] = data["questions"]
+        if not raw_questions:
+            self.add(self.doc.at(("questions",)), "TN012", "no questions: write at least one")
+        for key, obj in raw_questions.items():
+            q = self.question(key, obj, ("questions", key))
+            if q is not None:
+                questions[key] = q
+        return True, model if isinstance(model, str) else None, questions
+
+    def question(self, key: str, obj: Any, path: NodePath) -> Question | None:
+        where = f"question {key!r}: "
+        before = len([f for f in self.findings if f.is_error])
+        if key == "":
+            self.add(self.doc.key_at(path), "TN012", "a question key cannot be empty")
+        if not isinstance(obj, dict):
+            self.add(
+                self.doc.at(path),
+                "TN020",
+                f"{where}must be a mapping of type, instructions, criteria, got {_kind(obj)}",
+            )
+            return None
+        self.unknown_fields(obj, path, _QUESTION_FIELDS, where)
+        raw: bool | None = obj.get("raw", False)
+        if not isinstance(raw, bool):
+            self.add(self.doc.at((*path, "raw")), "TN020", f"{where}raw must be true or false")
+            raw = None  # unknown intent: judge the type neither as raw nor as modelled
+        qtype = self.qtype(obj, path, where, raw)
+        self.instructions(obj, path, where)
+        if qtype == "noul":
+            self.noul_criteria(obj, path, where)
+        elif qtype == "choice":
+            self.choice_criteria(obj, path, where)
+        elif qtype == "score":
+            self.score_criteria(obj, path, where)
+        if qtype is None or len([f for f in self.findings if f.is_error]) > before:
+            return None
+        try:
+            question = question_from_wire(obj, key)
+        except QuestionError as e:  # a core rule this module does not pre-check
+            self.add(self.doc.at(path), "TN020", bare_message(e))
+            return None
+        self.limits(key, question, path)
+        return question
+
+    def qtype(
+        self, obj: dict[str, Any], path: NodePath, where: str, raw: bool | None
+    ) -> str | None:
+        if "type" not in obj:
+            self.add(self.doc.key_at(path), "TN024", f"{where}missing type (noul, choice or score)")
+            return None
+        qtype = obj["type"]
+        at = self.doc.at((*path, "type"))
+        if not isinstance(qtype, str) or not qtype.strip():
+            self.add(at, "TN024", f"{where}type must be noul, choice or score, got {_kind(qtype)}")
+            return None
+        if raw and qtype in _MODELLED_TYPES:
+            self.add(
+                self.doc.at((*path, "raw")),
+                "TN020",
+                f"{where}raw: true is for types the library does not model; {qtype!r} is "
+                "modelled, drop raw",
+            )
+            return None
+        if raw is False and qtype not in _MODELLED_TYPES:
+            self.add(
+                at,
+                "TN024",
+                f"{where}unknown type {qtype!r} (expected noul, choice or score"
+                f"{_suggest(qtype, _MODELLED_TYPES)}); for a type the library does not "
+                "model, add raw: true",
+            )
+            return None
+        return qtype
+
+    def instructions(self, obj: dict[str, Any], path: NodePath, where: str) -> None:
+        if "instructions" not in obj:
+            self.add(self.doc.key_at(path), "TN025", f"{where}missing instructions")
+            return
+        value = obj["instructions"]
+        at = self.doc.at((*path, "instructions"))
+        if isinstance(value, str | dict) and not (
+            value.strip() if isinstance(value, str) else value
+        ):
+            self.add(at, "TN025", f"{where}empty instructions")
+        elif not isinstance(value, str | dict):
+            self.add(
+                at,
+                "TN020",
+                f"{where}instructions must be a string or a mapping, {_got(value)}",
+            )
+
+    def noul_criteria(self, obj: dict[str, Any], path: NodePath, where: str) -> None:
+        if "criteria" not in obj:
+            return
+        criteria = obj["criteria"]
+        cpath = (*path, "criteria")
+        if criteria is None:
+            self.add(
+                self.doc.at(cpath),
+                "TN020",
+                f"{where}noul criteria is null: omit it for no criteria, or write {{}} for two "
+                "empty strings",
+            )
+            return
+        if not isinstance(criteria, dict):
+            self.add(
+                self.doc.at(cpath),
+                "TN020",
+                f"{where}noul criteria must be a mapping with true and false, "
+                f"got {_kind(criteria)}",
+            )
+            return
+        self.unknown_fields(criteria, cpath, ("true", "false"), f"{where}noul criteria: ")
+        for side in ("true", "false"):
+            if side in criteria and not isinstance(criteria[side], str):
+                self.add(
+                    self.doc.at((*cpath, side)),
+                    "TN020",
+                    f"{where}noul criteria {side!r} must be a string, {_got(criteria[side])}",
+                )
+
+    def choice_criteria(self, obj: dict[str, Any], path: NodePath, where: str) -> None:
+        cpath = (*path, "criteria")
+        criteria = obj.get("criteria")
+        if not isinstance(criteria, dict):
+            got = "missing" if "criteria" not in obj else f"got {_kind(criteria)}"
+            at = self.doc.key_at(path) if "criteria" not in obj else self.doc.at(cpath)
+            self.add(
+                at,
+                "TN020",
+                f"{where}a choice needs criteria: a mapping of option id to what picking it "
+                f"means ({got})",
+            )
+            return
+        for option, text in criteria.items():
+            if not isinstance(text, str):
+                self.add(
+                    self.doc.at((*cpath, option)),
+                    "TN020",
+                    f"{where}option {option!r} description must be a string, {_got(text)}",
+                )
+
+    def score_criteria(self, obj: dict[str, Any], path: NodePath, where: str) -> None:
+        cpath = (*path, "criteria")
+        criteria = obj.get("criteria")
+        if not isinstance(criteria, list):
+            got = "missing" if "criteria" not in obj else f"got {_kind(criteria)}"
+            at = self.doc.key_at(path) if "criteria" not in obj else self.doc.at(cpath)
+            self.add(
+                at, "TN020", f"{where}a score needs criteria: an ordered list of levels ({got})"
+            )
+            return
+        for i, level in enumerate(criteria):
+            lpath = (*cpath, i)
+            if isinstance(level, dict):
+                self.unknown_fields(level, lpath, ("label", "description"), f"{where}level {i}: ")
+                label = level.get("label")
+                if not isinstance(label, str) or not label.strip():
+                    self.add(
+                        self.doc.at((*lpath, "label")) if "label" in level else self.doc.at(lpath),
+                        "TN020",
+                        f"{where}level {i} needs a non-empty string label",
+                    )
+            elif not isinstance(level, str):
+                self.add(
+                    self.doc.at(lpath),
+                    "TN020",
+                    f"{where}level {i} must be a string or {{label, description}}, "
+                    f"got {_kind(level)}",
+                )
+
+    def limits(self, key: str, question: Question, path: NodePath) -> None:
+        """Limits and the advisory checks, on a question that already has the right shape."""
+        where = f"question {key!r}: "
+        cpath = (*path, "criteria")
+        if key:
+            try:
+                check_limits({key: question})
+            except QuestionError as e:
+                code = "TN010" if isinstance(question, ChoiceQuestion) else "TN011"
+                self.add(self.doc.at(cpath), code, bare_message(e))
+        if isinstance(question, ChoiceQuestion):
+            criteria = question.criteria
+            reason = degenerate_criteria(criteria)
+            if reason is not None:
+                self.add(self.doc.at(cpath), DEGENERATE_CODES[reason], f"{where}{reason}")
+            elif len(criteria) >= 2:
+                for option, text in criteria.items():
+                    if not str(text).strip():
+                        self.add(
+                            self.doc.at((*cpath, option)),
+                            "TN023",
+                            f"{where}option {option!r} has an empty description",
+                        )
+        elif isinstance(question, ScoreQuestion):
+            seen: dict[str, int] = {}
+            for i, level in enumerate(question.criteria):
+                label = level_label(level)
+                if not label.strip():
+                    self.add(self.doc.at((*cpath, i)), "TN023", f"{where}level {i} is empty")
+                elif label in seen:
+                    self.add(
+                        self.doc.at((*cpath, i)),
+                        "TN022",
+                        f"{where}level {i} repeats level {seen[label]} ({label!r})",
+                    )
+                else:
+                    seen[label] = i
