@@ -7,6 +7,7 @@ so the tests call ``main`` inside the runner's stdin/stdout/stderr isolation ins
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 
 from typer.testing import CliRunner
@@ -34,6 +35,9 @@ def run_cli(*args: str, input: str | bytes | None = None) -> Ran:
             code = 0
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        # A real process flushes its text streams at exit; the isolation's wrappers need it here.
+        sys.stdout.flush()
+        sys.stderr.flush()
         return Ran(code, out.getvalue(), err.getvalue().decode("utf-8"))
 
 
