@@ -7,6 +7,7 @@ progress and diagnostics go to stderr, results to stdout."
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -662,3 +663,45 @@ def test_help_lists_the_exit_codes() -> None:
         "--thresholds",
     ):
         assert flag in p.stdout
+
+
+# --- the boundary's other exits -----------------------------------------------------------
+
+
+def test_ctrl_c_exits_130_with_one_line(noul_set: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("toolnexus.cli.eval_cmd.run_eval", interrupted)
+    r = run(["eval", str(noul_set), "--state-text", "x"])
+    assert r.exit_code == 130
+    assert r.stderr == "toolnexus: interrupted\n"
+
+
+class _ClosedPipe(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_closed_stdout_pipe_is_quiet(
+    noul_set: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`toolnexus eval ... | head`: the reader left early; exit 0, no traceback, no noise."""
+    from toolnexus.cli.app import main
+
+    monkeypatch.setattr("sys.stdout", _ClosedPipe())
+    with pytest.raises(SystemExit) as e:
+        main(
+            [
+                "eval",
+                str(noul_set),
+                "--state-text",
+                NOUL_STATE,
+                "--replay",
+                str(RECORDINGS),
+                "--format",
+                "json",
+            ]
+        )
+    assert e.value.code == 0
+    assert capsys.readouterr().err == ""

@@ -79,6 +79,17 @@ def report(error: BaseException) -> None:
     sys.stderr.flush()
 
 
+def _silence_stdout() -> None:
+    """After EPIPE, point stdout at /dev/null so the interpreter's final flush is quiet."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 class BoundaryGroup(TyperGroup):
     """The app's group: every command runs inside the one error boundary."""
 
@@ -90,6 +101,11 @@ class BoundaryGroup(TyperGroup):
         except KeyboardInterrupt:
             sys.stderr.write("toolnexus: interrupted\n")
             raise typer.Exit(EXIT_INTERRUPTED) from None
+        except BrokenPipeError:
+            # `toolnexus ... | head`: the reader left; nothing to report (Typer alone would
+            # exit 1 here).
+            _silence_stdout()
+            raise typer.Exit(EXIT_OK) from None
         except Exception as e:
             code = exit_code_for(e)
             if code is None:
@@ -139,17 +155,6 @@ def get_app() -> typer.Typer:
     """The app with every command registered (what tests hand to ``CliRunner``)."""
     _register()
     return app
-
-
-def _silence_stdout() -> None:
-    """After EPIPE, point stdout at /dev/null so the interpreter's final flush is quiet."""
-    import os
-
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
 
 
 def main(argv: list[str] | None = None) -> None:
