@@ -1,0 +1,241 @@
+"""``toolnexus check-criteria``: offline lint, ``path:line:col: CODE message``, exit 0 clean /
+1 findings / 2 usage or unreadable file (issue 4), and the pre-commit hook, run for real."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clirun import error_line, run_cli
+from paths import CONFORMANCE, REPO, load_json, needs_shared
+from toolnexus.cli.lintcodes import CODES
+
+TOOLNEXUS = Path(sys.executable).with_name("toolnexus")
+PRE_COMMIT = Path(sys.executable).with_name("pre-commit")
+
+GOOD = "questions:\n  d: {type: choice, instructions: x, criteria: {a: means a, b: means b}}\n"
+BAD = "questions:\n  d: {type: choice, instructions: x, criteria: {a: a, b: b}}\n"
+BAD_LINE = "2:48: TN002 question 'd': every option description equals its own option id"
+NOT_A_SET = "jobs:\n  build: {runs-on: ubuntu}\n"
+
+
+def _write(tmp_path: Path, **files: str) -> dict[str, Path]:
+    out = {}
+    for name, text in files.items():
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text, encoding="utf-8")
+        out[name] = path
+    return out
+
+
+def test_shipped_question_sets_are_clean() -> None:
+    ran = run_cli("check-criteria", str(REPO / "questions"))
+    assert (ran.code, ran.out, ran.stderr) == (0, "", "")
+
+
+def test_finding_line_and_exit_1(tmp_path: Path) -> None:
+    paths = _write(tmp_path, good=GOOD, bad=BAD)
+    ran = run_cli("check-criteria", str(paths["good"]), str(paths["bad"]))
+    assert ran.code == 1
+    assert ran.out == f"{paths['bad']}:{BAD_LINE}\n"
+    assert ran.stderr == ""
+
+
+def test_every_finding_of_every_file_in_argument_order(tmp_path: Path) -> None:
+    paths = _write(
+        tmp_path,
+        z=BAD,
+        a="questions:\n  d: {type: noul}\n  e: {type: nul, instructions: x}\n",
+    )
+    ran = run_cli("check-criteria", str(paths["z"]), str(paths["a"]))
+    assert ran.out.splitlines() == [
+        f"{paths['z']}:{BAD_LINE}",
+        f"{paths['a']}:2:3: TN025 question 'd': missing instructions",
+        f"{paths['a']}:3:13: TN024 question 'e': unknown type 'nul' (expected noul, choice or "
+        "score; did you mean 'noul'?); for a type the library does not model, add raw: true",
+    ]
+
+
+def test_not_a_question_set_is_skipped_unless_strict(tmp_path: Path) -> None:
+    """Issue 4: "YAML files that are not question sets ... are skipped unless --strict"."""
+    paths = _write(tmp_path, ci=NOT_A_SET)
+    assert run_cli("check-criteria", str(paths["ci"])).code == 0
+    ran = run_cli("check-criteria", "--strict", str(paths["ci"]))
+    assert ran.code == 1
+    assert ran.out == (
+        f"{paths['ci']}:1:1: TN020 not a question set: no top-level 'questions' mapping\n"
+    )
+
+
+def test_a_file_declaring_the_schema_is_checked_even_when_broken(tmp_path: Path) -> None:
+    text = "# yaml-language-server: $schema=../question-set.schema.json\nquestion:\n  d: 1\n"
+    paths = _write(tmp_path, typo=text)
+    ran = run_cli("check-criteria", str(paths["typo"]))
+    assert ran.code == 1
+    assert "TN020 not a question set" in ran.out
+
+
+def test_yaml_syntax_errors_are_reported_even_in_unknown_files(tmp_path: Path) -> None:
+    """A file that does not parse cannot be told apart from a broken question set."""
+    paths = _write(tmp_path, broken="questions: [\n")
+    ran = run_cli("check-criteria", str(paths["broken"]))
+    assert ran.code == 1
+    assert ran.out.startswith(f"{paths['broken']}:2:1: TN900 YAML syntax error: ")
+
+
+def test_directories_expand_to_their_yaml_files_sorted(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.yml").write_text(BAD, encoding="utf-8")
+    (tmp_path / "a.yaml").write_text(BAD, encoding="utf-8")
+    (tmp_path / "notes.txt").write_text(BAD, encoding="utf-8")
+    ran = run_cli("check-criteria", str(tmp_path))
+    assert [line.split(":")[0] for line in ran.out.splitlines()] == [
+        str(tmp_path / "a.yaml"),
+        str(tmp_path / "sub" / "b.yml"),
+    ]
+
+
+def test_json_format_is_a_list_of_findings(tmp_path: Path) -> None:
+    paths = _write(tmp_path, bad=BAD)
+    ran = run_cli("check-criteria", "--format", "json", str(paths["bad"]))
+    assert ran.code == 1
+    assert json.loads(ran.out) == [
+        {
+            "path": str(paths["bad"]),
+            "line": 2,
+            "col": 48,
+            "code": "TN002",
+            "message": "question 'd': every option description equals its own option id",
+        }
+    ]
+    clean = run_cli("check-criteria", "--format", "json", str(REPO / "questions"))
+    assert (clean.code, json.loads(clean.out)) == (0, [])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ["--format", "xml", "q.yaml"], "--format takes text or json, got 'xml'", id="format"
+        ),
+    ],
+)
+def test_usage_errors_exit_2(args: list[str], message: str) -> None:
+    ran = run_cli("check-criteria", *args)
+    assert ran.code == 2
+    assert error_line(ran.stderr) == message
+
+
+def test_no_files_is_a_usage_error() -> None:
+    ran = run_cli("check-criteria")
+    assert ran.code == 2
+    assert "Missing argument" in ran.stderr
+
+
+def test_unreadable_file_exits_2_after_reporting_the_others(tmp_path: Path) -> None:
+    paths = _write(tmp_path, bad=BAD)
+    missing = tmp_path / "gone.yaml"
+    ran = run_cli("check-criteria", str(missing), str(paths["bad"]))
+    assert ran.code == 2
+    assert ran.out == f"{paths['bad']}:{BAD_LINE}\n"
+    assert error_line(ran.stderr) == f"{missing}: cannot read: No such file or directory"
+
+
+def test_help_documents_every_code_and_the_exit_codes() -> None:
+    ran = run_cli("check-criteria", "--help")
+    assert ran.code == 0
+    for code, text in CODES.items():
+        assert f"{code}  {text}" in ran.out
+    assert "0 clean; 1 findings; 2 usage error or unreadable file" in ran.out
+
+
+@needs_shared
+def test_degenerate_fixture_warns_for_exactly_the_degenerate_keys() -> None:
+    """degenerate.json: warnings for all_empty, all_identical, keys_as_criteria; none for
+    described; one code per seed rule."""
+    expect = load_json(CONFORMANCE / "degenerate.json")["expect"]
+    ran = run_cli(
+        "check-criteria", "--format", "json", str(REPO / "tests/conformance_yaml/degenerate.yaml")
+    )
+    found = {f["message"].split("'")[1]: f["code"] for f in json.loads(ran.out)}
+    assert sorted(found) == sorted(expect["warnings"])
+    assert found == {"all_empty": "TN001", "keys_as_criteria": "TN002", "all_identical": "TN003"}
+    assert not set(found) & set(expect["noWarning"])
+
+
+# --- real processes -----------------------------------------------------------------------------
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("TOOLNEXUS_")}
+
+
+def test_subprocess_exit_codes(tmp_path: Path) -> None:
+    paths = _write(tmp_path, good=GOOD, bad=BAD)
+    runs = {
+        name: subprocess.run(
+            [str(TOOLNEXUS), "check-criteria", *args],
+            capture_output=True,
+            text=True,
+            env=_env(),
+            timeout=60,
+            check=False,
+        )
+        for name, args in {
+            "clean": [str(paths["good"])],
+            "findings": [str(paths["bad"])],
+            "unreadable": [str(tmp_path / "gone.yaml")],
+        }.items()
+    }
+    assert {name: r.returncode for name, r in runs.items()} == {
+        "clean": 0,
+        "findings": 1,
+        "unreadable": 2,
+    }
+    assert runs["findings"].stdout == f"{paths['bad']}:{BAD_LINE}\n"
+    assert "Traceback" not in runs["unreadable"].stderr
+
+
+@pytest.mark.skipif(
+    not PRE_COMMIT.exists() or shutil.which("git") is None,
+    reason="pre-commit (in .venv) and git are needed to run the hook for real",
+)
+def test_pre_commit_hook_for_real(tmp_path: Path) -> None:
+    """`pre-commit try-repo` installs THIS repository's hook into its own environment (pip, from
+    the committed HEAD plus tracked changes) and runs it on a temporary git repository."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "good.yaml").write_text(GOOD, encoding="utf-8")
+    (work / "bad.yaml").write_text(BAD, encoding="utf-8")
+    (work / "workflow.yaml").write_text(NOT_A_SET, encoding="utf-8")
+    env = {
+        **_env(),
+        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "NO_COLOR": "1",
+    }
+    for cmd in (["git", "init", "-q"], ["git", "add", "."], ["git", "commit", "-qm", "sets"]):
+        subprocess.run(cmd, cwd=work, env=env, check=True, capture_output=True, timeout=60)
+    done = subprocess.run(
+        [str(PRE_COMMIT), "try-repo", str(REPO), "toolnexus-check-criteria", "--all-files"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"bad.yaml:{BAD_LINE}" in done.stdout
+    assert "good.yaml" not in done.stdout.split("toolnexus check-criteria")[-1]
+    assert "workflow.yaml" not in done.stdout.split("toolnexus check-criteria")[-1]
