@@ -200,6 +200,7 @@ class Loopback:
         self._stopping: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
+        self._failed: BaseException | None = None
 
     @property
     def base_url(self) -> str:
@@ -230,8 +231,8 @@ class Loopback:
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="loopback", daemon=True)
         self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError("loopback server did not start")
+        if not self._ready.wait(10) or self._failed is not None:
+            raise RuntimeError(f"loopback server did not start: {self._failed!r}")
 
     def stop(self) -> None:
         if self._loop is not None and self._stopping is not None:
@@ -240,7 +241,11 @@ class Loopback:
             self._thread.join(10)
 
     def _run(self) -> None:
-        asyncio.run(self._serve())
+        try:
+            asyncio.run(self._serve())
+        except BaseException as e:  # reported by start(), not lost in the thread
+            self._failed = e
+            self._ready.set()
 
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -249,7 +254,7 @@ class Loopback:
         app.router.add_post("/{path:.*}", self._handle)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, shutdown_timeout=0.5)
+        site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
         server = site._server
         assert isinstance(server, asyncio.base_events.Server)
