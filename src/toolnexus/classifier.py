@@ -489,7 +489,10 @@ class Classifier:
         source = _pull(states)
         done: asyncio.Queue[tuple[K, StateResult] | None] = asyncio.Queue(maxsize=concurrency)
 
+        failed: list[Exception] = []
+
         async def worker() -> None:
+            # No sentinel on cancellation: the queue may be full and nobody is reading.
             try:
                 while (item := await source()) is not None:
                     key, value = item
@@ -500,8 +503,9 @@ class Classifier:
                     except ClassifierError as e:
                         result = StateResult(error=e)
                     await done.put((key, result))
-            finally:
-                await done.put(None)
+            except Exception as e:  # from the SOURCE iterable: re-raised to the consumer
+                failed.append(e)
+            await done.put(None)
 
         workers = [asyncio.create_task(worker()) for _ in range(concurrency)]
         running = len(workers)
@@ -510,10 +514,10 @@ class Classifier:
                 got = await done.get()
                 if got is None:
                     running -= 1
+                    if failed:
+                        raise failed[0]
                     continue
                 yield got
-            for w in workers:
-                w.result()  # an exception from the SOURCE iterable surfaces here
         finally:
             for w in workers:
                 w.cancel()

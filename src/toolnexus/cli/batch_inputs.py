@@ -1,0 +1,247 @@
+"""Lazy state readers for ``toolnexus batch``: JSONL, CSV, a directory or glob of state files,
+and ``-`` for JSONL on stdin.
+
+Every reader is a generator of :class:`InputItem`, one per state, so memory does not grow with
+the number of states: a line is read, parsed, handed on and forgotten. A line or row that cannot
+be read becomes an item carrying an error (code ``malformed_input`` or ``invalid_state``, with
+``path:line`` in the message); it never stops the batch.
+
+Ids (they key ``--resume``, ``--retry-errors`` and ``--shard``, so they must be stable):
+
+- JSONL / CSV with ``--id-field F``: the value of ``F`` (a string or an integer).
+- JSONL / CSV without it: ``<INPUT>:<line>`` as given on the command line (``-:<line>`` for
+  stdin), the 1-based line where the state starts.
+- A directory or glob: the file's path (directory entries are listed name-only and sorted, so
+  the order is stable; the states themselves are read one at a time).
+
+A state is ``F``'s value with ``--state-field F``, else the whole JSON value (JSONL) or the whole
+row as an object of column -> text (CSV).
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from .app import CliError
+from .states import check_state, guess_format, parse_state
+
+__all__ = ["InputItem", "InputSpec", "iter_inputs", "kind_of"]
+
+MALFORMED = "malformed_input"
+INVALID_STATE = "invalid_state"
+
+_GLOB_CHARS = frozenset("*?[")
+_NOT_A_STATE = "a state must be"  # states.check_state's wording: a value of the wrong kind
+
+
+@dataclass(frozen=True, slots=True)
+class InputItem:
+    """One state read from an input. Exactly one of ``state`` / ``error`` is meaningful.
+
+    ``id`` is what the output record carries; ``key`` is its text form (``str(id)``), used for
+    resume and shard matching. ``error`` is ``(code, one-line message)``.
+    """
+
+    id: str | int
+    state: Any = None
+    error: tuple[str, str] | None = None
+
+    @property
+    def key(self) -> str:
+        return str(self.id)
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """How to read the inputs: which field carries the id and which the state."""
+
+    id_field: str | None = None
+    state_field: str | None = None
+
+
+def kind_of(arg: str) -> str:
+    """``stdin``, ``dir``, ``csv``, ``jsonl`` or ``glob`` for one INPUT argument.
+
+    A path ending ``.csv`` is CSV; any other file is JSONL. A missing path with glob characters
+    is a glob; a missing path without them is reported by the caller as a usage error.
+    """
+    if arg == "-":
+        return "stdin"
+    p = Path(arg)
+    if p.is_dir():
+        return "dir"
+    if p.exists():
+        return "csv" if p.suffix.lower() == ".csv" else "jsonl"
+    if _GLOB_CHARS & set(arg):
+        return "glob"
+    return "missing"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _check(item_id: str | int, state: Any, where: str) -> InputItem:
+    try:
+        check_state(state, where)
+    except CliError as e:
+        return InputItem(item_id, error=(INVALID_STATE, e.message))
+    return InputItem(item_id, state=state)
+
+
+def _from_object(value: Any, fallback_id: str, where: str, spec: InputSpec) -> InputItem:
+    """Apply ``--id-field`` / ``--state-field`` to one parsed value."""
+    if spec.id_field is None and spec.state_field is None:
+        return _check(fallback_id, value, where)
+    if not isinstance(value, dict):
+        return InputItem(
+            fallback_id,
+            error=(MALFORMED, f"{where}: expected an object with the id/state fields"),
+        )
+    item_id: str | int = fallback_id
+    if spec.id_field is not None:
+        raw = value.get(spec.id_field)
+        if isinstance(raw, bool) or not isinstance(raw, str | int) or raw == "":
+            what = "missing" if raw is None else f"not a string or integer: {raw!r}"
+            return InputItem(
+                fallback_id, error=(MALFORMED, f"{where}: id field {spec.id_field!r} {what}")
+            )
+        item_id = raw
+    if spec.state_field is None:
+        return _check(item_id, value, where)
+    if spec.state_field not in value:
+        return InputItem(
+            item_id, error=(MALFORMED, f"{where}: state field {spec.state_field!r} missing")
+        )
+    return _check(item_id, value[spec.state_field], where)
+
+
+def read_jsonl(stream: BinaryIO, name: str, spec: InputSpec) -> Iterator[InputItem]:
+    """One state per non-blank line. Blank lines are skipped but still counted."""
+    for lineno, raw in enumerate(stream, 1):
+        if not raw.strip():
+            continue
+        where = f"{name}:{lineno}"
+        try:
+            value = json.loads(raw)
+        except UnicodeDecodeError as e:
+            yield InputItem(where, error=(MALFORMED, f"{where}: not UTF-8: {e.reason}"))
+            continue
+        except ValueError as e:
+            yield InputItem(where, error=(MALFORMED, f"{where}: invalid JSON: {_one_line(str(e))}"))
+            continue
+        yield _from_object(value, where, where, spec)
+
+
+_EXTRA = "\x00extra"  # DictReader's restkey: a row with more fields than the header
+
+
+def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
+    """One state per row after the header. The header names the columns."""
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f, restkey=_EXTRA, strict=True)
+        try:
+            columns = reader.fieldnames or []
+        except (csv.Error, UnicodeDecodeError) as e:
+            yield InputItem(f"{path}:1", error=(MALFORMED, f"{path}:1: bad CSV header: {e}"))
+            return
+        for field_name, flag in (
+            (spec.id_field, "--id-field"),
+            (spec.state_field, "--state-field"),
+        ):
+            if field_name is not None and field_name not in columns:
+                # Every row would fail the same way: say it once, as a usage error.
+                raise ValueError(
+                    f"{path}: {flag} {field_name!r} is not a column ({', '.join(columns)})"
+                )
+        while True:
+            start = reader.line_num + 1
+            where = f"{path}:{start}"
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except (csv.Error, UnicodeDecodeError) as e:
+                yield InputItem(where, error=(MALFORMED, f"{where}: {_one_line(str(e))}"))
+                continue
+            if _EXTRA in row or None in row.values():
+                n = len(row.get(_EXTRA, [])) + sum(
+                    v is not None for k, v in row.items() if k != _EXTRA
+                )
+                yield InputItem(
+                    where,
+                    error=(
+                        MALFORMED,
+                        f"{where}: row has {n} fields, the header has {len(columns)}",
+                    ),
+                )
+                continue
+            yield _from_object(dict(row), where, where, spec)
+
+
+def _read_state_file(path: str) -> InputItem:
+    """One state file, read as ``eval`` reads a state file (``states.parse_state``); a suffix
+    eval does not know is read as text, since a directory of tickets rarely names its type."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        return InputItem(path, error=(MALFORMED, f"{path}: cannot read: {_one_line(str(e))}"))
+    try:
+        fmt = guess_format(path)
+    except CliError:
+        fmt = "text"
+    try:
+        return InputItem(path, state=parse_state(text, fmt, path))
+    except CliError as e:
+        code = INVALID_STATE if _NOT_A_STATE in e.message else MALFORMED
+        return InputItem(path, error=(code, _one_line(e.message)))
+
+
+def _walk(root: str) -> Iterator[str]:
+    """Files under ``root`` depth-first, each directory's entries sorted by name; hidden
+    entries (``.git``, editor swap files) are skipped."""
+    with os.scandir(root) as it:
+        entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+    for entry in entries:
+        if entry.is_dir():
+            yield from _walk(entry.path)
+        elif entry.is_file():
+            yield entry.path
+
+
+def read_files(paths: Iterator[str]) -> Iterator[InputItem]:
+    """One state per file; its path is its id."""
+    for path in paths:
+        yield _read_state_file(path)
+
+
+def iter_inputs(
+    args: Sequence[str], spec: InputSpec, stdin: BinaryIO | None = None
+) -> Iterator[InputItem]:
+    """Every state of every INPUT, in order, read lazily."""
+    for arg in args:
+        kind = kind_of(arg)
+        if kind == "stdin":
+            stream = stdin if stdin is not None else sys.stdin.buffer
+            yield from read_jsonl(stream, "-", spec)
+        elif kind == "dir":
+            yield from read_files(_walk(arg))
+        elif kind == "glob":
+            yield from read_files(
+                p for p in sorted(glob.iglob(arg, recursive=True)) if os.path.isfile(p)
+            )
+        elif kind == "csv":
+            yield from read_csv(arg, spec)
+        elif kind == "jsonl":
+            with open(arg, "rb") as f:
+                yield from read_jsonl(f, arg, spec)
+        else:
+            raise FileNotFoundError(arg)
