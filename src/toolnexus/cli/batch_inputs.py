@@ -159,7 +159,7 @@ def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
         ):
             if field_name is not None and field_name not in columns:
                 # Every row would fail the same way: say it once, as a usage error.
-                raise ValueError(
+                raise CliError(
                     f"{path}: {flag} {field_name!r} is not a column ({', '.join(columns)})"
                 )
         while True:

@@ -60,13 +60,19 @@ def error_record(item_id: str | int, code: str, message: str) -> dict[str, Any]:
     return {"id": item_id, "error": {"code": code, "message": " ".join(message.split())}}
 
 
-def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested objects become dotted keys; arrays stay whole (encoded as JSON in a cell)."""
+#: How deep ``flatten`` opens objects: ``answers.<key>.<field>`` is a column, but a
+#: probability map or a legend stays one JSON cell (a 255-option choice is not 255 columns).
+FLATTEN_DEPTH = 3
+
+
+def flatten(record: Mapping[str, Any], prefix: str = "", depth: int = 1) -> dict[str, Any]:
+    """Nested objects become dotted keys down to ``FLATTEN_DEPTH`` segments; deeper objects
+    and arrays stay whole (encoded as JSON in a cell)."""
     out: dict[str, Any] = {}
     for k, v in record.items():
         name = f"{prefix}{k}"
-        if isinstance(v, Mapping):
-            out.update(flatten(v, name + "."))
+        if isinstance(v, Mapping) and depth < FLATTEN_DEPTH:
+            out.update(flatten(v, name + ".", depth + 1))
         else:
             out[name] = v
     return out

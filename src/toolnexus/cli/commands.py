@@ -4,4 +4,11 @@ inside the command function, so registering them costs only typer."""
 from __future__ import annotations
 
 # Command modules add themselves to `app` on import. Keep this list sorted.
-from . import canonical_cmd, check_cmd, eval_cmd, schema_cmd  # noqa: F401
+from . import (  # noqa: F401
+    batch_cmd,
+    cache_cmd,
+    canonical_cmd,
+    check_cmd,
+    eval_cmd,
+    schema_cmd,
+)

@@ -281,11 +281,15 @@ def build_backend(
     *,
     file_model: str | None = None,
     on_metric: Callable[[dict[str, Any]], object] | None = None,
+    cache: Any = None,
 ) -> Backend:
-    """``create_classifier(**classifier_options(...))`` wrapped with its recorder."""
+    """``create_classifier(**classifier_options(...))`` wrapped with its recorder. ``cache``
+    (``batch --cache``) is handed to the classifier as its decision cache."""
     from ..classifier import create_classifier
 
     opts = classifier_options(settings, file_model=file_model, on_metric=on_metric)
+    if cache is not None:
+        opts["cache"] = cache
     classifier = create_classifier(**opts)
     if settings.style == "static":
         return Backend(settings, classifier, classifier.model, "")

@@ -1,0 +1,171 @@
+"""``toolnexus batch QUESTIONS INPUT...``: one question set over many states, streamed.
+
+The command parses its options and hands them to ``batch_run.run_batch`` (imported inside the
+command, so registering ``batch`` costs only typer). Records go to ``--output`` or stdout;
+progress, warnings and the one-line summary go to stderr. Exit codes and error record codes
+are described in ``batch_run``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .app import EXIT_OK, CliError, app
+from .cache_cmd import CacheDirOpt
+from .options import (
+    ApiKeyEnvOpt,
+    BackendOpt,
+    BackendSettings,
+    BaseUrlOpt,
+    LlmApiKeyEnvOpt,
+    LlmBaseUrlOpt,
+    LlmModelOpt,
+    ModelOpt,
+    RecordOpt,
+    ReplayOpt,
+    RetriesOpt,
+    TimeoutOpt,
+)
+
+
+@app.command("batch")
+def batch_command(
+    questions: Annotated[
+        Path,
+        typer.Argument(help="Question-set YAML file.", metavar="QUESTIONS", show_default=False),
+    ],
+    inputs: Annotated[
+        list[str],
+        typer.Argument(
+            help="JSONL file (one state per line), CSV file, directory or glob of state files, "
+            "or - for JSONL on stdin.",
+            metavar="INPUT...",
+            show_default=False,
+        ),
+    ],
+    id_field: Annotated[
+        str | None,
+        typer.Option("--id-field", help="JSONL key / CSV column holding each state's id."),
+    ] = None,
+    state_field: Annotated[
+        str | None,
+        typer.Option("--state-field", help="JSONL key / CSV column holding the state."),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", help="Requests in flight at most.")
+    ] = 16,
+    rate: Annotated[
+        float | None, typer.Option("--rate", help="At most R requests per minute.")
+    ] = None,
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", help="Write records to FILE (default stdout)."),
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="jsonl, csv or json.")] = "jsonl",
+    ordered: Annotated[
+        bool, typer.Option("--ordered", help="Write records in input order (bounded buffer).")
+    ] = False,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Skip ids already recorded in --output.")
+    ] = False,
+    retry_errors: Annotated[
+        bool,
+        typer.Option("--retry-errors", help="Re-run the ids whose record in --output is an error."),
+    ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option("--shard", help="I/N: only the ids whose sha256 falls in shard I of N."),
+    ] = None,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when any record is near-uniform,uncalibrated,uncertain,invalid.",
+        ),
+    ] = None,
+    thresholds: Annotated[
+        str | None,
+        typer.Option(
+            "--thresholds", help="Band cut-points, e.g. yes=0.8,no=0.2,min_confidence=0.6."
+        ),
+    ] = None,
+    use_cache: Annotated[
+        bool, typer.Option("--cache", help="Reuse and store decisions in the SQLite cache.")
+    ] = False,
+    cache_dir: CacheDirOpt = None,
+    backend: BackendOpt = None,
+    base_url: BaseUrlOpt = None,
+    model: ModelOpt = None,
+    api_key_env: ApiKeyEnvOpt = None,
+    timeout: TimeoutOpt = None,
+    retries: RetriesOpt = None,
+    llm_base_url: LlmBaseUrlOpt = None,
+    llm_model: LlmModelOpt = None,
+    llm_api_key_env: LlmApiKeyEnvOpt = None,
+    replay: ReplayOpt = None,
+    record: RecordOpt = None,
+) -> None:
+    """Evaluate every state of INPUT... against QUESTIONS, one record per state.
+
+    --resume reads --output and skips the ids it holds; --retry-errors re-runs the ids whose
+    record there is an error (with --resume too: also the missing ones). The last record of an
+    id wins, and a finished run rewrites --output atomically to one record per id.
+
+    Exit codes: 0 ok; 1 a --fail-on condition met; 2 usage or input error; 3 backend failure.
+    """
+    from .batch_inputs import InputSpec
+    from .batch_run import BatchConfig, parse_shard, run_batch
+    from .eval_cmd import parse_fail_on, parse_thresholds
+
+    cfg = BatchConfig(
+        inputs=list(inputs),
+        spec=InputSpec(id_field=id_field, state_field=state_field),
+        concurrency=concurrency,
+        rate=rate,
+        output=output,
+        fmt=fmt,
+        ordered=ordered,
+        resume=resume,
+        retry_errors=retry_errors,
+        shard=parse_shard(shard),
+        fail_on=parse_fail_on(fail_on),
+        thresholds=parse_thresholds(thresholds),
+    )
+    settings = BackendSettings(
+        backend=backend,
+        base_url=base_url,
+        model=model,
+        api_key_env=api_key_env,
+        timeout=timeout,
+        retries=retries,
+        llm_base_url=llm_base_url,
+        llm_model=llm_model,
+        llm_api_key_env=llm_api_key_env,
+        replay=replay,
+        record=record,
+    )
+    cache = None
+    if use_cache:
+        if settings.style != "systemone":
+            raise CliError("--cache serves System One only; drop it with --replay or --llm-model")
+        from ..cache import SqliteCache
+        from .cache_cmd import cache_path
+
+        cache = SqliteCache(cache_path(cache_dir))
+    try:
+        summary = run_batch(cfg, questions, settings, cache=cache)
+    finally:
+        if cache is not None:
+            cache.close()
+    sys.stderr.write(f"toolnexus: {summary.line()}\n")
+    if summary.interrupted is not None:
+        raise typer.Exit(130 if summary.interrupted == "SIGINT" else 143)
+    if summary.conditions:
+        sys.stderr.write(f"toolnexus: --fail-on met: {', '.join(sorted(summary.conditions))}\n")
+    code = summary.exit_code()
+    if code != EXIT_OK:
+        raise typer.Exit(code)

@@ -1,0 +1,87 @@
+"""``toolnexus cache stats|clear``: the persistent decision cache that ``batch --cache`` uses.
+
+Where it lives: ``--cache-dir DIR``, else ``TOOLNEXUS_CACHE_DIR``, else platformdirs' user cache
+directory for ``toolnexus``; the file is ``decisions.sqlite3`` in it. The cache holds decision
+bodies keyed by sha256 digests: never a credential.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .app import CliError, app
+
+#: The SQLite file inside the cache directory.
+CACHE_FILE = "decisions.sqlite3"
+
+CacheDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        envvar="TOOLNEXUS_CACHE_DIR",
+        help="Directory of the decision cache (default: the user cache dir for toolnexus).",
+        metavar="DIR",
+    ),
+]
+
+cache_app = typer.Typer(
+    name="cache",
+    help="Inspect or clear the persistent decision cache (batch --cache).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(cache_app)
+
+
+def cache_path(cache_dir: Path | None) -> Path:
+    """The cache file: ``cache_dir`` (flag or env) or the platform's user cache directory."""
+    if cache_dir is None:
+        import platformdirs
+
+        cache_dir = Path(platformdirs.user_cache_dir("toolnexus"))
+    if cache_dir.exists() and not cache_dir.is_dir():
+        raise CliError(f"--cache-dir {cache_dir}: exists and is not a directory")
+    return cache_dir / CACHE_FILE
+
+
+@cache_app.command("stats")
+def stats(
+    cache_dir: CacheDirOpt = None,
+    fmt: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+) -> None:
+    """Print where the cache is, its entry counts and its size on disk."""
+    from ..cache import SqliteCache
+
+    if fmt not in ("text", "json"):
+        raise CliError(f"--format takes text or json, got {fmt!r}")
+    path = cache_path(cache_dir)
+    if not path.exists():
+        result = {"path": str(path), "entries": 0, "expired": 0, "bytes": 0}
+    else:
+        with SqliteCache(path) as cache:
+            result = cache.stats().to_dict()
+    if fmt == "json":
+        sys.stdout.write(json.dumps(result) + "\n")
+    else:
+        sys.stdout.write(
+            f"path     {result['path']}\nentries  {result['entries']}\n"
+            f"expired  {result['expired']}\nbytes    {result['bytes']}\n"
+        )
+
+
+@cache_app.command("clear")
+def clear(cache_dir: CacheDirOpt = None) -> None:
+    """Delete every cached decision."""
+    from ..cache import SqliteCache
+
+    path = cache_path(cache_dir)
+    removed = 0
+    if path.exists():
+        with SqliteCache(path) as cache:
+            removed = cache.clear()
+    sys.stderr.write(f"toolnexus: cache: removed {removed} entries from {path}\n")
