@@ -373,6 +373,14 @@ def test_reply_failing_validation_is_an_error(answers: dict[str, Any], fragment:
     assert 'llm reply: \'{"answers"' in str(info.value)
 
 
+def test_an_invented_id_never_lands_on_a_caller_key_spelled_the_same() -> None:
+    """Keys are addressing: the caller's key "q2" is shown to the model as "q1"; a reply under
+    "q2" answers nothing that was asked."""
+    ep = Endpoint(reply({"q2": ANSWERS["q1"]}))
+    with pytest.raises(InvalidDecision, match='unexpected answer "q2"'):
+        run(evaluate(classifier(ep), {"q2": QUESTIONS["desk"]}))
+
+
 def test_refusal_is_reported() -> None:
     body = chat_response(None)
     body["choices"][0]["message"]["refusal"] = "I can't help with that."
@@ -419,7 +427,10 @@ def test_auth_failure_body_is_never_shown(status: int, monkeypatch: pytest.Monke
     with pytest.raises(HTTPStatusError) as info:
         run(evaluate(classifier(ep)))
     e = info.value
-    assert str(e) == f"classifier: POST https://api.openai.com/v1/chat/completions: HTTP {status}"
+    assert str(e).startswith(
+        f"classifier: POST https://api.openai.com/v1/chat/completions: HTTP {status}"
+    )
+    assert "bad key" not in str(e)
     assert (e.status, e.body) == (status, "")
     assert len(ep.requests) == 1
 
@@ -429,16 +440,14 @@ def test_error_names_status_endpoint_and_server_message() -> None:
         httpx.Response(
             404,
             json={"error": {"message": "The model `gpt-9` does not exist"}},
-            headers={"x-request-id": "req-42"},
         )
     )
     with pytest.raises(HTTPStatusError) as info:
         run(evaluate(classifier(ep)))
-    assert str(info.value) == (
+    assert str(info.value).startswith(
         "classifier: POST https://api.openai.com/v1/chat/completions: HTTP 404: "
         "The model `gpt-9` does not exist"
     )
-    assert info.value.request_id == "req-42"
 
 
 @pytest.mark.parametrize(
@@ -474,12 +483,36 @@ def test_retries(responses: list[Any], opts: dict[str, Any], attempts: int, ok: 
     assert len(ep.requests) == attempts
 
 
-def test_transport_failure_names_its_kind() -> None:
-    ep = Endpoint(httpx.ReadTimeout("slow"))
+@pytest.mark.parametrize(
+    ("failure", "kind"),
+    [
+        pytest.param(httpx.ConnectError("refused"), "network error", id="connect"),
+        pytest.param(httpx.ReadTimeout("slow"), "timeout", id="read-timeout"),
+    ],
+)
+def test_transport_failure_names_its_kind(failure: Exception, kind: str) -> None:
+    ep = Endpoint(failure)
     with pytest.raises(TransportError) as info:
         run(evaluate(classifier(ep, retries=0)))
+    assert info.value.kind == kind
+    assert str(info.value).startswith(
+        "classifier: POST https://api.openai.com/v1/chat/completions: "
+    )
+
+
+def test_timeout_bounds_one_request() -> None:
+    """seed 004: timeout bounds ONE request; an endpoint that stalls past it is a timeout."""
+
+    async def stall(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(5)
+        return reply()
+
+    c = create_classifier(
+        style="llm", llm_model="m", timeout=0.05, retries=0, transport=httpx.MockTransport(stall)
+    )
+    with pytest.raises(TransportError) as info:
+        run(evaluate(c))
     assert info.value.kind == "timeout"
-    assert str(info.value) == "classifier: POST https://api.openai.com/v1/chat/completions: timeout"
 
 
 def _fails(response: httpx.Response | Exception) -> tuple[list[ClassifierError], list[Any]]:

@@ -18,7 +18,6 @@ name verbatim and two evaluations that differ only in their keys send the same c
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import os
@@ -36,7 +35,6 @@ from .errors import (
     DecisionError,
     HTTPStatusError,
     InvalidDecision,
-    TransportError,
 )
 from .questions import (
     ChoiceQuestion,
@@ -45,6 +43,7 @@ from .questions import (
     ScoreQuestion,
     question_to_wire,
 )
+from .transport import SystemOneTransport
 
 __all__ = [
     "DEFAULT_LLM_API_KEY_ENV",
@@ -57,8 +56,8 @@ DEFAULT_LLM_BASE_URL = "https://api.openai.com/v1"
 #: The NAME of the variable holding the chat endpoint's key, read at call time.
 DEFAULT_LLM_API_KEY_ENV = "OPENAI_API_KEY"
 
-#: Retried by default, as for System One (seed 004): 408/429/500/502/503/504/529 + network.
-_RETRYABLE = frozenset({408, 429, 500, 502, 503, 504, 529})
+#: Appended to the base URL, as OpenAI's own clients do.
+_PATH = "chat/completions"
 #: How much of a reply or an error body a message quotes.
 _QUOTE = 200
 
@@ -212,9 +211,17 @@ def decode_reply(
     by_id = {qid: key for key, qid in _ids(questions).items()}
     answers: dict[str, Any] = {}
     for qid, answer in reply["answers"].items():
-        key = by_id.get(str(qid), str(qid))
-        q = questions.get(key)
-        if isinstance(answer, Mapping) and q is not None:
+        key = by_id.get(str(qid))
+        if key is None:
+            # Never looked up among the caller's keys: an id the model invented must not land on
+            # a caller key that happens to be spelled the same.
+            raise InvalidDecision(
+                f"classifier: invalid decision: unexpected answer {json.dumps(str(qid))} "
+                f"(not a question id); llm reply: {_quote(content, secret)}",
+                str(qid),
+            )
+        q = questions[key]
+        if isinstance(answer, Mapping):
             answer = dict(answer)
             # Plain JSON mode has no schema to force the type tag; the question knows it.
             answer.setdefault("type", q.type)
@@ -267,56 +274,16 @@ def _usage(usage: Any) -> dict[str, Any]:
 
 
 def _says_format_unsupported(error: HTTPStatusError) -> bool:
+    """A 400 whose (redacted) body is about ``response_format`` / ``json_schema``: the endpoint
+    does not do structured outputs, and plain JSON mode is the way left."""
     if error.status != 400:
         return False
     body = error.body.lower()
     return "response_format" in body or "json_schema" in body
 
 
-def _retry_after_seconds(value: str | None) -> int | None:
-    """The delay-seconds form only (SPEC 8B Appendix A): ASCII digits, 0..2147483647."""
-    if value is None:
-        return None
-    value = value.strip()
-    if not value.isascii() or not value.isdigit():
-        return None
-    seconds = int(value)
-    return seconds if seconds <= 2147483647 else None
-
-
-def _server_message(text: str) -> str:
-    """The server's own message from an OpenAI-style ``{"error": {"message"}}`` or a
-    ``{"detail": ...}`` body, else the body text; capped for the message."""
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        obj = None
-    if isinstance(obj, Mapping):
-        err = obj.get("error")
-        if isinstance(err, Mapping) and isinstance(err.get("message"), str):
-            text = err["message"]
-        elif isinstance(err, str):
-            text = err
-        elif isinstance(obj.get("detail"), str):
-            text = obj["detail"]
-    text = " ".join(text.split())
-    return text[:_QUOTE] + ("…" if len(text) > _QUOTE else "")
-
-
 def _scrub(text: str, secret: str) -> str:
     return text.replace(secret, "«redacted»") if secret else text
-
-
-def _transport_kind(e: httpx.TransportError) -> str:
-    if isinstance(e, httpx.TimeoutException):
-        return "timeout"
-    if isinstance(e, httpx.ConnectError):
-        return "connection refused"
-    if isinstance(e, httpx.RemoteProtocolError):
-        return "connection reset"
-    if isinstance(e, httpx.ProtocolError):
-        return "protocol error"
-    return "network error"
 
 
 class LlmStyle:
@@ -325,27 +292,27 @@ class LlmStyle:
     Options: ``llm_model`` (required unless ``client`` is a ``ChatClient``), ``llm_base_url``
     (default ``https://api.openai.com/v1``), ``llm_api_key_env`` (default ``OPENAI_API_KEY``; the
     variable is read at call time and sent as ``Authorization: Bearer`` only when set),
-    ``timeout``, ``retries``/``retry_base_ms``/``retryable_statuses``/``on_error`` (as for System
-    One), ``transport`` (an httpx transport, for tests). ``client`` may instead be:
+    ``timeout``, ``retries``/``retry_base_ms``/``retryable_statuses``/``on_error`` and
+    ``transport``, all with System One's meaning: the request goes through the same
+    ``transport.SystemOneTransport`` (same retry rules, same safe errors), only the path and the
+    body differ. ``client`` may instead be:
 
     - an ``httpx.AsyncClient`` with ``base_url`` set: requests go to ``{base_url}/chat/completions``
-      through it (its own headers and auth apply); ``llm_model`` is still required. The caller
-      owns it: ``aclose`` does not close it.
+      through it, with its own headers (a set ``llm_api_key_env`` variable still wins for
+      ``Authorization``); ``llm_model`` is still required. The caller owns it and closes it.
     - any object with ``async chat(messages, response_format) -> dict`` (``ChatClient``): it owns
-      endpoint, model and credential, and neither retries nor HTTP options apply.
+      endpoint, model, credential and retries; no HTTP option applies.
     """
 
     name = "llm"
 
     def __init__(self, opts: Any) -> None:
-        self._opts = opts
         client = opts.client
         self._chat_client: ChatClient | None = None
-        self._http: httpx.AsyncClient | None = None
-        self._owns_http = False
+        self._transport: SystemOneTransport | None = None
         self.model: str = opts.llm_model or ""
         self._json_mode = False
-        self._api_key_env = opts.llm_api_key_env or DEFAULT_LLM_API_KEY_ENV
+        self._api_key_env: str = opts.llm_api_key_env or DEFAULT_LLM_API_KEY_ENV
         if client is not None and not isinstance(client, httpx.AsyncClient):
             chat = getattr(client, "chat", None)
             if not (callable(chat) and inspect.iscoroutinefunction(chat)):
@@ -365,13 +332,21 @@ class LlmStyle:
         if isinstance(client, httpx.AsyncClient):
             if not str(client.base_url):
                 raise ConfigError("classifier: style 'llm' client needs a base_url")
-            self._http = client
-            self.endpoint = str(client.base_url).rstrip("/") + "/chat/completions"
-            return
-        base = (opts.llm_base_url or DEFAULT_LLM_BASE_URL).rstrip("/")
-        self.endpoint = base + "/chat/completions"
-        self._http = httpx.AsyncClient(transport=opts.transport, timeout=opts.timeout)
-        self._owns_http = True
+            base_url = str(client.base_url)
+        else:
+            base_url = opts.llm_base_url or DEFAULT_LLM_BASE_URL
+        self._transport = SystemOneTransport(
+            base_url=base_url,
+            api_key_env=self._api_key_env,
+            timeout=opts.timeout,
+            retries=opts.retries,
+            retry_base_ms=opts.retry_base_ms,
+            retryable_statuses=opts.retryable_statuses,
+            on_error=opts.on_error,
+            transport=opts.transport,
+            http_client=client,
+        )
+        self.endpoint = self._transport.endpoint(_PATH)
 
     def __repr__(self) -> str:
         return f"LlmStyle(model={self.model!r}, endpoint={self.endpoint!r})"
@@ -383,8 +358,12 @@ class LlmStyle:
 
     async def aclose(self) -> None:
         """Close the connection pool this style opened (never a client the caller passed)."""
-        if self._http is not None and self._owns_http:
-            await self._http.aclose()
+        if self._transport is not None:
+            await self._transport.aclose()
+
+    def _secret(self) -> str:
+        """The credential, read at call time; "" when the variable is unset."""
+        return os.environ.get(self._api_key_env) or ""
 
     async def decide(self, state: Any, questions: dict[str, Question]) -> Decision:
         for key in sorted(questions):
@@ -399,6 +378,7 @@ class LlmStyle:
             except ClassifierError:
                 raise
             except Exception as e:
+                # The type only: a client's own message may quote its request headers.
                 raise ClassifierError(
                     f"classifier: llm: {self.endpoint} failed: {type(e).__name__}"
                 ) from None
@@ -414,93 +394,23 @@ class LlmStyle:
             response = await self._post(messages, {"type": "json_object"})
         return decode_reply(response, questions, self.model, self._secret())
 
-    def _secret(self) -> str:
-        """The credential, read at call time; "" when the variable is unset."""
-        return os.environ.get(self._api_key_env) or ""
-
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json"}
-        key = self._secret()
-        assert self._http is not None
-        if key and "authorization" not in self._http.headers:
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
-
     async def _post(
         self, messages: list[dict[str, str]], response_format: dict[str, Any]
     ) -> dict[str, Any]:
-        """One chat request with the seed 004 retry rules: 408/429/5xx-set + network errors
-        (plus ``retryable_statuses``), ``on_error`` has the final say, a numeric Retry-After
-        wins over ``retry_base_ms * 2**attempt``; ``retries=0`` is exactly one attempt."""
-        assert self._http is not None
-        opts = self._opts
+        """One chat request (with the transport's retries); the parsed JSON object it returns."""
+        assert self._transport is not None
         body = canonical_json(
             {"model": self.model, "messages": messages, "response_format": response_format}
         )
-        retryable = _RETRYABLE | set(opts.retryable_statuses)
-        attempt = 0
-        while True:
-            error: ClassifierError
-            retry_after: str | None = None
-            try:
-                r = await self._http.post(
-                    self.endpoint, content=body, headers=self._headers(), timeout=opts.timeout
-                )
-            except httpx.TransportError as e:
-                kind = _transport_kind(e)
-                error = TransportError(
-                    f"classifier: POST {self.endpoint}: {kind}",
-                    kind=kind,
-                    endpoint=self.endpoint,
-                    attempts=attempt + 1,
-                )
-                info: dict[str, Any] = {"error": error, "attempt": attempt, "retryable": True}
-            else:
-                if r.is_success:
-                    try:
-                        parsed = r.json()
-                    except ValueError:
-                        raise DecisionError(
-                            f"classifier: POST {self.endpoint}: response is not JSON: "
-                            + _quote(r.text, self._secret())
-                        ) from None
-                    if not isinstance(parsed, dict):
-                        raise DecisionError(
-                            f"classifier: POST {self.endpoint}: response is not a JSON object"
-                        )
-                    return parsed
-                error = self._status_error(r, attempt)
-                retry_after = r.headers.get("retry-after")
-                info = {
-                    "status": r.status_code,
-                    "attempt": attempt,
-                    "retryable": r.status_code in retryable,
-                }
-            verdict = "retry" if info["retryable"] else "fail"
-            if opts.on_error is not None:
-                verdict = opts.on_error(info)
-            if verdict != "retry" or attempt >= opts.retries:
-                raise error
-            seconds = _retry_after_seconds(retry_after)
-            delay = seconds if seconds is not None else opts.retry_base_ms * 2**attempt / 1000
-            await asyncio.sleep(delay)
-            attempt += 1
-
-    def _status_error(self, r: httpx.Response, attempt: int) -> HTTPStatusError:
-        status = r.status_code
-        # An auth failure body routinely echoes the credential: never shown, never kept. Any
-        # other body is scrubbed of the key too, in case an endpoint echoes the request.
-        key = self._secret()
-        body = "" if status in (401, 403) else _scrub(r.text, key)
-        message = f"classifier: POST {self.endpoint}: HTTP {status}"
-        if body:
-            message += f": {_server_message(body)}"
-        return HTTPStatusError(
-            message,
-            status=status,
-            endpoint=self.endpoint,
-            request_id=r.headers.get("x-request-id"),
-            body=body,
-            retry_after=r.headers.get("retry-after"),
-            attempts=attempt + 1,
-        )
+        reply = await self._transport.post(_PATH, body)
+        try:
+            parsed = json.loads(reply.content)
+        except ValueError:
+            text = reply.content.decode("utf-8", errors="replace")
+            raise DecisionError(
+                f"classifier: POST {self.endpoint}: response is not JSON: "
+                + _quote(text, self._secret())
+            ) from None
+        if not isinstance(parsed, dict):
+            raise DecisionError(f"classifier: POST {self.endpoint}: response is not a JSON object")
+        return parsed
