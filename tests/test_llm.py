@@ -629,3 +629,14 @@ def test_metric_event_through_create_classifier() -> None:
     assert (event["input_tokens"], event["output_tokens"]) == (321, 45)
     assert event["calibrated"] is False
     assert "cost" not in event
+
+
+def test_failed_evaluate_metric_names_the_chat_model() -> None:
+    """seed 004: error events go to the same sink; the model named is the one asked for."""
+    events: list[dict[str, Any]] = []
+    c = classifier(Endpoint(httpx.Response(500)), retries=0, on_metric=events.append)
+    with pytest.raises(HTTPStatusError):
+        run(evaluate(c))
+    (event,) = events
+    assert (event["status"], event["model"]) == ("error", "gpt-4o-mini")
+    assert "gpt-4o-mini" in repr(c)

@@ -132,6 +132,10 @@ class ClassifierOptions:
 
     @property
     def resolved_model(self) -> str:
+        if self.style == "llm":
+            # The llm style asks its chat endpoint for llm_model: naming "jev-latest" in its
+            # metric events and repr would be a lie. "llm" when a ready chat client picks it.
+            return self.llm_model or "llm"
         return self.model or DEFAULT_MODEL
 
 
