@@ -1,0 +1,99 @@
+"""``toolnexus batch`` end to end: wall time against the ideal, and peak RSS as input grows.
+
+1. 10,000 states from a JSONL file, the loopback server (its own process) answering after
+   20 ms, ``--concurrency 32``: wall time against the ideal 10,000 x 20 ms / 32 = 6.25 s.
+   Target: ratio <= 1.25.
+2. Peak RSS of the batch process (``os.wait4``'s rusage of that one child) for 10,000 and for
+   100,000 states, cache and --replay off. The 100k run uses latency 0 and a higher concurrency
+   to stay quick; memory, not speed, is measured there. Target: the larger peak within 1.2x of
+   the smaller.
+
+Each batch runs as ``python -m toolnexus batch`` in a subprocess, exactly as a user runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+QUESTIONS = ROOT / "questions" / "support-triage.yaml"
+
+
+def write_states(path: Path, n: int) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(n):
+            f.write(json.dumps({"id": f"t{i}", "text": f"ticket {i}: charged twice, refund?"}))
+            f.write("\n")
+
+
+def start_server(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "loopback.py"), "--latency-ms", str(latency_ms)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None
+    return server, server.stdout.readline().strip()
+
+
+def run_batch(states: Path, out: Path, base_url: str, concurrency: int) -> tuple[float, int]:
+    """(wall seconds, peak RSS in KiB) of one batch process."""
+    args = [
+        sys.executable, "-m", "toolnexus", "batch", str(QUESTIONS), str(states),
+        "--id-field", "id", "--state-field", "text", "--concurrency", str(concurrency),
+        "--base-url", base_url, "--output", str(out),
+    ]  # fmt: skip
+    started = time.perf_counter()
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    assert proc.stderr is not None
+    summary = proc.stderr.read().decode().strip().splitlines()
+    proc.stderr.close()
+    if proc.returncode != 0:
+        raise SystemExit(f"batch failed ({proc.returncode}): {summary}")
+    print(f"   {summary[-1] if summary else ''}")
+    return wall, usage.ru_maxrss
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        small, large = d / "10k.jsonl", d / "100k.jsonl"
+        write_states(small, 10_000)
+        write_states(large, 100_000)
+
+        server, url = start_server(20)
+        try:
+            wall, rss_small = run_batch(small, d / "out-10k.jsonl", url, 32)
+        finally:
+            server.communicate("")
+        ideal = 10_000 * 0.020 / 32
+        print(
+            f"10,000 states, 20 ms, concurrency 32: wall {wall:.2f} s (process start included), "
+            f"ideal {ideal:.2f} s, ratio {wall / ideal:.2f} (target <= 1.25)"
+        )
+
+        server, url = start_server(0)
+        try:
+            wall_large, rss_large = run_batch(large, d / "out-100k.jsonl", url, 64)
+        finally:
+            server.communicate("")
+        print(f"100,000 states, 0 ms, concurrency 64: wall {wall_large:.2f} s")
+        ratio = rss_large / rss_small
+        print(
+            f"peak RSS: 10,000 states {rss_small / 1024:.1f} MiB, 100,000 states "
+            f"{rss_large / 1024:.1f} MiB, ratio {ratio:.2f} (target <= 1.2)"
+        )
+
+
+if __name__ == "__main__":
+    main()
