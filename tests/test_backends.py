@@ -131,3 +131,9 @@ def test_supports_overrides_the_image_column() -> None:
 def test_bad_values_fail_at_construction(kw: dict[str, Any]) -> None:
     with pytest.raises(ConfigError):
         create_classifier(**kw)
+
+
+def test_the_classifier_reports_the_rows_model() -> None:
+    """The metric event and repr name the model actually requested, the row's unit."""
+    assert create_classifier(backend="openrouter").model == "typesafe/jev-1.13"
+    assert create_classifier().model == "jev-latest"

@@ -325,8 +325,9 @@ class Classifier:
     def __init__(self, options: ClassifierOptions) -> None:
         _validate_options(options)
         self.options = options
-        self.model = options.resolved_model
         self._style: Style = _make_style(options)
+        # A backend row may set the model (openrouter: "typesafe/jev-1.13"); the style knows.
+        self.model: str = getattr(self._style, "model", None) or options.resolved_model
         self._warned: set[str] = set()
 
     @property
