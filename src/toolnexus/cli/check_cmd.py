@@ -50,9 +50,7 @@ def _expand(paths: Iterable[Path]) -> list[Path]:
 def check_criteria(
     files: Annotated[
         list[Path],
-        typer.Argument(
-            help="Question files or directories.", metavar="FILE", show_default=False
-        ),
+        typer.Argument(help="Question files or directories.", metavar="FILE", show_default=False),
     ],
     strict: Annotated[
         bool,
