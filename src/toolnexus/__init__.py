@@ -5,6 +5,7 @@ option with a distribution and a confidence), ``score`` (a point on an ordered r
 A classifier interprets; it never authorises.
 """
 
+from .batch import BoundState, BoundStates, StateResult
 from .canonical import (
     canonical_json,
     canonical_request,
@@ -23,12 +24,9 @@ from .classifier import (
     METRIC_EVALUATE,
     METRIC_WARNING,
     STYLES,
-    BoundState,
-    BoundStates,
     Classifier,
     ClassifierOptions,
     RecordedDecision,
-    StateResult,
     create_classifier,
     static_classifier,
 )

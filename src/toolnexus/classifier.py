@@ -1,4 +1,6 @@
-"""``create_classifier``: the styles, metric events, batches and bound states.
+"""``create_classifier``: the styles, metric events, and the per-state evaluate.
+
+Batches, streams and bound states live in ``batch.py`` and load on first use.
 
 A classifier interprets; it never authorises. Its output is a reading of intent inside a
 boundary, never the boundary: numeric limits, permission checks and allowlists stay in code.
@@ -10,25 +12,23 @@ decisions: what CI runs, no network, no credential).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import inspect
 import time
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
-    Awaitable,
     Callable,
     Iterable,
     Mapping,
     Sequence,
 )
-from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .canonical import canonical_json, canonical_request, sha256_hex
 from .decision import Decision, parse_decision, validate_decision
-from .errors import BatchError, ClassifierError, ConfigError, StaticMiss
+from .errors import ClassifierError, ConfigError, StaticMiss
 from .questions import (
     ChoiceQuestion,
     Question,
@@ -37,6 +37,10 @@ from .questions import (
     normalize_questions,
     questions_to_wire,
 )
+
+if TYPE_CHECKING:
+    # batch.py imports asyncio, which costs ~45 ms of CLI start-up; it loads when a batch runs.
+    from .batch import BoundState, BoundStates, StateResult
 
 __all__ = [
     "DEFAULT_API_KEY_ENV",
@@ -49,12 +53,9 @@ __all__ = [
     "METRIC_EVALUATE",
     "METRIC_WARNING",
     "STYLES",
-    "BoundState",
-    "BoundStates",
     "Classifier",
     "ClassifierOptions",
     "RecordedDecision",
-    "StateResult",
     "create_classifier",
     "static_classifier",
 ]
@@ -245,12 +246,8 @@ class _StaticStyle:
         return None
 
 
-def _bare(error: ClassifierError) -> str:
-    """The message without its ``classifier: `` prefix, to nest it in another message."""
-    return error.message.removeprefix("classifier: ")
-
-
-def _check_state(state: Any) -> None:
+def check_state(state: Any) -> None:
+    """A state is a string, an object or an array (the wire rejects anything else with 422)."""
     if isinstance(state, bool) or not isinstance(state, str | Mapping | list | tuple):
         kind = "null" if state is None else type(state).__name__
         raise ClassifierError(
@@ -302,18 +299,6 @@ def _make_style(opts: ClassifierOptions) -> Style:
     from .systemone import SystemOneStyle
 
     return SystemOneStyle(opts)
-
-
-@dataclass(frozen=True)
-class StateResult:
-    """One state's outcome in ``states(...).evaluate``: exactly one of decision / error."""
-
-    decision: Decision | None = None
-    error: ClassifierError | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
 
 
 class Classifier:
@@ -382,10 +367,10 @@ class Classifier:
         are checked before anything is sent. A reply that fails ``validate_decision`` is still
         returned here (``state(v).evaluate`` fails closed on it)."""
         qs = self.prepare(questions)
-        _check_state(state)
-        return await self._evaluate_prepared(state, qs)
+        check_state(state)
+        return await self.evaluate_prepared(state, qs)
 
-    async def _evaluate_prepared(
+    async def evaluate_prepared(
         self, state: Any, qs: dict[str, Question], *, fail_closed: bool = False
     ) -> Decision:
         start = time.perf_counter()
@@ -430,49 +415,11 @@ class Classifier:
         """The same questions over many states, at most ``concurrency`` in flight, decisions
         IN STATE ORDER. FAIL CLOSED: any failure raises a BatchError naming the LOWEST failing
         state's index, and no decisions are returned. No states is an error; nothing is sent."""
-        states = list(states)
-        if not states:
-            raise ClassifierError("classifier: evaluate_batch: no states to evaluate")
-        if concurrency < 1:
-            raise ClassifierError(f"classifier: concurrency must be at least 1, got {concurrency}")
-        qs = self.prepare(questions)
-        for i, s in enumerate(states):
-            try:
-                _check_state(s)
-            except ClassifierError as e:
-                raise BatchError(f"classifier: state {i}: {_bare(e)}", i, e) from None
-        results = await self._run_states(states, qs, concurrency, fail_closed=False)
-        for i, r in enumerate(results):
-            if r.error is not None:
-                raise BatchError(f"classifier: state {i}: {_bare(r.error)}", i, r.error)
-        return [r.decision for r in results if r.decision is not None]
+        from .batch import evaluate_batch
 
-    async def _run_states(
-        self,
-        states: Sequence[Any],
-        qs: dict[str, Question],
-        concurrency: int,
-        *,
-        fail_closed: bool,
-    ) -> list[StateResult]:
-        """Every state through the per-state evaluate, at most ``concurrency`` in flight.
-        A fixed pool of workers pulls indices, so memory holds one task per worker, not one
-        per state."""
-        results: list[StateResult | None] = [None] * len(states)
-        next_index = iter(range(len(states)))
+        return await evaluate_batch(self, states, questions, concurrency)
 
-        async def worker() -> None:
-            for i in next_index:
-                try:
-                    d = await self._evaluate_prepared(states[i], qs, fail_closed=fail_closed)
-                    results[i] = StateResult(decision=d)
-                except ClassifierError as e:
-                    results[i] = StateResult(error=e)
-
-        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(states)))))
-        return [r if r is not None else StateResult(error=ClassifierError("lost")) for r in results]
-
-    async def evaluate_stream(
+    def evaluate_stream(
         self,
         states: Iterable[tuple[K, Any]] | AsyncIterable[tuple[K, Any]],
         questions: Mapping[str, Any],
@@ -485,128 +432,25 @@ class Classifier:
         results wait for the consumer, so memory does not grow with the number of states.
         Per-state results as in ``states(...).evaluate``: the reply is validated FAIL-CLOSED, an
         invalid state is an error result with nothing sent, and one failure never fails the
-        stream. A question-set error is raised once, before any request. Closing the iterator
-        early (``aclose``, ``break``) cancels the evaluations still in flight.
+        stream. A question-set error is raised once, before any request (at the first
+        ``__anext__``). Closing the iterator early (``aclose``, ``break``) cancels the
+        evaluations still in flight.
         """
-        if concurrency < 1:
-            raise ClassifierError(f"classifier: concurrency must be at least 1, got {concurrency}")
-        qs = self.prepare(questions)
-        source = _pull(states)
-        done: asyncio.Queue[tuple[K, StateResult] | None] = asyncio.Queue(maxsize=concurrency)
+        from .batch import evaluate_stream
 
-        failed: list[Exception] = []
-
-        async def worker() -> None:
-            # No sentinel on cancellation: the queue may be full and nobody is reading.
-            try:
-                while (item := await source()) is not None:
-                    key, value = item
-                    try:
-                        _check_state(value)
-                        d = await self._evaluate_prepared(value, qs, fail_closed=True)
-                        result = StateResult(decision=d)
-                    except ClassifierError as e:
-                        result = StateResult(error=e)
-                    await done.put((key, result))
-            except Exception as e:  # from the SOURCE iterable: re-raised to the consumer
-                failed.append(e)
-            await done.put(None)
-
-        workers = [asyncio.create_task(worker()) for _ in range(concurrency)]
-        running = len(workers)
-        try:
-            while running:
-                got = await done.get()
-                if got is None:
-                    running -= 1
-                    if failed:
-                        raise failed[0]
-                    continue
-                yield got
-        finally:
-            for w in workers:
-                w.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+        return evaluate_stream(self, states, questions, concurrency)
 
     def state(self, value: Any) -> BoundState:
         """Bind a state. A VALUE, not a session: nothing is sent until ``evaluate``."""
+        from .batch import BoundState
+
         return BoundState(self, value)
 
     def states(self, values: Iterable[Any]) -> BoundStates:
         """Bind a batch of states. See ``BoundStates.evaluate``."""
+        from .batch import BoundStates
+
         return BoundStates(self, list(values))
-
-
-def _pull(
-    states: Iterable[tuple[K, Any]] | AsyncIterable[tuple[K, Any]],
-) -> Callable[[], Awaitable[tuple[K, Any] | None]]:
-    """One ``next item or None`` coroutine shared by every worker of ``evaluate_stream``.
-    An async iterator is guarded by a lock: two workers may not await ``__anext__`` at once."""
-    if isinstance(states, AsyncIterable):
-        ait = aiter(states)
-        lock = asyncio.Lock()
-
-        async def next_async() -> tuple[K, Any] | None:
-            async with lock:
-                try:
-                    return await anext(ait)
-                except StopAsyncIteration:
-                    return None
-
-        return next_async
-    it = iter(states)
-
-    async def next_sync() -> tuple[K, Any] | None:
-        return next(it, None)
-
-    return next_sync
-
-
-@dataclass(frozen=True)
-class BoundState:
-    """``classifier.state(v)``: one state, evaluated with NAMED questions, validated FAIL-CLOSED."""
-
-    classifier: Classifier
-    value: Any
-
-    async def evaluate(self, **questions: Any) -> Decision:
-        """One request with the named questions; an invalid reply is an error (and is reported
-        on the metric event)."""
-        qs = self.classifier.prepare(questions)
-        _check_state(self.value)
-        return await self.classifier._evaluate_prepared(self.value, qs, fail_closed=True)
-
-
-@dataclass(frozen=True)
-class BoundStates:
-    """``classifier.states(vs)``: per-state results in order; one failure never fails the batch."""
-
-    classifier: Classifier
-    values: list[Any] = field(default_factory=list)
-
-    async def evaluate(
-        self, concurrency: int = DEFAULT_BATCH_CONCURRENCY, **questions: Any
-    ) -> list[StateResult]:
-        """One ``StateResult`` per state, in state order. A question-set error is raised once
-        before any request; no states gives ``[]``."""
-        if not self.values:
-            return []
-        qs = self.classifier.prepare(questions)
-        results: list[StateResult] = []
-        bad: dict[int, ClassifierError] = {}
-        for i, v in enumerate(self.values):
-            try:
-                _check_state(v)
-            except ClassifierError as e:
-                bad[i] = e
-        good = [i for i in range(len(self.values)) if i not in bad]
-        ran = await self.classifier._run_states(
-            [self.values[i] for i in good], qs, concurrency, fail_closed=True
-        )
-        by_index = dict(zip(good, ran, strict=True))
-        for i in range(len(self.values)):
-            results.append(by_index[i] if i in by_index else StateResult(error=bad[i]))
-        return results
 
 
 _OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(ClassifierOptions))
@@ -631,6 +475,3 @@ def static_classifier(
     """A static classifier from recorded decisions in ONE call: what a hermetic test wants.
     Entries carry ``response`` or the ``answers`` shorthand; ``options`` merge in (e.g. model)."""
     return create_classifier(style="static", decisions=list(decisions), **options)
-
-
-AsyncEvaluate = Callable[[Any, dict[str, Question]], Awaitable[Decision]]

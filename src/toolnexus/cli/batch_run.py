@@ -35,7 +35,7 @@ from .batch_inputs import InputItem, InputSpec, iter_inputs, kind_of
 from .batch_output import FORMATS, OutputWriter, PriorOutput, ReorderBuffer, error_record
 
 if TYPE_CHECKING:
-    from ..classifier import StateResult
+    from ..batch import StateResult
     from ..errors import ClassifierError
     from ..questions import Question
     from .options import Backend, BackendSettings
