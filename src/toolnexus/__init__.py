@@ -5,7 +5,9 @@ option with a distribution and a confidence), ``score`` (a point on an ordered r
 A classifier interprets; it never authorises.
 """
 
+from .backends import BACKEND_NAMES, BACKENDS, IMAGES_HEADER, Backend
 from .batch import BoundState, BoundStates, StateResult
+from .cache import Cache, CacheStats, MemoryCache, SqliteCache, memory_cache
 from .canonical import (
     canonical_json,
     canonical_request,
@@ -77,6 +79,8 @@ from .questions import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "BACKENDS",
+    "BACKEND_NAMES",
     "DEFAULT_API_KEY_ENV",
     "DEFAULT_BASE_URL",
     "DEFAULT_BATCH_CONCURRENCY",
@@ -85,6 +89,7 @@ __all__ = [
     "DEFAULT_RETRY_BASE_MS",
     "DEFAULT_THRESHOLDS",
     "DEFAULT_TIMEOUT",
+    "IMAGES_HEADER",
     "MAX_CHOICE_OPTIONS",
     "MAX_SCORE_LEVELS",
     "METRIC_EVALUATE",
@@ -94,9 +99,12 @@ __all__ = [
     "STYLES",
     "Answer",
     "AnswerAccessError",
+    "Backend",
     "BatchError",
     "BoundState",
     "BoundStates",
+    "Cache",
+    "CacheStats",
     "ChoiceAnswer",
     "ChoiceQuestion",
     "Classifier",
@@ -109,6 +117,7 @@ __all__ = [
     "DecisionError",
     "HTTPStatusError",
     "InvalidDecision",
+    "MemoryCache",
     "NoulAnswer",
     "NoulCriteria",
     "NoulQuestion",
@@ -119,6 +128,7 @@ __all__ = [
     "RecordedDecision",
     "ScoreAnswer",
     "ScoreQuestion",
+    "SqliteCache",
     "StateResult",
     "StaticMiss",
     "TransportError",
@@ -130,6 +140,7 @@ __all__ = [
     "create_classifier",
     "decision_cache_key",
     "degenerate_criteria",
+    "memory_cache",
     "model_cache_key",
     "near_uniform",
     "parse_decision",
