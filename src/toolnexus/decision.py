@@ -305,6 +305,12 @@ class Decision:
 
 
 def _number(value: Any, what: str, key: str) -> float:
+    # Exact-type fast path first: decoding runs once per answer on a batch's hot path.
+    t = type(value)
+    if t is float and math.isfinite(value):
+        return value  # type: ignore[no-any-return]
+    if t is int:
+        return float(value)
     # bool is an int subclass in Python; on the wire true is not a number.
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise DecisionError(
@@ -338,7 +344,14 @@ def _probabilities(value: Any, key: str) -> dict[str, float]:
             f'classifier: answer "{key}": probabilities must be an object, got {_json_type(value)}',
             key,
         )
-    return {str(k): _number(v, f"probability {k!r}", key) for k, v in value.items()}
+    out: dict[str, float] = {}
+    for k, v in value.items():
+        # The label is only built for an error: an f-string per value costs on the hot path.
+        if type(v) is float and math.isfinite(v):
+            out[str(k)] = v
+        else:
+            out[str(k)] = _number(v, f"probability {k!r}", key)
+    return out
 
 
 def _level_index(raw: str, key: str, what: str) -> int:

@@ -273,7 +273,11 @@ class _Run:
         assert decision is not None
         if self.keep_state:
             self.backend.record(state, self.questions, decision)
-        record = {"id": item_id, **decision_record(decision, self.questions, self.cfg.thresholds)}
+        # evaluate_stream validated this decision fail-closed: an invalid one is an error result.
+        record = {
+            "id": item_id,
+            **decision_record(decision, self.questions, self.cfg.thresholds, validated=True),
+        }
         s.ok += 1
         s.cached += decision.cached
         s.input_tokens += decision.usage.input_tokens

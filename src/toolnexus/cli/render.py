@@ -137,6 +137,8 @@ def decision_record(
     decision: Decision,
     questions: Mapping[str, Question],
     thresholds: Mapping[str, float] | None = None,
+    *,
+    validated: bool = False,
 ) -> dict[str, Any]:
     """A decision as one JSON-ready record: the wire fields (model, calibrated, usage, each
     answer's fields) plus the derived ones (near_uniform, level, label, band), a ``flags`` list
@@ -144,9 +146,11 @@ def decision_record(
     or ``None``. Answers follow the question order, then any answer nobody asked for.
 
     ``usage.cost`` is ``None`` when the backend did not report one: absent, not zero.
+    ``validated=True`` says the caller's evaluate already validated fail-closed (the batch
+    stream does), so the check is not paid twice on the hot path.
     """
     t = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
-    problem = validate_decision(questions, decision)
+    problem = None if validated else validate_decision(questions, decision)
     bad_key = problem.key if problem is not None else None
     keys = [k for k in questions if k in decision.answers]
     keys += [k for k in decision.answers if k not in questions]
