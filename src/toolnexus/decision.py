@@ -314,7 +314,7 @@ def _number(value: Any, what: str, key: str) -> float:
     # bool is an int subclass in Python; on the wire true is not a number.
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise DecisionError(
-            f'classifier: answer "{key}": {what} must be a number, got {_json_type(value)}', key
+            f'classifier: answer "{key}": {what} must be a number, got {json_kind(value)}', key
         )
     f = float(value)
     if not math.isfinite(f):
@@ -322,7 +322,8 @@ def _number(value: Any, what: str, key: str) -> float:
     return f
 
 
-def _json_type(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """A JSON value's kind in an error message's words: "null", "a boolean", "an object"..."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -341,7 +342,7 @@ def _json_type(value: Any) -> str:
 def _probabilities(value: Any, key: str) -> dict[str, float]:
     if not isinstance(value, Mapping):
         raise DecisionError(
-            f'classifier: answer "{key}": probabilities must be an object, got {_json_type(value)}',
+            f'classifier: answer "{key}": probabilities must be an object, got {json_kind(value)}',
             key,
         )
     out: dict[str, float] = {}
@@ -375,7 +376,7 @@ def _decode_score(obj: Mapping[str, Any], key: str, question: Question | None) -
         legend_raw = {}
     if not isinstance(legend_raw, Mapping):
         raise DecisionError(
-            f'classifier: answer "{key}": legend must be an object, got {_json_type(legend_raw)}',
+            f'classifier: answer "{key}": legend must be an object, got {json_kind(legend_raw)}',
             key,
         )
     legend = {str(k): v for k, v in legend_raw.items()}
@@ -444,7 +445,7 @@ def _score_structure(
 def _decode_answer(obj: Any, key: str, question: Question | None) -> Answer:
     if not isinstance(obj, Mapping):
         raise DecisionError(
-            f'classifier: answer "{key}" must be an object, got {_json_type(obj)}', key
+            f'classifier: answer "{key}" must be an object, got {json_kind(obj)}', key
         )
     atype = obj.get("type")
     if not isinstance(atype, str) or not atype:
@@ -466,7 +467,7 @@ def _decode_answer(obj: Any, key: str, question: Question | None) -> Answer:
         choice = obj.get("choice")
         if not isinstance(choice, str):
             raise DecisionError(
-                f'classifier: answer "{key}": choice must be a string, got {_json_type(choice)}',
+                f'classifier: answer "{key}": choice must be a string, got {json_kind(choice)}',
                 key,
             )
         return ChoiceAnswer(
@@ -483,7 +484,7 @@ def _usage(obj: Any) -> ClassifierUsage:
     if obj is None:
         return ClassifierUsage()
     if not isinstance(obj, Mapping):
-        raise DecisionError(f"classifier: usage must be an object, got {_json_type(obj)}")
+        raise DecisionError(f"classifier: usage must be an object, got {json_kind(obj)}")
 
     def tokens(name: str) -> int:
         v = obj.get(name, 0)
@@ -507,14 +508,14 @@ def parse_decision(obj: Any, questions: Mapping[str, Question] | None = None) ->
     ``calibrated`` absent or null decodes as True; only the literal ``false`` is False.
     """
     if not isinstance(obj, Mapping):
-        raise DecisionError(f"classifier: response must be an object, got {_json_type(obj)}")
+        raise DecisionError(f"classifier: response must be an object, got {json_kind(obj)}")
     model = obj.get("model")
     if not isinstance(model, str):
-        raise DecisionError(f"classifier: response model must be a string, got {_json_type(model)}")
+        raise DecisionError(f"classifier: response model must be a string, got {json_kind(model)}")
     answers_raw = obj.get("answers")
     if not isinstance(answers_raw, Mapping):
         raise DecisionError(
-            f"classifier: response answers must be an object, got {_json_type(answers_raw)}"
+            f"classifier: response answers must be an object, got {json_kind(answers_raw)}"
         )
     qs = questions or {}
     answers = {str(k): _decode_answer(v, str(k), qs.get(str(k))) for k, v in answers_raw.items()}

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
+from ..decision import json_kind
 from .app import CliError
 
 StateFormat = Literal["text", "json", "yaml"]
@@ -46,21 +47,13 @@ def guess_format(source: str) -> StateFormat:
     return fmt
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return type(value).__name__
-
-
 def check_state(value: Any, name: str) -> Any:
     """``value`` when it is a string, an object or an array; else an error naming ``name``."""
     if isinstance(value, str | dict | list):
         return value
-    raise CliError(f"{name}: a state must be a string, an object or an array, got {_kind(value)}")
+    raise CliError(
+        f"{name}: a state must be a string, an object or an array, got {json_kind(value)}"
+    )
 
 
 def _strip_final_newline(text: str) -> str:
