@@ -519,3 +519,47 @@ def test_rate_caps_requests_per_minute(
     assert code == 0
     assert time.monotonic() - started >= 0.15
     assert server.total == 4
+
+
+def test_progress_bar_on_a_terminal_stderr_only(
+    server: Loopback, qfile: Path, tmp_path: Path
+) -> None:
+    """Issue 5: 'A live progress bar on stderr when stderr is a terminal (done / failed /
+    cached / rate / ETA), silent otherwise'. stderr is a real pseudo-terminal here; stdout is
+    a file, and the records there stay clean of progress output."""
+    import os
+    import pty
+
+    server.latency = 0.02
+    src = _jsonl_input(tmp_path, _states(40))
+    out = tmp_path / "out.jsonl"
+    master, slave = pty.openpty()
+    env = {**os.environ, "COLUMNS": "120", "TERM": "xterm"}
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolnexus", "batch", str(qfile), str(src), "--id-field", "id",
+         "--state-field", "text", "--concurrency", "2", "--base-url", server.base_url,
+         "--output", str(out)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave, env=env,
+    )  # fmt: skip
+    os.close(slave)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the child closed its end of the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    screen = b"".join(chunks).decode("utf-8", errors="replace")
+    import re
+
+    # The live line (only the bar writes these): "<done>/40 ... <n> failed, <n> cached, <r>/s"
+    assert re.search(r"\b\d+/40\b", screen), screen
+    assert re.search(r"\d+ failed, \d+ cached, [\d.]+/s", screen), screen
+    assert "40 states, 40 ok, 0 failed" in screen  # the summary line survives the bar
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 40 and all(json.loads(line)["id"] for line in lines)
