@@ -278,3 +278,12 @@ def test_bound_states_per_state_results_never_fail_the_batch() -> None:
     assert run(judge.states([]).evaluate(refund=Q["refund"])) == []
     with pytest.raises(QuestionError):  # a question-set error is raised once, before any request
         run(judge.states(["a"]).evaluate(u=ScoreQuestion("?", ["x"])))
+
+
+def test_options_repr_never_shows_header_values() -> None:
+    """Secrets: 'No credential value and no expanded header value appears in any log, metric,
+    error message or returned value' — a literal header value included."""
+    judge = create_classifier(
+        style="custom", evaluate=noul_stub(), headers={"X-Gateway-Key": "sk-literal-SECRET"}
+    )
+    assert "SECRET" not in repr(judge.options) and "SECRET" not in repr(judge)

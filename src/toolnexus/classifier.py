@@ -23,7 +23,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .canonical import canonical_json, canonical_request, sha256_hex
@@ -111,7 +111,8 @@ class ClassifierOptions:
     base_url: str | None = None
     model: str | None = None
     api_key_env: str | None = None
-    headers: Mapping[str, str] | None = None
+    # Header values may hold a literal credential: they never appear in a repr.
+    headers: Mapping[str, str] | None = field(default=None, repr=False)
     timeout: float = DEFAULT_TIMEOUT
     transport: Any = None
     http_client: Any = None
