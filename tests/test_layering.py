@@ -1,0 +1,49 @@
+"""The shape of the house (conventions): pure modules never import httpx, rich or typer; only
+cli/ imports typer and rich; only transport.py and llm.py import httpx (and aiohttp, the
+default transport under it). Read from the source, so a lazy import inside a function counts."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "toolnexus"
+PURE = {"questions.py", "canonical.py", "decision.py"}
+HTTP = {"transport.py", "llm.py"}
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+MODULES = sorted(SRC.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SRC)))
+def test_module_imports_follow_the_layers(path: Path) -> None:
+    rel = path.relative_to(SRC)
+    imported = _imports(path)
+    in_cli = rel.parts[0] == "cli"
+    if not in_cli:
+        assert not imported & {"typer", "rich"}, f"{rel} imports a CLI library"
+    if str(rel) not in HTTP:
+        assert not imported & {"httpx", "aiohttp"}, f"{rel} imports HTTP"
+    if str(rel) in PURE:
+        assert imported <= {
+            "__future__", "collections", "dataclasses", "enum", "hashlib", "json", "math",
+            "types", "typing",
+        }, f"{rel} is pure but imports {sorted(imported)}"  # fmt: skip
+
+
+def test_the_layer_test_sees_every_module() -> None:
+    assert {"questions.py", "canonical.py", "decision.py", "transport.py"} <= {
+        p.name for p in MODULES
+    }
