@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "toolnexus"
-PURE = {"questions.py", "canonical.py", "decision.py"}
+PURE = {"questions.py", "canonical.py", "decision.py", "validation.py"}
 HTTP = {"transport.py", "llm.py"}
 
 

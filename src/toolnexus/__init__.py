@@ -33,7 +33,6 @@ from .classifier import (
     static_classifier,
 )
 from .decision import (
-    DEFAULT_THRESHOLDS,
     NEAR_UNIFORM_TOLERANCE,
     Answer,
     ChoiceAnswer,
@@ -44,8 +43,6 @@ from .decision import (
     ScoreAnswer,
     near_uniform,
     parse_decision,
-    threshold_band,
-    validate_decision,
 )
 from .errors import (
     AnswerAccessError,
@@ -75,6 +72,7 @@ from .questions import (
     chunk_questions,
     degenerate_criteria,
 )
+from .validation import DEFAULT_THRESHOLDS, threshold_band, validate_decision
 
 __version__ = "0.1.0"
 

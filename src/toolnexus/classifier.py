@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .canonical import canonical_json, canonical_request, sha256_hex
-from .decision import Decision, parse_decision, validate_decision
+from .decision import Decision, parse_decision
 from .errors import ClassifierError, ConfigError, StaticMiss
 from .questions import (
     ChoiceQuestion,
@@ -37,6 +37,7 @@ from .questions import (
     normalize_questions,
     questions_to_wire,
 )
+from .validation import validate_decision
 
 if TYPE_CHECKING:
     # batch.py imports asyncio, which costs ~45 ms of CLI start-up; it loads when a batch runs.

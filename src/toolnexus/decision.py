@@ -1,4 +1,5 @@
-"""Answers, Decision, decoding, near_uniform, validate_decision and threshold bands. Pure.
+"""Answers, Decision, decoding and near_uniform. Pure. (validate_decision and threshold_band:
+``validation.py``.)
 
 Decoding never sorts, renormalises or rounds a probability; integers on the wire decode as
 floats (gateways write ``0``/``1`` where the direct API writes ``0.0``/``1.0``). Anything that
@@ -11,12 +12,10 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, ClassVar, Literal, TypeAlias
 
-from .errors import AnswerAccessError, DecisionError, InvalidDecision
+from .errors import AnswerAccessError, DecisionError
 from .questions import (
-    ChoiceQuestion,
     Question,
     RawQuestion,
     ScoreQuestion,
@@ -24,7 +23,6 @@ from .questions import (
 )
 
 __all__ = [
-    "DEFAULT_THRESHOLDS",
     "NEAR_UNIFORM_TOLERANCE",
     "Answer",
     "ChoiceAnswer",
@@ -36,25 +34,10 @@ __all__ = [
     "ScoreLevels",
     "near_uniform",
     "parse_decision",
-    "threshold_band",
-    "validate_decision",
 ]
 
 #: The ABSOLUTE tolerance on max|p - 1/n|, compared INCLUSIVELY (seeds 000/004).
 NEAR_UNIFORM_TOLERANCE = 0.05
-
-#: Inclusive cut-points (seed 004 ``default-thresholds``): noul ``p >= yes`` is yes, ``p <= no``
-#: is no; choice/score ``confidence >= min_confidence`` is yes. A threshold tuned against one
-#: backend does not transfer to another.
-DEFAULT_THRESHOLDS: Mapping[str, float] = MappingProxyType(
-    {"yes": 0.8, "no": 0.2, "min_confidence": 0.6}
-)
-
-#: validate_decision's tolerance on the sum of a probability map.
-_SUM_TOLERANCE = 0.02
-#: Two-decimal wire values summed in binary floating point overshoot by ~1e-17 (0.5 + 0.52 is
-#: 1.0200000000000000178); the spec's bound is on the decimal values, so allow that much.
-_FLOAT_SLACK = 1e-9
 
 
 def near_uniform(probabilities: Mapping[str, float]) -> bool:
@@ -525,94 +508,3 @@ def parse_decision(obj: Any, questions: Mapping[str, Question] | None = None) ->
         usage=_usage(obj.get("usage")),
         calibrated=obj.get("calibrated") is not False,
     )
-
-
-# --- validation ---------------------------------------------------------------------------
-
-
-def _invalid(key: str, what: str) -> InvalidDecision:
-    return InvalidDecision(f'classifier: invalid decision: "{key}" {what}', key)
-
-
-def _check_distribution(
-    key: str, probs: Mapping[str, float], offered: set[str], noun: str
-) -> InvalidDecision | None:
-    for k in sorted(probs):
-        if k not in offered:
-            return _invalid(key, f"has a probability for {noun} {k!r}, which was not offered")
-    for k in sorted(probs):
-        if not 0.0 <= probs[k] <= 1.0:
-            return _invalid(key, f"probability for {k!r} is {probs[k]}, outside 0..1")
-    if probs:
-        total = math.fsum(probs.values())
-        if abs(total - 1.0) > _SUM_TOLERANCE + _FLOAT_SLACK:
-            return _invalid(key, f"probabilities sum to {total:.4g}, not 1 ± {_SUM_TOLERANCE}")
-    return None
-
-
-def validate_decision(
-    questions: Mapping[str, Question], decision: Decision
-) -> InvalidDecision | None:
-    """``None`` when ``decision`` answers EXACTLY ``questions`` within their schema, else the
-    error (returned, not raised). Checks in seed 004's order, first failure wins: a missing
-    answer (question keys ASCII), an unexpected answer (ASCII), then per key the type, noul in
-    [0,1], choice offered / probability keys offered / each in [0,1] / a non-empty map sums to
-    1 ± 0.02 / confidence in [0,1], score in [0, levels-1] with the same probability rules over
-    level indices. A raw question only needs an answer of its own type."""
-    for key in sorted(questions):
-        if key not in decision.answers:
-            return InvalidDecision(f'classifier: invalid decision: missing answer "{key}"', key)
-    for key in sorted(decision.answers):
-        if key not in questions:
-            return InvalidDecision(f'classifier: invalid decision: unexpected answer "{key}"', key)
-    for key in sorted(questions):
-        q, a = questions[key], decision.answers[key]
-        if a.type != q.type:
-            return _invalid(key, f"is a {a.type} answer, expected {q.type}")
-        if isinstance(q, RawQuestion):
-            continue
-        if isinstance(a, NoulAnswer):
-            if not 0.0 <= a.noul <= 1.0:
-                return _invalid(key, f"noul is {a.noul}, outside 0..1")
-        elif isinstance(a, ChoiceAnswer) and isinstance(q, ChoiceQuestion):
-            offered = set(q.criteria)
-            if a.choice not in offered:
-                return _invalid(key, f"chose {a.choice!r}, which was not offered")
-            err = _check_distribution(key, a.probabilities, offered, "option")
-            if err:
-                return err
-            if not 0.0 <= a.confidence <= 1.0:
-                return _invalid(key, f"confidence is {a.confidence}, outside 0..1")
-        elif isinstance(a, ScoreAnswer) and isinstance(q, ScoreQuestion):
-            top = len(q.criteria) - 1
-            if not 0.0 <= a.score <= top:
-                return _invalid(key, f"score is {a.score}, outside 0..{top}")
-            offered = {str(i) for i in range(len(q.criteria))}
-            err = _check_distribution(key, a.probabilities, offered, "level")
-            if err:
-                return err
-            if not 0.0 <= a.confidence <= 1.0:
-                return _invalid(key, f"confidence is {a.confidence}, outside 0..1")
-    return None
-
-
-Band: TypeAlias = Literal["yes", "no", "uncertain"]
-
-
-def threshold_band(answer: Answer, thresholds: Mapping[str, float] | None = None) -> Band:
-    """``"yes" | "no" | "uncertain"`` for one answer, INCLUSIVE cut-points (seed 004).
-
-    noul: ``p >= yes`` is yes, else ``p <= no`` is no, else uncertain. choice/score:
-    ``confidence >= min_confidence`` is yes, else uncertain. No near-uniform demotion.
-    A raw answer is uncertain. ``thresholds`` merges over ``DEFAULT_THRESHOLDS``.
-    """
-    t = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
-    if isinstance(answer, NoulAnswer):
-        if answer.noul >= t["yes"]:
-            return "yes"
-        if answer.noul <= t["no"]:
-            return "no"
-        return "uncertain"
-    if isinstance(answer, ChoiceAnswer | ScoreAnswer):
-        return "yes" if answer.confidence >= t["min_confidence"] else "uncertain"
-    return "uncertain"

@@ -27,7 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 import httpx
 
 from .canonical import canonical_json
-from .decision import Decision, parse_decision, validate_decision
+from .decision import Decision, parse_decision
 from .errors import (
     ClassifierError,
     ClassifierUnsupported,
@@ -44,6 +44,7 @@ from .questions import (
     question_to_wire,
 )
 from .transport import SystemOneTransport
+from .validation import validate_decision
 
 __all__ = [
     "DEFAULT_LLM_API_KEY_ENV",

@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from .backends import ResolvedBackend, resolve_backend
 from .canonical import canonical_json, decision_cache_key, model_cache_key
-from .decision import Decision, parse_decision, validate_decision
+from .decision import Decision, parse_decision
 from .errors import ClassifierError, ConfigError, DecisionError
 from .questions import Question, questions_to_wire
 from .transport import SystemOneTransport
+from .validation import validate_decision
 
 if TYPE_CHECKING:
     from .classifier import ClassifierOptions

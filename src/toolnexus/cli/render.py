@@ -17,16 +17,9 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import IO, Any, Literal
 
-from ..decision import (
-    DEFAULT_THRESHOLDS,
-    Answer,
-    ChoiceAnswer,
-    Decision,
-    ScoreAnswer,
-    threshold_band,
-    validate_decision,
-)
+from ..decision import Answer, ChoiceAnswer, Decision, ScoreAnswer
 from ..questions import Question
+from ..validation import DEFAULT_THRESHOLDS, threshold_band, validate_decision
 
 __all__ = [
     "CSV_COLUMNS",
