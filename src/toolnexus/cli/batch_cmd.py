@@ -21,6 +21,7 @@ from .options import (
     BackendOpt,
     BackendSettings,
     BaseUrlOpt,
+    FailOnOpt,
     LlmApiKeyEnvOpt,
     LlmBaseUrlOpt,
     LlmModelOpt,
@@ -28,6 +29,7 @@ from .options import (
     RecordOpt,
     ReplayOpt,
     RetriesOpt,
+    ThresholdsOpt,
     TimeoutOpt,
 )
 
@@ -80,19 +82,8 @@ def batch_command(
         str | None,
         typer.Option("--shard", help="I/N: only the ids whose sha256 falls in shard I of N."),
     ] = None,
-    fail_on: Annotated[
-        str | None,
-        typer.Option(
-            "--fail-on",
-            help="Exit 1 when any record is near-uniform,uncalibrated,uncertain,invalid.",
-        ),
-    ] = None,
-    thresholds: Annotated[
-        str | None,
-        typer.Option(
-            "--thresholds", help="Band cut-points, e.g. yes=0.8,no=0.2,min_confidence=0.6."
-        ),
-    ] = None,
+    fail_on: FailOnOpt = None,
+    thresholds: ThresholdsOpt = None,
     use_cache: Annotated[
         bool, typer.Option("--cache", help="Reuse and store decisions in the SQLite cache.")
     ] = False,
@@ -119,7 +110,7 @@ def batch_command(
     """
     from .batch_inputs import InputSpec
     from .batch_run import BatchConfig, parse_shard, run_batch
-    from .eval_cmd import parse_fail_on, parse_thresholds
+    from .options import parse_fail_on, parse_thresholds
 
     cfg = BatchConfig(
         inputs=list(inputs),

@@ -434,13 +434,12 @@ def run_batch(
 ) -> BatchSummary:
     """Run the batch and return its summary (the caller prints it and exits with its code)."""
     from .batch_output import compact, csv_columns
-    from .eval_cmd import _warn
-    from .options import build_backend
+    from .options import build_backend, warn_to_stderr
     from .questionfile import load_question_set
 
     _check_config(cfg)
     file_model, questions = load_question_set(questions_path)
-    backend = build_backend(settings, file_model=file_model, on_metric=_warn, cache=cache)
+    backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr, cache=cache)
     columns = csv_columns(_sample_record(questions, cfg.thresholds)) if cfg.fmt == "csv" else []
     writer, prior = _open_output(cfg, columns)
     summary = BatchSummary()

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .app import EXIT_CONDITION, EXIT_OK, CliError, app, one_line
+from .app import EXIT_CONDITION, EXIT_OK, CliError, app
 from .options import (
     ApiKeyEnvOpt,
     BackendOpt,
     BackendSettings,
     BaseUrlOpt,
+    FailOnOpt,
     LlmApiKeyEnvOpt,
     LlmBaseUrlOpt,
     LlmModelOpt,
@@ -28,55 +29,18 @@ from .options import (
     RecordOpt,
     ReplayOpt,
     RetriesOpt,
+    ThresholdsOpt,
     TimeoutOpt,
+    parse_fail_on,
+    parse_thresholds,
+    warn_to_stderr,
 )
-from .render import FLAGS, OUTPUT_FORMATS, OutputFormat
+from .render import OUTPUT_FORMATS, OutputFormat
 from .states import STATE_FORMATS, StateFormat
 
 if TYPE_CHECKING:
     from ..decision import Decision
     from ..questions import Question
-
-#: The --thresholds names (seed 004 ``default-thresholds``).
-THRESHOLD_NAMES = ("yes", "no", "min_confidence")
-
-
-def parse_fail_on(text: str | None) -> tuple[str, ...]:
-    """``near-uniform,uncalibrated`` -> the named conditions, in ``FLAGS`` order."""
-    if not text:
-        return ()
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in FLAGS]
-    if unknown:
-        raise CliError(f"--fail-on: unknown condition {unknown[0]!r}; use any of {','.join(FLAGS)}")
-    return tuple(f for f in FLAGS if f in names)
-
-
-def parse_thresholds(text: str | None) -> dict[str, float]:
-    """``yes=0.8,no=0.2,min_confidence=0.6`` -> a dict of the names given, each within 0..1;
-    the rest keep their defaults (``threshold_band`` merges over ``DEFAULT_THRESHOLDS``)."""
-    if not text:
-        return {}
-    out: dict[str, float] = {}
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        name, sep, raw = part.partition("=")
-        name = name.strip()
-        if not sep or name not in THRESHOLD_NAMES:
-            raise CliError(
-                f"--thresholds: expected NAME=VALUE with NAME one of {', '.join(THRESHOLD_NAMES)}"
-                f", got {part!r}"
-            )
-        try:
-            value = float(raw)
-        except ValueError:
-            raise CliError(f"--thresholds: {name} must be a number, got {raw.strip()!r}") from None
-        if not 0.0 <= value <= 1.0:
-            raise CliError(f"--thresholds: {name} must be within 0..1, got {value}")
-        out[name] = value
-    return out
 
 
 @dataclass(frozen=True)
@@ -92,15 +56,6 @@ class EvalResult:
     @property
     def exit_code(self) -> int:
         return EXIT_CONDITION if self.failed else EXIT_OK
-
-
-def _warn(event: Mapping[str, Any]) -> None:
-    """The classifier's metric sink: warnings to stderr, one line each; other events unused."""
-    from ..classifier import METRIC_WARNING
-
-    if event.get("event") == METRIC_WARNING:
-        sys.stderr.write(f"toolnexus: warning: {one_line(str(event.get('warning', '')))}\n")
-        sys.stderr.flush()
 
 
 def run_eval(
@@ -122,7 +77,7 @@ def run_eval(
     from .render import decision_record
 
     file_model, questions = load_question_set(questions_path)
-    backend = build_backend(settings, file_model=file_model, on_metric=_warn)
+    backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr)
 
     async def once() -> Decision:
         async with backend.classifier:
@@ -167,20 +122,8 @@ def eval_command(
             help="table, json, jsonl or csv (default: table on a terminal, JSON otherwise).",
         ),
     ] = None,
-    fail_on: Annotated[
-        str | None,
-        typer.Option(
-            "--fail-on",
-            help="Exit 1 when any of near-uniform,uncalibrated,uncertain,invalid holds.",
-        ),
-    ] = None,
-    thresholds: Annotated[
-        str | None,
-        typer.Option(
-            "--thresholds",
-            help="Band cut-points, e.g. yes=0.8,no=0.2,min_confidence=0.6 (inclusive).",
-        ),
-    ] = None,
+    fail_on: FailOnOpt = None,
+    thresholds: ThresholdsOpt = None,
     backend: BackendOpt = None,
     base_url: BaseUrlOpt = None,
     model: ModelOpt = None,

@@ -12,6 +12,7 @@ that holds it, read at call time by the transport.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .app import CliError
+from .app import CliError, one_line
 
 if TYPE_CHECKING:
     from ..classifier import Classifier
@@ -117,6 +118,22 @@ ReplayOpt = Annotated[
         help="Answer from the recordings in DIR: no network, no key.",
         metavar="DIR",
         rich_help_panel=_PANEL,
+    ),
+]
+#: Shared by eval and batch: the conditions that turn a result into exit 1, and the band
+#: cut-points (parsed by ``parse_fail_on`` / ``parse_thresholds`` below).
+FailOnOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--fail-on",
+        help="Exit 1 when any result is near-uniform,uncalibrated,uncertain,invalid (comma list).",
+    ),
+]
+ThresholdsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--thresholds",
+        help="Band cut-points, e.g. yes=0.8,no=0.2,min_confidence=0.6 (inclusive).",
     ),
 ]
 RecordOpt = Annotated[
@@ -295,3 +312,56 @@ def build_backend(
         return Backend(settings, classifier, classifier.model, "")
     endpoint, model = live_target(settings, opts.get("model"))
     return Backend(settings, classifier, model, endpoint)
+
+
+#: The --thresholds names (seed 004 ``default-thresholds``).
+THRESHOLD_NAMES = ("yes", "no", "min_confidence")
+
+
+def parse_fail_on(text: str | None) -> tuple[str, ...]:
+    """``near-uniform,uncalibrated`` -> the named conditions, in ``FLAGS`` order."""
+    from .render import FLAGS
+
+    if not text:
+        return ()
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in FLAGS]
+    if unknown:
+        raise CliError(f"--fail-on: unknown condition {unknown[0]!r}; use any of {','.join(FLAGS)}")
+    return tuple(f for f in FLAGS if f in names)
+
+
+def parse_thresholds(text: str | None) -> dict[str, float]:
+    """``yes=0.8,no=0.2,min_confidence=0.6`` -> a dict of the names given, each within 0..1;
+    the rest keep their defaults (``threshold_band`` merges over ``DEFAULT_THRESHOLDS``)."""
+    if not text:
+        return {}
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, raw = part.partition("=")
+        name = name.strip()
+        if not sep or name not in THRESHOLD_NAMES:
+            raise CliError(
+                f"--thresholds: expected NAME=VALUE with NAME one of {', '.join(THRESHOLD_NAMES)}"
+                f", got {part!r}"
+            )
+        try:
+            value = float(raw)
+        except ValueError:
+            raise CliError(f"--thresholds: {name} must be a number, got {raw.strip()!r}") from None
+        if not 0.0 <= value <= 1.0:
+            raise CliError(f"--thresholds: {name} must be within 0..1, got {value}")
+        out[name] = value
+    return out
+
+
+def warn_to_stderr(event: Mapping[str, Any]) -> None:
+    """The classifier's metric sink: warnings to stderr, one line each; other events unused."""
+    from ..classifier import METRIC_WARNING
+
+    if event.get("event") == METRIC_WARNING:
+        sys.stderr.write(f"toolnexus: warning: {one_line(str(event.get('warning', '')))}\n")
+        sys.stderr.flush()
