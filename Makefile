@@ -39,7 +39,7 @@ demo: install
 	  "questions/guard.yaml examples/states/guard-rm-build.yaml" \
 	  "questions/guard.yaml examples/states/guard-rmtree.json"; do \
 	  echo "== toolnexus eval $$run --replay recordings/"; \
-	  env -u TYPESAFE_API_KEY -u OPENROUTER_API_KEY \
+	  env -u TYPESAFE_API_KEY -u OPENROUTER_API_KEY COLUMNS=$${COLUMNS:-110} \
 	    $(BIN)/toolnexus eval $$run --replay recordings/ --format table || exit 1; \
 	  echo; \
 	done
