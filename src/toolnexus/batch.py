@@ -48,11 +48,6 @@ class StateResult:
         return self.error is None
 
 
-def _bare(error: ClassifierError) -> str:
-    """The message without its ``classifier: `` prefix, to nest it in another message."""
-    return error.message.removeprefix("classifier: ")
-
-
 def _check_concurrency(concurrency: int) -> None:
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ClassifierError(f"classifier: concurrency must be at least 1, got {concurrency!r}")
@@ -101,13 +96,13 @@ async def evaluate_batch(
         try:
             check_state(s)
         except ClassifierError as e:
-            raise BatchError(f"classifier: state {i}: {_bare(e)}", i, e) from None
+            raise BatchError(f"classifier: state {i}: {e.detail}", i, e) from None
     results = await run_states(classifier, states, qs, concurrency, fail_closed=False)
     decisions: list[Decision] = []
     for i, r in enumerate(results):
         if r.decision is None:
             error = r.error or ClassifierError("classifier: no result")
-            raise BatchError(f"classifier: state {i}: {_bare(error)}", i, error)
+            raise BatchError(f"classifier: state {i}: {error.detail}", i, error)
         decisions.append(r.decision)
     return decisions
 

@@ -305,8 +305,9 @@ def _number(value: Any, what: str, key: str) -> float:
     return f
 
 
-def json_kind(value: Any) -> str:
-    """A JSON value's kind in an error message's words: "null", "a boolean", "an object"..."""
+def json_kind(value: Any, *, yaml: bool = False) -> str:
+    """A JSON value's kind in an error message's words: "null", "a boolean", "an object"...
+    ``yaml=True`` says "a list" / "a mapping", the words of a YAML file's author."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -316,9 +317,9 @@ def json_kind(value: Any) -> str:
     if isinstance(value, str):
         return "a string"
     if isinstance(value, list):
-        return "an array"
+        return "a list" if yaml else "an array"
     if isinstance(value, dict):
-        return "an object"
+        return "a mapping" if yaml else "an object"
     return type(value).__name__
 
 

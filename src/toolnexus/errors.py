@@ -54,6 +54,11 @@ class ClassifierError(Exception):
     def message(self) -> str:
         return str(self.args[0]) if self.args else ""
 
+    @property
+    def detail(self) -> str:
+        """The message without its ``classifier: `` prefix, to nest it in another message."""
+        return self.message.removeprefix(PREFIX)
+
 
 class QuestionError(ClassifierError):
     """A question set breaks a client-side rule; no request was sent.

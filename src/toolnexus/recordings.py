@@ -171,9 +171,7 @@ def read_recording(path: str | os.PathLike[str]) -> Recording:
         qs = normalize_questions(questions)
         parse_decision(response, qs)
     except (DecisionError, ClassifierError) as e:
-        raise ConfigError(
-            f"classifier: recording {p}: {e.message.removeprefix('classifier: ')}"
-        ) from None
+        raise ConfigError(f"classifier: recording {p}: {e.detail}") from None
     return Recording(
         path=p,
         model=_field(obj, "model", str, p),

@@ -210,6 +210,6 @@ class SystemOneStyle:
             return parse_decision(obj, questions)
         except DecisionError as e:
             raise DecisionError(
-                f"classifier: POST {endpoint}: {e.message.removeprefix('classifier: ')}{rid}",
+                f"classifier: POST {endpoint}: {e.detail}{rid}",
                 e.key,
             ) from None

@@ -12,6 +12,7 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
+from ..decision import json_kind
 from ..errors import QuestionError
 from ..questions import (
     ChoiceQuestion,
@@ -36,23 +37,8 @@ _QUESTION_FIELDS = ("type", "instructions", "criteria", "raw")
 _TOP_FIELDS = ("model", "questions")
 
 
-def bare_message(error: QuestionError) -> str:
-    text = str(error)
-    return text.removeprefix("classifier: ")
-
-
 def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    return "a mapping"
+    return json_kind(value, yaml=True)
 
 
 def _got(value: Any) -> str:
@@ -152,7 +138,7 @@ class Checker:
         try:
             question = question_from_wire(obj, key)
         except QuestionError as e:  # a core rule this module does not pre-check
-            self.add(self.doc.at(path), "TN020", bare_message(e))
+            self.add(self.doc.at(path), "TN020", e.detail)
             return None
         self.limits(key, question, path)
         return question
@@ -166,7 +152,11 @@ class Checker:
         qtype = obj["type"]
         at = self.doc.at((*path, "type"))
         if not isinstance(qtype, str) or not qtype.strip():
-            self.add(at, "TN024", f"{where}type must be noul, choice or score, got {_kind(qtype)}")
+            self.add(
+                at,
+                "TN024",
+                f"{where}type must be noul, choice or score, got {_kind(qtype)}",
+            )
             return None
         if raw and qtype in _MODELLED_TYPES:
             self.add(
@@ -293,7 +283,7 @@ class Checker:
                 check_limits({key: question})
             except QuestionError as e:
                 code = "TN010" if isinstance(question, ChoiceQuestion) else "TN011"
-                self.add(self.doc.at(cpath), code, bare_message(e))
+                self.add(self.doc.at(cpath), code, e.detail)
         if isinstance(question, ChoiceQuestion):
             criteria = question.criteria
             reason = degenerate_criteria(criteria)

@@ -37,7 +37,7 @@ from ..questions import (
 )
 from .app import EXIT_USAGE, CliError
 from .lintcodes import CODES, WARNING_CODES, Finding
-from .questioncheck import Checker, bare_message
+from .questioncheck import Checker
 from .yamlread import YamlSyntaxError, read_yaml
 
 __all__ = [
@@ -176,6 +176,6 @@ def load_question_set(path: str | Path) -> QuestionSet:
     try:
         check_limits(lint.questions)
     except QuestionError as e:
-        finding = Finding(lint.path, 1, 1, "TN020", bare_message(e))
+        finding = Finding(lint.path, 1, 1, "TN020", e.detail)
         raise QuestionFileError(finding.located(), finding) from None
     return QuestionSet(lint.model, lint.questions)
