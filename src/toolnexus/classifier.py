@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .canonical import canonical_json, canonical_request, sha256_hex
 from .decision import Decision, parse_decision
-from .errors import ClassifierError, ConfigError, StaticMiss
+from .errors import ClassifierError, ConfigError, InvalidState, StaticMiss
 from .questions import (
     ChoiceQuestion,
     Question,
@@ -252,7 +252,7 @@ def check_state(state: Any) -> None:
     """A state is a string, an object or an array (the wire rejects anything else with 422)."""
     if isinstance(state, bool) or not isinstance(state, str | Mapping | list | tuple):
         kind = "null" if state is None else type(state).__name__
-        raise ClassifierError(
+        raise InvalidState(
             f"classifier: a state must be a string, an object or an array, got {kind}"
         )
 

@@ -7,6 +7,7 @@
     │                               (limits, empty key, unknown type, chunk size)
     ├── DecisionError               a response body cannot be decoded as a Decision
     │   └── InvalidDecision         decoded, but fails validate_decision
+    ├── InvalidState                a state that is not a string, an object or an array
     ├── AnswerAccessError           Decision.noul/choice/score/raw on an absent key
     │                               or on an answer of another type
     ├── ConfigError                 create_classifier options rejected at construction
@@ -33,6 +34,7 @@ __all__ = [
     "DecisionError",
     "HTTPStatusError",
     "InvalidDecision",
+    "InvalidState",
     "QuestionError",
     "StaticMiss",
     "TransportError",
@@ -84,6 +86,11 @@ class InvalidDecision(DecisionError):
 
     The message starts ``classifier: invalid decision: `` and names the key as ``"<key>"``.
     """
+
+
+class InvalidState(ClassifierError, TypeError):
+    """A state that is not a string, an object or an array (the wire rejects it with 422);
+    nothing was sent."""
 
 
 class AnswerAccessError(ClassifierError, LookupError):

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .app import CliError
-from .states import check_state, guess_format, parse_state
+from .app import CliError, one_line
+from .states import NotAState, check_state, guess_format, parse_state
 
 __all__ = ["InputItem", "InputSpec", "iter_inputs", "kind_of"]
 
@@ -39,7 +39,6 @@ MALFORMED = "malformed_input"
 INVALID_STATE = "invalid_state"
 
 _GLOB_CHARS = frozenset("*?[")
-_NOT_A_STATE = "a state must be"  # states.check_state's wording: a value of the wrong kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +82,6 @@ def kind_of(arg: str) -> str:
     if _GLOB_CHARS & set(arg):
         return "glob"
     return "missing"
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _check(item_id: str | int, state: Any, where: str) -> InputItem:
@@ -136,7 +131,7 @@ def read_jsonl(stream: BinaryIO, name: str, spec: InputSpec) -> Iterator[InputIt
             yield InputItem(where, error=(MALFORMED, f"{where}: not UTF-8: {e.reason}"))
             continue
         except ValueError as e:
-            yield InputItem(where, error=(MALFORMED, f"{where}: invalid JSON: {_one_line(str(e))}"))
+            yield InputItem(where, error=(MALFORMED, f"{where}: invalid JSON: {one_line(str(e))}"))
             continue
         yield _from_object(value, where, where, spec)
 
@@ -170,7 +165,7 @@ def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
             except StopIteration:
                 return
             except (csv.Error, UnicodeDecodeError) as e:
-                yield InputItem(where, error=(MALFORMED, f"{where}: {_one_line(str(e))}"))
+                yield InputItem(where, error=(MALFORMED, f"{where}: {one_line(str(e))}"))
                 continue
             if _EXTRA in row or None in row.values():
                 n = len(row.get(_EXTRA, [])) + sum(
@@ -193,16 +188,17 @@ def _read_state_file(path: str) -> InputItem:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        return InputItem(path, error=(MALFORMED, f"{path}: cannot read: {_one_line(str(e))}"))
+        return InputItem(path, error=(MALFORMED, f"{path}: cannot read: {one_line(str(e))}"))
     try:
         fmt = guess_format(path)
     except CliError:
         fmt = "text"
     try:
         return InputItem(path, state=parse_state(text, fmt, path))
+    except NotAState as e:
+        return InputItem(path, error=(INVALID_STATE, one_line(e.message)))
     except CliError as e:
-        code = INVALID_STATE if _NOT_A_STATE in e.message else MALFORMED
-        return InputItem(path, error=(code, _one_line(e.message)))
+        return InputItem(path, error=(MALFORMED, one_line(e.message)))
 
 
 def _walk(root: str) -> Iterator[str]:

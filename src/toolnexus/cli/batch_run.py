@@ -78,6 +78,7 @@ def error_code(error: ClassifierError) -> str:
         DecisionError,
         HTTPStatusError,
         InvalidDecision,
+        InvalidState,
         StaticMiss,
         TransportError,
     )
@@ -94,7 +95,7 @@ def error_code(error: ClassifierError) -> str:
         return "replay_miss"
     if isinstance(error, ClassifierUnsupported):
         return "unsupported"
-    if "a state must be" in error.message:
+    if isinstance(error, InvalidState):
         return "invalid_state"
     return "backend_error"
 

@@ -47,11 +47,15 @@ def guess_format(source: str) -> StateFormat:
     return fmt
 
 
+class NotAState(CliError):
+    """A state input that parsed, but to a value that is not a string, object or array."""
+
+
 def check_state(value: Any, name: str) -> Any:
     """``value`` when it is a string, an object or an array; else an error naming ``name``."""
     if isinstance(value, str | dict | list):
         return value
-    raise CliError(
+    raise NotAState(
         f"{name}: a state must be a string, an object or an array, got {json_kind(value)}"
     )
 
