@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .classifier import DEFAULT_BATCH_CONCURRENCY, check_state
 from .decision import Decision
-from .errors import BatchError, ClassifierError
+from .errors import BatchError, ClassifierError, ConfigError
 from .questions import Question
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class StateResult:
 
 def _check_concurrency(concurrency: int) -> None:
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ClassifierError(f"classifier: concurrency must be at least 1, got {concurrency!r}")
+        raise ConfigError(f"classifier: concurrency must be at least 1, got {concurrency!r}")
 
 
 async def run_states(
@@ -89,7 +89,7 @@ async def evaluate_batch(
     """See ``Classifier.evaluate_batch``: fail closed on the LOWEST failing index."""
     states = list(states)
     if not states:
-        raise ClassifierError("classifier: evaluate_batch: no states to evaluate")
+        raise ConfigError("classifier: evaluate_batch: no states to evaluate")
     _check_concurrency(concurrency)
     qs = classifier.prepare(questions)
     for i, s in enumerate(states):
@@ -101,7 +101,8 @@ async def evaluate_batch(
     decisions: list[Decision] = []
     for i, r in enumerate(results):
         if r.decision is None:
-            error = r.error or ClassifierError("classifier: no result")
+            error = r.error
+            assert error is not None  # a StateResult holds exactly one of decision / error
             raise BatchError(f"classifier: state {i}: {error.detail}", i, error)
         decisions.append(r.decision)
     return decisions

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import ClassifierError
+from .errors import CacheError, ConfigError
 
 __all__ = [
     "Cache",
@@ -62,24 +62,20 @@ class Cache(Protocol):
 
 def _check_limits(ttl_ms: int, max_entries: int | None = None) -> None:
     if isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int) or ttl_ms < 0:
-        raise ClassifierError(
-            f"classifier: cache ttl_ms must be a whole number >= 0, got {ttl_ms!r}"
-        )
+        raise ConfigError(f"classifier: cache ttl_ms must be a whole number >= 0, got {ttl_ms!r}")
     if max_entries is not None and (
         isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 0
     ):
-        raise ClassifierError(
+        raise ConfigError(
             f"classifier: cache max_entries must be a whole number >= 0, got {max_entries!r}"
         )
 
 
 def _check_item(key: object, value: object | None = None, *, setting: bool = False) -> None:
     if not isinstance(key, str):
-        raise ClassifierError(f"classifier: cache key must be a string, got {type(key).__name__}")
+        raise ConfigError(f"classifier: cache key must be a string, got {type(key).__name__}")
     if setting and not isinstance(value, str):
-        raise ClassifierError(
-            f"classifier: cache value must be a string, got {type(value).__name__}"
-        )
+        raise ConfigError(f"classifier: cache value must be a string, got {type(value).__name__}")
 
 
 class MemoryCache:
@@ -234,12 +230,12 @@ class SqliteCache:
     ) -> None:
         self.close()
 
-    def _error(self, what: str, e: BaseException) -> ClassifierError:
-        return ClassifierError(f"classifier: cache {self.path}: {what}: {e}")
+    def _error(self, what: str, e: BaseException) -> CacheError:
+        return CacheError(f"classifier: cache {self.path}: {what}: {e}", str(self.path))
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            raise ClassifierError(f"classifier: cache {self.path} is closed")
+            raise CacheError(f"classifier: cache {self.path} is closed", str(self.path))
         return self._conn
 
     def _now(self) -> int:

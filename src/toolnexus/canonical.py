@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import ClassifierError
+from .errors import ConfigError
 from .questions import Question, questions_to_wire
 
 __all__ = [
@@ -34,7 +34,7 @@ def canonical_json(value: Any) -> bytes:
     try:
         return _ENCODER.encode(value).encode("utf-8")
     except (TypeError, ValueError) as e:
-        raise ClassifierError(f"classifier: value is not canonical JSON: {e}") from None
+        raise ConfigError(f"classifier: value is not canonical JSON: {e}") from None
 
 
 def canonical_request(model: str, questions: Mapping[str, Question]) -> bytes:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .canonical import canonical_json, canonical_request, sha256_hex
 from .decision import Decision, parse_decision
-from .errors import ClassifierError, ConfigError, InvalidState, StaticMiss
+from .errors import ClassifierError, ConfigError, HostBackendError, InvalidState, StaticMiss
 from .questions import (
     ChoiceQuestion,
     Question,
@@ -166,14 +166,14 @@ class _CustomStyle:
         except ClassifierError:
             raise
         except Exception as e:
-            raise ClassifierError(
+            raise HostBackendError(
                 f"classifier: custom evaluate failed: {type(e).__name__}: {e}"
             ) from e
         if isinstance(result, Decision):
             return result
         if isinstance(result, Mapping):
             return parse_decision(result, questions)
-        raise ClassifierError(
+        raise HostBackendError(
             "classifier: custom evaluate returned "
             f"{type(result).__name__}, expected a Decision or a response body"
         )

@@ -1,38 +1,56 @@
 """One exception tree: everything toolnexus raises is a :class:`ClassifierError`.
 
+Catch an intermediate base to handle a family: :class:`BackendError` for "the far side failed"
+(retry later, degrade), :class:`ConfigError` for "the caller passed something wrong" (fix the
+call), :class:`CacheError` for "the cache cannot be read or written" (drop the cache, go live).
+
 ::
 
     ClassifierError                 base; str(e) always starts "classifier: "
+    ├── ConfigError (ValueError)    an option or argument is rejected: create_classifier options,
+    │                               an unset ${NAME} in base_url/headers, concurrency < 1, no
+    │                               states, a value that is not JSON, a bad cache argument
     ├── QuestionError               a question set breaks a rule before any request
     │                               (limits, empty key, unknown type, chunk size)
-    ├── DecisionError               a response body cannot be decoded as a Decision
-    │   └── InvalidDecision         decoded, but fails validate_decision
-    ├── InvalidState                a state that is not a string, an object or an array
+    ├── InvalidState (TypeError)    a state that is not a string, an object or an array
     ├── AnswerAccessError           Decision.noul/choice/score/raw on an absent key
-    │                               or on an answer of another type
-    ├── ConfigError                 create_classifier options rejected at construction
+    │   (LookupError)               or on an answer of another type
+    ├── HookError                   a host hook (body_transform, on_error) raised, or
+    │                               answered outside its contract
     ├── StaticMiss                  the static style has no recording for a request
     ├── ClassifierUnsupported       a backend/model cannot serve a feature
-    ├── TransportError              the request never got an HTTP answer
-    │                               (timeout, connection refused, reset)
-    ├── HTTPStatusError             a non-2xx answer: status, request_id, body
-    └── BatchError                  evaluate_batch failed closed: index of the lowest failing state
+    ├── BackendError                the far side failed: no answer, a bad answer, or no decision
+    │   ├── TransportError          the request never got an HTTP answer
+    │   │                           (timeout, connection refused, reset)
+    │   ├── HTTPStatusError         a non-2xx answer: status, request_id, body
+    │   ├── DecisionError           a response body cannot be decoded as a Decision
+    │   │   └── InvalidDecision     decoded, but fails validate_decision
+    │   └── HostBackendError        the host's own decision source failed: the custom style's
+    │                               evaluate, or the llm style's chat client
+    ├── CacheError                  a cache cannot be opened, read or written
+    └── BatchError                  evaluate_batch failed closed: index of the lowest failing
+                                    state, and that state's error as ``cause``
 
-Third-party exceptions (httpx, aiohttp, json) are translated at one boundary each
-(``transport.py`` for HTTP, ``decision.py`` for decoding) and never escape the public API.
-No message, field or repr of these classes ever carries a credential or an expanded header.
+Third-party exceptions (httpx, aiohttp, sqlite3, json) are translated at one boundary each
+(``transport/`` for HTTP, ``decision.py`` for decoding, ``cache.py`` for SQLite) and never
+escape the public API. No message, field or repr of these classes ever carries a credential or
+an expanded header.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "AnswerAccessError",
+    "BackendError",
     "BatchError",
+    "CacheError",
     "ClassifierError",
     "ClassifierUnsupported",
     "ConfigError",
     "DecisionError",
     "HTTPStatusError",
+    "HookError",
+    "HostBackendError",
     "InvalidDecision",
     "InvalidState",
     "QuestionError",
@@ -73,7 +91,13 @@ class QuestionError(ClassifierError):
         self.key = key
 
 
-class DecisionError(ClassifierError):
+class BackendError(ClassifierError):
+    """The far side failed: no HTTP answer, a non-2xx answer, a body that is not a valid
+    decision, or the host's own decision source raising. Catch this to retry later or degrade;
+    every other library error means the call itself must change."""
+
+
+class DecisionError(BackendError):
     """A response body cannot be decoded as a Decision (seed 003's ``:unexpected``)."""
 
     def __init__(self, message: str, key: str | None = None) -> None:
@@ -102,7 +126,30 @@ class AnswerAccessError(ClassifierError, LookupError):
 
 
 class ConfigError(ClassifierError, ValueError):
-    """``create_classifier`` options were rejected at construction, not at the first call."""
+    """An option or argument was rejected: ``create_classifier`` options (at construction, not
+    at the first call), a ``${NAME}`` in ``base_url`` or a header that is unset when a request
+    is built, a batch concurrency below 1 or no states, a value that is not JSON, a bad cache
+    argument. Nothing was sent."""
+
+
+class HookError(ClassifierError):
+    """A host hook (``body_transform``, ``on_error``) raised, or returned a value outside its
+    contract. The message names the hook and the exception TYPE only (a hook's own message may
+    quote headers)."""
+
+
+class HostBackendError(BackendError):
+    """The host's own decision source failed: the custom style's ``evaluate`` or the llm
+    style's chat client raised, or returned something that is not a decision."""
+
+
+class CacheError(ClassifierError):
+    """A cache cannot be opened, read or written (a SQLite or OS error, a closed cache, or a
+    host cache whose ``get``/``set`` raised). ``path`` is the cache file, when there is one."""
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class StaticMiss(ClassifierError):
@@ -134,7 +181,7 @@ def unsupported(error: BaseException) -> bool:
     return isinstance(error, ClassifierUnsupported)
 
 
-class TransportError(ClassifierError):
+class TransportError(BackendError):
     """The request got no HTTP answer. ``kind`` is one of ``timeout``, ``connection refused``,
     ``connection reset``, ``network error``, ``protocol error``."""
 
@@ -145,7 +192,7 @@ class TransportError(ClassifierError):
         self.attempts = attempts
 
 
-class HTTPStatusError(ClassifierError):
+class HTTPStatusError(BackendError):
     """A non-2xx HTTP answer, as typed fields rather than a sentence to parse.
 
     ``body`` is the whole response body with account identifiers redacted, and empty for 401/403

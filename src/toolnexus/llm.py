@@ -33,6 +33,7 @@ from .errors import (
     ClassifierUnsupported,
     ConfigError,
     DecisionError,
+    HostBackendError,
     HTTPStatusError,
     InvalidDecision,
 )
@@ -380,7 +381,7 @@ class LlmStyle:
                 raise
             except Exception as e:
                 # The type only: a client's own message may quote its request headers.
-                raise ClassifierError(
+                raise HostBackendError(
                     f"classifier: llm: {self.endpoint} failed: {type(e).__name__}"
                 ) from None
             return decode_reply(response, questions, self.model, self._secret())

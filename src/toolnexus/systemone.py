@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from .backends import ResolvedBackend, resolve_backend
 from .canonical import canonical_json, decision_cache_key, model_cache_key
 from .decision import Decision, parse_decision
-from .errors import ClassifierError, ConfigError, DecisionError
+from .errors import CacheError, ClassifierError, ConfigError, DecisionError, HookError
 from .questions import Question, questions_to_wire
 from .transport import SystemOneTransport
 from .validation import validate_decision
@@ -123,9 +123,7 @@ class SystemOneStyle:
         except ClassifierError:
             raise
         except Exception as e:
-            raise ClassifierError(
-                f"classifier: body_transform raised {type(e).__name__}: {e}"
-            ) from None
+            raise HookError(f"classifier: body_transform raised {type(e).__name__}: {e}") from None
         return canonical_json(sent)
 
     # --- cache ------------------------------------------------------------------------------
@@ -135,7 +133,7 @@ class SystemOneStyle:
         try:
             value = self._cache.get(key)
         except Exception as e:
-            raise ClassifierError(f"classifier: cache get failed: {type(e).__name__}") from None
+            raise CacheError(f"classifier: cache get failed: {type(e).__name__}") from None
         return value if isinstance(value, str) else None
 
     def _cache_set(self, key: str, value: str) -> None:
@@ -143,7 +141,7 @@ class SystemOneStyle:
         try:
             self._cache.set(key, value)
         except Exception as e:
-            raise ClassifierError(f"classifier: cache set failed: {type(e).__name__}") from None
+            raise CacheError(f"classifier: cache set failed: {type(e).__name__}") from None
 
     def _cached(self, state: Any, questions: dict[str, Question]) -> Decision | None:
         served = self._cache_get(model_cache_key(self.endpoint, self.model))

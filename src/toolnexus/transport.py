@@ -50,7 +50,7 @@ from typing import Any
 import aiohttp
 import httpx
 
-from .errors import ClassifierError, ConfigError, HTTPStatusError, TransportError
+from .errors import ClassifierError, ConfigError, HookError, HTTPStatusError, TransportError
 
 __all__ = [
     "DEFAULT_RETRYABLE_STATUSES",
@@ -96,7 +96,7 @@ def expand_env(template: str, what: str, found: list[str] | None = None) -> str:
     def sub(m: re.Match[str]) -> str:
         value = os.environ.get(m.group(1))
         if value is None:
-            raise ClassifierError(
+            raise ConfigError(
                 f"classifier: {what} refers to ${{{m.group(1)}}}, which is not set in the "
                 "environment"
             )
@@ -480,11 +480,9 @@ class SystemOneTransport:
         try:
             verdict = self.on_error(info)
         except Exception as e:
-            raise ClassifierError(f"classifier: on_error raised {type(e).__name__}") from None
+            raise HookError(f"classifier: on_error raised {type(e).__name__}") from None
         if verdict not in ("retry", "fail"):
-            raise ClassifierError(
-                f"classifier: on_error must return 'retry' or 'fail', got {verdict!r}"
-            )
+            raise HookError(f"classifier: on_error must return 'retry' or 'fail', got {verdict!r}")
         return str(verdict)
 
     def _status_error(
