@@ -53,6 +53,11 @@ SEED_NAMES = {
     "DEFAULT_API_KEY_ENV",
     "DEFAULT_BATCH_CONCURRENCY",
     "STYLES",
+    "IMAGE_MAX_BYTES",
+    "REQUEST_IMAGE_MAX_BYTES",
+    "IMAGE_MIN_SIDE",
+    "IMAGE_MAX_SIDE",
+    "image_size",
 }
 
 

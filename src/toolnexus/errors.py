@@ -13,6 +13,8 @@ call), :class:`CacheError` for "the cache cannot be read or written" (drop the c
     ├── QuestionError               a question set breaks a rule before any request
     │                               (limits, empty key, unknown type, chunk size)
     ├── InvalidState (TypeError)    a state that is not a string, an object or an array
+    ├── ImageError (ValueError)     an image breaks a rule before any request: not PNG/JPEG,
+    │                               unreadable, over a limit, a part that cannot be lifted
     ├── AnswerAccessError           Decision.noul/choice/score/raw on an absent key
     │   (LookupError)               or on an answer of another type
     ├── HookError                   a host hook (body_transform, on_error) raised, or
@@ -51,6 +53,7 @@ __all__ = [
     "HTTPStatusError",
     "HookError",
     "HostBackendError",
+    "ImageError",
     "InvalidDecision",
     "InvalidState",
     "QuestionError",
@@ -115,6 +118,21 @@ class InvalidDecision(DecisionError):
 class InvalidState(ClassifierError, TypeError):
     """A state that is not a string, an object or an array (the wire rejects it with 422);
     nothing was sent."""
+
+
+class ImageError(ClassifierError, ValueError):
+    """An image in a state breaks a rule; nothing was sent.
+
+    ``asset`` names the image (its alias, path, placeholder, or where in the state its part
+    sits); ``limit`` names the rule: ``image_max_bytes``, ``request_image_max_bytes``,
+    ``image_min_side``, ``image_max_side``, ``image_size``, ``format``, ``read``, ``alias`` or
+    ``mention``.
+    """
+
+    def __init__(self, message: str, *, asset: str, limit: str) -> None:
+        super().__init__(message)
+        self.asset = asset
+        self.limit = limit
 
 
 class AnswerAccessError(ClassifierError, LookupError):
