@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from toolnexus.cli.app import CliError
 from toolnexus.cli.batch_inputs import InputItem, InputSpec, iter_inputs, read_jsonl
 from toolnexus.cli.batch_output import (
     OutputWriter,
@@ -30,6 +29,7 @@ from toolnexus.cli.batch_output import (
     read_prior,
 )
 from toolnexus.cli.batch_run import parse_shard, shard_of
+from toolnexus.cli.errors import CliError
 
 
 def _jsonl(text: str, spec: InputSpec) -> list[InputItem]:

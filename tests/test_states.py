@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from toolnexus.cli.app import EXIT_USAGE, CliError
+from toolnexus.cli.errors import EXIT_USAGE, CliError
 from toolnexus.cli.states import guess_format, load_state
 
 

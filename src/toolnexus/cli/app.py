@@ -1,14 +1,21 @@
-"""The Typer app, the one error boundary, and the exit codes.
+"""The Typer app: the one error boundary and the list of commands.
 
-Exit codes (README and ``--help`` document them):
-  0 ok; 1 a ``--fail-on`` condition met (or check-criteria findings); 2 usage or input error;
-  3 backend failure; 130 interrupted.
+Commands never import this module (pipx's ``commands/*.py`` never import ``main.py``): each
+``cli/<name>_cmd.py`` defines a plain function with Typer annotations, raises ``CliError`` from
+``cli/errors.py`` (where the exit codes live too), and this module registers it. Adding a
+command is one line in the registration block at the bottom::
 
-The boundary is the app's group class (``BoundaryGroup.invoke``), so the console entry point,
-``python -m toolnexus`` and Typer's ``CliRunner`` all pass through the same code: an input or
-backend error becomes ONE line on stderr and a named exit code, never a traceback.
+    app.command("report")(report_cmd.report_command)
 
-Start-up stays fast: this module imports typer only. Each command imports what it needs
+A command with subcommands builds its own ``typer.Typer`` in its module and is added with
+``app.add_typer(cache_cmd.cache_app)``. Keep the block sorted by command name.
+
+The boundary is the app's group class (``BoundaryGroup``), so the console entry point,
+``python -m toolnexus`` and Typer's ``CliRunner`` all pass through the same code: a usage,
+input or backend error becomes ONE line on stderr and a named exit code (``cli/errors.py``),
+never a traceback.
+
+Start-up stays fast: registering a command costs only typer. Each command imports what it needs
 (httpx, rich tables, the classifier) inside its own function, and ``check-criteria`` and
 ``canonical`` never import httpx (a subprocess test asserts it).
 """
@@ -16,44 +23,23 @@ Start-up stays fast: this module imports typer only. Each command imports what i
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
 
 from .. import __version__
-
-EXIT_OK = 0
-EXIT_CONDITION = 1
-EXIT_USAGE = 2
-EXIT_BACKEND = 3
-#: 128 + SIGINT, what a shell reports for Ctrl-C.
-EXIT_INTERRUPTED = 130
-
-EXIT_CODES_HELP = (
-    "Exit codes: 0 ok; 1 a --fail-on condition met (check-criteria: findings); "
-    "2 usage or input error; 3 backend failure; 130 interrupted."
+from . import batch_cmd, cache_cmd, canonical_cmd, check_cmd, eval_cmd, schema_cmd
+from .errors import (
+    EXIT_BACKEND,
+    EXIT_CODES_HELP,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    one_line,
 )
-
-
-class CliError(Exception):
-    """An error the boundary prints as one line and turns into an exit code.
-
-    ``message`` is complete and actionable (file:line where there is one)."""
-
-    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-
-
-def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    raise CliError(message, code)
-
-
-def one_line(text: str) -> str:
-    """Collapse a message onto one line: the boundary's promise is one line per error."""
-    return " ".join(str(text).split())
 
 
 def exit_code_for(error: BaseException) -> int | None:
@@ -90,28 +76,77 @@ def _silence_stdout() -> None:
         pass
 
 
+def handle(error: BaseException) -> int:
+    """The boundary: write what ``error`` means to the user (at most one line on stderr, or
+    click's usage message) and return the exit code. Re-raises what is not ours to handle (a
+    bug keeps its traceback so it can be reported)."""
+    if isinstance(error, typer.Exit):
+        return error.exit_code
+    if isinstance(error, typer.Abort | KeyboardInterrupt):
+        sys.stderr.write("toolnexus: interrupted\n")
+        return EXIT_INTERRUPTED
+    if isinstance(error, BrokenPipeError):
+        # `toolnexus ... | head`: the reader left; nothing to report (Typer alone would exit 1).
+        _silence_stdout()
+        return EXIT_OK
+    if isinstance(error, typer.TyperException):
+        # Usage errors (an unknown option, a bad value, a missing argument): click's own message
+        # with the usage line, exit 2. ``show`` lives on click's subclass, which typer vendors
+        # privately, hence the lookup by name.
+        show = getattr(error, "show", None)
+        if show is not None:
+            show()
+        else:
+            report(error)
+        return EXIT_USAGE if error.exit_code in (1, 2) else int(error.exit_code)
+    code = exit_code_for(error)
+    if code is None:
+        raise error
+    report(error)
+    return code
+
+
 class BoundaryGroup(TyperGroup):
-    """The app's group: every command runs inside the one error boundary."""
+    """The app's group: parsing and every command run inside the one error boundary."""
 
     def invoke(self, ctx: Any) -> Any:
+        # Typer turns a KeyboardInterrupt inside a command into a silent exit 130 before
+        # ``main`` below could see it; catching here keeps the one "interrupted" line.
         try:
             return super().invoke(ctx)
-        except (typer.Exit, typer.Abort):
+        except typer.Exit:
             raise
-        except KeyboardInterrupt:
-            sys.stderr.write("toolnexus: interrupted\n")
-            raise typer.Exit(EXIT_INTERRUPTED) from None
-        except BrokenPipeError:
-            # `toolnexus ... | head`: the reader left; nothing to report (Typer alone would
-            # exit 1 here).
-            _silence_stdout()
-            raise typer.Exit(EXIT_OK) from None
-        except Exception as e:
-            code = exit_code_for(e)
-            if code is None:
+        except BaseException as e:
+            if not isinstance(e, Exception | KeyboardInterrupt):
                 raise
-            report(e)
-            raise typer.Exit(code) from None
+            raise typer.Exit(handle(e)) from None
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            rv = super().main(
+                args,
+                prog_name,
+                complete_var,
+                standalone_mode=False,
+                windows_expand_args=windows_expand_args,
+                **extra,
+            )
+        except (Exception, KeyboardInterrupt) as e:
+            code = handle(e)
+        else:
+            # Non-standalone mode hands back the code of `typer.Exit(n)` raised in a command.
+            code = rv if isinstance(rv, int) and not isinstance(rv, bool) else EXIT_OK
+        if not standalone_mode:
+            return code
+        sys.exit(code)
 
 
 app = typer.Typer(
@@ -146,45 +181,21 @@ def _root(
     """Typed judgments from System One classifiers."""
 
 
-def _register() -> None:
-    # Each command lives in its own module; registering imports only typer-level code.
-    from . import commands  # noqa: F401
+# The commands, one line each, sorted by name (see the module docstring).
+app.command("batch")(batch_cmd.batch_command)
+app.add_typer(cache_cmd.cache_app)
+app.command("canonical")(canonical_cmd.canonical)
+app.command("check-criteria", help=check_cmd.HELP)(check_cmd.check_criteria)
+app.command("eval")(eval_cmd.eval_command)
+app.command("schema")(schema_cmd.schema)
 
 
 def get_app() -> typer.Typer:
     """The app with every command registered (what tests hand to ``CliRunner``)."""
-    _register()
     return app
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Console entry point. Commands run inside ``BoundaryGroup``; this catches what happens
-    outside a command (usage errors, Ctrl-C while parsing, a closed pipe) and turns the
-    command's return value into the process exit code."""
-    _register()
-    try:
-        rv = app(args=argv, prog_name="toolnexus", standalone_mode=False)
-    except typer.Exit as e:
-        sys.exit(e.exit_code)
-    except (typer.Abort, KeyboardInterrupt):
-        sys.stderr.write("toolnexus: interrupted\n")
-        sys.exit(EXIT_INTERRUPTED)
-    except BrokenPipeError:
-        # `toolnexus ... | head`: the reader left; nothing to report.
-        _silence_stdout()
-        sys.exit(EXIT_OK)
-    except Exception as e:
-        from typer._click.exceptions import ClickException
-
-        if isinstance(e, ClickException):
-            # Usage errors (an unknown option, a bad value, a missing argument): click's own
-            # message with the usage line, exit 2.
-            e.show()
-            sys.exit(EXIT_USAGE if e.exit_code in (1, 2) else e.exit_code)
-        code = exit_code_for(e)
-        if code is None:
-            raise
-        report(e)
-        sys.exit(code)
-    # Non-standalone mode hands back the exit code of `typer.Exit(n)` raised in a command.
-    sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else EXIT_OK)
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Console entry point: runs the app inside ``BoundaryGroup`` and exits with its code."""
+    app(args=argv, prog_name="toolnexus")
+    sys.exit(EXIT_OK)  # not reached: the group exits in standalone mode

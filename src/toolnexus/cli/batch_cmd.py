@@ -14,8 +14,8 @@ from typing import Annotated
 
 import typer
 
-from .app import EXIT_OK, CliError, app
 from .cache_cmd import CacheDirOpt
+from .errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, CliError
 from .options import (
     ApiKeyEnvOpt,
     BackendOpt,
@@ -34,7 +34,6 @@ from .options import (
 )
 
 
-@app.command("batch")
 def batch_command(
     questions: Annotated[
         Path,
@@ -154,7 +153,7 @@ def batch_command(
             cache.close()
     sys.stderr.write(f"toolnexus: {summary.line()}\n")
     if summary.interrupted is not None:
-        raise typer.Exit(130 if summary.interrupted == "SIGINT" else 143)
+        raise typer.Exit(EXIT_INTERRUPTED if summary.interrupted == "SIGINT" else EXIT_TERMINATED)
     if summary.conditions:
         sys.stderr.write(f"toolnexus: --fail-on met: {', '.join(sorted(summary.conditions))}\n")
     code = summary.exit_code()

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .app import CliError, one_line
+from .errors import CliError, one_line
 from .states import NotAState, check_state, guess_format, parse_state
 
 __all__ = ["InputItem", "InputSpec", "iter_inputs", "kind_of"]

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .app import EXIT_BACKEND, EXIT_CONDITION, EXIT_OK, EXIT_USAGE, CliError, one_line
 from .batch_inputs import InputItem, InputSpec, iter_inputs, kind_of
 from .batch_output import FORMATS, OutputWriter, PriorOutput, ReorderBuffer, error_record
+from .errors import EXIT_BACKEND, EXIT_CONDITION, EXIT_OK, EXIT_USAGE, CliError, one_line
 
 if TYPE_CHECKING:
     from ..batch import StateResult

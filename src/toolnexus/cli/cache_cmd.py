@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from .app import CliError, app
+from .errors import CliError
 
 #: The SQLite file inside the cache directory.
 CACHE_FILE = "decisions.sqlite3"
@@ -35,7 +35,6 @@ cache_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-app.add_typer(cache_app)
 
 
 def cache_path(cache_dir: Path | None) -> Path:

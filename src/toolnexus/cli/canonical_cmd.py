@@ -12,10 +12,9 @@ from typing import Annotated
 
 import typer
 
-from .app import app, fail
+from .errors import fail
 
 
-@app.command("canonical")
 def canonical(
     questions: Annotated[
         str,

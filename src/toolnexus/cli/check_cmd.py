@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from .app import EXIT_CONDITION, EXIT_OK, EXIT_USAGE, app, fail
+from .errors import EXIT_CONDITION, EXIT_OK, EXIT_USAGE, fail
 from .lintcodes import CODES
 
 _YAML_SUFFIXES = (".yaml", ".yml")
@@ -35,18 +35,18 @@ def _expand(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
-@app.command(
-    "check-criteria",
-    help=(
-        "Lint question-set YAML files offline: schema and shape errors, limits, duplicate keys, "
-        "degenerate choice criteria, duplicate score levels, empty descriptions.\n\n"
-        "A directory means every .yaml/.yml file under it. YAML files that are not question "
-        "sets (no top-level 'questions' mapping) are skipped unless --strict or unless they "
-        "declare question-set.schema.json in a yaml-language-server modeline.\n\n"
-        "Exit codes: 0 clean; 1 findings; 2 usage error or unreadable file.\n\n"
-        "\b\nCodes (stable):\n" + _CODE_TABLE
-    ),
+#: ``check-criteria --help``; registered in ``app.py``.
+HELP = (
+    "Lint question-set YAML files offline: schema and shape errors, limits, duplicate keys, "
+    "degenerate choice criteria, duplicate score levels, empty descriptions.\n\n"
+    "A directory means every .yaml/.yml file under it. YAML files that are not question "
+    "sets (no top-level 'questions' mapping) are skipped unless --strict or unless they "
+    "declare question-set.schema.json in a yaml-language-server modeline.\n\n"
+    "Exit codes: 0 clean; 1 findings; 2 usage error or unreadable file.\n\n"
+    "\b\nCodes (stable):\n" + _CODE_TABLE
 )
+
+
 def check_criteria(
     files: Annotated[
         list[Path],

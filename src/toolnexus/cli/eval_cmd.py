@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .app import EXIT_CONDITION, EXIT_OK, CliError, app
+from .errors import EXIT_CONDITION, EXIT_OK, CliError
 from .options import (
     ApiKeyEnvOpt,
     BackendOpt,
@@ -93,7 +93,6 @@ def run_eval(
     return EvalResult(decision, questions, record, failed)
 
 
-@app.command("eval")
 def eval_command(
     questions: Annotated[
         Path,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .app import CliError, one_line
+from .errors import CliError, one_line
 
 if TYPE_CHECKING:
     from ..classifier import Classifier

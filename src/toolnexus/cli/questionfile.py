@@ -35,7 +35,7 @@ from ..questions import (
     Question,
     check_limits,
 )
-from .app import EXIT_USAGE, CliError
+from .errors import EXIT_USAGE, CliError
 from .lintcodes import CODES, WARNING_CODES, Finding
 from .questioncheck import Checker
 from .yamlread import YamlSyntaxError, read_yaml

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import sys
 
-from .app import app
-
 SCHEMA_RESOURCE = "question-set.schema.json"
 
 
@@ -21,7 +19,6 @@ def schema_text() -> str:
     return (files("toolnexus") / SCHEMA_RESOURCE).read_text(encoding="utf-8")
 
 
-@app.command("schema")
 def schema() -> None:
     """Print the JSON Schema (draft 2020-12) for question-set YAML files."""
     text = schema_text()

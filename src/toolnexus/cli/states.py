@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..decision import json_kind
-from .app import CliError
+from .errors import CliError
 
 StateFormat = Literal["text", "json", "yaml"]
 STATE_FORMATS: tuple[StateFormat, ...] = ("text", "json", "yaml")
