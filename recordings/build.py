@@ -1,14 +1,15 @@
-"""Rebuild the shipped recordings from their sources (run from the repo root, needs ../shared).
+"""Rebuild the shipped recordings from their sources (run from the repo root).
 
     .venv/bin/python recordings/build.py
 
-Sources, all read-only beside the repo (see README.md here for the provenance table):
-- ``../shared/recordings-live/*.json``: six live captures; ``request_raw`` and ``response_raw``
+Sources, all in the repository (see README.md here for the provenance table; ``tests/fixtures/``
+holds byte-for-byte copies of the project's shared folder, see its README):
+- ``tests/fixtures/recordings-live/*.json``: six live captures; ``request_raw`` and ``response_raw``
   are the exact bodies, ``_source.note`` gives the capture time.
 - ``tests/seed_examples/seed001_example1_all_three_types.py``: seed 001's support ticket, its
   three questions and its RECORDED response (read with ``ast``: the example itself is not run).
-- ``../shared/seeds/000_*.txt``: seed 000's recorded ``risk`` response for ``rm -rf ./build``.
-- ``../shared/conformance/decisions.json``: the three guard entries (allow, ask, deny).
+- ``tests/fixtures/seeds/000_*.txt``: seed 000's recorded ``risk`` response for ``rm -rf ./build``.
+- ``tests/fixtures/conformance/decisions.json``: the three guard entries (allow, ask, deny).
 
 The recordings are written with ``toolnexus.recordings.write_recording``, so they have exactly
 the shape ``--record`` writes and the names ``--replay`` expects. Rebuilding is idempotent: the
@@ -30,7 +31,7 @@ from toolnexus.questions import normalize_questions
 from toolnexus.recordings import write_recording
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+FIXTURES = REPO / "tests" / "fixtures"
 OUT = REPO / "recordings"
 
 #: The direct API, where the live captures were taken (their _source.note says so).
@@ -46,7 +47,7 @@ _NOTE_TIME = re.compile(r"Live capture (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")
 
 def live_captures() -> list[tuple[str, dict[str, Any]]]:
     out = []
-    for path in sorted(glob.glob(str(SHARED / "recordings-live" / "*.json"))):
+    for path in sorted(glob.glob(str(FIXTURES / "recordings-live" / "*.json"))):
         capture = json.loads(Path(path).read_text(encoding="utf-8"))
         request = json.loads(capture["request_raw"])
         response = json.loads(capture["response_raw"])
@@ -54,7 +55,7 @@ def live_captures() -> list[tuple[str, dict[str, Any]]]:
         assert when, f"{path}: no capture time in _source.note"
         out.append(
             (
-                f"../shared/recordings-live/{Path(path).name}",
+                f"tests/fixtures/recordings-live/{Path(path).name}",
                 {
                     "model": request["model"],
                     "endpoint": TYPESAFE_ENDPOINT,
@@ -100,12 +101,12 @@ def seed001_ticket() -> tuple[str, dict[str, Any]]:
 
 
 def seed000_risk() -> tuple[str, dict[str, Any]]:
-    (path,) = glob.glob(str(SHARED / "seeds" / "000_*.txt"))
+    (path,) = glob.glob(str(FIXTURES / "seeds" / "000_*.txt"))
     text = Path(path).read_text(encoding="utf-8")
     body = re.search(r'let recorded = br#"(.*?)"#;', text, re.S)
     assert body, "seed 000: recorded response not found"
     return (
-        f"../shared/seeds/{Path(path).name} (example 1)",
+        f"tests/fixtures/seeds/{Path(path).name} (example 1)",
         {
             "model": "typesafe/jev-1.13",
             "endpoint": OPENROUTER_ENDPOINT,
@@ -124,13 +125,13 @@ def seed000_risk() -> tuple[str, dict[str, Any]]:
 
 
 def guard_entries() -> list[tuple[str, dict[str, Any]]]:
-    fixture = json.loads((SHARED / "conformance" / "decisions.json").read_text(encoding="utf-8"))
+    fixture = json.loads((FIXTURES / "conformance" / "decisions.json").read_text(encoding="utf-8"))
     out = []
     for entry in fixture["entries"]:
         request = entry["request"]
         out.append(
             (
-                f"../shared/conformance/decisions.json (entry {entry['band']!r})",
+                f"tests/fixtures/conformance/decisions.json (entry {entry['band']!r})",
                 {
                     "model": request["model"],
                     "endpoint": OPENROUTER_ENDPOINT,
@@ -156,9 +157,10 @@ network, no key, real recorded answers. Each file has exactly the shape `--recor
 `state`, `questions` (wire form), `response` (the body) and `recorded_at` (UTC), named
 `<sha256 of canonical request + canonical state>.json`. No headers and no keys, ever.
 
-`build.py` rebuilds every file from its source (`.venv/bin/python recordings/build.py`, needs
-`../shared`); the same sources give byte-identical files, and `tests/test_recordings.py` checks
-that each file still matches its source and replays.
+`build.py` rebuilds every file from its source (`.venv/bin/python recordings/build.py`; the
+sources are in the repository, under `tests/fixtures/`, copies of the project's shared folder);
+the same sources give byte-identical files, and `tests/test_recordings.py` checks that each file
+still matches its source and replays.
 
 Notes on provenance:
 - The six live captures were taken from `https://api.typesafe.ai/v1/systemone`, requested
@@ -176,7 +178,7 @@ Notes on provenance:
 
 
 def _response_sha256(source: str, response: Any) -> str:
-    if source.startswith("../shared/recordings-live/"):
+    if source.startswith("tests/fixtures/recordings-live/"):
         capture = json.loads((REPO / source).read_text(encoding="utf-8"))
         return str(capture["response_sha256"])
     return sha256_hex(canonical_json(response))

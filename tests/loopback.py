@@ -6,10 +6,10 @@
         server.push(Fault.http(429, retry_after="0"), Fault.reset())   # the next two requests
         server.count(body)                                             # requests seen for a body
 
-``POST {base_url}/systemone`` answers from ``../shared/recordings-live/*.json`` when the request's
-questions + state match a live capture, and otherwise with :func:`synthesize`: deterministic,
-valid answers derived from the questions and the state, so any question set and any number of
-states can be served (batches, benches) and a test can compute what it expects.
+``POST {base_url}/systemone`` answers from ``tests/fixtures/recordings-live/*.json`` when the
+request's questions + state match a live capture, and otherwise with :func:`synthesize`:
+deterministic, valid answers derived from the questions and the state, so any question set and
+any number of states can be served (batches, benches) and a test can compute what it expects.
 
 Faults (:class:`Fault`): an HTTP status with an optional ``Retry-After`` and body, a reset
 connection (RST), a stall past the client's timeout, a truncated body, a non-JSON body, and a 401
@@ -46,10 +46,9 @@ from typing import Any
 
 from aiohttp import web
 
-__all__ = ["RECORDINGS_LIVE", "Fault", "Loopback", "body_digest", "recordings", "synthesize"]
+from paths import RECORDINGS_LIVE
 
-#: The live captures, found relative to this repo: ``../shared/recordings-live``.
-RECORDINGS_LIVE = Path(__file__).resolve().parents[1].parent / "shared" / "recordings-live"
+__all__ = ["RECORDINGS_LIVE", "Fault", "Loopback", "body_digest", "recordings", "synthesize"]
 
 #: What the server says answered when asked for the floating alias (as the live API does).
 SERVED_FOR_LATEST = "jev-1.13.0"

@@ -1,23 +1,32 @@
-"""Where ../shared lives, and small readers for its fixtures. Import as `from paths import ...`."""
+"""Where the suite's fixtures live, and small readers for them. Import as `from paths import ...`.
+
+The cross-language fixtures, live captures, seed texts and wire reference are COPIES of the
+project's shared folder, kept in ``tests/fixtures/<name>`` (one folder per shared folder, same
+name) so that a clone on its own runs every test. ``tests/fixtures/README.md`` says where each
+came from; ``tests/test_fixtures.py`` checks the copies against their manifest always, and
+against ``../shared`` byte for byte whenever that folder sits beside the checkout.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[1]
-#: The cross-language fixtures live beside the repo, in ../shared (read-only in CI).
-SHARED = REPO.parent / "shared"
-CONFORMANCE = SHARED / "conformance"
-RECORDINGS_LIVE = SHARED / "recordings-live"
+FIXTURES = REPO / "tests" / "fixtures"
+CONFORMANCE = FIXTURES / "conformance"
+RECORDINGS_LIVE = FIXTURES / "recordings-live"
+SEEDS = FIXTURES / "seeds"
+REFERENCE = FIXTURES / "reference"
 
-needs_shared = pytest.mark.skipif(
-    not SHARED.is_dir(),
-    reason=f"the shared fixtures folder {SHARED} is absent (it sits beside the repo checkout)",
-)
+#: The shared folders copied into tests/fixtures/, each under its own name.
+COPIED = ("conformance", "recordings-live", "reference", "seeds")
+#: ``sha256  <name>/<file>`` for every copied file, as `sha256sum` writes it.
+MANIFEST = FIXTURES / "SHA256SUMS"
+#: Where the copies came from: the shared folder beside the checkout, when there is one.
+SHARED = REPO.parent / "shared"
 
 
 def load_json(path: Path) -> Any:
@@ -25,8 +34,38 @@ def load_json(path: Path) -> Any:
 
 
 def conformance_files() -> list[Path]:
-    return sorted(CONFORMANCE.glob("*.json")) if CONFORMANCE.is_dir() else []
+    return sorted(CONFORMANCE.glob("*.json"))
 
 
 def live_captures() -> list[Path]:
-    return sorted(RECORDINGS_LIVE.glob("*.json")) if RECORDINGS_LIVE.is_dir() else []
+    return sorted(RECORDINGS_LIVE.glob("*.json"))
+
+
+def seed_text(number: str) -> str:
+    """The text of seed ``number`` (e.g. "001"): exactly one file ``<number>_*.txt``."""
+    (path,) = SEEDS.glob(f"{number}_*.txt")
+    return path.read_text(encoding="utf-8")
+
+
+def tree_files(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (recursively), keyed by its POSIX path relative to ``root``."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def copied_files() -> dict[str, bytes]:
+    """Every copied file, keyed ``<name>/<relative path>`` as in the manifest."""
+    return {
+        f"{name}/{rel}": data
+        for name in COPIED
+        for rel, data in tree_files(FIXTURES / name).items()
+    }
+
+
+def manifest_text(files: dict[str, bytes]) -> str:
+    return "".join(
+        f"{hashlib.sha256(data).hexdigest()}  {key}\n" for key, data in sorted(files.items())
+    )

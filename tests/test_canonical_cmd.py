@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from clirun import error_line, run_cli
-from paths import CONFORMANCE, RECORDINGS_LIVE, REPO, conformance_files, load_json, needs_shared
+from paths import CONFORMANCE, RECORDINGS_LIVE, REPO, conformance_files, load_json
 from toolnexus.canonical import canonical_json, canonical_request
 from toolnexus.cli.questionfile import load_question_set
 from toolnexus.questions import normalize_questions
@@ -38,7 +38,6 @@ FIXTURES = [
 ]
 
 
-@needs_shared
 def test_every_fixture_with_canonical_bytes_has_a_yaml_twin() -> None:
     assert FIXTURES, f"no fixture with `canonical` under {CONFORMANCE}"
     assert sorted(p.stem for p in YAML_DIR.glob("*.yaml")) == sorted(
@@ -46,7 +45,6 @@ def test_every_fixture_with_canonical_bytes_has_a_yaml_twin() -> None:
     )
 
 
-@needs_shared
 @pytest.mark.parametrize("fixture", FIXTURES)
 def test_canonical_prints_exactly_the_fixture_bytes(fixture: Path) -> None:
     """Seed 001: canonical_request's bytes are what every port emits; nothing is added."""
@@ -60,7 +58,6 @@ def test_canonical_prints_exactly_the_fixture_bytes(fixture: Path) -> None:
         assert digest.out == entry["canonicalSha256"] + "\n"
 
 
-@needs_shared
 @pytest.mark.parametrize("fixture", FIXTURES)
 def test_yaml_twin_is_what_the_generator_writes_from_the_fixture(fixture: Path) -> None:
     """The YAML still matches its fixture: regenerating it changes nothing."""
@@ -68,7 +65,7 @@ def test_yaml_twin_is_what_the_generator_writes_from_the_fixture(fixture: Path) 
     expected = generate.question_set_yaml(
         request["model"],
         request["questions"],
-        f"# Generated from ../shared/conformance/{fixture.name} by generate.py\n",
+        generate.conformance_header(fixture.name),
         "../../src/toolnexus/question-set.schema.json",
     )
     assert (YAML_DIR / f"{fixture.stem}.yaml").read_text(encoding="utf-8") == expected
@@ -77,7 +74,6 @@ def test_yaml_twin_is_what_the_generator_writes_from_the_fixture(fixture: Path) 
 CAPTURES = [pytest.param(name, stem, id=stem) for name, stem in generate.CAPTURES.items()]
 
 
-@needs_shared
 @pytest.mark.parametrize(("name", "stem"), CAPTURES)
 def test_shipped_capture_sets_equal_the_captured_request(name: str, stem: str) -> None:
     """questions/<capture>.yaml sends the questions the live capture sent, byte for byte."""
@@ -89,7 +85,6 @@ def test_shipped_capture_sets_equal_the_captured_request(name: str, stem: str) -
     )
 
 
-@needs_shared
 def test_guard_set_equals_the_decisions_fixture() -> None:
     entry = _entries(CONFORMANCE / "decisions.json")[0]
     ran = run_cli("canonical", str(REPO / "questions" / "guard.yaml"))
@@ -240,7 +235,6 @@ def _run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[bytes]:
     )
 
 
-@needs_shared
 def test_subprocess_bytes_equal_the_fixture() -> None:
     fixture = load_json(CONFORMANCE / "hardened.json")
     done = _run("canonical", "tests/conformance_yaml/hardened.yaml")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clirun import error_line, run_cli
-from paths import CONFORMANCE, REPO, load_json, needs_shared
+from paths import CONFORMANCE, REPO, load_json
 from toolnexus.cli.lintcodes import CODES
 
 TOOLNEXUS = Path(sys.executable).with_name("toolnexus")
@@ -155,7 +155,6 @@ def test_help_documents_every_code_and_the_exit_codes() -> None:
     assert "0 clean; 1 findings; 2 usage error or unreadable file" in ran.out
 
 
-@needs_shared
 def test_degenerate_fixture_warns_for_exactly_the_degenerate_keys() -> None:
     """degenerate.json: warnings for all_empty, all_identical, keys_as_criteria; none for
     described; one code per seed rule."""
@@ -202,13 +201,11 @@ def test_subprocess_exit_codes(tmp_path: Path) -> None:
     assert "Traceback" not in runs["unreadable"].stderr
 
 
-@pytest.mark.skipif(
-    not PRE_COMMIT.exists() or shutil.which("git") is None,
-    reason="pre-commit (in .venv) and git are needed to run the hook for real",
-)
+@pytest.mark.skipif(shutil.which("git") is None, reason="platform: git is not installed")
 def test_pre_commit_hook_for_real(tmp_path: Path) -> None:
     """`pre-commit try-repo` installs THIS repository's hook into its own environment (pip, from
     the committed HEAD plus tracked changes) and runs it on a temporary git repository."""
+    assert PRE_COMMIT.exists(), f"{PRE_COMMIT}: pre-commit is a dev dependency (make install)"
     work = tmp_path / "work"
     work.mkdir()
     (work / "good.yaml").write_text(GOOD, encoding="utf-8")

@@ -1,17 +1,16 @@
-"""Every fixture in ../shared/conformance/, byte for byte (SPEC 8B: "every port runs against
-these files; they are the contract, not per-port test data")."""
+"""Every fixture in tests/fixtures/conformance/ (copied from the shared folder), byte for byte
+(SPEC 8B: "every port runs against these files; they are the contract, not per-port test data")."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from paths import CONFORMANCE, conformance_files, load_json, needs_shared
+from paths import CONFORMANCE, conformance_files, load_json
 from toolnexus import (
     NEAR_UNIFORM_TOLERANCE,
     ChoiceAnswer,
@@ -28,9 +27,7 @@ from toolnexus import (
 )
 from toolnexus.questions import normalize_questions
 
-pytestmark = needs_shared
-
-#: Every fixture this suite knows how to run. A new fixture in shared/ fails
+#: Every fixture this suite knows how to run. A new fixture copied in fails
 #: test_every_fixture_is_run until a test covers it: none is skipped silently.
 KNOWN = {"base", "decisions", "degenerate", "hardened", "near-uniform", "numbers", "wide"}
 
@@ -219,5 +216,6 @@ def test_static_corpus_of_decisions_json() -> None:
         asyncio.run(judge.evaluate(other, entries[0]["request"]["questions"]))
 
 
-def test_conformance_folder_is_read_from_shared() -> None:
-    assert Path(CONFORMANCE).name == "conformance" and CONFORMANCE.parent.name == "shared"
+def test_conformance_folder_is_the_copy_in_the_repository() -> None:
+    """Issue 8: 'Tests read the copies.'"""
+    assert CONFORMANCE.parent.name == "fixtures" and CONFORMANCE.name == "conformance"

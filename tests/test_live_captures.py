@@ -1,4 +1,4 @@
-"""The six live captures in ../shared/recordings-live/ decode to typed decisions with the
+"""The six live captures in tests/fixtures/recordings-live/ decode to typed decisions with the
 expected answers, and to_wire() round-trips each response to an equal JSON value."""
 
 from __future__ import annotations
@@ -9,11 +9,9 @@ from typing import Any
 
 import pytest
 
-from paths import live_captures, load_json, needs_shared
+from paths import live_captures, load_json
 from toolnexus import ChoiceAnswer, Decision, NoulAnswer, ScoreAnswer, near_uniform
 from toolnexus.questions import normalize_questions
-
-pytestmark = needs_shared
 
 CAPTURES = [pytest.param(p, id=p.stem) for p in live_captures()]
 

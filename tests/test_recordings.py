@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from paths import REPO, needs_shared
+from paths import RECORDINGS_LIVE, REPO
 from toolnexus import create_classifier, sha256_hex, validate_decision
 from toolnexus.canonical import canonical_json, canonical_request
 from toolnexus.errors import ConfigError, StaticMiss
@@ -181,9 +181,9 @@ def _build_module() -> Any:
     return module
 
 
-@needs_shared
 def test_shipped_recordings_match_their_sources_and_readme(tmp_path: Path) -> None:
-    """Rebuilding from ../shared gives byte-identical files, and the README lists each one."""
+    """Rebuilding from the copies in tests/fixtures/ gives byte-identical files, and the README
+    lists each one."""
     build = _build_module()
     readme = (SHIPPED / "README.md").read_text(encoding="utf-8")
     rebuilt = []
@@ -203,10 +203,7 @@ def test_shipped_recordings_match_their_sources_and_readme(tmp_path: Path) -> No
     assert sorted(rebuilt) == [p.name for p in SHIPPED_FILES]
 
 
-@needs_shared
 def test_live_capture_responses_are_the_exact_captured_bodies() -> None:
-    from paths import RECORDINGS_LIVE
-
     by_response = {json.dumps(read_recording(p).response, sort_keys=True): p for p in SHIPPED_FILES}
     for capture_path in sorted(RECORDINGS_LIVE.glob("*.json")):
         capture = json.loads(capture_path.read_text(encoding="utf-8"))

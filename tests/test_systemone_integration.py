@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from loopback import RECORDINGS_LIVE, Fault, Loopback, recordings, synthesize
+from loopback import Fault, Loopback, recordings, synthesize
 from toolnexus import (
     BatchError,
     DecisionError,
@@ -20,11 +20,6 @@ from toolnexus import (
     create_classifier,
 )
 from toolnexus.canonical import canonical_json
-
-needs_captures = pytest.mark.skipif(
-    not RECORDINGS_LIVE.is_dir(),
-    reason=f"the live captures folder {RECORDINGS_LIVE} is absent (it sits beside the repo)",
-)
 
 QUESTIONS: dict[str, Any] = {
     "refund": {"type": "noul", "instructions": "Is a refund requested?"},
@@ -68,11 +63,7 @@ def run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
-@needs_captures
-@pytest.mark.parametrize(
-    "capture",
-    [pytest.param(r, id=r["name"]) for r in recordings()] if RECORDINGS_LIVE.is_dir() else [],
-)
+@pytest.mark.parametrize("capture", [pytest.param(r, id=r["name"]) for r in recordings()])
 def test_every_live_capture_decodes_to_its_recorded_answers(
     server: Loopback, capture: dict[str, Any]
 ) -> None:

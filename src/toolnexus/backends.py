@@ -7,7 +7,7 @@ the image column. ``custom`` has no base URL and no ``supports``: the caller dec
 The table is a fail-fast for WHAT THE TABLE SAYS, never a claim about the vendor; a classifier's
 ``supports={"images": True}`` overrides it. Every value below is a PROPOSED default, owner to
 confirm (seed 004: "Every default here is a PROPOSED default"). Facts vs proposals, from
-``../shared/reference/system-one-wire.md``:
+``tests/fixtures/reference/system-one-wire.md``:
 
 - ``typesafe``: the direct API, ``https://api.typesafe.ai/v1`` (fact). Images only on Jev 1.14 and
   ``jev-preview`` (proposal: the wire notes call images "Jev 1.14, experimental").

@@ -18,7 +18,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-SHARED = REPO.parent / "shared"
+FIXTURES = REPO / "tests" / "fixtures"
 SCHEMA_LINE = "# yaml-language-server: $schema={}\n"
 
 CAPTURES = {
@@ -79,6 +79,10 @@ def _emit_list(items: list[Any], indent: int) -> list[str]:
     return lines
 
 
+def conformance_header(fixture_name: str) -> str:
+    return f"# Generated from tests/fixtures/conformance/{fixture_name} by generate.py\n"
+
+
 def question_set_yaml(model: str, questions: dict[str, Any], header: str, schema: str) -> str:
     # Question fields in reading order (type, instructions, criteria), not the fixture's order.
     ordered = {
@@ -92,11 +96,13 @@ def question_set_yaml(model: str, questions: dict[str, Any], header: str, schema
 def main() -> None:
     if "--captures" in sys.argv:
         for name, stem in CAPTURES.items():
-            capture = json.loads((SHARED / "recordings-live" / f"hfiguera_{name}.json").read_text())
+            capture = json.loads(
+                (FIXTURES / "recordings-live" / f"hfiguera_{name}.json").read_text()
+            )
             request = capture["request"]
             header = (
                 f"# The question set of the live capture hfiguera_{name}.json in\n"
-                "# ../shared/recordings-live/ (System One, requested jev-latest, served "
+                "# tests/fixtures/recordings-live/ (System One, requested jev-latest, served "
                 "jev-1.13.0).\n# Its canonical bytes equal the capture's request questions.\n"
             )
             text = question_set_yaml(
@@ -107,10 +113,10 @@ def main() -> None:
             )
             (REPO / "questions" / f"{stem}.yaml").write_text(text, encoding="utf-8")
         return
-    for fixture in sorted((SHARED / "conformance").glob("*.json")):
+    for fixture in sorted((FIXTURES / "conformance").glob("*.json")):
         data = json.loads(fixture.read_text(encoding="utf-8"))
         request = (data["entries"][0] if "entries" in data else data)["request"]
-        header = f"# Generated from ../shared/conformance/{fixture.name} by generate.py\n"
+        header = conformance_header(fixture.name)
         text = question_set_yaml(
             request["model"],
             request["questions"],
