@@ -1,6 +1,7 @@
 """The shape of the house (conventions): pure modules never import httpx, rich or typer; only
-cli/ imports typer and rich; only transport.py and llm.py import httpx (and aiohttp, the
-default transport under it). Read from the source, so a lazy import inside a function counts."""
+cli/ imports typer and rich; only the transport's two adapters and llm.py import httpx or aiohttp
+(the retry loop and the redaction module speak neither). Read from the source, so a lazy import
+inside a function counts."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "toolnexus"
 PURE = {"questions.py", "canonical.py", "decision.py", "validation.py"}
-HTTP = {"transport.py", "llm.py"}
+HTTP = {"transport/aiohttp_adapter.py", "transport/httpx_adapter.py", "llm.py"}
+#: Redaction and safe messages: pure, like the core (issue 8 §4).
+PURE_TRANSPORT = {"transport/redaction.py", "transport/adapter.py"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -47,9 +50,12 @@ def test_module_imports_follow_the_layers(path: Path) -> None:
             "__future__", "base64", "binascii", "collections", "dataclasses", "hashlib", "os",
             "pathlib", "re", "struct", "typing",
         }, f"{rel} is pure but imports {sorted(imported)}"  # fmt: skip
+    if str(rel) in PURE_TRANSPORT:
+        assert imported <= {
+            "__future__", "collections", "errno", "http", "json", "re", "typing",
+        }, f"{rel} is pure but imports {sorted(imported)}"  # fmt: skip
 
 
 def test_the_layer_test_sees_every_module() -> None:
-    assert {"questions.py", "canonical.py", "decision.py", "transport.py"} <= {
-        p.name for p in MODULES
-    }
+    seen = {str(p.relative_to(SRC)) for p in MODULES}
+    assert {"questions.py", "canonical.py", "decision.py"} | HTTP | PURE_TRANSPORT <= seen

@@ -1,18 +1,21 @@
-"""transport.py with httpx.MockTransport: retries (seed 004 + SPEC-8B Appendix A), ${NAME}
-expansion, error bodies, request ids, 401/403 never shown. Nothing sleeps: the transport's
-``sleep`` is replaced by a recorder, so a Retry-After of 2 s costs nothing."""
+"""transport/ (the retry loop and redaction) with httpx.MockTransport: retries (seed 004 +
+SPEC-8B Appendix A), ${NAME} expansion, error bodies, request ids, 401/403 never shown. Nothing
+sleeps: the transport's ``sleep`` is replaced by a recorder, so a Retry-After of 2 s costs
+nothing."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 
-from toolnexus.errors import ClassifierError, HTTPStatusError, TransportError
+from toolnexus.errors import ClassifierError, HookError, HTTPStatusError, TransportError
+from toolnexus.options import ErrorInfo, Verdict
 from toolnexus.transport import (
     RETRY_COUNT_HEADER,
     SystemOneTransport,
@@ -196,49 +199,80 @@ def test_backoff_base(base: int | None, attempt: int, expected: float) -> None:
 
 
 def test_on_error_fail_overrides_a_retryable_status() -> None:
-    infos: list[Mapping[str, Any]] = []
+    infos: list[ErrorInfo] = []
 
-    def on_error(info: Mapping[str, Any]) -> str:
-        infos.append(dict(info))
+    def on_error(info: ErrorInfo) -> Verdict:
+        infos.append(info)
         return "fail"
 
-    handler, seen = scripted(status(503))
+    handler, seen = scripted(status(503, **{"x-typesafe-request-id": "req_1", "Retry-After": "7"}))
     t, _ = make(handler, on_error=on_error)
     with pytest.raises(HTTPStatusError):
         post(t)
     assert len(seen) == 1
-    assert infos == [{"status": 503, "attempt": 0, "retryable": True}]
+    assert infos == [
+        ErrorInfo(
+            attempt=0,
+            kind="http status",
+            retryable=True,
+            wait=7.0,
+            status=503,
+            retry_after="7",
+            request_id="req_1",
+        )
+    ]
 
 
 def test_on_error_retry_overrides_a_terminal_status_but_stays_bounded() -> None:
     """Appendix A: 'A "retry" is always bounded by retries'."""
-    infos: list[Mapping[str, Any]] = []
+    infos: list[ErrorInfo] = []
 
-    def on_error(info: Mapping[str, Any]) -> str:
-        infos.append(dict(info))
+    def on_error(info: ErrorInfo) -> Verdict:
+        infos.append(info)
         return "retry"
 
     handler, seen = scripted(status(400))
-    t, _ = make(handler, on_error=on_error, retries=2)
+    t, sleep = make(handler, on_error=on_error, retries=2)
     with pytest.raises(HTTPStatusError):
         post(t)
     assert len(seen) == 3
-    assert [(i["attempt"], i["retryable"]) for i in infos] == [(0, False), (1, False), (2, False)]
+    assert [(i.attempt, i.retryable) for i in infos] == [(0, False), (1, False), (2, False)]
+    # ``wait`` is what the loop then slept: the backoff, doubling.
+    assert [i.wait for i in infos[:2]] == sleep.delays == [0.01, 0.02]
 
 
-def test_on_error_receives_the_translated_transport_error() -> None:
-    infos: list[Mapping[str, Any]] = []
+def test_on_error_receives_the_transport_failure_kind() -> None:
+    """issue 8: 'on_error receives a frozen, typed ErrorInfo dataclass (status, attempt,
+    retry_after, request_id, exception kind)'."""
+    infos: list[ErrorInfo] = []
 
-    def on_error(info: Mapping[str, Any]) -> str:
+    def on_error(info: ErrorInfo) -> Verdict:
         infos.append(info)
         return "fail"
 
-    handler, _ = scripted(httpx.ConnectError("[Errno 111] Connection refused"))
+    handler, _ = scripted(httpx.ReadTimeout("slow"))
     t, _ = make(handler, on_error=on_error)
     with pytest.raises(TransportError):
         post(t)
-    assert set(infos[0]) == {"error", "attempt", "retryable"}
-    assert isinstance(infos[0]["error"], TransportError) and infos[0]["retryable"] is True
+    assert infos == [ErrorInfo(attempt=0, kind="timeout", retryable=True, wait=0.01)]
+    assert infos[0].status is None and infos[0].request_id is None
+
+
+def test_error_info_is_frozen() -> None:
+    info = ErrorInfo(attempt=0, kind="timeout", retryable=True, wait=0.5)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        info.attempt = 1  # type: ignore[misc]
+
+
+def test_on_error_that_raises_is_a_hook_error_naming_only_the_type() -> None:
+    def on_error(info: ErrorInfo) -> Verdict:
+        raise RuntimeError("Authorization: Bearer sk-hook")
+
+    handler, _ = scripted(status(503))
+    t, _ = make(handler, on_error=on_error)
+    with pytest.raises(HookError) as info:
+        post(t)
+    assert str(info.value) == "classifier: on_error raised RuntimeError"
 
 
 def test_on_error_with_a_bad_verdict_is_an_error() -> None:

@@ -16,13 +16,6 @@ from .canonical import (
     sha256_hex,
 )
 from .classifier import (
-    DEFAULT_API_KEY_ENV,
-    DEFAULT_BASE_URL,
-    DEFAULT_BATCH_CONCURRENCY,
-    DEFAULT_MODEL,
-    DEFAULT_RETRIES,
-    DEFAULT_RETRY_BASE_MS,
-    DEFAULT_TIMEOUT,
     METRIC_EVALUATE,
     METRIC_WARNING,
     STYLES,
@@ -43,6 +36,16 @@ from .decision import (
     ScoreAnswer,
     near_uniform,
     parse_decision,
+)
+from .defaults import (
+    DEFAULT_API_KEY_ENV,
+    DEFAULT_BASE_URL,
+    DEFAULT_BATCH_CONCURRENCY,
+    DEFAULT_MODEL,
+    DEFAULT_RETRIES,
+    DEFAULT_RETRY_BASE_MS,
+    DEFAULT_RETRYABLE_STATUSES,
+    DEFAULT_TIMEOUT,
 )
 from .errors import (
     AnswerAccessError,
@@ -76,6 +79,7 @@ from .images import (
     lift_images,
     with_images,
 )
+from .options import ErrorInfo, Verdict
 from .questions import (
     MAX_CHOICE_OPTIONS,
     MAX_SCORE_LEVELS,
@@ -102,6 +106,7 @@ __all__ = [
     "DEFAULT_BATCH_CONCURRENCY",
     "DEFAULT_MODEL",
     "DEFAULT_RETRIES",
+    "DEFAULT_RETRYABLE_STATUSES",
     "DEFAULT_RETRY_BASE_MS",
     "DEFAULT_THRESHOLDS",
     "DEFAULT_TIMEOUT",
@@ -137,6 +142,7 @@ __all__ = [
     "ConfigError",
     "Decision",
     "DecisionError",
+    "ErrorInfo",
     "HTTPStatusError",
     "HookError",
     "HostBackendError",
@@ -161,6 +167,7 @@ __all__ = [
     "StateWithImages",
     "StaticMiss",
     "TransportError",
+    "Verdict",
     "__version__",
     "canonical_json",
     "canonical_request",

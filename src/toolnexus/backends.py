@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from .defaults import DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
 from .errors import ConfigError
 
 __all__ = [
@@ -69,9 +70,9 @@ def _no_images(model: str) -> Mapping[str, bool]:
 BACKENDS: tuple[Backend, ...] = (
     Backend(
         name="typesafe",
-        base_url="https://api.typesafe.ai/v1",
-        model="jev-latest",
-        api_key_env="TYPESAFE_API_KEY",
+        base_url=DEFAULT_BASE_URL,
+        model=DEFAULT_MODEL,
+        api_key_env=DEFAULT_API_KEY_ENV,
         wire="systemone",
         images_header=True,
         supports=_typesafe_images,
@@ -91,8 +92,8 @@ BACKENDS: tuple[Backend, ...] = (
             "https://gateway.ai.cloudflare.com/v1/${CLOUDFLARE_ACCOUNT_ID}/"
             "${CLOUDFLARE_GATEWAY_ID}/typesafe"
         ),
-        model="jev-latest",
-        api_key_env="TYPESAFE_API_KEY",
+        model=DEFAULT_MODEL,
+        api_key_env=DEFAULT_API_KEY_ENV,
         wire="systemone",
         images_header=False,
         supports=_no_images,
@@ -100,7 +101,7 @@ BACKENDS: tuple[Backend, ...] = (
     Backend(
         name="vercel",
         base_url="https://ai-gateway.vercel.sh/typesafe/v1",
-        model="jev-latest",
+        model=DEFAULT_MODEL,
         api_key_env="AI_GATEWAY_API_KEY",
         wire="systemone",
         images_header=False,
@@ -109,8 +110,8 @@ BACKENDS: tuple[Backend, ...] = (
     Backend(
         name="custom",
         base_url=None,
-        model="jev-latest",
-        api_key_env="TYPESAFE_API_KEY",
+        model=DEFAULT_MODEL,
+        api_key_env=DEFAULT_API_KEY_ENV,
         wire="systemone",
         images_header=False,
         supports=None,

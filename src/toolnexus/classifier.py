@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .canonical import canonical_json, canonical_request, sha256_hex
 from .decision import Decision, parse_decision
+from .defaults import (
+    DEFAULT_BATCH_CONCURRENCY,
+    DEFAULT_MODEL,
+    DEFAULT_RETRIES,
+    DEFAULT_RETRY_BASE_MS,
+    DEFAULT_TIMEOUT,
+)
 from .errors import ClassifierError, ConfigError, HostBackendError, InvalidState, StaticMiss
+from .options import OnError
 from .questions import (
     ChoiceQuestion,
     Question,
@@ -44,13 +52,6 @@ if TYPE_CHECKING:
     from .batch import BoundState, BoundStates, StateResult
 
 __all__ = [
-    "DEFAULT_API_KEY_ENV",
-    "DEFAULT_BASE_URL",
-    "DEFAULT_BATCH_CONCURRENCY",
-    "DEFAULT_MODEL",
-    "DEFAULT_RETRIES",
-    "DEFAULT_RETRY_BASE_MS",
-    "DEFAULT_TIMEOUT",
     "METRIC_EVALUATE",
     "METRIC_WARNING",
     "STYLES",
@@ -61,18 +62,6 @@ __all__ = [
     "static_classifier",
 ]
 
-#: The System One endpoint base.
-DEFAULT_BASE_URL = "https://api.typesafe.ai/v1"
-#: The floating alias. PIN IT (e.g. "jev-1.13.0") once thresholds are tuned.
-DEFAULT_MODEL = "jev-latest"
-#: The NAME of the environment variable holding the credential, never a value.
-DEFAULT_API_KEY_ENV = "TYPESAFE_API_KEY"
-#: Bounds ONE request, in seconds. A classifier has no loop to bound.
-DEFAULT_TIMEOUT = 10.0
-DEFAULT_RETRIES = 2
-DEFAULT_RETRY_BASE_MS = 500
-#: At most this many evaluate calls in flight in one batch.
-DEFAULT_BATCH_CONCURRENCY = 16
 #: The four styles; "systemone" is the default, "static" is what CI runs, "llm" is deprecated.
 STYLES = ("systemone", "llm", "custom", "static")
 #: The ``event`` value of the per-evaluation metric.
@@ -120,7 +109,7 @@ class ClassifierOptions:
     retries: int = DEFAULT_RETRIES
     retry_base_ms: int = DEFAULT_RETRY_BASE_MS
     retryable_statuses: Sequence[int] = ()
-    on_error: Callable[[Mapping[str, Any]], str] | None = None
+    on_error: OnError | None = None
     request_params: Mapping[str, Any] | None = None
     body_transform: Callable[[dict[str, Any]], Any] | None = None
     on_metric: OnMetric | None = None

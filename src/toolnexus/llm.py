@@ -21,7 +21,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import httpx
@@ -44,7 +44,7 @@ from .questions import (
     ScoreQuestion,
     question_to_wire,
 )
-from .transport import SystemOneTransport
+from .transport import SystemOneTransport, scrub
 from .validation import validate_decision
 
 __all__ = [
@@ -179,28 +179,31 @@ def build_messages(state: Any, questions: Mapping[str, Question]) -> list[dict[s
     ]
 
 
-def _quote(text: str, secret: str = "") -> str:
-    """The first 200 characters of ``text``, repr-quoted, with the credential scrubbed first
-    (so a cut can never leave a prefix of it)."""
-    text = _scrub(text, secret)
+def _quote(text: str, secrets: Sequence[str] = ()) -> str:
+    """The first 200 characters of ``text``, repr-quoted, with every secret scrubbed first (so a
+    cut can never leave a prefix of one), by the transport's own rule."""
+    text = scrub(text, secrets)
     return repr(text[:_QUOTE] + ("…" if len(text) > _QUOTE else ""))
 
 
 def decode_reply(
-    response: Any, questions: Mapping[str, Question], fallback_model: str, secret: str = ""
+    response: Any,
+    questions: Mapping[str, Question],
+    fallback_model: str,
+    secrets: Sequence[str] = (),
 ) -> Decision:
     """A chat-completions response as a validated, uncalibrated Decision.
 
     The reply content goes through the core decoder with the served ``model``, score legends
     filled from the question levels, and the chat usage mapped (prompt_tokens -> input_tokens,
     completion_tokens -> output_tokens, ``usage.cost`` only when the endpoint reports it).
-    ``secret`` is scrubbed from any quoted reply.
+    Every ``secrets`` value is scrubbed from any quoted reply.
     """
     if not isinstance(response, Mapping):
         raise DecisionError("classifier: llm: chat response is not a JSON object")
     content, refusal = _content(response)
     if content is None:
-        why = f"refused: {_quote(refusal, secret)}" if refusal else "no message content"
+        why = f"refused: {_quote(refusal, secrets)}" if refusal else "no message content"
         raise DecisionError(f"classifier: llm: chat reply has {why}")
     try:
         reply = json.loads(content)
@@ -208,7 +211,8 @@ def decode_reply(
         reply = None
     if not isinstance(reply, Mapping) or not isinstance(reply.get("answers"), Mapping):
         raise DecisionError(
-            'classifier: llm: reply is not a JSON object with "answers": ' + _quote(content, secret)
+            'classifier: llm: reply is not a JSON object with "answers": '
+            + _quote(content, secrets)
         )
     by_id = {qid: key for key, qid in _ids(questions).items()}
     answers: dict[str, Any] = {}
@@ -219,7 +223,7 @@ def decode_reply(
             # a caller key that happens to be spelled the same.
             raise InvalidDecision(
                 f"classifier: invalid decision: unexpected answer {json.dumps(str(qid))} "
-                f"(not a question id); llm reply: {_quote(content, secret)}",
+                f"(not a question id); llm reply: {_quote(content, secrets)}",
                 str(qid),
             )
         q = questions[key]
@@ -240,11 +244,11 @@ def decode_reply(
     try:
         decision = parse_decision(body, questions)
     except DecisionError as e:
-        raise DecisionError(f"{e.message}; llm reply: {_quote(content, secret)}", e.key) from None
+        raise DecisionError(f"{e.message}; llm reply: {_quote(content, secrets)}", e.key) from None
     invalid = validate_decision(questions, decision)
     if invalid is not None:
         raise InvalidDecision(
-            f"{invalid.message}; llm reply: {_quote(content, secret)}", invalid.key
+            f"{invalid.message}; llm reply: {_quote(content, secrets)}", invalid.key
         )
     return decision
 
@@ -282,10 +286,6 @@ def _says_format_unsupported(error: HTTPStatusError) -> bool:
         return False
     body = error.body.lower()
     return "response_format" in body or "json_schema" in body
-
-
-def _scrub(text: str, secret: str) -> str:
-    return text.replace(secret, "«redacted»") if secret else text
 
 
 class LlmStyle:
@@ -363,9 +363,13 @@ class LlmStyle:
         if self._transport is not None:
             await self._transport.aclose()
 
-    def _secret(self) -> str:
-        """The credential, read at call time; "" when the variable is unset."""
-        return os.environ.get(self._api_key_env) or ""
+    def _secrets(self) -> list[str]:
+        """The values a quoted reply must not show, read at call time: the credential, and with a
+        transport every expanded ``${NAME}`` of its endpoint too."""
+        if self._transport is not None:
+            return self._transport.secrets()
+        key = os.environ.get(self._api_key_env)
+        return [key] if key else []
 
     async def decide(self, state: Any, questions: dict[str, Question]) -> Decision:
         for key in sorted(questions):
@@ -384,7 +388,7 @@ class LlmStyle:
                 raise HostBackendError(
                     f"classifier: llm: {self.endpoint} failed: {type(e).__name__}"
                 ) from None
-            return decode_reply(response, questions, self.model, self._secret())
+            return decode_reply(response, questions, self.model, self._secrets())
         if not self._json_mode:
             try:
                 response = await self._post(messages, schema)
@@ -394,7 +398,7 @@ class LlmStyle:
                 self._json_mode = True
         if self._json_mode:
             response = await self._post(messages, {"type": "json_object"})
-        return decode_reply(response, questions, self.model, self._secret())
+        return decode_reply(response, questions, self.model, self._secrets())
 
     async def _post(
         self, messages: list[dict[str, str]], response_format: dict[str, Any]
@@ -411,7 +415,7 @@ class LlmStyle:
             text = reply.content.decode("utf-8", errors="replace")
             raise DecisionError(
                 f"classifier: POST {self.endpoint}: response is not JSON: "
-                + _quote(text, self._secret())
+                + _quote(text, self._secrets())
             ) from None
         if not isinstance(parsed, dict):
             raise DecisionError(f"classifier: POST {self.endpoint}: response is not a JSON object")

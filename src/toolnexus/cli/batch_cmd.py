@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from ..defaults import DEFAULT_BATCH_CONCURRENCY
 from .cache_cmd import CacheDirOpt
 from .errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, CliError
 from .options import (
@@ -58,7 +59,7 @@ def batch_command(
     ] = None,
     concurrency: Annotated[
         int, typer.Option("--concurrency", help="Requests in flight at most.")
-    ] = 16,
+    ] = DEFAULT_BATCH_CONCURRENCY,
     rate: Annotated[
         float | None, typer.Option("--rate", help="At most R requests per minute.")
     ] = None,

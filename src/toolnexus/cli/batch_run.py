@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..defaults import DEFAULT_BATCH_CONCURRENCY
 from .batch_inputs import InputItem, InputSpec, iter_inputs, kind_of
 from .batch_output import FORMATS, OutputWriter, PriorOutput, ReorderBuffer, error_record
 from .errors import EXIT_BACKEND, EXIT_CONDITION, EXIT_OK, EXIT_USAGE, CliError, one_line
@@ -106,7 +107,7 @@ class BatchConfig:
 
     inputs: list[str]
     spec: InputSpec = field(default_factory=InputSpec)
-    concurrency: int = 16
+    concurrency: int = DEFAULT_BATCH_CONCURRENCY
     rate: float | None = None
     output: str | None = None
     fmt: str = "jsonl"

@@ -202,8 +202,10 @@ class BackendSettings:
 
 
 def model_for(settings: BackendSettings, file_model: str | None) -> str | None:
-    """flag > env (already folded into ``settings.model``) > question file > default (None)."""
-    return settings.model if settings.model is not None else file_model
+    """flag > env > question file > the backend row's model (None: the library's default)."""
+    from ..defaults import resolve_model
+
+    return resolve_model(settings.model, file_model, default=None)
 
 
 def classifier_options(

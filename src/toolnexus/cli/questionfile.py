@@ -24,12 +24,13 @@ messages); this module adds the positions and collects every finding for ``check
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from ..defaults import DEFAULT_MODEL
+from ..defaults import resolve_model as _resolve_model
 from ..errors import QuestionError
 from ..questions import (
     Question,
@@ -55,8 +56,6 @@ __all__ = [
     "resolve_model",
 ]
 
-#: The model when neither ``--model``, ``TOOLNEXUS_MODEL`` nor the file names one (seed 004).
-DEFAULT_MODEL = "jev-latest"
 
 _SCHEMA_MODELINE = "question-set.schema.json"
 
@@ -98,11 +97,8 @@ class Lint:
 
 def resolve_model(flag: str | None, file_model: str | None) -> str:
     """The model to request: ``--model`` > ``TOOLNEXUS_MODEL`` > the file's ``model`` >
-    ``jev-latest`` (issue 4: flag > env > question file > default)."""
-    for candidate in (flag, os.environ.get("TOOLNEXUS_MODEL"), file_model):
-        if candidate:
-            return candidate
-    return DEFAULT_MODEL
+    ``jev-latest`` (issue 4), by the one rule in ``toolnexus.defaults``."""
+    return _resolve_model(flag, file_model) or DEFAULT_MODEL
 
 
 def _declares_schema(text: str) -> bool:

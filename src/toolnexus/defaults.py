@@ -1,0 +1,59 @@
+"""Every default, defined once, and the model precedence rule, implemented once.
+
+Imports nothing from the package, so any module (the library, ``cli/``, benches) can import it
+without pulling anything else in. Seed 004 names the values; every other module imports them
+from here rather than restating a literal.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+__all__ = [
+    "DEFAULT_API_KEY_ENV",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_BATCH_CONCURRENCY",
+    "DEFAULT_MODEL",
+    "DEFAULT_RETRIES",
+    "DEFAULT_RETRYABLE_STATUSES",
+    "DEFAULT_RETRY_BASE_MS",
+    "DEFAULT_TIMEOUT",
+    "MODEL_ENV",
+    "resolve_model",
+]
+
+#: The System One endpoint base.
+DEFAULT_BASE_URL = "https://api.typesafe.ai/v1"
+#: The floating alias. PIN IT (e.g. "jev-1.13.0") once thresholds are tuned.
+DEFAULT_MODEL = "jev-latest"
+#: The NAME of the environment variable holding the credential, never a value.
+DEFAULT_API_KEY_ENV = "TYPESAFE_API_KEY"
+#: Bounds ONE request, in seconds. A classifier has no loop to bound.
+DEFAULT_TIMEOUT = 10.0
+#: Transient-failure budget: ``retries=0`` means exactly one attempt.
+DEFAULT_RETRIES = 2
+#: Base of the retry backoff: ``base * 2**attempt`` ms, no jitter.
+DEFAULT_RETRY_BASE_MS = 500
+#: Retryable by default (seed 004: SPEC-8B Appendix A's set plus 408). Exhaustive, not "5xx".
+DEFAULT_RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
+#: At most this many evaluate calls in flight in one batch.
+DEFAULT_BATCH_CONCURRENCY = 16
+#: The environment variable that names the model when no flag does (the CLI's).
+MODEL_ENV = "TOOLNEXUS_MODEL"
+
+
+def resolve_model(
+    flag: str | None,
+    file_model: str | None,
+    default: str | None = DEFAULT_MODEL,
+    environ: Mapping[str, str] | None = None,
+) -> str | None:
+    """The model to request: ``flag`` > ``$TOOLNEXUS_MODEL`` > the question file's ``model`` >
+    ``default`` (issue 4). An empty value counts as absent. ``default=None`` leaves the choice to
+    the backend row (an openrouter row names its own model)."""
+    env = os.environ if environ is None else environ
+    for candidate in (flag, env.get(MODEL_ENV), file_model):
+        if candidate:
+            return candidate
+    return default

@@ -1,0 +1,174 @@
+"""Redaction and safe error messages. Pure: no I/O, no environment, no HTTP library.
+
+Errors never carry a credential or an expanded header value: an HTTP error names the status, the
+endpoint as configured (``${NAME}`` unexpanded), the server's own message (five body shapes,
+account identifiers «redacted», any credential or expanded value scrubbed, capped at 200
+characters) and the ``x-typesafe-request-id``; a 401/403 body is never shown. The llm style quotes
+replies through :func:`scrub` too, so there is one scrubbing rule.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from http import HTTPStatus
+from typing import Any
+
+from ..errors import HTTPStatusError, TransportError
+from ..options import TransportKind
+
+__all__ = [
+    "ENV_REF",
+    "REDACTED",
+    "cap",
+    "http_status_error",
+    "redact",
+    "scrub",
+    "server_message",
+    "transport_error",
+]
+
+REDACTED = "«redacted»"
+#: A ``${NAME}`` reference in a base URL or a header value.
+ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: The longest server message an error quotes.
+MESSAGE_CAP = 200
+#: A value shorter than this is not scrubbed: replacing every "a" in a message hides nothing.
+MIN_SECRET = 3
+_ACCOUNT_FIELDS = frozenset({"user_id", "account_id", "org_id", "organization"})
+_ACCOUNT_TEXT = re.compile(
+    r"""(["']?\b(?:user_id|account_id|org_id|organization)\b["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&}\]]+)"""
+)
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every ``secrets`` value (three characters or more) replaced by «redacted»."""
+    for secret in secrets:
+        if len(secret) >= MIN_SECRET:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def _redact_value(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: (REDACTED if k in _ACCOUNT_FIELDS else _redact_value(v)) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_redact_value(v) for v in value]
+    return value
+
+
+def redact(body: str, secrets: Iterable[str] = ()) -> str:
+    """The body with account identifiers (user_id, account_id, org_id, organization) replaced by
+    «redacted» (replaced, not dropped: the shape survives) and every ``secrets`` value scrubbed."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        text = _ACCOUNT_TEXT.sub(lambda m: m.group(1) + '"' + REDACTED + '"', body)
+    else:
+        text = json.dumps(_redact_value(parsed), ensure_ascii=False)
+    return scrub(text, secrets)
+
+
+def server_message(body: str) -> str:
+    """The server's own message from any of the five body shapes of the wire notes (the body
+    is already redacted); the raw text for anything else."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return " ".join(body.split())
+    if isinstance(parsed, dict):
+        detail = parsed.get("detail")
+        if isinstance(detail, str):  # 1. {"detail": "..."}
+            return detail
+        if isinstance(detail, dict):  # 2./3. {"detail": {"error_type", "message"?}}
+            msg = detail.get("message")
+            if isinstance(msg, str) and msg:
+                return msg
+            if isinstance(detail.get("error_type"), str):
+                return str(detail["error_type"])
+        if isinstance(detail, list):  # 4. FastAPI validation: [{type, loc, msg, input}]
+            parts = []
+            for item in detail:
+                if isinstance(item, dict) and "msg" in item:
+                    loc = item.get("loc")
+                    where = ".".join(str(p) for p in loc) if isinstance(loc, list) else ""
+                    parts.append(f"{where}: {item['msg']}" if where else str(item["msg"]))
+            if parts:
+                return "; ".join(parts)
+        error = parsed.get("error")  # 5. gateways: {"error": {"type", "message"}}
+        if isinstance(error, dict):
+            for field in ("message", "type"):
+                if isinstance(error.get(field), str) and error[field]:
+                    return str(error[field])
+        if isinstance(error, str):
+            return error
+    return " ".join(body.split())
+
+
+def cap(text: str) -> str:
+    """``text`` cut to at most 200 characters, an ellipsis marking the cut."""
+    return text if len(text) <= MESSAGE_CAP else text[: MESSAGE_CAP - 1] + "…"
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "no message"
+
+
+def http_status_error(
+    status: int,
+    content: bytes,
+    *,
+    endpoint: str,
+    request_id: str | None,
+    retry_after: str | None,
+    secrets: Iterable[str],
+    api_key_env: str,
+    key_is_set: bool,
+    attempts: int,
+) -> HTTPStatusError:
+    """The error for a non-2xx answer: its message is safe to show anywhere."""
+    suffix = f" (request id {request_id})" if request_id else ""
+    if status in (401, 403):
+        # Never shown: an auth failure body routinely echoes the credential or header sent.
+        state = "is set but was rejected" if key_is_set else "is not set"
+        return HTTPStatusError(
+            f"classifier: POST {endpoint}: HTTP {status}: authentication failed; check the "
+            f"API key in the environment variable {api_key_env} (it {state}){suffix}",
+            status=status,
+            endpoint=endpoint,
+            request_id=request_id,
+            body="",
+            retry_after=retry_after,
+            attempts=attempts,
+        )
+    body = redact(content.decode("utf-8", errors="replace"), secrets)
+    message = server_message(body) or _reason(status)
+    return HTTPStatusError(
+        f"classifier: POST {endpoint}: HTTP {status}: {cap(message)}{suffix}",
+        status=status,
+        endpoint=endpoint,
+        request_id=request_id,
+        body=body,
+        retry_after=retry_after,
+        attempts=attempts,
+    )
+
+
+def transport_error(
+    kind: TransportKind, *, endpoint: str, timeout: float, attempts: int
+) -> TransportError:
+    """The error for an attempt that got no HTTP answer."""
+    detail = f"no answer within {timeout:g} s" if kind == "timeout" else kind
+    return TransportError(
+        f"classifier: POST {endpoint}: {detail} (after {attempts} attempt"
+        f"{'s' if attempts > 1 else ''})",
+        kind=kind,
+        endpoint=endpoint,
+        attempts=attempts,
+    )

@@ -1,0 +1,276 @@
+"""The retry loop: one POST of canonical bytes to ``{base_url}/<path>``, retried, errors made safe.
+
+Every request of the systemone and llm styles goes through :meth:`SystemOneTransport.post`, whatever
+moves the bytes: the default :class:`~.aiohttp_adapter.AiohttpAdapter`, or an injected httpx
+transport or client through :class:`~.httpx_adapter.HttpxAdapter` (how the unit tests run it).
+
+Retries (seed 004 + SPEC-8B Appendix A, verbatim):
+
+- budget ``retries`` (default 2). ``retries=0`` means exactly one attempt, no retry at all.
+- retryable by default: HTTP 408/429/500/502/503/504/529 and network errors (timeout, refused,
+  reset). Every other status, 501 and 520-527 included, is terminal. ``retryable_statuses`` only
+  ADDS to that set.
+- ``on_error(info) -> "retry" | "fail"`` runs on EVERY failed attempt and has the final say;
+  ``info`` is a frozen :class:`~toolnexus.options.ErrorInfo` (attempt, kind, retryable, wait,
+  status, retry_after, request_id). A "retry" is still bounded by ``retries``.
+- the wait: a ``Retry-After`` in delay-seconds form (ASCII digits only, 0..2147483647, 0 = now)
+  wins; anything else (a date, fractional, signed, too big, empty, garbage) falls back to
+  ``retry_base_ms * 2**attempt`` (absent, zero or negative base => 500 ms). No jitter.
+- every retry carries ``X-TypeSafe-Retry-Count: <n>``, as the official SDK labels them.
+- a per-request timeout counts as a network error and is retried like one (the official SDK does
+  the same; note the wire notes' warning that a retried POST may bill twice: an ``on_error`` that
+  answers "fail" when ``info.kind == "timeout"`` opts out). Cancellation of the calling task is
+  never retried.
+
+``base_url`` and header values may hold ``${NAME}`` references; they, and the credential read from
+the variable named ``api_key_env``, are resolved at EVERY call and never stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..defaults import (
+    DEFAULT_RETRIES,
+    DEFAULT_RETRY_BASE_MS,
+    DEFAULT_RETRYABLE_STATUSES,
+    DEFAULT_TIMEOUT,
+)
+from ..errors import BackendError, ConfigError, HookError
+from ..options import ErrorInfo, OnError, TransportKind, Verdict
+from .adapter import Adapter, SendError
+from .redaction import ENV_REF, http_status_error, redact, transport_error
+
+__all__ = [
+    "REQUEST_ID_HEADER",
+    "RETRY_COUNT_HEADER",
+    "Reply",
+    "SystemOneTransport",
+    "expand_env",
+    "retry_delay",
+]
+
+RETRY_COUNT_HEADER = "X-TypeSafe-Retry-Count"
+REQUEST_ID_HEADER = "x-typesafe-request-id"
+_RETRY_AFTER_MAX = 2147483647
+_DIGITS = re.compile(r"[0-9]+", re.ASCII)
+
+Sleep = Callable[[float], Any]
+
+
+def expand_env(template: str, what: str, found: list[str] | None = None) -> str:
+    """``${NAME}`` references expanded from the environment NOW. An unset variable is a
+    ConfigError naming the variable and ``what`` (never a value). Expanded values are appended to
+    ``found`` so that errors can scrub them."""
+    if "${" not in template:
+        return template
+
+    def sub(m: re.Match[str]) -> str:
+        value = os.environ.get(m.group(1))
+        if value is None:
+            raise ConfigError(
+                f"classifier: {what} refers to ${{{m.group(1)}}}, which is not set in the "
+                "environment"
+            )
+        if found is not None and value:
+            found.append(value)
+        return value
+
+    return ENV_REF.sub(sub, template)
+
+
+def retry_delay(attempt: int, retry_after: str | None, retry_base_ms: int | None) -> float:
+    """Seconds to wait before retry number ``attempt + 1`` (``attempt`` zero-based).
+
+    ``Retry-After`` wins only in delay-seconds form: ASCII digits, 0..2147483647, including 0.
+    Every other form falls back to ``base * 2**attempt`` ms, never raises, never goes negative.
+    """
+    if retry_after is not None:
+        value = retry_after.strip(" \t")
+        if _DIGITS.fullmatch(value) and int(value) <= _RETRY_AFTER_MAX:
+            return float(int(value))
+    base = (
+        retry_base_ms if retry_base_ms is not None and retry_base_ms > 0 else DEFAULT_RETRY_BASE_MS
+    )
+    return float(base * (1 << attempt)) / 1000.0
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A 2xx answer: its body bytes and the server's request id (or None)."""
+
+    status: int
+    content: bytes
+    request_id: str | None
+    endpoint: str
+
+
+def _adapter_for(transport: Any, http_client: Any) -> Adapter:
+    """The adapter that moves the bytes; options are checked here, at construction."""
+    if transport is not None and http_client is not None:
+        raise ConfigError("classifier: give transport= or http_client=, not both")
+    if transport is None and http_client is None:
+        from .aiohttp_adapter import AiohttpAdapter
+
+        return AiohttpAdapter()
+    # Only a host that passes an httpx object pays for importing httpx's adapter.
+    from .httpx_adapter import HttpxAdapter
+
+    return HttpxAdapter.checked(transport, http_client)
+
+
+class SystemOneTransport:
+    """POSTs canonical bytes to ``{base_url}/<path>`` with retries; see the module docstring.
+
+    ``transport=`` any httpx async transport, or ``http_client=`` a ready ``httpx.AsyncClient``
+    (the host closes it); neither means the default aiohttp pool, closed by ``aclose()``.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key_env: str,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
+        retry_base_ms: int | None = DEFAULT_RETRY_BASE_MS,
+        retryable_statuses: Collection[int] = (),
+        on_error: OnError | None = None,
+        transport: Any = None,
+        http_client: Any = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        if on_error is not None and not callable(on_error):
+            raise ConfigError("classifier: on_error must be callable")
+        self.base_url = base_url.rstrip("/")
+        self.api_key_env = api_key_env
+        self._headers = dict(headers or {})
+        for name, value in self._headers.items():
+            if not isinstance(name, str) or not isinstance(value, str):
+                raise ConfigError("classifier: headers must map header names to strings")
+        self.timeout = float(timeout)
+        self.retries = retries
+        self.retry_base_ms = retry_base_ms
+        self.retryable = DEFAULT_RETRYABLE_STATUSES | frozenset(retryable_statuses)
+        self.on_error = on_error
+        self.sleep = sleep
+        self._adapter = _adapter_for(transport, http_client)
+
+    def __repr__(self) -> str:
+        return f"SystemOneTransport(base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
+
+    def endpoint(self, path: str) -> str:
+        """The endpoint as configured, ``${NAME}`` unexpanded: what errors and keys show."""
+        return f"{self.base_url}/{path}"
+
+    async def aclose(self) -> None:
+        """Close the connection pool; a host's own http_client is left for the host to close.
+        Safe to call twice."""
+        await self._adapter.aclose()
+
+    def secrets(self) -> list[str]:
+        """Every value this transport would send as a credential or an expanded reference, as
+        the environment holds them now: what a quoted reply must not show."""
+        found = [v for v in (os.environ.get(self.api_key_env),) if v]
+        for template in (self.base_url, *self._headers.values()):
+            for name in ENV_REF.findall(template):
+                value = os.environ.get(name)
+                if value:
+                    found.append(value)
+        return found
+
+    def scrub(self, text: str) -> str:
+        """``text`` with account identifiers redacted and every :meth:`secrets` value scrubbed:
+        for quoting a reply body in an error."""
+        return redact(text, self.secrets())
+
+    def _prepare(self, path: str) -> tuple[str, dict[str, str], list[str]]:
+        secrets: list[str] = []
+        url = expand_env(self.endpoint(path), "base_url", secrets)
+        headers = {"Content-Type": "application/json"}
+        for name, template in self._headers.items():
+            headers[name] = expand_env(template, f"header {name}", secrets)
+        key = os.environ.get(self.api_key_env)
+        if key:
+            secrets.append(key)
+            # A host's own Authorization header (e.g. a gateway token) is not overwritten.
+            if not any(name.lower() == "authorization" for name in headers):
+                headers["Authorization"] = f"Bearer {key}"
+        return url, headers, secrets
+
+    async def post(
+        self, path: str, body: bytes, extra_headers: Mapping[str, str] | None = None
+    ) -> Reply:
+        """POST ``body`` (already canonical bytes) with retries. Returns the 2xx reply; raises
+        HTTPStatusError, TransportError, ConfigError or HookError, never a third-party
+        exception."""
+        endpoint = self.endpoint(path)
+        url, headers, secrets = self._prepare(path)
+        if extra_headers:
+            headers.update(extra_headers)
+        send = self._adapter.send
+        attempt = 0
+        while True:
+            if attempt:
+                headers[RETRY_COUNT_HEADER] = str(attempt)
+            failure: BackendError
+            try:
+                async with asyncio.timeout(self.timeout):
+                    status, resp_headers, content = await send(url, headers, body, self.timeout)
+            except (SendError, TimeoutError) as e:
+                kind: TransportKind = e.kind if isinstance(e, SendError) else "timeout"
+                failure = transport_error(
+                    kind, endpoint=endpoint, timeout=self.timeout, attempts=attempt + 1
+                )
+                info = ErrorInfo(
+                    attempt=attempt,
+                    kind=kind,
+                    retryable=True,
+                    wait=retry_delay(attempt, None, self.retry_base_ms),
+                )
+            else:
+                request_id = resp_headers.get(REQUEST_ID_HEADER)
+                if 200 <= status < 300:
+                    return Reply(status, content, request_id, endpoint)
+                retry_after = resp_headers.get("retry-after")
+                failure = http_status_error(
+                    status,
+                    content,
+                    endpoint=endpoint,
+                    request_id=request_id,
+                    retry_after=retry_after,
+                    secrets=secrets,
+                    api_key_env=self.api_key_env,
+                    key_is_set=bool(os.environ.get(self.api_key_env)),
+                    attempts=attempt + 1,
+                )
+                info = ErrorInfo(
+                    attempt=attempt,
+                    kind="http status",
+                    retryable=status in self.retryable,
+                    wait=retry_delay(attempt, retry_after, self.retry_base_ms),
+                    status=status,
+                    retry_after=retry_after,
+                    request_id=request_id,
+                )
+            if self._verdict(info) == "fail" or attempt >= self.retries:
+                raise failure
+            await self.sleep(info.wait)
+            attempt += 1
+
+    def _verdict(self, info: ErrorInfo) -> Verdict:
+        if self.on_error is None:
+            return "retry" if info.retryable else "fail"
+        try:
+            verdict = self.on_error(info)
+        except Exception as e:
+            raise HookError(f"classifier: on_error raised {type(e).__name__}") from None
+        if verdict not in ("retry", "fail"):
+            raise HookError(f"classifier: on_error must return 'retry' or 'fail', got {verdict!r}")
+        return verdict
