@@ -21,7 +21,8 @@ from collections.abc import (
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .classifier import DEFAULT_BATCH_CONCURRENCY, check_state
+from .classifier import check_state
+from .defaults import DEFAULT_BATCH_CONCURRENCY
 from .decision import Decision
 from .errors import BatchError, ClassifierError, ConfigError
 from .questions import Question
