@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .classifier import check_state
-from .defaults import DEFAULT_BATCH_CONCURRENCY
 from .decision import Decision
+from .defaults import DEFAULT_BATCH_CONCURRENCY
 from .errors import BatchError, ClassifierError, ConfigError
 from .questions import Question
 
