@@ -49,9 +49,22 @@ class StateResult:
         return self.error is None
 
 
+#: The accepted ``concurrency`` range. Above it a value is a typo, not a plan: the connection
+#: pool holds 100 sockets, and a worker per unit of 99999999999 once ran a machine out of memory.
+MIN_CONCURRENCY = 1
+MAX_CONCURRENCY = 1000
+
+
 def _check_concurrency(concurrency: int) -> None:
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ConfigError(f"classifier: concurrency must be at least 1, got {concurrency!r}")
+    if (
+        isinstance(concurrency, bool)
+        or not isinstance(concurrency, int)
+        or not MIN_CONCURRENCY <= concurrency <= MAX_CONCURRENCY
+    ):
+        raise ConfigError(
+            f"classifier: concurrency takes {MIN_CONCURRENCY}..{MAX_CONCURRENCY}, "
+            f"got {concurrency!r}"
+        )
 
 
 async def run_states(
@@ -123,11 +136,26 @@ async def evaluate_stream(
     source = _pull(states)
     done: asyncio.Queue[tuple[K, StateResult] | None] = asyncio.Queue(maxsize=concurrency)
     failed: list[Exception] = []
+    workers: list[asyncio.Task[None]] = []
+    idle = 0
+
+    def spawn() -> None:
+        workers.append(asyncio.create_task(worker()))
 
     async def worker() -> None:
+        # Workers are started one at a time, each time every running worker has taken a state,
+        # so their number is bounded by the states actually pending, never by ``concurrency``.
+        nonlocal idle
         # No sentinel on cancellation: the queue may be full and nobody is reading.
         try:
-            while (item := await source()) is not None:
+            while True:
+                idle += 1
+                item = await source()
+                idle -= 1
+                if item is None:
+                    break
+                if idle == 0 and len(workers) < concurrency:
+                    spawn()
                 key, value = item
                 try:
                     check_state(value)
@@ -140,13 +168,13 @@ async def evaluate_stream(
             failed.append(e)
         await done.put(None)
 
-    workers = [asyncio.create_task(worker()) for _ in range(concurrency)]
-    running = len(workers)
+    spawn()
+    finished = 0
     try:
-        while running:
+        while finished < len(workers):
             got = await done.get()
             if got is None:
-                running -= 1
+                finished += 1
                 if failed:
                     raise failed[0]
                 continue

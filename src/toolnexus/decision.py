@@ -8,13 +8,13 @@ cannot be decoded is a :class:`DecisionError`; no other exception escapes ``pars
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeAlias
 
 from .errors import AnswerAccessError, DecisionError
+from .jsonlimits import JsonLimitError, loads
 from .questions import (
     Question,
     RawQuestion,
@@ -277,8 +277,14 @@ class Decision:
     ) -> Decision:
         """Decode a response body. With ``questions``, score answers are checked against the
         rubric the caller sent (seed 003) and labelled from it."""
+        if not isinstance(data, bytes | bytearray | str):
+            raise DecisionError(
+                f"classifier: Decision.from_json takes bytes or str, got {json_kind(data)}"
+            )
         try:
-            obj = json.loads(data)
+            obj = loads(data)
+        except JsonLimitError as e:
+            raise DecisionError(f"classifier: response refused: {e}") from None
         except (ValueError, UnicodeDecodeError) as e:
             raise DecisionError(f"classifier: response is not JSON: {e}") from None
         return parse_decision(obj, questions)
@@ -480,8 +486,8 @@ def _usage(obj: Any) -> ClassifierUsage:
 
     cost = obj.get("cost")
     if cost is not None:
-        if isinstance(cost, bool) or not isinstance(cost, int | float):
-            raise DecisionError("classifier: usage.cost must be a number")
+        if isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost):
+            raise DecisionError("classifier: usage.cost must be a finite number")
         cost = float(cost)
     return ClassifierUsage(tokens("input_tokens"), tokens("output_tokens"), cost)
 

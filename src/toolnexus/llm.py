@@ -37,6 +37,7 @@ from .errors import (
     HTTPStatusError,
     InvalidDecision,
 )
+from .jsonlimits import loads
 from .questions import (
     ChoiceQuestion,
     NoulQuestion,
@@ -206,7 +207,7 @@ def decode_reply(
         why = f"refused: {_quote(refusal, secrets)}" if refusal else "no message content"
         raise DecisionError(f"classifier: llm: chat reply has {why}")
     try:
-        reply = json.loads(content)
+        reply = loads(content)
     except ValueError:
         reply = None
     if not isinstance(reply, Mapping) or not isinstance(reply.get("answers"), Mapping):
@@ -410,8 +411,8 @@ class LlmStyle:
         )
         reply = await self._transport.post(_PATH, body)
         try:
-            parsed = json.loads(reply.content)
-        except ValueError:
+            parsed = loads(reply.content)
+        except (ValueError, UnicodeDecodeError):
             text = reply.content.decode("utf-8", errors="replace")
             raise DecisionError(
                 f"classifier: POST {self.endpoint}: response is not JSON: "

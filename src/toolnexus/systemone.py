@@ -16,7 +16,6 @@ Keys are sha256 digests of public values; the credential is never part of one.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +23,7 @@ from .backends import ResolvedBackend, resolve_backend
 from .canonical import canonical_json, decision_cache_key, model_cache_key
 from .decision import Decision, parse_decision
 from .errors import CacheError, ClassifierError, ConfigError, DecisionError, HookError
+from .jsonlimits import JsonLimitError, loads
 from .questions import Question, questions_to_wire
 from .transport import SystemOneTransport
 from .validation import validate_decision
@@ -189,7 +189,11 @@ class SystemOneStyle:
     ) -> Decision:
         rid = f" (request id {request_id})" if request_id else ""
         try:
-            obj = json.loads(content)
+            obj = loads(content)
+        except JsonLimitError as e:
+            raise DecisionError(
+                f"classifier: POST {endpoint}: HTTP 200: the response body is refused: {e}{rid}"
+            ) from None
         except (ValueError, UnicodeDecodeError) as e:
             text = content.decode("utf-8", errors="replace")
             if not text.strip():

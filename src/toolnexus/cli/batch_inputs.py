@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import csv
 import glob
-import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -30,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ..jsonlimits import JsonLimitError, loads
 from .errors import CliError, one_line
 from .states import NotAState, check_state, guess_format, parse_state
 
@@ -126,9 +126,12 @@ def read_jsonl(stream: BinaryIO, name: str, spec: InputSpec) -> Iterator[InputIt
             continue
         where = f"{name}:{lineno}"
         try:
-            value = json.loads(raw)
+            value = loads(raw)
         except UnicodeDecodeError as e:
-            yield InputItem(where, error=(MALFORMED, f"{where}: not UTF-8: {e.reason}"))
+            yield InputItem(where, error=(MALFORMED, f"{where}: not UTF-8 (byte {e.start})"))
+            continue
+        except JsonLimitError as e:
+            yield InputItem(where, error=(MALFORMED, f"{where}: JSON state refused: {e}"))
             continue
         except ValueError as e:
             yield InputItem(where, error=(MALFORMED, f"{where}: invalid JSON: {one_line(str(e))}"))

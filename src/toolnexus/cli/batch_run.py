@@ -408,8 +408,13 @@ def _open_output(cfg: BatchConfig, columns: list[str]) -> tuple[OutputWriter, Pr
 def _check_config(cfg: BatchConfig) -> None:
     if cfg.fmt not in FORMATS:
         raise CliError(f"--format takes {', '.join(FORMATS)}, got {cfg.fmt!r}")
-    if cfg.concurrency < 1:
-        raise CliError(f"--concurrency must be at least 1, got {cfg.concurrency}")
+    from ..batch import MAX_CONCURRENCY, MIN_CONCURRENCY
+
+    if not MIN_CONCURRENCY <= cfg.concurrency <= MAX_CONCURRENCY:
+        raise CliError(
+            f"--concurrency takes {MIN_CONCURRENCY}..{MAX_CONCURRENCY} requests in flight, "
+            f"got {cfg.concurrency}"
+        )
     if cfg.rate is not None and not cfg.rate > 0:
         raise CliError(f"--rate must be a positive number of requests per minute, got {cfg.rate}")
     if (cfg.resume or cfg.retry_errors) and cfg.output is None:

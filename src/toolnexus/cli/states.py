@@ -68,34 +68,68 @@ def _strip_final_newline(text: str) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
+def _parse_yaml(text: str, name: str) -> Any:
+    """A YAML state through the same reader as question files: one node budget for alias
+    expansion, the same nesting and number bounds, duplicate keys and non-JSON values refused."""
+    from .yamlread import YamlSyntaxError, read_yaml
+
+    try:
+        doc = read_yaml(text)
+    except YamlSyntaxError as e:
+        p = e.problem
+        raise CliError(f"{name}:{p.line}:{p.col}: invalid YAML: {p.message}") from None
+    if doc.problems:
+        p = min(doc.problems, key=lambda p: (p.line, p.col))
+        raise CliError(f"{name}:{p.line}:{p.col}: {p.message}")
+    if doc.second_document is not None:
+        line, col = doc.second_document
+        raise CliError(f"{name}:{line}:{col}: a state is one YAML document, this is a second one")
+    return doc.value
+
+
 def parse_state(text: str, fmt: StateFormat, name: str) -> Any:
     """Read ``text`` as ``fmt``; a syntax error names ``name`` and its line and column.
-    A text state from a file or stdin loses ONE final newline; ``--state-text`` is verbatim."""
+    A text state from a file or stdin loses ONE final newline; ``--state-text`` is verbatim.
+    JSON and YAML states get the bounds of ``jsonlimits`` (nesting, number length, no NaN)."""
     if fmt == "text":
         return text if name == TEXT_NAME else _strip_final_newline(text)
     if fmt == "json":
+        from ..jsonlimits import JsonLimitError, loads
+
         try:
-            value = json.loads(text)
+            value = loads(text)
         except json.JSONDecodeError as e:
             raise CliError(f"{name}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+        except JsonLimitError as e:
+            raise CliError(f"{name}: JSON state refused: {e}") from None
         return check_state(value, name)
-    import yaml
+    return check_state(_parse_yaml(text, name), name)
 
+
+def _read_stdin() -> str:
+    stream = sys.stdin
+    if stream is None or getattr(stream, "closed", False):
+        raise CliError("<stdin>: stdin is closed; pipe a state in, or pass a file or --state-text")
     try:
-        value = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
-        problem = e.problem or e.context or "invalid YAML"
-        raise CliError(f"{where}: invalid YAML: {problem}") from None
-    except yaml.YAMLError as e:
-        raise CliError(f"{name}: invalid YAML: {e}") from None
-    return check_state(value, name)
+        raw = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
+    except OSError as e:
+        raise CliError(f"<stdin>: cannot read: {e.strerror or type(e).__name__}") from None
+    if isinstance(raw, str):
+        text = raw
+    else:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise CliError(f"<stdin>: not UTF-8 text (byte {e.start})") from None
+    if not text.strip():
+        # An empty pipe is a mistake upstream (a failed producer), not a state worth a request.
+        raise CliError("<stdin>: empty input: no state to evaluate")
+    return text
 
 
 def _read(source: str) -> str:
     if source == "-":
-        return sys.stdin.read()
+        return _read_stdin()
     path = Path(source)
     try:
         return path.read_text(encoding="utf-8")

@@ -25,15 +25,19 @@ from typing import Any, TypeAlias
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-__all__ = ["Located", "NodePath", "Problem", "YamlSyntaxError", "read_yaml"]
+from ..jsonlimits import MAX_DEPTH, MAX_NUMBER_CHARS
+
+__all__ = ["ALIAS_BUDGET", "Located", "NodePath", "Problem", "YamlSyntaxError", "read_yaml"]
 
 #: A position in the data: mapping keys and sequence indexes from the document root.
 NodePath: TypeAlias = tuple[str | int, ...]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
-# A document that expands aliases into more nodes than this is an attack (a "billion laughs"),
-# not a question set: the largest legal set is a few thousand nodes.
-_NODE_BUDGET = 200_000
+_NUMBER_TAGS = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"})
+# A document whose aliases expand into more nodes than this is an attack (a "billion laughs"),
+# not a question set or a state. Only EXPANSION counts (a node reached again through an alias):
+# a large file written out in full costs its own size, never this budget.
+ALIAS_BUDGET = 100_000
 
 
 @dataclass(frozen=True)
@@ -107,17 +111,29 @@ def _syntax_problem(e: yaml.YAMLError, text: str) -> Problem:
 class _Walker:
     def __init__(self, out: Located) -> None:
         self.out = out
-        self.budget = _NODE_BUDGET
+        self.budget = ALIAS_BUDGET
+        self.seen: set[int] = set()
         self.constructor = yaml.SafeLoader("")
 
     def problem(self, node: Node, code: str, message: str) -> None:
         self.out.problems.append(Problem(*_pos(node), code, message))
 
     def walk(self, node: Node, path: NodePath, stack: frozenset[int]) -> Any:
-        self.budget -= 1
-        if self.budget < 0:
+        if id(node) in self.seen:
+            self.budget -= 1
+            if self.budget < 0:
+                raise YamlSyntaxError(
+                    Problem(
+                        *_pos(node),
+                        "TN900",
+                        f"YAML aliases expand to more than {ALIAS_BUDGET:,} nodes (alias bomb?)",
+                    )
+                )
+        else:
+            self.seen.add(id(node))
+        if len(path) > MAX_DEPTH:
             raise YamlSyntaxError(
-                Problem(*_pos(node), "TN900", "YAML expands to too many nodes (alias bomb?)")
+                Problem(*_pos(node), "TN900", f"YAML nested more than {MAX_DEPTH} levels deep")
             )
         self.out.marks[path] = _pos(node)
         if id(node) in stack:
@@ -134,9 +150,17 @@ class _Walker:
         return None
 
     def scalar(self, node: ScalarNode) -> Any:
+        if node.tag in _NUMBER_TAGS and len(node.value) > MAX_NUMBER_CHARS:
+            self.problem(
+                node,
+                "TN020",
+                f"a number of {len(node.value)} characters (at most {MAX_NUMBER_CHARS} are "
+                "accepted)",
+            )
+            return node.value
         try:
             value = self.constructor.construct_object(node, deep=True)
-        except yaml.YAMLError:
+        except (yaml.YAMLError, ValueError):
             self.problem(node, "TN020", f"unknown YAML tag {node.tag}: not a JSON value")
             return node.value
         if isinstance(value, datetime.date):

@@ -1,0 +1,107 @@
+"""JSON read with bounds: hostile input costs bounded work and fails as one message. Pure.
+
+The stdlib decoder has no limits of its own: a 100,000-deep array ends in a ``RecursionError``
+(a traceback), a 5,000-digit number in a ``ValueError`` about Python's int conversion, and
+``NaN``/``Infinity``/``1e999`` decode to floats that no other JSON parser accepts. :func:`loads`
+refuses each of them with a :class:`JsonLimitError` whose message says what was wrong, so a
+state, a batch line and a response body all fail the same way:
+
+- nesting deeper than :data:`MAX_DEPTH` arrays/objects;
+- a number literal longer than :data:`MAX_NUMBER_CHARS` characters;
+- ``NaN``, ``Infinity``, ``-Infinity``, or a float literal that overflows to infinity.
+
+:func:`dumps` is the other direction for every JSON the CLI prints or writes: ``allow_nan``
+off, so ``NaN`` can never reach a JSON, JSONL or summary output.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+__all__ = ["MAX_DEPTH", "MAX_NUMBER_CHARS", "JsonLimitError", "depth_error", "dumps", "loads"]
+
+#: Arrays/objects nested deeper than this are refused (a System One answer is 4 deep; a state
+#: of 64 levels is already far past any ticket or tool call).
+MAX_DEPTH = 64
+#: A number literal longer than this is refused: 17 significant digits is all a double holds,
+#: and a token count fits in 20.
+MAX_NUMBER_CHARS = 100
+
+
+class JsonLimitError(ValueError):
+    """JSON that breaks a bound (or is not JSON); ``str(e)`` says which, without a prefix."""
+
+
+def _int(text: str) -> int:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise JsonLimitError(
+            f"a number of {len(text)} characters (at most {MAX_NUMBER_CHARS} are accepted)"
+        )
+    return int(text)
+
+
+def _float(text: str) -> float:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise JsonLimitError(
+            f"a number of {len(text)} characters (at most {MAX_NUMBER_CHARS} are accepted)"
+        )
+    value = float(text)
+    if not math.isfinite(value):
+        raise JsonLimitError(f"the number {text} is out of range (not a finite JSON number)")
+    return value
+
+
+def _constant(name: str) -> Any:
+    raise JsonLimitError(f"{name} is not JSON (NaN and Infinity are refused)")
+
+
+_DECODER = json.JSONDecoder(parse_int=_int, parse_float=_float, parse_constant=_constant)
+
+
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+_INNERMOST = re.compile(r"\[\]|\{\}")
+
+
+def _too_deep(text: str) -> bool:
+    """True when brackets nest deeper than MAX_DEPTH, counted on the raw text (strings skipped)
+    BEFORE decoding, since the decoder itself recurses once per level. Each pass deletes the
+    innermost pairs (C-speed regex work on a shrinking text), so a depth of d costs d passes."""
+    brackets = _NOT_BRACKETS.sub("", _STRINGS.sub("", text))
+    for _ in range(MAX_DEPTH):
+        shorter = _INNERMOST.sub("", brackets)
+        if not shorter or len(shorter) == len(brackets):
+            return False  # flat enough, or unbalanced (the decoder names that error)
+        brackets = shorter
+    return True
+
+
+def depth_error() -> JsonLimitError:
+    return JsonLimitError(f"nested more than {MAX_DEPTH} levels deep")
+
+
+def loads(data: str | bytes | bytearray) -> Any:
+    """Decode one JSON document within the bounds above. Raises :class:`JsonLimitError` for a
+    broken bound, :class:`json.JSONDecodeError` for text that is not JSON and
+    :class:`UnicodeDecodeError` for bytes that are not UTF-8."""
+    if isinstance(data, bytes | bytearray):
+        data = bytes(data)
+        text = data.decode("utf-8-sig") if data[:3] == b"\xef\xbb\xbf" else data.decode("utf-8")
+    else:
+        text = data
+    # Bracket depth is checked on the bytes first; a cheap count of brackets skips the scan for
+    # flat documents (most states and every answer have far fewer brackets than the bound).
+    if text.count("[") + text.count("{") > MAX_DEPTH and _too_deep(text):
+        raise depth_error()
+    try:
+        return _DECODER.decode(text)
+    except RecursionError:  # pragma: no cover - the scan above refuses this first
+        raise depth_error() from None
+
+
+def dumps(value: Any, **kwargs: Any) -> str:
+    """``json.dumps`` that refuses NaN/Infinity (a ValueError) instead of writing them."""
+    return json.dumps(value, allow_nan=False, **kwargs)
