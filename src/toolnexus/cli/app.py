@@ -30,7 +30,7 @@ import typer
 from typer.core import TyperGroup
 
 from .. import __version__
-from . import batch_cmd, cache_cmd, canonical_cmd, check_cmd, eval_cmd, schema_cmd
+from . import batch_cmd, cache_cmd, canonical_cmd, check_cmd, eval_cmd, schema_cmd, serve_cmd
 from .errors import (
     EXIT_BACKEND,
     EXIT_CODES_HELP,
@@ -188,6 +188,7 @@ app.command("canonical")(canonical_cmd.canonical)
 app.command("check-criteria", help=check_cmd.HELP)(check_cmd.check_criteria)
 app.command("eval")(eval_cmd.eval_command)
 app.command("schema")(schema_cmd.schema)
+app.command("serve")(serve_cmd.serve)
 
 
 def get_app() -> typer.Typer:

@@ -1,0 +1,112 @@
+"""The ``--proxy URL --record DIR`` answer source: forward to a real System One endpoint with
+the caller's own Authorization header, hand back its answer unchanged, and record every 200.
+
+``URL`` is a base URL as ``toolnexus --base-url`` takes it (``https://api.typesafe.ai/v1``,
+``https://openrouter.ai/api/v1``); a bare host root (no path) gets ``/v1`` appended, so the URL
+another ``toolnexus serve`` prints works as it is. Only the headers the wire defines are
+forwarded; the Authorization header goes to the upstream and nowhere else: it is never logged,
+recorded, or echoed. A recording holds the request's model, state, questions, the response and,
+for images, each placeholder's sha256 (``assets``), never a header or a key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from ..errors import DecisionError
+from ..questions import normalize_questions
+from ..recordings import write_recording
+from .wire import WireRequest
+
+__all__ = ["FORWARDED_HEADERS", "Upstream", "record_exchange", "upstream_base"]
+
+#: Request headers passed to the upstream (lower case). Everything else stays here.
+FORWARDED_HEADERS = (
+    "authorization",
+    "accept",
+    "content-type",
+    "content-encoding",
+    "user-agent",
+    "x-typesafe-sdk",
+    "x-typesafe-runtime",
+    "x-typesafe-retry-count",
+    "typesafe-danger-zone-images",
+)
+#: Response headers passed back to the caller (lower case).
+RETURNED_HEADERS = ("content-type", "x-typesafe-request-id", "retry-after", "retry-after-ms")
+
+
+def upstream_base(url: str) -> str:
+    """The upstream's base URL, ending before ``/systemone``."""
+    url = url.rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"--proxy {url!r}: not an http(s) URL")
+    return url if parts.path not in ("", "/") else url + "/v1"
+
+
+class Upstream:
+    """One pooled client session to the upstream endpoint."""
+
+    def __init__(self, base: str, timeout: float = 60.0) -> None:
+        self.base = upstream_base(base)
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def start(self) -> None:
+        self._session = aiohttp.ClientSession(timeout=self._timeout, auto_decompress=True)
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def forward(
+        self, method: str, endpoint: str, headers: Mapping[str, str], body: bytes | None
+    ) -> tuple[int, bytes, dict[str, str]]:
+        """``(status, body, headers)`` from the upstream; raises ``aiohttp.ClientError`` or
+        ``TimeoutError`` when it gives no answer."""
+        assert self._session is not None, "Upstream.start() first"
+        sent = {k: v for k, v in headers.items() if k.lower() in FORWARDED_HEADERS}
+        async with self._session.request(
+            method, f"{self.base}/{endpoint}", headers=sent, data=body, allow_redirects=False
+        ) as resp:
+            raw = await resp.read()
+            back = {k: v for k, v in resp.headers.items() if k.lower() in RETURNED_HEADERS}
+            return resp.status, raw, back
+
+
+def record_exchange(
+    directory: str | Path, endpoint: str, request: WireRequest, response_body: bytes
+) -> Path:
+    """Write one exchange as ``--record`` does (``recordings.write_recording``), plus the image
+    hashes under ``assets``. Raises ``ClassifierError`` when toolnexus cannot model it."""
+    try:
+        response: Any = json.loads(response_body)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise DecisionError(f"classifier: the upstream's 200 body is not JSON: {e}") from None
+    if not isinstance(response, Mapping):
+        raise DecisionError("classifier: the upstream's 200 body is not a JSON object")
+    path = write_recording(
+        directory,
+        model=request.model,
+        endpoint=endpoint,
+        state=request.state,
+        questions=normalize_questions(request.questions),
+        response=response,
+    )
+    if request.images:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["assets"] = {
+            i.placeholder: {"sha256": i.sha256, "type": "image"} for i in request.images
+        }
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.replace(path)
+    return path

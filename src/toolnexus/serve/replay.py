@@ -1,0 +1,136 @@
+"""The ``--replay DIR`` answer source: recordings as ``--record`` writes them, matched on the
+canonical request, the canonical state and the image hashes.
+
+Questions are keyed in toolnexus's canonical wire form (``questions_to_wire``), so a request the
+official SDK spells differently (an absent ``instructions``, say) still matches the recording a
+toolnexus run wrote. Every image placeholder, in the state and in the questions, is replaced by
+the sha256 of its image before keying: the SDK draws a random placeholder per run, so a key on
+the placeholder text would never match twice (wire reference, "Images").
+
+A request is first matched with its model; failing that, on the questions, state and images
+alone, as toolnexus's own ``--replay`` does (a recording made against ``jev-latest`` still
+answers a host that pins ``jev-1.13.0``). A miss is a 409 whose body names the question-set
+sha256, a preview of the state, and how to record the exchange.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..canonical import canonical_json, canonical_request, sha256_hex
+from ..errors import ClassifierError
+from ..questions import normalize_questions, questions_to_wire
+from ..recordings import Recording, load_recordings
+from .wire import Reject, WireRequest
+
+__all__ = ["ReplayIndex", "miss_body", "question_key", "state_preview"]
+
+
+def question_key(questions: Mapping[str, Any]) -> bytes:
+    """The canonical bytes of a question set in toolnexus's wire form (the raw wire form when
+    toolnexus cannot model it)."""
+    try:
+        return canonical_json(questions_to_wire(normalize_questions(questions)))
+    except ClassifierError:
+        return canonical_json(questions)
+
+
+def _swap(text: bytes, images: Iterable[tuple[str, str]]) -> bytes:
+    for placeholder, digest in images:
+        text = text.replace(placeholder.encode("utf-8"), f"<sha256:{digest}>".encode())
+    return text
+
+
+def _keys(
+    model: str, questions: Mapping[str, Any], state: Any, images: Iterable[tuple[str, str]]
+) -> tuple[str, str]:
+    pairs = list(images)
+    q = _swap(question_key(questions), pairs)
+    s = _swap(canonical_json(state), pairs)
+    loose = sha256_hex(b"q" + q + b"\x00s" + s)
+    return sha256_hex(model.encode("utf-8") + b"\x00" + loose.encode()), loose
+
+
+def state_preview(state: Any, width: int = 60) -> str:
+    """A short one-line excerpt of a state, to name it without dumping a whole ticket."""
+    text = state if isinstance(state, str) else canonical_json(state).decode("utf-8")
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def miss_body(request: WireRequest, directory: str) -> dict[str, Any]:
+    """The 409 body of a replay miss (the SDK reads ``detail.message``)."""
+    try:
+        digest = sha256_hex(canonical_request("", normalize_questions(request.questions)))
+    except ClassifierError:
+        digest = sha256_hex(canonical_json({"model": "", "questions": request.questions}))
+    preview = state_preview(request.state)
+    message = (
+        f"replay miss: no recording in {directory} for state {preview!r} with question set "
+        f"sha256 {digest[:12]}; record it once with `toolnexus serve --proxy URL --record "
+        f"{directory}` (or `toolnexus eval/batch --record {directory}`) and serve again"
+    )
+    return {
+        "detail": {"error_type": "replay_miss", "message": message},
+        "questions_sha256": digest,
+        "state_preview": preview,
+        "images_sha256": [image.sha256 for image in request.images],
+        "replay_dir": directory,
+    }
+
+
+def _recorded_images(recording: Recording) -> list[tuple[str, str]]:
+    assets = getattr(recording, "assets", None)
+    if assets is None and recording.path is not None:
+        assets = json.loads(recording.path.read_text(encoding="utf-8")).get("assets")
+    if not isinstance(assets, Mapping):
+        return []
+    out = []
+    for placeholder, spec in assets.items():
+        if isinstance(spec, Mapping) and isinstance(spec.get("sha256"), str):
+            out.append((str(placeholder), spec["sha256"]))
+    return out
+
+
+@dataclass
+class ReplayIndex:
+    """Recorded response bodies by request key. Build with :meth:`load` or :meth:`of`."""
+
+    directory: str
+    exact: dict[str, Mapping[str, Any]]
+    loose: dict[str, Mapping[str, Any]]
+
+    @classmethod
+    def of(cls, recordings: Iterable[Recording], directory: str = "<memory>") -> ReplayIndex:
+        exact: dict[str, Mapping[str, Any]] = {}
+        loose: dict[str, Mapping[str, Any]] = {}
+        for r in recordings:
+            full, partial = _keys(r.model, r.questions, r.state, _recorded_images(r))
+            exact.setdefault(full, r.response)
+            loose.setdefault(partial, r.response)
+        return cls(directory, exact, loose)
+
+    @classmethod
+    def load(cls, directory: str | Path) -> ReplayIndex:
+        """Every recording of ``directory``; a ``ConfigError`` naming the directory or file when
+        it is missing, empty, or holds a broken recording."""
+        return cls.of(load_recordings(directory), str(directory))
+
+    def __len__(self) -> int:
+        return len(self.loose)
+
+    def find(self, request: WireRequest) -> Mapping[str, Any] | None:
+        images = [(i.placeholder, i.sha256) for i in request.images]
+        full, partial = _keys(request.model, request.questions, request.state, images)
+        return self.exact.get(full) or self.loose.get(partial)
+
+    def answer(self, request: WireRequest) -> Mapping[str, Any]:
+        """The recorded body, or a :class:`Reject` 409 naming what is missing."""
+        hit = self.find(request)
+        if hit is None:
+            raise Reject(409, miss_body(request, self.directory), "replay_miss")
+        return hit

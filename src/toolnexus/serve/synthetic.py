@@ -1,0 +1,170 @@
+"""The ``--synthetic`` answer source: deterministic, valid System One answers for any request.
+
+Same request, same answer: every number is drawn from a generator seeded with the server's
+``seed``, the question (never its caller key: keys are addressing, not content) and the state
+with each image placeholder replaced by the image's sha256, so the official SDK's random
+placeholders and toolnexus's derived ones get the same answers for the same images.
+
+Shapes follow the live wire (``../shared/reference/system-one-wire.md``):
+- noul: a probability at two decimals, no confidence;
+- choice: probabilities at two decimals summing to exactly 1.00, the choice is the most likely
+  option, confidence = clip((max p - 1/k) / (1 - 1/k), 0, 1) as observed on the live API; about
+  one answer in eight is near-uniform, as real encodings sometimes are;
+- score: probabilities per level summing to 1.00, ``score`` the probability-weighted mean level,
+  a ``legend`` echoing the rubric, a confidence by the same formula;
+- box (Jev 1.14): edges as fractions with top < bottom and left < right, a confidence;
+- any other type (toolnexus's raw questions): :data:`PLACEHOLDER_FIELD` set to
+  :data:`PLACEHOLDER`, so a test of the raw path gets an answer of its own type. The real API
+  answers such a question 422; ``--synthetic`` answers it so the raw path can be tested.
+
+Every answer passes ``validate_decision`` against its question. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Mapping
+from typing import Any
+
+from ..canonical import canonical_json
+
+__all__ = [
+    "PLACEHOLDER",
+    "PLACEHOLDER_FIELD",
+    "SERVED_MODELS",
+    "served_model",
+    "synthesize",
+]
+
+#: What the server says answered, for the aliases (as the live API answers, more specific).
+SERVED_MODELS: Mapping[str, str] = {
+    "jev-latest": "jev-1.13.0",
+    "jev-preview": "jev-1.14.0",
+    "typesafe/jev-1.13": "typesafe/jev-1.13-20260917",
+}
+
+#: The answer field of a question type System One does not define, and its fixed value.
+PLACEHOLDER_FIELD = "placeholder"
+PLACEHOLDER = "toolnexus serve --synthetic: no model answers this question type"
+
+
+def served_model(model: str) -> str:
+    """The model the synthetic server reports for a requested ``model``."""
+    return SERVED_MODELS.get(model, model)
+
+
+def _rng(seed: int, question: Any, state_key: bytes) -> random.Random:
+    digest = hashlib.sha256(canonical_json([seed, question]) + b"\x00" + state_key).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def _cents(rng: random.Random, n: int) -> list[int]:
+    """A distribution over ``n`` outcomes in hundredths that sum to exactly 100."""
+    if n == 1:
+        return [100]
+    cents = [0] * n
+    if n <= 20 and rng.random() < 0.125:
+        # near-uniform: 100 spread as evenly as hundredths allow, the remainder on random ones
+        base, extra = divmod(100, n)
+        for i in range(n):
+            cents[i] = base
+        for i in rng.sample(range(n), extra):
+            cents[i] += 1
+        return cents
+    winner = rng.randrange(n)
+    top = rng.randint(max(40, 100 // n + 2), 100)
+    cents[winner] = top
+    rest = 100 - top
+    others = [i for i in rng.sample(range(n), min(n, 4)) if i != winner][:3]
+    for j, i in enumerate(others):
+        share = rest if j == len(others) - 1 else rng.randint(0, rest)
+        share = min(share, top - 1)
+        cents[i] += share
+        rest -= share
+    cents[winner] += rest  # whatever could not go elsewhere stays on the winner
+    return cents
+
+
+def _confidence(top: float, n: int) -> float:
+    if n <= 1:
+        return 1.0
+    return round(min(1.0, max(0.0, (top - 1 / n) / (1 - 1 / n))), 2)
+
+
+def _answer(question: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
+    qtype = question.get("type")
+    if qtype == "noul":
+        return {"type": "noul", "noul": rng.randint(0, 100) / 100}
+    if qtype == "choice":
+        # Drawn over the options in code-point order: a map's key order on the wire carries
+        # no meaning (toolnexus sends it sorted, the SDK as written), so it changes nothing.
+        options = sorted(str(k) for k in question["criteria"])
+        cents = _cents(rng, len(options))
+        best = max(range(len(options)), key=lambda i: (cents[i], -i))
+        return {
+            "type": "choice",
+            "choice": options[best],
+            "confidence": _confidence(cents[best] / 100, len(options)),
+            "probabilities": {o: c / 100 for o, c in zip(options, cents, strict=True)},
+        }
+    if qtype == "score":
+        levels = list(question["criteria"])
+        cents = _cents(rng, len(levels))
+        return {
+            "type": "score",
+            "score": round(sum(i * c for i, c in enumerate(cents)) / 100, 2),
+            "confidence": _confidence(max(cents) / 100, len(levels)),
+            "legend": {str(i): level for i, level in enumerate(levels)},
+            "probabilities": {str(i): c / 100 for i, c in enumerate(cents)},
+        }
+    if qtype == "box":
+        top = rng.randint(0, 80)
+        bottom = rng.randint(top + 10, 100)
+        left = rng.randint(0, 80)
+        right = rng.randint(left + 10, 100)
+        return {
+            "type": "box",
+            "box": {
+                "top": top / 100,
+                "bottom": bottom / 100,
+                "left": left / 100,
+                "right": right / 100,
+            },
+            "confidence": rng.randint(50, 99) / 100,
+        }
+    return {"type": qtype, PLACEHOLDER_FIELD: PLACEHOLDER}
+
+
+def _output_tokens(question: Mapping[str, Any]) -> int:
+    criteria = question.get("criteria")
+    return 4 + (len(criteria) if isinstance(criteria, Mapping | list) else 0)
+
+
+def synthesize(
+    request: Mapping[str, Any],
+    *,
+    seed: int = 0,
+    state_key: bytes | None = None,
+    images: int = 0,
+) -> dict[str, Any]:
+    """A valid System One response body for ``request`` (``{model, questions, state}``).
+
+    ``state_key`` is what identifies the state (default: its canonical JSON); the server passes
+    the state with placeholders replaced by image hashes. ``images`` counts attached images for
+    ``usage.input_tokens``.
+    """
+    if state_key is None:
+        state_key = canonical_json(request.get("state"))
+    questions: Mapping[str, Any] = request["questions"]
+    answers = {key: _answer(q, _rng(seed, q, state_key)) for key, q in questions.items()}
+    size = len(state_key) + len(canonical_json(questions))
+    model = request.get("model")
+    return {
+        "model": served_model(model) if isinstance(model, str) else "jev-1.13.0",
+        "answers": answers,
+        "usage": {
+            "input_tokens": 96 + size // 4 + 258 * images,
+            "output_tokens": sum(_output_tokens(q) for q in questions.values()),
+        },
+    }

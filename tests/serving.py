@@ -1,0 +1,56 @@
+"""Helpers for the serve tests: run ``toolnexus.serve`` for one coroutine, post raw bodies."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from toolnexus.serve import ServeOptions, Server
+
+
+def run_with(options: ServeOptions, scenario: Callable[[Server], Awaitable[Any]]) -> Any:
+    """Start a server with ``options``, run ``scenario(server)``, stop it, return the result."""
+
+    async def go() -> Any:
+        async with Server(options) as server:
+            return await scenario(server)
+
+    return asyncio.run(go())
+
+
+async def post(
+    url: str,
+    body: Any,
+    *,
+    path: str = "/v1/systemone",
+    headers: dict[str, str] | None = None,
+) -> httpx.Response:
+    """POST ``body`` (JSON-encoded unless bytes) and return the response."""
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
+    sent = {"Content-Type": "application/json", **(headers or {})}
+    # verify=False: plain http only, and it skips loading a CA bundle (~50 ms a client).
+    async with httpx.AsyncClient(timeout=10, verify=False, trust_env=False) as client:
+        return await client.post(url + path, content=raw, headers=sent)
+
+
+def multipart(request: dict[str, Any], images: list[bytes], boundary: str = "b0undary") -> bytes:
+    """The official SDK's multipart body: a ``request`` part, then ``asset-N`` parts."""
+    chunks = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="request"\r\n'
+        "Content-Type: application/json\r\n\r\n".encode(),
+        json.dumps(request).encode("utf-8"),
+        b"\r\n",
+    ]
+    for i, data in enumerate(images):
+        chunks += [
+            f'--{boundary}\r\nContent-Disposition: form-data; name="asset-{i}"; '
+            f'filename="asset-{i}"\r\nContent-Type: image/png\r\n\r\n'.encode(),
+            data,
+            b"\r\n",
+        ]
+    chunks.append(f"--{boundary}--\r\n".encode())
+    return b"".join(chunks)

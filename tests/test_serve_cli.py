@@ -1,0 +1,156 @@
+"""``toolnexus serve`` as a process (issue 11 "Operations"): prints its URL (``--port 0`` picks
+a free port), one access-log line per request on stderr with no Authorization and no body,
+SIGINT/SIGTERM finish in-flight requests and exit 0, and every start-up failure is one line
+and exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from clirun import error_line, run_cli
+
+TOOLNEXUS = [sys.executable, "-m", "toolnexus"]
+SECRET = "sk-cli-serve-secret-91c2"
+BODY = {
+    "model": "jev-latest",
+    "state": "charged twice",
+    "questions": {"r": {"type": "noul", "instructions": "Refund?"}},
+}
+
+
+@contextmanager
+def serving(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    with subprocess.Popen(
+        [*TOOLNEXUS, "serve", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:"), url
+            yield proc, url
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_finishes_the_request_in_flight_and_exits_0(sig: signal.Signals) -> None:
+    with serving("--synthetic", "--latency-ms", "600") as (proc, url):
+        got: dict[str, httpx.Response] = {}
+
+        def client() -> None:
+            got["r"] = httpx.post(
+                url + "/v1/systemone",
+                json=BODY,
+                timeout=10,
+                headers={"Authorization": f"Bearer {SECRET}"},
+            )
+
+        t = threading.Thread(target=client)
+        t.start()
+        # wait until the request is being served (the latency holds it in flight)
+        for _ in range(200):
+            stats = httpx.get(url + "/_stats", timeout=5).json()
+            if stats["in_flight"]:
+                break
+        proc.send_signal(sig)
+        t.join(15)
+        code = proc.wait(15)
+        err = proc.stderr.read() if proc.stderr else ""
+    assert got["r"].status_code == 200 and got["r"].json()["answers"]["r"]["type"] == "noul"
+    assert code == 0, err
+    log = [line for line in err.splitlines() if '"POST /v1/systemone"' in line]
+    assert len(log) == 1 and " 200 " in log[0] and "answered" in log[0]
+    assert SECRET not in err and "Bearer" not in err and "charged twice" not in err
+    assert "Traceback" not in err
+
+
+def test_replay_of_the_shipped_recordings_from_the_command_line() -> None:
+    rec = json.loads(next(Path("recordings").glob("0470*.json")).read_text(encoding="utf-8"))
+    with serving("--replay", "recordings") as (proc, url):
+        r = httpx.post(
+            url + "/v1/systemone",
+            timeout=10,
+            json={"model": rec["model"], "state": rec["state"], "questions": rec["questions"]},
+        )
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+    assert r.json() == rec["response"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expect"),
+    [
+        pytest.param([], "exactly one answer source", id="no-source"),
+        pytest.param(
+            ["--synthetic", "--replay", "recordings"], "exactly one answer source", id="two-sources"
+        ),
+        pytest.param(
+            ["--replay", "no/such/dir"],
+            "replay directory no/such/dir does not exist",
+            id="bad-replay-dir",
+        ),
+        pytest.param(
+            ["--synthetic", "--faults", "429,teapot"], "unknown fault 'teapot'", id="bad-fault"
+        ),
+        pytest.param(
+            ["--synthetic", "--fault-rate", "1.5"], "--fault-rate 1.5 is not in 0..1", id="bad-rate"
+        ),
+        pytest.param(
+            ["--synthetic", "--require-key-env", "SERVE_NO_SUCH_VAR"],
+            "SERVE_NO_SUCH_VAR names a variable that is not set",
+            id="unset-key-env",
+        ),
+        pytest.param(["--proxy", "ftp://x"], "not an http(s) URL", id="bad-proxy"),
+        pytest.param(
+            ["--synthetic", "--record", "x"],
+            "--record DIR goes with --proxy",
+            id="record-without-proxy",
+        ),
+    ],
+)
+def test_start_up_errors_are_one_line_and_exit_2(args: list[str], expect: str) -> None:
+    ran = run_cli("serve", "--port", "0", *args)
+    assert ran.code == 2
+    line = error_line(ran.stderr)
+    assert expect in line and ran.out == ""
+
+
+def test_a_broken_recording_names_its_file(tmp_path: Path) -> None:
+    (tmp_path / "broken.json").write_text("{", encoding="utf-8")
+    ran = run_cli("serve", "--port", "0", "--replay", str(tmp_path))
+    assert ran.code == 2 and "broken.json" in error_line(ran.stderr)
+
+
+def test_a_port_in_use_is_one_line_and_exit_2() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        ran = subprocess.run(
+            [*TOOLNEXUS, "serve", "--synthetic", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={**os.environ, "PYTHONWARNINGS": ""},
+        )
+    assert ran.returncode == 2 and ran.stdout == ""
+    line = error_line(ran.stderr)
+    assert f"cannot listen on 127.0.0.1:{port}: address already in use" in line
+    assert "--port 0" in line

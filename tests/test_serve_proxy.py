@@ -1,0 +1,146 @@
+"""``toolnexus serve --proxy URL --record DIR``, and the record-then-replay round trip (issue 11):
+serve A ``--synthetic``; serve B ``--proxy A --record DIR``; a client batch through B; then
+serve C ``--replay DIR`` answers the same batch with 0 misses and identical decisions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from imagegen import png
+from serving import multipart, post
+from toolnexus import BatchError, HTTPStatusError, create_classifier
+from toolnexus.serve import ServeOptions, Server
+
+KEY = "sk-proxy-test-5f1e0c"
+QUESTIONS: dict[str, Any] = {
+    "refund": {"type": "noul", "instructions": "Is a refund requested?"},
+    "team": {
+        "type": "choice",
+        "instructions": "Which team?",
+        "criteria": {"billing": "Payments", "technical": "Software"},
+    },
+    "urgency": {
+        "type": "score",
+        "instructions": "How urgent?",
+        "criteria": ["Routine", "Today", "Outage"],
+    },
+}
+STATES = [f"ticket {i}: charged twice for INV-{i}" for i in range(12)] + [{"ticket": 99}]
+
+
+async def batch(url: str) -> list[dict[str, Any]]:
+    async with create_classifier(base_url=f"{url}/v1", api_key_env="PROXY_TEST_KEY") as c:
+        decisions = await c.evaluate_batch(STATES, QUESTIONS, concurrency=4)
+    return [d.to_wire() for d in decisions]
+
+
+def test_record_then_replay_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's acceptance, with the caller's own key forwarded and never recorded."""
+    monkeypatch.setenv("PROXY_TEST_KEY", KEY)
+    monkeypatch.setenv("UPSTREAM_KEY", KEY)
+    record = tmp_path / "rec"
+
+    async def go() -> tuple[list[Any], list[Any], list[Any], dict[str, Any], dict[str, Any]]:
+        async with Server(ServeOptions(synthetic=True, require_key_env="UPSTREAM_KEY")) as a:
+            direct = await batch(a.url)
+            async with Server(ServeOptions(proxy=a.url, record=record)) as b:
+                proxied = await batch(b.url)
+                b_stats = dict(b.stats)
+        async with Server(ServeOptions(replay=record)) as c:
+            replayed = await batch(c.url)
+            c_stats = {f"{r} {o}": n for (r, o), n in c.stats.items()}
+        return direct, proxied, replayed, {f"{r} {o}": n for (r, o), n in b_stats.items()}, c_stats
+
+    direct, proxied, replayed, b_stats, c_stats = asyncio.run(go())
+    assert proxied == direct  # the proxy hands the upstream's answer back unchanged
+    assert replayed == direct  # identical decisions ...
+    assert c_stats == {"POST /v1/systemone answered": len(STATES)}  # ... and 0 misses
+    assert b_stats == {"POST /v1/systemone proxied:200 recorded": len(STATES)}
+    files = sorted(record.glob("*.json"))
+    assert len(files) == len(STATES)
+    for f in files:
+        text = f.read_text(encoding="utf-8")
+        assert KEY not in text and "Bearer" not in text and "uthorization" not in text
+        rec = json.loads(text)
+        assert rec["endpoint"] == f"{rec['endpoint'].rsplit('/v1/', 1)[0]}/v1/systemone"
+        assert rec["model"] == "jev-latest" and rec["served_model"] == "jev-1.13.0"
+
+
+def test_the_upstreams_errors_come_back_unchanged_and_are_not_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("UPSTREAM_KEY", KEY)
+    monkeypatch.setenv("PROXY_TEST_KEY", "sk-wrong")
+    record = tmp_path / "rec"
+
+    async def go() -> tuple[BatchError, httpx.Response]:
+        upstream = ServeOptions(synthetic=True, require_key_env="UPSTREAM_KEY")
+        async with Server(upstream) as a, Server(ServeOptions(proxy=a.url, record=record)) as b:
+            with pytest.raises(BatchError) as info:
+                await batch(b.url)
+            bad = await post(
+                b.url,
+                {"model": "jev-latest", "state": 5, "questions": {}},
+                headers={"Authorization": f"Bearer {KEY}"},
+            )
+            return info.value, bad
+
+    error, bad = asyncio.run(go())
+    assert isinstance(error.cause, HTTPStatusError) and error.cause.status == 401
+    assert bad.status_code == 422 and bad.json()["detail"][0]["loc"][:2] == ["body", "state"]
+    assert not record.exists() or not list(record.glob("*.json"))
+
+
+def test_an_unreachable_upstream_is_a_502_naming_it() -> None:
+    async def go() -> httpx.Response:
+        async with Server(ServeOptions(synthetic=True)) as gone:
+            url = gone.url  # free again once it stops
+        async with Server(ServeOptions(proxy=url)) as b:
+            return await post(b.url, {"model": "jev-latest", "state": "x", "questions": QUESTIONS})
+
+    r = asyncio.run(go())
+    assert r.status_code == 502 and "proxy: no answer from http://127.0.0.1:" in r.json()["detail"]
+    assert r.headers["x-typesafe-request-id"]
+
+
+def test_an_image_exchange_is_recorded_by_image_hash_and_replays(tmp_path: Path) -> None:
+    """Wire reference: 'key on the image bytes (e.g. their sha256)'; the SDK's placeholder is
+    random per run, so the replay of another placeholder for the same bytes must still hit."""
+    image = png(24, 24)
+    record = tmp_path / "rec"
+
+    def request(placeholder: str) -> bytes:
+        body = {
+            "model": "jev-latest",
+            "state": f"What is in {placeholder}?",
+            "questions": QUESTIONS,
+            "assets": {placeholder: {"type": "image", "part": "asset-0"}},
+        }
+        return multipart(body, [image])
+
+    ctype = {"Content-Type": "multipart/form-data; boundary=b0undary"}
+
+    async def go() -> tuple[httpx.Response, httpx.Response]:
+        async with (
+            Server(ServeOptions(synthetic=True)) as a,
+            Server(ServeOptions(proxy=a.url, record=record)) as b,
+        ):
+            first = await post(b.url, request("<image:" + "a" * 32 + ">"), headers=ctype)
+        async with Server(ServeOptions(replay=record)) as c:
+            again = await post(c.url, request("<image:" + "b" * 32 + ">"), headers=ctype)
+        return first, again
+
+    first, again = asyncio.run(go())
+    assert first.status_code == 200 and again.status_code == 200, again.text
+    assert again.json() == first.json()
+    (rec,) = [json.loads(f.read_text(encoding="utf-8")) for f in record.glob("*.json")]
+    (asset,) = rec["assets"].values()
+    import hashlib
+
+    assert asset == {"sha256": hashlib.sha256(image).hexdigest(), "type": "image"}
