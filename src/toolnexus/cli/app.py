@@ -32,30 +32,14 @@ from typer.core import TyperGroup
 from .. import __version__
 from . import batch_cmd, cache_cmd, canonical_cmd, check_cmd, eval_cmd, schema_cmd, serve_cmd
 from .errors import (
-    EXIT_BACKEND,
     EXIT_CODES_HELP,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     CliError,
+    failure_of,
     one_line,
 )
-
-
-def exit_code_for(error: BaseException) -> int | None:
-    """The exit code the boundary gives ``error``, or ``None`` when it is not ours to handle
-    (a bug, which keeps its traceback so it can be reported)."""
-    from ..errors import ClassifierError, DecisionError, HTTPStatusError, TransportError
-
-    if isinstance(error, CliError):
-        return error.code
-    # A backend that failed, or answered something that is not a decision, is a backend
-    # failure; every other library error is about the caller's input or options.
-    if isinstance(error, HTTPStatusError | TransportError | DecisionError):
-        return EXIT_BACKEND
-    if isinstance(error, ClassifierError):
-        return EXIT_USAGE
-    return None
 
 
 def report(error: BaseException) -> None:
@@ -99,11 +83,11 @@ def handle(error: BaseException) -> int:
         else:
             report(error)
         return EXIT_USAGE if error.exit_code in (1, 2) else int(error.exit_code)
-    code = exit_code_for(error)
-    if code is None:
+    failure = failure_of(error)
+    if failure is None:
         raise error
     report(error)
-    return code
+    return failure.exit_code
 
 
 class BoundaryGroup(TyperGroup):

@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..jsonlimits import JsonLimitError, loads
-from .errors import CliError, one_line
+from .errors import MALFORMED_INPUT, CliError, one_line
 from .states import NotAState, check_state, guess_format, parse_state
 
 __all__ = ["InputItem", "InputSpec", "iter_inputs", "kind_of"]
 
-MALFORMED = "malformed_input"
+MALFORMED = MALFORMED_INPUT.code
 INVALID_STATE = "invalid_state"
 
 _GLOB_CHARS = frozenset("*?[")

@@ -6,14 +6,14 @@ completes (``batch_output``). Records go to ``--output`` or stdout; progress, wa
 one-line summary go to stderr.
 
 Exit codes, worst first: 3 when any state failed at the backend (``backend_*`` codes); 2 for
-usage errors and for states the inputs could not supply (``malformed_input``, ``invalid_state``,
-``replay_miss``); 1 when a ``--fail-on`` condition holds for any record (an ``invalid_decision``
-error record counts as ``invalid``); 0 otherwise. SIGINT exits 130 and SIGTERM 143, after
-fsyncing what was written.
+usage errors and for states the inputs or the options could not serve (``malformed_input``,
+``invalid_state``, ``replay_miss``, ``config_error``, ...); 1 when a ``--fail-on`` condition
+holds for any record (an ``invalid_decision`` error record counts as ``invalid``, as ``eval``
+flags the same reply); 0 otherwise. SIGINT exits 130 and SIGTERM 143, after fsyncing what was
+written.
 
-Error record codes: ``backend_http``, ``backend_transport``, ``backend_response`` (a body that
-cannot be decoded), ``backend_error`` (any other backend failure), ``invalid_decision``,
-``replay_miss``, ``unsupported``, ``invalid_state``, ``malformed_input``.
+Error record codes and their exit codes come from ``cli/errors.py``'s ``failure_of`` (one table
+for every command), listed in the README.
 """
 
 from __future__ import annotations
@@ -33,7 +33,17 @@ from typing import TYPE_CHECKING, Any
 from ..defaults import DEFAULT_BATCH_CONCURRENCY
 from .batch_inputs import InputItem, InputSpec, iter_inputs, kind_of
 from .batch_output import FORMATS, OutputWriter, PriorOutput, ReorderBuffer, error_record
-from .errors import EXIT_BACKEND, EXIT_CONDITION, EXIT_OK, EXIT_USAGE, CliError, one_line
+from .errors import (
+    CONDITION_FOR_CODE,
+    EXIT_BACKEND,
+    EXIT_CONDITION,
+    EXIT_FOR_CODE,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    failure_of,
+    one_line,
+)
 
 if TYPE_CHECKING:
     from ..batch import StateResult
@@ -41,12 +51,6 @@ if TYPE_CHECKING:
     from ..questions import Question
     from .options import Backend, BackendSettings
 
-#: Codes that mean the backend failed this state (exit 3).
-BACKEND_CODES = frozenset(
-    {"backend_http", "backend_transport", "backend_response", "backend_error"}
-)
-#: Codes that mean the inputs could not supply this state (exit 2).
-INPUT_CODES = frozenset({"malformed_input", "invalid_state", "replay_miss", "unsupported"})
 #: ``--ordered`` holds at most this many finished records per unit of concurrency.
 REORDER_WINDOW_PER_SLOT = 8
 
@@ -73,32 +77,11 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 
 
 def error_code(error: ClassifierError) -> str:
-    """The stable code of a per-state failure."""
-    from ..errors import (
-        ClassifierUnsupported,
-        DecisionError,
-        HTTPStatusError,
-        InvalidDecision,
-        InvalidState,
-        StaticMiss,
-        TransportError,
-    )
-
-    if isinstance(error, HTTPStatusError):
-        return "backend_http"
-    if isinstance(error, TransportError):
-        return "backend_transport"
-    if isinstance(error, InvalidDecision):
-        return "invalid_decision"
-    if isinstance(error, DecisionError):
-        return "backend_response"
-    if isinstance(error, StaticMiss):
-        return "replay_miss"
-    if isinstance(error, ClassifierUnsupported):
-        return "unsupported"
-    if isinstance(error, InvalidState):
-        return "invalid_state"
-    return "backend_error"
+    """The stable code of a per-state failure: ``failure_of``'s, the same table that gives
+    ``eval`` its exit code for the same exception."""
+    failure = failure_of(error)
+    assert failure is not None  # every ClassifierError has a row
+    return failure.code
 
 
 @dataclass
@@ -140,10 +123,12 @@ class BatchSummary:
         return sum(self.codes.values())
 
     def exit_code(self) -> int:
-        if any(c in BACKEND_CODES for c in self.codes):
-            return EXIT_BACKEND
-        if any(c in INPUT_CODES for c in self.codes):
-            return EXIT_USAGE
+        """The worst outcome: a backend failure (3) over an input failure (2) over a
+        ``--fail-on`` condition (1); each record code's exit code is ``failure_of``'s."""
+        exits = {EXIT_FOR_CODE.get(c, EXIT_USAGE) for c in self.codes}
+        for worst in (EXIT_BACKEND, EXIT_USAGE):
+            if worst in exits:
+                return worst
         return EXIT_CONDITION if self.conditions else EXIT_OK
 
     def line(self) -> str:
@@ -226,8 +211,9 @@ class _Run:
     def _count_error(self, code: str) -> None:
         self.summary.states += 1
         self.summary.codes[code] += 1
-        if code == "invalid_decision" and "invalid" in self.cfg.fail_on:
-            self.summary.conditions.add("invalid")
+        condition = CONDITION_FOR_CODE.get(code)
+        if condition is not None and condition in self.cfg.fail_on:
+            self.summary.conditions.add(condition)
         if self.progress is not None:
             self.progress.update(self.summary)
 

@@ -6,11 +6,19 @@ register them. The README's exit-code table lists these codes:
 
   0 ok; 1 a ``--fail-on`` condition met (check-criteria: findings); 2 usage or input error;
   3 backend failure; 130 interrupted (SIGINT); 143 terminated (SIGTERM).
+
+:func:`failure_of` is the ONE place an exception becomes a CLI outcome: the exit code the
+boundary gives it (``eval``, ``canonical``, every command) AND the ``error.code`` of the record
+``batch`` writes for a state that failed with it, from one table (:data:`FAILURES`). So the
+same failure exits with the same code whichever command met it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NoReturn
+
+from .. import errors as lib
 
 EXIT_OK = 0
 EXIT_CONDITION = 1
@@ -45,3 +53,72 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 def one_line(text: str) -> str:
     """Collapse a message onto one line: the boundary's promise is one line per error."""
     return " ".join(str(text).split())
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What an exception means to a CLI user: ``code`` is the batch record's ``error.code``
+    (stable, documented in the README), ``exit_code`` the process exit code, and
+    ``condition`` the ``--fail-on`` condition it meets (which makes the exit code 1 when it
+    is asked for and nothing worse happened)."""
+
+    code: str
+    exit_code: int
+    condition: str | None = None
+
+    def exit_code_under(self, fail_on: tuple[str, ...] | frozenset[str]) -> int:
+        """The exit code once ``--fail-on`` is taken into account."""
+        if self.exit_code == EXIT_OK and self.condition in fail_on:
+            return EXIT_CONDITION
+        return self.exit_code
+
+
+#: Exception class -> failure, most specific first (the first ``isinstance`` match wins).
+#: Backend failures exit 3; every other library error is about the caller's input, options
+#: or environment and exits 2. A decision that fails ``validate_decision`` is not a failure of
+#: the run but the ``invalid`` condition: ``eval`` prints such a reply flagged ``invalid`` and
+#: ``batch`` records it as ``invalid_decision``; both exit 1 under ``--fail-on invalid``, else 0.
+FAILURES: tuple[tuple[type[BaseException], Failure], ...] = (
+    (lib.HTTPStatusError, Failure("backend_http", EXIT_BACKEND)),
+    (lib.TransportError, Failure("backend_transport", EXIT_BACKEND)),
+    (lib.InvalidDecision, Failure("invalid_decision", EXIT_OK, condition="invalid")),
+    (lib.DecisionError, Failure("backend_response", EXIT_BACKEND)),
+    (lib.BackendError, Failure("backend_error", EXIT_BACKEND)),
+    (lib.ConfigError, Failure("config_error", EXIT_USAGE)),
+    (lib.StaticMiss, Failure("replay_miss", EXIT_USAGE)),
+    (lib.ClassifierUnsupported, Failure("unsupported", EXIT_USAGE)),
+    (lib.InvalidState, Failure("invalid_state", EXIT_USAGE)),
+    (lib.ImageError, Failure("invalid_image", EXIT_USAGE)),
+    (lib.QuestionError, Failure("invalid_question", EXIT_USAGE)),
+    (lib.HookError, Failure("hook_error", EXIT_USAGE)),
+    (lib.CacheError, Failure("cache_error", EXIT_USAGE)),
+    (lib.ClassifierError, Failure("classifier_error", EXIT_USAGE)),
+)
+
+#: ``batch``: a line of the inputs that is not a state (no exception class: the reader
+#: writes it directly).
+MALFORMED_INPUT = Failure("malformed_input", EXIT_USAGE)
+
+#: Every record code -> its exit code, for ``batch``'s summary.
+EXIT_FOR_CODE: dict[str, int] = {
+    f.code: f.exit_code for f in (*(f for _, f in FAILURES), MALFORMED_INPUT)
+}
+
+#: Record code -> the ``--fail-on`` condition it meets.
+CONDITION_FOR_CODE: dict[str, str] = {
+    f.code: f.condition for _, f in FAILURES if f.condition is not None
+}
+
+
+def failure_of(error: BaseException) -> Failure | None:
+    """The failure ``error`` stands for, or ``None`` when it is not ours to handle (a bug,
+    which keeps its traceback so it can be reported). A ``BatchError`` is its cause's failure;
+    a ``CliError`` carries its own exit code."""
+    if isinstance(error, CliError):
+        return Failure("usage", error.code)
+    if isinstance(error, lib.BatchError):
+        return failure_of(error.cause)
+    for cls, failure in FAILURES:
+        if isinstance(error, cls):
+            return failure
+    return None

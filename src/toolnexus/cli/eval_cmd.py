@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .errors import EXIT_CONDITION, EXIT_OK, CliError
+from .errors import EXIT_CONDITION, EXIT_OK, CliError, failure_of
 from .options import (
     ApiKeyEnvOpt,
     BackendOpt,
@@ -70,7 +70,7 @@ def run_eval(
     (input), ClassifierError (backend or input) for the boundary to report."""
     import asyncio
 
-    from ..errors import StaticMiss
+    from ..errors import InvalidDecision, StaticMiss
     from ..recordings import replay_miss_message
     from .options import build_backend
     from .questionfile import load_question_set
@@ -88,6 +88,12 @@ def run_eval(
     except StaticMiss as miss:
         assert settings.replay is not None
         raise CliError(replay_miss_message(miss, settings.replay)) from None
+    except InvalidDecision as invalid:
+        # A style that validates its own reply (llm) raises where System One's reply is printed
+        # flagged: the same `invalid` condition, so the same exit code as batch's record.
+        failure = failure_of(invalid)
+        assert failure is not None
+        raise CliError(invalid.message, failure.exit_code_under(fail_on)) from None
     record = decision_record(decision, questions, thresholds)
     failed = tuple(f for f in fail_on if f in record["flags"])
     return EvalResult(decision, questions, record, failed)
