@@ -12,7 +12,12 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "toolnexus"
 PURE = {"questions.py", "canonical.py", "decision.py", "validation.py"}
-HTTP = {"transport/aiohttp_adapter.py", "transport/httpx_adapter.py", "llm.py"}
+HTTP = {
+    "transport/aiohttp_adapter.py",
+    "transport/httpx_adapter.py",
+    "transport/multipart.py",
+    "llm.py",
+}
 #: Redaction and safe messages: pure, like the core (issue 8 §4).
 PURE_TRANSPORT = {"transport/redaction.py", "transport/adapter.py"}
 

@@ -136,7 +136,9 @@ class ResolvedBackend:
     model: str
     api_key_env: str
     wire: str
+    #: Send ``TypeSafe-Danger-Zone-Images: true`` with a request that carries assets.
     images_header: bool
+    #: Whether this backend takes images at all (the row's column, or ``supports=``).
     images: bool
 
 
@@ -208,6 +210,9 @@ def resolve_backend(
         model=chosen_model,
         api_key_env=key_env,
         wire=row.wire,
-        images_header=row.images_header,
+        # The header goes with a request's assets when the row sends it, or when the caller
+        # declared image support itself (supports={"images": True}): that declaration is the
+        # caller's opt-in, and the header is how the System One wire opts in.
+        images_header=images and (row.images_header or supports is not None),
         images=images,
     )

@@ -36,6 +36,7 @@ from .defaults import (
     DEFAULT_TIMEOUT,
 )
 from .errors import ClassifierError, ConfigError, HostBackendError, InvalidState, StaticMiss
+from .images import Image, ImageLimits, LiftedState, StateWithImages, lift_images
 from .options import OnError
 from .questions import (
     ChoiceQuestion,
@@ -79,12 +80,18 @@ CustomEvaluate = Callable[[Any, dict[str, Question]], Any]
 class RecordedDecision:
     """One entry of the static corpus: a state, its question set, and the response body the
     backend gave (``response``: a parsed object, or bytes/str of JSON). ``answers`` is the
-    shorthand for a body that is only its answers."""
+    shorthand for a body that is only its answers.
+
+    Images: ``state`` may hold ``Image`` objects or image parts (lifted as the systemone style
+    lifts them), or be the state AS SENT with its placeholders plus ``assets``, the map
+    ``{placeholder: {"type": "image", "sha256": <hex>}}`` that a recording file stores instead
+    of image bytes. Either way the entry matches on the images' sha256, never on their bytes."""
 
     state: Any
     questions: Mapping[str, Any]
     response: Any = None
     answers: Mapping[str, Any] | None = None
+    assets: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,9 @@ class ClassifierOptions:
     evaluate: CustomEvaluate | None = None
     decisions: Sequence[RecordedDecision | Mapping[str, Any]] | None = None
     supports: Mapping[str, bool] | None = None
+    #: The image limits checked before any request (``ImageLimits`` or a mapping of its fields);
+    #: unset means seed 004's byte limits and the proposed side limits.
+    image_limits: Any = None
     cache: Any = None
     llm_base_url: str | None = None
     llm_model: str | None = None
@@ -171,10 +181,23 @@ class _CustomStyle:
         return None
 
 
-def _static_key(questions: Mapping[str, Question], state: Any) -> str:
+def _static_key(
+    questions: Mapping[str, Question], state: Any, assets: Mapping[str, Any] | None = None
+) -> str:
     # Keyed on the canonical question set AND the canonical state: decisions.json's three
-    # entries share one question payload and differ only in state.
-    return sha256_hex(canonical_json({"questions": questions_to_wire(questions), "state": state}))
+    # entries share one question payload and differ only in state. Images add each one's
+    # sha256 under its placeholder (omitted when there are none: old keys are unchanged).
+    keyed: dict[str, Any] = {"questions": questions_to_wire(questions), "state": state}
+    if assets:
+        keyed["assets"] = dict(assets)
+    return sha256_hex(canonical_json(keyed))
+
+
+def _lifted(state: Any, questions: dict[str, Question]) -> LiftedState:
+    text = ""
+    if isinstance(state, StateWithImages):
+        text = canonical_json(questions_to_wire(questions)).decode("utf-8")
+    return lift_images(state, text)
 
 
 def _preview(state: Any, width: int = 60) -> str:
@@ -199,6 +222,7 @@ class _StaticStyle:
                     questions=entry["questions"],
                     response=entry.get("response"),
                     answers=entry.get("answers"),
+                    assets=entry.get("assets"),
                 )
             if not isinstance(entry, RecordedDecision):
                 raise ConfigError(
@@ -211,16 +235,19 @@ class _StaticStyle:
                 body = {"model": "static", "answers": dict(entry.answers)}
             else:
                 raise ConfigError(f"classifier: static decision {i} needs 'response' or 'answers'")
-            self._entries[_static_key(qs, entry.state)] = (qs, body)
+            lifted = _lifted(entry.state, qs)
+            assets = {**lifted.key_assets(), **dict(entry.assets or {})}
+            self._entries[_static_key(qs, lifted.state, assets)] = (qs, body)
 
     def __len__(self) -> int:
         return len(self._entries)
 
     async def decide(self, state: Any, questions: dict[str, Question]) -> Decision:
-        hit = self._entries.get(_static_key(questions, state))
+        lifted = _lifted(state, questions)
+        hit = self._entries.get(_static_key(questions, lifted.state, lifted.key_assets()))
         if hit is None:
             digest = sha256_hex(canonical_request("", questions))
-            preview = _preview(state)
+            preview = _preview(lifted.state)
             raise StaticMiss(
                 "classifier: static: no recorded decision for state "
                 f"{preview!r} with question set sha256 {digest[:12]}; "
@@ -238,7 +265,12 @@ class _StaticStyle:
 
 
 def check_state(state: Any) -> None:
-    """A state is a string, an object or an array (the wire rejects anything else with 422)."""
+    """A state is a string, an object or an array (the wire rejects anything else with 422),
+    or an ``Image`` (sent as its placeholder string), or a ``with_images(...)`` of those."""
+    if isinstance(state, StateWithImages):
+        state = state.state
+    if isinstance(state, Image):
+        return
     if isinstance(state, bool) or not isinstance(state, str | Mapping | list | tuple):
         kind = "null" if state is None else type(state).__name__
         raise InvalidState(
@@ -268,6 +300,7 @@ def _validate_options(opts: ClassifierOptions) -> None:
     for s in opts.retryable_statuses:
         if isinstance(s, bool) or not isinstance(s, int) or not 100 <= s <= 599:
             raise ConfigError(f"classifier: retryable_statuses holds {s!r}, not an HTTP status")
+    ImageLimits.of(opts.image_limits)
     if opts.on_metric is not None and not callable(opts.on_metric):
         raise ConfigError("classifier: on_metric must be callable")
     if opts.cache is not None and not (

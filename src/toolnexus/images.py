@@ -169,6 +169,8 @@ def _jpeg_size(soi: bytes, data: bytes | memoryview) -> tuple[int, int] | None:
 
 # --- the limits ------------------------------------------------------------------------------
 
+_LIMIT_NAMES = ("image_max_bytes", "request_image_max_bytes", "image_min_side", "image_max_side")
+
 
 @dataclass(frozen=True)
 class ImageLimits:
@@ -182,12 +184,7 @@ class ImageLimits:
     image_max_side: int = IMAGE_MAX_SIDE
 
     def __post_init__(self) -> None:
-        for name in (
-            "image_max_bytes",
-            "request_image_max_bytes",
-            "image_min_side",
-            "image_max_side",
-        ):
+        for name in _LIMIT_NAMES:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(
@@ -198,6 +195,27 @@ class ImageLimits:
                 f"classifier: image_min_side ({self.image_min_side}) is above image_max_side "
                 f"({self.image_max_side})"
             )
+
+    @classmethod
+    def of(cls, value: ImageLimits | Mapping[str, int] | None) -> ImageLimits:
+        """The ``image_limits=`` option as limits: ``None`` (the defaults), an ``ImageLimits``,
+        or a mapping of some of its fields, e.g. ``{"image_max_side": 4096}``."""
+        if value is None:
+            return cls()
+        if isinstance(value, ImageLimits):
+            return value
+        if isinstance(value, Mapping):
+            names = _LIMIT_NAMES
+            unknown = sorted(str(k) for k in value if k not in names)
+            if unknown:
+                raise ConfigError(
+                    f"classifier: unknown image limit {unknown[0]!r}; use any of {', '.join(names)}"
+                )
+            return cls(**dict(value))
+        raise ConfigError(
+            "classifier: image_limits must be an ImageLimits or a mapping of limits, got "
+            f"{type(value).__name__}"
+        )
 
     def check(self, image: Image) -> None:
         """Raise ImageError when ``image`` breaks a per-image limit: its byte size (checked from

@@ -14,6 +14,9 @@ name verbatim and two evaluations that differ only in their keys send the same c
 ``response_format`` is a strict JSON schema built from the questions. An endpoint that answers
 400 about ``response_format``/``json_schema`` gets the request again, once, in plain JSON mode
 (``{"type": "json_object"}``), and this style remembers that for the rest of its life.
+
+Images lifted from the state (as the systemone style lifts them, same placeholders, same limits)
+go as chat image content parts with ``data:`` URLs; the decision still says ``calibrated=False``.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from .errors import (
     HTTPStatusError,
     InvalidDecision,
 )
+from .images import Asset, ImageLimits, StateWithImages, lift_images
 from .jsonlimits import loads
 from .questions import (
     ChoiceQuestion,
@@ -44,6 +48,7 @@ from .questions import (
     Question,
     ScoreQuestion,
     question_to_wire,
+    questions_to_wire,
 )
 from .transport import SystemOneTransport, scrub
 from .validation import validate_decision
@@ -93,7 +98,7 @@ class ChatClient(Protocol):
     """
 
     async def chat(
-        self, messages: list[dict[str, str]], response_format: dict[str, Any]
+        self, messages: list[dict[str, Any]], response_format: dict[str, Any]
     ) -> dict[str, Any]: ...
 
 
@@ -167,16 +172,30 @@ def response_schema(questions: Mapping[str, Question]) -> dict[str, Any]:
     }
 
 
-def build_messages(state: Any, questions: Mapping[str, Question]) -> list[dict[str, str]]:
-    """The system prompt and one user message carrying the state and the questions."""
+def build_messages(
+    state: Any, questions: Mapping[str, Question], assets: Sequence[Asset] = ()
+) -> list[dict[str, Any]]:
+    """The system prompt and one user message carrying the state and the questions.
+
+    With images (``assets``, lifted from the state), the user message is a list of content
+    parts: the same JSON text, then for each image a text part naming its placeholder (which is
+    what the state says in its place) and the image itself as a ``data:`` URL."""
     ids = _ids(questions)
     user = {
         "state": state,
         "questions": {ids[k]: _question_for_model(questions[k]) for k in sorted(questions)},
     }
+    text = canonical_json(user).decode("utf-8")
+    content: str | list[dict[str, Any]] = text
+    if assets:
+        parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        for asset in assets:
+            parts.append({"type": "text", "text": f"Image {asset.placeholder}:"})
+            parts.append({"type": "image_url", "image_url": {"url": asset.image.data_url()}})
+        content = parts
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": canonical_json(user).decode("utf-8")},
+        {"role": "user", "content": content},
     ]
 
 
@@ -316,6 +335,7 @@ class LlmStyle:
         self.model: str = opts.llm_model or ""
         self._json_mode = False
         self._api_key_env: str = opts.llm_api_key_env or DEFAULT_LLM_API_KEY_ENV
+        self._image_limits = ImageLimits.of(opts.image_limits)
         if client is not None and not isinstance(client, httpx.AsyncClient):
             chat = getattr(client, "chat", None)
             if not (callable(chat) and inspect.iscoroutinefunction(chat)):
@@ -377,7 +397,13 @@ class LlmStyle:
             q = questions[key]
             if not isinstance(q, NoulQuestion | ChoiceQuestion | ScoreQuestion):
                 raise ClassifierUnsupported("llm", self.model, f'question type "{q.type}"')
-        messages = build_messages(state, questions)
+        text = ""
+        if isinstance(state, StateWithImages):
+            text = canonical_json(questions_to_wire(questions)).decode("utf-8")
+        lifted = lift_images(state, text)
+        if lifted.assets:
+            self._image_limits.check_request(lifted.assets)
+        messages = build_messages(lifted.state, questions, lifted.assets)
         schema = response_schema(questions)
         if self._chat_client is not None:
             try:
@@ -402,7 +428,7 @@ class LlmStyle:
         return decode_reply(response, questions, self.model, self._secrets())
 
     async def _post(
-        self, messages: list[dict[str, str]], response_format: dict[str, Any]
+        self, messages: list[dict[str, Any]], response_format: dict[str, Any]
     ) -> dict[str, Any]:
         """One chat request (with the transport's retries); the parsed JSON object it returns."""
         assert self._transport is not None

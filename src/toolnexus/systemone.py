@@ -11,18 +11,37 @@ the first live answer. So a cached decision is only reused for the same endpoint
 ``${NAME}`` unexpanded), the same served model, questions and state. A hit sends nothing and
 carries ``cached=True``; a reply that fails ``validate_decision`` is returned but never cached.
 Keys are sha256 digests of public values; the credential is never part of one.
+
+Images (seed 004, Jev 1.14 experimental): image content parts anywhere in the state are lifted
+into assets (``images.lift_images``) and the state is sent with their placeholders. Before any
+request, a backend without images raises ``ClassifierUnsupported(backend, model, "images")`` and
+the image limits are checked. A request with assets goes as ``multipart/form-data`` exactly as
+the official SDK sends it: part ``request`` (the JSON body plus ``assets``), then ``asset-0``,
+``asset-1``, ... with their content types; plus ``TypeSafe-Danger-Zone-Images: true`` when the
+backend row (or ``supports=``) opts in. The body is built once, so retries resend its bytes. A
+request without assets is exactly the plain JSON it always was. The cache key carries each
+image's sha256 under ``assets``, and is unchanged when there are none.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .backends import ResolvedBackend, resolve_backend
-from .canonical import canonical_json, decision_cache_key, model_cache_key
+from .backends import IMAGES_HEADER, ResolvedBackend, resolve_backend
+from .canonical import canonical_json, decision_cache_key, model_cache_key, sha256_hex
 from .decision import Decision, parse_decision
-from .errors import CacheError, ClassifierError, ConfigError, DecisionError, HookError
+from .errors import (
+    CacheError,
+    ClassifierError,
+    ClassifierUnsupported,
+    ConfigError,
+    DecisionError,
+    HookError,
+)
+from .images import ImageLimits, LiftedState, StateWithImages, lift_images
 from .jsonlimits import JsonLimitError, loads
 from .questions import Question, questions_to_wire
 from .transport import SystemOneTransport
@@ -31,9 +50,27 @@ from .validation import validate_decision
 if TYPE_CHECKING:
     from .classifier import ClassifierOptions
 
-__all__ = ["SystemOneStyle"]
+__all__ = ["PreparedRequest", "SystemOneStyle"]
 
 PATH = "systemone"
+
+
+@dataclass(frozen=True)
+class PreparedRequest:
+    """One request, built once per evaluate: every attempt sends exactly ``content``.
+
+    ``json`` is the JSON body (for an image request, the ``request`` part, with its ``assets``
+    map); ``headers`` the headers it adds (a multipart ``Content-Type``, the images header);
+    ``lifted`` the state as sent and its assets."""
+
+    lifted: LiftedState
+    json: bytes
+    content: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def multipart(self) -> bool:
+        return self.content is not self.json
 
 
 class SystemOneStyle:
@@ -58,6 +95,7 @@ class SystemOneStyle:
         self._params = dict(opts.request_params or {})
         self._transform = opts.body_transform
         self._cache = opts.cache
+        self.image_limits = ImageLimits.of(opts.image_limits)
         self.transport = SystemOneTransport(
             base_url=self.backend.base_url,
             api_key_env=self.backend.api_key_env,
@@ -94,9 +132,12 @@ class SystemOneStyle:
         self._last_questions = (questions, encoded)
         return encoded
 
-    def body(self, state: Any, questions: dict[str, Question]) -> bytes:
-        """The exact bytes sent for ``state`` and ``questions``."""
-        if not self._params and self._transform is None:
+    def body(
+        self, state: Any, questions: dict[str, Question], assets: Mapping[str, Any] | None = None
+    ) -> bytes:
+        """The exact JSON bytes sent for ``state`` (as sent, images already lifted) and
+        ``questions``; ``assets`` is the body's assets map, absent when empty."""
+        if not self._params and self._transform is None and not assets:
             # Same bytes as canonical_json({"model", "questions", "state"}): the three keys are
             # already in ASCII order, and the question set is encoded once per batch.
             return b"".join(
@@ -115,6 +156,8 @@ class SystemOneStyle:
             "questions": questions_to_wire(questions),
             "state": state,
         }
+        if assets:
+            body["assets"] = dict(assets)
         body.update(self._params)
         if self._transform is None:
             return canonical_json(body)
@@ -125,6 +168,45 @@ class SystemOneStyle:
         except Exception as e:
             raise HookError(f"classifier: body_transform raised {type(e).__name__}: {e}") from None
         return canonical_json(sent)
+
+    # --- images -----------------------------------------------------------------------------
+
+    def lift(self, state: Any, questions: dict[str, Question]) -> LiftedState:
+        """``state`` with its images lifted into assets, checked BEFORE any request: a backend
+        without images raises ClassifierUnsupported, then every image limit applies."""
+        text = ""
+        if isinstance(state, StateWithImages):
+            # Attached images may be mentioned in the questions (e.g. choice criteria) only.
+            text = self._questions_bytes(questions).decode("utf-8")
+        lifted = lift_images(state, text)
+        if lifted.assets:
+            if not self.backend.images:
+                raise ClassifierUnsupported(self.backend.name, self.model, "images")
+            self.image_limits.check_request(lifted.assets)
+        return lifted
+
+    def prepare(self, lifted: LiftedState, questions: dict[str, Question]) -> PreparedRequest:
+        """The request for a lifted state. Without assets: the plain JSON body, byte for byte
+        what it always was. With assets: multipart/form-data as the official SDK sends it, unless
+        ``request_params`` brings its own ``assets`` (then, as in the SDK, the request is JSON)."""
+        if not lifted.assets:
+            body = self.body(lifted.state, questions)
+            return PreparedRequest(lifted, body, body)
+        body = self.body(lifted.state, questions, lifted.wire_assets())
+        if "assets" in self._params:
+            return PreparedRequest(lifted, body, body)
+        # httpx is loaded only for an image request: the default path never imports it.
+        from .transport.multipart import encode_multipart
+
+        parts = [(a.part, a.image.media_type, a.image.data) for a in lifted.assets]
+        # Deterministic, unlike the SDK's uuid4 hex (same shape): the same request is the same
+        # bytes on every run, and a boundary derived from the content cannot occur in it.
+        boundary = sha256_hex(body + "".join(a.image.sha256 for a in lifted.assets).encode())
+        content, content_type = encode_multipart(body, parts, boundary[:32])
+        headers = {"Content-Type": content_type}
+        if self.backend.images_header:
+            headers[IMAGES_HEADER] = "true"
+        return PreparedRequest(lifted, body, content, headers)
 
     # --- cache ------------------------------------------------------------------------------
 
@@ -143,11 +225,13 @@ class SystemOneStyle:
         except Exception as e:
             raise CacheError(f"classifier: cache set failed: {type(e).__name__}") from None
 
-    def _cached(self, state: Any, questions: dict[str, Question]) -> Decision | None:
+    def _cached(self, lifted: LiftedState, questions: dict[str, Question]) -> Decision | None:
         served = self._cache_get(model_cache_key(self.endpoint, self.model))
         if not served:
             return None
-        text = self._cache_get(decision_cache_key(self.endpoint, served, state, questions))
+        text = self._cache_get(
+            decision_cache_key(self.endpoint, served, lifted.state, questions, lifted.key_assets())
+        )
         if text is None:
             return None
         try:
@@ -156,28 +240,34 @@ class SystemOneStyle:
             return None  # a damaged entry is a miss; the live answer overwrites it
         return dataclasses.replace(decision, cached=True)
 
-    def _store(self, state: Any, questions: dict[str, Question], decision: Decision) -> None:
+    def _store(
+        self, lifted: LiftedState, questions: dict[str, Question], decision: Decision
+    ) -> None:
         if validate_decision(questions, decision) is not None:
             return
         self._cache_set(model_cache_key(self.endpoint, self.model), decision.model)
         self._cache_set(
-            decision_cache_key(self.endpoint, decision.model, state, questions),
+            decision_cache_key(
+                self.endpoint, decision.model, lifted.state, questions, lifted.key_assets()
+            ),
             canonical_json(decision.to_wire()).decode("utf-8"),
         )
 
     # --- evaluate ---------------------------------------------------------------------------
 
     async def decide(self, state: Any, questions: dict[str, Question]) -> Decision:
-        """One decision: from the cache when configured and present, else one POST."""
+        """One decision: from the cache when configured and present, else one POST (built
+        once; retries resend the same bytes)."""
+        lifted = self.lift(state, questions)
         if self._cache is not None:
-            hit = self._cached(state, questions)
+            hit = self._cached(lifted, questions)
             if hit is not None:
                 return hit
-        body = self.body(state, questions)
-        reply = await self.transport.post(PATH, body)
+        request = self.prepare(lifted, questions)
+        reply = await self.transport.post(PATH, request.content, request.headers or None)
         decision = self._decode(reply.content, reply.endpoint, reply.request_id, questions)
         if self._cache is not None:
-            self._store(state, questions, decision)
+            self._store(lifted, questions, decision)
         return decision
 
     def _decode(

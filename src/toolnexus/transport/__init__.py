@@ -7,6 +7,8 @@ Split by concern:
 - ``adapter``: the interface the loop sends through; ``aiohttp_adapter`` (the default, one
   connection pool per classifier) and ``httpx_adapter`` (an injected httpx transport or client:
   ``httpx.MockTransport`` in unit tests) implement it.
+- ``multipart``: the multipart body of an image request, by httpx's encoder (imported only
+  when a request carries images: the default path does not load httpx).
 
 Every request takes the same path: ``SystemOneTransport.post`` -> ``Adapter.send``. Only the
 adapter differs, so what the unit tests check of retries and errors is what production runs.
