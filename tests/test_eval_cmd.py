@@ -496,12 +496,12 @@ def test_model_flag_beats_env_beats_question_file(tmp_path: Path, noul_set: Path
             "--record",
             str(rec),
         ]
-        assert run(base, env={"TOOLNEXUS_MODEL": "from-env"}).exit_code == 0
-        assert (
-            run([*base, "--model", "from-flag"], env={"TOOLNEXUS_MODEL": "from-env"}).exit_code == 0
-        )
+        # Pinned ids the server accepts (it answers 400 to a model it does not know, as the API).
+        env = {"TOOLNEXUS_MODEL": "jev-1.13.7"}
+        assert run(base, env=env).exit_code == 0
+        assert run([*base, "--model", "jev-1.13.8"], env=env).exit_code == 0
     models = sorted(json.loads(p.read_text())["model"] for p in rec.glob("*.json"))
-    assert models == ["from-env", "from-flag"]
+    assert models == ["jev-1.13.7", "jev-1.13.8"]  # env, then flag
 
 
 @loopback_warning

@@ -139,6 +139,8 @@ class Server:
         self.in_flight = 0
         self.fault_hook: Callable[[bytes, Mapping[str, str]], Fault | None] | None = None
         self.on_request: Callable[[bytes, Mapping[str, str]], None] | None = None
+        #: derive each answer's request id from its body bytes (default: random ids)
+        self.request_ids: Callable[[bytes], str] | None = None
         self._queue: deque[Fault] = deque()
         self._rng = random.Random(options.seed)
         self._faults = options.fault_list()
@@ -237,8 +239,8 @@ class Server:
             out.write(line)
             out.flush()
 
-    @staticmethod
     def _json(
+        self,
         status: int,
         body: Any,
         rid: str,
@@ -246,6 +248,8 @@ class Server:
         raw: bytes | None = None,
     ) -> web.Response:
         data = raw if raw is not None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        if self.request_ids is not None:
+            rid = self.request_ids(data)
         out = {"x-typesafe-request-id": rid, **(headers or {})}
         return web.Response(status=status, body=data, content_type="application/json", headers=out)
 
@@ -253,6 +257,7 @@ class Server:
         self, request: web.Request, response: web.Response, started: float, rid: str, outcome: str
     ) -> web.Response:
         size = len(response.body) if isinstance(response.body, bytes) else 0
+        rid = response.headers.get("x-typesafe-request-id", rid)
         self._log(request, str(response.status), size, started, rid, outcome)
         return response
 
