@@ -479,7 +479,11 @@ def test_cache_serves_a_second_run_with_zero_requests(
         pytest.param(["--resume"], "need --output FILE", id="resume-without-output"),
         pytest.param(["--concurrency", "0"], "--concurrency takes 1..1000", id="concurrency-0"),
         pytest.param(["--rate", "0"], "--rate must be a positive", id="rate-0"),
-        pytest.param(["--format", "xml"], "--format takes jsonl, csv, json", id="bad-format"),
+        pytest.param(
+            ["--format", "xml"],
+            "Invalid value for '--format': 'xml' is not one of 'jsonl', 'csv', 'json'",
+            id="bad-format",
+        ),
         pytest.param(["--shard", "4/3"], "--shard takes I/N", id="bad-shard"),
         pytest.param(["--fail-on", "nope"], "--fail-on: unknown condition", id="bad-fail-on"),
     ],

@@ -122,7 +122,10 @@ def test_json_format_is_a_list_of_findings(tmp_path: Path) -> None:
     ("args", "message"),
     [
         pytest.param(
-            ["--format", "xml", "q.yaml"], "--format takes text or json, got 'xml'", id="format"
+            ["--format", "xml", "q.yaml"],
+            "Invalid value for '--format': 'xml' is not one of 'text', 'json'; "
+            "see 'toolnexus check-criteria --help'",
+            id="format",
         ),
     ],
 )

@@ -29,8 +29,8 @@ from toolnexus import (
     ScoreQuestion,
     parse_decision,
 )
+from toolnexus.cli.batch_output import csv_columns, encode_line
 from toolnexus.cli.render import (
-    CSV_COLUMNS,
     RECORD_KEYS,
     decision_record,
     default_format,
@@ -250,13 +250,22 @@ def test_jsonl_is_one_compact_record_per_line() -> None:
     assert json.loads(text) == decision_record(d, qs)
 
 
-def test_csv_is_one_row_per_answer() -> None:
+def test_csv_is_the_one_shape_batch_writes() -> None:
+    """Issue 8 §3: "One CSV shape for eval --format csv and batch --format csv (the same
+    columns for the same answer, flags written the same way)"."""
     d, qs = mixed()
-    rows = list(csv.DictReader(io.StringIO(rendered(decision_record(d, qs), qs, "csv"))))
-    assert tuple(rows[0]) == CSV_COLUMNS
-    assert [r["key"] for r in rows] == list(qs)
-    by_key = {r["key"]: r for r in rows}
-    assert by_key["team"]["answer"] == "billing" and by_key["team"]["probability"] == "1.0"
-    assert by_key["urgency"]["level"] == "1" and by_key["urgency"]["label"]
-    assert by_key["technical"]["band"] == "uncertain"
-    assert by_key["refund"]["confidence"] == ""
+    record = decision_record(d, qs)
+    text = rendered(record, qs, "csv")
+    header, row = text.splitlines()
+    batch_columns = csv_columns(record)
+    assert header.split(",") == batch_columns
+    assert row + "\n" == encode_line({"id": "", **record}, "csv", batch_columns).decode("utf-8")
+    (cells,) = csv.DictReader(io.StringIO(text))
+    assert cells["id"] == "" and cells["error.code"] == ""
+    assert cells["answers.team.choice"] == "billing"
+    assert json.loads(cells["answers.team.probabilities"])["billing"] == 1.0
+    assert cells["answers.urgency.level"] == "1" and cells["answers.urgency.label"]
+    assert cells["answers.technical.band"] == "uncertain"
+    # Flags are words separated by spaces, in every flags column.
+    assert cells["answers.technical.flags"].split(" ") == record["answers"]["technical"]["flags"]
+    assert cells["flags"].split(" ") == record["flags"]

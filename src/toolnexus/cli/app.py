@@ -74,14 +74,18 @@ def handle(error: BaseException) -> int:
         _silence_stdout()
         return EXIT_OK
     if isinstance(error, typer.TyperException):
-        # Usage errors (an unknown option, a bad value, a missing argument): click's own message
-        # with the usage line, exit 2. ``show`` lives on click's subclass, which typer vendors
-        # privately, hence the lookup by name.
+        # Usage errors (an unknown option, a --format value not in its Choice, a missing
+        # argument): one line like every other error, naming where help is. `toolnexus` alone
+        # prints the help instead (click's NoArgsIsHelpError, matched by name as typer does:
+        # its class lives in typer's private vendored click).
+        ctx = getattr(error, "ctx", None)
         show = getattr(error, "show", None)
-        if show is not None:
+        if type(error).__name__ == "NoArgsIsHelpError" and show is not None:
             show()
         else:
-            report(error)
+            hint = f"; see '{ctx.command_path} --help'" if ctx is not None else ""
+            message = one_line(error.format_message()).rstrip(".")
+            sys.stderr.write(f"toolnexus: {message}{hint}\n")
         return EXIT_USAGE if error.exit_code in (1, 2) else int(error.exit_code)
     failure = failure_of(error)
     if failure is None:

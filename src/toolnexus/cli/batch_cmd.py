@@ -33,6 +33,7 @@ from .options import (
     ThresholdsOpt,
     TimeoutOpt,
 )
+from .render.formats import BatchFormat
 
 
 def batch_command(
@@ -67,7 +68,7 @@ def batch_command(
         str | None,
         typer.Option("--output", "-o", help="Write records to FILE (default stdout)."),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", help="jsonl, csv or json.")] = "jsonl",
+    fmt: Annotated[BatchFormat, typer.Option("--format", help="Record format.")] = "jsonl",
     ordered: Annotated[
         bool, typer.Option("--ordered", help="Write records in input order (bounded buffer).")
     ] = False,

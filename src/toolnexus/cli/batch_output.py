@@ -19,9 +19,9 @@ Formats, each one record per line:
 - ``jsonl``: one JSON object per line.
 - ``json``: a JSON array written as ``[`` / ``{record}`` / ``,{record}`` ... / ``]``, one record
   per line, so it streams like jsonl and is valid JSON once the run ends.
-- ``csv``: a header and one row per record, flattened with dotted column names
-  (``answers.urgency.score``). Newlines inside text cells are written as the two characters
-  ``\\n`` so a row is always one physical line.
+- ``csv``: a header and one row per record: the one CSV shape of ``render/csvshape.py``, which
+  ``eval --format csv`` writes too (dotted column names such as ``answers.urgency.score``,
+  flags as words; a row is always one physical line).
 """
 
 from __future__ import annotations
@@ -29,13 +29,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import csv
-import io
 import json
 import os
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from .render.csvshape import ERROR_CODE_COLUMN, csv_header, csv_line, flatten
+from .render.formats import BatchFormat
 
 __all__ = [
     "FORMATS",
@@ -50,9 +52,8 @@ __all__ = [
     "read_prior",
 ]
 
-FORMATS = ("jsonl", "csv", "json")
-ERROR_CODE_COLUMN = "error.code"
-ERROR_MESSAGE_COLUMN = "error.message"
+#: The ``batch --format`` choices (``render.BatchFormat``, checked by a test).
+FORMATS: tuple[BatchFormat, ...] = ("jsonl", "csv", "json")
 
 
 def error_record(item_id: str | int, code: str, message: str) -> dict[str, Any]:
@@ -60,47 +61,13 @@ def error_record(item_id: str | int, code: str, message: str) -> dict[str, Any]:
     return {"id": item_id, "error": {"code": code, "message": " ".join(message.split())}}
 
 
-#: How deep ``flatten`` opens objects: ``answers.<key>.<field>`` is a column, but a
-#: probability map or a legend stays one JSON cell (a 255-option choice is not 255 columns).
-FLATTEN_DEPTH = 3
-
-
-def flatten(record: Mapping[str, Any], prefix: str = "", depth: int = 1) -> dict[str, Any]:
-    """Nested objects become dotted keys down to ``FLATTEN_DEPTH`` segments; deeper objects
-    and arrays stay whole (encoded as JSON in a cell)."""
-    out: dict[str, Any] = {}
-    for k, v in record.items():
-        name = f"{prefix}{k}"
-        if isinstance(v, Mapping) and depth < FLATTEN_DEPTH:
-            out.update(flatten(v, name + ".", depth + 1))
-        else:
-            out[name] = v
-    return out
-
-
 def csv_columns(sample_record: Mapping[str, Any]) -> list[str]:
-    """The CSV header: ``id``, the error columns, then every column of ``sample_record`` (a
-    decision record for this question set) in its own order."""
-    cols = ["id", ERROR_CODE_COLUMN, ERROR_MESSAGE_COLUMN]
-    cols += [c for c in flatten(sample_record) if c not in cols]
-    return cols
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list | tuple | dict):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    text = str(value)
-    return text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n")
+    """The CSV header (the one shape ``eval --format csv`` writes too: ``render.csvshape``)."""
+    return csv_header(sample_record)
 
 
 def _csv_line(cells: Sequence[str]) -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(cells)
-    return buf.getvalue()
+    return csv_line(cells, cells)
 
 
 def encode_line(
@@ -108,8 +75,7 @@ def encode_line(
 ) -> bytes:
     """One record as one complete line of ``fmt`` (``first`` matters only for ``json``)."""
     if fmt == "csv":
-        flat = flatten(record)
-        return _csv_line([_cell(flat.get(c)) for c in columns]).encode("utf-8")
+        return csv_line(columns, record).encode("utf-8")
     text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
     if fmt == "json" and not first:
         text = "," + text

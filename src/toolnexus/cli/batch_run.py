@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..defaults import DEFAULT_BATCH_CONCURRENCY
 from .batch_inputs import InputItem, InputSpec, iter_inputs, kind_of
-from .batch_output import FORMATS, OutputWriter, PriorOutput, ReorderBuffer, error_record
+from .batch_output import OutputWriter, PriorOutput, ReorderBuffer, error_record
 from .errors import (
     CONDITION_FOR_CODE,
     EXIT_BACKEND,
@@ -392,8 +392,6 @@ def _open_output(cfg: BatchConfig, columns: list[str]) -> tuple[OutputWriter, Pr
 
 
 def _check_config(cfg: BatchConfig) -> None:
-    if cfg.fmt not in FORMATS:
-        raise CliError(f"--format takes {', '.join(FORMATS)}, got {cfg.fmt!r}")
     from ..batch import MAX_CONCURRENCY, MIN_CONCURRENCY
 
     if not MIN_CONCURRENCY <= cfg.concurrency <= MAX_CONCURRENCY:

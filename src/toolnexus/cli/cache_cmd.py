@@ -7,7 +7,6 @@ bodies keyed by sha256 digests: never a credential.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -15,6 +14,7 @@ from typing import Annotated
 import typer
 
 from .errors import CliError
+from .render.formats import StatsFormat
 
 #: The SQLite file inside the cache directory.
 CACHE_FILE = "decisions.sqlite3"
@@ -51,26 +51,21 @@ def cache_path(cache_dir: Path | None) -> Path:
 @cache_app.command("stats")
 def stats(
     cache_dir: CacheDirOpt = None,
-    fmt: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+    fmt: Annotated[StatsFormat, typer.Option("--format", help="Output format.")] = "text",
 ) -> None:
     """Print where the cache is, its entry counts and its size on disk."""
     from ..cache import SqliteCache
+    from .render import CacheStatsResult, render
 
-    if fmt not in ("text", "json"):
-        raise CliError(f"--format takes text or json, got {fmt!r}")
     path = cache_path(cache_dir)
-    if not path.exists():
-        result = {"path": str(path), "entries": 0, "expired": 0, "bytes": 0}
-    else:
+    result = CacheStatsResult(str(path))
+    if path.exists():
         with SqliteCache(path) as cache:
-            result = cache.stats().to_dict()
-    if fmt == "json":
-        sys.stdout.write(json.dumps(result) + "\n")
-    else:
-        sys.stdout.write(
-            f"path     {result['path']}\nentries  {result['entries']}\n"
-            f"expired  {result['expired']}\nbytes    {result['bytes']}\n"
+            stats = cache.stats().to_dict()
+        result = CacheStatsResult(
+            str(stats["path"]), int(stats["entries"]), int(stats["expired"]), int(stats["bytes"])
         )
+    render(result, fmt)
 
 
 @cache_app.command("clear")

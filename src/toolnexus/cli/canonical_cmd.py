@@ -7,7 +7,6 @@ sent. Offline by construction: it imports the pure core only, never httpx.
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -55,6 +54,7 @@ def canonical(
     from ..canonical import canonical_json, canonical_request, sha256_hex
     from ..questions import questions_to_wire
     from .questionfile import load_question_set, resolve_model
+    from .render import CanonicalResult, CanonicalView, render
 
     if sha256 and pretty:
         fail("--sha256 and --pretty do not combine: pick one")
@@ -71,13 +71,5 @@ def canonical(
         body = canonical_json(
             {"model": chosen, "questions": questions_to_wire(qset.questions), "state": value}
         )
-    if sha256:
-        sys.stdout.write(sha256_hex(body) + "\n")
-    elif pretty:
-        import json
-
-        sys.stdout.write(json.dumps(json.loads(body), indent=2, ensure_ascii=False) + "\n")
-    else:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(body)
-        sys.stdout.buffer.flush()
+    view: CanonicalView = "sha256" if sha256 else "pretty" if pretty else "raw"
+    render(CanonicalResult(body, sha256_hex(body)), view)

@@ -14,8 +14,9 @@ from typing import Annotated
 
 import typer
 
-from .errors import EXIT_CONDITION, EXIT_OK, EXIT_USAGE, fail
+from .errors import EXIT_CONDITION, EXIT_OK, EXIT_USAGE
 from .lintcodes import CODES
+from .render.formats import LintFormat
 
 _YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -58,14 +59,11 @@ def check_criteria(
             "--strict", help="Report YAML files that are not question sets instead of skipping."
         ),
     ] = False,
-    output: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+    output: Annotated[LintFormat, typer.Option("--format", help="Findings format.")] = "text",
 ) -> None:
-    import json
-
     from .questionfile import Finding, QuestionFileError, lint_file
+    from .render import LintResult, render
 
-    if output not in ("text", "json"):
-        fail(f"--format takes text or json, got {output!r}")
     findings: list[Finding] = []
     unreadable = False
     for path in _expand(files):
@@ -76,10 +74,7 @@ def check_criteria(
             unreadable = True
             continue
         findings.extend(lint.findings)
-    if output == "json":
-        sys.stdout.write(json.dumps([f.to_json() for f in findings], ensure_ascii=False) + "\n")
-    else:
-        sys.stdout.write("".join(f"{f}\n" for f in findings))
+    render(LintResult(tuple(findings)), output)
     if unreadable:
         raise typer.Exit(EXIT_USAGE)
     raise typer.Exit(EXIT_CONDITION if findings else EXIT_OK)

@@ -35,7 +35,7 @@ from .options import (
     parse_thresholds,
     warn_to_stderr,
 )
-from .render import OUTPUT_FORMATS, OutputFormat
+from .render.formats import DecisionFormat
 from .states import STATE_FORMATS, StateFormat
 
 if TYPE_CHECKING:
@@ -121,10 +121,9 @@ def eval_command(
         typer.Option("--as", help="Read the state as text, json or yaml (overrides the suffix)."),
     ] = None,
     fmt: Annotated[
-        str | None,
+        DecisionFormat | None,
         typer.Option(
-            "--format",
-            help="table, json, jsonl or csv (default: table on a terminal, JSON otherwise).",
+            "--format", help="Output format (default: table on a terminal, JSON otherwise)."
         ),
     ] = None,
     fail_on: FailOnOpt = None,
@@ -145,11 +144,9 @@ def eval_command(
 
     Exit codes: 0 ok; 1 a --fail-on condition met; 2 usage or input error; 3 backend failure.
     """
-    from .render import default_format, render_decision
+    from .render import DecisionResult, default_format, render
     from .states import load_state
 
-    if fmt is not None and fmt not in OUTPUT_FORMATS:
-        raise CliError(f"--format takes {', '.join(OUTPUT_FORMATS)}, got {fmt!r}")
     if as_ is not None and as_ not in STATE_FORMATS:
         raise CliError(f"--as takes {', '.join(STATE_FORMATS)}, got {as_!r}")
     conditions = parse_fail_on(fail_on)
@@ -171,8 +168,10 @@ def eval_command(
     # Every input is read and checked before anything is sent.
     value = load_state(state, text=state_text, as_=as_format)
     result = run_eval(questions, value, settings, thresholds=cut_points, fail_on=conditions)
-    out_format: OutputFormat = fmt or default_format()  # checked just above
-    render_decision(result.record, result.questions, out_format)
+    render(
+        DecisionResult(result.record, result.questions, item_id=state or ""),
+        fmt or default_format(),
+    )
     if result.failed:
         sys.stderr.write(f"toolnexus: --fail-on met: {', '.join(result.failed)}\n")
         raise typer.Exit(result.exit_code)

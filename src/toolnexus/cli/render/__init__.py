@@ -1,0 +1,182 @@
+"""The ONE renderer: every command builds a result object and hands it to :func:`render`.
+
+:data:`RENDERERS` is the table: result type -> ``--format`` value -> the function that prints
+it (check-jsonschema's reporter table keyed by ``--output-format`` is the model). The
+``--format`` choices of each command are the ``Literal`` types in ``formats.py``, which a test
+holds equal to the keys here. Results go to stdout; diagnostics, progress and warnings go to
+stderr and are not written here.
+
+Modules: ``records`` builds decision records (pure), ``decision`` prints them (Rich table,
+JSON, JSONL, CSV), ``csvshape`` is the one CSV shape that ``eval`` and ``batch`` share,
+``formats`` names the choices.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from ...questions import Question
+from ..lintcodes import Finding
+from .decision import (
+    default_format,
+    make_console,
+    print_table,
+    render_decision,
+    write_json,
+    write_jsonl,
+)
+from .formats import BatchFormat, CanonicalView, DecisionFormat, LintFormat, StatsFormat
+from .records import FLAGS, RECORD_KEYS, answer_record, decision_record
+
+__all__ = [
+    "FLAGS",
+    "RECORD_KEYS",
+    "RENDERERS",
+    "BatchFormat",
+    "CacheStatsResult",
+    "CanonicalResult",
+    "CanonicalView",
+    "DecisionFormat",
+    "DecisionResult",
+    "LintFormat",
+    "LintResult",
+    "StatsFormat",
+    "answer_record",
+    "decision_record",
+    "default_format",
+    "make_console",
+    "print_table",
+    "render",
+    "render_decision",
+    "write_json",
+    "write_jsonl",
+]
+
+
+@dataclass(frozen=True)
+class DecisionResult:
+    """``eval``: one decision record, the questions it answers (the table's row order) and the
+    id its CSV row carries (the state's source)."""
+
+    record: Mapping[str, Any]
+    questions: Mapping[str, Question]
+    item_id: str = ""
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class LintResult:
+    """``check-criteria``: every finding, in file order."""
+
+    findings: tuple[Finding, ...] = ()
+
+
+@dataclass(frozen=True)
+class CacheStatsResult:
+    """``cache stats``: where the cache is, its entry counts and its size on disk."""
+
+    path: str
+    entries: int = 0
+    expired: int = 0
+    bytes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "entries": self.entries,
+            "expired": self.expired,
+            "bytes": self.bytes,
+        }
+
+
+@dataclass(frozen=True)
+class CanonicalResult:
+    """``canonical``: the canonical bytes and their sha256 digest."""
+
+    body: bytes
+    sha256: str = field(default="")
+
+
+Renderer = Callable[[Any, IO[str]], None]
+
+
+def _decision(fmt: DecisionFormat) -> Renderer:
+    def write(result: DecisionResult, out: IO[str]) -> None:
+        render_decision(
+            result.record, result.questions, fmt, out, width=result.width, item_id=result.item_id
+        )
+
+    return write
+
+
+def _lint_text(result: LintResult, out: IO[str]) -> None:
+    out.write("".join(f"{f}\n" for f in result.findings))
+
+
+def _lint_json(result: LintResult, out: IO[str]) -> None:
+    out.write(json.dumps([f.to_json() for f in result.findings], ensure_ascii=False) + "\n")
+
+
+def _stats_text(result: CacheStatsResult, out: IO[str]) -> None:
+    out.write(
+        f"path     {result.path}\nentries  {result.entries}\n"
+        f"expired  {result.expired}\nbytes    {result.bytes}\n"
+    )
+
+
+def _stats_json(result: CacheStatsResult, out: IO[str]) -> None:
+    out.write(json.dumps(result.to_dict()) + "\n")
+
+
+def _canonical_raw(result: CanonicalResult, out: IO[str]) -> None:
+    # The bytes exactly: nothing added, not even a newline.
+    out.flush()
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        out.write(result.body.decode("utf-8"))
+    else:
+        buffer.write(result.body)
+        buffer.flush()
+
+
+def _canonical_sha256(result: CanonicalResult, out: IO[str]) -> None:
+    out.write(result.sha256 + "\n")
+
+
+def _canonical_pretty(result: CanonicalResult, out: IO[str]) -> None:
+    out.write(json.dumps(json.loads(result.body), indent=2, ensure_ascii=False) + "\n")
+
+
+#: result type -> format -> renderer. The keys of each inner table are the ``--format``
+#: choices (``formats.py``); ``batch`` streams its records through ``batch_output`` with the
+#: same record and CSV code (``BatchFormat`` lists its formats).
+RENDERERS: dict[type, Mapping[str, Renderer]] = {
+    DecisionResult: {
+        "table": _decision("table"),
+        "json": _decision("json"),
+        "jsonl": _decision("jsonl"),
+        "csv": _decision("csv"),
+    },
+    LintResult: {"text": _lint_text, "json": _lint_json},
+    CacheStatsResult: {"text": _stats_text, "json": _stats_json},
+    CanonicalResult: {
+        "raw": _canonical_raw,
+        "sha256": _canonical_sha256,
+        "pretty": _canonical_pretty,
+    },
+}
+
+
+def render(result: object, fmt: str, stream: IO[str] | None = None) -> None:
+    """Print ``result`` in ``fmt`` to ``stream`` (stdout by default)."""
+    out = stream if stream is not None else sys.stdout
+    table = RENDERERS.get(type(result))
+    if table is None or fmt not in table:
+        # The --format choices make this unreachable from the command line.
+        raise ValueError(f"no renderer for {type(result).__name__} as {fmt!r}")
+    table[fmt](result, out)
+    out.flush()

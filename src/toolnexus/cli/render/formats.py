@@ -1,0 +1,21 @@
+"""The ``--format`` values of every command, as ``Literal`` types: Typer turns each into a
+``Choice``, so ``--help`` lists the values and a wrong one is rejected the same way (one usage
+line, exit 2) by every command. Each is exactly the keys of its renderer table in
+``render.RENDERERS`` (a test checks), so a format cannot be offered without a renderer."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = ["BatchFormat", "CanonicalView", "DecisionFormat", "LintFormat", "StatsFormat"]
+
+#: ``eval``: a Rich table on a terminal, JSON otherwise.
+DecisionFormat = Literal["table", "json", "jsonl", "csv"]
+#: ``batch``: streamed one record per line (``batch_output``).
+BatchFormat = Literal["jsonl", "csv", "json"]
+#: ``check-criteria``: ``path:line:col: CODE message`` lines, or one JSON array.
+LintFormat = Literal["text", "json"]
+#: ``cache stats``.
+StatsFormat = Literal["text", "json"]
+#: ``canonical``: the bytes themselves, their sha256, or indented JSON (chosen by flags).
+CanonicalView = Literal["raw", "sha256", "pretty"]

@@ -1,0 +1,116 @@
+"""Decision records: the one JSON-ready shape every format of a decision prints from.
+
+``decision_record`` is what ``eval`` renders and what ``batch`` writes per state: the wire fields
+plus the derived ones and the flags. Pure: no I/O, no rich.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ...decision import Answer, ChoiceAnswer, Decision, ScoreAnswer
+from ...questions import Question
+from ...validation import DEFAULT_THRESHOLDS, threshold_band, validate_decision
+
+__all__ = ["FLAGS", "RECORD_KEYS", "answer_record", "decision_record"]
+
+#: Every flag, in the order they are listed; the names are also the ``--fail-on`` conditions.
+FLAGS = ("near-uniform", "uncalibrated", "uncertain", "invalid")
+
+#: The keys of a decision record, in order (a test pins them).
+RECORD_KEYS = (
+    "model",
+    "calibrated",
+    "cached",
+    "usage",
+    "thresholds",
+    "answers",
+    "flags",
+    "invalid",
+)
+
+
+def _ordered_flags(flags: Iterable[str]) -> list[str]:
+    present = set(flags)
+    return [f for f in FLAGS if f in present]
+
+
+def answer_record(
+    answer: Answer,
+    *,
+    calibrated: bool,
+    thresholds: Mapping[str, float],
+    invalid: bool = False,
+) -> dict[str, Any]:
+    """One answer's wire fields, its derived fields and its flags."""
+    out = answer.to_wire()
+    flags: list[str] = []
+    if isinstance(answer, ChoiceAnswer):
+        out["near_uniform"] = answer.near_uniform
+        if answer.near_uniform:
+            flags.append("near-uniform")
+    elif isinstance(answer, ScoreAnswer):
+        out["level"] = answer.level
+        out["label"] = answer.label
+    band = threshold_band(answer, thresholds)
+    out["band"] = band
+    if band == "uncertain":
+        flags.append("uncertain")
+    if not calibrated:
+        flags.append("uncalibrated")
+    if invalid:
+        flags.append("invalid")
+    out["flags"] = _ordered_flags(flags)
+    return out
+
+
+def decision_record(
+    decision: Decision,
+    questions: Mapping[str, Question],
+    thresholds: Mapping[str, float] | None = None,
+    *,
+    validated: bool = False,
+) -> dict[str, Any]:
+    """A decision as one JSON-ready record: the wire fields (model, calibrated, usage, each
+    answer's fields) plus the derived ones (near_uniform, level, label, band), a ``flags`` list
+    per answer and for the whole decision, and ``invalid``: the ``validate_decision`` message,
+    or ``None``. Answers follow the question order, then any answer nobody asked for.
+
+    ``usage.cost`` is ``None`` when the backend did not report one: absent, not zero.
+    ``validated=True`` says the caller's evaluate already validated fail-closed (the batch
+    stream does), so the check is not paid twice on the hot path.
+    """
+    t = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
+    problem = None if validated else validate_decision(questions, decision)
+    bad_key = problem.key if problem is not None else None
+    keys = [k for k in questions if k in decision.answers]
+    keys += [k for k in decision.answers if k not in questions]
+    answers = {
+        k: answer_record(
+            decision.answers[k],
+            calibrated=decision.calibrated,
+            thresholds=t,
+            invalid=k == bad_key,
+        )
+        for k in keys
+    }
+    flags: set[str] = {f for a in answers.values() for f in a["flags"]}
+    if not decision.calibrated:
+        flags.add("uncalibrated")
+    if problem is not None:
+        flags.add("invalid")
+    return {
+        "model": decision.model,
+        "calibrated": decision.calibrated,
+        "cached": decision.cached,
+        "usage": {
+            "input_tokens": decision.usage.input_tokens,
+            "output_tokens": decision.usage.output_tokens,
+            "cost": decision.usage.cost,
+        },
+        "thresholds": t,
+        "answers": answers,
+        "flags": _ordered_flags(flags),
+        "invalid": problem.message if problem is not None else None,
+    }
