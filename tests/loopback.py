@@ -72,9 +72,16 @@ def _index(folder: Path) -> ReplayIndex:
     for r in recordings(folder) if folder.is_dir() else []:
         req, resp = r["request"], r["response"]
         entries.append(
-            Recording(path=None, model=req["model"], served_model=resp["model"], endpoint="",
-                      state=req["state"], questions=req["questions"], response=resp,
-                      recorded_at="")  # fmt: skip
+            Recording(
+                path=None,
+                model=req["model"],
+                served_model=resp["model"],
+                endpoint="",
+                state=req["state"],
+                questions=req["questions"],
+                response=resp,
+                recorded_at="",
+            )
         )
     return ReplayIndex.of(entries, str(folder))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -54,3 +55,30 @@ def multipart(request: dict[str, Any], images: list[bytes], boundary: str = "b0u
         ]
     chunks.append(f"--{boundary}--\r\n".encode())
     return b"".join(chunks)
+
+
+class ThreadedServer:
+    """A :class:`Server` on its own event loop in a background thread, for synchronous clients
+    (the official SDK's sync client blocks the calling thread)."""
+
+    def __init__(self, options: ServeOptions) -> None:
+        self.server = Server(options)
+        self.seen: list[dict[str, str]] = []
+        self.server.on_request = lambda _raw, headers: self.seen.append(dict(headers))
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def __enter__(self) -> ThreadedServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop).result(30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
