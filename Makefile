@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint demo bench clean bytecode
+.PHONY: install test lint demo demo-serve bench clean bytecode
 
 install: $(STAMP) bytecode
 
@@ -43,6 +43,31 @@ demo: install
 	    $(BIN)/toolnexus eval $$run --replay recordings/ --format table || exit 1; \
 	  echo; \
 	done
+	@$(MAKE) --no-print-directory demo-serve
+
+# Batch scoring, offline: `toolnexus serve --replay recordings/` on a free port (it prints its
+# URL first), `toolnexus batch` against it, then the server is stopped (also on failure: trap).
+# The batch's records stay in .demo/serve-batch.jsonl (git-ignored) for later demo steps.
+DEMO_DIR := .demo
+demo-serve: install
+	@mkdir -p $(DEMO_DIR); rm -f $(DEMO_DIR)/serve.url $(DEMO_DIR)/serve-batch.jsonl; \
+	echo "== toolnexus serve --replay recordings/ --port 0, then toolnexus batch against it"; \
+	env -u TYPESAFE_API_KEY -u OPENROUTER_API_KEY \
+	  $(BIN)/toolnexus serve --replay recordings/ --port 0 \
+	  >$(DEMO_DIR)/serve.url 2>$(DEMO_DIR)/serve.log & pid=$$!; \
+	trap 'kill $$pid 2>/dev/null' EXIT INT TERM; \
+	for i in $$(seq 300); do test -s $(DEMO_DIR)/serve.url && break; \
+	  kill -0 $$pid 2>/dev/null || break; sleep 0.1; done; \
+	url=$$(head -n 1 $(DEMO_DIR)/serve.url); \
+	if [ -z "$$url" ]; then echo "demo: toolnexus serve did not start:"; \
+	  cat $(DEMO_DIR)/serve.log; exit 1; fi; \
+	echo "   serving on $$url"; \
+	env -u TYPESAFE_API_KEY -u OPENROUTER_API_KEY \
+	  $(BIN)/toolnexus batch questions/guard.yaml 'examples/states/guard-*' \
+	  --base-url $$url/v1 --ordered -o $(DEMO_DIR)/serve-batch.jsonl || exit 1; \
+	$(BIN)/python examples/summarize_batch.py $(DEMO_DIR)/serve-batch.jsonl || exit 1; \
+	kill -TERM $$pid; wait $$pid || exit 1; trap - EXIT; \
+	echo "   records: $(DEMO_DIR)/serve-batch.jsonl"
 
 bench: install
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
