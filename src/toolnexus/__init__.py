@@ -18,10 +18,7 @@ from .canonical import (
 from .classifier import (
     METRIC_EVALUATE,
     METRIC_WARNING,
-    STYLES,
     Classifier,
-    ClassifierOptions,
-    RecordedDecision,
     create_classifier,
     static_classifier,
 )
@@ -79,7 +76,7 @@ from .images import (
     lift_images,
     with_images,
 )
-from .options import ErrorInfo, Verdict
+from .options import STYLES, ClassifierOptions, ErrorInfo, RecordedDecision, Verdict
 from .questions import (
     MAX_CHOICE_OPTIONS,
     MAX_SCORE_LEVELS,

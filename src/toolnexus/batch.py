@@ -19,22 +19,42 @@ from collections.abc import (
     Sequence,
 )
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from .classifier import check_state
 from .decision import Decision
 from .defaults import DEFAULT_BATCH_CONCURRENCY
 from .errors import BatchError, ClassifierError, ConfigError
 from .questions import Question
+from .state import check_state
 
 if TYPE_CHECKING:
     import asyncio
 
-    from .classifier import Classifier
-
-__all__ = ["BoundState", "BoundStates", "StateResult", "evaluate_batch", "evaluate_stream"]
+__all__ = [
+    "BoundState",
+    "BoundStates",
+    "Evaluator",
+    "StateResult",
+    "evaluate_batch",
+    "evaluate_stream",
+]
 
 K = TypeVar("K")
+
+
+class Evaluator(Protocol):
+    """What a batch drives: a ``Classifier``, seen through the two methods it needs. A protocol
+    rather than an import, so ``classifier.py`` imports this module and not the other way round."""
+
+    def prepare(self, questions: Mapping[str, Any]) -> dict[str, Question]:
+        """The normalised question set, limits checked; nothing sent."""
+        ...
+
+    async def evaluate_prepared(
+        self, state: Any, qs: dict[str, Question], *, fail_closed: bool = False
+    ) -> Decision:
+        """One decision for an already-checked state and a prepared question set."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -68,7 +88,7 @@ def _check_concurrency(concurrency: int) -> None:
 
 
 async def run_states(
-    classifier: Classifier,
+    classifier: Evaluator,
     states: Sequence[Any],
     qs: dict[str, Question],
     concurrency: int,
@@ -95,7 +115,7 @@ async def run_states(
 
 
 async def evaluate_batch(
-    classifier: Classifier,
+    classifier: Evaluator,
     states: Sequence[Any],
     questions: Mapping[str, Any],
     concurrency: int = DEFAULT_BATCH_CONCURRENCY,
@@ -123,7 +143,7 @@ async def evaluate_batch(
 
 
 async def evaluate_stream(
-    classifier: Classifier,
+    classifier: Evaluator,
     states: Iterable[tuple[K, Any]] | AsyncIterable[tuple[K, Any]],
     questions: Mapping[str, Any],
     concurrency: int = DEFAULT_BATCH_CONCURRENCY,
@@ -216,7 +236,7 @@ def _pull(
 class BoundState:
     """``classifier.state(v)``: one state, evaluated with NAMED questions, validated FAIL-CLOSED."""
 
-    classifier: Classifier
+    classifier: Evaluator
     value: Any
 
     async def evaluate(self, **questions: Any) -> Decision:
@@ -231,7 +251,7 @@ class BoundState:
 class BoundStates:
     """``classifier.states(vs)``: per-state results in order; one failure never fails the batch."""
 
-    classifier: Classifier
+    classifier: Evaluator
     values: list[Any] = field(default_factory=list)
 
     async def evaluate(

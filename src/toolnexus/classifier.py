@@ -1,6 +1,7 @@
 """``create_classifier``: the styles, metric events, and the per-state evaluate.
 
-Batches, streams and bound states live in ``batch.py`` and load on first use.
+Batches, streams and bound states live in ``batch.py``, which never imports this module back: it
+drives any object with ``prepare`` and ``evaluate_prepared`` (``batch.Evaluator``).
 
 A classifier interprets; it never authorises. Its output is a reading of intent inside a
 boundary, never the boundary: numeric limits, permission checks and allowlists stay in code.
@@ -18,26 +19,27 @@ import time
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
-    Callable,
     Iterable,
     Mapping,
     Sequence,
 )
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
+from .batch import BoundState, BoundStates, StateResult, evaluate_batch, evaluate_stream
 from .canonical import canonical_json, canonical_request, sha256_hex
 from .decision import Decision, parse_decision
 from .defaults import (
     DEFAULT_BATCH_CONCURRENCY,
-    DEFAULT_MODEL,
-    DEFAULT_RETRIES,
-    DEFAULT_RETRY_BASE_MS,
-    DEFAULT_TIMEOUT,
 )
-from .errors import ClassifierError, ConfigError, HostBackendError, InvalidState, StaticMiss
-from .images import Image, ImageLimits, LiftedState, StateWithImages, lift_images
-from .options import OnError
+from .errors import ClassifierError, ConfigError, HostBackendError, StaticMiss
+from .images import ImageLimits, LiftedState, StateWithImages, lift_images
+from .options import (
+    STYLES,
+    ClassifierOptions,
+    CustomEvaluate,
+    Metric,
+    RecordedDecision,
+)
 from .questions import (
     ChoiceQuestion,
     Question,
@@ -46,99 +48,23 @@ from .questions import (
     normalize_questions,
     questions_to_wire,
 )
+from .state import check_state
 from .validation import validate_decision
-
-if TYPE_CHECKING:
-    # batch.py imports asyncio, which costs ~45 ms of CLI start-up; it loads when a batch runs.
-    from .batch import BoundState, BoundStates, StateResult
 
 __all__ = [
     "METRIC_EVALUATE",
     "METRIC_WARNING",
-    "STYLES",
     "Classifier",
-    "ClassifierOptions",
-    "RecordedDecision",
     "create_classifier",
     "static_classifier",
 ]
 
-#: The four styles; "systemone" is the default, "static" is what CI runs, "llm" is deprecated.
-STYLES = ("systemone", "llm", "custom", "static")
 #: The ``event`` value of the per-evaluation metric.
 METRIC_EVALUATE = "classifier.evaluate"
 #: The ``event`` value of the degenerate-criteria warning; it carries ``question``.
 METRIC_WARNING = "classifier.warning"
 
 K = TypeVar("K")
-Metric = dict[str, Any]
-OnMetric = Callable[[Metric], object]
-CustomEvaluate = Callable[[Any, dict[str, Question]], Any]
-
-
-@dataclass(frozen=True)
-class RecordedDecision:
-    """One entry of the static corpus: a state, its question set, and the response body the
-    backend gave (``response``: a parsed object, or bytes/str of JSON). ``answers`` is the
-    shorthand for a body that is only its answers.
-
-    Images: ``state`` may hold ``Image`` objects or image parts (lifted as the systemone style
-    lifts them), or be the state AS SENT with its placeholders plus ``assets``, the map
-    ``{placeholder: {"type": "image", "sha256": <hex>}}`` that a recording file stores instead
-    of image bytes. Either way the entry matches on the images' sha256, never on their bytes."""
-
-    state: Any
-    questions: Mapping[str, Any]
-    response: Any = None
-    answers: Mapping[str, Any] | None = None
-    assets: Mapping[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class ClassifierOptions:
-    """Every option of seed 004's ``create-classifier``, in Python spelling.
-
-    Secrets: ``api_key_env`` is the NAME of an environment variable, read at call time and never
-    logged; ``headers`` values expand ``${NAME}`` at call time and are never logged either.
-    ``retries=0`` means exactly one attempt, no retry at all; unset means 2.
-    """
-
-    style: str = "systemone"
-    backend: str = "typesafe"
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    # Header values may hold a literal credential: they never appear in a repr.
-    headers: Mapping[str, str] | None = field(default=None, repr=False)
-    timeout: float = DEFAULT_TIMEOUT
-    transport: Any = None
-    http_client: Any = None
-    retries: int = DEFAULT_RETRIES
-    retry_base_ms: int = DEFAULT_RETRY_BASE_MS
-    retryable_statuses: Sequence[int] = ()
-    on_error: OnError | None = None
-    request_params: Mapping[str, Any] | None = None
-    body_transform: Callable[[dict[str, Any]], Any] | None = None
-    on_metric: OnMetric | None = None
-    client: Any = None
-    evaluate: CustomEvaluate | None = None
-    decisions: Sequence[RecordedDecision | Mapping[str, Any]] | None = None
-    supports: Mapping[str, bool] | None = None
-    #: The image limits checked before any request (``ImageLimits`` or a mapping of its fields);
-    #: unset means seed 004's byte limits and the proposed side limits.
-    image_limits: Any = None
-    cache: Any = None
-    llm_base_url: str | None = None
-    llm_model: str | None = None
-    llm_api_key_env: str | None = None
-
-    @property
-    def resolved_model(self) -> str:
-        if self.style == "llm":
-            # The llm style asks its chat endpoint for llm_model: naming "jev-latest" in its
-            # metric events and repr would be a lie. "llm" when a ready chat client picks it.
-            return self.llm_model or "llm"
-        return self.model or DEFAULT_MODEL
 
 
 class Style(Protocol):
@@ -264,20 +190,6 @@ class _StaticStyle:
         return None
 
 
-def check_state(state: Any) -> None:
-    """A state is a string, an object or an array (the wire rejects anything else with 422),
-    or an ``Image`` (sent as its placeholder string), or a ``with_images(...)`` of those."""
-    if isinstance(state, StateWithImages):
-        state = state.state
-    if isinstance(state, Image):
-        return
-    if isinstance(state, bool) or not isinstance(state, str | Mapping | list | tuple):
-        kind = "null" if state is None else type(state).__name__
-        raise InvalidState(
-            f"classifier: a state must be a string, an object or an array, got {kind}"
-        )
-
-
 def _validate_options(opts: ClassifierOptions) -> None:
     if opts.style not in STYLES:
         raise ConfigError(
@@ -319,10 +231,40 @@ def _make_style(opts: ClassifierOptions) -> Style:
     if opts.style == "llm":
         from .llm import LlmStyle  # imported lazily: httpx is not a start-up cost
 
-        return LlmStyle(opts)
+        return LlmStyle(
+            llm_model=opts.llm_model,
+            llm_base_url=opts.llm_base_url,
+            llm_api_key_env=opts.llm_api_key_env,
+            client=opts.client,
+            timeout=opts.timeout,
+            retries=opts.retries,
+            retry_base_ms=opts.retry_base_ms,
+            retryable_statuses=opts.retryable_statuses,
+            on_error=opts.on_error,
+            transport=opts.transport,
+            image_limits=opts.image_limits,
+        )
     from .systemone import SystemOneStyle
 
-    return SystemOneStyle(opts)
+    return SystemOneStyle(
+        backend=opts.backend,
+        base_url=opts.base_url,
+        model=opts.model,
+        api_key_env=opts.api_key_env,
+        supports=opts.supports,
+        headers=opts.headers,
+        timeout=opts.timeout,
+        retries=opts.retries,
+        retry_base_ms=opts.retry_base_ms,
+        retryable_statuses=opts.retryable_statuses,
+        on_error=opts.on_error,
+        transport=opts.transport,
+        http_client=opts.http_client,
+        request_params=opts.request_params,
+        body_transform=opts.body_transform,
+        cache=opts.cache,
+        image_limits=opts.image_limits,
+    )
 
 
 class Classifier:
@@ -439,8 +381,6 @@ class Classifier:
         """The same questions over many states, at most ``concurrency`` in flight, decisions
         IN STATE ORDER. FAIL CLOSED: any failure raises a BatchError naming the LOWEST failing
         state's index, and no decisions are returned. No states is an error; nothing is sent."""
-        from .batch import evaluate_batch
-
         return await evaluate_batch(self, states, questions, concurrency)
 
     def evaluate_stream(
@@ -460,20 +400,14 @@ class Classifier:
         ``__anext__``). Closing the iterator early (``aclose``, ``break``) cancels the
         evaluations still in flight.
         """
-        from .batch import evaluate_stream
-
         return evaluate_stream(self, states, questions, concurrency)
 
     def state(self, value: Any) -> BoundState:
         """Bind a state. A VALUE, not a session: nothing is sent until ``evaluate``."""
-        from .batch import BoundState
-
         return BoundState(self, value)
 
     def states(self, values: Iterable[Any]) -> BoundStates:
         """Bind a batch of states. See ``BoundStates.evaluate``."""
-        from .batch import BoundStates
-
         return BoundStates(self, list(values))
 
 

@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from .canonical import canonical_json, canonical_request, sha256_hex
-from .classifier import RecordedDecision
 from .decision import parse_decision
 from .errors import ClassifierError, ConfigError, DecisionError, StaticMiss
+from .options import RecordedDecision
 from .questions import Question, normalize_questions, questions_to_wire
 
 __all__ = [

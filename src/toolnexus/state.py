@@ -1,0 +1,28 @@
+"""What a state may be, checked before anything is sent (shared by ``classifier`` and ``batch``).
+
+Imports only ``errors`` and the pure ``images`` module, so both callers import it without a cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import InvalidState
+from .images import Image, StateWithImages
+
+__all__ = ["check_state"]
+
+
+def check_state(state: Any) -> None:
+    """A state is a string, an object or an array (the wire rejects anything else with 422),
+    or an ``Image`` (sent as its placeholder string), or a ``with_images(...)`` of those."""
+    if isinstance(state, StateWithImages):
+        state = state.state
+    if isinstance(state, Image):
+        return
+    if isinstance(state, bool) or not isinstance(state, str | Mapping | list | tuple):
+        kind = "null" if state is None else type(state).__name__
+        raise InvalidState(
+            f"classifier: a state must be a string, an object or an array, got {kind}"
+        )
