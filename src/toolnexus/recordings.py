@@ -8,11 +8,14 @@ One recording is one JSON file::
      "state":       the state as sent,
      "questions":   the question set in wire form,
      "response":    the response body,
-     "recorded_at": UTC ISO-8601 time}
+     "recorded_at": UTC ISO-8601 time,
+     "assets":      ONLY for a request with images: {placeholder: {"type": "image",
+                    "sha256": <hex>}}, each image's digest and never its bytes}
 
-named ``<sha256 of canonical request + canonical state>.json``, where canonical request is
-``canonical_request(model, questions)`` and canonical state is ``canonical_json(state)``, the two
-byte strings concatenated. No headers and no keys are ever written: nothing here sees them.
+named ``<sha256 of canonical request + canonical state [+ canonical assets]>.json``, where
+canonical request is ``canonical_request(model, questions)`` and canonical state is
+``canonical_json(state)`` (the state AS SENT: images replaced by their placeholders), the byte
+strings concatenated. No headers, no keys and no image bytes are ever written.
 
 Replaying loads every file of a directory into the ``static`` style, which answers by the canonical
 question set plus the canonical state (not the model: a recording made against ``jev-latest``
@@ -58,9 +61,16 @@ RECORDING_FIELDS = (
 )
 
 
-def recording_name(model: str, questions: Mapping[str, Question], state: Any) -> str:
-    """The file name of a recording: sha256 of canonical request + canonical state, ``.json``."""
-    return sha256_hex(canonical_request(model, questions) + canonical_json(state)) + ".json"
+def recording_name(
+    model: str,
+    questions: Mapping[str, Question],
+    state: Any,
+    assets: Mapping[str, Any] | None = None,
+) -> str:
+    """The file name of a recording: sha256 of canonical request + canonical state (+ canonical
+    assets, when the request had images), ``.json``."""
+    tail = canonical_json(dict(assets)) if assets else b""
+    return sha256_hex(canonical_request(model, questions) + canonical_json(state) + tail) + ".json"
 
 
 @dataclass(frozen=True)
@@ -75,10 +85,14 @@ class Recording:
     questions: Mapping[str, Any]
     response: Mapping[str, Any]
     recorded_at: str
+    #: ``{placeholder: {"type": "image", "sha256": hex}}`` for a request with images, else None.
+    assets: Mapping[str, Any] | None = None
 
     def to_recorded_decision(self) -> RecordedDecision:
-        """The entry the ``static`` style answers from."""
-        return RecordedDecision(state=self.state, questions=self.questions, response=self.response)
+        """The entry the ``static`` style answers from (matching images by their sha256)."""
+        return RecordedDecision(
+            state=self.state, questions=self.questions, response=self.response, assets=self.assets
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,6 +103,7 @@ class Recording:
             "questions": dict(self.questions),
             "response": dict(self.response),
             "recorded_at": self.recorded_at,
+            **({"assets": dict(self.assets)} if self.assets else {}),
         }
 
 
@@ -105,8 +120,12 @@ def write_recording(
     questions: Mapping[str, Question],
     response: Mapping[str, Any],
     recorded_at: str | None = None,
+    assets: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write one exchange into ``directory`` (created when missing) and return its path.
+
+    ``state`` is the state as sent; a request with images passes ``assets``, each placeholder's
+    ``{"type": "image", "sha256": hex}`` (``LiftedState.key_assets()``), never the bytes.
 
     Written atomically (a temporary file in the same directory, then ``os.replace``), so a
     reader never sees half a file and two writers of the same exchange leave one whole file.
@@ -121,11 +140,12 @@ def write_recording(
         questions=questions_to_wire(questions),
         response=response,
         recorded_at=recorded_at or _utc_now(),
+        assets=dict(assets) if assets else None,
     )
     folder = Path(directory)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        target = folder / recording_name(model, questions, state)
+        target = folder / recording_name(model, questions, state, assets)
         text = json.dumps(record.to_json(), indent=2, sort_keys=False, ensure_ascii=False)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".recording-", suffix=".tmp")
         try:
@@ -172,6 +192,12 @@ def read_recording(path: str | os.PathLike[str]) -> Recording:
         parse_decision(response, qs)
     except (DecisionError, ClassifierError) as e:
         raise ConfigError(f"classifier: recording {p}: {e.detail}") from None
+    assets = obj.get("assets")
+    if assets is not None and not _image_digests(assets):
+        raise ConfigError(
+            f"classifier: recording {p}: 'assets' must map placeholders to "
+            '{"type": "image", "sha256": <64 hex digits>}'
+        )
     return Recording(
         path=p,
         model=_field(obj, "model", str, p),
@@ -181,7 +207,24 @@ def read_recording(path: str | os.PathLike[str]) -> Recording:
         questions=questions,
         response=response,
         recorded_at=str(obj.get("recorded_at") or ""),
+        assets=assets,
     )
+
+
+def _image_digests(assets: Any) -> bool:
+    """Whether ``assets`` is a non-empty map of placeholder -> {"type": "image", "sha256"}."""
+    if not isinstance(assets, Mapping) or not assets:
+        return False
+    for spec in assets.values():
+        if not isinstance(spec, Mapping) or spec.get("type") != "image":
+            return False
+        digest = spec.get("sha256")
+        if not isinstance(digest, str) or len(digest) != 64 or not set(digest) <= _HEX:
+            return False
+    return True
+
+
+_HEX = frozenset("0123456789abcdef")
 
 
 def load_recordings(directory: str | os.PathLike[str]) -> list[Recording]:

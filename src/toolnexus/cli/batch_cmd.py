@@ -44,8 +44,8 @@ def batch_command(
     inputs: Annotated[
         list[str],
         typer.Argument(
-            help="JSONL file (one state per line), CSV file, directory or glob of state files, "
-            "or - for JSONL on stdin.",
+            help="JSONL file (one state per line), CSV file, directory or glob of state files "
+            "(.png/.jpg files are image states), or - for JSONL on stdin.",
             metavar="INPUT...",
             show_default=False,
         ),
@@ -57,6 +57,14 @@ def batch_command(
     state_field: Annotated[
         str | None,
         typer.Option("--state-field", help="JSONL key / CSV column holding the state."),
+    ] = None,
+    image_field: Annotated[
+        str | None,
+        typer.Option(
+            "--image-field",
+            help="JSONL key / CSV column holding an image path (relative to the input file); "
+            "the image joins the state, or is the state when it is also --state-field.",
+        ),
     ] = None,
     concurrency: Annotated[
         int, typer.Option("--concurrency", help="Requests in flight at most.")
@@ -115,7 +123,7 @@ def batch_command(
 
     cfg = BatchConfig(
         inputs=list(inputs),
-        spec=InputSpec(id_field=id_field, state_field=state_field),
+        spec=InputSpec(id_field=id_field, state_field=state_field, image_field=image_field),
         concurrency=concurrency,
         rate=rate,
         output=output,

@@ -16,6 +16,13 @@ Ids (they key ``--resume``, ``--retry-errors`` and ``--shard``, so they must be 
 
 A state is ``F``'s value with ``--state-field F``, else the whole JSON value (JSONL) or the whole
 row as an object of column -> text (CSV).
+
+Images: in a directory or glob, a ``.png``/``.jpg``/``.jpeg`` file is an image state.
+``--image-field F`` reads ``F``'s value as the path of an image (relative to the input file's
+folder; to the working directory for stdin): without ``--state-field`` the image takes the path's
+place in the record; with ``--state-field F`` the state is the image; with another
+``--state-field`` the image is attached to that state as ``<F>``. Either way only the path is
+checked here: the bytes are read when the state is sent, so memory stays flat.
 """
 
 from __future__ import annotations
@@ -29,9 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ..images import Image, with_images
 from ..jsonlimits import JsonLimitError, loads
 from .errors import MALFORMED_INPUT, CliError, one_line
-from .states import NotAState, check_state, guess_format, parse_state
+from .states import NotAState, check_state, guess_format, is_image_path, parse_state
 
 __all__ = ["InputItem", "InputSpec", "iter_inputs", "kind_of"]
 
@@ -64,6 +72,7 @@ class InputSpec:
 
     id_field: str | None = None
     state_field: str | None = None
+    image_field: str | None = None
 
 
 def kind_of(arg: str) -> str:
@@ -92,9 +101,41 @@ def _check(item_id: str | int, state: Any, where: str) -> InputItem:
     return InputItem(item_id, state=state)
 
 
-def _from_object(value: Any, fallback_id: str, where: str, spec: InputSpec) -> InputItem:
-    """Apply ``--id-field`` / ``--state-field`` to one parsed value."""
-    if spec.id_field is None and spec.state_field is None:
+def _with_image(
+    item_id: str | int, value: dict[str, Any], where: str, spec: InputSpec, base: Path
+) -> InputItem:
+    """Apply ``--image-field`` (and ``--state-field``) to one record; see the module docstring."""
+    field_name = spec.image_field
+    assert field_name is not None
+    raw = value.get(field_name)
+    if not isinstance(raw, str) or not raw:
+        what = "missing" if raw is None else f"not a path: {raw!r}"
+        return InputItem(item_id, error=(MALFORMED, f"{where}: image field {field_name!r} {what}"))
+    path = base / raw
+    if not path.is_file():
+        return InputItem(
+            item_id, error=(MALFORMED, f"{where}: image field {field_name!r}: no such file {path}")
+        )
+    image = Image(path)
+    if spec.state_field is None:
+        return InputItem(item_id, state={**value, field_name: image})
+    if spec.state_field not in value:
+        return InputItem(
+            item_id, error=(MALFORMED, f"{where}: state field {spec.state_field!r} missing")
+        )
+    if spec.state_field == field_name:
+        return InputItem(item_id, state=image)
+    item = _check(item_id, value[spec.state_field], where)
+    if item.error is not None:
+        return item
+    return InputItem(item_id, state=with_images(item.state, {field_name: image}))
+
+
+def _from_object(
+    value: Any, fallback_id: str, where: str, spec: InputSpec, base: Path | None = None
+) -> InputItem:
+    """Apply ``--id-field`` / ``--state-field`` / ``--image-field`` to one parsed value."""
+    if spec.id_field is None and spec.state_field is None and spec.image_field is None:
         return _check(fallback_id, value, where)
     if not isinstance(value, dict):
         return InputItem(
@@ -110,6 +151,8 @@ def _from_object(value: Any, fallback_id: str, where: str, spec: InputSpec) -> I
                 fallback_id, error=(MALFORMED, f"{where}: id field {spec.id_field!r} {what}")
             )
         item_id = raw
+    if spec.image_field is not None:
+        return _with_image(item_id, value, where, spec, base or Path("."))
     if spec.state_field is None:
         return _check(item_id, value, where)
     if spec.state_field not in value:
@@ -119,8 +162,11 @@ def _from_object(value: Any, fallback_id: str, where: str, spec: InputSpec) -> I
     return _check(item_id, value[spec.state_field], where)
 
 
-def read_jsonl(stream: BinaryIO, name: str, spec: InputSpec) -> Iterator[InputItem]:
-    """One state per non-blank line. Blank lines are skipped but still counted."""
+def read_jsonl(
+    stream: BinaryIO, name: str, spec: InputSpec, base: Path | None = None
+) -> Iterator[InputItem]:
+    """One state per non-blank line. Blank lines are skipped but still counted. ``base`` is
+    the folder ``--image-field`` paths are relative to."""
     for lineno, raw in enumerate(stream, 1):
         if not raw.strip():
             continue
@@ -136,7 +182,7 @@ def read_jsonl(stream: BinaryIO, name: str, spec: InputSpec) -> Iterator[InputIt
         except ValueError as e:
             yield InputItem(where, error=(MALFORMED, f"{where}: invalid JSON: {one_line(str(e))}"))
             continue
-        yield _from_object(value, where, where, spec)
+        yield _from_object(value, where, where, spec, base)
 
 
 _EXTRA = "\x00extra"  # DictReader's restkey: a row with more fields than the header
@@ -154,6 +200,7 @@ def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
         for field_name, flag in (
             (spec.id_field, "--id-field"),
             (spec.state_field, "--state-field"),
+            (spec.image_field, "--image-field"),
         ):
             if field_name is not None and field_name not in columns:
                 # Every row would fail the same way: say it once, as a usage error.
@@ -182,12 +229,15 @@ def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
                     ),
                 )
                 continue
-            yield _from_object(dict(row), where, where, spec)
+            yield _from_object(dict(row), where, where, spec, Path(path).parent)
 
 
 def _read_state_file(path: str) -> InputItem:
     """One state file, read as ``eval`` reads a state file (``states.parse_state``); a suffix
-    eval does not know is read as text, since a directory of tickets rarely names its type."""
+    eval does not know is read as text, since a directory of tickets rarely names its type. An
+    image is not read here at all: its bytes are read when its state is sent."""
+    if is_image_path(path):
+        return InputItem(path, state=Image(path))
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -241,6 +291,6 @@ def iter_inputs(
             yield from read_csv(arg, spec)
         elif kind == "jsonl":
             with open(arg, "rb") as f:
-                yield from read_jsonl(f, arg, spec)
+                yield from read_jsonl(f, arg, spec, Path(arg).parent)
         else:
             raise FileNotFoundError(arg)

@@ -3,6 +3,10 @@
 No trailing newline, so ``sha256sum`` of the output is the fixture's ``canonicalSha256`` and
 ``diff <(toolnexus canonical a.yaml) <(toolnexus canonical b.yaml)`` compares what would be
 sent. Offline by construction: it imports the pure core only, never httpx.
+
+With images (``--state photo.png``, or ``--image NAME=PATH`` for a state that says ``<NAME>``)
+it prints the JSON part of the image request, the ``request`` part of its multipart body: the
+body with the state as sent (placeholders in place of images) plus its ``assets`` map.
 """
 
 from __future__ import annotations
@@ -41,9 +45,19 @@ def canonical(
         str | None,
         typer.Option(
             "--state",
-            help="A state file (- for stdin): print the whole request body {model, questions, "
-            "state} instead; the state is outside the byte-identity claim.",
+            help="A state file (- for stdin; .png/.jpg for an image): print the whole request "
+            "body {model, questions, state} instead; the state is outside the byte-identity "
+            "claim.",
             show_default=False,
+        ),
+    ] = None,
+    image: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--image",
+            help="NAME=PATH: an image the --state refers to as <NAME> (repeatable); prints the "
+            "JSON part of the image request, with its assets map.",
+            metavar="NAME=PATH",
         ),
     ] = None,
 ) -> None:
@@ -62,14 +76,26 @@ def canonical(
         fail("the question set and the state cannot both come from stdin")
     qset = load_question_set(questions)
     chosen = resolve_model(model, qset.model)
+    if image and state is None:
+        fail("--image needs --state: the state is what refers to the image as <NAME>")
     if state is None:
         body = canonical_request(chosen, qset.questions)
     else:
-        from .states import load_state
+        from ..images import ImageLimits, lift_images
+        from .states import attach_images, load_state, parse_image_options
 
-        value = load_state(state)
-        body = canonical_json(
-            {"model": chosen, "questions": questions_to_wire(qset.questions), "state": value}
-        )
+        value = attach_images(load_state(state), parse_image_options(image))
+        wire_questions = questions_to_wire(qset.questions)
+        lifted = lift_images(value, canonical_json(wire_questions).decode("utf-8"))
+        # What would be sent, or the error that stops it being sent.
+        ImageLimits().check_request(lifted.assets)
+        request: dict[str, object] = {
+            "model": chosen,
+            "questions": wire_questions,
+            "state": lifted.state,
+        }
+        if lifted.assets:
+            request["assets"] = lifted.wire_assets()
+        body = canonical_json(request)
     view: CanonicalView = "sha256" if sha256 else "pretty" if pretty else "raw"
     render(CanonicalResult(body, sha256_hex(body)), view)

@@ -107,7 +107,8 @@ def eval_command(
     state: Annotated[
         str | None,
         typer.Argument(
-            help="State file (.txt/.md/.log text, .json, .yaml/.yml) or - for stdin.",
+            help="State file (.txt/.md/.log text, .json, .yaml/.yml, .png/.jpg image) or - for "
+            "stdin.",
             metavar="STATE",
             show_default=False,
         ),
@@ -119,6 +120,14 @@ def eval_command(
     as_: Annotated[
         str | None,
         typer.Option("--as", help="Read the state as text, json or yaml (overrides the suffix)."),
+    ] = None,
+    image: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--image",
+            help="NAME=PATH: attach a PNG/JPEG that the state refers to as <NAME> (repeatable).",
+            metavar="NAME=PATH",
+        ),
     ] = None,
     fmt: Annotated[
         DecisionFormat | None,
@@ -145,7 +154,7 @@ def eval_command(
     Exit codes: 0 ok; 1 a --fail-on condition met; 2 usage or input error; 3 backend failure.
     """
     from .render import DecisionResult, default_format, render
-    from .states import load_state
+    from .states import attach_images, load_state, parse_image_options
 
     if as_ is not None and as_ not in STATE_FORMATS:
         raise CliError(f"--as takes {', '.join(STATE_FORMATS)}, got {as_!r}")
@@ -166,7 +175,9 @@ def eval_command(
     )
     as_format: StateFormat | None = as_  # checked just above
     # Every input is read and checked before anything is sent.
-    value = load_state(state, text=state_text, as_=as_format)
+    value = attach_images(
+        load_state(state, text=state_text, as_=as_format), parse_image_options(image)
+    )
     result = run_eval(questions, value, settings, thresholds=cut_points, fail_on=conditions)
     render(
         DecisionResult(result.record, result.questions, item_id=state or ""),

@@ -275,17 +275,27 @@ class Backend:
         so it is not an exchange and is not written)."""
         if self.settings.record is None or decision.cached:
             return
+        from ..canonical import canonical_json
+        from ..images import StateWithImages, lift_images
+        from ..questions import questions_to_wire
         from ..recordings import write_recording
 
+        # The state as sent: images become their placeholders and the file keeps each one's
+        # sha256, never its bytes (the Image objects hash once; nothing is read again).
+        text = ""
+        if isinstance(state, StateWithImages):
+            text = canonical_json(questions_to_wire(questions)).decode("utf-8")
+        lifted = lift_images(state, text)
         write_recording(
             self.settings.record,
             model=self.model,
             endpoint=self.endpoint,
-            state=state,
+            state=lifted.state,
             questions=questions,
             # The decoded body, re-encoded: every wire field the response carried that the
             # library reads. Unknown extra fields are not kept.
             response=decision.to_wire(),
+            assets=lifted.key_assets(),
         )
 
     async def evaluate(self, state: Any, questions: Mapping[str, Question]) -> Decision:

@@ -1,9 +1,13 @@
-"""State inputs: a file, ``-`` for stdin, or ``--state-text TEXT``.
+"""State inputs: a file, ``-`` for stdin, or ``--state-text TEXT``; images.
 
 The suffix picks the reading (``.txt``/``.md``/``.log`` -> a string, ``.json`` -> a JSON value,
 ``.yaml``/``.yml`` -> a YAML value); ``--as text|json|yaml`` overrides the guess. A state must be
 a string, an object or an array (the wire rejects anything else with a 422), so anything else is
 an error naming the file, and the line for a syntax error, BEFORE any request is sent.
+
+A ``.png``/``.jpg``/``.jpeg`` file is an image state: an ``Image`` read when the state is sent
+(the library checks its format and limits before any request). ``--image NAME=PATH`` attaches
+images that a text or JSON state refers to as ``<NAME>``.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..decision import json_kind
+from ..images import Image, with_images
 from .errors import CliError
 
 StateFormat = Literal["text", "json", "yaml"]
@@ -27,6 +32,9 @@ _SUFFIXES: dict[str, StateFormat] = {
     ".yaml": "yaml",
     ".yml": "yaml",
 }
+
+#: Files read as an image state rather than as text.
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg"})
 
 #: How a state source is named in messages when it is not a file.
 STDIN_NAME = "<stdin>"
@@ -45,6 +53,49 @@ def guess_format(source: str) -> StateFormat:
             f"(known: {known}); pass --as text|json|yaml"
         )
     return fmt
+
+
+def is_image_path(source: str) -> bool:
+    """Whether ``source`` names an image by its suffix (``.png``, ``.jpg``, ``.jpeg``)."""
+    return Path(source).suffix.lower() in IMAGE_SUFFIXES
+
+
+def image_state(source: str, what: str = "image file") -> Image:
+    """An image for the state, read lazily when it is sent: here only its existence is
+    checked, so a batch of thousands of images holds none of them before their turn."""
+    path = Path(source)
+    if not path.is_file():
+        reason = "is a directory" if path.is_dir() else "no such file"
+        raise CliError(f"{source}: {what}: {reason}")
+    return Image(path)
+
+
+def parse_image_options(values: list[str] | None) -> dict[str, Image]:
+    """``--image NAME=PATH`` (repeatable) -> ``{NAME: Image}``; the state refers to each as
+    ``<NAME>``. A malformed pair, a bad name, a repeated name or a missing file is an error."""
+    from ..errors import ImageError
+
+    images: dict[str, Image] = {}
+    for value in values or []:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise CliError(f"--image takes NAME=PATH, got {value!r}")
+        if name in images:
+            raise CliError(f"--image {name}: given twice; each name attaches one image")
+        try:
+            Image(b"x", alias=name)  # the alias rule, checked before any file is touched
+        except ImageError:
+            raise CliError(
+                f"--image {name}: a name is 1-64 letters, digits or _ . : - (the state says "
+                f"<{name}>)"
+            ) from None
+        images[name] = image_state(path, f"--image {name}")
+    return images
+
+
+def attach_images(state: Any, images: dict[str, Image]) -> Any:
+    """``state`` with the ``--image`` images attached (unchanged when there are none)."""
+    return with_images(state, images) if images else state
 
 
 class NotAState(CliError):
@@ -146,8 +197,9 @@ def _read(source: str) -> str:
 def load_state(
     source: str | None, *, text: str | None = None, as_: StateFormat | None = None
 ) -> Any:
-    """The state named on the command line: a file path, ``-`` for stdin, or ``text`` (from
-    ``--state-text``). Exactly one of ``source`` and ``text`` must be given."""
+    """The state named on the command line: a file path (an image for ``.png``/``.jpg``), ``-``
+    for stdin, or ``text`` (from ``--state-text``). Exactly one of ``source`` and ``text`` must
+    be given."""
     if as_ is not None and as_ not in STATE_FORMATS:
         raise CliError(f"--as takes text, json or yaml, got {as_!r}")
     if text is not None:
@@ -159,5 +211,7 @@ def load_state(
     if source == "-":
         # stdin has no suffix to guess from; text is what a pipe usually carries.
         return parse_state(_read(source), as_ or "text", STDIN_NAME)
+    if as_ is None and is_image_path(source):
+        return image_state(source, "image state")
     fmt = as_ or guess_format(source)
     return parse_state(_read(source), fmt, source)
