@@ -7,6 +7,11 @@
    100,000 states, cache and --replay off. The 100k run uses latency 0 and a higher concurrency
    to stay quick; memory, not speed, is measured there. Target: the larger peak within 1.2x of
    the smaller.
+3. The decision cache (issue 8: "a cold ``batch --cache`` run costs at most 1.10x the same run
+   without --cache ... and a warm re-run sends 0 requests"): the 10,000 states of (1) without
+   --cache and with --cache on an empty cache directory, alternated twice (the fastest of each
+   is compared, so one noisy run on a shared machine does not decide), then a warm re-run on
+   that cache, counting the requests the server saw during it. Targets: ratio <= 1.10; 0 sent.
 
 Each batch runs as ``python -m toolnexus batch`` in a subprocess, exactly as a user runs it.
 """
@@ -43,13 +48,26 @@ def start_server(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
     return server, server.stdout.readline().strip()
 
 
-def run_batch(states: Path, out: Path, base_url: str, concurrency: int) -> tuple[float, int]:
-    """(wall seconds, peak RSS in KiB) of one batch process."""
+def requests_seen(server: subprocess.Popen[str]) -> int:
+    """How many requests the loopback server (started by ``start_server``) has answered."""
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write("count\n")
+    server.stdin.flush()
+    return int(server.stdout.readline())
+
+
+def run_batch(
+    states: Path, out: Path, base_url: str, concurrency: int, cache_dir: Path | None = None
+) -> tuple[float, int, float]:
+    """(wall seconds, peak RSS in KiB, CPU seconds: user + system, every thread) of one batch
+    process."""
     args = [
         sys.executable, "-m", "toolnexus", "batch", str(QUESTIONS), str(states),
         "--id-field", "id", "--state-field", "text", "--concurrency", str(concurrency),
         "--base-url", base_url, "--output", str(out),
     ]  # fmt: skip
+    if cache_dir is not None:
+        args += ["--cache", "--cache-dir", str(cache_dir)]
     started = time.perf_counter()
     proc = subprocess.Popen(args, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -61,7 +79,7 @@ def run_batch(states: Path, out: Path, base_url: str, concurrency: int) -> tuple
     if proc.returncode != 0:
         raise SystemExit(f"batch failed ({proc.returncode}): {summary}")
     print(f"   {summary[-1] if summary else ''}")
-    return wall, usage.ru_maxrss
+    return wall, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -73,7 +91,7 @@ def main() -> None:
 
         server, url = start_server(20)
         try:
-            wall, rss_small = run_batch(small, d / "out-10k.jsonl", url, 32)
+            wall, rss_small, _ = run_batch(small, d / "out-10k.jsonl", url, 32)
         finally:
             server.communicate("")
         ideal = 10_000 * 0.020 / 32
@@ -84,7 +102,7 @@ def main() -> None:
 
         server, url = start_server(0)
         try:
-            wall_large, rss_large = run_batch(large, d / "out-100k.jsonl", url, 64)
+            wall_large, rss_large, _ = run_batch(large, d / "out-100k.jsonl", url, 64)
         finally:
             server.communicate("")
         print(f"100,000 states, 0 ms, concurrency 64: wall {wall_large:.2f} s")
@@ -93,6 +111,29 @@ def main() -> None:
             f"peak RSS: 10,000 states {rss_small / 1024:.1f} MiB, 100,000 states "
             f"{rss_large / 1024:.1f} MiB, ratio {ratio:.2f} (target <= 1.2)"
         )
+        cache_ratios(small, d)
+
+
+def cache_ratios(states: Path, d: Path) -> None:
+    server, url = start_server(20)
+    try:
+        plain, cold = [], []
+        for rep in range(2):
+            plain.append(run_batch(states, d / f"plain{rep}.jsonl", url, 32))
+            cold.append(run_batch(states, d / f"cold{rep}.jsonl", url, 32, d / f"cache{rep}"))
+        before = requests_seen(server)
+        warm = run_batch(states, d / "warm.jsonl", url, 32, d / "cache1")[0]
+        sent = requests_seen(server) - before
+    finally:
+        server.communicate("")
+    wall_plain, wall_cold = min(r[0] for r in plain), min(r[0] for r in cold)
+    cpu_plain, cpu_cold = min(r[2] for r in plain), min(r[2] for r in cold)
+    print(
+        f"cache, 10,000 states, 20 ms, concurrency 32: without --cache {wall_plain:.2f} s, "
+        f"cold --cache {wall_cold:.2f} s, ratio {wall_cold / wall_plain:.2f} (target <= 1.10); "
+        f"CPU {cpu_plain:.2f} s vs {cpu_cold:.2f} s, ratio {cpu_cold / cpu_plain:.2f}"
+    )
+    print(f"warm re-run: {warm:.2f} s, {sent} requests sent (target 0)")
 
 
 if __name__ == "__main__":

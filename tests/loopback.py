@@ -202,11 +202,13 @@ class Loopback:
 
 def main(argv: list[str]) -> None:
     """``python tests/loopback.py [--latency-ms N]``: print the base URL, serve until stdin
-    closes."""
+    closes; for each line read from stdin, print the number of requests seen so far (how
+    ``bench/batch_cli.py`` counts what a warm-cache run sent)."""
     latency_ms = float(argv[argv.index("--latency-ms") + 1]) if "--latency-ms" in argv else 0.0
     with Loopback(latency=latency_ms / 1000) as server:
         print(server.base_url, flush=True)
-        sys.stdin.read()
+        for _ in sys.stdin:
+            print(server.total, flush=True)
 
 
 if __name__ == "__main__":

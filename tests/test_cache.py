@@ -9,13 +9,17 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import sqlite3
+import subprocess
+import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from toolnexus.cache import Cache, MemoryCache, SqliteCache, memory_cache
-from toolnexus.errors import ClassifierError
+from toolnexus.errors import CacheError, ClassifierError, ConfigError
 
 
 class FakeClock:
@@ -330,3 +334,219 @@ def test_sqlite_is_safe_across_processes(tmp_path: Path) -> None:
                 assert c.get(f"{tag}-{i}") == f"{tag}:{i}"
         assert c.get("shared") in {"p:199", "q:199"}
         assert c.stats().entries == 401
+
+
+# --- batched writes (issue 8: "The SQLite decision cache writes in batches off the event loop's
+# critical path") ------------------------------------------------------------------------------
+
+#: Long enough that no batch is committed by its deadline while a test looks.
+NEVER_MS = 600_000
+
+
+def _committed(path: Path) -> dict[str, str]:
+    """What another connection (as another process would) sees committed in the file."""
+    with sqlite3.connect(path) as raw:
+        return dict(raw.execute("SELECT key, value FROM entries").fetchall())
+
+
+def _wait_for(predicate: Callable[[], bool], what: str) -> None:
+    """Poll (no fixed sleep): the writer thread commits on its own schedule."""
+    deadline = time.monotonic() + 30
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.005)
+
+
+def test_set_is_buffered_read_your_writes_and_committed_by_flush(tmp_path: Path) -> None:
+    """A set returns before the disk is touched; this process reads it at once; flush()
+    commits it for everybody else."""
+    path = tmp_path / "c.db"
+    with SqliteCache(path, flush_ms=NEVER_MS) as c:
+        c.set("k", "v1")
+        c.set("k", "v2")
+        assert c.get("k") == "v2"
+        assert _committed(path) == {}
+        c.flush()
+        assert _committed(path) == {"k": "v2"}
+
+
+def test_close_commits_what_is_buffered(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    c = SqliteCache(path, flush_ms=NEVER_MS)
+    for i in range(100):
+        c.set(f"k{i}", str(i))
+    c.close()
+    assert _committed(path) == {f"k{i}": str(i) for i in range(100)}
+
+
+def test_a_batch_is_committed_by_its_deadline_without_a_flush(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    with SqliteCache(path, flush_ms=1) as c:
+        c.set("k", "v")
+        _wait_for(lambda: _committed(path) == {"k": "v"}, "the deadline commit")
+
+
+def test_a_full_batch_is_committed_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    with SqliteCache(path, flush_ms=NEVER_MS, batch_size=10) as c:
+        for i in range(10):
+            c.set(f"k{i}", "v")
+        _wait_for(lambda: len(_committed(path)) == 10, "the full batch")
+
+
+def test_one_transaction_per_batch_not_per_set(tmp_path: Path) -> None:
+    """1,000 sets in batches of 500 take at most 2 write transactions (1,000 before)."""
+    with SqliteCache(tmp_path / "c.db", flush_ms=NEVER_MS, batch_size=500) as c:
+        statements: list[str] = []
+        conn = c._writer.conn
+        assert conn is not None
+        conn.set_trace_callback(statements.append)
+        for i in range(1000):
+            c.set(f"{i:064x}", "x" * 100)
+        c.flush()
+        assert c.stats().entries == 1000
+    assert 1 <= statements.count("BEGIN IMMEDIATE") <= 2
+
+
+def test_readers_in_other_threads_see_every_write_while_batches_commit(tmp_path: Path) -> None:
+    """Concurrent readers never see a missing or wrong value, whether the entry is still
+    buffered, being committed, or committed."""
+    errors: list[str] = []
+    with SqliteCache(tmp_path / "c.db", flush_ms=1, batch_size=16) as c:
+        # One semaphore per reader: reader r reads k{i} only after k{i} was set.
+        written = [threading.Semaphore(0) for _ in range(4)]
+
+        def read(sem: threading.Semaphore) -> None:
+            for i in range(300):
+                sem.acquire()
+                got = c.get(f"k{i}")
+                if got != str(i):
+                    errors.append(f"k{i}: {got!r}")
+
+        readers = [threading.Thread(target=read, args=(sem,)) for sem in written]
+        for r in readers:
+            r.start()
+        for i in range(300):
+            c.set(f"k{i}", str(i))
+            for sem in written:
+                sem.release()
+        for r in readers:
+            r.join(timeout=60)
+    assert errors == []
+
+
+def _child_reads(path: str, keys: list[str], out: multiprocessing.Queue[list[str | None]]) -> None:
+    with SqliteCache(path) as c:
+        out.put([c.get(k) for k in keys])
+
+
+def test_a_second_process_sees_a_batch_once_it_is_committed(tmp_path: Path) -> None:
+    """Another process opening the same file sees committed batches only: nothing before the
+    flush, everything after it."""
+    path = tmp_path / "c.db"
+    ctx = multiprocessing.get_context("spawn")
+    keys = [f"k{i}" for i in range(50)]
+
+    def child_view() -> list[str | None]:
+        out: multiprocessing.Queue[list[str | None]] = ctx.Queue()
+        proc = ctx.Process(target=_child_reads, args=(str(path), keys, out))
+        proc.start()
+        got = out.get(timeout=60)
+        proc.join(timeout=60)
+        assert proc.exitcode == 0
+        return got
+
+    with SqliteCache(path, flush_ms=NEVER_MS) as c:
+        for k in keys:
+            c.set(k, k.upper())
+        assert child_view() == [None] * 50
+        c.flush()
+        assert child_view() == [k.upper() for k in keys]
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_a_cache_never_closed_is_committed_at_interpreter_exit(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    done = _python(
+        "from toolnexus.cache import SqliteCache\n"
+        f"c = SqliteCache({str(path)!r}, flush_ms={NEVER_MS})\n"
+        "for i in range(20): c.set(f'k{i}', 'v')\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(_committed(path)) == 20
+
+
+def test_a_crash_loses_only_the_uncommitted_batch_and_never_corrupts(tmp_path: Path) -> None:
+    """A process killed mid-run (os._exit: no close, no exit hooks) leaves a sound file with
+    every flushed entry; only what was still buffered is lost."""
+    path = tmp_path / "c.db"
+    done = _python(
+        "import os\n"
+        "from toolnexus.cache import SqliteCache\n"
+        f"c = SqliteCache({str(path)!r}, flush_ms={NEVER_MS})\n"
+        "c.set('kept', 'v'); c.flush()\n"
+        "for i in range(50): c.set(f'lost{i}', 'v')\n"
+        "os._exit(0)\n"
+    )
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert _committed(path) == {"kept": "v"}
+    with SqliteCache(path) as again:
+        again.set("after", "v")
+        assert again.get("kept") == "v" and again.get("lost0") is None
+
+
+def test_a_failed_background_write_is_raised_by_the_next_flush(tmp_path: Path) -> None:
+    """A batch that cannot be committed (here: another connection holds the write lock past the
+    busy timeout) is one CacheError naming the cache, raised once, not a silent loss."""
+    path = tmp_path / "c.db"
+    with SqliteCache(path, busy_timeout_ms=50, flush_ms=NEVER_MS) as c:
+        blocker = sqlite3.connect(path, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")
+        c.set("k", "v")
+        with pytest.raises(CacheError, match=rf"cache {path}: write of 1 entries failed: .*locked"):
+            c.flush()
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        c.flush()  # reported once; the cache goes on working
+        c.set("k2", "v2")
+        c.flush()
+        assert _committed(path) == {"k2": "v2"}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        pytest.param({"flush_ms": -1}, "flush_ms must be a whole number >= 0", id="flush-ms"),
+        pytest.param({"batch_size": 0}, "batch_size must be a whole number >= 1", id="batch-0"),
+        pytest.param({"batch_size": True}, "batch_size must be a whole number", id="batch-bool"),
+    ],
+)
+def test_sqlite_batching_options_are_checked(
+    tmp_path: Path, kwargs: dict[str, object], fragment: str
+) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        SqliteCache(tmp_path / "c.db", **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_failed_final_write_is_raised_by_close(tmp_path: Path) -> None:
+    """What close() could not commit is not lost silently: close raises it."""
+    path = tmp_path / "c.db"
+    c = SqliteCache(path, busy_timeout_ms=50, flush_ms=NEVER_MS)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    c.set("k", "v")
+    try:
+        with pytest.raises(CacheError, match="write of 1 entries failed"):
+            c.close()
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    c.close()  # closed for good: a second close is quiet
+    assert _committed(path) == {}
