@@ -69,3 +69,62 @@ def test_the_probe_can_see_httpx(tmp_path: object) -> None:
     assert done.returncode == 0, done.stderr
     with open(report, encoding="utf-8") as f:
         assert "httpx" in json.load(f)
+
+
+# The console entry point (``toolnexus.cli:main``), reporting which modules of a family were
+# ever imported.
+ENTRY_PROBE = """
+import atexit, json, sys
+def report():
+    seen = sorted(m for m in sys.modules if m.split(".")[0] in set(sys.argv[2].split(",")))
+    with open(sys.argv[1], "w") as f:
+        json.dump(seen, f)
+atexit.register(report)
+from toolnexus.cli import main
+main(sys.argv[3:])
+"""
+
+
+def _imported(tmp_path: object, families: str, args: list[str]) -> list[str]:
+    report = os.path.join(str(tmp_path), "modules.json")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLNEXUS_")}
+    done = subprocess.run(
+        [sys.executable, "-c", ENTRY_PROBE, report, families, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    with open(report, encoding="utf-8") as f:
+        seen: list[str] = json.load(f)
+    return seen
+
+
+def test_version_imports_neither_typer_nor_the_library(tmp_path: object) -> None:
+    """Issue 8 §7: "toolnexus --version answers without importing typer or the library"."""
+    seen = _imported(tmp_path, "typer,click,rich,yaml,httpx,typing", ["--version"])
+    assert seen == []
+    lib = _imported(tmp_path, "toolnexus", ["--version"])
+    assert lib == ["toolnexus", "toolnexus.cli"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["check-criteria", "questions/"], id="check-criteria"),
+        pytest.param(["check-criteria", "--format", "json", "questions/"], id="check-json"),
+        pytest.param(["canonical", "questions/guard.yaml"], id="canonical"),
+        pytest.param(["canonical", "--sha256", "questions/guard.yaml"], id="canonical-sha256"),
+    ],
+)
+def test_offline_commands_run_without_typer(tmp_path: object, args: list[str]) -> None:
+    """The plain forms of the offline commands never import typer (nor httpx)."""
+    assert _imported(tmp_path, "typer,httpx,httpcore,aiohttp", args) == []
+
+
+def test_the_entry_probe_can_see_typer(tmp_path: object) -> None:
+    """Not blind: anything the fast path hands on to the Typer app imports typer."""
+    assert "typer" in _imported(tmp_path, "typer", ["check-criteria", "--help"])

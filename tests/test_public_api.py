@@ -3,7 +3,11 @@ __all__, and the seed names present."""
 
 from __future__ import annotations
 
+import ast
 import inspect
+from pathlib import Path
+
+import pytest
 
 import toolnexus
 
@@ -75,14 +79,39 @@ def test_all_is_sorted() -> None:
 
 
 def test_all_is_complete_and_importable() -> None:
+    # Public names are imported on first use (PEP 562): dir() lists them before that.
     public = {
         name
-        for name, value in vars(toolnexus).items()
-        if not name.startswith("_") and not inspect.ismodule(value)
+        for name in dir(toolnexus)
+        if not name.startswith("_")
+        and name != "TYPE_CHECKING"
+        and not inspect.ismodule(getattr(toolnexus, name))
     }
     assert public | {"__version__"} == set(toolnexus.__all__)
     for name in toolnexus.__all__:
         assert hasattr(toolnexus, name), name
+
+
+def test_lazy_table_is_the_typed_imports() -> None:
+    """What mypy and a reader see (the TYPE_CHECKING imports) is what runs (``_LAZY``)."""
+    tree = ast.parse(Path(toolnexus.__file__).read_text(encoding="utf-8"))
+    (guard,) = [
+        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+    ]
+    typed = {
+        (node.module, alias.name)
+        for node in guard.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    lazy = {(module, name) for module, names in toolnexus._LAZY.items() for name in names}
+    assert typed == lazy
+    assert {name for _, name in lazy} | {"__version__"} == set(toolnexus.__all__)
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        toolnexus.nope  # noqa: B018
 
 
 def test_seed_names_are_exported() -> None:

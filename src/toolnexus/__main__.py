@@ -1,5 +1,5 @@
 """``python -m toolnexus`` runs the CLI."""
 
-from .cli.app import main
+from .cli import main
 
 main()

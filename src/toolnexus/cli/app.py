@@ -33,46 +33,22 @@ from .. import __version__
 from . import batch_cmd, cache_cmd, canonical_cmd, check_cmd, eval_cmd, schema_cmd, serve_cmd
 from .errors import (
     EXIT_CODES_HELP,
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
-    CliError,
-    failure_of,
+    handle_error,
     one_line,
 )
 
 
-def report(error: BaseException) -> None:
-    """Write the one stderr line for ``error``."""
-    message = error.message if isinstance(error, CliError) else str(error)
-    sys.stderr.write(f"toolnexus: {one_line(message)}\n")
-    sys.stderr.flush()
-
-
-def _silence_stdout() -> None:
-    """After EPIPE, point stdout at /dev/null so the interpreter's final flush is quiet."""
-    import os
-
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-
-
 def handle(error: BaseException) -> int:
-    """The boundary: write what ``error`` means to the user (at most one line on stderr, or
-    click's usage message) and return the exit code. Re-raises what is not ours to handle (a
-    bug keeps its traceback so it can be reported)."""
+    """The boundary: typer's own exceptions here, everything else in ``errors.handle_error``
+    (shared with the typer-free fast path of ``check-criteria`` and ``canonical``). Writes what
+    ``error`` means to the user (one line on stderr) and returns the exit code; re-raises what
+    is not ours to handle (a bug keeps its traceback so it can be reported)."""
     if isinstance(error, typer.Exit):
         return error.exit_code
-    if isinstance(error, typer.Abort | KeyboardInterrupt):
-        sys.stderr.write("toolnexus: interrupted\n")
-        return EXIT_INTERRUPTED
-    if isinstance(error, BrokenPipeError):
-        # `toolnexus ... | head`: the reader left; nothing to report (Typer alone would exit 1).
-        _silence_stdout()
-        return EXIT_OK
+    if isinstance(error, typer.Abort):
+        return handle_error(KeyboardInterrupt())
     if isinstance(error, typer.TyperException):
         # Usage errors (an unknown option, a --format value not in its Choice, a missing
         # argument): one line like every other error, naming where help is. `toolnexus` alone
@@ -87,11 +63,7 @@ def handle(error: BaseException) -> int:
             message = one_line(error.format_message()).rstrip(".")
             sys.stderr.write(f"toolnexus: {message}{hint}\n")
         return EXIT_USAGE if error.exit_code in (1, 2) else int(error.exit_code)
-    failure = failure_of(error)
-    if failure is None:
-        raise error
-    report(error)
-    return failure.exit_code
+    return handle_error(error)
 
 
 class BoundaryGroup(TyperGroup):

@@ -15,8 +15,6 @@ from typing import Annotated
 
 import typer
 
-from .errors import fail
-
 
 def canonical(
     questions: Annotated[
@@ -65,37 +63,6 @@ def canonical(
 
     Nothing is added, not even a newline. Exit 2 on an input error (one line, path:line:col).
     """
-    from ..canonical import canonical_json, canonical_request, sha256_hex
-    from ..questions import questions_to_wire
-    from .questionfile import load_question_set, resolve_model
-    from .render import CanonicalResult, CanonicalView, render
+    from .offline import canonical as run
 
-    if sha256 and pretty:
-        fail("--sha256 and --pretty do not combine: pick one")
-    if state == "-" and questions == "-":
-        fail("the question set and the state cannot both come from stdin")
-    qset = load_question_set(questions)
-    chosen = resolve_model(model, qset.model)
-    if image and state is None:
-        fail("--image needs --state: the state is what refers to the image as <NAME>")
-    if state is None:
-        body = canonical_request(chosen, qset.questions)
-    else:
-        from ..images import ImageLimits, lift_images
-        from .states import attach_images, load_state, parse_image_options
-
-        value = attach_images(load_state(state), parse_image_options(image))
-        wire_questions = questions_to_wire(qset.questions)
-        lifted = lift_images(value, canonical_json(wire_questions).decode("utf-8"))
-        # What would be sent, or the error that stops it being sent.
-        ImageLimits().check_request(lifted.assets)
-        request: dict[str, object] = {
-            "model": chosen,
-            "questions": wire_questions,
-            "state": lifted.state,
-        }
-        if lifted.assets:
-            request["assets"] = lifted.wire_assets()
-        body = canonical_json(request)
-    view: CanonicalView = "sha256" if sha256 else "pretty" if pretty else "raw"
-    render(CanonicalResult(body, sha256_hex(body)), view)
+    run(questions, model=model, sha256=sha256, pretty=pretty, state=state, image=image or ())

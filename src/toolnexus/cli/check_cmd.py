@@ -7,33 +7,15 @@ diagnostic on stderr and makes the exit code 2. Never imports httpx: it runs on 
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from .errors import EXIT_CONDITION, EXIT_OK, EXIT_USAGE
 from .lintcodes import CODES
 from .render.formats import LintFormat
 
-_YAML_SUFFIXES = (".yaml", ".yml")
-
 _CODE_TABLE = "\n".join(f"  {code}  {text}" for code, text in CODES.items())
-
-
-def _expand(paths: Iterable[Path]) -> list[Path]:
-    """Files as given; a directory stands for every *.yaml / *.yml file under it, sorted."""
-    out: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            out.extend(
-                sorted(p for p in path.rglob("*") if p.suffix in _YAML_SUFFIXES and p.is_file())
-            )
-        else:
-            out.append(path)
-    return out
 
 
 #: ``check-criteria --help``; registered in ``app.py``.
@@ -61,20 +43,6 @@ def check_criteria(
     ] = False,
     output: Annotated[LintFormat, typer.Option("--format", help="Findings format.")] = "text",
 ) -> None:
-    from .questionfile import Finding, QuestionFileError, lint_file
-    from .render import LintResult, render
+    from .offline import check_criteria as run
 
-    findings: list[Finding] = []
-    unreadable = False
-    for path in _expand(files):
-        try:
-            lint = lint_file(path, strict=strict)
-        except QuestionFileError as e:
-            sys.stderr.write(f"toolnexus: {e.message}\n")
-            unreadable = True
-            continue
-        findings.extend(lint.findings)
-    render(LintResult(tuple(findings)), output)
-    if unreadable:
-        raise typer.Exit(EXIT_USAGE)
-    raise typer.Exit(EXIT_CONDITION if findings else EXIT_OK)
+    raise typer.Exit(run(files, strict=strict, fmt=output))

@@ -15,6 +15,7 @@ same failure exits with the same code whichever command met it.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -122,3 +123,39 @@ def failure_of(error: BaseException) -> Failure | None:
         if isinstance(error, cls):
             return failure
     return None
+
+
+def report(error: BaseException) -> None:
+    """Write the one stderr line for ``error``."""
+    message = error.message if isinstance(error, CliError) else str(error)
+    sys.stderr.write(f"toolnexus: {one_line(message)}\n")
+    sys.stderr.flush()
+
+
+def _silence_stdout() -> None:
+    """After EPIPE, point stdout at /dev/null so the interpreter's final flush is quiet."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def handle_error(error: BaseException) -> int:
+    """The error boundary for everything that is not typer's own: write what ``error`` means
+    to the user (one line on stderr) and return the exit code. Re-raises what is not ours to
+    handle: a bug keeps its traceback so it can be reported."""
+    if isinstance(error, KeyboardInterrupt):
+        sys.stderr.write("toolnexus: interrupted\n")
+        return EXIT_INTERRUPTED
+    if isinstance(error, BrokenPipeError):
+        # `toolnexus ... | head`: the reader left; nothing to report (Typer alone would exit 1).
+        _silence_stdout()
+        return EXIT_OK
+    failure = failure_of(error)
+    if failure is None:
+        raise error
+    report(error)
+    return failure.exit_code

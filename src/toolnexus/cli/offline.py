@@ -1,0 +1,179 @@
+"""``check-criteria`` and ``canonical`` as plain functions, and the fast path that runs them
+without typer.
+
+Both commands are offline and run often (``check-criteria`` on every commit as a pre-commit
+hook), so their start-up is measured (``bench/cli_start.py``) and importing typer would be
+most of it. ``fast_main`` recognises the plain forms of their command lines and calls the
+same functions the Typer commands call (``check_cmd``, ``canonical_cmd``), inside the same
+error boundary (``errors.handle_error``). Anything else — ``--help``, an unknown option, a
+``--format`` outside its choices, ``--`` — returns ``None`` and the Typer app handles it, so
+help and usage errors are never written twice. A test runs the same command lines both ways
+and compares exit code, stdout and stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from .errors import EXIT_CONDITION, EXIT_OK, EXIT_USAGE, fail, handle_error
+
+__all__ = ["canonical", "check_criteria", "fast_main"]
+
+_YAML_SUFFIXES = (".yaml", ".yml")
+_LINT_FORMATS = ("text", "json")  # render.formats.LintFormat (a test checks)
+
+
+def _expand(paths: Iterable[Path]) -> list[Path]:
+    """Files as given; a directory stands for every *.yaml / *.yml file under it, sorted."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            out.extend(
+                sorted(p for p in path.rglob("*") if p.suffix in _YAML_SUFFIXES and p.is_file())
+            )
+        else:
+            out.append(path)
+    return out
+
+
+def check_criteria(files: Sequence[Path], *, strict: bool = False, fmt: str = "text") -> int:
+    """Lint ``files``, render the findings, return the exit code: 0 clean, 1 findings, 2 when
+    a file could not be read (its one line is on stderr)."""
+    from .questionfile import Finding, QuestionFileError, lint_file
+    from .render import LintResult, render
+
+    findings: list[Finding] = []
+    unreadable = False
+    for path in _expand(files):
+        try:
+            lint = lint_file(path, strict=strict)
+        except QuestionFileError as e:
+            sys.stderr.write(f"toolnexus: {e.message}\n")
+            unreadable = True
+            continue
+        findings.extend(lint.findings)
+    render(LintResult(tuple(findings)), fmt)
+    if unreadable:
+        return EXIT_USAGE
+    return EXIT_CONDITION if findings else EXIT_OK
+
+
+def canonical(
+    questions: str,
+    *,
+    model: str | None = None,
+    sha256: bool = False,
+    pretty: bool = False,
+    state: str | None = None,
+    image: Sequence[str] = (),
+) -> int:
+    """Render the canonical bytes of model + questions (with ``state``: the whole request
+    body, images lifted into its ``assets`` map); return the exit code."""
+    from ..canonical import canonical_json, canonical_request, sha256_hex
+    from ..questions import questions_to_wire
+    from .questionfile import load_question_set, resolve_model
+    from .render import CanonicalResult, CanonicalView, render
+
+    if sha256 and pretty:
+        fail("--sha256 and --pretty do not combine: pick one")
+    if state == "-" and questions == "-":
+        fail("the question set and the state cannot both come from stdin")
+    qset = load_question_set(questions)
+    chosen = resolve_model(model, qset.model)
+    if image and state is None:
+        fail("--image needs --state: the state is what refers to the image as <NAME>")
+    if state is None:
+        body = canonical_request(chosen, qset.questions)
+    else:
+        from ..images import ImageLimits, lift_images
+        from .states import attach_images, load_state, parse_image_options
+
+        value = attach_images(load_state(state), parse_image_options(list(image)))
+        wire_questions = questions_to_wire(qset.questions)
+        lifted = lift_images(value, canonical_json(wire_questions).decode("utf-8"))
+        # What would be sent, or the error that stops it being sent.
+        ImageLimits().check_request(lifted.assets)
+        request: dict[str, object] = {
+            "model": chosen,
+            "questions": wire_questions,
+            "state": lifted.state,
+        }
+        if lifted.assets:
+            request["assets"] = lifted.wire_assets()
+        body = canonical_json(request)
+    view: CanonicalView = "sha256" if sha256 else "pretty" if pretty else "raw"
+    render(CanonicalResult(body, sha256_hex(body)), view)
+    return EXIT_OK
+
+
+def _options(
+    args: Sequence[str], flags: set[str], valued: set[str]
+) -> tuple[dict[str, str | bool], list[str]] | None:
+    """Split ``args`` into options and positionals, or ``None`` for anything that is not a
+    plain form (left to the Typer app, which knows every spelling and writes usage errors)."""
+    options: dict[str, str | bool] = {}
+    positional: list[str] = []
+    it = iter(args)
+    for arg in it:
+        name, eq, value = arg.partition("=")
+        if arg == "-" or not arg.startswith("-"):
+            positional.append(arg)
+        elif arg in flags and arg not in options:
+            options[arg] = True
+        elif name in valued and name not in options:
+            if not eq:
+                value = next(it, "")
+                if not value or (value.startswith("-") and value != "-"):
+                    return None
+            options[name] = value
+        else:
+            return None
+    return options, positional
+
+
+def _parse_check(args: Sequence[str]) -> int | None:
+    parsed = _options(args, {"--strict"}, {"--format"})
+    if parsed is None:
+        return None
+    options, files = parsed
+    fmt = str(options.get("--format", "text"))
+    if not files or fmt not in _LINT_FORMATS or "-" in files:
+        return None
+    return check_criteria([Path(f) for f in files], strict="--strict" in options, fmt=fmt)
+
+
+def _parse_canonical(args: Sequence[str]) -> int | None:
+    parsed = _options(args, {"--sha256", "--pretty"}, {"--model", "--state"})
+    if parsed is None:
+        return None
+    options, positional = parsed
+    if len(positional) != 1:
+        return None
+    model = options.get("--model")
+    state = options.get("--state")
+    return canonical(
+        positional[0],
+        model=model if isinstance(model, str) else None,
+        sha256="--sha256" in options,
+        pretty="--pretty" in options,
+        state=state if isinstance(state, str) else None,
+    )
+
+
+_FAST = {"check-criteria": _parse_check, "canonical": _parse_canonical}
+
+#: The commands ``fast_main`` may answer; anything else goes straight to the Typer app.
+FAST_COMMANDS = frozenset(_FAST)
+
+
+def fast_main(args: Sequence[str]) -> int | None:
+    """The exit code of ``toolnexus *args`` when it is a plain ``check-criteria`` or
+    ``canonical`` command line, run without typer; ``None`` to hand it to the Typer app."""
+    if not args or args[0] not in _FAST:
+        return None
+    try:
+        return _FAST[args[0]](args[1:])
+    except (Exception, KeyboardInterrupt) as e:
+        return handle_error(e)
