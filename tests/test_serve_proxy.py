@@ -144,3 +144,21 @@ def test_an_image_exchange_is_recorded_by_image_hash_and_replays(tmp_path: Path)
     import hashlib
 
     assert asset == {"sha256": hashlib.sha256(image).hexdigest(), "type": "image"}
+
+
+def test_models_are_forwarded_with_the_callers_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UPSTREAM_KEY", KEY)
+
+    async def go() -> list[httpx.Response]:
+        upstream = ServeOptions(synthetic=True, require_key_env="UPSTREAM_KEY")
+        auth = {"Authorization": f"Bearer {KEY}"}
+        async with (
+            Server(upstream) as a,
+            Server(ServeOptions(proxy=a.url)) as b,
+            httpx.AsyncClient(trust_env=False) as c,
+        ):
+            return [await c.get(f"{b.url}/v1/models", headers=auth), await c.get(f"{b.url}/models")]
+
+    ok, anonymous = asyncio.run(go())
+    assert ok.status_code == 200 and ok.json()["models"][0]["name"] == "jev-latest"
+    assert anonymous.status_code == 401  # the proxy adds no key of its own

@@ -15,6 +15,11 @@ A body arrives as JSON or as ``multipart/form-data`` (the official SDK's image f
   question off Jev 1.14, and assets that are empty, unsent, not PNG/JPEG, over the image limits,
   or never mentioned by the state or the questions.
 
+Images are checked against the seed's byte limits (16 MiB per image, 32 MiB per request) and
+must have a readable PNG/JPEG header (``images.image_size``). The side limits of ``images.py``
+are this library's proposals, not the API's published rules, so serve does not enforce them:
+it answers what the API would, as far as anyone has published.
+
 Pure apart from the optional zstd codec: no HTTP library here.
 """
 
