@@ -100,8 +100,8 @@ def serve(
     import sys
 
     from ..errors import ClassifierError
+    from ..serve.options import ServeOptions
     from ..serve.run import run
-    from ..serve.server import ServeOptions
 
     if proxy is not None:
         from ..serve.proxy import upstream_base

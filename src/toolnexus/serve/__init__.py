@@ -19,10 +19,12 @@ subpackage's name).
 from __future__ import annotations
 
 from .faults import CLI_FAULTS, Fault, parse_faults
+from .options import DEFAULT_MAX_BODY_BYTES, ServeOptions
 from .replay import ReplayIndex
-from .server import DEFAULT_MAX_BODY_BYTES, MODELS, ServeOptions, Server, serve
+from .rules import Reject
+from .server import MODELS, Server, serve
 from .synthetic import PLACEHOLDER, PLACEHOLDER_FIELD, synthesize
-from .wire import Reject, WireRequest, read_request
+from .wire import WireRequest, read_request
 
 __all__ = [
     "CLI_FAULTS",

@@ -25,7 +25,8 @@ from ..canonical import canonical_json, canonical_request, sha256_hex
 from ..errors import ClassifierError
 from ..questions import normalize_questions, questions_to_wire
 from ..recordings import Recording, load_recordings
-from .wire import Reject, WireRequest
+from .rules import Reject
+from .wire import WireRequest, swap_placeholders
 
 __all__ = ["ReplayIndex", "miss_body", "question_key", "state_preview"]
 
@@ -39,18 +40,12 @@ def question_key(questions: Mapping[str, Any]) -> bytes:
         return canonical_json(questions)
 
 
-def _swap(text: bytes, images: Iterable[tuple[str, str]]) -> bytes:
-    for placeholder, digest in images:
-        text = text.replace(placeholder.encode("utf-8"), f"<sha256:{digest}>".encode())
-    return text
-
-
 def _keys(
     model: str, questions: Mapping[str, Any], state: Any, images: Iterable[tuple[str, str]]
 ) -> tuple[str, str]:
     pairs = list(images)
-    q = _swap(question_key(questions), pairs)
-    s = _swap(canonical_json(state), pairs)
+    q = swap_placeholders(question_key(questions), pairs)
+    s = swap_placeholders(canonical_json(state), pairs)
     loose = sha256_hex(b"q" + q + b"\x00s" + s)
     return sha256_hex(model.encode("utf-8") + b"\x00" + loose.encode()), loose
 
@@ -124,8 +119,9 @@ class ReplayIndex:
         return len(self.loose)
 
     def find(self, request: WireRequest) -> Mapping[str, Any] | None:
-        images = [(i.placeholder, i.sha256) for i in request.images]
-        full, partial = _keys(request.model, request.questions, request.state, images)
+        full, partial = _keys(
+            request.model, request.questions, request.state, request.image_hashes()
+        )
         return self.exact.get(full) or self.loose.get(partial)
 
     def answer(self, request: WireRequest) -> Mapping[str, Any]:

@@ -13,7 +13,8 @@ import signal
 import sys
 from typing import IO
 
-from .server import ServeOptions, Server
+from .options import ServeOptions
+from .server import Server
 
 __all__ = ["run"]
 
