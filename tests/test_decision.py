@@ -60,7 +60,7 @@ def test_typed_accessors_fail_loudly_with_two_distinct_messages() -> None:
     assert str(absent.value) == 'classifier: no answer "urgency" in this decision'
     with pytest.raises(AnswerAccessError, match="is a score answer, not raw"):
         d.raw("risk")
-    assert d.score("risk").levels() == ["harmless", "reversible", "destructive"]
+    assert d.score("risk").ordered_legend() == ["harmless", "reversible", "destructive"]
 
 
 @pytest.mark.parametrize(
@@ -177,7 +177,7 @@ class TestScoreLevels:
                 },
             }
         ).score("s")
-        assert a.levels() == levels and a.level == 10 and a.label == "L10"
+        assert a.ordered_legend() == levels and a.level == 10 and a.label == "L10"
 
     def test_normalized_no_clamping_and_single_level(self) -> None:
         a = ScoreAnswer(

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeAlias
 
-from .errors import AnswerAccessError, DecisionError
+from .errors import AnswerAccessError, ConfigError, DecisionError
 from .jsonlimits import JsonLimitError, loads
 from .questions import (
     Question,
@@ -91,22 +91,8 @@ class ChoiceAnswer:
         }
 
 
-class ScoreLevels(tuple[tuple[str, float], ...]):
-    """Every level's ``(label, probability)`` in level order (seed 003 ``levels``).
-
-    Also callable: ``answer.levels()`` is seed 000's ``levels()``, the legend texts in level
-    order ("2" before "10"), so both seeds' spellings read the same answer.
-    """
-
-    _legend: tuple[str, ...]
-
-    def __new__(cls, pairs: list[tuple[str, float]], legend_in_order: list[str]) -> ScoreLevels:
-        self = super().__new__(cls, pairs)
-        self._legend = tuple(legend_in_order)
-        return self
-
-    def __call__(self) -> list[str]:
-        return list(self._legend)
+#: Every level's ``(label, probability)`` in level order (seed 003 ``levels``).
+ScoreLevels: TypeAlias = tuple[tuple[str, float], ...]
 
 
 @dataclass(frozen=True)
@@ -117,6 +103,11 @@ class ScoreAnswer:
     ``level`` is the argmax of ``probabilities`` (lowest index wins a tie). They can disagree and
     the disagreement is information: do not use ``round(score)`` as a level.
     ``legend`` and ``probabilities`` are keyed by level index as the wire writes it (``"0"``).
+    ``levels`` pairs every level's label, in level order, with its probability (0.0 for a level
+    the response left out); ``ordered_legend()`` is the labels alone (seed 000's ``levels()``).
+
+    Built by hand (a custom style) with only ``score``, ``legend``, ``probabilities`` and
+    ``confidence``, the derived fields are filled by the same decoder ``parse_decision`` uses.
     """
 
     type: ClassVar[Literal["score"]] = "score"
@@ -127,24 +118,31 @@ class ScoreAnswer:
     level: int = 0
     label: str = ""
     description: Any = None
-    levels: ScoreLevels = field(default_factory=lambda: ScoreLevels([], []))
+    levels: ScoreLevels = ()
 
     def __post_init__(self) -> None:
-        # Built by hand (a custom style): derive level/label/levels from the legend, as decoding
-        # without a known question does. Decoding passes them in, so this is skipped there.
+        # Built by hand: derive level/label/description/levels with the decoder itself, as
+        # decoding without a known question does. Decoding passes them in, so this is skipped.
         if self.levels or not self.probabilities:
             return
-        by_index = {int(k): p for k, p in self.probabilities.items() if str(k).isdigit()}
-        legend = {int(k): v for k, v in self.legend.items() if str(k).isdigit()}
-        if not by_index:
-            return
-        n = max([*by_index, *legend]) + 1
-        src = [legend.get(i, str(i)) for i in range(n)]
-        level, label, description, levels = _score_structure(by_index, legend, src)
+        try:
+            level, label, description, levels = _score_structure(
+                "", dict(self.probabilities), dict(self.legend), None
+            )
+        except DecisionError as e:
+            raise ConfigError(
+                "classifier: ScoreAnswer: " + e.detail.removeprefix('answer "": ')
+            ) from None
         object.__setattr__(self, "level", level)
         object.__setattr__(self, "label", label)
         object.__setattr__(self, "description", description)
         object.__setattr__(self, "levels", levels)
+
+    def ordered_legend(self) -> list[str]:
+        """Every level's label in LEVEL order ("2" before "10"), which the ``legend`` mapping
+        itself loses (seed 000 ``levels()``, seed 004 ``levels``). Taken from ``levels``, so a
+        reply without a legend still gives the question's labels, never ``[]``."""
+        return [label for label, _ in self.levels]
 
     def normalized(self) -> float:
         """``score / top level index``, so scales of different sizes can be weighed together.
@@ -370,6 +368,26 @@ def _decode_score(obj: Mapping[str, Any], key: str, question: Question | None) -
             key,
         )
     legend = {str(k): v for k, v in legend_raw.items()}
+    level, label, description, levels = _score_structure(key, probs, legend, question)
+    return ScoreAnswer(
+        score=score,
+        legend=legend,
+        probabilities=probs,
+        confidence=confidence,
+        level=level,
+        label=label,
+        description=description,
+        levels=levels,
+    )
+
+
+def _score_structure(
+    key: str, probs: Mapping[str, float], legend: Mapping[str, Any], question: Question | None
+) -> tuple[int, str, Any, ScoreLevels]:
+    """level (argmax, lowest index wins a tie), its label and description, and every level's
+    (label, probability) with 0.0 for a level the response left out; checked against the
+    question's rubric when there is one (seed 003). The one place a score's structure is read,
+    for decoded and hand-built answers alike."""
     by_index = {_level_index(k, key, "probability"): p for k, p in probs.items()}
     legend_by_index = {_level_index(k, key, "legend"): v for k, v in legend.items()}
 
@@ -403,30 +421,9 @@ def _decode_score(obj: Mapping[str, Any], key: str, question: Question | None) -
         n = max([*by_index, *legend_by_index]) + 1
         levels_src = [legend_by_index.get(i, str(i)) for i in range(n)]
 
-    level, label, description, levels = _score_structure(by_index, legend_by_index, levels_src)
-    return ScoreAnswer(
-        score=score,
-        legend=legend,
-        probabilities=probs,
-        confidence=confidence,
-        level=level,
-        label=label,
-        description=description,
-        levels=levels,
-    )
-
-
-def _score_structure(
-    by_index: Mapping[int, float], legend_by_index: Mapping[int, Any], levels_src: list[Any]
-) -> tuple[int, str, Any, ScoreLevels]:
-    """level (argmax, lowest index wins a tie), its label and description, and every level's
-    (label, probability) with 0.0 for a level the response left out."""
     level = min(by_index, key=lambda i: (-by_index[i], i))
     labels = [level_label(x) for x in levels_src]
-    levels = ScoreLevels(
-        [(labels[i], by_index.get(i, 0.0)) for i in range(len(levels_src))],
-        [level_label(legend_by_index[i]) for i in sorted(legend_by_index)],
-    )
+    levels = tuple((labels[i], by_index.get(i, 0.0)) for i in range(len(levels_src)))
     label = labels[level] if level < len(labels) else str(level)
     description = levels_src[level] if level < len(levels_src) else None
     return level, label, description, levels

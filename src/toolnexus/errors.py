@@ -41,6 +41,8 @@ an expanded header.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "AnswerAccessError",
     "BackendError",
@@ -65,6 +67,14 @@ __all__ = [
 PREFIX = "classifier: "
 
 
+def _restore(cls: type[BaseException], args: tuple[Any, ...], fields: dict[str, Any]) -> Any:
+    """Rebuild a pickled or copied error without calling its ``__init__``."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(fields)
+    return error
+
+
 class ClassifierError(Exception):
     """Base of everything toolnexus raises. The message always starts ``classifier: ``."""
 
@@ -76,6 +86,12 @@ class ClassifierError(Exception):
     @property
     def message(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The subclasses take typed keyword fields that ``args`` does not hold, so the default
+        # ``cls(*args)`` cannot rebuild them: restore args and fields directly instead. Lets an
+        # error travel inside a StateResult through pickle, deepcopy and process pools.
+        return (_restore, (type(self), self.args, dict(self.__dict__)))
 
     @property
     def detail(self) -> str:
