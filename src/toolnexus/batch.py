@@ -121,6 +121,10 @@ async def evaluate_batch(
     concurrency: int = DEFAULT_BATCH_CONCURRENCY,
 ) -> list[Decision]:
     """See ``Classifier.evaluate_batch``: fail closed on the LOWEST failing index."""
+    if isinstance(states, str | bytes | Mapping) or not isinstance(states, Iterable):
+        raise ConfigError(
+            f"classifier: evaluate_batch takes a list of states, got {type(states).__name__}"
+        )
     states = list(states)
     if not states:
         raise ConfigError("classifier: evaluate_batch: no states to evaluate")

@@ -13,6 +13,7 @@ with ``get``/``set``; ``SqliteCache`` is the one the CLI uses.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -393,6 +394,10 @@ class SqliteCache:
                 raise ConfigError(
                     f"classifier: cache {name} must be a whole number >= {low}, got {value!r}"
                 )
+        if not isinstance(path, str | os.PathLike) or str(path) == "":
+            raise ConfigError(
+                f"classifier: SqliteCache takes a file path, got {type(path).__name__}"
+            )
         self.path = Path(path).expanduser()
         self.ttl_ms = ttl_ms
         self._clock = clock or _wall_ms

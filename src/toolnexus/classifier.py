@@ -13,8 +13,10 @@ decisions: what CI runs, no network, no credential).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
+import re
 import time
 from collections.abc import (
     AsyncIterable,
@@ -190,6 +192,52 @@ class _StaticStyle:
         return None
 
 
+#: A timeout past a day is a typo (or ``inf``/``nan``), not a plan: the event loop's timers
+#: overflow on inf and nan compares false with everything.
+_MAX_TIMEOUT = 86_400.0
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _validate_values(opts: ClassifierOptions) -> None:
+    """Options of the wrong kind are ConfigErrors now, never a TypeError at the first request.
+    An ``api_key_env`` that is not a variable name is refused WITHOUT quoting it: a key pasted
+    there by mistake must not reach a message or a repr."""
+    for name in ("api_key_env", "llm_api_key_env"):
+        value = getattr(opts, name)
+        if value is not None and not (isinstance(value, str) and _ENV_NAME.fullmatch(value)):
+            raise ConfigError(
+                f"classifier: {name} takes the NAME of an environment variable (letters, digits "
+                "and _, like TYPESAFE_API_KEY); the value given is not one, and is not shown in "
+                "case it is a key"
+            )
+    for name in ("base_url", "model", "llm_base_url", "llm_model"):
+        value = getattr(opts, name)
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"classifier: {name} must be a string, got {type(value).__name__}")
+    for name in ("headers", "supports", "request_params"):
+        value = getattr(opts, name)
+        if value is not None and not isinstance(value, Mapping):
+            raise ConfigError(f"classifier: {name} must be a mapping, got {type(value).__name__}")
+    base = opts.retry_base_ms
+    if base is not None and (isinstance(base, bool) or not isinstance(base, int) or base < 0):
+        raise ConfigError(
+            f"classifier: retry_base_ms must be a whole number of milliseconds >= 0, got {base!r}"
+        )
+    decisions = opts.decisions
+    if decisions is not None and (
+        isinstance(decisions, str | bytes | Mapping) or not isinstance(decisions, Iterable)
+    ):
+        raise ConfigError(
+            "classifier: decisions must be a list of RecordedDecision (or recorded mappings), "
+            f"got {type(decisions).__name__}"
+        )
+    if not isinstance(opts.retryable_statuses, Iterable):
+        raise ConfigError(
+            "classifier: retryable_statuses must be a list of HTTP statuses, got "
+            f"{type(opts.retryable_statuses).__name__}"
+        )
+
+
 def _validate_options(opts: ClassifierOptions) -> None:
     if opts.style not in STYLES:
         raise ConfigError(
@@ -199,15 +247,17 @@ def _validate_options(opts: ClassifierOptions) -> None:
         raise ConfigError("classifier: style 'custom' requires evaluate=<callable>")
     if opts.style == "static" and opts.decisions is None:
         raise ConfigError("classifier: style 'static' requires decisions=[RecordedDecision, ...]")
+    _validate_values(opts)
     if isinstance(opts.retries, bool) or not isinstance(opts.retries, int) or opts.retries < 0:
         raise ConfigError(f"classifier: retries must be a whole number >= 0, got {opts.retries!r}")
     if (
         isinstance(opts.timeout, bool)
         or not isinstance(opts.timeout, int | float)
-        or opts.timeout <= 0
+        or not 0 < opts.timeout < _MAX_TIMEOUT
     ):
         raise ConfigError(
-            f"classifier: timeout must be a positive number of seconds, got {opts.timeout!r}"
+            "classifier: timeout must be a number of seconds above 0 and below "
+            f"{_MAX_TIMEOUT:g}, got {opts.timeout!r}"
         )
     for s in opts.retryable_statuses:
         if isinstance(s, bool) or not isinstance(s, int) or not 100 <= s <= 599:
@@ -300,12 +350,15 @@ class Classifier:
 
     def _emit(self, event: Metric) -> None:
         if self.options.on_metric is not None:
-            self.options.on_metric(event)
+            # A metrics sink observes; it never decides. One that raises is ignored, so the
+            # outcome of an evaluate is the same with or without it (issue 9).
+            with contextlib.suppress(Exception):
+                self.options.on_metric(event)
 
     def prepare(self, questions: Mapping[str, Any]) -> dict[str, Question]:
         """Normalise a question set and enforce the limits; no request is sent. Degenerate
         criteria are reported once per key per classifier through ``on_metric``."""
-        qs = normalize_questions(questions)
+        qs = normalize_questions(questions, wire=False)
         check_limits(qs)
         for key in sorted(qs):
             q = qs[key]
@@ -408,6 +461,11 @@ class Classifier:
 
     def states(self, values: Iterable[Any]) -> BoundStates:
         """Bind a batch of states. See ``BoundStates.evaluate``."""
+        if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
+            raise ConfigError(
+                "classifier: states() takes an iterable of states (a list), got "
+                f"{type(values).__name__}"
+            )
         return BoundStates(self, list(values))
 
 

@@ -49,6 +49,16 @@ Instructions: TypeAlias = Any
 ScoreLevel: TypeAlias = str | Mapping[str, Any]
 
 
+def _check_instructions(kind: str, instructions: Any) -> None:
+    # Structured instructions (content parts) are lists or objects; None, numbers and booleans
+    # are a mistake that would otherwise reach the wire as null or 5.
+    if isinstance(instructions, bool) or not isinstance(instructions, str | list | tuple | Mapping):
+        raise QuestionError(
+            f"classifier: {kind}Question instructions must be a string (or structured "
+            f"content parts), got {type(instructions).__name__}"
+        )
+
+
 @dataclass(frozen=True)
 class NoulCriteria:
     """What the true and the false case mean. ``NoulCriteria()`` sends two empty strings."""
@@ -69,6 +79,14 @@ class NoulQuestion:
     criteria: NoulCriteria | None = None
     type: Literal["noul"] = "noul"
 
+    def __post_init__(self) -> None:
+        _check_instructions("Noul", self.instructions)
+        if self.criteria is not None and not isinstance(self.criteria, NoulCriteria):
+            raise QuestionError(
+                "classifier: NoulQuestion criteria must be NoulCriteria(true=..., false=...) or "
+                f"None, got {type(self.criteria).__name__}"
+            )
+
 
 @dataclass(frozen=True)
 class ChoiceQuestion:
@@ -79,6 +97,14 @@ class ChoiceQuestion:
     criteria: Mapping[str, Any] = field(default_factory=dict)
     type: Literal["choice"] = "choice"
 
+    def __post_init__(self) -> None:
+        _check_instructions("Choice", self.instructions)
+        if not isinstance(self.criteria, Mapping):
+            raise QuestionError(
+                "classifier: ChoiceQuestion criteria must map option ids to descriptions, got "
+                f"{type(self.criteria).__name__}"
+            )
+
 
 @dataclass(frozen=True)
 class ScoreQuestion:
@@ -88,6 +114,15 @@ class ScoreQuestion:
     instructions: Instructions
     criteria: list[ScoreLevel] | tuple[ScoreLevel, ...] = field(default_factory=list)
     type: Literal["score"] = "score"
+
+    def __post_init__(self) -> None:
+        _check_instructions("Score", self.instructions)
+        # A string is iterable: "abc" once became three levels a, b, c.
+        if not isinstance(self.criteria, list | tuple):
+            raise QuestionError(
+                "classifier: ScoreQuestion criteria must be a list of levels in order, got "
+                f"{type(self.criteria).__name__}"
+            )
 
 
 @dataclass(frozen=True)
@@ -229,16 +264,36 @@ def question_from_wire(obj: Any, key: str = "") -> Question:
     return RawQuestion(qtype, instructions, criteria if has_criteria else None)
 
 
-def normalize_questions(questions: Mapping[str, Any]) -> dict[str, Question]:
-    """Accept question objects or their wire-form mappings; return question objects."""
+def normalize_questions(questions: Mapping[str, Any], *, wire: bool = True) -> dict[str, Question]:
+    """Accept question objects or their wire-form mappings; return question objects.
+
+    ``wire=False`` is a host's own question set: there a mapping whose type the library does not
+    model is refused unless it says ``"raw": True`` (``{"type": "choise"}`` is a typo, not a new
+    type; a raw question is built explicitly). Recorded wire forms (``wire=True``) keep theirs.
+    """
+    if not isinstance(questions, Mapping):
+        raise QuestionError(
+            "classifier: questions must be a mapping of key -> question, got "
+            f"{type(questions).__name__}"
+        )
     out: dict[str, Question] = {}
     for key, q in questions.items():
         if not isinstance(key, str):
             raise QuestionError(f"classifier: question key {key!r} must be a string", str(key))
         if isinstance(q, NoulQuestion | ChoiceQuestion | ScoreQuestion | RawQuestion):
             out[key] = q
-        else:
-            out[key] = question_from_wire(q, key)
+            continue
+        if not wire and isinstance(q, Mapping):
+            qtype = q.get("type")
+            raw = q.get("raw", False)
+            if qtype not in ("noul", "choice", "score") and raw is not True:
+                raise QuestionError(
+                    f"classifier: question {key!r}: unknown type {qtype!r} (noul, choice or "
+                    "score); a type the library does not model is written RawQuestion(type, "
+                    'instructions) or {..., "raw": True}',
+                    key,
+                )
+        out[key] = question_from_wire(q, key)
     return out
 
 

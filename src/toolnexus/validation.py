@@ -14,9 +14,10 @@ from .decision import (
     ChoiceAnswer,
     Decision,
     NoulAnswer,
+    RawAnswer,
     ScoreAnswer,
 )
-from .errors import InvalidDecision
+from .errors import ConfigError, InvalidDecision
 from .questions import ChoiceQuestion, Question, RawQuestion, ScoreQuestion
 
 __all__ = ["DEFAULT_THRESHOLDS", "Band", "threshold_band", "validate_decision"]
@@ -64,6 +65,15 @@ def validate_decision(
     [0,1], choice offered / probability keys offered / each in [0,1] / a non-empty map sums to
     1 ± 0.02 / confidence in [0,1], score in [0, levels-1] with the same probability rules over
     level indices. A raw question only needs an answer of its own type."""
+    if not isinstance(decision, Decision):
+        raise ConfigError(
+            f"classifier: validate_decision takes a Decision, got {type(decision).__name__}"
+        )
+    if not isinstance(questions, Mapping):
+        raise ConfigError(
+            "classifier: validate_decision takes the question set (a mapping), got "
+            f"{type(questions).__name__}"
+        )
     for key in sorted(questions):
         if key not in decision.answers:
             return InvalidDecision(f'classifier: invalid decision: missing answer "{key}"', key)
@@ -111,7 +121,22 @@ def threshold_band(answer: Answer, thresholds: Mapping[str, float] | None = None
     ``confidence >= min_confidence`` is yes, else uncertain. No near-uniform demotion.
     A raw answer is uncertain. ``thresholds`` merges over ``DEFAULT_THRESHOLDS``.
     """
+    if thresholds is not None and not isinstance(thresholds, Mapping):
+        raise ConfigError(
+            f"classifier: thresholds must be a mapping, got {type(thresholds).__name__}"
+        )
     t = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
+    for name, value in t.items():
+        if name not in DEFAULT_THRESHOLDS:
+            raise ConfigError(f"classifier: unknown threshold {name!r} (yes, no, min_confidence)")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise ConfigError(
+                f"classifier: threshold {name} must be a number in 0..1, got {value!r}"
+            )
+    if not isinstance(answer, NoulAnswer | ChoiceAnswer | ScoreAnswer | RawAnswer):
+        raise ConfigError(
+            f"classifier: threshold_band takes an answer, got {type(answer).__name__}"
+        )
     if isinstance(answer, NoulAnswer):
         if answer.noul >= t["yes"]:
             return "yes"

@@ -14,7 +14,19 @@ from typing import Protocol, TypeAlias
 
 from ..options import TransportKind
 
-__all__ = ["Adapter", "Answer", "SendError", "cause_chain", "os_error_kind"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "Adapter",
+    "Answer",
+    "BodyTooLarge",
+    "SendError",
+    "cause_chain",
+    "os_error_kind",
+]
+
+#: The most body bytes, AFTER content decoding, that an adapter reads from one answer. A System
+#: One answer is a few kilobytes; a gzip bomb of 2 MB once became 4.8 GB of memory.
+MAX_BODY_BYTES = 8 << 20
 
 #: One HTTP answer: status, headers (case-insensitive lookups), the whole body.
 Answer: TypeAlias = tuple[int, Mapping[str, str], bytes]
@@ -27,6 +39,16 @@ class SendError(Exception):
     def __init__(self, kind: TransportKind) -> None:
         super().__init__(kind)
         self.kind = kind
+
+
+class BodyTooLarge(Exception):
+    """An answer whose decoded body passed :data:`MAX_BODY_BYTES`; reading stopped there.
+    Carries the status and headers, so the error can name them. Never public."""
+
+    def __init__(self, status: int, headers: Mapping[str, str]) -> None:
+        super().__init__(status)
+        self.status = status
+        self.headers = headers
 
 
 class Adapter(Protocol):

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import aiohttp
 
 from ..options import TransportKind
-from .adapter import Answer, SendError, cause_chain, os_error_kind
+from .adapter import MAX_BODY_BYTES, Answer, BodyTooLarge, SendError, cause_chain, os_error_kind
 
 __all__ = ["AiohttpAdapter", "failure_kind"]
 
@@ -31,6 +31,18 @@ def failure_kind(exc: BaseException) -> TransportKind:
         if isinstance(e, aiohttp.ClientPayloadError):
             return "protocol error"
     return "network error"
+
+
+async def _read_capped(resp: aiohttp.ClientResponse) -> bytes:
+    """The decoded body, read chunk by chunk so that no more than the cap is ever held."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise BodyTooLarge(resp.status, resp.headers)
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 class AiohttpAdapter:
@@ -62,8 +74,9 @@ class AiohttpAdapter:
                 allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(sock_connect=timeout, sock_read=timeout),
             ) as resp:
-                return resp.status, resp.headers, await resp.read()
-        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+                return resp.status, resp.headers, await _read_capped(resp)
+        except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as e:
+            # ValueError: aiohttp refuses some URLs and headers only when sending.
             raise SendError(failure_kind(e)) from e
 
     async def aclose(self) -> None:

@@ -14,7 +14,7 @@ import httpx
 
 from ..errors import ConfigError
 from ..options import TransportKind
-from .adapter import Answer, SendError, cause_chain, os_error_kind
+from .adapter import MAX_BODY_BYTES, Answer, BodyTooLarge, SendError, cause_chain, os_error_kind
 
 __all__ = ["HttpxAdapter", "failure_kind"]
 
@@ -80,14 +80,22 @@ class HttpxAdapter:
         )
         try:
             if self._client is not None:
-                response = await self._client.send(request)
+                response = await self._client.send(request, stream=True)
             else:
                 assert self._transport is not None
                 response = await self._transport.handle_async_request(request)
-            await response.aread()
+            try:
+                # Decoded chunk by chunk, so a gzip bomb stops at the cap, not in memory.
+                received = bytearray()
+                async for chunk in response.aiter_bytes():
+                    received += chunk
+                    if len(received) > MAX_BODY_BYTES:
+                        raise BodyTooLarge(response.status_code, response.headers)
+            finally:
+                await response.aclose()
         except (httpx.HTTPError, OSError, TimeoutError) as e:
             raise SendError(failure_kind(e)) from e
-        return response.status_code, response.headers, response.content
+        return response.status_code, response.headers, bytes(received)
 
     async def aclose(self) -> None:
         if self._transport is not None:

@@ -16,17 +16,22 @@ from http import HTTPStatus
 from typing import Any
 
 from ..errors import HTTPStatusError, TransportError
+from ..jsonlimits import loads
 from ..options import TransportKind
 
 __all__ = [
     "ENV_REF",
     "REDACTED",
     "cap",
+    "hide_userinfo",
     "http_status_error",
     "redact",
     "scrub",
+    "scrub_bytes",
+    "secret_forms",
     "server_message",
     "transport_error",
+    "userinfo",
 ]
 
 REDACTED = "«redacted»"
@@ -50,6 +55,52 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+def secret_forms(secrets: Iterable[str]) -> list[bytes]:
+    """Every form in which a server can echo a secret: as sent, and JSON-escaped (ASCII-only
+    ``\\u00e9``, raw UTF-8, and with ``/`` escaped as ``\\/``), longest first."""
+    forms: set[bytes] = set()
+    for secret in secrets:
+        if len(secret) < MIN_SECRET:
+            continue
+        for text in (
+            secret,
+            json.dumps(secret)[1:-1],
+            json.dumps(secret, ensure_ascii=False)[1:-1],
+        ):
+            forms.add(text.encode("utf-8", "surrogatepass"))
+            forms.add(text.replace("/", "\\/").encode("utf-8", "surrogatepass"))
+    return sorted(forms, key=len, reverse=True)
+
+
+_REDACTED_BYTES = REDACTED.encode("utf-8")
+
+
+def scrub_bytes(data: bytes, secrets: Iterable[str]) -> bytes:
+    """Raw answer bytes with every form of every secret replaced by «redacted»: run on EVERY
+    answer, whatever its status, before anything decodes, cuts, stores or prints it."""
+    for form in secret_forms(secrets):
+        if form in data:
+            data = data.replace(form, _REDACTED_BYTES)
+    return data
+
+
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#@]*)@")
+
+
+def userinfo(url: str) -> list[str]:
+    """The credentials written into ``url`` (``user:pass@``): the pair, and each part."""
+    m = _USERINFO.match(url)
+    if m is None:
+        return []
+    user, _, password = m.group(2).partition(":")
+    return [v for v in (m.group(2), user, password) if v]
+
+
+def hide_userinfo(url: str) -> str:
+    """``url`` with any ``user:pass@`` shown as ``«redacted»@``: what every message names."""
+    return _USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", url, count=1)
+
+
 def _redact_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {
@@ -64,7 +115,7 @@ def redact(body: str, secrets: Iterable[str] = ()) -> str:
     """The body with account identifiers (user_id, account_id, org_id, organization) replaced by
     «redacted» (replaced, not dropped: the shape survives) and every ``secrets`` value scrubbed."""
     try:
-        parsed = json.loads(body)
+        parsed = loads(body)
     except ValueError:
         text = _ACCOUNT_TEXT.sub(lambda m: m.group(1) + '"' + REDACTED + '"', body)
     else:
@@ -76,7 +127,7 @@ def server_message(body: str) -> str:
     """The server's own message from any of the five body shapes of the wire notes (the body
     is already redacted); the raw text for anything else."""
     try:
-        parsed = json.loads(body)
+        parsed = loads(body)
     except ValueError:
         return " ".join(body.split())
     if isinstance(parsed, dict):

@@ -41,10 +41,19 @@ from ..defaults import (
     DEFAULT_RETRYABLE_STATUSES,
     DEFAULT_TIMEOUT,
 )
-from ..errors import BackendError, ConfigError, HookError
+from ..errors import BackendError, ConfigError, DecisionError, HookError
 from ..options import ErrorInfo, OnError, TransportKind, Verdict
-from .adapter import Adapter, SendError
-from .redaction import ENV_REF, http_status_error, redact, transport_error
+from .adapter import MAX_BODY_BYTES, Adapter, BodyTooLarge, SendError
+from .redaction import (
+    ENV_REF,
+    hide_userinfo,
+    http_status_error,
+    redact,
+    scrub,
+    scrub_bytes,
+    transport_error,
+    userinfo,
+)
 
 __all__ = [
     "REQUEST_ID_HEADER",
@@ -100,6 +109,31 @@ def retry_delay(attempt: int, retry_after: str | None, retry_base_ms: int | None
     return float(base * (1 << attempt)) / 1000.0
 
 
+_USERINFO_AT = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]*@")
+
+
+def _basic_auth(url: str, secrets: list[str]) -> str | None:
+    """``Authorization: Basic ...`` for a ``user:pass@`` written into ``url`` (what a browser
+    or curl would send), or None; the credentials and their encoding join ``secrets``."""
+    creds = userinfo(url)
+    if not creds:
+        return None
+    from base64 import b64encode
+    from urllib.parse import unquote
+
+    encoded = b64encode(unquote(creds[0]).encode("utf-8")).decode("ascii")
+    secrets += [*creds, encoded]
+    return f"Basic {encoded}"
+
+
+def _header(headers: Mapping[str, str], name: str, secrets: list[str]) -> str | None:
+    """A response header as errors may quote it: scrubbed, and cut to 200 characters."""
+    value = headers.get(name)
+    if value is None:
+        return None
+    return scrub(value, secrets)[:200]
+
+
 @dataclass(frozen=True)
 class Reply:
     """A 2xx answer: its body bytes and the server's request id (or None)."""
@@ -108,6 +142,24 @@ class Reply:
     content: bytes
     request_id: str | None
     endpoint: str
+
+
+def _check_url(shown: str, raw: str) -> None:
+    """A base URL that can never be requested is refused now, naming it (credentials hidden),
+    instead of failing inside the HTTP library at the first request."""
+    from urllib.parse import urlsplit
+
+    probe = ENV_REF.sub("0", raw)  # a ${NAME} can only be judged once expanded
+    try:
+        parts = urlsplit(probe)
+        _ = parts.port
+    except ValueError as e:
+        raise ConfigError(f"classifier: base_url {shown!r} is not a valid URL: {e}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"classifier: base_url {shown!r} is not an http(s) URL with a host, "
+            "like https://api.typesafe.ai/v1"
+        )
 
 
 def _adapter_for(transport: Any, http_client: Any) -> Adapter:
@@ -148,7 +200,11 @@ class SystemOneTransport:
     ) -> None:
         if on_error is not None and not callable(on_error):
             raise ConfigError("classifier: on_error must be callable")
-        self.base_url = base_url.rstrip("/")
+        # What is sent keeps a user:pass@ written into the URL; what any message, repr or cache
+        # key shows never does.
+        self._base_url = base_url.rstrip("/")
+        self.base_url = hide_userinfo(self._base_url)
+        _check_url(self.base_url, self._base_url)
         self.api_key_env = api_key_env
         self._headers = dict(headers or {})
         for name, value in self._headers.items():
@@ -178,7 +234,8 @@ class SystemOneTransport:
         """Every value this transport would send as a credential or an expanded reference, as
         the environment holds them now: what a quoted reply must not show."""
         found = [v for v in (os.environ.get(self.api_key_env),) if v]
-        for template in (self.base_url, *self._headers.values()):
+        found += userinfo(self._base_url)
+        for template in (self._base_url, *self._headers.values()):
             for name in ENV_REF.findall(template):
                 value = os.environ.get(name)
                 if value:
@@ -192,11 +249,29 @@ class SystemOneTransport:
 
     def _prepare(self, path: str) -> tuple[str, dict[str, str], list[str]]:
         secrets: list[str] = []
-        url = expand_env(self.endpoint(path), "base_url", secrets)
+        url = expand_env(f"{self._base_url}/{path}", "base_url", secrets)
+        basic = _basic_auth(url, secrets)
+        if basic is not None:
+            url = _USERINFO_AT.sub(r"\1", url, count=1)
         headers = {"Content-Type": "application/json"}
         for name, template in self._headers.items():
-            headers[name] = expand_env(template, f"header {name}", secrets)
+            value = expand_env(template, f"header {name}", secrets)
+            if not value.isascii() or "\r" in value or "\n" in value:
+                # Named, never shown: the value may be the credential itself.
+                raise ConfigError(
+                    f"classifier: header {name}: its value is not one line of ASCII text, "
+                    "which is all an HTTP header can carry"
+                )
+            headers[name] = value
         key = os.environ.get(self.api_key_env)
+        if basic is not None:
+            if key or any(name.lower() == "authorization" for name in headers):
+                raise ConfigError(
+                    f"classifier: base_url {self.base_url!r} carries credentials (user:pass@) "
+                    f"and an Authorization is set too (${self.api_key_env} or a header); a "
+                    "request carries one: drop one of them"
+                )
+            headers["Authorization"] = basic
         if key:
             secrets.append(key)
             # A host's own Authorization header (e.g. a gateway token) is not overwritten.
@@ -220,9 +295,14 @@ class SystemOneTransport:
             if attempt:
                 headers[RETRY_COUNT_HEADER] = str(attempt)
             failure: BackendError
+            too_large = False
             try:
                 async with asyncio.timeout(self.timeout):
-                    status, resp_headers, content = await send(url, headers, body, self.timeout)
+                    try:
+                        status, resp_headers, content = await send(url, headers, body, self.timeout)
+                    except BodyTooLarge as big:
+                        status, resp_headers, content = big.status, big.headers, b""
+                        too_large = True
             except (SendError, TimeoutError) as e:
                 kind: TransportKind = e.kind if isinstance(e, SendError) else "timeout"
                 failure = transport_error(
@@ -235,10 +315,21 @@ class SystemOneTransport:
                     wait=retry_delay(attempt, None, self.retry_base_ms),
                 )
             else:
-                request_id = resp_headers.get(REQUEST_ID_HEADER)
+                # Scrubbed HERE, before anything decodes, cuts, stores, records or prints them:
+                # a server may echo the key in any body of any status, or in a header.
+                content = scrub_bytes(content, secrets)
+                request_id = _header(resp_headers, REQUEST_ID_HEADER, secrets)
+                rid = f" (request id {request_id})" if request_id else ""
+                if too_large and 200 <= status < 300:
+                    raise DecisionError(
+                        f"classifier: POST {endpoint}: HTTP {status}: the response body is "
+                        f"larger than {MAX_BODY_BYTES >> 20} MB once decoded; refused{rid}"
+                    )
+                if too_large:
+                    content = f"(a body larger than {MAX_BODY_BYTES >> 20} MB, not read)".encode()
                 if 200 <= status < 300:
                     return Reply(status, content, request_id, endpoint)
-                retry_after = resp_headers.get("retry-after")
+                retry_after = _header(resp_headers, "retry-after", secrets)
                 failure = http_status_error(
                     status,
                     content,
