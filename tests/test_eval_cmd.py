@@ -291,7 +291,8 @@ def test_fail_on_invalid_is_met_by_a_decision_that_fails_validation(tmp_path: Pa
             "json",
         ]
     )
-    assert r.exit_code == 1
+    # Issue 9: an invalid decision is a backend failure, exit 3, whatever --fail-on asks.
+    assert r.exit_code == 3
     assert json.loads(r.stdout)["invalid"] == (
         'classifier: invalid decision: "refund" noul is 1.5, outside 0..1'
     )

@@ -24,9 +24,7 @@ from toolnexus.cli.app import main
 from toolnexus.cli.errors import (
     CONDITION_FOR_CODE,
     EXIT_BACKEND,
-    EXIT_CONDITION,
     EXIT_FOR_CODE,
-    EXIT_OK,
     EXIT_USAGE,
     FAILURES,
     CliError,
@@ -83,9 +81,10 @@ CASES = [
         id="replay-miss",
     ),
     pytest.param(
+        # Issue 9: "An invalid decision ... is a backend failure: eval exits 3 and batch exits 3".
         Case(
             "invalid_decision",
-            EXIT_OK,
+            EXIT_BACKEND,
             faults=(Fault.http(200, body={"model": "jev-1.13.0", "answers": {}}),),
         ),
         id="invalid-decision",
@@ -93,7 +92,7 @@ CASES = [
     pytest.param(
         Case(
             "invalid_decision",
-            EXIT_CONDITION,
+            EXIT_BACKEND,
             faults=(Fault.http(200, body={"model": "jev-1.13.0", "answers": {}}),),
             args=("--fail-on", "invalid"),
         ),
@@ -199,7 +198,7 @@ def test_eval_and_batch_agree_on_a_failure(
         pytest.param(lib.TransportError("x", "timeout", "e"), "backend_transport", 3),
         pytest.param(lib.DecisionError("x"), "backend_response", 3),
         pytest.param(lib.HostBackendError("x"), "backend_error", 3),
-        pytest.param(lib.InvalidDecision("x"), "invalid_decision", 0),
+        pytest.param(lib.InvalidDecision("x"), "invalid_decision", 3),
         pytest.param(lib.ConfigError("x"), "config_error", 2),
         pytest.param(lib.StaticMiss("x", "0" * 64, "s"), "replay_miss", 2),
         pytest.param(lib.ClassifierUnsupported("b", "m", "images"), "unsupported", 2),
@@ -231,4 +230,4 @@ def test_every_family_has_its_own_row_and_codes_are_unique() -> None:
     assert {lib.BackendError, lib.ConfigError, lib.CacheError, lib.ClassifierError} <= rows
     codes = [f.code for _, f in FAILURES]
     assert len(codes) == len(set(codes))
-    assert set(EXIT_FOR_CODE) == {*codes, "malformed_input"}
+    assert set(EXIT_FOR_CODE) == {*codes, "malformed_input", "duplicate_id"}

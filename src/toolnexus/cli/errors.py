@@ -76,13 +76,15 @@ class Failure:
 
 #: Exception class -> failure, most specific first (the first ``isinstance`` match wins).
 #: Backend failures exit 3; every other library error is about the caller's input, options
-#: or environment and exits 2. A decision that fails ``validate_decision`` is not a failure of
-#: the run but the ``invalid`` condition: ``eval`` prints such a reply flagged ``invalid`` and
-#: ``batch`` records it as ``invalid_decision``; both exit 1 under ``--fail-on invalid``, else 0.
+#: or environment and exits 2. A decision that fails ``validate_decision`` (a missing answer,
+#: probabilities that do not sum to 1, a noul outside 0..1) is a backend failure too (issue 9):
+#: ``eval`` prints the reply flagged ``invalid`` and exits 3, ``batch`` records it as
+#: ``invalid_decision`` and exits 3 after writing every record. It still meets the ``invalid``
+#: ``--fail-on`` condition, which cannot lower the exit code below 3.
 FAILURES: tuple[tuple[type[BaseException], Failure], ...] = (
     (lib.HTTPStatusError, Failure("backend_http", EXIT_BACKEND)),
     (lib.TransportError, Failure("backend_transport", EXIT_BACKEND)),
-    (lib.InvalidDecision, Failure("invalid_decision", EXIT_OK, condition="invalid")),
+    (lib.InvalidDecision, Failure("invalid_decision", EXIT_BACKEND, condition="invalid")),
     (lib.DecisionError, Failure("backend_response", EXIT_BACKEND)),
     (lib.BackendError, Failure("backend_error", EXIT_BACKEND)),
     (lib.ConfigError, Failure("config_error", EXIT_USAGE)),
@@ -99,10 +101,12 @@ FAILURES: tuple[tuple[type[BaseException], Failure], ...] = (
 #: ``batch``: a line of the inputs that is not a state (no exception class: the reader
 #: writes it directly).
 MALFORMED_INPUT = Failure("malformed_input", EXIT_USAGE)
+#: ``batch``: a second input line with an id already seen (``7`` and ``"7"`` are one id).
+DUPLICATE_ID = Failure("duplicate_id", EXIT_USAGE)
 
 #: Every record code -> its exit code, for ``batch``'s summary.
 EXIT_FOR_CODE: dict[str, int] = {
-    f.code: f.exit_code for f in (*(f for _, f in FAILURES), MALFORMED_INPUT)
+    f.code: f.exit_code for f in (*(f for _, f in FAILURES), MALFORMED_INPUT, DUPLICATE_ID)
 }
 
 #: Record code -> the ``--fail-on`` condition it meets.

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .errors import EXIT_CONDITION, EXIT_OK, CliError, failure_of
+from .errors import EXIT_BACKEND, EXIT_CONDITION, EXIT_OK, CliError, failure_of, one_line
 from .options import (
     ApiKeyEnvOpt,
     BackendOpt,
@@ -54,7 +54,15 @@ class EvalResult:
     failed: tuple[str, ...]
 
     @property
+    def invalid(self) -> bool:
+        """The backend answered something that fails ``validate_decision``."""
+        return "invalid" in self.record["flags"]
+
+    @property
     def exit_code(self) -> int:
+        # An invalid decision is a backend failure (issue 9), worse than any --fail-on.
+        if self.invalid:
+            return EXIT_BACKEND
         return EXIT_CONDITION if self.failed else EXIT_OK
 
 
@@ -183,6 +191,11 @@ def eval_command(
         DecisionResult(result.record, result.questions, item_id=state or ""),
         fmt or default_format(),
     )
+    if result.invalid:
+        sys.stderr.write(
+            f"toolnexus: the backend's decision is invalid: {one_line(result.record['invalid'])}\n"
+        )
+        raise typer.Exit(result.exit_code)
     if result.failed:
         sys.stderr.write(f"toolnexus: --fail-on met: {', '.join(result.failed)}\n")
         raise typer.Exit(result.exit_code)
