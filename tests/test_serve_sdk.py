@@ -241,3 +241,33 @@ def test_an_unknown_answer_type_is_dropped_by_the_sdk_with_a_warning(
             state="x", questions={**SDK_QUESTIONS, "odd": {"type": "vibe", "instructions": "?"}}
         )  # type: ignore[dict-item]
     assert "odd" not in r.answers and "vibe" in caplog.text
+
+
+def test_an_image_recorded_by_toolnexus_replays_to_the_sdk(tmp_path: Path) -> None:
+    """toolnexus ``eval --image --record`` writes the image's sha256 under ``assets``; serve
+    ``--replay`` then answers the SDK, whose placeholder for the same bytes is random."""
+    from clirun import run_cli
+
+    photo = tmp_path / "shelf.png"
+    photo.write_bytes(png(36, 36, (90, 90, 250)))
+    qfile = tmp_path / "q.yaml"
+    qfile.write_text(
+        "model: jev-preview\nquestions:\n  stocked:\n    type: noul\n"
+        "    instructions: Is the shelf stocked?\n",
+        encoding="utf-8",
+    )
+    record = tmp_path / "rec"
+    with ThreadedServer(ServeOptions(synthetic=True)) as upstream:
+        ran = run_cli("eval", str(qfile), "--state-text", "Look at <shelf>.", "--image",
+                      f"shelf={photo}", "--base-url", f"{upstream.url}/v1", "--record",
+                      str(record), "--format", "json")  # fmt: skip
+        assert ran.code == 0, ran.stderr
+    (recorded,) = record.glob("*.json")
+    with ThreadedServer(ServeOptions(replay=record)) as s, client(s.url) as c:
+        image = ts.Image(photo.read_bytes())
+        r = c.system_one(state=f"Look at {image}.", questions={
+            "stocked": ts.Noul(instructions="Is the shelf stocked?")},
+            model="jev-preview", assets={str(image): image})  # fmt: skip
+    import json
+
+    assert answers(r) == json.loads(recorded.read_text(encoding="utf-8"))["response"]["answers"]

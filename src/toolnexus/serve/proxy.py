@@ -85,28 +85,21 @@ class Upstream:
 def record_exchange(
     directory: str | Path, endpoint: str, request: WireRequest, response_body: bytes
 ) -> Path:
-    """Write one exchange as ``--record`` does (``recordings.write_recording``), plus the image
-    hashes under ``assets``. Raises ``ClassifierError`` when toolnexus cannot model it."""
+    """Write one exchange as ``--record`` does (``recordings.write_recording``, image hashes
+    under ``assets``). Raises ``ClassifierError`` when toolnexus cannot model it."""
     try:
         response: Any = json.loads(response_body)
     except (ValueError, UnicodeDecodeError) as e:
         raise DecisionError(f"classifier: the upstream's 200 body is not JSON: {e}") from None
     if not isinstance(response, Mapping):
         raise DecisionError("classifier: the upstream's 200 body is not a JSON object")
-    path = write_recording(
+    assets = {i.placeholder: {"sha256": i.sha256, "type": "image"} for i in request.images}
+    return write_recording(
         directory,
         model=request.model,
         endpoint=endpoint,
         state=request.state,
         questions=normalize_questions(request.questions),
         response=response,
+        assets=assets or None,
     )
-    if request.images:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        data["assets"] = {
-            i.placeholder: {"sha256": i.sha256, "type": "image"} for i in request.images
-        }
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        tmp.replace(path)
-    return path

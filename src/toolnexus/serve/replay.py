@@ -15,7 +15,6 @@ sha256, a preview of the state, and how to record the exchange.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,16 +78,8 @@ def miss_body(request: WireRequest, directory: str) -> dict[str, Any]:
 
 
 def _recorded_images(recording: Recording) -> list[tuple[str, str]]:
-    assets = getattr(recording, "assets", None)
-    if assets is None and recording.path is not None:
-        assets = json.loads(recording.path.read_text(encoding="utf-8")).get("assets")
-    if not isinstance(assets, Mapping):
-        return []
-    out = []
-    for placeholder, spec in assets.items():
-        if isinstance(spec, Mapping) and isinstance(spec.get("sha256"), str):
-            out.append((str(placeholder), spec["sha256"]))
-    return out
+    assets = recording.assets or {}
+    return [(str(placeholder), spec["sha256"]) for placeholder, spec in assets.items()]
 
 
 @dataclass
