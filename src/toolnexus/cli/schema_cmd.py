@@ -7,8 +7,6 @@ The schema ships inside the package, so an editor can be pointed at the output
 
 from __future__ import annotations
 
-import sys
-
 SCHEMA_RESOURCE = "question-set.schema.json"
 
 
@@ -21,5 +19,6 @@ def schema_text() -> str:
 
 def schema() -> None:
     """Print the JSON Schema (draft 2020-12) for question-set YAML files."""
-    text = schema_text()
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    from .render import SchemaResult, render
+
+    render(SchemaResult(schema_text()), "json")

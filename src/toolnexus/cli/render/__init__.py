@@ -44,6 +44,7 @@ __all__ = [
     "DecisionResult",
     "LintFormat",
     "LintResult",
+    "SchemaResult",
     "StatsFormat",
     "answer_record",
     "decision_record",
@@ -101,6 +102,13 @@ class CanonicalResult:
     sha256: str = field(default="")
 
 
+@dataclass(frozen=True)
+class SchemaResult:
+    """``schema``: the JSON Schema of question-set files, as shipped."""
+
+    text: str
+
+
 Renderer = Callable[[Any, IO[str]], None]
 
 
@@ -151,6 +159,10 @@ def _canonical_pretty(result: CanonicalResult, out: IO[str]) -> None:
     out.write(json.dumps(json.loads(result.body), indent=2, ensure_ascii=False) + "\n")
 
 
+def _schema(result: SchemaResult, out: IO[str]) -> None:
+    out.write(result.text if result.text.endswith("\n") else result.text + "\n")
+
+
 #: result type -> format -> renderer. The keys of each inner table are the ``--format``
 #: choices (``formats.py``); ``batch`` streams its records through ``batch_output`` with the
 #: same record and CSV code (``BatchFormat`` lists its formats).
@@ -163,6 +175,7 @@ RENDERERS: dict[type, Mapping[str, Renderer]] = {
     },
     LintResult: {"text": _lint_text, "json": _lint_json},
     CacheStatsResult: {"text": _stats_text, "json": _stats_json},
+    SchemaResult: {"json": _schema},
     CanonicalResult: {
         "raw": _canonical_raw,
         "sha256": _canonical_sha256,
