@@ -43,6 +43,15 @@ demo: install
 	    $(BIN)/toolnexus eval $$run --replay recordings/ --format table || exit 1; \
 	  echo; \
 	done
+	@for img in examples/images/red-disc.png examples/images/moon.jpg; do \
+	  echo "== toolnexus eval questions/image-check.yaml $$img --replay recordings/"; \
+	  echo "   (an image as the state, matched by its sha256; the answer is SYNTHETIC, from the"; \
+	  echo "    loopback server, not a model's reading of the picture: recordings/README.md)"; \
+	  env -u TYPESAFE_API_KEY -u OPENROUTER_API_KEY COLUMNS=$${COLUMNS:-110} \
+	    $(BIN)/toolnexus eval questions/image-check.yaml $$img --replay recordings/ \
+	    --format table || exit 1; \
+	  echo; \
+	done
 	@$(MAKE) --no-print-directory demo-serve
 
 # Batch scoring, offline: `toolnexus serve --replay recordings/` on a free port (it prints its

@@ -10,6 +10,11 @@ holds byte-for-byte copies of the project's shared folder, see its README):
   three questions and its RECORDED response (read with ``ast``: the example itself is not run).
 - ``tests/fixtures/seeds/000_*.txt``: seed 000's recorded ``risk`` response for ``rm -rf ./build``.
 - ``tests/fixtures/conformance/decisions.json``: the three guard entries (allow, ask, deny).
+- ``examples/images/*``: two images, each asked ``questions/image-check.yaml`` through toolnexus
+  against ``toolnexus serve --synthetic`` on 127.0.0.1 (the loopback test server). These answers
+  are SYNTHETIC: deterministic numbers derived from the questions and the images' sha256, not a
+  model's judgement of the pictures. No live image capture exists (images are Jev 1.14,
+  experimental); they are here so the demo shows the image path offline, and say so.
 
 The recordings are written with ``toolnexus.recordings.write_recording``, so they have exactly
 the shape ``--record`` writes and the names ``--replay`` expects. Rebuilding is idempotent: the
@@ -145,8 +150,65 @@ def guard_entries() -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+#: The loopback server's address is not recorded (its port changes every run).
+LOOPBACK_ENDPOINT = "http://127.0.0.1/v1/systemone"
+#: The day the synthetic image answers were first made; fixed so rebuilding is idempotent.
+IMAGES_RECORDED_AT = "2026-12-01T00:00:00Z"
+IMAGE_EXAMPLES = ("examples/images/red-disc.png", "examples/images/moon.jpg")
+
+
+def image_examples() -> list[tuple[str, dict[str, Any]]]:
+    """Each example image through the real client and a real server: toolnexus sends the
+    multipart request to ``toolnexus serve --synthetic`` on 127.0.0.1, and the answer is recorded
+    the way ``--record`` records it (the state as sent, each image's sha256, no bytes)."""
+    import asyncio
+
+    from toolnexus import Image, create_classifier
+    from toolnexus.cli.questionfile import load_question_set
+    from toolnexus.images import lift_images
+    from toolnexus.questions import questions_to_wire
+    from toolnexus.serve import ServeOptions, Server
+
+    model, questions = load_question_set(REPO / "questions" / "image-check.yaml")
+    assert model is not None
+
+    async def ask() -> list[tuple[str, dict[str, Any]]]:
+        out = []
+        async with Server(ServeOptions(synthetic=True)) as server:
+            base_url = f"http://127.0.0.1:{server.port}/v1"
+            async with create_classifier(base_url=base_url, model=model, retries=0) as judge:
+                for name in IMAGE_EXAMPLES:
+                    image = Image(REPO / name)
+                    decision = await judge.evaluate(image, questions)
+                    lifted = lift_images(image)
+                    out.append(
+                        (
+                            f"{name} (toolnexus serve --synthetic on 127.0.0.1: SYNTHETIC "
+                            "answers, not a model's reading of the image)",
+                            {
+                                "model": model,
+                                "endpoint": LOOPBACK_ENDPOINT,
+                                "state": lifted.state,
+                                "questions": questions_to_wire(questions),
+                                "response": decision.to_wire(),
+                                "recorded_at": IMAGES_RECORDED_AT,
+                                "assets": lifted.key_assets(),
+                            },
+                        )
+                    )
+        return out
+
+    return asyncio.run(ask())
+
+
 def all_sources() -> list[tuple[str, dict[str, Any]]]:
-    return [*live_captures(), seed001_ticket(), seed000_risk(), *guard_entries()]
+    return [
+        *live_captures(),
+        seed001_ticket(),
+        seed000_risk(),
+        *guard_entries(),
+        *image_examples(),
+    ]
 
 
 README_HEAD = """# recordings/
@@ -171,6 +233,13 @@ Notes on provenance:
   their served model is dated (`typesafe/jev-1.13-20260917`), and their endpoint is inferred from
   the model spelling `typesafe/jev-1.13` (OpenRouter's). For these the sha256 column is that of
   the canonical JSON of the response.
+- The two image entries (`examples/images/`) are NOT live captures and NOT a model's judgement:
+  `build.py` sends each image through toolnexus, as a multipart request, to `toolnexus serve
+  --synthetic` on 127.0.0.1 (the loopback test server), whose answers are deterministic numbers
+  drawn from the questions and the images' sha256. They exist so `make demo` shows the image
+  path offline. Their `endpoint` is the loopback server (its port is not recorded), their
+  `recorded_at` the day they were first made, and they keep each image's sha256 under
+  `assets`, never its bytes.
 
 | recording | source | recorded_at | response sha256 |
 |---|---|---|---|
@@ -195,6 +264,7 @@ def main() -> int:
             questions=normalize_questions(r["questions"]),
             response=r["response"],
             recorded_at=r["recorded_at"],
+            assets=r.get("assets"),
         )
         digest = _response_sha256(source, r["response"])
         rows.append(f"| `{path.name}` | `{source}` | {r['recorded_at']} | `{digest}` |")

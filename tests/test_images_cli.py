@@ -378,3 +378,65 @@ def test_record_then_replay_an_image_offline(
     (work / "other.jpg").write_bytes(g.jpeg(32, 24, (0, 0, 0)))
     miss = run_cli("eval", str(work / "q.yaml"), str(work / "other.jpg"), "--replay", str(rec))
     assert miss.code == 2 and "no recording in" in error_line(miss.stderr)
+
+
+# --- the shipped examples (make demo) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["red-disc.png", "moon.jpg"])
+def test_the_shipped_example_images_replay_offline(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make demo`'s promise for images: a real PNG and a real JPEG answer from recordings/ with
+    no network and no key (their answers are the loopback server's synthetic ones)."""
+    from PIL import Image as PilImage
+
+    from paths import REPO
+
+    path = REPO / "examples" / "images" / name
+    with PilImage.open(path) as im:  # a real image, decodable by an independent decoder
+        im.load()
+        assert im.size == (96, 64)
+    monkeypatch.delenv("TYPESAFE_API_KEY", raising=False)
+    ran = run_cli(
+        "eval",
+        str(REPO / "questions" / "image-check.yaml"),
+        str(path),
+        "--replay",
+        str(REPO / "recordings"),
+        "--format",
+        "json",
+    )
+    assert ran.code == 0, ran.stderr
+    record = json.loads(ran.out)
+    assert record["model"] == "jev-1.14.0" and set(record["answers"]) == {
+        "round_shape",
+        "main_colour",
+        "looks_like",
+    }
+
+
+def test_a_recording_keeps_image_digests_and_rejects_a_malformed_assets_map(
+    tmp_path: Path,
+) -> None:
+    from toolnexus.errors import ConfigError
+    from toolnexus.recordings import read_recording, recording_name, write_recording
+
+    png = g.png(16, 16)
+    digest = hashlib.sha256(png).hexdigest()
+    assets = {"<p>": {"type": "image", "sha256": digest}}
+    questions = {"cat": NoulQuestion("A cat?")}
+    body = {"model": "m", "answers": {"cat": {"type": "noul", "noul": 0.5}}}
+    path = write_recording(
+        tmp_path, model="m", endpoint="e", state="<p>", questions=questions, response=body,
+        assets=assets,
+    )  # fmt: skip
+    assert path.name == recording_name("m", questions, "<p>", assets)
+    assert path.name != recording_name("m", questions, "<p>")  # other bytes, other file
+    r = read_recording(path)
+    assert r.assets == assets and json.loads(path.read_text())["assets"] == assets
+    broken = json.loads(path.read_text())
+    broken["assets"] = {"<p>": {"type": "image", "data_base64": base64.b64encode(png).decode()}}
+    path.write_text(json.dumps(broken))
+    with pytest.raises(ConfigError, match="'assets' must map placeholders"):
+        read_recording(path)

@@ -461,3 +461,65 @@ def test_the_llm_style_sends_images_as_chat_image_parts_and_stays_uncalibrated()
             "image_url": {"url": "data:image/jpeg;base64," + base64.b64encode(JPG).decode()},
         },
     ]
+
+
+# --- against the official SDK's own bytes -------------------------------------------------------
+
+
+def test_the_same_image_request_as_the_official_sdk_sends_it() -> None:
+    """The official SDK (typesafe-sdk 0.7.5, a dev dependency) and toolnexus send the same
+    request for the same state, aliases and images: the same parts, in the same order, with the
+    same names, filenames, content types and bytes, and the same JSON part once parsed (the SDK
+    does not sort keys; toolnexus sends canonical JSON). Only the boundary differs: the SDK's is
+    random, toolnexus's derived."""
+    import httpx2
+    import typesafe_sdk as ts
+
+    from toolnexus.serve.wire import zstd_decompressor
+
+    captured: list[tuple[str, bytes]] = []
+
+    def sdk_handler(request: httpx2.Request) -> httpx2.Response:
+        content = request.read()
+        if request.headers.get("content-encoding") == "zstd":
+            decompress = zstd_decompressor()
+            assert decompress is not None
+            content = decompress(content, 1 << 20)
+        captured.append((request.headers["content-type"], content))
+        return httpx2.Response(200, json={**OK, "model": "jev-1.14.0"})
+
+    state = "Is <before> the same room as <after>?"
+    sdk = ts.TypeSafeClient(
+        api_key="sk-sdk", base_url="http://sdk.invalid",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(sdk_handler)),
+    )  # fmt: skip
+    with sdk:
+        sdk.system_one(
+            state=state,
+            questions={"cat": ts.Noul(instructions="Is there a cat in the picture?")},
+            model="jev-1.14.0",
+            assets={"<before>": ts.Image(PNG), "<after>": ts.Image(JPG)},
+        )
+    server = Server()
+    evaluate(server, with_images(state, {"before": PNG, "after": JPG}))
+    ours = server.requests[0]
+    sdk_type, sdk_body = captured[0]
+    sdk_request = httpx.Request(
+        "POST", "http://x", content=sdk_body, headers={"content-type": sdk_type}
+    )
+    theirs_parts, our_parts = parse_multipart(sdk_request), parse_multipart(ours)
+    assert sdk_shape(our_parts) == sdk_shape(theirs_parts)
+    assert [p.get_payload(decode=True) for p in our_parts[1:]] == [
+        p.get_payload(decode=True) for p in theirs_parts[1:]
+    ]
+    assert json.loads(our_parts[0].get_payload(decode=True)) == json.loads(
+        theirs_parts[0].get_payload(decode=True)
+    )
+    # The framing, byte for byte, once the boundaries and the JSON part are set aside.
+    ours_boundary = ours.headers["content-type"].split("boundary=")[1].encode()
+    sdk_boundary = sdk_type.split("boundary=")[1].encode()
+    sdk_json = theirs_parts[0].get_payload(decode=True)
+    our_json = our_parts[0].get_payload(decode=True)
+    assert ours.content.replace(ours_boundary, b"B").replace(our_json, b"J") == sdk_body.replace(
+        sdk_boundary, b"B"
+    ).replace(sdk_json, b"J")

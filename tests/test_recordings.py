@@ -7,6 +7,7 @@ through the static style; a miss names the state and the question-set digest and
 from __future__ import annotations
 
 import asyncio
+import base64
 import importlib.util
 import json
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 from paths import RECORDINGS_LIVE, REPO
-from toolnexus import create_classifier, sha256_hex, validate_decision
+from toolnexus import Image, create_classifier, sha256_hex, validate_decision
 from toolnexus.canonical import canonical_json, canonical_request
 from toolnexus.errors import ConfigError, StaticMiss
 from toolnexus.questions import NoulQuestion, normalize_questions
@@ -157,18 +158,35 @@ def test_recordings_module_imports_no_http_or_cli_library() -> None:
 # --- the shipped corpus -------------------------------------------------------------------
 
 
-def test_eleven_recordings_are_shipped() -> None:
-    """Six live captures, seed 001's ticket, seed 000's risk, decisions.json's three guards."""
-    assert len(SHIPPED_FILES) == 11
+def test_thirteen_recordings_are_shipped() -> None:
+    """Six live captures, seed 001's ticket, seed 000's risk, decisions.json's three guards, and
+    the two example images' synthetic answers from the loopback server."""
+    assert len(SHIPPED_FILES) == 13
+
+
+def _example_images() -> dict[str, Image]:
+    """The shipped example images by the placeholder a state carries for them."""
+    images = [Image(p) for p in sorted((REPO / "examples" / "images").glob("*.*g"))]
+    return {i.placeholder: i for i in images}
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, id=p.name[:12]) for p in SHIPPED_FILES])
 def test_each_shipped_recording_replays_and_validates(path: Path) -> None:
     r = read_recording(path)
     qs = normalize_questions(r.questions)
-    assert path.name == recording_name(r.model, qs, r.state), "name is the request+state digest"
-    assert "authorization" not in path.read_text().lower()
-    d = _replay(SHIPPED, r.state, qs)
+    assert path.name == recording_name(r.model, qs, r.state, r.assets), (
+        "name is the request+state(+assets) digest"
+    )
+    text = path.read_text()
+    assert "authorization" not in text.lower()
+    state = r.state
+    if r.assets:
+        # Issue 10: recordings match on the image bytes' hashes and store no image bytes.
+        image = _example_images()[state]
+        assert r.assets == {state: {"type": "image", "sha256": image.sha256}}
+        assert base64.b64encode(image.data).decode()[:24] not in text
+        state = image
+    d = _replay(SHIPPED, state, qs)
     assert d.model == r.served_model == r.response["model"]
     assert validate_decision(qs, d) is None
 
@@ -196,6 +214,7 @@ def test_shipped_recordings_match_their_sources_and_readme(tmp_path: Path) -> No
             questions=normalize_questions(r["questions"]),
             response=r["response"],
             recorded_at=r["recorded_at"],
+            assets=r.get("assets"),
         )
         assert path.read_bytes() == (SHIPPED / path.name).read_bytes(), source
         assert path.name in readme and source in readme
