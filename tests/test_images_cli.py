@@ -440,3 +440,35 @@ def test_a_recording_keeps_image_digests_and_rejects_a_malformed_assets_map(
     path.write_text(json.dumps(broken))
     with pytest.raises(ConfigError, match="'assets' must map placeholders"):
         read_recording(path)
+
+
+def test_toolnexus_serve_replays_the_shipped_image_recordings() -> None:
+    """The image recordings replay through `toolnexus serve --replay recordings/` as well: the
+    server matches the multipart request on the image's sha256, and answers byte for byte."""
+    from paths import REPO
+    from toolnexus.cli.questionfile import load_question_set
+    from toolnexus.recordings import read_recording
+    from toolnexus.serve import ServeOptions, Server
+
+    model, questions = load_question_set(REPO / "questions" / "image-check.yaml")
+    recorded = {
+        r.state: r.response
+        for r in map(read_recording, sorted((REPO / "recordings").glob("*.json")))
+        if r.assets
+    }
+
+    async def go() -> list[tuple[str, Any]]:
+        out = []
+        async with Server(ServeOptions(replay=REPO / "recordings")) as server:
+            url = f"http://127.0.0.1:{server.port}/v1"
+            async with create_classifier(base_url=url, model=model, retries=0) as judge:
+                for name in ("red-disc.png", "moon.jpg"):
+                    image = Image(REPO / "examples" / "images" / name)
+                    decision = await judge.evaluate(image, questions)
+                    out.append((image.placeholder, decision.to_wire()))
+        return out
+
+    answered = asyncio.run(go())
+    assert len(answered) == 2
+    for placeholder, body in answered:
+        assert body == recorded[placeholder]

@@ -492,6 +492,9 @@ def test_replay_answers_the_shipped_recordings_byte_for_byte() -> None:
     works)'."""
     files = sorted(RECORDINGS.glob("*.json"))
     recs = [json.loads(f.read_text(encoding="utf-8")) for f in files]
+    # Image recordings carry placeholders and digests: their replay needs the image bytes, sent
+    # as multipart (tests/test_images_cli.py replays them through toolnexus serve).
+    recs = [r for r in recs if "assets" not in r]
 
     async def scenario(server: Server) -> list[httpx.Response]:
         return [
