@@ -7,6 +7,7 @@ max 0 => unbounded; over max the OLDEST-INSERTED entries go first."
 from __future__ import annotations
 
 import asyncio
+import json
 import multiprocessing
 import sqlite3
 import subprocess
@@ -16,6 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
 from toolnexus.cache import Cache, MemoryCache, SqliteCache, memory_cache
@@ -550,3 +552,42 @@ def test_a_failed_final_write_is_raised_by_close(tmp_path: Path) -> None:
         blocker.close()
     c.close()  # closed for good: a second close is quiet
     assert _committed(path) == {}
+
+
+def test_the_classifier_caches_under_seed_004_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The style builds decision keys from the question set it encoded once: the keys must be
+    exactly ``decision_cache_key`` and ``model_cache_key`` (seed 004), for any state."""
+    from loopback import synthesize
+    from toolnexus import create_classifier
+    from toolnexus.canonical import decision_cache_key, model_cache_key
+    from toolnexus.questions import normalize_questions
+
+    questions = {
+        "refund": {"type": "noul", "instructions": "Refund?"},
+        "team": {"type": "choice", "instructions": "Team?", "criteria": {"b": "Billing", "t": "T"}},
+    }
+    served = "jev-1.13.0"  # what the loopback's synthesize says answered "jev-latest"
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=synthesize(json.loads(request.content)))
+
+    monkeypatch.setenv("HOST", "example.invalid")
+    monkeypatch.setenv("TYPESAFE_API_KEY", "sk-test-secret-value")
+    states: list[object] = ["plain", {"b": [1, 2.5, None], "a": "ünï <&>"}, ["x", {}], ""]
+    cache = memory_cache()
+    endpoint = "https://${HOST}/v1"
+
+    async def run() -> None:
+        async with create_classifier(
+            base_url=endpoint, transport=httpx.MockTransport(answer), cache=cache
+        ) as judge:
+            for state in states:
+                await judge.evaluate(state, questions)
+
+    asyncio.run(run())
+    qs = normalize_questions(questions)
+    want = {model_cache_key(endpoint, "jev-latest")} | {
+        decision_cache_key(endpoint, served, s, qs) for s in states
+    }
+    assert set(cache._entries) == want
+    assert "sk-test" not in repr(cache._entries)

@@ -130,6 +130,11 @@ class SystemOneStyle:
         )
         #: The endpoint as configured (``${NAME}`` unexpanded): what cache keys are built on.
         self.endpoint = self.transport.base_url
+        #: Where a cache keeps the model this endpoint served for ``self.model`` (both fixed).
+        self._model_key = model_cache_key(self.endpoint, self.model)
+        #: The start of every decision key of this endpoint (see ``_decision_key``).
+        endpoint_json = canonical_json(self.endpoint)
+        self._key_prefix = b'{"endpoint":' + endpoint_json + b',"kind":"decision","model":'
         # The encoded question set of the last call, reused while the caller passes the SAME
         # dict (evaluate_batch prepares one question set for every state). Holding the dict
         # itself keeps its id from being reused by another object.
@@ -245,13 +250,31 @@ class SystemOneStyle:
         except Exception as e:
             raise CacheError(f"classifier: cache set failed: {type(e).__name__}") from None
 
-    def _cached(self, lifted: LiftedState, questions: dict[str, Question]) -> Decision | None:
-        served = self._cache_get(model_cache_key(self.endpoint, self.model))
-        if not served:
-            return None
-        text = self._cache_get(
-            decision_cache_key(self.endpoint, served, lifted.state, questions, lifted.key_assets())
+    def _decision_key(
+        self, served: str, lifted: LiftedState, questions: dict[str, Question]
+    ) -> str:
+        """``canonical.decision_cache_key`` for this endpoint. Without assets it is built from
+        the question set encoded once per batch: the same bytes, as ``body`` builds its own
+        (the keys endpoint, kind, model, questions, state are already in ASCII order)."""
+        assets = lifted.key_assets()
+        if assets:
+            return decision_cache_key(self.endpoint, served, lifted.state, questions, assets)
+        return sha256_hex(
+            b"".join(
+                (
+                    self._key_prefix,
+                    canonical_json(served),
+                    b',"questions":',
+                    self._questions_bytes(questions),
+                    b',"state":',
+                    canonical_json(lifted.state),
+                    b"}",
+                )
+            )
         )
+
+    def _cached(self, key: str, questions: dict[str, Question]) -> Decision | None:
+        text = self._cache_get(key)
         if text is None:
             return None
         try:
@@ -261,17 +284,20 @@ class SystemOneStyle:
         return dataclasses.replace(decision, cached=True)
 
     def _store(
-        self, lifted: LiftedState, questions: dict[str, Question], decision: Decision
+        self,
+        lifted: LiftedState,
+        questions: dict[str, Question],
+        decision: Decision,
+        key: str | None,
     ) -> None:
+        """Cache a valid live answer. ``key`` is the decision key the lookup computed, reused
+        when the server still serves the model that lookup assumed."""
         if validate_decision(questions, decision) is not None:
             return
-        self._cache_set(model_cache_key(self.endpoint, self.model), decision.model)
-        self._cache_set(
-            decision_cache_key(
-                self.endpoint, decision.model, lifted.state, questions, lifted.key_assets()
-            ),
-            canonical_json(decision.to_wire()).decode("utf-8"),
-        )
+        self._cache_set(self._model_key, decision.model)
+        if key is None:
+            key = self._decision_key(decision.model, lifted, questions)
+        self._cache_set(key, canonical_json(decision.to_wire()).decode("utf-8"))
 
     # --- evaluate ---------------------------------------------------------------------------
 
@@ -279,15 +305,21 @@ class SystemOneStyle:
         """One decision: from the cache when configured and present, else one POST (built
         once; retries resend the same bytes)."""
         lifted = self.lift(state, questions)
+        key = served = None
         if self._cache is not None:
-            hit = self._cached(lifted, questions)
-            if hit is not None:
-                return hit
+            served = self._cache_get(self._model_key)
+            if served:
+                # One key per state, reused to store a live answer: a cold --cache run costs
+                # little more than a run without (issue 8, bench/batch_cli.py).
+                key = self._decision_key(served, lifted, questions)
+                hit = self._cached(key, questions)
+                if hit is not None:
+                    return hit
         request = self.prepare(lifted, questions)
         reply = await self.transport.post(PATH, request.content, request.headers or None)
         decision = self._decode(reply.content, reply.endpoint, reply.request_id, questions)
         if self._cache is not None:
-            self._store(lifted, questions, decision)
+            self._store(lifted, questions, decision, key if served == decision.model else None)
         return decision
 
     def _decode(
