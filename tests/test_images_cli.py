@@ -472,3 +472,30 @@ def test_toolnexus_serve_replays_the_shipped_image_recordings() -> None:
     assert len(answered) == 2
     for placeholder, body in answered:
         assert body == recorded[placeholder]
+
+
+@pytest.mark.parametrize(
+    ("args", "ok"),
+    [
+        pytest.param(("--backend", "custom"), False, id="custom-declares-no-images"),
+        pytest.param(("--backend", "custom", "--supports-images"), True, id="custom-says-images"),
+        pytest.param(("--model", "jev-1.14.0", "--no-supports-images"), False, id="typesafe-no"),
+        pytest.param(("--model", "jev-1.13.0", "--supports-images"), True, id="typesafe-1.13-yes"),
+    ],
+)
+def test_supports_images_overrides_the_backend_row(
+    server: Loopback, work: Path, args: tuple[str, ...], ok: bool
+) -> None:
+    """Seed 004: supports {:images true} on a classifier overrides the row; custom must declare
+    it. The CLI's --supports-images/--no-supports-images is that option."""
+    total = server.total
+    ran = run_cli(
+        "eval", str(work / "q.yaml"), str(work / "photo.png"), "--base-url", server.base_url,
+        "--format", "json", *args,
+    )  # fmt: skip
+    if ok:
+        assert ran.code == 0, ran.stderr
+        assert server.headers[-1][IMAGES_HEADER.lower()] == "true"
+    else:
+        assert ran.code == 2 and "does not support images" in error_line(ran.stderr)
+        assert server.total == total

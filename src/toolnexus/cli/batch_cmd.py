@@ -30,6 +30,7 @@ from .options import (
     RecordOpt,
     ReplayOpt,
     RetriesOpt,
+    SupportsImagesOpt,
     ThresholdsOpt,
     TimeoutOpt,
 )
@@ -108,6 +109,7 @@ def batch_command(
     llm_api_key_env: LlmApiKeyEnvOpt = None,
     replay: ReplayOpt = None,
     record: RecordOpt = None,
+    supports_images: SupportsImagesOpt = None,
 ) -> None:
     """Evaluate every state of INPUT... against QUESTIONS, one record per state.
 
@@ -147,6 +149,7 @@ def batch_command(
         llm_api_key_env=llm_api_key_env,
         replay=replay,
         record=record,
+        supports_images=supports_images,
     )
     cache = None
     if use_cache:

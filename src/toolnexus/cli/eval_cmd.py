@@ -29,6 +29,7 @@ from .options import (
     RecordOpt,
     ReplayOpt,
     RetriesOpt,
+    SupportsImagesOpt,
     ThresholdsOpt,
     TimeoutOpt,
     parse_fail_on,
@@ -156,6 +157,7 @@ def eval_command(
     llm_api_key_env: LlmApiKeyEnvOpt = None,
     replay: ReplayOpt = None,
     record: RecordOpt = None,
+    supports_images: SupportsImagesOpt = None,
 ) -> None:
     """Evaluate one STATE against the QUESTIONS file and print the decision.
 
@@ -180,6 +182,7 @@ def eval_command(
         llm_api_key_env=llm_api_key_env,
         replay=replay,
         record=record,
+        supports_images=supports_images,
     )
     as_format: StateFormat | None = as_  # checked just above
     # Every input is read and checked before anything is sent.

@@ -136,6 +136,16 @@ ThresholdsOpt = Annotated[
         help="Band cut-points, e.g. yes=0.8,no=0.2,min_confidence=0.6 (inclusive).",
     ),
 ]
+SupportsImagesOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--supports-images/--no-supports-images",
+        envvar="TOOLNEXUS_SUPPORTS_IMAGES",
+        help="Declare whether the backend takes images, overriding its row (custom: default no).",
+        rich_help_panel=_PANEL,
+        show_default=False,
+    ),
+]
 RecordOpt = Annotated[
     Path | None,
     typer.Option(
@@ -176,6 +186,8 @@ class BackendSettings:
     llm_api_key_env: str | None = None
     replay: Path | None = None
     record: Path | None = None
+    #: ``--supports-images``: the classifier's ``supports={"images": ...}``; None: the row's
+    supports_images: bool | None = None
 
     def __post_init__(self) -> None:
         _check_env_name("--api-key-env", self.api_key_env)
@@ -233,16 +245,25 @@ def classifier_options(
         value = getattr(settings, name)
         if value is not None:
             opts[name] = value
-    if settings.backend == "custom":
-        # The CLI sends no images, so a custom endpoint's image support is moot; the library
-        # still requires the caller to declare it.
-        opts["supports"] = {"images": False}
+    supports = _supports(settings)
+    if supports is not None:
+        opts["supports"] = supports
     if style == "llm":
         for name in ("llm_base_url", "llm_model", "llm_api_key_env"):
             value = getattr(settings, name)
             if value is not None:
                 opts[name] = value
     return opts
+
+
+def _supports(settings: BackendSettings) -> dict[str, bool] | None:
+    """``supports=`` for the classifier: ``--supports-images`` when given; for ``custom``, which
+    must declare it, no images unless the flag says so; else None (the backend row decides)."""
+    if settings.supports_images is not None:
+        return {"images": settings.supports_images}
+    if settings.backend == "custom":
+        return {"images": False}
+    return None
 
 
 def live_target(settings: BackendSettings, model: str | None) -> tuple[str, str]:
@@ -256,7 +277,7 @@ def live_target(settings: BackendSettings, model: str | None) -> tuple[str, str]
         settings.backend or "typesafe",
         base_url=settings.base_url,
         model=model,
-        supports={"images": False} if settings.backend == "custom" else None,
+        supports=_supports(settings),
     )
     return f"{row.base_url}/systemone", row.model
 
