@@ -101,6 +101,8 @@ EXAMPLES: dict[str, Callable[[], Any]] = {
         error=HTTPStatusError("classifier: HTTP 500", status=500, endpoint="e", request_id="r")
     ),
     "StateWithImages": lambda: with_images("Is <a> a room?", {"a": PNG}),
+    "Asset": lambda: toolnexus.lift_images(Image(PNG)).assets[0],
+    "LiftedState": lambda: toolnexus.lift_images({"photo": Image(PNG, alias="a")}),
 }
 
 
@@ -126,6 +128,11 @@ def _same(a: Any, b: Any) -> None:
             str(b.error),
             vars(b.error),
         )
+    elif isinstance(a, toolnexus.LiftedState):
+        # An Image compares by identity: compare what the request would carry.
+        assert a.state == b.state and a.key_assets() == b.key_assets()
+    elif isinstance(a, toolnexus.Asset):
+        assert (a.placeholder, a.part, a.image.sha256) == (b.placeholder, b.part, b.image.sha256)
     elif isinstance(a, type(with_images("", {}))):
         assert a.state == b.state and a.images.keys() == b.images.keys()
         assert all(a.images[k].sha256 == b.images[k].sha256 for k in a.images)
