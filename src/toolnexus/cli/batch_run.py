@@ -5,11 +5,10 @@ most ``--concurrency`` in flight, per-state results), and each record is written
 completes (``batch_output``). Records go to ``--output`` or stdout; progress, warnings and the
 one-line summary go to stderr.
 
-Exit codes, worst first: 3 when any state failed at the backend (``backend_*`` codes); 2 for
-usage errors and for states the inputs or the options could not serve (``malformed_input``,
-``invalid_state``, ``replay_miss``, ``config_error``, ...); 1 when a ``--fail-on`` condition
-holds for any record (an ``invalid_decision`` error record counts as ``invalid``, as ``eval``
-flags the same reply); 0 otherwise. SIGINT exits 130 and SIGTERM 143, after fsyncing what was
+Exit codes, worst first: 3 when any state failed at the backend (``backend_*`` codes and
+``invalid_decision``); 2 for usage errors and for states the inputs or the options could not
+serve (``malformed_input``, ``duplicate_id``, ``invalid_state``, ``replay_miss``,
+``config_error``, ...); 1 when a ``--fail-on`` condition holds for any record; 0 otherwise. SIGINT exits 130 and SIGTERM 143, after fsyncing what was
 written.
 
 Error record codes and their exit codes come from ``cli/errors.py``'s ``failure_of`` (one table
