@@ -15,6 +15,8 @@ from typing import Annotated
 
 import typer
 
+from ..defaults import DEFAULT_MODEL, MODEL_ENV
+
 
 def canonical(
     questions: Annotated[
@@ -27,8 +29,8 @@ def canonical(
         str | None,
         typer.Option(
             "--model",
-            help="Model to name in the bytes. Default: TOOLNEXUS_MODEL, else the file's model, "
-            "else jev-latest.",
+            help=f"Model to name in the bytes. Default: {MODEL_ENV}, else the file's model, "
+            f"else {DEFAULT_MODEL}.",
             show_default=False,
         ),
     ] = None,

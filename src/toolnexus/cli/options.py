@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT, MODEL_ENV
 from .errors import CliError, one_line
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ ModelOpt = Annotated[
     str | None,
     typer.Option(
         "--model",
-        envvar="TOOLNEXUS_MODEL",
+        envvar=MODEL_ENV,
         help="Model to request (wins over the question file's model:).",
         rich_help_panel=_PANEL,
     ),
@@ -70,7 +71,7 @@ TimeoutOpt = Annotated[
     typer.Option(
         "--timeout",
         envvar="TOOLNEXUS_TIMEOUT",
-        help="Seconds one request may take (default 10).",
+        help=f"Seconds one request may take (default {DEFAULT_TIMEOUT:g}).",
         rich_help_panel=_PANEL,
     ),
 ]
@@ -79,7 +80,7 @@ RetriesOpt = Annotated[
     typer.Option(
         "--retries",
         envvar="TOOLNEXUS_RETRIES",
-        help="Retries of a transient failure (default 2; 0 = one attempt only).",
+        help=f"Retries of a transient failure (default {DEFAULT_RETRIES}; 0 = one attempt only).",
         rich_help_panel=_PANEL,
     ),
 ]
