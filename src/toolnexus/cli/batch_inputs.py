@@ -32,7 +32,7 @@ import glob
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -60,6 +60,10 @@ class InputItem:
     id: str | int
     state: Any = None
     error: tuple[str, str] | None = None
+    #: Where the state was read: the index of its INPUT argument and its 1-based line there
+    #: (0 for a state file, whose id is its path). Duplicate ids are reported with it.
+    source: int = 0
+    line: int = 0
 
     @property
     def key(self) -> str:
@@ -182,7 +186,7 @@ def read_jsonl(
         except ValueError as e:
             yield InputItem(where, error=(MALFORMED, f"{where}: invalid JSON: {one_line(str(e))}"))
             continue
-        yield _from_object(value, where, where, spec, base)
+        yield replace(_from_object(value, where, where, spec, base), line=lineno)
 
 
 _EXTRA = "\x00extra"  # DictReader's restkey: a row with more fields than the header
@@ -229,7 +233,9 @@ def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
                     ),
                 )
                 continue
-            yield _from_object(dict(row), where, where, spec, Path(path).parent)
+            yield replace(
+                _from_object(dict(row), where, where, spec, Path(path).parent), line=start
+            )
 
 
 def _read_state_file(path: str) -> InputItem:
@@ -275,22 +281,31 @@ def read_files(paths: Iterator[str]) -> Iterator[InputItem]:
 def iter_inputs(
     args: Sequence[str], spec: InputSpec, stdin: BinaryIO | None = None
 ) -> Iterator[InputItem]:
-    """Every state of every INPUT, in order, read lazily."""
-    for arg in args:
-        kind = kind_of(arg)
-        if kind == "stdin":
-            stream = stdin if stdin is not None else sys.stdin.buffer
-            yield from read_jsonl(stream, "-", spec)
-        elif kind == "dir":
-            yield from read_files(_walk(arg))
-        elif kind == "glob":
-            yield from read_files(
-                p for p in sorted(glob.iglob(arg, recursive=True)) if os.path.isfile(p)
-            )
-        elif kind == "csv":
-            yield from read_csv(arg, spec)
-        elif kind == "jsonl":
-            with open(arg, "rb") as f:
-                yield from read_jsonl(f, arg, spec, Path(arg).parent)
+    """Every state of every INPUT, in order, read lazily; each item knows its INPUT's index."""
+    for source, arg in enumerate(args):
+        items = _read_input(arg, spec, stdin)
+        if source == 0:
+            yield from items
         else:
-            raise FileNotFoundError(arg)
+            yield from (replace(item, source=source) for item in items)
+
+
+def _read_input(arg: str, spec: InputSpec, stdin: BinaryIO | None) -> Iterator[InputItem]:
+    """Every state of one INPUT argument."""
+    kind = kind_of(arg)
+    if kind == "stdin":
+        stream = stdin if stdin is not None else sys.stdin.buffer
+        yield from read_jsonl(stream, "-", spec)
+    elif kind == "dir":
+        yield from read_files(_walk(arg))
+    elif kind == "glob":
+        yield from read_files(
+            p for p in sorted(glob.iglob(arg, recursive=True)) if os.path.isfile(p)
+        )
+    elif kind == "csv":
+        yield from read_csv(arg, spec)
+    elif kind == "jsonl":
+        with open(arg, "rb") as f:
+            yield from read_jsonl(f, arg, spec, Path(arg).parent)
+    else:
+        raise FileNotFoundError(arg)

@@ -31,17 +31,21 @@ import contextlib
 import csv
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
+from .batch_ids import unescape_id
 from .render.csvshape import ERROR_CODE_COLUMN, csv_header, csv_line, flatten
 from .render.formats import BatchFormat
 
 __all__ = [
     "FORMATS",
+    "QUESTIONS_SHA256",
     "OutputWriter",
+    "PriorMismatch",
     "PriorOutput",
     "ReorderBuffer",
     "compact",
@@ -49,16 +53,29 @@ __all__ = [
     "encode_line",
     "error_record",
     "flatten",
+    "read_ids",
     "read_prior",
+    "written_format",
 ]
 
 #: The ``batch --format`` choices (``render.BatchFormat``, checked by a test).
 FORMATS: tuple[BatchFormat, ...] = ("jsonl", "csv", "json")
 
 
-def error_record(item_id: str | int, code: str, message: str) -> dict[str, Any]:
-    """``{"id", "error": {"code", "message"}}``; the message is squeezed onto one line."""
-    return {"id": item_id, "error": {"code": code, "message": " ".join(message.split())}}
+#: The column/field every record carries: the sha256 of the question set it answered.
+QUESTIONS_SHA256 = "questions_sha256"
+
+
+def error_record(
+    item_id: str | int, code: str, message: str, questions_sha256: str | None = None
+) -> dict[str, Any]:
+    """``{"id", "questions_sha256", "error": {"code", "message"}}``; the message is squeezed
+    onto one line."""
+    record: dict[str, Any] = {"id": item_id}
+    if questions_sha256 is not None:
+        record[QUESTIONS_SHA256] = questions_sha256
+    record["error"] = {"code": code, "message": " ".join(message.split())}
+    return record
 
 
 def csv_columns(sample_record: Mapping[str, Any]) -> list[str]:
@@ -75,15 +92,27 @@ def encode_line(
 ) -> bytes:
     """One record as one complete line of ``fmt`` (``first`` matters only for ``json``)."""
     if fmt == "csv":
-        return csv_line(columns, record).encode("utf-8")
-    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        return csv_line(columns, record).encode("utf-8", "backslashreplace")
+    # allow_nan=False: a NaN or Infinity is not JSON, and never reaches an output.
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     if fmt == "json" and not first:
         text = "," + text
-    return (text + "\n").encode("utf-8")
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from JSON input: written escaped, losslessly
+        text = json.dumps(record, separators=(",", ":"), allow_nan=False)
+        return (("," if fmt == "json" and not first else "") + text + "\n").encode("utf-8")
 
 
-def _parse_line(line: bytes, fmt: str, columns: Sequence[str]) -> tuple[str, bool] | None:
-    """``(id text, is_error)`` for one record line, or None for a structural/unreadable line."""
+class _Parsed(NamedTuple):
+    key: str
+    is_error: bool
+    questions_sha256: str | None
+
+
+def _parse_line(line: bytes, fmt: str, columns: Sequence[str]) -> _Parsed | None:
+    """``(id text, is_error, questions sha256)`` for one record line, or None for a
+    structural/unreadable line."""
     if fmt == "csv":
         try:
             row = next(csv.reader([line.decode("utf-8")]))
@@ -92,7 +121,11 @@ def _parse_line(line: bytes, fmt: str, columns: Sequence[str]) -> tuple[str, boo
         if len(row) != len(columns):
             return None
         cells = dict(zip(columns, row, strict=True))
-        return cells["id"], cells.get(ERROR_CODE_COLUMN, "") != ""
+        return _Parsed(
+            unescape_id(cells["id"]),
+            cells.get(ERROR_CODE_COLUMN, "") != "",
+            cells.get(QUESTIONS_SHA256) or None,
+        )
     text = line.strip()
     if fmt == "json":
         if text in (b"[", b"]"):
@@ -104,7 +137,8 @@ def _parse_line(line: bytes, fmt: str, columns: Sequence[str]) -> tuple[str, boo
         return None
     if not isinstance(obj, dict) or "id" not in obj:
         return None
-    return str(obj["id"]), "error" in obj
+    sha = obj.get(QUESTIONS_SHA256)
+    return _Parsed(str(obj["id"]), "error" in obj, sha if isinstance(sha, str) else None)
 
 
 @dataclass
@@ -136,12 +170,43 @@ def _lines(path: str) -> Iterator[tuple[int, bytes]]:
             offset += len(line)
 
 
-def read_prior(path: str, fmt: str) -> PriorOutput:
+class PriorMismatch(ValueError):
+    """An existing ``--output`` that this run must not resume: another format or another
+    question set. ``str(e)`` says which and what to do."""
+
+
+def written_format(path: str) -> str | None:
+    """The format an existing output was written in, from its first line (None when empty):
+    ``[`` opens a json array, ``{`` a jsonl record, anything else is a CSV header."""
+    for _, line in _lines(path):
+        head = line.strip()
+        if not head:
+            continue
+        if head.startswith(b"["):
+            return "json"
+        if head.startswith(b"{"):
+            return "jsonl"
+        return "csv"
+    return None
+
+
+def read_prior(path: str, fmt: str, questions_sha256: str | None = None) -> PriorOutput:
     """Scan an existing output file for ``--resume`` / ``--retry-errors``. A missing or empty
-    file is an empty prior. Raises ValueError when a CSV file's header is not a batch header."""
+    file is an empty prior. Raises ValueError when a CSV file's header is not a batch header,
+    and :class:`PriorMismatch` when the file was written in another format or its records
+    answer another question set than ``questions_sha256``.
+
+    A finished decision is never given up: an id with a decision record counts as done even
+    when an error record for it comes later (a duplicate input line writes one)."""
     prior = PriorOutput()
     if not os.path.exists(path):
         return prior
+    written = written_format(path)
+    if written is not None and written != fmt:
+        raise PriorMismatch(
+            f"it was written as {written}, this run writes {fmt}; resume with --format "
+            f"{written}, or write to a new file"
+        )
     columns: list[str] = []
     for offset, line in _lines(path):
         if not line.endswith(b"\n"):
@@ -159,29 +224,62 @@ def read_prior(path: str, fmt: str) -> PriorOutput:
         prior.keep_bytes = offset + len(line)
         if parsed is None:
             continue
-        key, is_error = parsed
+        key, is_error, sha = parsed
+        if questions_sha256 is not None and sha is not None and sha != questions_sha256:
+            raise PriorMismatch(
+                f"its records answer another question set (sha256 {sha[:12]}..., this run's "
+                f"is {questions_sha256[:12]}...); resume with the question file that wrote it, "
+                "or write to a new file"
+            )
         prior.records += 1
         if key in prior:
             prior.repeated.add(key)
-        (prior.errors if is_error else prior.ok).add(key)
-        (prior.ok if is_error else prior.errors).discard(key)
+        if not is_error:
+            prior.ok.add(key)
+            prior.errors.discard(key)
+        elif key not in prior.ok:
+            prior.errors.add(key)
     return prior
 
 
+def read_ids(path: str, fmt: str) -> list[str]:
+    """The id of every complete record in an output file, in file order, as ``--resume``
+    reads them (CSV ids unescaped)."""
+    ids: list[str] = []
+    columns: list[str] = []
+    for i, (_, line) in enumerate(_lines(path)):
+        if fmt == "csv" and i == 0:
+            columns = next(csv.reader([line.decode("utf-8", "replace")]), [])
+            continue
+        parsed = _parse_line(line, fmt, columns)
+        if parsed is not None:
+            ids.append(parsed.key)
+    return ids
+
+
 def compact(path: str, fmt: str, keys: set[str], columns: Sequence[str] = ()) -> None:
-    """Rewrite ``path`` atomically keeping only the LAST record of each id in ``keys`` (every
-    other line is kept as is). Two passes, so memory holds counts for ``keys`` only."""
+    """Rewrite ``path`` atomically keeping ONE record of each id in ``keys`` (every other line
+    is kept as is): its last decision when it has one, else its last record. No compaction ever
+    drops a finished decision. Two passes, so memory holds counts for ``keys`` only."""
     if not keys:
         return
     header = list(columns)
-    seen: dict[str, int] = dict.fromkeys(keys, 0)
+    # key -> [records seen, index of the one kept, whether that one is a decision]
+    plan: dict[str, list[int]] = {k: [0, -1, 0] for k in keys}
     for i, (_, line) in enumerate(_lines(path)):
         if fmt == "csv" and i == 0:
             header = next(csv.reader([line.decode("utf-8", "replace")]), header)
             continue
         parsed = _parse_line(line, fmt, header)
-        if parsed is not None and parsed[0] in seen:
-            seen[parsed[0]] += 1
+        if parsed is None or parsed.key not in plan:
+            continue
+        entry = plan[parsed.key]
+        if not parsed.is_error:
+            entry[1], entry[2] = entry[0], 1
+        elif not entry[2]:
+            entry[1] = entry[0]
+        entry[0] += 1
+    seen: dict[str, int] = dict.fromkeys(keys, 0)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".toolnexus-batch-", dir=directory)
     try:
@@ -198,10 +296,11 @@ def compact(path: str, fmt: str, keys: set[str], columns: Sequence[str] = ()) ->
                     elif fmt == "json" and line.strip() == b"[":
                         out.write(line)
                     continue
-                if parsed[0] in seen:
-                    seen[parsed[0]] -= 1
-                    if seen[parsed[0]] > 0:
-                        continue  # superseded by a later record of the same id
+                if parsed.key in seen:
+                    index = seen[parsed.key]
+                    seen[parsed.key] += 1
+                    if index != plan[parsed.key][1]:
+                        continue  # superseded by the record of this id that is kept
                 if fmt == "json":
                     body = line.strip().removeprefix(b",")
                     line = (b"" if first else b",") + body + b"\n"
@@ -261,8 +360,9 @@ class OutputWriter:
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
             self._owns = True
             keep = prior.keep_bytes if prior is not None else 0
-            os.ftruncate(self._fd, keep)
-            os.lseek(self._fd, keep, os.SEEK_SET)
+            if stat.S_ISREG(os.fstat(self._fd).st_mode):  # not /dev/null, a FIFO, a tty
+                os.ftruncate(self._fd, keep)
+                os.lseek(self._fd, keep, os.SEEK_SET)
             has_records = prior is not None and prior.records > 0
             has_start = keep > 0
         self._first = not has_records
@@ -273,9 +373,15 @@ class OutputWriter:
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
+        try:
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
+        except OSError as e:
+            # Named for the boundary's one line: a full disk says which output it filled.
+            if e.filename is None:
+                e.filename = self.path if self.path is not None else "stdout"
+            raise
 
     def write(self, record: Mapping[str, Any]) -> None:
         """Hand one complete record line to the kernel."""

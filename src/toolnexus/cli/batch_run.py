@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import os
 import signal
 import sys
@@ -30,10 +31,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..defaults import DEFAULT_BATCH_CONCURRENCY
+from .batch_ids import SeenIds, question_set_sha256
 from .batch_inputs import InputItem, InputSpec, iter_inputs, kind_of
-from .batch_output import OutputWriter, PriorOutput, ReorderBuffer, error_record
+from .batch_output import (
+    QUESTIONS_SHA256,
+    OutputWriter,
+    PriorOutput,
+    ReorderBuffer,
+    error_record,
+)
 from .errors import (
     CONDITION_FOR_CODE,
+    DUPLICATE_ID,
     EXIT_BACKEND,
     EXIT_CONDITION,
     EXIT_FOR_CODE,
@@ -150,6 +159,11 @@ class BatchSummary:
         return head + ", ".join(parts)
 
 
+def _where(cfg: BatchConfig, source: int, line: int, key: str) -> str:
+    """``INPUT:line`` for a JSONL/CSV item, the path (its id) for a state file."""
+    return f"{cfg.inputs[source]}:{line}" if line else key
+
+
 def _select(
     items: Iterator[InputItem],
     cfg: BatchConfig,
@@ -158,10 +172,32 @@ def _select(
     retried: set[str],
 ) -> Iterator[InputItem]:
     """The items this run evaluates: its shard, minus what ``--resume`` already has; with
-    ``--retry-errors``, the ids whose last record is an error (noted in ``retried``)."""
+    ``--retry-errors``, the ids whose last record is an error (noted in ``retried``).
+
+    A second item with an id already seen (``7`` and ``"7"`` are one id) becomes a
+    ``duplicate_id`` error item naming where the first was read; it is never evaluated."""
+    seen = SeenIds()
     for item in items:
         key = item.key
         if cfg.shard is not None and shard_of(key, cfg.shard[1]) != cfg.shard[0]:
+            continue
+        first = seen.add(key, (item.source << 40) | item.line)
+        if first is not None:
+            if prior is not None and key in prior:
+                summary.skipped += 1  # reported by the run that first met it
+                continue
+            here, there = (
+                _where(cfg, item.source, item.line, key),
+                _where(cfg, first >> 40, first & ((1 << 40) - 1), key),
+            )
+            yield InputItem(
+                item.id,
+                error=(
+                    DUPLICATE_ID.code,
+                    f"{here}: id {item.id!r} was already read at {there}; give each state its "
+                    'own id (7 and "7" are one id)',
+                ),
+            )
             continue
         if prior is not None:
             if key in prior.errors and cfg.retry_errors:
@@ -199,6 +235,7 @@ class _Run:
             ReorderBuffer(REORDER_WINDOW_PER_SLOT * cfg.concurrency) if cfg.ordered else None
         )
         self.keep_state = backend.settings.record is not None
+        self.sha = question_set_sha256(questions)
 
     async def _emit(self, seq: int, record: dict[str, Any]) -> None:
         if self.reorder is None:
@@ -231,7 +268,7 @@ class _Run:
             if item.error is not None:
                 code, message = item.error
                 self._count_error(code)
-                await self._emit(seq, error_record(item.id, code, message))
+                await self._emit(seq, error_record(item.id, code, message, self.sha))
                 continue
             if interval:
                 now = loop.time()
@@ -255,7 +292,7 @@ class _Run:
                 message = replay_miss_message(result.error, self.backend.settings.replay)
             s.states -= 1  # _count_error counts it
             self._count_error(code)
-            return error_record(item_id, code, one_line(message))
+            return error_record(item_id, code, one_line(message), self.sha)
         decision = result.decision
         assert decision is not None
         if self.keep_state:
@@ -263,13 +300,14 @@ class _Run:
         # evaluate_stream validated this decision fail-closed: an invalid one is an error result.
         record = {
             "id": item_id,
+            QUESTIONS_SHA256: self.sha,
             **decision_record(decision, self.questions, self.cfg.thresholds, validated=True),
         }
         s.ok += 1
         s.cached += decision.cached
         s.input_tokens += decision.usage.input_tokens
         s.output_tokens += decision.usage.output_tokens
-        if decision.usage.cost is not None:
+        if decision.usage.cost is not None and math.isfinite(decision.usage.cost):
             s.cost = (s.cost or 0.0) + decision.usage.cost
         s.conditions.update(f for f in self.cfg.fail_on if f in record["flags"])
         if self.progress is not None:
@@ -370,13 +408,38 @@ def _sample_record(questions: Mapping[str, Question], thresholds: Mapping[str, f
     return decision_record(parse_decision(body, questions), questions, thresholds)
 
 
-def _open_output(cfg: BatchConfig, columns: list[str]) -> tuple[OutputWriter, PriorOutput | None]:
-    from .batch_output import read_prior
+def _lock_output(path: str) -> int:
+    """Hold an advisory lock on ``--output`` for the whole run (released when the returned fd
+    is closed), so a second process aimed at the same file is refused instead of interleaving
+    its records with ours (two shards on one file once lost half the records and exited 0)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise CliError(f"--output {path}: {e.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise CliError(
+            f"--output {path}: another process (a toolnexus batch?) holds its lock and is "
+            "writing it; wait for that run to end, or write to another file"
+        ) from None
+    return fd
+
+
+def _open_output(
+    cfg: BatchConfig, columns: list[str], questions_sha256: str
+) -> tuple[OutputWriter, PriorOutput | None]:
+    from .batch_output import PriorMismatch, read_prior
 
     prior = None
     if cfg.output is not None and (cfg.resume or cfg.retry_errors):
         try:
-            prior = read_prior(cfg.output, cfg.fmt)
+            prior = read_prior(cfg.output, cfg.fmt, questions_sha256)
+        except PriorMismatch as e:
+            raise CliError(f"--output {cfg.output}: cannot resume: {e}") from None
         except (OSError, ValueError) as e:
             raise CliError(f"--output {cfg.output}: cannot resume from it: {e}") from None
         if cfg.fmt == "csv" and prior.header is not None and prior.header != columns:
@@ -390,7 +453,45 @@ def _open_output(cfg: BatchConfig, columns: list[str]) -> tuple[OutputWriter, Pr
         raise CliError(f"--output {cfg.output}: {e.strerror}") from None
 
 
-def _check_config(cfg: BatchConfig) -> None:
+def _inside(path: str, directory: str) -> bool:
+    real, root = os.path.realpath(path), os.path.realpath(directory)
+    return os.path.commonpath([real, root]) == root
+
+
+def _check_output(cfg: BatchConfig, questions_path: Path) -> None:
+    """``-o`` onto the question file, onto an input, or into a directory/glob input is refused
+    before anything is written (the question file was once overwritten, exit 0)."""
+    import fnmatch
+    import glob
+
+    output = cfg.output
+    if output is None:
+        return
+    if os.path.isdir(output):
+        raise CliError(f"--output {output} is a directory; name a file")
+    exists = os.path.exists(output)
+    if exists and os.path.exists(questions_path) and os.path.samefile(questions_path, output):
+        raise CliError(f"--output {output} is the question file; it would be overwritten")
+    for arg in cfg.inputs:
+        kind = kind_of(arg)
+        if kind in ("jsonl", "csv") and exists and os.path.samefile(arg, output):
+            raise CliError(f"--output {output} is also an input; it would be overwritten")
+        if kind == "dir" and _inside(output, arg):
+            raise CliError(
+                f"--output {output} is inside the input directory {arg}; its records would be "
+                "read back as states: write it elsewhere"
+            )
+        if kind == "glob" and (
+            fnmatch.fnmatch(os.path.abspath(output), os.path.abspath(arg))
+            or any(os.path.samefile(p, output) for p in glob.glob(arg) if exists)
+        ):
+            raise CliError(
+                f"--output {output} matches the input pattern {arg}; its records would be read "
+                "back as states: write it elsewhere"
+            )
+
+
+def _check_config(cfg: BatchConfig, questions_path: Path) -> None:
     from ..batch import MAX_CONCURRENCY, MIN_CONCURRENCY
 
     if not MIN_CONCURRENCY <= cfg.concurrency <= MAX_CONCURRENCY:
@@ -405,13 +506,9 @@ def _check_config(cfg: BatchConfig) -> None:
     if cfg.inputs.count("-") > 1:
         raise CliError("stdin (-) can be given only once")
     for arg in cfg.inputs:
-        kind = kind_of(arg)
-        if kind == "missing":
+        if kind_of(arg) == "missing":
             raise CliError(f"{arg}: no such input file or directory")
-        output = cfg.output
-        same = output is not None and kind in ("jsonl", "csv") and os.path.exists(output)
-        if same and os.path.samefile(arg, str(output)):
-            raise CliError(f"--output {cfg.output} is also an input; it would be overwritten")
+    _check_output(cfg, questions_path)
 
 
 def run_batch(
@@ -423,15 +520,36 @@ def run_batch(
     show_progress: bool | None = None,
 ) -> BatchSummary:
     """Run the batch and return its summary (the caller prints it and exits with its code)."""
-    from .batch_output import compact, csv_columns
+    from .batch_output import csv_columns
     from .options import build_backend, warn_to_stderr
     from .questionfile import load_question_set
 
-    _check_config(cfg)
+    _check_config(cfg, questions_path)
     file_model, questions = load_question_set(questions_path)
     backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr, cache=cache)
     columns = csv_columns(_sample_record(questions, cfg.thresholds)) if cfg.fmt == "csv" else []
-    writer, prior = _open_output(cfg, columns)
+    sha = question_set_sha256(questions)
+    if cfg.fmt == "csv":  # the header learns the questions_sha256 column from the sample too
+        columns = csv_columns({QUESTIONS_SHA256: sha, **_sample_record(questions, cfg.thresholds)})
+    lock = _lock_output(cfg.output) if cfg.output is not None else None
+    try:
+        return _run_locked(cfg, backend, questions, columns, show_progress)
+    finally:
+        if lock is not None:
+            os.close(lock)
+
+
+def _run_locked(
+    cfg: BatchConfig,
+    backend: Backend,
+    questions: Mapping[str, Question],
+    columns: list[str],
+    show_progress: bool | None,
+) -> BatchSummary:
+    """The run once ``--output`` (if any) is locked."""
+    from .batch_output import compact
+
+    writer, prior = _open_output(cfg, columns, question_set_sha256(questions))
     summary = BatchSummary()
     retried: set[str] = set()
     items = _select(iter_inputs(cfg.inputs, cfg.spec), cfg, prior, summary, retried)

@@ -6,7 +6,8 @@ record's fields flattened to dotted names in record order: ``model``, ``calibrat
 and ``invalid``. Cells: ``true``/``false`` for booleans, empty for null, flags as their words
 separated by spaces (``near-uniform uncalibrated``), any other list or object (a probability
 map, a legend) as compact JSON; a newline inside a cell is written ``\\n`` so every row is one
-physical line.
+physical line. The ``id`` cell alone is escaped losslessly (``cli.batch_ids.escape_id``): ``\\``,
+``\n`` and ``\r`` for a backslash, LF and CR, so that ``--resume`` reads every id back exactly.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import io
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from ..batch_ids import escape_id
 
 __all__ = [
     "ERROR_CODE_COLUMN",
@@ -60,6 +63,10 @@ def _is_flags(column: str) -> bool:
 
 
 def _cell(column: str, value: Any) -> str:
+    if column == "id":
+        # Ids key --resume: written losslessly (a newline in an id once came back as the two
+        # characters \n and was re-sent on every resume).
+        return escape_id(str(value))
     if value is None:
         return ""
     if isinstance(value, bool):
