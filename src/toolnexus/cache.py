@@ -352,6 +352,14 @@ def _shutdown(writer: _Writer, reader: sqlite3.Connection) -> CacheError | None:
         reader.close()
 
 
+def _is_damage(e: BaseException) -> bool:
+    """A file that is not a readable cache, as opposed to a busy or unwritable one."""
+    if isinstance(e, sqlite3.OperationalError):
+        text = str(e)
+        return text.startswith(("no such column", "no such table", "table entries has"))
+    return isinstance(e, sqlite3.DatabaseError) and not isinstance(e, sqlite3.IntegrityError)
+
+
 class SqliteCache:
     """The persistent cache for hosts and the CLI: one SQLite file, safe for several threads and
     several processes at once.
@@ -434,6 +442,13 @@ class SqliteCache:
         self.close()
 
     def _error(self, what: str, e: BaseException) -> CacheError:
+        if _is_damage(e):
+            return CacheError(
+                f"classifier: cache {self.path} is damaged ({e}); delete that file "
+                "(`toolnexus cache clear` does) and the cache starts empty",
+                str(self.path),
+                damaged=True,
+            )
         return CacheError(f"classifier: cache {self.path}: {what}: {e}", str(self.path))
 
     def _connection(self) -> sqlite3.Connection:
@@ -494,11 +509,18 @@ class SqliteCache:
         with self._lock:
             conn = self._connection()
             try:
+                # Only entries a get() could return are claimed: a damaged file is an error
+                # (quick_check), and a row whose key or value is not text is not counted.
+                check = conn.execute("PRAGMA quick_check").fetchone()
+                if check is None or check[0] != "ok":
+                    raise sqlite3.DatabaseError(
+                        f"quick_check: {check[0] if check else 'no answer'}"
+                    )
                 live, expired = conn.execute(
                     "SELECT "
                     "COALESCE(SUM(expires_ms IS NULL OR expires_ms > ?), 0), "
                     "COALESCE(SUM(expires_ms IS NOT NULL AND expires_ms <= ?), 0) "
-                    "FROM entries",
+                    "FROM entries WHERE typeof(key) = 'text' AND typeof(value) = 'text'",
                     (self._now(), self._now()),
                 ).fetchone()
             except sqlite3.Error as e:

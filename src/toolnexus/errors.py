@@ -181,9 +181,12 @@ class CacheError(ClassifierError):
     """A cache cannot be opened, read or written (a SQLite or OS error, a closed cache, or a
     host cache whose ``get``/``set`` raised). ``path`` is the cache file, when there is one."""
 
-    def __init__(self, message: str, path: str | None = None) -> None:
+    def __init__(self, message: str, path: str | None = None, *, damaged: bool = False) -> None:
         super().__init__(message)
         self.path = path
+        #: The file is not a readable cache (not SQLite, corrupt, another schema): deleting it
+        #: is the fix, and ``toolnexus cache clear`` does that.
+        self.damaged = damaged
 
 
 class StaticMiss(ClassifierError):

@@ -99,6 +99,9 @@ class BoundaryGroup(TyperGroup):
                 windows_expand_args=windows_expand_args,
                 **extra,
             )
+            # Flushed here, inside the boundary: a full disk under stdout is then one line,
+            # not an "Exception ignored" at interpreter exit.
+            sys.stdout.flush()
         except (Exception, KeyboardInterrupt) as e:
             code = handle(e)
         else:

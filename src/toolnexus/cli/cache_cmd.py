@@ -45,6 +45,9 @@ def cache_path(cache_dir: Path | None) -> Path:
         cache_dir = Path(platformdirs.user_cache_dir("toolnexus"))
     if cache_dir.exists() and not cache_dir.is_dir():
         raise CliError(f"--cache-dir {cache_dir}: exists and is not a directory")
+    for parent in cache_dir.parents:
+        if parent.exists() and not parent.is_dir():
+            raise CliError(f"--cache-dir {cache_dir}: {parent} is a file, not a directory")
     return cache_dir / CACHE_FILE
 
 
@@ -72,10 +75,21 @@ def stats(
 def clear(cache_dir: CacheDirOpt = None) -> None:
     """Delete every cached decision."""
     from ..cache import SqliteCache
+    from ..errors import CacheError
 
     path = cache_path(cache_dir)
     removed = 0
     if path.exists():
-        with SqliteCache(path) as cache:
-            removed = cache.clear()
+        try:
+            with SqliteCache(path) as cache:
+                removed = cache.clear()
+        except CacheError as e:
+            if not e.damaged:
+                raise
+            # What the damaged-cache message tells the user to do: the file goes, and the
+            # cache starts empty; nothing in it could be read anyway.
+            for suffix in ("", "-wal", "-shm"):
+                path.with_name(path.name + suffix).unlink(missing_ok=True)
+            sys.stderr.write(f"toolnexus: cache: removed the damaged cache file {path}\n")
+            return
     sys.stderr.write(f"toolnexus: cache: removed {removed} entries from {path}\n")

@@ -15,6 +15,7 @@ same failure exits with the same code whichever command met it.
 
 from __future__ import annotations
 
+import errno
 import sys
 from dataclasses import dataclass
 from typing import NoReturn
@@ -147,6 +148,12 @@ def _silence_stdout() -> None:
         pass
 
 
+#: OS errors that mean "the output cannot take more bytes", reported as one line, exit 2.
+_WRITE_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS, errno.ENXIO}
+)
+
+
 def handle_error(error: BaseException) -> int:
     """The error boundary for everything that is not typer's own: write what ``error`` means
     to the user (one line on stderr) and return the exit code. Re-raises what is not ours to
@@ -158,6 +165,13 @@ def handle_error(error: BaseException) -> int:
         # `toolnexus ... | head`: the reader left; nothing to report (Typer alone would exit 1).
         _silence_stdout()
         return EXIT_OK
+    if isinstance(error, OSError) and error.errno in _WRITE_ERRNOS:
+        # A full disk (or quota, or a read-only file system) under -o or stdout: what was
+        # written stays; the rest is one line, not a traceback (issue 9).
+        where = error.filename or "stdout"
+        sys.stderr.write(f"toolnexus: {where}: cannot write: {error.strerror}\n")
+        _silence_stdout()
+        return EXIT_USAGE
     failure = failure_of(error)
     if failure is None:
         raise error
