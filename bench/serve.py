@@ -6,14 +6,17 @@ process: ``toolnexus serve --synthetic --port 0`` (parsing, validating and synth
 request, writing its access log to a discarded stderr), and the floor, a minimal aiohttp.web
 handler that answers every POST with one precomputed body. Prints requests per second and
 p50/p99 latency for each, and serve's share of the floor's requests per second (target: at
-least 0.7x). Both rounds run twice, alternating, and the better of each is kept: the machine
-may be shared. It asserts nothing about time.
+least 0.7x), and each server's CPU milliseconds per request (from ``/proc``), which shows
+whether serve could ever be the bottleneck of ``bench/batch.py``. Both rounds run twice,
+alternating, and the better of each is kept: the machine may be shared. It asserts nothing
+about time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import signal
 import statistics
@@ -118,29 +121,45 @@ async def batch(url: str, n: int) -> tuple[float, list[float]]:
     return wall, latencies
 
 
-def measure(kind: str) -> tuple[float, float, float]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process (Linux ``/proc``), or NaN elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return math.nan
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(kind: str) -> tuple[float, float, float, float]:
+    """Requests per second, p50 and p99 latency (ms), and the server's CPU ms per request:
+    the one figure another process's load barely moves."""
     proc, url = start(kind)
     try:
         asyncio.run(batch(url, 300))  # warm the server, the pool and the imports
+        cpu0 = cpu_seconds(proc.pid)
         wall, latencies = asyncio.run(batch(url, STATES))
+        cpu = cpu_seconds(proc.pid) - cpu0
     finally:
         stop(proc)
     cuts = statistics.quantiles(latencies, n=100)
-    return STATES / wall, cuts[49], cuts[98]
+    return STATES / wall, cuts[49], cuts[98], cpu / STATES * 1000
 
 
 def main() -> None:
     print(f"{STATES} states through evaluate_batch, {CONCURRENCY} in flight; each server in its "
           "own process", flush=True)  # fmt: skip
-    best: dict[str, tuple[float, float, float]] = {}
+    best: dict[str, tuple[float, float, float, float]] = {}
     for _ in range(2):
         for kind in ("floor", "serve"):
             got = measure(kind)
             if kind not in best or got[0] > best[kind][0]:
                 best[kind] = got
     labels = {"floor": "floor (fixed-body aiohttp.web)", "serve": "toolnexus serve --synthetic"}
-    for kind, (rps, p50, p99) in best.items():
-        print(f"{labels[kind]:32} {rps:8.0f} req/s  p50 {p50:6.1f} ms  p99 {p99:6.1f} ms")
+    for kind, (rps, p50, p99, cpu) in best.items():
+        print(
+            f"{labels[kind]:32} {rps:8.0f} req/s  p50 {p50:6.1f} ms  p99 {p99:6.1f} ms  "
+            f"server cpu {cpu:5.2f} ms/request"
+        )
     ratio = best["serve"][0] / best["floor"][0]
     print(f"serve / floor requests per second: {ratio:.2f}x (target >= 0.7x)")
 

@@ -23,7 +23,6 @@ Every answer passes ``validate_decision`` against its question. Pure: no I/O.
 from __future__ import annotations
 
 import hashlib
-import random
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,12 +53,64 @@ def served_model(model: str) -> str:
     return SERVED_MODELS.get(model, model)
 
 
-def _rng(seed: int, question: Any, state_key: bytes) -> random.Random:
-    digest = hashlib.sha256(canonical_json([seed, question]) + b"\x00" + state_key).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
+class _Stream:
+    """A splitmix64 stream from a 64-bit seed: a few integer operations per draw, where seeding
+    ``random.Random`` per question cost more than the rest of an answer (measured)."""
+
+    __slots__ = ("_x",)
+    _MASK = (1 << 64) - 1
+
+    def __init__(self, seed: int) -> None:
+        self._x = seed
+
+    def _next(self) -> int:
+        self._x = x = (self._x + 0x9E3779B97F4A7C15) & self._MASK
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & self._MASK
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & self._MASK
+        return x ^ (x >> 31)
+
+    def random(self) -> float:
+        return self._next() / 2.0**64
+
+    def randrange(self, n: int) -> int:
+        return self._next() % n
+
+    def randint(self, low: int, high: int) -> int:
+        return low + self._next() % (high - low + 1)
+
+    def sample(self, n: int, k: int) -> list[int]:
+        """``k`` distinct integers below ``n``, in draw order."""
+        picked: list[int] = []
+        while len(picked) < k:
+            i = self._next() % n
+            if i not in picked:
+                picked.append(i)
+        return picked
 
 
-def _cents(rng: random.Random, n: int) -> list[int]:
+#: Canonical bytes per question, by the question's repr: a batch asks the same questions of
+#: every state, and encoding them was the largest cost of an answer. Bounded.
+_QUESTION_BYTES: dict[str, bytes] = {}
+
+
+def _question_bytes(question: Any) -> bytes:
+    key = repr(question)
+    found = _QUESTION_BYTES.get(key)
+    if found is None:
+        found = canonical_json(question)
+        if len(_QUESTION_BYTES) >= 4096:
+            _QUESTION_BYTES.clear()
+        _QUESTION_BYTES[key] = found
+    return found
+
+
+def _rng(seed: int, question: Any, state_key: bytes) -> _Stream:
+    head = str(seed).encode() + b"\x00" + _question_bytes(question) + b"\x00"
+    digest = hashlib.sha256(head + state_key).digest()
+    return _Stream(int.from_bytes(digest[:8], "big"))
+
+
+def _cents(rng: _Stream, n: int) -> list[int]:
     """A distribution over ``n`` outcomes in hundredths that sum to exactly 100."""
     if n == 1:
         return [100]
@@ -69,14 +120,14 @@ def _cents(rng: random.Random, n: int) -> list[int]:
         base, extra = divmod(100, n)
         for i in range(n):
             cents[i] = base
-        for i in rng.sample(range(n), extra):
+        for i in rng.sample(n, extra):
             cents[i] += 1
         return cents
     winner = rng.randrange(n)
     top = rng.randint(max(40, 100 // n + 2), 100)
     cents[winner] = top
     rest = 100 - top
-    others = [i for i in rng.sample(range(n), min(n, 4)) if i != winner][:3]
+    others = [i for i in rng.sample(n, min(n, 4)) if i != winner][:3]
     for j, i in enumerate(others):
         share = rest if j == len(others) - 1 else rng.randint(0, rest)
         share = min(share, top - 1)
@@ -92,7 +143,7 @@ def _confidence(top: float, n: int) -> float:
     return round(min(1.0, max(0.0, (top - 1 / n) / (1 - 1 / n))), 2)
 
 
-def _answer(question: Mapping[str, Any], rng: random.Random) -> dict[str, Any]:
+def _answer(question: Mapping[str, Any], rng: _Stream) -> dict[str, Any]:
     qtype = question.get("type")
     if qtype == "noul":
         return {"type": "noul", "noul": rng.randint(0, 100) / 100}
@@ -158,7 +209,7 @@ def synthesize(
         state_key = canonical_json(request.get("state"))
     questions: Mapping[str, Any] = request["questions"]
     answers = {key: _answer(q, _rng(seed, q, state_key)) for key, q in questions.items()}
-    size = len(state_key) + len(canonical_json(questions))
+    size = len(state_key) + sum(len(_question_bytes(q)) + len(k) + 4 for k, q in questions.items())
     model = request.get("model")
     return {
         "model": served_model(model) if isinstance(model, str) else "jev-1.13.0",
