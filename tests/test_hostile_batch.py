@@ -334,3 +334,59 @@ def test_a_nan_cost_never_reaches_json_output(
         "eval", str(qfile), "--state-text", "x", "--format", "json", "--base-url", server.base_url
     )
     assert ran.code == 3 and "NaN" not in ran.out
+
+
+# --- any line ---------------------------------------------------------------------------------
+
+_LINE = st.one_of(
+    st.binary(max_size=60).filter(lambda b: b"\n" not in b and b"\r" not in b),
+    st.integers(min_value=1, max_value=400).map(lambda n: b"[" * n + b"]" * n),
+    st.sampled_from(
+        [
+            b'{"id": 1, "text": "a"}',
+            b'{"id": "1", "text": "b"}',
+            b'{"id": null, "text": "c"}',
+            b'{"id": 2, "text": NaN}',
+            b'{"id": 3, "text": ' + b"9" * 400 + b"}",
+            b'{"id": 4}',
+            b'{"id": [4], "text": "d"}',
+            b'{"id": 5, "text": 5}',
+        ]
+    ),
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=st.lists(_LINE, min_size=1, max_size=6))
+def test_any_line_becomes_a_record_never_the_end_of_the_batch(lines: list[bytes]) -> None:
+    """Hypothesis drives the JSONL on stdin: "a bad item in a batch becomes that item's error
+    record, never the end of the batch". One record per non-blank line, strict JSON, no
+    traceback, and a documented exit code."""
+    import tempfile
+
+    with (
+        HostileServer() as server,
+        pytest.MonkeyPatch.context() as mp,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        mp.setenv("TYPESAFE_API_KEY", KEY)
+        q = Path(__file__).parent / "fixtures" / "hostile-noul.yaml"
+        out = Path(tmp) / "out.jsonl"
+        ran = run_cli(
+            "batch",
+            str(q),
+            "-",
+            "-o",
+            str(out),
+            "--id-field",
+            "id",
+            "--state-field",
+            "text",
+            "--base-url",
+            server.base_url,
+            input=b"\n".join(lines) + b"\n",
+        )
+        assert "Traceback" not in ran.stderr
+        assert ran.code in (0, 2, 3), ran.stderr
+        records = _jsonl(out)
+        assert len(records) == sum(1 for line in lines if line.strip())
