@@ -64,7 +64,9 @@ class Server:
 
     Test hooks (library use): :meth:`push` queues faults for the next API requests;
     ``fault_hook(raw_body, headers)`` may return a fault for a request; ``on_request(raw_body,
-    headers)`` sees each API request as it arrives (headers with lower-case names)."""
+    headers)`` sees each API request as it arrives (headers with lower-case names);
+    ``request_ids(answer_body)`` makes request ids predictable. ``stats`` counts requests by
+    (route, outcome), as ``GET /_stats`` reports them; ``in_flight`` the requests being served."""
 
     def __init__(self, options: ServeOptions) -> None:
         options.check()
