@@ -32,6 +32,13 @@ def _static() -> Any:
     return create_classifier(style="static", decisions=[])
 
 
+def _deep(levels: int = 100_000) -> list[Any]:
+    state: list[Any] = []
+    for _ in range(levels):
+        state = [state]
+    return state
+
+
 def _run(fn: Callable[[], Any]) -> Any:
     result = fn()
     if asyncio.iscoroutine(result):
@@ -77,6 +84,10 @@ CASES = [
     pytest.param(lambda: ScoreQuestion("x", "abc"), id="ScoreQuestion-string-criteria"),
     pytest.param(
         lambda: _static().evaluate_stream([], Q, concurrency=99999999999), id="concurrency-huge"
+    ),
+    pytest.param(
+        lambda: create_classifier(base_url="http://127.0.0.1:9/v1").evaluate(_deep(), Q),
+        id="deeply-nested-python-state",
     ),
 ]
 

@@ -35,6 +35,10 @@ def canonical_json(value: Any) -> bytes:
         return _ENCODER.encode(value).encode("utf-8")
     except (TypeError, ValueError) as e:
         raise ConfigError(f"classifier: value is not canonical JSON: {e}") from None
+    except RecursionError:
+        # A host's own object nested past the interpreter's stack (issue 9: no RecursionError
+        # escapes the public API); the CLI's readers refuse such states long before this.
+        raise ConfigError("classifier: value is not canonical JSON: nested too deeply") from None
 
 
 def canonical_request(model: str, questions: Mapping[str, Question]) -> bytes:
