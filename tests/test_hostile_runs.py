@@ -95,6 +95,26 @@ def test_a_closed_stdin_is_one_line(server: HostileServer, qfile: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["batch", "{q}", "-"], id="batch"),
+        pytest.param(["check-criteria", "-"], id="check-criteria"),
+    ],
+)
+def test_a_closed_stdin_is_one_line_in_every_command_that_reads_it(
+    server: HostileServer, qfile: Path, args: list[str]
+) -> None:
+    full = [a.replace("{q}", str(qfile)) for a in args]
+    code, err = (
+        _process(*full, "--base-url", server.base_url, shell_prefix="exec 0<&-;")
+        if (args[0] == "batch")
+        else _process(*full, shell_prefix="exec 0<&-;")
+    )
+    assert code == 2, err
+    assert "stdin is closed" in error_line(err)
+
+
+@pytest.mark.parametrize(
     ("args", "expected"),
     [
         pytest.param(["--timeout", "inf"], "timeout", id="timeout-inf"),

@@ -505,6 +505,8 @@ def _check_config(cfg: BatchConfig, questions_path: Path) -> None:
         raise CliError("--resume and --retry-errors need --output FILE (they read it back)")
     if cfg.inputs.count("-") > 1:
         raise CliError("stdin (-) can be given only once")
+    if "-" in cfg.inputs and sys.stdin is None:  # fd 0 closed
+        raise CliError("-: stdin is closed; pipe the JSONL states in, or name an input file")
     for arg in cfg.inputs:
         if kind_of(arg) == "missing":
             raise CliError(f"{arg}: no such input file or directory")

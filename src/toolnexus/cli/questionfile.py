@@ -129,6 +129,8 @@ def read_text(path: str | Path) -> str:
     """The UTF-8 text of ``path`` (``-`` is stdin). Unreadable -> :class:`QuestionFileError`;
     bytes that are not UTF-8 -> one, located at the first bad byte."""
     shown = str(path)
+    if shown == "-" and sys.stdin is None:  # fd 0 closed: there is no stdin to read
+        raise QuestionFileError("-: cannot read: stdin is closed")
     try:
         data = sys.stdin.buffer.read() if shown == "-" else Path(path).read_bytes()
     except OSError as e:
