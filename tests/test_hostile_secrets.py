@@ -372,3 +372,12 @@ def test_gzip_is_still_decoded_when_small() -> None:
             return d.noul("q").noul
 
     assert asyncio.run(go()) == 0.5
+
+
+@pytest.mark.parametrize("url", ["ftp://alice:pa55w0rd@host/v1", "alice:pa55w0rd@host/v1"])
+def test_credentials_in_a_refused_base_url_are_not_echoed(url: str) -> None:
+    """A base URL refused for its scheme is named without the credentials it carries."""
+    with pytest.raises(ConfigError) as e:
+        create_classifier(base_url=url)
+    assert "pa55w0rd" not in str(e.value) and "alice" not in str(e.value)
+    assert "«redacted»@host/v1" in str(e.value)

@@ -180,7 +180,15 @@ def resolve_backend(
             )
     url = base_url if base_url is not None else row.base_url
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise ConfigError(f"classifier: base_url must start with http:// or https://, got {url!r}")
+        # Shown without any user:pass@ it carries: a credential never reaches a message.
+        shown = (
+            re.sub(r"^((?:[A-Za-z][A-Za-z0-9+.-]*://)?)[^/?#@]*@", r"\1«redacted»@", url)
+            if isinstance(url, str)
+            else url
+        )
+        raise ConfigError(
+            f"classifier: base_url must start with http:// or https://, got {shown!r}"
+        )
     chosen_model = model if model is not None else row.model
     if not isinstance(chosen_model, str) or not chosen_model:
         raise ConfigError(f"classifier: model must be a non-empty string, got {chosen_model!r}")
