@@ -197,10 +197,70 @@ def test_a_cache_hit_sends_nothing_and_is_marked_cached(server: Loopback) -> Non
     assert second.to_wire() == first.to_wire() and second.model == "jev-1.13.0"
     assert server.count(body_for({"ticket": 3}, QUESTIONS)) == 1
     assert server.total == 2
-    # one model entry (requested -> served) + one decision per state, stored as canonical JSON
+    # one model entry (requested -> served) + one decision per state
     assert len(cache.data) == 3
-    assert canonical_json(first.to_wire()).decode() in cache.data.values()
     assert "jev-1.13.0" in cache.data.values()
+
+
+def test_a_cached_decision_is_the_answer_text_or_its_canonical_wire_body(
+    server: Loopback,
+) -> None:
+    """An answer without JSON escapes is stored as the text it was decoded from (no second
+    serialization on a cold run); one with an escape, which could hide a secret from the
+    transport's scrubbing, as its canonical wire body. Both come back as the same decision."""
+    cache = DictCache()
+    plain = synthesize(json.loads(body_for({"t": 1}, QUESTIONS)))
+    escaped = synthesize(json.loads(body_for({"t": 2}, QUESTIONS)))
+    escaped_text = json.dumps(escaped, indent=1).replace('"model"', '"\\u006dodel"')
+    server.push(Fault.http(200, body=json.dumps(plain, indent=1).encode()))
+    server.push(Fault.http(200, body=escaped_text.encode()))
+
+    async def go() -> Any:
+        async with create_classifier(base_url=server.base_url, cache=cache) as c:
+            first = [await c.evaluate({"t": i}, QUESTIONS) for i in (1, 2)]
+            again = [await c.evaluate({"t": i}, QUESTIONS) for i in (1, 2)]
+            return first, again
+
+    first, again = run(go())
+    assert server.total == 2
+    assert [d.cached for d in again] == [True, True]
+    assert [d.to_wire() for d in again] == [d.to_wire() for d in first]
+    stored = set(cache.data.values())
+    assert json.dumps(plain, indent=1) in stored
+    assert canonical_json(first[1].to_wire()).decode() in stored
+    assert not any("\\" in v for v in stored)
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["no-cache", "cold-cache"])
+def test_each_answer_is_validated_once(
+    server: Loopback, monkeypatch: pytest.MonkeyPatch, cached: bool
+) -> None:
+    """Issue 8: a cold ``--cache`` run costs little more than one without. The style validates a
+    live answer to decide whether to cache it; the classifier reuses that verdict instead of
+    running ``validate_decision`` a second time."""
+    import toolnexus.classifier
+    import toolnexus.systemone
+    from toolnexus.validation import validate_decision
+
+    calls: list[int] = []
+
+    def counting(questions: Any, decision: Any) -> Any:
+        calls.append(1)
+        return validate_decision(questions, decision)
+
+    monkeypatch.setattr(toolnexus.classifier, "validate_decision", counting)
+    monkeypatch.setattr(toolnexus.systemone, "validate_decision", counting)
+    states = [(i, {"ticket": i}) for i in range(5)]
+
+    async def go() -> list[Any]:
+        async with create_classifier(
+            base_url=server.base_url, cache=DictCache() if cached else None
+        ) as c:
+            return [r async for _, r in c.evaluate_stream(states, QUESTIONS)]
+
+    results = run(go())
+    assert all(r.decision is not None for r in results)
+    assert len(calls) == len(states)
 
 
 def test_a_cached_decision_is_not_reused_for_another_endpoint(server: Loopback) -> None:

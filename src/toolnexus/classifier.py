@@ -51,7 +51,7 @@ from .questions import (
     questions_to_wire,
 )
 from .state import check_state
-from .validation import validate_decision
+from .validation import Checked, validate_decision
 
 __all__ = [
     "METRIC_EVALUATE",
@@ -74,7 +74,9 @@ class Style(Protocol):
 
     name: str
 
-    async def decide(self, state: Any, questions: dict[str, Question]) -> Decision: ...
+    async def decide(self, state: Any, questions: dict[str, Question]) -> Decision | Checked:
+        """The decision; ``Checked`` when the style already ran ``validate_decision`` on it."""
+        ...
 
     async def aclose(self) -> None: ...
 
@@ -395,12 +397,15 @@ class Classifier:
         start = time.perf_counter()
         event: Metric = {"event": METRIC_EVALUATE, "style": self.style, "model": self.model}
         try:
-            decision = await self._style.decide(state, qs)
-            if fail_closed:
-                invalid = validate_decision(qs, decision)
-                if invalid is not None:
-                    event["model"] = decision.model
-                    raise invalid
+            made = await self._style.decide(state, qs)
+            if isinstance(made, Checked):
+                decision, invalid = made.decision, made.invalid
+            else:
+                decision = made
+                invalid = validate_decision(qs, decision) if fail_closed else None
+            if fail_closed and invalid is not None:
+                event["model"] = decision.model
+                raise invalid
         except ClassifierError as e:
             event.update(
                 status="error",

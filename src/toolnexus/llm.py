@@ -53,7 +53,7 @@ from .questions import (
     questions_to_wire,
 )
 from .transport import SystemOneTransport, scrub
-from .validation import validate_decision
+from .validation import Checked, validate_decision
 
 __all__ = [
     "DEFAULT_LLM_API_KEY_ENV",
@@ -407,7 +407,9 @@ class LlmStyle:
         key = os.environ.get(self._api_key_env)
         return [key] if key else []
 
-    async def decide(self, state: Any, questions: dict[str, Question]) -> Decision:
+    async def decide(self, state: Any, questions: dict[str, Question]) -> Checked:
+        """One decision; ``decode_reply`` has validated it (an invalid reply is raised), so it
+        comes back ``Checked`` and the classifier does not validate it again."""
         for key in sorted(questions):
             q = questions[key]
             if not isinstance(q, NoulQuestion | ChoiceQuestion | ScoreQuestion):
@@ -430,7 +432,7 @@ class LlmStyle:
                 raise HostBackendError(
                     f"classifier: llm: {self.endpoint} failed: {type(e).__name__}"
                 ) from None
-            return decode_reply(response, questions, self.model, self._secrets())
+            return Checked(decode_reply(response, questions, self.model, self._secrets()), None)
         if not self._json_mode:
             try:
                 response = await self._post(messages, schema)
@@ -440,7 +442,7 @@ class LlmStyle:
                 self._json_mode = True
         if self._json_mode:
             response = await self._post(messages, {"type": "json_object"})
-        return decode_reply(response, questions, self.model, self._secrets())
+        return Checked(decode_reply(response, questions, self.model, self._secrets()), None)
 
     async def _post(
         self, messages: list[dict[str, Any]], response_format: dict[str, Any]

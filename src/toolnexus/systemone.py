@@ -47,7 +47,7 @@ from .jsonlimits import JsonLimitError, loads
 from .options import OnError
 from .questions import Question, questions_to_wire
 from .transport import SystemOneTransport
-from .validation import validate_decision
+from .validation import Checked, validate_decision
 
 __all__ = ["PreparedRequest", "SystemOneStyle"]
 
@@ -289,21 +289,28 @@ class SystemOneStyle:
         questions: dict[str, Question],
         decision: Decision,
         key: str | None,
+        body: str,
     ) -> None:
         """Cache a valid live answer. ``key`` is the decision key the lookup computed, reused
-        when the server still serves the model that lookup assumed."""
-        if validate_decision(questions, decision) is not None:
-            return
+        when the server still serves the model that lookup assumed. ``body`` is the answer's
+        text as decoded, already scrubbed by the transport: stored as is when it holds no JSON
+        escape (then every secret form in it was a literal one ``scrub_bytes`` replaced), so a
+        cold run does not serialize each decision a second time; otherwise its canonical wire
+        body, as before."""
         self._cache_set(self._model_key, decision.model)
         if key is None:
             key = self._decision_key(decision.model, lifted, questions)
-        self._cache_set(key, canonical_json(decision.to_wire()).decode("utf-8"))
+        if "\\" in body:
+            body = canonical_json(decision.to_wire()).decode("utf-8")
+        self._cache_set(key, body)
 
     # --- evaluate ---------------------------------------------------------------------------
 
-    async def decide(self, state: Any, questions: dict[str, Question]) -> Decision:
+    async def decide(self, state: Any, questions: dict[str, Question]) -> Decision | Checked:
         """One decision: from the cache when configured and present, else one POST (built
-        once; retries resend the same bytes)."""
+        once; retries resend the same bytes). With a cache, a live answer is validated (only a
+        valid one is stored) and comes back ``Checked``, so the classifier does not validate it
+        again."""
         lifted = self.lift(state, questions)
         key = served = None
         if self._cache is not None:
@@ -317,10 +324,14 @@ class SystemOneStyle:
                     return hit
         request = self.prepare(lifted, questions)
         reply = await self.transport.post(PATH, request.content, request.headers or None)
-        decision = self._decode(reply.content, reply.endpoint, reply.request_id, questions)
-        if self._cache is not None:
-            self._store(lifted, questions, decision, key if served == decision.model else None)
-        return decision
+        decision, body = self._decode(reply.content, reply.endpoint, reply.request_id, questions)
+        if self._cache is None:
+            return decision
+        invalid = validate_decision(questions, decision)
+        if invalid is None:
+            stored_key = key if served == decision.model else None
+            self._store(lifted, questions, decision, stored_key, body)
+        return Checked(decision, invalid)
 
     def _decode(
         self,
@@ -328,10 +339,14 @@ class SystemOneStyle:
         endpoint: str,
         request_id: str | None,
         questions: dict[str, Question],
-    ) -> Decision:
+    ) -> tuple[Decision, str]:
+        """The decision in ``content``, and the text it was decoded from (what the cache keeps)."""
         rid = f" (request id {request_id})" if request_id else ""
         try:
-            obj = loads(content)
+            # Decoded here, once, as ``loads`` would (UTF-8, an optional BOM dropped).
+            bom = content[:3] == b"\xef\xbb\xbf"
+            text = content.decode("utf-8-sig") if bom else content.decode("utf-8")
+            obj = loads(text)
         except JsonLimitError as e:
             raise DecisionError(
                 f"classifier: POST {endpoint}: HTTP 200: the response body is refused: {e}{rid}"
@@ -351,7 +366,7 @@ class SystemOneStyle:
                 what = f"the response body is not JSON ({len(content)} bytes, starting {start!r})"
             raise DecisionError(f"classifier: POST {endpoint}: HTTP 200: {what}{rid}") from None
         try:
-            return parse_decision(obj, questions)
+            return parse_decision(obj, questions), text
         except DecisionError as e:
             raise DecisionError(
                 f"classifier: POST {endpoint}: {e.detail}{rid}",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal, TypeAlias
 
@@ -20,7 +21,7 @@ from .decision import (
 from .errors import ConfigError, InvalidDecision
 from .questions import ChoiceQuestion, Question, RawQuestion, ScoreQuestion
 
-__all__ = ["DEFAULT_THRESHOLDS", "Band", "threshold_band", "validate_decision"]
+__all__ = ["DEFAULT_THRESHOLDS", "Band", "Checked", "threshold_band", "validate_decision"]
 
 #: Inclusive cut-points (seed 004 ``default-thresholds``): noul ``p >= yes`` is yes, ``p <= no``
 #: is no; choice/score ``confidence >= min_confidence`` is yes. A threshold tuned against one
@@ -109,6 +110,16 @@ def validate_decision(
             if not 0.0 <= a.confidence <= 1.0:
                 return _invalid(key, f"confidence is {a.confidence}, outside 0..1")
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """A decision with ``validate_decision``'s verdict on it (``None``: valid), from a style that
+    had to run it anyway (to decide whether to cache, or to fail on a bad llm reply). The
+    classifier reuses the verdict: each answer is validated once (issue 8, the cold cache)."""
+
+    decision: Decision
+    invalid: InvalidDecision | None
 
 
 Band: TypeAlias = Literal["yes", "no", "uncertain"]
