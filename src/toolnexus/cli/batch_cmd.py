@@ -9,8 +9,9 @@ are described in ``batch_run``.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -18,25 +19,15 @@ from ..defaults import DEFAULT_BATCH_CONCURRENCY
 from .cache_cmd import CacheDirOpt
 from .errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, CliError
 from .options import (
-    ApiKeyEnvOpt,
-    BackendOpt,
     BackendSettings,
-    BaseUrlOpt,
     FailOnOpt,
-    LlmApiKeyEnvOpt,
-    LlmBaseUrlOpt,
-    LlmModelOpt,
-    ModelOpt,
-    RecordOpt,
-    ReplayOpt,
-    RetriesOpt,
-    SupportsImagesOpt,
     ThresholdsOpt,
-    TimeoutOpt,
+    backend_options,
 )
 from .render.formats import BatchFormat
 
 
+@backend_options
 def batch_command(
     questions: Annotated[
         Path,
@@ -98,18 +89,8 @@ def batch_command(
         bool, typer.Option("--cache", help="Reuse and store decisions in the SQLite cache.")
     ] = False,
     cache_dir: CacheDirOpt = None,
-    backend: BackendOpt = None,
-    base_url: BaseUrlOpt = None,
-    model: ModelOpt = None,
-    api_key_env: ApiKeyEnvOpt = None,
-    timeout: TimeoutOpt = None,
-    retries: RetriesOpt = None,
-    llm_base_url: LlmBaseUrlOpt = None,
-    llm_model: LlmModelOpt = None,
-    llm_api_key_env: LlmApiKeyEnvOpt = None,
-    replay: ReplayOpt = None,
-    record: RecordOpt = None,
-    supports_images: SupportsImagesOpt = None,
+    *,
+    backend_values: Mapping[str, Any],
 ) -> None:
     """Evaluate every state of INPUT... against QUESTIONS, one record per state.
 
@@ -137,20 +118,7 @@ def batch_command(
         fail_on=parse_fail_on(fail_on),
         thresholds=parse_thresholds(thresholds),
     )
-    settings = BackendSettings(
-        backend=backend,
-        base_url=base_url,
-        model=model,
-        api_key_env=api_key_env,
-        timeout=timeout,
-        retries=retries,
-        llm_base_url=llm_base_url,
-        llm_model=llm_model,
-        llm_api_key_env=llm_api_key_env,
-        replay=replay,
-        record=record,
-        supports_images=supports_images,
-    )
+    settings = BackendSettings(**backend_values)
     cache = None
     if use_cache:
         if settings.style != "systemone":

@@ -17,21 +17,10 @@ import typer
 
 from .errors import EXIT_BACKEND, EXIT_CONDITION, EXIT_OK, CliError, failure_of, one_line
 from .options import (
-    ApiKeyEnvOpt,
-    BackendOpt,
     BackendSettings,
-    BaseUrlOpt,
     FailOnOpt,
-    LlmApiKeyEnvOpt,
-    LlmBaseUrlOpt,
-    LlmModelOpt,
-    ModelOpt,
-    RecordOpt,
-    ReplayOpt,
-    RetriesOpt,
-    SupportsImagesOpt,
     ThresholdsOpt,
-    TimeoutOpt,
+    backend_options,
     parse_fail_on,
     parse_thresholds,
     warn_to_stderr,
@@ -108,6 +97,7 @@ def run_eval(
     return EvalResult(decision, questions, record, failed)
 
 
+@backend_options
 def eval_command(
     questions: Annotated[
         Path,
@@ -146,18 +136,8 @@ def eval_command(
     ] = None,
     fail_on: FailOnOpt = None,
     thresholds: ThresholdsOpt = None,
-    backend: BackendOpt = None,
-    base_url: BaseUrlOpt = None,
-    model: ModelOpt = None,
-    api_key_env: ApiKeyEnvOpt = None,
-    timeout: TimeoutOpt = None,
-    retries: RetriesOpt = None,
-    llm_base_url: LlmBaseUrlOpt = None,
-    llm_model: LlmModelOpt = None,
-    llm_api_key_env: LlmApiKeyEnvOpt = None,
-    replay: ReplayOpt = None,
-    record: RecordOpt = None,
-    supports_images: SupportsImagesOpt = None,
+    *,
+    backend_values: Mapping[str, Any],
 ) -> None:
     """Evaluate one STATE against the QUESTIONS file and print the decision.
 
@@ -170,20 +150,7 @@ def eval_command(
         raise CliError(f"--as takes {', '.join(STATE_FORMATS)}, got {as_!r}")
     conditions = parse_fail_on(fail_on)
     cut_points = parse_thresholds(thresholds)
-    settings = BackendSettings(
-        backend=backend,
-        base_url=base_url,
-        model=model,
-        api_key_env=api_key_env,
-        timeout=timeout,
-        retries=retries,
-        llm_base_url=llm_base_url,
-        llm_model=llm_model,
-        llm_api_key_env=llm_api_key_env,
-        replay=replay,
-        record=record,
-        supports_images=supports_images,
-    )
+    settings = BackendSettings(**backend_values)
     as_format: StateFormat | None = as_  # checked just above
     # Every input is read and checked before anything is sent.
     value = attach_images(

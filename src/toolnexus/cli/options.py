@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..questions import Question
 
 _PANEL = "Backend"
+R = TypeVar("R")
 
 BackendOpt = Annotated[
     str | None,
@@ -176,19 +177,21 @@ def _check_env_name(flag: str, value: str | None) -> None:
 class BackendSettings:
     """The backend options after flag and environment, before the question file and defaults."""
 
-    backend: str | None = None
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    timeout: float | None = None
-    retries: int | None = None
-    llm_base_url: str | None = None
-    llm_model: str | None = None
-    llm_api_key_env: str | None = None
-    replay: Path | None = None
-    record: Path | None = None
+    # Each field IS its command-line option (its Annotated alias above): ``backend_options``
+    # gives every command that takes it the whole set, so a new option is one field here.
+    backend: BackendOpt = None
+    base_url: BaseUrlOpt = None
+    model: ModelOpt = None
+    api_key_env: ApiKeyEnvOpt = None
+    timeout: TimeoutOpt = None
+    retries: RetriesOpt = None
+    llm_base_url: LlmBaseUrlOpt = None
+    llm_model: LlmModelOpt = None
+    llm_api_key_env: LlmApiKeyEnvOpt = None
+    replay: ReplayOpt = None
+    record: RecordOpt = None
     #: ``--supports-images``: the classifier's ``supports={"images": ...}``; None: the row's
-    supports_images: bool | None = None
+    supports_images: SupportsImagesOpt = None
 
     def __post_init__(self) -> None:
         _check_env_name("--api-key-env", self.api_key_env)
@@ -212,6 +215,47 @@ class BackendSettings:
         if self.llm_model is not None:
             return "llm"
         return "systemone"
+
+
+def backend_options(command: Callable[..., R]) -> Callable[..., R]:
+    """``command`` with one option per ``BackendSettings`` field appended to its parameters, in
+    field order (what Typer reads to parse and to print ``--help``). Their values reach
+    ``command`` as one mapping, its keyword-only ``backend_values`` parameter, from which it
+    builds ``BackendSettings(**backend_values)`` where it checks its other input (so errors
+    keep their order)."""
+    import functools
+    import inspect
+    from dataclasses import fields
+    from typing import get_type_hints
+
+    names = [f.name for f in fields(BackendSettings)]
+    types = get_type_hints(BackendSettings, include_extras=True)
+    hints = get_type_hints(command, include_extras=True)
+    own = [
+        p.replace(annotation=hints[p.name])
+        for p in inspect.signature(command).parameters.values()
+        if p.name != "backend_values"
+    ]
+    added = [
+        inspect.Parameter(
+            n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=types[n]
+        )
+        for n in names
+    ]
+
+    @functools.wraps(command)
+    def with_options(*args: Any, **kwargs: Any) -> R:
+        chosen = {n: kwargs.pop(n, None) for n in names}
+        return command(*args, **kwargs, backend_values=chosen)
+
+    parameters = own + added
+    with_options.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        parameters, return_annotation=hints.get("return", inspect.Signature.empty)
+    )
+    with_options.__annotations__ = {p.name: p.annotation for p in parameters}
+    if "return" in hints:
+        with_options.__annotations__["return"] = hints["return"]
+    return with_options
 
 
 def model_for(settings: BackendSettings, file_model: str | None) -> str | None:
