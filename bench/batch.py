@@ -24,6 +24,7 @@ from pathlib import Path
 import aiohttp
 import httpx
 
+from _common import QUESTIONS, states
 from toolnexus import create_classifier, validate_decision
 from toolnexus.canonical import canonical_json
 
@@ -32,31 +33,6 @@ STATES = 2000
 LATENCY_MS = 20
 CONCURRENCY = 16
 IDEAL = STATES * LATENCY_MS / 1000 / CONCURRENCY
-
-QUESTIONS = {
-    "refund": {"type": "noul", "instructions": "Is a duplicate-charge refund requested?"},
-    "team": {
-        "type": "choice",
-        "instructions": "Which team should handle this?",
-        "criteria": {
-            "account": "Login and account settings",
-            "billing": "Payments and refunds",
-            "technical": "Software and hardware problems",
-        },
-    },
-    "urgency": {
-        "type": "score",
-        "instructions": "How urgent is this request?",
-        "criteria": ["Routine", "Needs attention today", "Service unavailable"],
-    },
-}
-
-
-def states(n: int) -> list[dict[str, object]]:
-    return [
-        {"ticket": i, "message": f"Ticket {i}: the terminal charged invoice INV-{i} twice."}
-        for i in range(n)
-    ]
 
 
 def measure(name: str, run: Callable[[], Awaitable[None]]) -> None:

@@ -26,34 +26,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _common import QUESTIONS, states
 from toolnexus import create_classifier
 from toolnexus.serve import synthesize
 
 REPO = Path(__file__).resolve().parents[1]
 STATES = 3000
 CONCURRENCY = 64
-QUESTIONS: dict[str, Any] = {
-    "refund": {"type": "noul", "instructions": "Is a duplicate-charge refund requested?"},
-    "team": {
-        "type": "choice",
-        "instructions": "Which team should handle this?",
-        "criteria": {
-            "account": "Login and account settings",
-            "billing": "Payments and refunds",
-            "technical": "Software and hardware problems",
-        },
-    },
-    "urgency": {
-        "type": "score",
-        "instructions": "How urgent is this request?",
-        "criteria": ["Routine", "Needs attention today", "Service unavailable"],
-    },
-}
-
-
-def states(n: int) -> list[dict[str, object]]:
-    return [{"ticket": i, "message": f"Ticket {i}: invoice INV-{i} was charged twice."}
-            for i in range(n)]  # fmt: skip
 
 
 def floor_main() -> None:
