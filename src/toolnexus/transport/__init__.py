@@ -27,6 +27,7 @@ from .retry import (
     SystemOneTransport,
     expand_env,
     retry_delay,
+    transport_for,
 )
 
 __all__ = [
@@ -42,4 +43,5 @@ __all__ = [
     "retry_delay",
     "scrub",
     "server_message",
+    "transport_for",
 ]
