@@ -231,3 +231,19 @@ def test_every_family_has_its_own_row_and_codes_are_unique() -> None:
     codes = [f.code for _, f in FAILURES]
     assert len(codes) == len(set(codes))
     assert set(EXIT_FOR_CODE) == {*codes, "malformed_input", "duplicate_id"}
+
+
+def test_the_readme_lists_every_record_code_with_its_exit_code() -> None:
+    """The README's exit-code paragraph says which record codes exit 3 and which exit 2: it
+    names every code of the failure table, each under the exit code ``failure_of`` gives."""
+    import re
+
+    text = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    start = text.index("One table maps each failure")
+    paragraph = text[start : text.index("`batch` writes every record, then exits", start)]
+    backend, _, rest = paragraph.partition(" exit 3;")
+    said = {
+        **{c: EXIT_BACKEND for c in re.findall(r"`([a-z_]+)`", backend) if c in EXIT_FOR_CODE},
+        **{c: EXIT_USAGE for c in re.findall(r"`([a-z_]+)`", rest) if c in EXIT_FOR_CODE},
+    }
+    assert said == EXIT_FOR_CODE
