@@ -1,0 +1,12 @@
+"""Run statistics, calibration metrics and the HTML report behind ``toolnexus report``.
+
+- ``metrics``: the metric definitions (pure functions over sequences).
+- ``runs``: streaming readers for batch output (JSONL, JSON, CSV) and labels files.
+- ``aggregation``: per-question accumulators over one run; a record is counted and dropped.
+- ``compare``: two runs side by side.
+- ``conditions``: ``--fail-on`` over a report.
+- ``build``: the report object every format renders.
+- ``html``: the self-contained HTML page (charts drawn by matplotlib, imported only there).
+
+No typer and no rich here: the CLI renders.
+"""

@@ -1,0 +1,604 @@
+"""Streaming statistics over one run: counters per question, and the (probability, label) pairs
+that AUROC and the threshold search need. A record is read, counted and dropped.
+
+One accumulator per question type (:class:`NoulStats`, :class:`ChoiceStats`,
+:class:`ScoreStats`; any other type only counts). ``RunStats`` walks a run's records, joins
+each answer to its label by id, and, when a second run follows, keeps per id the little it
+needs to say what changed (:mod:`.compare`).
+
+Records come from ``toolnexus batch``: ``{"id", "model", "calibrated", "usage", "answers",
+"flags", ...}`` or an error record ``{"id", "error": {"code", "message"}}``. If an id appears
+more than once (a ``--retry-errors`` run stopped before compacting), the LAST record counts, as
+for ``batch --resume``: the run is read a second time, skipping superseded records.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .metrics import (
+    EPS,
+    N_BINS,
+    Reliability,
+    auroc,
+    bin_index,
+    f1_from_confusion,
+    threshold_for_precision,
+)
+from .runs import Labels, ReportInputError, iter_records
+
+__all__ = [
+    "BANDS",
+    "ChoiceStats",
+    "LabelError",
+    "NoulStats",
+    "OtherStats",
+    "QuestionStats",
+    "RunStats",
+    "ScoreStats",
+    "read_run",
+]
+
+BANDS = ("yes", "no", "uncertain")
+#: The flags a report counts per question, in the renderer's order.
+REPORT_FLAGS = ("near-uniform", "uncertain", "uncalibrated")
+_TRUTH = {"true": 1, "yes": 1, "1": 1, "false": 0, "no": 0, "0": 0}
+
+
+class LabelError(Exception):
+    """A label that does not fit its question (the caller adds the labels file and line)."""
+
+
+def _share(n: int, total: int) -> float | None:
+    return n / total if total else None
+
+
+def _mean(total: float, n: int) -> float | None:
+    return total / n if n else None
+
+
+def _clip(p: float) -> float:
+    return EPS if p < EPS else 1.0 - EPS if p > 1.0 - EPS else p
+
+
+def _clipped_log(p: float) -> float:
+    return math.log(_clip(p))
+
+
+class QuestionStats:
+    """What every question type counts: answers, invalid answers, flags, confidence."""
+
+    type = ""
+
+    def __init__(self, key: str, labels: Mapping[str, str] | None) -> None:
+        self.key = key
+        self.labels = labels
+        self.n = 0
+        self.invalid = 0
+        self.flags: Counter[str] = Counter()
+        self.conf_sum = 0.0
+        self.conf_n = 0
+        self.labelled = 0
+
+    def add(self, answer: Mapping[str, Any], label: str | None) -> None:
+        raise NotImplementedError
+
+    def _count_common(self, answer: Mapping[str, Any]) -> None:
+        self.n += 1
+        flags = answer.get("flags")
+        if flags:
+            for f in flags:
+                self.flags[f] += 1
+            if "invalid" in flags:
+                self.invalid += 1
+
+    def distribution(self) -> dict[str, Any]:
+        return {}
+
+    def metrics(self) -> dict[str, Any]:
+        return {}
+
+    def reliability(self) -> list[dict[str, Any]]:
+        return []
+
+    def category(self, answer: Mapping[str, Any]) -> Any:
+        """What counts as "the answer changed" between two runs."""
+        return None
+
+    def probabilities(self, answer: Mapping[str, Any]) -> Mapping[str, float]:
+        return {}
+
+    def to_json(self, errors: Mapping[str, int]) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "n": self.n,
+            "errors": dict(sorted(errors.items())),
+            "invalid": self.invalid,
+            "distribution": self.distribution(),
+            "flags": {
+                f: {"n": self.flags[f], "share": _share(self.flags[f], self.n)}
+                for f in REPORT_FLAGS
+            },
+            "mean_confidence": _mean(self.conf_sum, self.conf_n),
+            "labelled": self.labelled,
+            "metrics": self.metrics() if self.labelled else {},
+            "reliability": self.reliability() if self.labelled else [],
+        }
+
+
+class OtherStats(QuestionStats):
+    """A type the library does not model (``raw: true``): counted, not judged."""
+
+    def __init__(self, key: str, labels: Mapping[str, str] | None, qtype: str) -> None:
+        super().__init__(key, labels)
+        self.type = qtype
+
+    def add(self, answer: Mapping[str, Any], label: str | None) -> None:
+        self._count_common(answer)
+
+
+class NoulStats(QuestionStats):
+    type = "noul"
+
+    def __init__(self, key: str, labels: Mapping[str, str] | None) -> None:
+        super().__init__(key, labels)
+        self.hist = [0] * N_BINS
+        self.bands: Counter[str] = Counter()
+        self.ps = array("d")
+        self.ys = array("b")
+        self.rel = Reliability()
+        self.band_truth: Counter[tuple[str, int]] = Counter()
+
+    def add(self, answer: Mapping[str, Any], label: str | None) -> None:
+        self._count_common(answer)
+        p = answer["noul"]
+        self.hist[bin_index(p)] += 1
+        band = str(answer.get("band"))
+        self.bands[band] += 1
+        if label is None:
+            return
+        y = _TRUTH.get(label.lower())
+        if y is None:
+            raise LabelError(
+                f"question {self.key!r} is noul: label true/false (yes/no, 1/0), got {label!r}"
+            )
+        self.labelled += 1
+        self.ps.append(p)
+        self.ys.append(y)
+        self.rel.add(p, y)
+        self.band_truth[(band, y)] += 1
+
+    def category(self, answer: Mapping[str, Any]) -> Any:
+        return answer.get("band")
+
+    def probabilities(self, answer: Mapping[str, Any]) -> Mapping[str, float]:
+        return {"yes": answer["noul"]}
+
+    def distribution(self) -> dict[str, Any]:
+        return {
+            "histogram": [
+                {"lo": b / N_BINS, "hi": (b + 1) / N_BINS, "n": self.hist[b]} for b in range(N_BINS)
+            ],
+            "bands": {
+                b: {"n": self.bands[b], "share": _share(self.bands[b], self.n)} for b in BANDS
+            },
+        }
+
+    def metrics(self) -> dict[str, Any]:
+        ps, ys = self.ps, self.ys
+        n = len(ys)
+        hits = brier = loss = 0.0
+        for p, y in zip(ps, ys, strict=True):
+            hits += (p >= 0.5) == bool(y)
+            brier += (p - y) ** 2
+            c = _clip(p)  # clip p itself, then take log(c) or log(1 - c)
+            loss -= math.log(c) if y else math.log(1.0 - c)
+        pos = sum(ys)
+        neg = n - pos
+        bt = self.band_truth
+        said_yes = bt[("yes", 1)] + bt[("yes", 0)]
+        said_no = bt[("no", 1)] + bt[("no", 0)]
+        unsure = bt[("uncertain", 1)] + bt[("uncertain", 0)]
+        out: dict[str, Any] = {
+            "accuracy": hits / n,
+            "brier": brier / n,
+            "log_loss": loss / n,
+            "auroc": auroc(ps, ys),
+            "ece": self.rel.ece(),
+            "bands": {
+                "yes": {
+                    "n": said_yes,
+                    "precision": _share(bt[("yes", 1)], said_yes),
+                    "recall": _share(bt[("yes", 1)], pos),
+                },
+                "no": {
+                    "n": said_no,
+                    "precision": _share(bt[("no", 0)], said_no),
+                    "recall": _share(bt[("no", 0)], neg),
+                },
+                "uncertain": {"n": unsure, "share": _share(unsure, n)},
+            },
+        }
+        return out
+
+    def threshold(self, target: float) -> dict[str, Any]:
+        return threshold_for_precision(self.ps, self.ys, target).to_json()
+
+    def reliability(self) -> list[dict[str, Any]]:
+        return self.rel.bins()
+
+
+class _Ranked(QuestionStats):
+    """Shared by choice and score: a probability per option, a top-1 pick, a confusion matrix
+    over the options in first-seen order."""
+
+    def __init__(self, key: str, labels: Mapping[str, str] | None) -> None:
+        super().__init__(key, labels)
+        self.options: dict[str, None] = {}
+        self._last_keys: Any = None
+        self.counts: Counter[str] = Counter()
+        self.rel = Reliability()
+        self.hits = 0
+        self.brier_sum = 0.0
+        self.loss_sum = 0.0
+        self.confusion: Counter[tuple[str, str]] = Counter()
+
+    def _see_options(self, probs: Mapping[str, float]) -> None:
+        keys = probs.keys()
+        if keys != self._last_keys:
+            for k in probs:
+                if k not in self.options:
+                    self.options[k] = None
+            self._last_keys = keys
+
+    def _score(self, probs: Mapping[str, float], picked: str, truth: str) -> bool:
+        """Count one labelled answer; True when the pick is right."""
+        self.labelled += 1
+        p_truth = probs.get(truth, 0.0)
+        # sum_k (p_k - y_k)^2 over the offered options, a missing option being 0
+        self.brier_sum += sum(p * p for p in probs.values()) - 2.0 * p_truth + 1.0
+        self.loss_sum -= _clipped_log(p_truth)
+        correct = picked == truth
+        self.hits += correct
+        self.rel.add(probs.get(picked, 0.0), correct)
+        self.confusion[(truth, picked)] += 1
+        return correct
+
+    def probabilities(self, answer: Mapping[str, Any]) -> Mapping[str, float]:
+        probs: Mapping[str, float] = answer["probabilities"]
+        return probs
+
+    def _matrix(self, classes: list[str]) -> dict[str, Any]:
+        return {
+            "labels": classes,
+            "matrix": [[self.confusion[(t, p)] for p in classes] for t in classes],
+        }
+
+    def _common_metrics(self) -> dict[str, Any]:
+        n = self.labelled
+        return {
+            "accuracy": self.hits / n,
+            "brier": self.brier_sum / n,
+            "log_loss": self.loss_sum / n,
+            "ece": self.rel.ece(),
+        }
+
+    def reliability(self) -> list[dict[str, Any]]:
+        return self.rel.bins()
+
+
+class ChoiceStats(_Ranked):
+    type = "choice"
+
+    def __init__(self, key: str, labels: Mapping[str, str] | None) -> None:
+        super().__init__(key, labels)
+        self.by_uniform: Counter[tuple[bool, bool]] = Counter()
+
+    def add(self, answer: Mapping[str, Any], label: str | None) -> None:
+        self._count_common(answer)
+        choice = answer["choice"]
+        probs = answer["probabilities"]
+        self._see_options(probs)
+        self.counts[choice] += 1
+        conf = answer.get("confidence")
+        if conf is not None:
+            self.conf_sum += conf
+            self.conf_n += 1
+        if label is None:
+            return
+        if label not in self.options:
+            raise LabelError(
+                f"question {self.key!r}: {label!r} is not one of its options "
+                f"({', '.join(self.options)})"
+            )
+        correct = self._score(probs, choice, label)
+        self.by_uniform[(bool(answer.get("near_uniform")), correct)] += 1
+
+    def category(self, answer: Mapping[str, Any]) -> Any:
+        return answer["choice"]
+
+    def distribution(self) -> dict[str, Any]:
+        names = list(self.options) + [c for c in self.counts if c not in self.options]
+        return {
+            "options": {
+                o: {"n": self.counts[o], "share": _share(self.counts[o], self.n)} for o in names
+            }
+        }
+
+    def metrics(self) -> dict[str, Any]:
+        classes = list(self.options)
+        matrix = self._matrix(classes)
+        out = self._common_metrics()
+        out["macro_f1"] = f1_from_confusion(matrix["matrix"])
+        out["confusion"] = matrix
+        split = {}
+        for name, flag in (("near_uniform", True), ("not_near_uniform", False)):
+            right, wrong = self.by_uniform[(flag, True)], self.by_uniform[(flag, False)]
+            split[name] = {"n": right + wrong, "accuracy": _share(right, right + wrong)}
+        out["accuracy_by_near_uniform"] = split
+        return out
+
+
+class ScoreStats(_Ranked):
+    type = "score"
+
+    def __init__(self, key: str, labels: Mapping[str, str] | None) -> None:
+        super().__init__(key, labels)
+        self.legend: dict[str, str] = {}
+        self.score_sum = 0.0
+        self.within = 0
+        self.abs_err = 0.0
+        self._label_cache: dict[str, int] = {}
+
+    def _level_of(self, label: str) -> int:
+        level = self._label_cache.get(label)
+        if level is not None:
+            return level
+        if label.isdigit() and label in self.options:
+            level = int(label)
+        else:
+            matches = [int(k) for k, v in self.legend.items() if v == label]
+            if not matches:
+                levels = ", ".join(f"{k} {v}" for k, v in self.legend.items())
+                raise LabelError(
+                    f"question {self.key!r}: {label!r} is neither a level index nor a level "
+                    f"label ({levels})"
+                )
+            level = matches[0]
+        self._label_cache[label] = level
+        return level
+
+    def add(self, answer: Mapping[str, Any], label: str | None) -> None:
+        self._count_common(answer)
+        probs = answer["probabilities"]
+        self._see_options(probs)
+        level = answer["level"]
+        score = answer["score"]
+        self.counts[str(level)] += 1
+        self.score_sum += score
+        conf = answer.get("confidence")
+        if conf is not None:
+            self.conf_sum += conf
+            self.conf_n += 1
+        if not self.legend or len(self.legend) < len(self.options):
+            legend = answer.get("legend") or {}
+            for k in self.options:
+                self.legend.setdefault(k, str(legend.get(k, k)))
+        if label is None:
+            return
+        y = self._level_of(label)
+        self._score(probs, str(level), str(y))
+        self.within += abs(level - y) <= 1
+        self.abs_err += abs(score - y)
+
+    def category(self, answer: Mapping[str, Any]) -> Any:
+        return answer["level"]
+
+    def _levels(self) -> list[str]:
+        return sorted(set(self.options) | set(self.counts), key=lambda k: (len(k), k))
+
+    def distribution(self) -> dict[str, Any]:
+        return {
+            "levels": {
+                k: {
+                    "label": self.legend.get(k, k),
+                    "n": self.counts[k],
+                    "share": _share(self.counts[k], self.n),
+                }
+                for k in self._levels()
+            },
+            "mean_score": _mean(self.score_sum, self.n),
+        }
+
+    def metrics(self) -> dict[str, Any]:
+        n = self.labelled
+        common = self._common_metrics()
+        return {
+            "accuracy": common["accuracy"],
+            "within_one": self.within / n,
+            "mae": self.abs_err / n,
+            "brier": common["brier"],
+            "log_loss": common["log_loss"],
+            "ece": common["ece"],
+            "confusion": self._matrix(self._levels()),
+        }
+
+
+_TYPES: dict[str, type[QuestionStats]] = {
+    "noul": NoulStats,
+    "choice": ChoiceStats,
+    "score": ScoreStats,
+}
+
+
+class RunStats:
+    """Everything counted over one run file."""
+
+    def __init__(
+        self,
+        path: str,
+        labels: Labels | None = None,
+        *,
+        keep: bool = False,
+    ) -> None:
+        self.path = path
+        self.labels = labels
+        self.records = 0
+        self.answered = 0
+        self.labelled = 0
+        self.errors: Counter[str] = Counter()
+        self.models: Counter[str] = Counter()
+        self.calibrated: Counter[bool] = Counter()
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost = 0.0
+        self.cost_reported = 0
+        self.questions: dict[str, QuestionStats] = {}
+        #: with ``keep``: per question, id -> (category, probabilities) for a later comparison
+        self.kept: dict[str, dict[str, tuple[Any, Mapping[str, float]]]] | None = (
+            {} if keep else None
+        )
+        self.label_ids_seen: set[str] = set()
+
+    def _question(self, key: str, answer: Mapping[str, Any]) -> QuestionStats:
+        qtype = answer.get("type")
+        if not isinstance(qtype, str):
+            raise ValueError(f"answer {key!r} has no type")
+        labels = self.labels.by_key.get(key) if self.labels is not None else None
+        cls = _TYPES.get(qtype)
+        st = cls(key, labels) if cls is not None else OtherStats(key, labels, qtype)
+        self.questions[key] = st
+        return st
+
+    def add(self, record: Any) -> None:
+        """Count one record (raises KeyError/TypeError/ValueError on a malformed one)."""
+        if not isinstance(record, dict):
+            raise ValueError("a record is a JSON object")
+        self.records += 1
+        item_id = record["id"]
+        error = record.get("error")
+        if error is not None:
+            self.errors[str(error["code"])] += 1
+            return
+        answers = record["answers"]
+        self.answered += 1
+        self.models[str(record.get("model"))] += 1
+        self.calibrated[bool(record.get("calibrated"))] += 1
+        usage = record.get("usage")
+        if usage:
+            self.input_tokens += usage.get("input_tokens") or 0
+            self.output_tokens += usage.get("output_tokens") or 0
+            cost = usage.get("cost")
+            if cost is not None:
+                self.cost += cost
+                self.cost_reported += 1
+        sid = item_id if type(item_id) is str else str(item_id)
+        labelled = False
+        kept = self.kept
+        for key, answer in answers.items():
+            st = self.questions.get(key)
+            if st is None:
+                st = self._question(key, answer)
+            elif answer["type"] != st.type:
+                raise ValueError(
+                    f"answer {key!r} is {answer['type']} here but {st.type} in earlier records"
+                )
+            label = st.labels.get(sid) if st.labels is not None else None
+            if label is not None:
+                labelled = True
+            try:
+                st.add(answer, label)
+            except LabelError as e:
+                assert self.labels is not None
+                raise ReportInputError(f"{self.labels.where(sid)}: {e}") from None
+            if kept is not None:
+                kept.setdefault(key, {})[sid] = (st.category(answer), st.probabilities(answer))
+        if labelled:
+            self.labelled += 1
+            self.label_ids_seen.add(sid)
+
+    def summary(self) -> dict[str, Any]:
+        """The run's line in the report's ``runs`` list."""
+        return {
+            "path": self.path,
+            "records": self.records,
+            "answered": self.answered,
+            "labelled": self.labelled,
+            "errors": dict(sorted(self.errors.items())),
+            "models": dict(self.models.most_common()),
+            "uncalibrated_records": self.calibrated[False],
+            "usage": {
+                "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens,
+                "cost": self.cost if self.cost_reported else None,
+                "cost_reported": self.cost_reported,
+            },
+        }
+
+    def questions_json(self, target_precision: float | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, st in self.questions.items():
+            block = st.to_json(self.errors)
+            if target_precision is not None and isinstance(st, NoulStats) and st.labelled:
+                block["metrics"]["threshold"] = st.threshold(target_precision)
+            out[key] = block
+        return out
+
+
+def _records_of(path: str, fmt: str | None) -> Iterable[tuple[int, Any]]:
+    return iter_records(path, fmt)
+
+
+def read_run(
+    path: str,
+    labels: Labels | None = None,
+    *,
+    fmt: str | None = None,
+    keep: bool = False,
+) -> RunStats:
+    """Stream ``path`` into a :class:`RunStats`. A run with repeated ids is read twice so the
+    last record of each id is the one counted."""
+    seen: set[str] = set()
+    repeated: Counter[str] = Counter()
+
+    def fresh() -> RunStats:
+        return RunStats(path, labels, keep=keep)
+
+    stats = fresh()
+    for line, record in _records_of(path, fmt):
+        try:
+            rid = record["id"]
+        except (KeyError, TypeError):
+            raise ReportInputError(f"{path}:{line}: not a batch record: no 'id'") from None
+        sid = rid if type(rid) is str else str(rid)
+        if sid in seen:
+            repeated[sid] += 1
+            continue
+        seen.add(sid)
+        _add(stats, record, path, line)
+    if not repeated:
+        return stats
+    # Second pass: count only the last record of each repeated id.
+    stats = fresh()
+    remaining = {sid: n + 1 for sid, n in repeated.items()}
+    for line, record in _records_of(path, fmt):
+        rid = record["id"]
+        sid = rid if type(rid) is str else str(rid)
+        if sid in remaining:
+            remaining[sid] -= 1
+            if remaining[sid]:
+                continue
+        _add(stats, record, path, line)
+    return stats
+
+
+def _add(stats: RunStats, record: Any, path: str, line: int) -> None:
+    try:
+        stats.add(record)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        what = f"missing {e}" if isinstance(e, KeyError) else str(e)
+        raise ReportInputError(f"{path}:{line}: not a batch record: {what}") from None

@@ -1,0 +1,66 @@
+"""One report from one or two runs and an optional labels file: the JSON object that every
+output format renders (``report.schema.json`` describes it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .aggregation import read_run
+from .compare import compare_runs
+from .runs import read_labels
+
+__all__ = ["Report", "build_report"]
+
+
+@dataclass
+class Report:
+    """The report object (``data``) and what a person should hear about on stderr."""
+
+    data: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+def build_report(
+    runs: list[str],
+    *,
+    labels_path: str | None = None,
+    id_field: str = "id",
+    target_precision: float | None = None,
+) -> Report:
+    """Read ``runs`` (one or two files) and, with ``labels_path``, join labels by id."""
+    labels = read_labels(labels_path, id_field) if labels_path else None
+    two = len(runs) == 2
+    first = read_run(runs[0], labels, keep=two)
+    questions = first.questions_json(target_precision)
+    data: dict[str, Any] = {
+        "records": first.records,
+        "labelled": first.labelled,
+        "runs": [first.summary()],
+        "questions": questions,
+        "comparison": None,
+    }
+    stats = [first]
+    if two:
+        second = read_run(runs[1], labels, keep=True)
+        stats.append(second)
+        data["runs"].append(second.summary())
+        data["comparison"] = compare_runs(
+            first, second, questions, second.questions_json(target_precision)
+        )
+        # The comparison holds what it needs; the per-id snapshots can go.
+        first.kept = second.kept = None
+    warnings: list[str] = []
+    if labels is not None:
+        asked = {k for s in stats for k in s.questions}
+        stray = [k for k in labels.by_key if k not in asked]
+        if stray:
+            warnings.append(
+                f"{labels.path}: columns {', '.join(repr(k) for k in stray)} name no question "
+                "of the run; ignored"
+            )
+        used = set().union(*(s.label_ids_seen for s in stats))
+        unused = sum(1 for i in labels.lines if i not in used)
+        if unused:
+            warnings.append(f"{labels.path}: {unused} labelled ids have no answered record")
+    return Report(data, warnings)

@@ -1,0 +1,339 @@
+"""Reading what ``toolnexus batch`` wrote, and labels files, one record at a time.
+
+A run is JSONL (one record per line), JSON (an array; batch writes one record per line, but any
+array is read incrementally with ``raw_decode``, never loaded whole) or CSV (batch's flattened
+columns: ``answers.<key>.<field>``, a probability map or a flag list as one JSON cell). The
+format comes from the extension (``.jsonl``, ``.json``, ``.csv``), else from the first byte.
+
+Every problem is a :class:`ReportInputError` whose message starts ``path:line:``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = [
+    "Labels",
+    "ReportInputError",
+    "detect_format",
+    "iter_records",
+    "read_labels",
+]
+
+_CHUNK = 1 << 20
+
+
+class ReportInputError(Exception):
+    """A run or labels file that cannot be read as such; the message is one located line."""
+
+
+def _open(path: str) -> IO[bytes]:
+    try:
+        return open(path, "rb")
+    except OSError as e:
+        raise ReportInputError(f"{path}: cannot read: {e.strerror or type(e).__name__}") from None
+
+
+def detect_format(path: str) -> str:
+    """``jsonl``, ``json`` or ``csv``: the extension, else the first non-blank byte."""
+    suffix = Path(path).suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if suffix == ".json":
+        return "json"
+    if suffix == ".csv":
+        return "csv"
+    with _open(path) as f:
+        head = f.read(4096).lstrip()
+    if head.startswith(b"["):
+        return "json"
+    if head.startswith(b"{"):
+        return "jsonl"
+    return "csv"
+
+
+def iter_records(path: str, fmt: str | None = None) -> Iterator[tuple[int, Any]]:
+    """``(line, record)`` for every record of a run, in file order.
+
+    A last line without its newline that does not parse (a batch killed mid-write) is skipped,
+    as ``batch --resume`` would cut it; any other unreadable line is an error.
+    """
+    fmt = fmt or detect_format(path)
+    if fmt == "jsonl":
+        return _iter_jsonl(path)
+    if fmt == "json":
+        return _iter_json(path)
+    return _iter_csv(path)
+
+
+def _iter_jsonl(path: str) -> Iterator[tuple[int, Any]]:
+    loads = json.loads
+    with _open(path) as f:
+        for n, line in enumerate(f, 1):
+            try:
+                yield n, loads(line)
+            except ValueError as e:
+                if not line.strip():
+                    continue
+                if not line.endswith(b"\n"):
+                    return  # cut short by a kill: never a complete record
+                raise ReportInputError(f"{path}:{n}: not a JSON record: {_reason(e)}") from None
+
+
+def _reason(e: ValueError) -> str:
+    return e.msg if isinstance(e, json.JSONDecodeError) else str(e)
+
+
+def _iter_json(path: str) -> Iterator[tuple[int, Any]]:
+    decoder = json.JSONDecoder()
+    with _open(path) as raw:
+        f = _text(raw, path)
+        buf = f.read(_CHUNK)
+        eof = not buf
+        pos = 0
+        line = 1  # the line of buf[counted]
+        counted = 0
+
+        def at(i: int) -> int:
+            nonlocal line, counted
+            line += buf.count("\n", counted, i)
+            counted = i
+            return line
+
+        def fill() -> bool:
+            """Drop what was read, append the next chunk; False at the end of the file."""
+            nonlocal buf, pos, counted, eof
+            at(pos)
+            more = f.read(_CHUNK)
+            buf, pos, counted = buf[pos:] + more, 0, 0
+            eof = not more
+            return bool(more)
+
+        def skip_blank() -> None:
+            nonlocal pos
+            while True:
+                while pos < len(buf) and buf[pos] in " \t\r\n":
+                    pos += 1
+                if pos < len(buf) or not fill():
+                    return
+
+        skip_blank()
+        if pos >= len(buf) or buf[pos] != "[":
+            raise ReportInputError(f"{path}:{at(pos)}: not a JSON array of records")
+        pos += 1
+        first = True
+        while True:
+            skip_blank()
+            if pos >= len(buf):
+                # A batch still running (or killed) has not written the closing bracket yet.
+                return
+            if buf[pos] == "]":
+                return
+            if not first:
+                if buf[pos] != ",":
+                    raise ReportInputError(f"{path}:{at(pos)}: expected ',' between records")
+                pos += 1
+                skip_blank()
+            first = False
+            while True:
+                try:
+                    obj, end = decoder.raw_decode(buf, pos)
+                    break
+                except json.JSONDecodeError as e:
+                    if eof or not fill():
+                        if "\n" not in buf[pos:]:
+                            return  # a last record cut short by a kill
+                        where = at(pos)
+                        raise ReportInputError(
+                            f"{path}:{where}: not a JSON record: {e.msg}"
+                        ) from None
+            yield at(pos), obj
+            pos = end
+
+
+def _text(raw: IO[bytes], path: str) -> IO[str]:
+    import io
+
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="strict", newline="")
+
+
+# --- CSV ---------------------------------------------------------------------------------
+
+_FLOATS = frozenset({"noul", "confidence", "score"})
+_JSON_CELLS = frozenset({"probabilities", "legend", "flags"})
+_BOOLS = {"true": True, "false": False}
+
+
+def _cell(field_name: str, value: str, path: str, line: int) -> Any:
+    if value == "":
+        return None
+    try:
+        if field_name in _FLOATS or field_name == "cost" or field_name in ("yes", "no"):
+            return float(value)
+        if field_name in ("level", "input_tokens", "output_tokens"):
+            return int(value)
+        if field_name in _JSON_CELLS:
+            return json.loads(value)
+    except ValueError:
+        raise ReportInputError(
+            f"{path}:{line}: column {field_name!r} holds {value!r}, not a batch value"
+        ) from None
+    if field_name in ("near_uniform", "calibrated", "cached"):
+        return _BOOLS.get(value, value)
+    return value
+
+
+def _iter_csv(path: str) -> Iterator[tuple[int, Any]]:
+    with _open(path) as raw:
+        reader = csv.reader(_text(raw, path))
+        try:
+            header = next(reader)
+        except StopIteration:
+            return
+        except (csv.Error, UnicodeDecodeError) as e:
+            raise ReportInputError(f"{path}:1: not a batch CSV file: {e}") from None
+        if "id" not in header:
+            raise ReportInputError(f"{path}:1: not a batch CSV file: no 'id' column")
+        plan = [_column_plan(c) for c in header]
+        n = 1
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except (csv.Error, UnicodeDecodeError) as e:
+                raise ReportInputError(f"{path}:{n + 1}: not a CSV row: {e}") from None
+            n = reader.line_num
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise ReportInputError(f"{path}:{n}: {len(row)} cells for {len(header)} columns")
+            yield n, _unflatten(plan, row, path, n)
+
+
+def _column_plan(column: str) -> tuple[str, ...]:
+    """Where a flattened column goes: ``answers.<key>.<field>`` keeps dots inside the key."""
+    if column.startswith("answers."):
+        key, _, name = column[len("answers.") :].rpartition(".")
+        return ("answers", key, name)
+    return tuple(column.split(".", 1))
+
+
+def _unflatten(plan: list[tuple[str, ...]], row: list[str], path: str, line: int) -> Any:
+    record: dict[str, Any] = {}
+    answers: dict[str, dict[str, Any]] = {}
+    for where, value in zip(plan, row, strict=True):
+        if where[0] == "answers":
+            if value != "":
+                answers.setdefault(where[1], {})[where[2]] = _cell(where[2], value, path, line)
+        elif len(where) == 1:
+            record[where[0]] = (
+                value
+                if where[0] in ("id", "model", "invalid")
+                else _cell(where[0], value, path, line)
+            )
+        else:
+            record.setdefault(where[0], {})[where[1]] = _cell(where[1], value, path, line)
+    error = record.get("error")
+    if isinstance(error, dict) and error.get("code"):
+        return {"id": record.get("id"), "error": error}
+    record.pop("error", None)
+    if record.get("invalid") == "":
+        record["invalid"] = None
+    record["answers"] = answers
+    return record
+
+
+# --- labels ------------------------------------------------------------------------------
+
+
+@dataclass
+class Labels:
+    """Human labels: per question key, ``id -> raw label text`` (an empty or missing cell is
+    unlabelled and not stored), and the line each id was read from (for error messages)."""
+
+    path: str
+    by_key: dict[str, dict[str, str]] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)
+
+    def where(self, item_id: str) -> str:
+        return f"{self.path}:{self.lines.get(item_id, 0)}"
+
+
+def _label_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        text = str(value).strip()
+        return text or None
+    return None
+
+
+def read_labels(path: str, id_field: str = "id") -> Labels:
+    """A labels file: JSONL objects or a CSV with a header; ``id_field`` names the id column,
+    every other column is a question key."""
+    labels = Labels(path)
+    fmt = detect_format(path)
+    rows: Iterator[tuple[int, Any]]
+    if fmt == "csv":
+        rows = _label_rows_csv(path)
+    elif fmt == "json":
+        rows = _iter_json(path)
+    else:
+        rows = _iter_jsonl(path)
+    for line, row in rows:
+        if not isinstance(row, dict):
+            raise ReportInputError(f"{path}:{line}: a label row is an object with {id_field!r}")
+        if id_field not in row or _label_text(row[id_field]) is None:
+            raise ReportInputError(f"{path}:{line}: no {id_field!r} (use --id-field to name it)")
+        item_id = str(_label_text(row[id_field]))
+        if item_id in labels.lines:
+            raise ReportInputError(
+                f"{path}:{line}: id {item_id!r} is labelled twice (first at line "
+                f"{labels.lines[item_id]})"
+            )
+        labels.lines[item_id] = line
+        for key, value in row.items():
+            if key == id_field:
+                continue
+            if isinstance(value, list | dict):
+                raise ReportInputError(
+                    f"{path}:{line}: question {key!r}: a label is one value, got "
+                    f"{'a list' if isinstance(value, list) else 'an object'}"
+                )
+            text = _label_text(value)
+            if text is not None:
+                labels.by_key.setdefault(key, {})[item_id] = text
+    return labels
+
+
+def _label_rows_csv(path: str) -> Iterator[tuple[int, Any]]:
+    with _open(path) as raw:
+        reader = csv.reader(_text(raw, path))
+        try:
+            header = next(reader)
+        except StopIteration:
+            return
+        except (csv.Error, UnicodeDecodeError) as e:
+            raise ReportInputError(f"{path}:1: not a CSV labels file: {e}") from None
+        n = 1
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except (csv.Error, UnicodeDecodeError) as e:
+                raise ReportInputError(f"{path}:{n + 1}: not a CSV row: {e}") from None
+            n = reader.line_num
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise ReportInputError(f"{path}:{n}: {len(row)} cells for {len(header)} columns")
+            yield n, dict(zip(header, row, strict=True))
