@@ -30,7 +30,16 @@ import typer
 from typer.core import TyperGroup
 
 from .. import __version__
-from . import batch_cmd, cache_cmd, canonical_cmd, check_cmd, eval_cmd, schema_cmd, serve_cmd
+from . import (
+    batch_cmd,
+    cache_cmd,
+    canonical_cmd,
+    check_cmd,
+    eval_cmd,
+    report_cmd,
+    schema_cmd,
+    serve_cmd,
+)
 from .errors import (
     EXIT_CODES_HELP,
     EXIT_OK,
@@ -150,6 +159,7 @@ app.add_typer(cache_cmd.cache_app)
 app.command("canonical")(canonical_cmd.canonical)
 app.command("check-criteria", help=check_cmd.HELP)(check_cmd.check_criteria)
 app.command("eval")(eval_cmd.eval_command)
+app.command("report")(report_cmd.report_command)
 app.command("schema")(schema_cmd.schema)
 app.command("serve")(serve_cmd.serve)
 

@@ -29,7 +29,15 @@ from .decision import (
     write_json,
     write_jsonl,
 )
-from .formats import BatchFormat, CanonicalView, DecisionFormat, LintFormat, StatsFormat
+from .formats import (
+    BatchFormat,
+    CanonicalView,
+    DecisionFormat,
+    DiffFormat,
+    LintFormat,
+    ReportFormat,
+    StatsFormat,
+)
 from .records import FLAGS, RECORD_KEYS, answer_record, decision_record
 
 __all__ = [
@@ -42,9 +50,13 @@ __all__ = [
     "CanonicalView",
     "DecisionFormat",
     "DecisionResult",
+    "DiffFormat",
+    "DiffResult",
     "LintFormat",
     "LintResult",
     "SchemaResult",
+    "ReportFormat",
+    "ReportResult",
     "StatsFormat",
     "answer_record",
     "decision_record",
@@ -104,9 +116,23 @@ class CanonicalResult:
 
 @dataclass(frozen=True)
 class SchemaResult:
-    """``schema``: the JSON Schema of question-set files, as shipped."""
+    """``schema``: a JSON Schema as shipped (question-set files, or the report's JSON)."""
 
     text: str
+
+
+class ReportResult:
+    """``report``: the report object (``report.schema.json``); ``width`` for the table."""
+
+    data: Mapping[str, Any]
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    """``diff``: what changed between two question sets (the object ``--format json`` prints)."""
+
+    data: Mapping[str, Any]
 
 
 Renderer = Callable[[Any, IO[str]], None]
@@ -163,6 +189,47 @@ def _schema(result: SchemaResult, out: IO[str]) -> None:
     out.write(result.text if result.text.endswith("\n") else result.text + "\n")
 
 
+def _plain(stream: IO[str]) -> bool:
+    import os
+
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return bool(os.environ.get("NO_COLOR")) or not tty
+
+
+def _report_table(result: ReportResult, out: IO[str]) -> None:
+    from .report import print_report
+
+    console = make_console(out, result.width)
+    with console.capture() as captured:
+        print_report(result.data, console, plain=_plain(out))
+    # Rich pads cells to their column width; trailing blanks are noise in a pipe or a golden.
+    out.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+
+
+def _report_json(result: ReportResult, out: IO[str]) -> None:
+    write_json(result.data, out)
+
+
+def _report_html(result: ReportResult, out: IO[str]) -> None:
+    # The chart library is imported here, on this path only (fast start for the rest).
+    from ...report.html import report_html
+
+    out.write(report_html(result.data))
+
+
+def _diff_text(result: DiffResult, out: IO[str]) -> None:
+    from .diff import write_diff
+
+    write_diff(result.data, out)
+
+
+def _diff_json(result: DiffResult, out: IO[str]) -> None:
+    write_json(result.data, out)
+
+
 #: result type -> format -> renderer. The keys of each inner table are the ``--format``
 #: choices (``formats.py``); ``batch`` streams its records through ``batch_output`` with the
 #: same record and CSV code (``BatchFormat`` lists its formats).
@@ -181,6 +248,8 @@ RENDERERS: dict[type, Mapping[str, Renderer]] = {
         "sha256": _canonical_sha256,
         "pretty": _canonical_pretty,
     },
+    ReportResult: {"table": _report_table, "json": _report_json, "html": _report_html},
+    DiffResult: {"text": _diff_text, "json": _diff_json},
 }
 
 

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["BatchFormat", "CanonicalView", "DecisionFormat", "LintFormat", "StatsFormat"]
+__all__ = [
+    "BatchFormat",
+    "CanonicalView",
+    "DecisionFormat",
+    "DiffFormat",
+    "LintFormat",
+    "ReportFormat",
+    "StatsFormat",
+]
 
 #: ``eval``: a Rich table on a terminal, JSON otherwise.
 DecisionFormat = Literal["table", "json", "jsonl", "csv"]
@@ -19,3 +27,7 @@ LintFormat = Literal["text", "json"]
 StatsFormat = Literal["text", "json"]
 #: ``canonical``: the bytes themselves, their sha256, or indented JSON (chosen by flags).
 CanonicalView = Literal["raw", "sha256", "pretty"]
+#: ``report``: Rich tables with in-terminal charts, the report object, or one HTML file.
+ReportFormat = Literal["table", "json", "html"]
+#: ``diff``: one line per change in words, or the diff object.
+DiffFormat = Literal["text", "json"]

@@ -1,0 +1,297 @@
+"""The table form of a ``toolnexus report``: Rich tables plus small in-terminal charts.
+
+Charts are bars of block characters on a terminal and of ``#`` when piped or under
+``NO_COLOR``, so the words and numbers read the same everywhere; the renderer in ``render.py``
+calls this, nothing else prints a report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["print_report"]
+
+BAR_WIDTH = 24
+
+
+def _pct(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "-"
+    return f"{value * 100:.0f}%"
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+def _signed(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "-"
+    return f"{value:+.3f}"
+
+
+def _bar(fraction: float, plain: bool, width: int = BAR_WIDTH) -> str:
+    fraction = min(max(fraction, 0.0), 1.0)
+    if plain:
+        return "#" * round(fraction * width)
+    eighths = round(fraction * width * 8)
+    full, part = divmod(eighths, 8)
+    return "█" * full + ("▏▎▍▌▋▊▉"[part - 1] if part else "")
+
+
+def _counts(mapping: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in mapping.items()) or "none"
+
+
+def _answers_text(q: Mapping[str, Any]) -> str:
+    d = q["distribution"]
+    if q["type"] == "noul":
+        return " · ".join(f"{b} {_pct(v['share'])}" for b, v in d["bands"].items())
+    if q["type"] == "choice":
+        top = sorted(d["options"].items(), key=lambda kv: -kv[1]["n"])[:3]
+        more = len(d["options"]) - len(top)
+        text = " · ".join(f"{o} {_pct(v['share'])}" for o, v in top)
+        return text + (f" · +{more} more" if more > 0 else "")
+    if q["type"] == "score":
+        return f"mean score {_num(d['mean_score'], 2)}"
+    return "(not modelled)"
+
+
+def _table(*columns: str, right: Sequence[str] = ()) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for c in columns:
+        table.add_column(c, justify="right" if c in right else "left", no_wrap=True)
+    return table
+
+
+def _run_header(run: Mapping[str, Any], label: str) -> str:
+    usage = run["usage"]
+    cost = "not reported" if usage["cost"] is None else f"${usage['cost']:.4f}"
+    errors = sum(run["errors"].values())
+    lines = [
+        f"{label} {run['path']}: {run['records']} records, {run['answered']} answered, "
+        f"{errors} errors" + (f" ({_counts(run['errors'])})" if errors else ""),
+        f"  models {_counts(run['models'])}; labelled {run['labelled']}",
+        f"  tokens {usage['input_tokens']} in / {usage['output_tokens']} out; cost {cost}",
+    ]
+    if run["uncalibrated_records"]:
+        lines.append(f"  uncalibrated: {run['uncalibrated_records']} records")
+    return "\n".join(lines)
+
+
+def _flags_text(q: Mapping[str, Any]) -> str:
+    """Flags as words with their share, only those that occur (``uncertain 67%``)."""
+    words = [f"{name} {_pct(v['share'])}" for name, v in q["flags"].items() if v["n"]]
+    if q["invalid"]:
+        words.append(f"invalid {q['invalid']}")
+    return ", ".join(words) or "-"
+
+
+def _questions_table(questions: Mapping[str, Any]) -> Any:
+    table = _table(
+        "question", "type", "n", "errors", "conf", "flagged", right=("n", "errors", "conf")
+    )
+    for key, q in questions.items():
+        table.add_row(
+            key,
+            q["type"],
+            str(q["n"]),
+            str(sum(q["errors"].values())),
+            _num(q["mean_confidence"], 2),
+            _flags_text(q),
+        )
+    return table
+
+
+def _distribution_rows(q: Mapping[str, Any]) -> list[tuple[str, int, Any]]:
+    d = q["distribution"]
+    if q["type"] == "noul":
+        n = q["n"]
+        return [
+            (f"{b['lo']:.1f}-{b['hi']:.1f}", b["n"], b["n"] / n if n else 0.0)
+            for b in d["histogram"]
+        ]
+    if q["type"] == "choice":
+        return [(o, v["n"], v["share"]) for o, v in d["options"].items()]
+    if q["type"] == "score":
+        return [(f"{k} {v['label']}", v["n"], v["share"]) for k, v in d["levels"].items()]
+    return []
+
+
+def _distribution_chart(key: str, q: Mapping[str, Any], plain: bool) -> Any:
+    rows = _distribution_rows(q)
+    what = {"noul": "p", "choice": "option", "score": "level"}.get(q["type"], "answer")
+    table = _table(what, "n", "share", "", right=("n", "share"))
+    peak = max((share or 0.0 for _, _, share in rows), default=0.0) or 1.0
+    for name, n, share in rows:
+        table.add_row(name, str(n), _pct(share), _bar((share or 0.0) / peak, plain))
+    return table
+
+
+#: The scalar metrics of each type, in the table's column order.
+_METRIC_COLUMNS = {
+    "noul": ("accuracy", "brier", "log_loss", "auroc", "ece"),
+    "choice": ("accuracy", "brier", "log_loss", "ece", "macro_f1"),
+    "score": ("accuracy", "within_one", "mae", "brier", "ece"),
+}
+
+
+def _metrics_tables(questions: Mapping[str, Any]) -> list[Any]:
+    """One table per question type (each type has its own metrics)."""
+    out = []
+    for qtype, columns in _METRIC_COLUMNS.items():
+        rows = [(k, q) for k, q in questions.items() if q["type"] == qtype and q["labelled"]]
+        if not rows:
+            continue
+        table = _table(qtype, "labelled", *columns, right=("labelled", *columns))
+        for key, q in rows:
+            table.add_row(key, str(q["labelled"]), *(_num(q["metrics"].get(c)) for c in columns))
+        out.append(table)
+    return out
+
+
+def _reliability_chart(key: str, q: Mapping[str, Any], plain: bool) -> Any:
+    what = "p" if q["type"] == "noul" else "top-1 p"
+    table = _table(what, "n", "confidence", "accuracy", "gap", "", right=("n",))
+    table.columns[2].justify = table.columns[3].justify = table.columns[4].justify = "right"
+    for b in q["reliability"]:
+        if not b["n"]:
+            continue
+        acc, conf = b["accuracy"], b["confidence"]
+        table.add_row(
+            f"{b['lo']:.1f}-{b['hi']:.1f}",
+            str(b["n"]),
+            _num(conf, 2),
+            _num(acc, 2),
+            _signed(acc - conf),
+            _bar(acc, plain),
+        )
+    return table
+
+
+def _noul_details(key: str, m: Mapping[str, Any]) -> list[str]:
+    bands = m["bands"]
+    lines = [
+        f"{key}: band {b}: {bands[b]['n']} answers, precision {_num(bands[b]['precision'], 2)}, "
+        f"recall {_num(bands[b]['recall'], 2)}"
+        for b in ("yes", "no")
+    ]
+    lines.append(f"{key}: band uncertain: {_pct(bands['uncertain']['share'])} of labelled answers")
+    t = m.get("threshold")
+    if t is not None:
+        if t["threshold"] is None:
+            lines.append(
+                f"{key}: no yes-threshold reaches precision {t['target_precision']:g} on these "
+                "labels"
+            )
+        else:
+            lines.append(
+                f"{key}: precision >= {t['target_precision']:g} from p >= {t['threshold']:g} "
+                f"(precision {_num(t['precision'], 2)}, recall {_num(t['recall'], 2)}, "
+                f"{t['yes']} yes)"
+            )
+    return lines
+
+
+def _confusion_table(key: str, confusion: Mapping[str, Any]) -> Any:
+    names = confusion["labels"]
+    table = _table("label \\ answer", *names, right=tuple(names))
+    for name, row in zip(names, confusion["matrix"], strict=True):
+        table.add_row(name, *(str(v) for v in row))
+    return table
+
+
+def _split_line(key: str, m: Mapping[str, Any]) -> str:
+    split = m["accuracy_by_near_uniform"]
+    nu, other = split["near_uniform"], split["not_near_uniform"]
+    return (
+        f"{key}: accuracy {_num(nu['accuracy'], 2)} on {nu['n']} near-uniform answers, "
+        f"{_num(other['accuracy'], 2)} on {other['n']} others"
+    )
+
+
+def _comparison(comparison: Mapping[str, Any]) -> list[Any]:
+    out: list[Any] = [f"before {comparison['before']}  after {comparison['after']}"]
+    table = _table(
+        "question",
+        "compared",
+        "changed",
+        "mean |dp|",
+        "d accuracy",
+        "d brier",
+        "d ece",
+        right=("compared", "changed", "mean |dp|", "d accuracy", "d brier", "d ece"),
+    )
+    for key, c in comparison["questions"].items():
+        deltas = c["metric_deltas"] or {}
+        table.add_row(
+            key,
+            str(c["compared"]),
+            f"{c['changed']} ({_pct(c['changed_share'])})",
+            _num(c["mean_abs_delta_p"]),
+            _signed(deltas.get("accuracy")),
+            _signed(deltas.get("brier")),
+            _signed(deltas.get("ece")),
+        )
+    out.append(table)
+    for key, c in comparison["questions"].items():
+        if not c["top_changed"]:
+            continue
+        top = _table("id", "before", "after", "|dp|", right=("|dp|",))
+        out.append(f"{key}: changed most")
+        for t in c["top_changed"]:
+            top.add_row(str(t["id"]), str(t["before"]), str(t["after"]), _num(t["delta_p"]))
+        out.append(top)
+    return out
+
+
+def print_report(data: Mapping[str, Any], console: Any, *, plain: bool) -> None:
+    """Every section of the report, in reading order."""
+    from rich.text import Text
+
+    def heading(text: str) -> None:
+        console.print()
+        console.print(Text(text, style="bold"))
+
+    for i, run in enumerate(data["runs"]):
+        label = "run" if len(data["runs"]) == 1 else ("before" if i == 0 else "after")
+        console.print(Text(_run_header(run, label)))
+    console.print()
+    questions = data["questions"]
+    console.print(_questions_table(questions))
+    for key, q in questions.items():
+        if _distribution_rows(q):
+            heading(f"{key} ({q['type']}): {_answers_text(q)}")
+            console.print(_distribution_chart(key, q, plain))
+    if any(q["labelled"] for q in questions.values()):
+        heading("against labels")
+        for table in _metrics_tables(questions):
+            console.print(table)
+        for key, q in questions.items():
+            if not q["labelled"]:
+                continue
+            m = q["metrics"]
+            heading(f"{key}: reliability (ece {_num(m.get('ece'))})")
+            console.print(_reliability_chart(key, q, plain))
+            if q["type"] == "noul":
+                for line in _noul_details(key, m):
+                    console.print(Text(line))
+            if "confusion" in m:
+                heading(f"{key}: confusion (rows: label, columns: answer)")
+                console.print(_confusion_table(key, m["confusion"]))
+            if "accuracy_by_near_uniform" in m:
+                console.print(Text(_split_line(key, m)))
+    comparison = data.get("comparison")
+    if comparison:
+        heading("comparison")
+        for part in _comparison(comparison):
+            if isinstance(part, str):
+                heading(part)
+            else:
+                console.print(part)

@@ -1,0 +1,243 @@
+"""The report's charts as inline SVG, drawn by matplotlib.
+
+Why matplotlib (an optional extra, ``toolnexus-classifier[html]``): it draws every chart the
+report needs, a confusion-matrix heatmap included, without a browser and without JavaScript;
+pygal has no heatmap and its SVG expects a script from elsewhere for tooltips, and leather has
+neither heatmaps nor annotations. Its weight is paid only here: this module is imported by the
+HTML path of ``toolnexus report`` alone, never at start-up.
+
+No pyplot: each chart is a bare ``Figure`` saved as SVG, so no global state, no GUI backend.
+Text stays text (``svg.fonttype: none``), which keeps each chart small and searchable; ids are
+salted per chart so several SVGs can live in one HTML document.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "MissingChartLibrary",
+    "comparison_chart",
+    "confusion_heatmap",
+    "distribution_chart",
+    "reliability_diagram",
+]
+
+BLUE = "#3b6ea8"
+ORANGE = "#d9822b"
+GREY = "#8a8a8a"
+_counter = 0
+
+
+class MissingChartLibrary(Exception):
+    """matplotlib is not installed (it is the optional ``html`` extra)."""
+
+
+def _figure(width: float, height: float) -> Any:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise MissingChartLibrary(
+            "--format html draws its charts with matplotlib, which is not installed: "
+            "pip install 'toolnexus-classifier[html]'"
+        ) from None
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _svg(fig: Any) -> str:
+    """The figure as one ``<svg>`` element (no XML prolog, no DOCTYPE)."""
+    import matplotlib
+
+    global _counter
+    _counter += 1
+    with matplotlib.rc_context(
+        {"svg.fonttype": "none", "svg.hashsalt": f"toolnexus-chart-{_counter}"}
+    ):
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    text = buf.getvalue()
+    text = text[text.index("<svg") :].strip()
+    # The RDF metadata block names vocabularies by URL; nothing in a report needs it.
+    return re.sub(r"\s*<metadata>.*?</metadata>", "", text, count=1, flags=re.DOTALL)
+
+
+def _style(ax: Any) -> None:
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.tick_params(labelsize=8)
+
+
+def _short(name: str, limit: int = 18) -> str:
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def distribution_chart(key: str, q: Mapping[str, Any]) -> str:
+    """Noul: the 10-bin histogram of p. Choice: share per option. Score: share per level."""
+    d = q["distribution"]
+    fig = _figure(6.0, 2.6)
+    ax = fig.add_subplot()
+    _style(ax)
+    if q["type"] == "noul":
+        hist = d["histogram"]
+        ax.bar(
+            [b["lo"] for b in hist],
+            [b["n"] for b in hist],
+            width=0.1,
+            align="edge",
+            color=BLUE,
+            edgecolor="white",
+        )
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("p (noul)", fontsize=8)
+        ax.set_ylabel("answers", fontsize=8)
+    else:
+        if q["type"] == "choice":
+            items = [(o, v["n"]) for o, v in d["options"].items()]
+        else:
+            items = [(f"{k} {v['label']}", v["n"]) for k, v in d["levels"].items()]
+        names = [_short(name) for name, _ in items][::-1]
+        counts = [n for _, n in items][::-1]
+        ax.barh(range(len(items)), counts, color=BLUE)
+        ax.set_yticks(range(len(items)), names)
+        ax.set_xlabel("answers", fontsize=8)
+        fig.set_size_inches(6.0, max(1.6, 0.3 * len(items) + 0.8))
+    ax.set_title(f"{key}: answers", fontsize=9, loc="left")
+    return _svg(fig)
+
+
+def reliability_diagram(key: str, q: Mapping[str, Any]) -> str:
+    """Accuracy per confidence bin against the diagonal of perfect calibration, with the bin's
+    mean confidence marked and its count written above the bar."""
+    bins = q["reliability"]
+    fig = _figure(4.2, 3.6)
+    ax = fig.add_subplot()
+    _style(ax)
+    ax.plot([0, 1], [0, 1], linestyle="--", color=GREY, linewidth=1, label="perfectly calibrated")
+    full = [b for b in bins if b["n"]]
+    ax.bar(
+        [b["lo"] for b in full],
+        [b["accuracy"] for b in full],
+        width=0.1,
+        align="edge",
+        color=BLUE,
+        edgecolor="white",
+        label="accuracy" if q["type"] != "noul" else "share labelled yes",
+    )
+    ax.scatter(
+        [b["confidence"] for b in full],
+        [b["confidence"] for b in full],
+        color=ORANGE,
+        s=14,
+        zorder=3,
+        label="mean p in the bin",
+    )
+    for b in full:
+        ax.annotate(
+            str(b["n"]),
+            (b["lo"] + 0.05, b["accuracy"]),
+            textcoords="offset points",
+            xytext=(0, 2),
+            ha="center",
+            fontsize=7,
+            color="#333333",
+        )
+    ax.set_xlim(-0.02, 1.02)  # a mean p of exactly 0 or 1 stays visible
+    ax.set_ylim(0, 1.1)
+    what = "p" if q["type"] == "noul" else "top-1 probability"
+    ax.set_xlabel(what, fontsize=8)
+    ax.set_ylabel("observed", fontsize=8)
+    ece = q["metrics"].get("ece")
+    ax.set_title(
+        f"{key}: reliability" + (f" (ECE {ece:.3f})" if ece is not None else ""),
+        fontsize=9,
+        loc="left",
+    )
+    ax.legend(fontsize=7, loc="upper left", frameon=False)
+    return _svg(fig)
+
+
+def confusion_heatmap(key: str, confusion: Mapping[str, Any]) -> str:
+    """Rows are labels, columns answers; each cell's count written in it."""
+    labels: Sequence[str] = confusion["labels"]
+    matrix: Sequence[Sequence[int]] = confusion["matrix"]
+    n = len(labels)
+    side = min(7.0, 1.6 + 0.5 * n)
+    fig = _figure(side + 1.0, side)
+    ax = fig.add_subplot()
+    image = ax.imshow(matrix, cmap="Blues", aspect="equal")
+    names = [_short(label, 14) for label in labels]
+    ax.set_xticks(range(n), names, rotation=45 if n > 3 else 0, ha="right" if n > 3 else "center")
+    ax.set_yticks(range(n), names)
+    ax.tick_params(labelsize=8)
+    ax.set_xlabel("answer", fontsize=8)
+    ax.set_ylabel("label", fontsize=8)
+    peak = max((max(row) for row in matrix), default=0) or 1
+    if n <= 30:
+        for i, row in enumerate(matrix):
+            for j, v in enumerate(row):
+                ax.text(
+                    j,
+                    i,
+                    str(v),
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if v > peak / 2 else "#222222",
+                )
+    fig.colorbar(image, ax=ax, shrink=0.8).ax.tick_params(labelsize=7)
+    ax.set_title(f"{key}: confusion", fontsize=9, loc="left")
+    return _svg(fig)
+
+
+def comparison_chart(
+    key: str, before: Mapping[str, Any] | None, after: Mapping[str, Any] | None
+) -> str:
+    """The answer distribution of the two runs side by side (shares, so runs of different sizes
+    compare)."""
+    fig = _figure(6.0, 2.6)
+    ax = fig.add_subplot()
+    _style(ax)
+    names: list[str] = []
+    shares: list[dict[str, float]] = []
+    for q in (before, after):
+        row: dict[str, float] = {}
+        if q is not None:
+            d = q["distribution"]
+            if q["type"] == "noul":
+                total = sum(b["n"] for b in d["histogram"]) or 1
+                for b in d["histogram"]:
+                    row[f"{b['lo']:.1f}–{b['hi']:.1f}"] = b["n"] / total
+            elif q["type"] == "choice":
+                row = {o: v["share"] or 0.0 for o, v in d["options"].items()}
+            elif q["type"] == "score":
+                row = {f"{k} {v['label']}": v["share"] or 0.0 for k, v in d["levels"].items()}
+        names += [k for k in row if k not in names]
+        shares.append(row)
+    xs = range(len(names))
+    width = 0.4
+    ax.bar(
+        [x - width / 2 for x in xs],
+        [shares[0].get(k, 0.0) for k in names],
+        width,
+        color=GREY,
+        label="before",
+    )
+    ax.bar(
+        [x + width / 2 for x in xs],
+        [shares[1].get(k, 0.0) for k in names],
+        width,
+        color=BLUE,
+        label="after",
+    )
+    ax.set_xticks(list(xs), [_short(k, 12) for k in names], fontsize=7)
+    if len(names) > 6:
+        for label in ax.get_xticklabels():
+            label.set_rotation(45)
+            label.set_horizontalalignment("right")
+    ax.set_ylabel("share of answers", fontsize=8)
+    ax.legend(fontsize=7, frameon=False)
+    ax.set_title(f"{key}: before and after", fontsize=9, loc="left")
+    return _svg(fig)

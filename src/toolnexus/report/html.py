@@ -1,0 +1,311 @@
+"""The report as ONE self-contained HTML file: inline CSS, inline SVG charts, no script and no
+link to anything elsewhere, so it opens offline and can be attached to a review.
+
+Sections: the runs; per question its answers (table and distribution chart); against labels the
+metrics, a reliability diagram and, for choice and score, the confusion matrix as a heatmap;
+with two runs the comparison (table, before/after chart, the ids that changed most). Every chart
+is one ``<figure class="chart">`` holding one ``<svg>``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from html import escape
+from typing import Any
+
+__all__ = ["report_html"]
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;
+max-width:1100px;padding:0 1rem;color:#1d1d1f;line-height:1.4}
+h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2.2rem;
+border-bottom:1px solid #ddd;padding-bottom:.2rem}h3{font-size:1rem;margin:1.4rem 0 .4rem}
+table{border-collapse:collapse;margin:.4rem 0 1rem;font-size:.85rem}
+th,td{padding:.2rem .6rem;border-bottom:1px solid #eee;text-align:left}
+th.n,td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f5f5f7}
+.charts{display:flex;flex-wrap:wrap;gap:1rem;align-items:flex-start}
+figure.chart{margin:0}figure.chart svg{max-width:100%;height:auto}
+.flag{color:#a15c00;font-weight:600}.muted{color:#777}.run{margin:.2rem 0}
+code{background:#f5f5f7;padding:0 .25rem;border-radius:3px}
+"""
+
+_METRICS = {
+    "noul": ("accuracy", "brier", "log_loss", "auroc", "ece"),
+    "choice": ("accuracy", "brier", "log_loss", "ece", "macro_f1"),
+    "score": ("accuracy", "within_one", "mae", "brier", "ece"),
+}
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "–"
+    return f"{value:.{digits}f}"
+
+
+def _pct(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "–"
+    return f"{value * 100:.1f}%"
+
+
+_NUMBER = re.compile(r"^[+\-–]?[\d.,]*\d%?( \([\d.]+%\))?$|^–$")
+
+
+def _table(head: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A table from already-escaped cell HTML; columns of numbers are right-aligned."""
+    body = [list(r) for r in rows]
+    numeric = [
+        all(_NUMBER.match(r[i]) for r in body) and any(r[i] != "–" for r in body)
+        for i in range(len(head))
+    ]
+    cls = [' class="n"' if n else "" for n in numeric]
+    out = ["<table><thead><tr>"]
+    out += [f"<th{c}>{h}</th>" for h, c in zip(head, cls, strict=True)]
+    out.append("</tr></thead><tbody>")
+    for row in body:
+        out.append(
+            "<tr>" + "".join(f"<td{c}>{v}</td>" for v, c in zip(row, cls, strict=True)) + "</tr>"
+        )
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _chart(svg: str, caption: str) -> str:
+    return f'<figure class="chart" aria-label="{escape(caption)}">{svg}</figure>'
+
+
+def _runs(data: Mapping[str, Any]) -> str:
+    rows = []
+    for run in data["runs"]:
+        usage = run["usage"]
+        cost = "not reported" if usage["cost"] is None else f"${usage['cost']:.4f}"
+        errors = ", ".join(f"{escape(k)} {v}" for k, v in run["errors"].items()) or "0"
+        models = ", ".join(f"{escape(k)} ({v})" for k, v in run["models"].items()) or "–"
+        rows.append(
+            [
+                f"<code>{escape(run['path'])}</code>",
+                str(run["records"]),
+                str(run["answered"]),
+                errors,
+                str(run["labelled"]),
+                models,
+                f"{usage['input_tokens']} in / {usage['output_tokens']} out",
+                cost,
+            ]
+        )
+    head = ["run", "records", "answered", "errors", "labelled", "models", "tokens", "cost"]
+    return _table(head, rows)
+
+
+def _flags(q: Mapping[str, Any]) -> str:
+    words = [
+        f'<span class="flag">{escape(name)}</span> {_pct(v["share"])}'
+        for name, v in q["flags"].items()
+        if v["n"]
+    ]
+    if q["invalid"]:
+        words.append(f'<span class="flag">invalid</span> {q["invalid"]}')
+    return ", ".join(words) or '<span class="muted">none</span>'
+
+
+def _overview(questions: Mapping[str, Any]) -> str:
+    rows = [
+        [
+            escape(key),
+            escape(q["type"]),
+            str(q["n"]),
+            str(sum(q["errors"].values())),
+            _num(q["mean_confidence"], 2),
+            str(q["labelled"]),
+            _flags(q),
+        ]
+        for key, q in questions.items()
+    ]
+    return _table(
+        ["question", "type", "answered", "errors", "mean conf", "labelled", "flagged"], rows
+    )
+
+
+def _distribution_table(q: Mapping[str, Any]) -> str:
+    d = q["distribution"]
+    if q["type"] == "noul":
+        rows = [[f"{b['lo']:.1f}–{b['hi']:.1f}", str(b["n"])] for b in d["histogram"]]
+        bands = _table(
+            ["band", "answers", "share"],
+            [[escape(b), str(v["n"]), _pct(v["share"])] for b, v in d["bands"].items()],
+        )
+        return _table(["p", "answers"], rows) + bands
+    if q["type"] == "choice":
+        return _table(
+            ["option", "answers", "share"],
+            [[escape(o), str(v["n"]), _pct(v["share"])] for o, v in d["options"].items()],
+        )
+    if q["type"] == "score":
+        table = _table(
+            ["level", "label", "answers", "share"],
+            [
+                [escape(k), escape(v["label"]), str(v["n"]), _pct(v["share"])]
+                for k, v in d["levels"].items()
+            ],
+        )
+        return table + f"<p>mean score {_num(d['mean_score'], 2)}</p>"
+    return '<p class="muted">a type the library does not model: counted only</p>'
+
+
+def _metrics(key: str, q: Mapping[str, Any], charts: Any) -> str:
+    m = q["metrics"]
+    names = _METRICS.get(q["type"], ())
+    parts = [
+        f"<h3>{escape(key)}: against {q['labelled']} labels</h3>",
+        _table(list(names), [[_num(m.get(n)) for n in names]]),
+    ]
+    if q["type"] == "noul":
+        bands = m["bands"]
+        rows = [
+            [b, str(bands[b]["n"]), _num(bands[b]["precision"], 2), _num(bands[b]["recall"], 2)]
+            for b in ("yes", "no")
+        ]
+        parts.append(_table(["band", "answers", "precision", "recall"], rows))
+        parts.append(
+            f"<p>uncertain band: {_pct(bands['uncertain']['share'])} of labelled answers</p>"
+        )
+        t = m.get("threshold")
+        if t is not None:
+            if t["threshold"] is None:
+                parts.append(
+                    f"<p>No yes-threshold reaches precision {t['target_precision']:g} on these "
+                    "labels.</p>"
+                )
+            else:
+                parts.append(
+                    f"<p>Precision ≥ {t['target_precision']:g} from p ≥ {t['threshold']:g}: "
+                    f"precision {_num(t['precision'], 2)}, recall {_num(t['recall'], 2)} "
+                    f"({t['yes']} yes).</p>"
+                )
+    if "accuracy_by_near_uniform" in m:
+        split = m["accuracy_by_near_uniform"]
+        parts.append(
+            _table(
+                ["answers", "n", "accuracy"],
+                [
+                    [
+                        "near-uniform",
+                        str(split["near_uniform"]["n"]),
+                        _num(split["near_uniform"]["accuracy"], 2),
+                    ],
+                    [
+                        "not near-uniform",
+                        str(split["not_near_uniform"]["n"]),
+                        _num(split["not_near_uniform"]["accuracy"], 2),
+                    ],
+                ],
+            )
+        )
+    figures = [_chart(charts.reliability_diagram(key, q), f"{key}: reliability diagram")]
+    if "confusion" in m:
+        figures.append(_chart(charts.confusion_heatmap(key, m["confusion"]), f"{key}: confusion"))
+    bins = _table(
+        ["bin", "n", "mean p", "accuracy"],
+        [
+            [
+                f"{b['lo']:.1f}–{b['hi']:.1f}",
+                str(b["n"]),
+                _num(b["confidence"], 2),
+                _num(b["accuracy"], 2),
+            ]
+            for b in q["reliability"]
+            if b["n"]
+        ],
+    )
+    parts.append(f'<div class="charts">{"".join(figures)}</div>')
+    parts.append(f"<details><summary>reliability bins</summary>{bins}</details>")
+    return "".join(parts)
+
+
+def _comparison(comparison: Mapping[str, Any], before: Mapping[str, Any], charts: Any) -> str:
+    after = comparison["after_questions"]
+    parts = [
+        "<h2>Before and after</h2>",
+        f"<p>before <code>{escape(comparison['before'])}</code>, after "
+        f"<code>{escape(comparison['after'])}</code></p>",
+    ]
+    rows = []
+    for key, c in comparison["questions"].items():
+        deltas = c["metric_deltas"] or {}
+        rows.append(
+            [
+                escape(key),
+                str(c["compared"]),
+                f"{c['changed']} ({_pct(c['changed_share'])})",
+                _num(c["mean_abs_delta_p"]),
+                *(_signed(deltas.get(n)) for n in ("accuracy", "brier", "ece")),
+            ]
+        )
+    parts.append(
+        _table(
+            ["question", "compared", "changed", "mean |Δp|", "Δ accuracy", "Δ brier", "Δ ece"],
+            rows,
+        )
+    )
+    for key, c in comparison["questions"].items():
+        parts.append(f"<h3>{escape(key)}</h3>")
+        svg = charts.comparison_chart(key, before.get(key), after.get(key))
+        parts.append(f'<div class="charts">{_chart(svg, f"{key}: before and after")}</div>')
+        if c["top_changed"]:
+            parts.append(
+                _table(
+                    ["id that changed most", "before", "after", "|Δp|"],
+                    [
+                        [
+                            escape(str(t["id"])),
+                            escape(str(t["before"])),
+                            escape(str(t["after"])),
+                            _num(t["delta_p"]),
+                        ]
+                        for t in c["top_changed"]
+                    ],
+                )
+            )
+    return "".join(parts)
+
+
+def _signed(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "–"
+    return f"{value:+.3f}"
+
+
+def report_html(data: Mapping[str, Any]) -> str:
+    """The whole page. Raises ``charts.MissingChartLibrary`` without matplotlib."""
+    from . import charts
+
+    questions = data["questions"]
+    title = "toolnexus report"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{title}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{title}</h1>",
+        f'<p class="muted">{data["records"]} records, {data["labelled"]} labelled</p>',
+        "<h2>Runs</h2>",
+        _runs(data),
+        "<h2>Questions</h2>",
+        _overview(questions),
+    ]
+    for key, q in questions.items():
+        parts.append(f'<h3>{escape(key)} <span class="muted">({escape(q["type"])})</span></h3>')
+        chart = ""
+        if q["type"] in _METRICS:
+            chart = _chart(charts.distribution_chart(key, q), f"{key}: answers")
+        parts.append(f'<div class="charts">{chart}<div>{_distribution_table(q)}</div></div>')
+    labelled = [(k, q) for k, q in questions.items() if q["labelled"]]
+    if labelled:
+        parts.append("<h2>Against labels</h2>")
+        for key, q in labelled:
+            parts.append(_metrics(key, q, charts))
+    if data.get("comparison"):
+        parts.append(_comparison(data["comparison"], questions, charts))
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
