@@ -35,6 +35,7 @@ from . import (
     cache_cmd,
     canonical_cmd,
     check_cmd,
+    diff_cmd,
     eval_cmd,
     report_cmd,
     schema_cmd,
@@ -158,6 +159,7 @@ app.command("batch")(batch_cmd.batch_command)
 app.add_typer(cache_cmd.cache_app)
 app.command("canonical")(canonical_cmd.canonical)
 app.command("check-criteria", help=check_cmd.HELP)(check_cmd.check_criteria)
+app.command("diff")(diff_cmd.diff_command)
 app.command("eval")(eval_cmd.eval_command)
 app.command("report")(report_cmd.report_command)
 app.command("schema")(schema_cmd.schema)

@@ -1,0 +1,50 @@
+"""The words form of ``toolnexus diff``: one line per change, breaking ones marked, then the
+canonical sha256 before and after and what still applies. Plain text: it reads the same in a
+terminal, a pipe and a code review."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import IO, Any
+
+__all__ = ["write_diff"]
+
+
+def write_diff(data: Mapping[str, Any], out: IO[str]) -> None:
+    old, new = data["old"], data["new"]
+    lines = [f"--- {old['source']}", f"+++ {new['source']}"]
+    changes = data["changes"]
+    if not changes and data["equal"]:
+        lines.append("no change: the canonical bytes are equal")
+    elif not changes:
+        lines.append("no question changed (the YAML differs only in form)")
+    by_key: dict[str | None, list[Mapping[str, Any]]] = {}
+    for c in changes:
+        by_key.setdefault(c["key"], []).append(c)
+    for key, group in by_key.items():
+        if key is None:
+            for c in group:
+                lines.append(("BREAKING " if c["breaking"] else "") + c["message"])
+            continue
+        kinds = {c["kind"] for c in group}
+        mark = "+" if "question_added" in kinds else "-" if "question_removed" in kinds else "~"
+        lines.append(f"{mark} {key}")
+        for c in group:
+            lines.append("    " + ("BREAKING " if c["breaking"] else "") + c["message"])
+    breaking = data["breaking"]
+    lines.append("")
+    if breaking:
+        lines.append(
+            f"{breaking} breaking change{'s' if breaking != 1 else ''}: re-check labels, "
+            "thresholds and recordings tuned on the old set"
+        )
+    lines.append(f"canonical sha256 before {old['sha256']}")
+    lines.append(f"canonical sha256 after  {new['sha256']}")
+    applies = data["still_apply"]
+
+    def yes(flag: bool) -> str:
+        return "still apply" if flag else "no longer apply"
+
+    lines.append(f"recordings: {yes(applies['recordings'])}")
+    lines.append(f"cached decisions: {yes(applies['cached_decisions'])}")
+    out.write("\n".join(lines) + "\n")
