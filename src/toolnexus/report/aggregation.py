@@ -15,6 +15,7 @@ for ``batch --resume``: the run is read a second time, skipping superseded recor
 from __future__ import annotations
 
 import math
+import operator
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -25,7 +26,6 @@ from .metrics import (
     N_BINS,
     Reliability,
     auroc,
-    bin_index,
     f1_from_confusion,
     threshold_for_precision,
 )
@@ -44,6 +44,9 @@ __all__ = [
 ]
 
 BANDS = ("yes", "no", "uncertain")
+_BAND_INDEX: dict[Any, int] = {b: i for i, b in enumerate(BANDS)}
+#: Score level keys on the wire, by level index (a rubric has at most 10 levels).
+_LEVEL_KEYS = tuple(str(i) for i in range(10))
 #: The flags a report counts per question, in the renderer's order.
 REPORT_FLAGS = ("near-uniform", "uncertain", "uncalibrated")
 _TRUTH = {"true": 1, "yes": 1, "1": 1, "false": 0, "no": 0, "0": 0}
@@ -91,9 +94,12 @@ class QuestionStats:
         self.n += 1
         flags = answer.get("flags")
         if flags:
-            for f in flags:
-                self.flags[f] += 1
-            if "invalid" in flags:
+            self._count_flags(flags)
+
+    def _count_flags(self, flags: Iterable[str]) -> None:
+        for f in flags:
+            self.flags[f] += 1
+            if f == "invalid":
                 self.invalid += 1
 
     def distribution(self) -> dict[str, Any]:
@@ -147,30 +153,48 @@ class NoulStats(QuestionStats):
     def __init__(self, key: str, labels: Mapping[str, str] | None) -> None:
         super().__init__(key, labels)
         self.hist = [0] * N_BINS
-        self.bands: Counter[str] = Counter()
+        self.band_n = [0] * (len(BANDS) + 1)  # yes, no, uncertain, anything else
         self.ps = array("d")
         self.ys = array("b")
         self.rel = Reliability()
-        self.band_truth: Counter[tuple[str, int]] = Counter()
+        self.band_truth = [0] * (2 * len(BANDS) + 2)  # band index * 2 + label
 
-    def add(self, answer: Mapping[str, Any], label: str | None) -> None:
-        self._count_common(answer)
-        p = answer["noul"]
-        self.hist[bin_index(p)] += 1
-        band = str(answer.get("band"))
-        self.bands[band] += 1
-        if label is None:
-            return
+    def _truth(self, label: str) -> int:
         y = _TRUTH.get(label.lower())
         if y is None:
             raise LabelError(
                 f"question {self.key!r} is noul: label true/false (yes/no, 1/0), got {label!r}"
             )
+        return y
+
+    # The hot path of a report: one call per answer, so bins and counters are inlined.
+    def add(self, answer: Mapping[str, Any], label: str | None) -> None:
+        self.n += 1
+        flags = answer.get("flags")
+        if flags:
+            self._count_flags(flags)
+        p = answer["noul"]
+        b = int(p * N_BINS)  # bin_index, inlined
+        if b >= N_BINS:
+            b = N_BINS - 1
+        elif b < 0:
+            b = 0
+        self.hist[b] += 1
+        band = _BAND_INDEX.get(answer.get("band"), len(BANDS))
+        self.band_n[band] += 1
+        if label is None:
+            return
+        y = _TRUTH.get(label)
+        if y is None:
+            y = self._truth(label)
         self.labelled += 1
         self.ps.append(p)
         self.ys.append(y)
-        self.rel.add(p, y)
-        self.band_truth[(band, y)] += 1
+        rel = self.rel
+        rel.n[b] += 1
+        rel.sum_p[b] += p
+        rel.sum_y[b] += y
+        self.band_truth[band * 2 + y] += 1
 
     def category(self, answer: Mapping[str, Any]) -> Any:
         return answer.get("band")
@@ -184,7 +208,8 @@ class NoulStats(QuestionStats):
                 {"lo": b / N_BINS, "hi": (b + 1) / N_BINS, "n": self.hist[b]} for b in range(N_BINS)
             ],
             "bands": {
-                b: {"n": self.bands[b], "share": _share(self.bands[b], self.n)} for b in BANDS
+                b: {"n": self.band_n[i], "share": _share(self.band_n[i], self.n)}
+                for i, b in enumerate(BANDS)
             },
         }
 
@@ -199,10 +224,14 @@ class NoulStats(QuestionStats):
             loss -= math.log(c) if y else math.log(1.0 - c)
         pos = sum(ys)
         neg = n - pos
-        bt = self.band_truth
-        said_yes = bt[("yes", 1)] + bt[("yes", 0)]
-        said_no = bt[("no", 1)] + bt[("no", 0)]
-        unsure = bt[("uncertain", 1)] + bt[("uncertain", 0)]
+        truth = self.band_truth
+
+        def bt(band: str, y: int) -> int:
+            return truth[_BAND_INDEX[band] * 2 + y]
+
+        said_yes = bt("yes", 1) + bt("yes", 0)
+        said_no = bt("no", 1) + bt("no", 0)
+        unsure = bt("uncertain", 1) + bt("uncertain", 0)
         out: dict[str, Any] = {
             "accuracy": hits / n,
             "brier": brier / n,
@@ -212,13 +241,13 @@ class NoulStats(QuestionStats):
             "bands": {
                 "yes": {
                     "n": said_yes,
-                    "precision": _share(bt[("yes", 1)], said_yes),
-                    "recall": _share(bt[("yes", 1)], pos),
+                    "precision": _share(bt("yes", 1), said_yes),
+                    "recall": _share(bt("yes", 1), pos),
                 },
                 "no": {
                     "n": said_no,
-                    "precision": _share(bt[("no", 0)], said_no),
-                    "recall": _share(bt[("no", 0)], neg),
+                    "precision": _share(bt("no", 0), said_no),
+                    "recall": _share(bt("no", 0), neg),
                 },
                 "uncertain": {"n": unsure, "share": _share(unsure, n)},
             },
@@ -239,7 +268,7 @@ class _Ranked(QuestionStats):
     def __init__(self, key: str, labels: Mapping[str, str] | None) -> None:
         super().__init__(key, labels)
         self.options: dict[str, None] = {}
-        self._last_keys: Any = None
+        self._scanned = -1
         self.counts: Counter[str] = Counter()
         self.rel = Reliability()
         self.hits = 0
@@ -248,23 +277,35 @@ class _Ranked(QuestionStats):
         self.confusion: Counter[tuple[str, str]] = Counter()
 
     def _see_options(self, probs: Mapping[str, float]) -> None:
-        keys = probs.keys()
-        if keys != self._last_keys:
-            for k in probs:
-                if k not in self.options:
-                    self.options[k] = None
-            self._last_keys = keys
+        """Add options first seen in ``probs`` (callers skip this while the record has as
+        many options as the last one scanned and the pick is known)."""
+        for k in probs:
+            if k not in self.options:
+                self.options[k] = None
+        self._scanned = len(probs)
 
     def _score(self, probs: Mapping[str, float], picked: str, truth: str) -> bool:
         """Count one labelled answer; True when the pick is right."""
         self.labelled += 1
         p_truth = probs.get(truth, 0.0)
+        values = probs.values()
         # sum_k (p_k - y_k)^2 over the offered options, a missing option being 0
-        self.brier_sum += sum(p * p for p in probs.values()) - 2.0 * p_truth + 1.0
-        self.loss_sum -= _clipped_log(p_truth)
+        self.brier_sum += sum(map(operator.mul, values, values)) - 2.0 * p_truth + 1.0
+        c = EPS if p_truth < EPS else 1.0 - EPS if p_truth > 1.0 - EPS else p_truth
+        self.loss_sum -= math.log(c)
         correct = picked == truth
-        self.hits += correct
-        self.rel.add(probs.get(picked, 0.0), correct)
+        p = probs.get(picked, 0.0)
+        b = int(p * N_BINS)  # bin_index, inlined
+        if b >= N_BINS:
+            b = N_BINS - 1
+        elif b < 0:
+            b = 0
+        rel = self.rel
+        rel.n[b] += 1
+        rel.sum_p[b] += p
+        if correct:
+            rel.sum_y[b] += 1
+            self.hits += 1
         self.confusion[(truth, picked)] += 1
         return correct
 
@@ -296,13 +337,17 @@ class ChoiceStats(_Ranked):
 
     def __init__(self, key: str, labels: Mapping[str, str] | None) -> None:
         super().__init__(key, labels)
-        self.by_uniform: Counter[tuple[bool, bool]] = Counter()
+        self.by_uniform = [0, 0, 0, 0]  # near_uniform * 2 + correct
 
     def add(self, answer: Mapping[str, Any], label: str | None) -> None:
-        self._count_common(answer)
+        self.n += 1
+        flags = answer.get("flags")
+        if flags:
+            self._count_flags(flags)
         choice = answer["choice"]
         probs = answer["probabilities"]
-        self._see_options(probs)
+        if len(probs) != self._scanned or choice not in self.options:
+            self._see_options(probs)
         self.counts[choice] += 1
         conf = answer.get("confidence")
         if conf is not None:
@@ -311,12 +356,14 @@ class ChoiceStats(_Ranked):
         if label is None:
             return
         if label not in self.options:
-            raise LabelError(
-                f"question {self.key!r}: {label!r} is not one of its options "
-                f"({', '.join(self.options)})"
-            )
+            self._see_options(probs)
+            if label not in self.options:
+                raise LabelError(
+                    f"question {self.key!r}: {label!r} is not one of its options "
+                    f"({', '.join(self.options)})"
+                )
         correct = self._score(probs, choice, label)
-        self.by_uniform[(bool(answer.get("near_uniform")), correct)] += 1
+        self.by_uniform[2 * bool(answer.get("near_uniform")) + correct] += 1
 
     def category(self, answer: Mapping[str, Any]) -> Any:
         return answer["choice"]
@@ -337,7 +384,7 @@ class ChoiceStats(_Ranked):
         out["confusion"] = matrix
         split = {}
         for name, flag in (("near_uniform", True), ("not_near_uniform", False)):
-            right, wrong = self.by_uniform[(flag, True)], self.by_uniform[(flag, False)]
+            right, wrong = self.by_uniform[2 * flag + 1], self.by_uniform[2 * flag]
             split[name] = {"n": right + wrong, "accuracy": _share(right, right + wrong)}
         out["accuracy_by_near_uniform"] = split
         return out
@@ -353,6 +400,7 @@ class ScoreStats(_Ranked):
         self.within = 0
         self.abs_err = 0.0
         self._label_cache: dict[str, int] = {}
+        self._legend_pending = False
 
     def _level_of(self, label: str) -> int:
         level = self._label_cache.get(label)
@@ -372,27 +420,40 @@ class ScoreStats(_Ranked):
         self._label_cache[label] = level
         return level
 
+    def _see_options(self, probs: Mapping[str, float]) -> None:
+        super()._see_options(probs)
+        self._legend_pending = True
+
     def add(self, answer: Mapping[str, Any], label: str | None) -> None:
-        self._count_common(answer)
+        self.n += 1
+        flags = answer.get("flags")
+        if flags:
+            self._count_flags(flags)
         probs = answer["probabilities"]
-        self._see_options(probs)
         level = answer["level"]
+        picked = _LEVEL_KEYS[level]
+        if len(probs) != self._scanned or picked not in self.options:
+            self._see_options(probs)
+        if self._legend_pending:
+            legend = answer.get("legend") or {}
+            for k in self.options:
+                self.legend.setdefault(k, str(legend.get(k, k)))
+            self._legend_pending = False
         score = answer["score"]
-        self.counts[str(level)] += 1
+        self.counts[picked] += 1
         self.score_sum += score
         conf = answer.get("confidence")
         if conf is not None:
             self.conf_sum += conf
             self.conf_n += 1
-        if not self.legend or len(self.legend) < len(self.options):
-            legend = answer.get("legend") or {}
-            for k in self.options:
-                self.legend.setdefault(k, str(legend.get(k, k)))
         if label is None:
             return
-        y = self._level_of(label)
-        self._score(probs, str(level), str(y))
-        self.within += abs(level - y) <= 1
+        y = self._label_cache.get(label)
+        if y is None:
+            y = self._level_of(label)
+        self._score(probs, picked, _LEVEL_KEYS[y])
+        if -1 <= level - y <= 1:
+            self.within += 1
         self.abs_err += abs(score - y)
 
     def category(self, answer: Mapping[str, Any]) -> Any:
@@ -451,8 +512,8 @@ class RunStats:
         self.answered = 0
         self.labelled = 0
         self.errors: Counter[str] = Counter()
-        self.models: Counter[str] = Counter()
-        self.calibrated: Counter[bool] = Counter()
+        self.models: Counter[Any] = Counter()
+        self.uncalibrated = 0
         self.input_tokens = 0
         self.output_tokens = 0
         self.cost = 0.0
@@ -474,20 +535,19 @@ class RunStats:
         self.questions[key] = st
         return st
 
-    def add(self, record: Any) -> None:
-        """Count one record (raises KeyError/TypeError/ValueError on a malformed one)."""
-        if not isinstance(record, dict):
-            raise ValueError("a record is a JSON object")
+    def add(self, record: Any, sid: str) -> None:
+        """Count one record whose id (as text) is ``sid``; raises KeyError/TypeError/ValueError
+        on a malformed record. The hot path of a report: kept flat on purpose."""
         self.records += 1
-        item_id = record["id"]
         error = record.get("error")
         if error is not None:
             self.errors[str(error["code"])] += 1
             return
         answers = record["answers"]
         self.answered += 1
-        self.models[str(record.get("model"))] += 1
-        self.calibrated[bool(record.get("calibrated"))] += 1
+        self.models[record.get("model")] += 1
+        if not record.get("calibrated"):
+            self.uncalibrated += 1
         usage = record.get("usage")
         if usage:
             self.input_tokens += usage.get("input_tokens") or 0
@@ -496,20 +556,22 @@ class RunStats:
             if cost is not None:
                 self.cost += cost
                 self.cost_reported += 1
-        sid = item_id if type(item_id) is str else str(item_id)
         labelled = False
+        questions = self.questions
         kept = self.kept
         for key, answer in answers.items():
-            st = self.questions.get(key)
+            st = questions.get(key)
             if st is None:
                 st = self._question(key, answer)
             elif answer["type"] != st.type:
                 raise ValueError(
                     f"answer {key!r} is {answer['type']} here but {st.type} in earlier records"
                 )
-            label = st.labels.get(sid) if st.labels is not None else None
-            if label is not None:
-                labelled = True
+            label = None
+            if st.labels is not None:
+                label = st.labels.get(sid)
+                if label is not None:
+                    labelled = True
             try:
                 st.add(answer, label)
             except LabelError as e:
@@ -519,7 +581,8 @@ class RunStats:
                 kept.setdefault(key, {})[sid] = (st.category(answer), st.probabilities(answer))
         if labelled:
             self.labelled += 1
-            self.label_ids_seen.add(sid)
+            if kept is not None:
+                self.label_ids_seen.add(sid)
 
     def summary(self) -> dict[str, Any]:
         """The run's line in the report's ``runs`` list."""
@@ -529,8 +592,8 @@ class RunStats:
             "answered": self.answered,
             "labelled": self.labelled,
             "errors": dict(sorted(self.errors.items())),
-            "models": dict(self.models.most_common()),
-            "uncalibrated_records": self.calibrated[False],
+            "models": {str(m): n for m, n in self.models.most_common()},
+            "uncalibrated_records": self.uncalibrated,
             "usage": {
                 "input_tokens": self.input_tokens,
                 "output_tokens": self.output_tokens,
@@ -569,36 +632,35 @@ def read_run(
         return RunStats(path, labels, keep=keep)
 
     stats = fresh()
-    for line, record in _records_of(path, fmt):
-        try:
-            rid = record["id"]
-        except (KeyError, TypeError):
-            raise ReportInputError(f"{path}:{line}: not a batch record: no 'id'") from None
-        sid = rid if type(rid) is str else str(rid)
-        if sid in seen:
-            repeated[sid] += 1
-            continue
-        seen.add(sid)
-        _add(stats, record, path, line)
-    if not repeated:
-        return stats
-    # Second pass: count only the last record of each repeated id.
-    stats = fresh()
-    remaining = {sid: n + 1 for sid, n in repeated.items()}
-    for line, record in _records_of(path, fmt):
-        rid = record["id"]
-        sid = rid if type(rid) is str else str(rid)
-        if sid in remaining:
-            remaining[sid] -= 1
-            if remaining[sid]:
-                continue
-        _add(stats, record, path, line)
-    return stats
-
-
-def _add(stats: RunStats, record: Any, path: str, line: int) -> None:
+    add = stats.add
+    line = 0
+    # `line` is read by the except clause below, to name where a malformed record is.
     try:
-        stats.add(record)
+        for line, record in _records_of(path, fmt):  # noqa: B007
+            rid = record["id"]
+            sid = rid if type(rid) is str else str(rid)
+            if sid in seen:
+                repeated[sid] += 1
+                continue
+            seen.add(sid)
+            add(record, sid)
+        if not repeated:
+            return stats
+        # Second pass: count only the last record of each repeated id.
+        stats = fresh()
+        add = stats.add
+        remaining = {sid: n + 1 for sid, n in repeated.items()}
+        for line, record in _records_of(path, fmt):  # noqa: B007
+            rid = record["id"]
+            sid = rid if type(rid) is str else str(rid)
+            if sid in remaining:
+                remaining[sid] -= 1
+                if remaining[sid]:
+                    continue
+            add(record, sid)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         what = f"missing {e}" if isinstance(e, KeyError) else str(e)
+        if isinstance(e, TypeError) and "indices" in what:
+            what = "a record is a JSON object"
         raise ReportInputError(f"{path}:{line}: not a batch record: {what}") from None
+    return stats

@@ -59,8 +59,11 @@ def build_report(
                 f"{labels.path}: columns {', '.join(repr(k) for k in stray)} name no question "
                 "of the run; ignored"
             )
-        used = set().union(*(s.label_ids_seen for s in stats))
-        unused = sum(1 for i in labels.lines if i not in used)
+        if two:
+            used = stats[0].label_ids_seen | stats[1].label_ids_seen
+            unused = sum(1 for i in labels.with_labels if i not in used)
+        else:  # ids are unique in a read run, so a count is enough (no set of 100k ids)
+            unused = len(labels.with_labels) - first.labelled
         if unused:
             warnings.append(f"{labels.path}: {unused} labelled ids have no answered record")
     return Report(data, warnings)

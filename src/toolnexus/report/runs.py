@@ -260,6 +260,8 @@ class Labels:
     path: str
     by_key: dict[str, dict[str, str]] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
+    #: ids with at least one non-empty label
+    with_labels: set[str] = field(default_factory=set)
 
     def where(self, item_id: str) -> str:
         return f"{self.path}:{self.lines.get(item_id, 0)}"
@@ -281,25 +283,14 @@ def read_labels(path: str, id_field: str = "id") -> Labels:
     every other column is a question key."""
     labels = Labels(path)
     fmt = detect_format(path)
-    rows: Iterator[tuple[int, Any]]
     if fmt == "csv":
-        rows = _label_rows_csv(path)
-    elif fmt == "json":
-        rows = _iter_json(path)
-    else:
-        rows = _iter_jsonl(path)
+        _read_labels_csv(labels, id_field)
+        return labels
+    rows = _iter_json(path) if fmt == "json" else _iter_jsonl(path)
     for line, row in rows:
         if not isinstance(row, dict):
             raise ReportInputError(f"{path}:{line}: a label row is an object with {id_field!r}")
-        if id_field not in row or _label_text(row[id_field]) is None:
-            raise ReportInputError(f"{path}:{line}: no {id_field!r} (use --id-field to name it)")
-        item_id = str(_label_text(row[id_field]))
-        if item_id in labels.lines:
-            raise ReportInputError(
-                f"{path}:{line}: id {item_id!r} is labelled twice (first at line "
-                f"{labels.lines[item_id]})"
-            )
-        labels.lines[item_id] = line
+        item_id = _label_id(labels, row.get(id_field), id_field, line)
         for key, value in row.items():
             if key == id_field:
                 continue
@@ -311,10 +302,26 @@ def read_labels(path: str, id_field: str = "id") -> Labels:
             text = _label_text(value)
             if text is not None:
                 labels.by_key.setdefault(key, {})[item_id] = text
+                labels.with_labels.add(item_id)
     return labels
 
 
-def _label_rows_csv(path: str) -> Iterator[tuple[int, Any]]:
+def _label_id(labels: Labels, value: Any, id_field: str, line: int) -> str:
+    item_id = _label_text(value)
+    if item_id is None:
+        raise ReportInputError(f"{labels.path}:{line}: no {id_field!r} (use --id-field to name it)")
+    first = labels.lines.get(item_id)
+    if first is not None:
+        raise ReportInputError(
+            f"{labels.path}:{line}: id {item_id!r} is labelled twice (first at line {first})"
+        )
+    labels.lines[item_id] = line
+    return item_id
+
+
+def _read_labels_csv(labels: Labels, id_field: str) -> None:
+    """The common case, kept tight: one dict write per non-empty cell."""
+    path = labels.path
     with _open(path) as raw:
         reader = csv.reader(_text(raw, path))
         try:
@@ -323,17 +330,30 @@ def _label_rows_csv(path: str) -> Iterator[tuple[int, Any]]:
             return
         except (csv.Error, UnicodeDecodeError) as e:
             raise ReportInputError(f"{path}:1: not a CSV labels file: {e}") from None
-        n = 1
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                return
-            except (csv.Error, UnicodeDecodeError) as e:
-                raise ReportInputError(f"{path}:{n + 1}: not a CSV row: {e}") from None
-            n = reader.line_num
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise ReportInputError(f"{path}:{n}: {len(row)} cells for {len(header)} columns")
-            yield n, dict(zip(header, row, strict=True))
+        if id_field not in header:
+            raise ReportInputError(f"{path}:2: no {id_field!r} (use --id-field to name it)")
+        id_at = header.index(id_field)
+        columns = [
+            (i, labels.by_key.setdefault(name, {})) for i, name in enumerate(header) if i != id_at
+        ]
+        width = len(header)
+        with_labels = labels.with_labels
+        try:
+            for row in reader:
+                if not row:
+                    continue
+                line = reader.line_num
+                if len(row) != width:
+                    raise ReportInputError(f"{path}:{line}: {len(row)} cells for {width} columns")
+                item_id = _label_id(labels, row[id_at], id_field, line)
+                for i, column in columns:
+                    value = row[i]
+                    if value:
+                        value = value.strip()
+                        if value:
+                            column[item_id] = value
+                            with_labels.add(item_id)
+        except (csv.Error, UnicodeDecodeError) as e:
+            raise ReportInputError(f"{path}:{reader.line_num + 1}: not a CSV row: {e}") from None
+    for name in [k for k, v in labels.by_key.items() if not v]:
+        del labels.by_key[name]

@@ -1,0 +1,148 @@
+"""``toolnexus report --format json`` over 100,000 labelled records, against ``json.loads``.
+
+Issue 12: "100,000 records with labels through report --format json in at most 2.0x the time of
+json.loads over the same lines (measured in the same run), with peak RSS under 150 MiB (the
+report keeps counters and the (probability, label) pairs, never the records)."
+
+The records are what ``toolnexus batch`` writes (``decision_record`` of decoded decisions for a
+noul, a 3-option choice and a 3-level score question, with varied probabilities), and a CSV
+labels file labels every question of every record. The report runs as ``python -m toolnexus``
+in a subprocess, as a user runs it (its start-up included); its peak RSS is ``os.wait4``'s
+rusage of that one child. The baseline reads the same file and ``json.loads`` every line, in
+this process, best of 3 against the report's best of 3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+N = 100_000
+TARGET_RATIO = 2.0
+TARGET_RSS_MIB = 150
+QUESTIONS = {
+    "urgent": {"type": "noul", "instructions": "Does this need a human today?"},
+    "desk": {
+        "type": "choice",
+        "instructions": "Which desk owns it?",
+        "criteria": {
+            "billing": "money moved",
+            "shipping": "a parcel is late",
+            "technical": "the product errors",
+        },
+    },
+    "impact": {
+        "type": "score",
+        "instructions": "How much is down?",
+        "criteria": ["nothing", "some of it", "all of it"],
+    },
+}
+DESKS = ("billing", "shipping", "technical")
+
+
+def _split(rng: random.Random, n: int) -> list[float]:
+    raw = [rng.random() ** 2 for _ in range(n)]
+    total = sum(raw)
+    values = [round(r / total, 2) for r in raw]
+    values[0] = round(1.0 - sum(values[1:]), 2)
+    return values
+
+
+def write_inputs(run: Path, labels: Path) -> None:
+    from toolnexus.cli.render import decision_record
+    from toolnexus.decision import parse_decision
+    from toolnexus.questions import normalize_questions
+
+    questions = normalize_questions(QUESTIONS)
+    rng = random.Random(12)
+    with open(run, "w", encoding="utf-8") as out, open(labels, "w", encoding="utf-8") as lab:
+        lab.write("id,urgent,desk,impact\n")
+        for i in range(N):
+            desk = dict(zip(DESKS, _split(rng, 3), strict=True))
+            impact = _split(rng, 3)
+            pick = max(desk, key=desk.__getitem__)
+            level = max(range(3), key=impact.__getitem__)
+            body = {
+                "model": "jev-1.13.0",
+                "answers": {
+                    "urgent": {"type": "noul", "noul": round(rng.random(), 2)},
+                    "desk": {
+                        "type": "choice",
+                        "choice": pick,
+                        "confidence": round(rng.uniform(0.3, 1.0), 2),
+                        "probabilities": desk,
+                    },
+                    "impact": {
+                        "type": "score",
+                        "score": round(sum(k * p for k, p in enumerate(impact)), 2),
+                        "confidence": round(rng.uniform(0.3, 1.0), 2),
+                        "legend": {"0": "nothing", "1": "some of it", "2": "all of it"},
+                        "probabilities": {str(k): p for k, p in enumerate(impact)},
+                    },
+                },
+                "usage": {"input_tokens": 600 + i % 50, "output_tokens": 90},
+            }
+            record = {"id": f"t{i}", **decision_record(parse_decision(body, questions), questions)}
+            out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+            lab.write(
+                f"t{i},{'yes' if rng.random() < 0.5 else 'no'},{rng.choice(DESKS)},"
+                f"{rng.randrange(3)}\n"
+            )
+
+
+def loads_seconds(run: Path) -> float:
+    loads = json.loads
+    started = time.perf_counter()
+    with open(run, "rb") as f:
+        for line in f:
+            loads(line)
+    return time.perf_counter() - started
+
+
+def report_seconds(run: Path, labels: Path, out: Path) -> tuple[float, int]:
+    """(wall seconds, peak RSS in KiB) of one ``toolnexus report`` process."""
+    args = [
+        sys.executable, "-m", "toolnexus", "report", str(run), "--labels", str(labels),
+        "--format", "json", "-o", str(out),
+    ]  # fmt: skip
+    started = time.perf_counter()
+    proc = subprocess.Popen(args)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"report exited {os.waitstatus_to_exitcode(status)}")
+    return wall, usage.ru_maxrss
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "run.jsonl"
+        labels = Path(tmp) / "labels.csv"
+        out = Path(tmp) / "report.json"
+        write_inputs(run, labels)
+        size = run.stat().st_size
+        baseline = min(loads_seconds(run) for _ in range(3))
+        reports = [report_seconds(run, labels, out) for _ in range(3)]
+        wall = min(w for w, _ in reports)
+        rss_mib = max(r for _, r in reports) / 1024
+        data = json.loads(out.read_text(encoding="utf-8"))
+        assert data["records"] == N and data["labelled"] == N, "every record labelled"
+    ratio = wall / baseline
+    print(
+        f"report --format json over {N:,} labelled records ({size / 2**20:.0f} MiB): "
+        f"{wall:.2f} s; json.loads over the same lines {baseline:.2f} s; "
+        f"ratio {ratio:.2f} (target <= {TARGET_RATIO})"
+    )
+    print(f"peak RSS {rss_mib:.0f} MiB (target < {TARGET_RSS_MIB} MiB)")
+    if ratio > TARGET_RATIO or rss_mib >= TARGET_RSS_MIB:
+        print("ABOVE TARGET")
+
+
+if __name__ == "__main__":
+    main()
