@@ -67,7 +67,6 @@ def write_inputs(run: Path, labels: Path) -> None:
             desk = dict(zip(DESKS, _split(rng, 3), strict=True))
             impact = _split(rng, 3)
             pick = max(desk, key=desk.__getitem__)
-            level = max(range(3), key=impact.__getitem__)
             body = {
                 "model": "jev-1.13.0",
                 "answers": {

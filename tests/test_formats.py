@@ -17,8 +17,12 @@ from toolnexus.cli.render import (
     CanonicalView,
     DecisionFormat,
     DecisionResult,
+    DiffFormat,
+    DiffResult,
     LintFormat,
     LintResult,
+    ReportFormat,
+    ReportResult,
     StatsFormat,
 )
 
@@ -30,6 +34,8 @@ from toolnexus.cli.render import (
         pytest.param(LintFormat, LintResult, id="check-criteria"),
         pytest.param(StatsFormat, CacheStatsResult, id="cache-stats"),
         pytest.param(CanonicalView, CanonicalResult, id="canonical"),
+        pytest.param(ReportFormat, ReportResult, id="report"),
+        pytest.param(DiffFormat, DiffResult, id="diff"),
     ],
 )
 def test_each_format_choice_is_its_renderer_table(choices: object, result: type) -> None:
@@ -47,6 +53,8 @@ def test_batch_formats_are_its_choice() -> None:
         pytest.param(["batch", "questions/guard.yaml", "in.jsonl"], BatchFormat),
         pytest.param(["check-criteria", "questions/"], LintFormat),
         pytest.param(["cache", "stats"], StatsFormat),
+        pytest.param(["report", "run.jsonl"], ReportFormat),
+        pytest.param(["diff", "a.yaml", "b.yaml"], DiffFormat),
     ],
     ids=lambda v: v[0] if isinstance(v, list) else None,
 )
@@ -69,6 +77,8 @@ def test_a_wrong_format_is_rejected_the_same_way(command: list[str], choices: ob
         pytest.param(["batch"], BatchFormat),
         pytest.param(["check-criteria"], LintFormat),
         pytest.param(["cache", "stats"], StatsFormat),
+        pytest.param(["report"], ReportFormat),
+        pytest.param(["diff"], DiffFormat),
     ],
     ids=lambda v: v[0] if isinstance(v, list) else None,
 )

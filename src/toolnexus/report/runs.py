@@ -177,6 +177,8 @@ def _cell(field_name: str, value: str, path: str, line: int) -> Any:
             return float(value)
         if field_name in ("level", "input_tokens", "output_tokens"):
             return int(value)
+        if field_name == "flags" and not value.startswith("["):
+            return value.split()  # batch writes flags as words: "near-uniform uncalibrated"
         if field_name in _JSON_CELLS:
             return json.loads(value)
     except ValueError:
