@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint demo demo-serve bench clean bytecode
+.PHONY: install test lint demo demo-serve demo-report bench clean bytecode
 
 install: $(STAMP) bytecode
 
@@ -53,6 +53,7 @@ demo: install
 	  echo; \
 	done
 	@$(MAKE) --no-print-directory demo-serve
+	@$(MAKE) --no-print-directory demo-report
 
 # Batch scoring, offline: `toolnexus serve --replay recordings/` on a free port (it prints its
 # URL first), `toolnexus batch` against it, then the server is stopped (also on failure: trap).
@@ -77,6 +78,16 @@ demo-serve: install
 	$(BIN)/python examples/summarize_batch.py $(DEMO_DIR)/serve-batch.jsonl || exit 1; \
 	kill -TERM $$pid; wait $$pid || exit 1; trap - EXIT; \
 	echo "   records: $(DEMO_DIR)/serve-batch.jsonl"
+
+# The tour ends where a question-set author would: how the batch's answers are distributed and,
+# against a person's labels (examples/guard-labels.csv: one level given by index, one by name),
+# how accurate and how calibrated they are; the same report as one self-contained HTML page.
+demo-report: install
+	@echo "== toolnexus report $(DEMO_DIR)/serve-batch.jsonl --labels examples/guard-labels.csv"
+	@COLUMNS=$${COLUMNS:-110} $(BIN)/toolnexus report $(DEMO_DIR)/serve-batch.jsonl \
+	  --labels examples/guard-labels.csv --format table
+	@$(BIN)/toolnexus report $(DEMO_DIR)/serve-batch.jsonl --labels examples/guard-labels.csv \
+	  -o $(DEMO_DIR)/report.html && echo "   the same report as a page: $(DEMO_DIR)/report.html"
 
 bench: install
 	@for b in bench/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -711,3 +711,38 @@ def test_only_the_html_path_imports_the_chart_library(
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(seen.read_text(encoding="utf-8")) == heavy
+
+
+def test_the_demo_labels_fit_the_demo_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make demo` ends with `toolnexus report` on its batch output and examples/guard-labels.csv;
+    the same batch, replayed from recordings/, is fully labelled by that file."""
+    from paths import REPO
+
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "guard.jsonl"
+    ran = run_cli(
+        "batch", "questions/guard.yaml", "examples/states/guard-*", "--replay", "recordings/",
+        "--ordered", "-o", str(out),
+    )  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    code, data, err = _report(str(out), "--labels", "examples/guard-labels.csv")
+    assert (code, err) == (0, "")
+    assert data["labelled"] == data["records"] == 3
+    assert data["questions"]["risk"]["labelled"] == 3
+    # the tour shows a flagged answer: the guard set has an uncertain one
+    assert any(q["flags"]["uncertain"]["n"] for q in data["questions"].values())
+
+
+def test_jsonl_lines_are_judged_as_json_loads_would(runs: Path, tmp_path: Path) -> None:
+    """The reader calls the C scanner directly; anything it does not take whole goes through
+    json.loads: leading blanks and CRLF are fine, extra data after a record is an error."""
+    lines = (runs / "run.jsonl").read_text(encoding="utf-8").splitlines()
+    ok = tmp_path / "ok.jsonl"
+    ok.write_bytes(("   " + lines[0] + "\r\n" + "\r\n".join(lines[1:]) + "\r\n").encode())
+    code, data, err = _report(str(ok))
+    assert (code, data["records"]) == (0, N), err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(lines[0] + "\n" + lines[1] + ' {"id": 2}\n', encoding="utf-8")
+    code, _, err = _report(str(bad))
+    assert code == 2
+    assert error_line(err) == f"{bad}:2: not a JSON record: Extra data"

@@ -70,6 +70,13 @@ def _style(ax: Any) -> None:
     ax.tick_params(labelsize=8)
 
 
+def _integer_ticks(axis: Any) -> None:
+    """Counts are whole numbers: no 0.25 of an answer on an axis."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
 def _short(name: str, limit: int = 18) -> str:
     return name if len(name) <= limit else name[: limit - 1] + "…"
 
@@ -93,16 +100,18 @@ def distribution_chart(key: str, q: Mapping[str, Any]) -> str:
         ax.set_xlim(0, 1)
         ax.set_xlabel("p (noul)", fontsize=8)
         ax.set_ylabel("answers", fontsize=8)
+        _integer_ticks(ax.yaxis)
     else:
         if q["type"] == "choice":
             items = [(o, v["n"]) for o, v in d["options"].items()]
         else:
             items = [(f"{k} {v['label']}", v["n"]) for k, v in d["levels"].items()]
-        names = [_short(name) for name, _ in items][::-1]
+        names = [_short(name, 26) for name, _ in items][::-1]
         counts = [n for _, n in items][::-1]
         ax.barh(range(len(items)), counts, color=BLUE)
         ax.set_yticks(range(len(items)), names)
         ax.set_xlabel("answers", fontsize=8)
+        _integer_ticks(ax.xaxis)
         fig.set_size_inches(6.0, max(1.6, 0.3 * len(items) + 0.8))
     ax.set_title(f"{key}: answers", fontsize=9, loc="left")
     return _svg(fig)
@@ -169,7 +178,10 @@ def confusion_heatmap(key: str, confusion: Mapping[str, Any]) -> str:
     ax = fig.add_subplot()
     image = ax.imshow(matrix, cmap="Blues", aspect="equal")
     names = [_short(label, 14) for label in labels]
-    ax.set_xticks(range(n), names, rotation=45 if n > 3 else 0, ha="right" if n > 3 else "center")
+    slanted = n > 3 and max(len(name) for name in names) > 3
+    ax.set_xticks(
+        range(n), names, rotation=45 if slanted else 0, ha="right" if slanted else "center"
+    )
     ax.set_yticks(range(n), names)
     ax.tick_params(labelsize=8)
     ax.set_xlabel("answer", fontsize=8)
@@ -187,7 +199,10 @@ def confusion_heatmap(key: str, confusion: Mapping[str, Any]) -> str:
                     fontsize=8,
                     color="white" if v > peak / 2 else "#222222",
                 )
-    fig.colorbar(image, ax=ax, shrink=0.8).ax.tick_params(labelsize=7)
+    from matplotlib.ticker import MaxNLocator
+
+    bar = fig.colorbar(image, ax=ax, shrink=0.8, ticks=MaxNLocator(integer=True))
+    bar.ax.tick_params(labelsize=7)
     ax.set_title(f"{key}: confusion", fontsize=9, loc="left")
     return _svg(fig)
 

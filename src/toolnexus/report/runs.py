@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -71,18 +71,38 @@ def iter_records(path: str, fmt: str | None = None) -> Iterator[tuple[int, Any]]
     return _iter_csv(path)
 
 
+#: The C scanner behind json.loads, called directly: a record line needs neither loads'
+#: bytes sniffing nor its wrapper (measured: about a quarter of the parse time).
+# typeshed does not declare JSONDecoder.scan_once (set in its __init__: the C scanner).
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
 def _iter_jsonl(path: str) -> Iterator[tuple[int, Any]]:
-    loads = json.loads
-    with _open(path) as f:
-        for n, line in enumerate(f, 1):
-            try:
-                yield n, loads(line)
-            except ValueError as e:
-                if not line.strip():
-                    continue
-                if not line.endswith(b"\n"):
-                    return  # cut short by a kill: never a complete record
-                raise ReportInputError(f"{path}:{n}: not a JSON record: {_reason(e)}") from None
+    scan = _SCAN
+    n = 0
+    with _open(path) as raw:
+        f = _text(raw, path)
+        try:
+            for n, line in enumerate(f, 1):
+                try:
+                    obj, end = scan(line, 0)
+                except (StopIteration, ValueError):
+                    end = -1
+                if end < 0 or (end < len(line) - 2 and line[end:].strip()):
+                    # Leading blanks, a malformed line, extra data: json.loads judges.
+                    try:
+                        obj = json.loads(line)
+                    except ValueError as e:
+                        if not line.strip():
+                            continue
+                        if not line.endswith("\n"):
+                            return  # cut short by a kill: never a complete record
+                        raise ReportInputError(
+                            f"{path}:{n}: not a JSON record: {_reason(e)}"
+                        ) from None
+                yield n, obj
+        except UnicodeDecodeError:
+            raise ReportInputError(f"{path}:{n + 1}: not UTF-8 text") from None
 
 
 def _reason(e: ValueError) -> str:
