@@ -54,9 +54,9 @@ __all__ = [
     "DiffResult",
     "LintFormat",
     "LintResult",
-    "SchemaResult",
     "ReportFormat",
     "ReportResult",
+    "SchemaResult",
     "StatsFormat",
     "answer_record",
     "decision_record",
@@ -121,6 +121,7 @@ class SchemaResult:
     text: str
 
 
+@dataclass(frozen=True)
 class ReportResult:
     """``report``: the report object (``report.schema.json``); ``width`` for the table."""
 
