@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -64,11 +65,15 @@ def test_a_signal_finishes_the_request_in_flight_and_exits_0(sig: signal.Signals
 
         t = threading.Thread(target=client)
         t.start()
-        # wait until the request is being served (the latency holds it in flight)
-        for _ in range(200):
-            stats = httpx.get(url + "/_stats", timeout=5).json()
-            if stats["in_flight"]:
-                break
+        # The signal goes only once the request is being served (the latency holds it in
+        # flight): a condition, not a count of polls, with a deadline so a wedged server fails
+        # the test instead of hanging it.
+        deadline = time.monotonic() + 30
+        with httpx.Client(timeout=5, trust_env=False) as stats:
+            while not stats.get(url + "/_stats").json()["in_flight"]:
+                assert t.is_alive(), "the request ended before it was seen in flight"
+                assert time.monotonic() < deadline, "the request never became in flight"
+                t.join(0.005)  # wakes at once if the client thread ends
         proc.send_signal(sig)
         t.join(15)
         code = proc.wait(15)
@@ -111,6 +116,15 @@ def test_replay_of_the_shipped_recordings_from_the_command_line() -> None:
         ),
         pytest.param(
             ["--synthetic", "--fault-rate", "1.5"], "--fault-rate 1.5 is not in 0..1", id="bad-rate"
+        ),
+        *(
+            pytest.param(
+                ["--synthetic", flag, value],
+                f"{flag} {shown} is not a finite number of 0 or more",
+                id=f"{flag.strip('-')}-{value}",
+            )
+            for flag in ("--latency-ms", "--stall-seconds")
+            for value, shown in (("inf", "inf"), ("nan", "nan"), ("-1", "-1.0"))
         ),
         pytest.param(
             ["--synthetic", "--require-key-env", "SERVE_NO_SUCH_VAR"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from typing import IO
 from ..errors import ConfigError
 from .faults import DEFAULT_RETRY_AFTER_MS, DEFAULT_STALL_SECONDS, Fault, parse_faults
 from .replay import ReplayIndex
+from .script import Script
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ServeOptions"]
 
@@ -42,6 +44,8 @@ class ServeOptions:
     access_log: IO[str] | None = None
     #: answer a replay miss synthetically instead of 409 (tests/loopback.py's mode)
     replay_fallback_synthetic: bool = False
+    #: a scripted reply per API request, or ``None`` for the normal answer (see ``script.py``)
+    script: Script | None = None
 
     def fault_list(self) -> tuple[Fault, ...]:
         """``faults`` as faults; a string is parsed with this ``retry_after_ms`` and
@@ -69,6 +73,15 @@ class ServeOptions:
             raise ConfigError(f"classifier: serve: --fault-rate {self.fault_rate} is not in 0..1")
         if self.fault_rate > 0 and not self.fault_list():
             raise ConfigError("classifier: serve: --fault-rate needs at least one fault kind")
+        for flag, value in (
+            ("--latency-ms", self.latency_ms),
+            ("--stall-seconds", self.stall_seconds),
+        ):
+            # inf would hold every request forever; nan compares false with everything.
+            if not math.isfinite(value) or value < 0:
+                raise ConfigError(
+                    f"classifier: serve: {flag} {value} is not a finite number of 0 or more"
+                )
         if self.latency_ms < 0 or self.max_body_bytes < 1 or not 0 <= self.port <= 65535:
             raise ConfigError(
                 "classifier: serve: --latency-ms, --max-body-bytes or --port out of range"
