@@ -22,6 +22,7 @@ from .faults import CLI_FAULTS, Fault, parse_faults
 from .options import DEFAULT_MAX_BODY_BYTES, ServeOptions
 from .replay import ReplayIndex
 from .rules import Reject
+from .script import Script, ScriptedReply, ScriptedRequest
 from .server import MODELS, Server, serve
 from .synthetic import PLACEHOLDER, PLACEHOLDER_FIELD, synthesize
 from .wire import WireRequest, read_request
@@ -35,6 +36,9 @@ __all__ = [
     "Fault",
     "Reject",
     "ReplayIndex",
+    "Script",
+    "ScriptedReply",
+    "ScriptedRequest",
     "ServeOptions",
     "Server",
     "WireRequest",

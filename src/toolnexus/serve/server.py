@@ -34,8 +34,9 @@ from .options import DEFAULT_MAX_BODY_BYTES, ServeOptions
 from .proxy import Upstream, record_exchange
 from .replay import ReplayIndex
 from .rules import Reject
+from .script import Script, ScriptedReply, ScriptedRequest
 from .synthetic import synthesize
-from .wire import WireRequest, read_request
+from .wire import WireRequest, read_request, zstd_decompressor
 
 __all__ = ["MODELS", "Server", "serve"]
 
@@ -66,7 +67,15 @@ class Server:
     ``fault_hook(raw_body, headers)`` may return a fault for a request; ``on_request(raw_body,
     headers)`` sees each API request as it arrives (headers with lower-case names);
     ``request_ids(answer_body)`` makes request ids predictable. ``stats`` counts requests by
-    (route, outcome), as ``GET /_stats`` reports them; ``in_flight`` the requests being served."""
+    (route, outcome), as ``GET /_stats`` reports them; ``in_flight`` the requests being served.
+
+    Misbehaving on purpose: ``script`` (also ``ServeOptions.script``) receives each API request
+    that no fault took and that passed the key check, as a :class:`ScriptedRequest` (body after
+    zstd decoding, headers, bearer key), and returns a :class:`ScriptedReply` (any status,
+    headers and body bytes, optionally gzip, or a lying ``Content-Encoding``) or ``None`` for
+    the normal answer. Scripted replies keep ``x-typesafe-request-id`` unless they set their
+    own, are counted in ``stats`` as outcome ``scripted``, and are logged like any other (no
+    Authorization, no body)."""
 
     def __init__(self, options: ServeOptions) -> None:
         options.check()
@@ -79,6 +88,8 @@ class Server:
         self.on_request: Callable[[bytes, Mapping[str, str]], None] | None = None
         #: derive each answer's request id from its body bytes (default: random ids)
         self.request_ids: Callable[[bytes], str] | None = None
+        #: a reply per API request, or None for the normal answer (see the class docstring)
+        self.script: Script | None = options.script
         self._queue: deque[Fault] = deque()
         self._stamp_second = -1
         self._stamp = ""
@@ -366,6 +377,10 @@ class Server:
         if not self._authorized(request):
             # Nothing of the request is echoed: not the header, not the key.
             raise Reject(401, {"detail": "Invalid or missing API key."}, "unauthorized")
+        if self.script is not None:
+            scripted = self._scripted(request, endpoint, raw, rid, started)
+            if scripted is not None:
+                return scripted
         if self._upstream is not None:
             return await self._proxy(request, endpoint, raw, rid, started)
         if endpoint == "models":
@@ -374,6 +389,32 @@ class Server:
             )
         body = self._local(self._parse(request, raw))
         return self._answer(request, self._json(200, body, rid), started, rid, "answered")
+
+    def _scripted(
+        self, request: web.Request, endpoint: str, raw: bytes, rid: str, started: float
+    ) -> web.Response | None:
+        assert self.script is not None
+        body = raw
+        if request.headers.get("Content-Encoding", "").strip().lower() == "zstd":
+            decompress = zstd_decompressor()
+            if decompress is not None:
+                body = decompress(raw, self.options.max_body_bytes)
+        reply: ScriptedReply | None = self.script(
+            ScriptedRequest(body=body, headers=request.headers, endpoint=endpoint)
+        )
+        if reply is None:
+            return None
+        data, headers = reply.wire()
+        names = {k.lower() for k in headers}
+        if "content-type" not in names:
+            headers["Content-Type"] = "application/json"
+        if "x-typesafe-request-id" not in names:
+            headers["x-typesafe-request-id"] = (
+                self.request_ids(data) if self.request_ids is not None else rid
+            )
+        response = web.Response(status=reply.status, body=data, headers=headers)
+        sent_rid = response.headers["x-typesafe-request-id"]
+        return self._answer(request, response, started, sent_rid, "scripted")
 
     def _parse(self, request: web.Request, raw: bytes) -> WireRequest:
         return read_request(
@@ -454,12 +495,14 @@ async def serve(
     require_key_env: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     access_log: IO[str] | None = None,
+    script: Script | None = None,
 ) -> AsyncIterator[str]:
     """A local System One server for a test suite: ``async with serve(synthetic=True) as url:``.
 
     ``url`` is the host root (``http://127.0.0.1:PORT``): the official SDK takes it as its
     ``base_url``; a toolnexus classifier takes ``f"{url}/v1"``. Options mirror the CLI's flags
-    (``faults`` as ``"429,503,reset"`` or :class:`Fault` objects). Stopped, with in-flight
+    (``faults`` as ``"429,503,reset"`` or :class:`Fault` objects; ``script`` as on
+    :class:`Server`, for replies no option describes). Stopped, with in-flight
     requests finished, when the block exits. Raises ``ConfigError`` for options that cannot
     work and ``OSError`` when the address cannot be bound.
     """
@@ -478,6 +521,7 @@ async def serve(
         require_key_env=require_key_env,
         max_body_bytes=max_body_bytes,
         access_log=access_log,
+        script=script,
     )
     async with Server(options) as server:
         yield server.url
