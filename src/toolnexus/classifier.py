@@ -283,10 +283,40 @@ def _make_style(opts: ClassifierOptions) -> Style:
     if opts.style == "llm":
         from .llm import LlmStyle  # imported lazily: httpx is not a start-up cost
 
-        return LlmStyle(opts)
+        return LlmStyle(
+            llm_model=opts.llm_model,
+            llm_base_url=opts.llm_base_url,
+            llm_api_key_env=opts.llm_api_key_env,
+            client=opts.client,
+            timeout=opts.timeout,
+            retries=opts.retries,
+            retry_base_ms=opts.retry_base_ms,
+            retryable_statuses=opts.retryable_statuses,
+            on_error=opts.on_error,
+            transport=opts.transport,
+            image_limits=opts.image_limits,
+        )
     from .systemone import SystemOneStyle
 
-    return SystemOneStyle(opts)
+    return SystemOneStyle(
+        backend=opts.backend,
+        base_url=opts.base_url,
+        model=opts.model,
+        api_key_env=opts.api_key_env,
+        supports=opts.supports,
+        headers=opts.headers,
+        timeout=opts.timeout,
+        retries=opts.retries,
+        retry_base_ms=opts.retry_base_ms,
+        retryable_statuses=opts.retryable_statuses,
+        on_error=opts.on_error,
+        transport=opts.transport,
+        http_client=opts.http_client,
+        request_params=opts.request_params,
+        body_transform=opts.body_transform,
+        cache=opts.cache,
+        image_limits=opts.image_limits,
+    )
 
 
 class Classifier:

@@ -24,13 +24,14 @@ from __future__ import annotations
 import inspect
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
 from .canonical import canonical_json
 from .decision import Decision, parse_decision
+from .defaults import DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT
 from .errors import (
     ClassifierError,
     ClassifierUnsupported,
@@ -42,7 +43,7 @@ from .errors import (
 )
 from .images import Asset, ImageLimits, StateWithImages, lift_images
 from .jsonlimits import loads
-from .options import ClassifierOptions
+from .options import OnError
 from .questions import (
     ChoiceQuestion,
     NoulQuestion,
@@ -51,7 +52,7 @@ from .questions import (
     question_to_wire,
     questions_to_wire,
 )
-from .transport import SystemOneTransport, scrub, transport_for
+from .transport import SystemOneTransport, scrub
 from .validation import Checked, validate_decision
 
 __all__ = [
@@ -312,10 +313,9 @@ def _says_format_unsupported(error: HTTPStatusError) -> bool:
 class LlmStyle:
     """``style="llm"`` over an OpenAI-compatible chat-completions endpoint (deprecated, working).
 
-    Options (``ClassifierOptions`` fields): ``llm_model`` (required unless ``client`` is a
-    ``ChatClient``), ``llm_base_url`` (default ``https://api.openai.com/v1``),
-    ``llm_api_key_env`` (default ``OPENAI_API_KEY``; the variable is read at call time and sent
-    as ``Authorization: Bearer`` only when set),
+    Options: ``llm_model`` (required unless ``client`` is a ``ChatClient``), ``llm_base_url``
+    (default ``https://api.openai.com/v1``), ``llm_api_key_env`` (default ``OPENAI_API_KEY``; the
+    variable is read at call time and sent as ``Authorization: Bearer`` only when set),
     ``timeout``, ``retries``/``retry_base_ms``/``retryable_statuses``/``on_error`` and
     ``transport``, all with System One's meaning: the request goes through the same
     ``transport.SystemOneTransport`` (same retry rules, same safe errors), only the path and the
@@ -330,14 +330,27 @@ class LlmStyle:
 
     name = "llm"
 
-    def __init__(self, opts: ClassifierOptions) -> None:
-        client, llm_base_url = opts.client, opts.llm_base_url
+    def __init__(
+        self,
+        *,
+        llm_model: str | None = None,
+        llm_base_url: str | None = None,
+        llm_api_key_env: str | None = None,
+        client: Any = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
+        retry_base_ms: int = DEFAULT_RETRY_BASE_MS,
+        retryable_statuses: Collection[int] = (),
+        on_error: OnError | None = None,
+        transport: Any = None,
+        image_limits: Any = None,
+    ) -> None:
         self._chat_client: ChatClient | None = None
         self._transport: SystemOneTransport | None = None
-        self.model: str = opts.llm_model or ""
+        self.model: str = llm_model or ""
         self._json_mode = False
-        self._api_key_env: str = opts.llm_api_key_env or DEFAULT_LLM_API_KEY_ENV
-        self._image_limits = ImageLimits.of(opts.image_limits)
+        self._api_key_env: str = llm_api_key_env or DEFAULT_LLM_API_KEY_ENV
+        self._image_limits = ImageLimits.of(image_limits)
         if client is not None and not isinstance(client, httpx.AsyncClient):
             chat = getattr(client, "chat", None)
             if not (callable(chat) and inspect.iscoroutinefunction(chat)):
@@ -360,8 +373,16 @@ class LlmStyle:
             base_url = str(client.base_url)
         else:
             base_url = llm_base_url or DEFAULT_LLM_BASE_URL
-        self._transport = transport_for(
-            opts, base_url=base_url, api_key_env=self._api_key_env, http_client=client
+        self._transport = SystemOneTransport(
+            base_url=base_url,
+            api_key_env=self._api_key_env,
+            timeout=timeout,
+            retries=retries,
+            retry_base_ms=retry_base_ms,
+            retryable_statuses=retryable_statuses,
+            on_error=on_error,
+            transport=transport,
+            http_client=client,
         )
         self.endpoint = self._transport.endpoint(_PATH)
 

@@ -26,13 +26,14 @@ image's sha256 under ``assets``, and is unchanged when there are none.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .backends import IMAGES_HEADER, ResolvedBackend, resolve_backend
 from .canonical import canonical_json, decision_cache_key, model_cache_key, sha256_hex
 from .decision import Decision, parse_decision
+from .defaults import DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT
 from .errors import (
     CacheError,
     ClassifierError,
@@ -43,9 +44,9 @@ from .errors import (
 )
 from .images import ImageLimits, LiftedState, StateWithImages, lift_images
 from .jsonlimits import JsonLimitError, loads
-from .options import ClassifierOptions
+from .options import OnError
 from .questions import Question, questions_to_wire
-from .transport import transport_for
+from .transport import SystemOneTransport
 from .validation import Checked, validate_decision
 
 __all__ = ["PreparedRequest", "SystemOneStyle"]
@@ -78,15 +79,34 @@ class SystemOneStyle:
 
     name = "systemone"
 
-    def __init__(self, opts: ClassifierOptions) -> None:
+    def __init__(
+        self,
+        *,
+        backend: str = "typesafe",
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key_env: str | None = None,
+        supports: Mapping[str, bool] | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
+        retry_base_ms: int = DEFAULT_RETRY_BASE_MS,
+        retryable_statuses: Collection[int] = (),
+        on_error: OnError | None = None,
+        transport: Any = None,
+        http_client: Any = None,
+        request_params: Mapping[str, Any] | None = None,
+        body_transform: Callable[[dict[str, Any]], Any] | None = None,
+        cache: Any = None,
+        image_limits: Any = None,
+    ) -> None:
         self.backend: ResolvedBackend = resolve_backend(
-            opts.backend,
-            base_url=opts.base_url,
-            model=opts.model,
-            api_key_env=opts.api_key_env,
-            supports=opts.supports,
+            backend,
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            supports=supports,
         )
-        request_params, body_transform = opts.request_params, opts.body_transform
         if request_params is not None and not isinstance(request_params, Mapping):
             raise ConfigError("classifier: request_params must be a mapping of body keys")
         if body_transform is not None and not callable(body_transform):
@@ -94,14 +114,19 @@ class SystemOneStyle:
         self.model = self.backend.model
         self._params = dict(request_params or {})
         self._transform = body_transform
-        self._cache = opts.cache
-        self.image_limits = ImageLimits.of(opts.image_limits)
-        self.transport = transport_for(
-            opts,
+        self._cache = cache
+        self.image_limits = ImageLimits.of(image_limits)
+        self.transport = SystemOneTransport(
             base_url=self.backend.base_url,
             api_key_env=self.backend.api_key_env,
-            headers=opts.headers,
-            http_client=opts.http_client,
+            headers=headers,
+            timeout=timeout,
+            retries=retries,
+            retry_base_ms=retry_base_ms,
+            retryable_statuses=retryable_statuses,
+            on_error=on_error,
+            transport=transport,
+            http_client=http_client,
         )
         #: The endpoint as configured (``${NAME}`` unexpanded): what cache keys are built on.
         self.endpoint = self.transport.base_url

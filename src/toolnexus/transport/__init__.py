@@ -27,7 +27,6 @@ from .retry import (
     SystemOneTransport,
     expand_env,
     retry_delay,
-    transport_for,
 )
 
 __all__ = [
@@ -43,5 +42,4 @@ __all__ = [
     "retry_delay",
     "scrub",
     "server_message",
-    "transport_for",
 ]

@@ -42,7 +42,7 @@ from ..defaults import (
     DEFAULT_TIMEOUT,
 )
 from ..errors import BackendError, ConfigError, DecisionError, HookError
-from ..options import ClassifierOptions, ErrorInfo, OnError, TransportKind, Verdict
+from ..options import ErrorInfo, OnError, TransportKind, Verdict
 from .adapter import MAX_BODY_BYTES, Adapter, BodyTooLarge, SendError
 from .redaction import (
     ENV_REF,
@@ -62,7 +62,6 @@ __all__ = [
     "SystemOneTransport",
     "expand_env",
     "retry_delay",
-    "transport_for",
 ]
 
 RETRY_COUNT_HEADER = "X-TypeSafe-Retry-Count"
@@ -366,27 +365,3 @@ class SystemOneTransport:
         if verdict not in ("retry", "fail"):
             raise HookError(f"classifier: on_error must return 'retry' or 'fail', got {verdict!r}")
         return verdict
-
-
-def transport_for(
-    opts: ClassifierOptions,
-    *,
-    base_url: str,
-    api_key_env: str,
-    headers: Mapping[str, str] | None = None,
-    http_client: Any = None,
-) -> SystemOneTransport:
-    """The transport a style builds from the classifier's options: their timeout, retry policy
-    and injected httpx transport, at ``base_url`` with the key named by ``api_key_env``."""
-    return SystemOneTransport(
-        base_url=base_url,
-        api_key_env=api_key_env,
-        headers=headers,
-        timeout=opts.timeout,
-        retries=opts.retries,
-        retry_base_ms=opts.retry_base_ms,
-        retryable_statuses=opts.retryable_statuses,
-        on_error=opts.on_error,
-        transport=opts.transport,
-        http_client=http_client,
-    )
