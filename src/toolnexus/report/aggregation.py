@@ -18,7 +18,7 @@ import math
 import operator
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .metrics import (
@@ -524,6 +524,11 @@ class RunStats:
             {} if keep else None
         )
         self.label_ids_seen: set[str] = set()
+        #: per question key, resolved once: (stats, its bound add, its type, its labels by id)
+        self._plan: dict[
+            str,
+            tuple[QuestionStats, Callable[[Mapping[str, Any], str | None], None], str, Any],
+        ] = {}
 
     def _question(self, key: str, answer: Mapping[str, Any]) -> QuestionStats:
         qtype = answer.get("type")
@@ -557,23 +562,25 @@ class RunStats:
                 self.cost += cost
                 self.cost_reported += 1
         labelled = False
-        questions = self.questions
+        plan = self._plan
         kept = self.kept
         for key, answer in answers.items():
-            st = questions.get(key)
-            if st is None:
+            step = plan.get(key)
+            if step is None:
                 st = self._question(key, answer)
-            elif answer["type"] != st.type:
+                step = plan[key] = (st, st.add, st.type, st.labels)
+            st, st_add, qtype, by_id = step
+            if answer["type"] != qtype:
                 raise ValueError(
-                    f"answer {key!r} is {answer['type']} here but {st.type} in earlier records"
+                    f"answer {key!r} is {answer['type']} here but {qtype} in earlier records"
                 )
             label = None
-            if st.labels is not None:
-                label = st.labels.get(sid)
+            if by_id is not None:
+                label = by_id.get(sid)
                 if label is not None:
                     labelled = True
             try:
-                st.add(answer, label)
+                st_add(answer, label)
             except LabelError as e:
                 assert self.labels is not None
                 raise ReportInputError(f"{self.labels.where(sid)}: {e}") from None

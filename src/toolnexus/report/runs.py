@@ -360,6 +360,7 @@ def _read_labels_csv(labels: Labels, id_field: str) -> None:
         ]
         width = len(header)
         with_labels = labels.with_labels
+        lines = labels.lines
         try:
             for row in reader:
                 if not row:
@@ -367,7 +368,10 @@ def _read_labels_csv(labels: Labels, id_field: str) -> None:
                 line = reader.line_num
                 if len(row) != width:
                     raise ReportInputError(f"{path}:{line}: {len(row)} cells for {width} columns")
-                item_id = _label_id(labels, row[id_at], id_field, line)
+                item_id = row[id_at].strip()
+                if not item_id or item_id in lines:  # _label_id says what is wrong
+                    _label_id(labels, item_id, id_field, line)
+                lines[item_id] = line
                 for i, column in columns:
                     value = row[i]
                     if value:
