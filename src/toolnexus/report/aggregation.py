@@ -158,6 +158,10 @@ class NoulStats(QuestionStats):
         self.ys = array("b")
         self.rel = Reliability()
         self.band_truth = [0] * (2 * len(BANDS) + 2)  # band index * 2 + label
+        # accuracy, Brier and log loss, summed as labelled answers arrive (no second pass)
+        self.hits = 0
+        self.brier_sum = 0.0
+        self.loss_sum = 0.0
 
     def _truth(self, label: str) -> int:
         y = _TRUTH.get(label.lower())
@@ -190,6 +194,11 @@ class NoulStats(QuestionStats):
         self.labelled += 1
         self.ps.append(p)
         self.ys.append(y)
+        if (p >= 0.5) == bool(y):
+            self.hits += 1
+        self.brier_sum += (p - y) ** 2
+        c = EPS if p < EPS else 1.0 - EPS if p > 1.0 - EPS else p  # clip p, then log c or 1 - c
+        self.loss_sum -= math.log(c) if y else math.log(1.0 - c)
         rel = self.rel
         rel.n[b] += 1
         rel.sum_p[b] += p
@@ -216,12 +225,6 @@ class NoulStats(QuestionStats):
     def metrics(self) -> dict[str, Any]:
         ps, ys = self.ps, self.ys
         n = len(ys)
-        hits = brier = loss = 0.0
-        for p, y in zip(ps, ys, strict=True):
-            hits += (p >= 0.5) == bool(y)
-            brier += (p - y) ** 2
-            c = _clip(p)  # clip p itself, then take log(c) or log(1 - c)
-            loss -= math.log(c) if y else math.log(1.0 - c)
         pos = sum(ys)
         neg = n - pos
         truth = self.band_truth
@@ -233,9 +236,9 @@ class NoulStats(QuestionStats):
         said_no = bt("no", 1) + bt("no", 0)
         unsure = bt("uncertain", 1) + bt("uncertain", 0)
         out: dict[str, Any] = {
-            "accuracy": hits / n,
-            "brier": brier / n,
-            "log_loss": loss / n,
+            "accuracy": self.hits / n,
+            "brier": self.brier_sum / n,
+            "log_loss": self.loss_sum / n,
             "auroc": auroc(ps, ys),
             "ece": self.rel.ece(),
             "bands": {
