@@ -15,13 +15,23 @@ fake, not two (issue 11). ``Request`` and ``Reply`` are the server's own
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from serving import ThreadedServer
 from toolnexus.serve import ScriptedReply, ScriptedRequest, ServeOptions
 
-__all__ = ["HostileServer", "Reply", "Request", "valid_answer"]
+__all__ = [
+    "HostileServer",
+    "Reply",
+    "Request",
+    "qfile_fixture",
+    "server_fixture",
+    "valid_answer",
+]
 
 Request = ScriptedRequest
 Reply = ScriptedReply
@@ -94,3 +104,28 @@ class HostileServer:
 
     def __exit__(self, *exc: object) -> None:
         self._threaded.__exit__(*exc)
+
+
+def server_fixture(key: str) -> Any:
+    """A module's ``server`` fixture: a :class:`HostileServer` with ``key`` as the key in the
+    environment, so every request carries it (``server = server_fixture(KEY)``)."""
+
+    @pytest.fixture
+    def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[HostileServer]:
+        monkeypatch.setenv("TYPESAFE_API_KEY", key)
+        with HostileServer() as s:
+            yield s
+
+    return server
+
+
+def qfile_fixture(questions: str) -> Any:
+    """A module's ``qfile`` fixture: ``questions`` written to ``q.yaml`` in the test's tmp dir."""
+
+    @pytest.fixture
+    def qfile(tmp_path: Path) -> Path:
+        p = tmp_path / "q.yaml"
+        p.write_text(questions)
+        return p
+
+    return qfile

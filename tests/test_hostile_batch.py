@@ -11,7 +11,6 @@ import fcntl
 import io
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clirun import error_line, run_cli
-from hostile_server import HostileServer, Reply, valid_answer
+from hostile_server import HostileServer, Reply, qfile_fixture, server_fixture, valid_answer
 
 KEY = "tn-batch-key-0123456789"
 QUESTIONS = "questions:\n  q: {type: noul, instructions: Is it so?}\n"
@@ -34,18 +33,10 @@ def strict_loads(text: str) -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[HostileServer]:
-    monkeypatch.setenv("TYPESAFE_API_KEY", KEY)
-    with HostileServer() as s:
-        yield s
+server = server_fixture(KEY)
 
 
-@pytest.fixture
-def qfile(tmp_path: Path) -> Path:
-    p = tmp_path / "q.yaml"
-    p.write_text(QUESTIONS)
-    return p
+qfile = qfile_fixture(QUESTIONS)
 
 
 def _batch(server: HostileServer, qfile: Path, *args: str, input: bytes | None = None):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clirun import error_line, run_cli
-from hostile_server import HostileServer
+from hostile_server import HostileServer, qfile_fixture, server_fixture
 from toolnexus import create_classifier
 from toolnexus.cli.questionfile import lint_text
 from toolnexus.jsonlimits import MAX_DEPTH, JsonLimitError, loads
@@ -26,18 +25,10 @@ KEY = "tn-hostile-0123456789abcdef"
 NOUL_SET = "questions:\n  q: {type: noul, instructions: Is it so?}\n"
 
 
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[HostileServer]:
-    monkeypatch.setenv("TYPESAFE_API_KEY", KEY)
-    with HostileServer() as s:
-        yield s
+server = server_fixture(KEY)
 
 
-@pytest.fixture
-def qfile(tmp_path: Path) -> Path:
-    p = tmp_path / "q.yaml"
-    p.write_text(NOUL_SET)
-    return p
+qfile = qfile_fixture(NOUL_SET)
 
 
 def _eval(server: HostileServer, qfile: Path, *args: str, input: str | bytes | None = None):

@@ -9,30 +9,21 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from clirun import error_line, run_cli
-from hostile_server import HostileServer
+from hostile_server import HostileServer, qfile_fixture, server_fixture
 
 KEY = "tn-runs-key-0123456789"
 QUESTIONS = "questions:\n  q: {type: noul, instructions: Is it so?}\n"
 
 
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[HostileServer]:
-    monkeypatch.setenv("TYPESAFE_API_KEY", KEY)
-    with HostileServer() as s:
-        yield s
+server = server_fixture(KEY)
 
 
-@pytest.fixture
-def qfile(tmp_path: Path) -> Path:
-    p = tmp_path / "q.yaml"
-    p.write_text(QUESTIONS)
-    return p
+qfile = qfile_fixture(QUESTIONS)
 
 
 def _process(*args: str, stdout: int | None = None, shell_prefix: str = "") -> tuple[int, str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -21,7 +21,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clirun import error_line, run_cli
-from hostile_server import HostileServer, Reply, Request, valid_answer
+from hostile_server import (
+    HostileServer,
+    Reply,
+    Request,
+    qfile_fixture,
+    server_fixture,
+    valid_answer,
+)
 from toolnexus import ClassifierError, ConfigError, create_classifier
 from toolnexus.errors import BackendError
 
@@ -111,18 +118,10 @@ PLACES = [
 ]
 
 
-@pytest.fixture
-def qfile(tmp_path: Path) -> Path:
-    p = tmp_path / "q.yaml"
-    p.write_text(QUESTIONS)
-    return p
+qfile = qfile_fixture(QUESTIONS)
 
 
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[HostileServer]:
-    monkeypatch.setenv("TYPESAFE_API_KEY", KEY)
-    with HostileServer() as s:
-        yield s
+server = server_fixture(KEY)
 
 
 def _cache_bytes(cache_dir: Path) -> bytes:
