@@ -9,7 +9,7 @@ noul, a 3-option choice and a 3-level score question, with varied probabilities)
 labels file labels every question of every record. The report runs as ``python -m toolnexus``
 in a subprocess, as a user runs it (its start-up included); its peak RSS is ``os.wait4``'s
 rusage of that one child. The baseline reads the same file and ``json.loads`` every line, in
-this process, best of 3 against the report's best of 3.
+this process. The two alternate, four rounds, and the best of each is compared.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pathlib import Path
 N = 100_000
 TARGET_RATIO = 2.0
 TARGET_RSS_MIB = 150
+ROUNDS = 4
 QUESTIONS = {
     "urgent": {"type": "noul", "instructions": "Does this need a human today?"},
     "desk": {
@@ -126,8 +127,12 @@ def main() -> None:
         out = Path(tmp) / "report.json"
         write_inputs(run, labels)
         size = run.stat().st_size
-        baseline = min(loads_seconds(run) for _ in range(3))
-        reports = [report_seconds(run, labels, out) for _ in range(3)]
+        # Interleaved, so a machine that slows down mid-run slows both sides alike.
+        baselines, reports = [], []
+        for _ in range(ROUNDS):
+            baselines.append(loads_seconds(run))
+            reports.append(report_seconds(run, labels, out))
+        baseline = min(baselines)
         wall = min(w for w, _ in reports)
         rss_mib = max(r for _, r in reports) / 1024
         data = json.loads(out.read_text(encoding="utf-8"))
@@ -137,6 +142,10 @@ def main() -> None:
         f"report --format json over {N:,} labelled records ({size / 2**20:.0f} MiB): "
         f"{wall:.2f} s; json.loads over the same lines {baseline:.2f} s; "
         f"ratio {ratio:.2f} (target <= {TARGET_RATIO})"
+    )
+    print(
+        f"  rounds (s): json.loads {' '.join(f'{b:.2f}' for b in baselines)}; "
+        f"report {' '.join(f'{r:.2f}' for r, _ in reports)}"
     )
     print(f"peak RSS {rss_mib:.0f} MiB (target < {TARGET_RSS_MIB} MiB)")
     if ratio > TARGET_RATIO or rss_mib >= TARGET_RSS_MIB:

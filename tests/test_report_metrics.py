@@ -106,7 +106,7 @@ def _noul(p: float) -> dict[str, object]:
 def test_noul_accumulator_equals_scikit_learn(pairs: list[tuple[float, int]]) -> None:
     """The streaming accumulator the report uses gives the same numbers as scikit-learn."""
     labels = {f"i{i}": ("yes" if y else "no") for i, (_, y) in enumerate(pairs)}
-    stats = NoulStats("q", labels)
+    stats = NoulStats("q")
     for i, (p, _) in enumerate(pairs):
         stats.add(_noul(p), labels[f"i{i}"])
     m = stats.metrics()
@@ -128,7 +128,7 @@ def test_choice_accumulator_equals_scikit_learn(
     data: tuple[list[dict[str, float]], list[str]],
 ) -> None:
     rows, labels = data
-    stats = ChoiceStats("q", None)
+    stats = ChoiceStats("q")
     picked = []
     for r, y in zip(rows, labels, strict=True):
         choice = max(r, key=r.__getitem__)
@@ -213,7 +213,7 @@ def test_multiclass_brier_hand_checked() -> None:
     rows = [{"a": 0.7, "b": 0.2, "c": 0.1}, {"a": 0.6, "b": 0.4}]
     assert brier_multiclass(rows, ["a", "c"], options) == pytest.approx((0.14 + 1.52) / 2)
     # the accumulator's streaming form agrees, the missing option included
-    stats = ChoiceStats("q", None)
+    stats = ChoiceStats("q")
     for r, y in zip(rows, ["a", "c"], strict=True):
         answer = {"type": "choice", "choice": "a", "probabilities": r, "confidence": r["a"]}
         stats.add(answer, y)
@@ -239,7 +239,7 @@ def test_score_accumulator_hand_checked() -> None:
             "confidence": max(probs),
         }
 
-    stats = ScoreStats("impact", None)
+    stats = ScoreStats("impact")
     stats.add(answer(0, 0.2, [0.8, 0.2, 0.0]), "0")  # right
     stats.add(answer(1, 1.1, [0.1, 0.7, 0.2]), "total")  # label by name: level 2, one off
     stats.add(answer(0, 0.4, [0.6, 0.4, 0.0]), "2")  # two off

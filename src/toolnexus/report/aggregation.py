@@ -38,6 +38,7 @@ __all__ = [
     "NoulStats",
     "OtherStats",
     "QuestionStats",
+    "RecordError",
     "RunStats",
     "ScoreStats",
     "read_run",
@@ -56,12 +57,50 @@ class LabelError(Exception):
     """A label that does not fit its question (the caller adds the labels file and line)."""
 
 
+class RecordError(ValueError):
+    """A record field holding what ``toolnexus batch`` never writes (the caller adds the file,
+    line and question key). Checked on the hot path with cheap type and range tests, so a
+    hostile run is refused in words instead of being counted as garbage."""
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _probability(value: Any, name: str) -> float:
+    """The slow path of the inline ``type(v) is float and 0 <= v <= 1`` test: an integer 0 or 1
+    is a probability too; anything else (a string, a bool, NaN, 7) is refused."""
+    if type(value) is int and 0 <= value <= 1:
+        return float(value)
+    raise RecordError(f"{name} is {_shown(value)}, not a probability in [0, 1]")
+
+
+def _probabilities(probs: Any) -> None:
+    """``probabilities`` is an object of option name -> probability."""
+    if type(probs) is not dict:
+        raise RecordError(f"probabilities is {_shown(probs)}, not an object of probabilities")
+    for k, v in probs.items():
+        if type(v) is not float or not 0.0 <= v <= 1.0:
+            _probability(v, f"probabilities[{k!r}]")
+
+
 def _share(n: int, total: int) -> float | None:
     return n / total if total else None
 
 
 def _mean(total: float, n: int) -> float | None:
     return total / n if n else None
+
+
+def _band(band: Any) -> int:
+    if band is None:
+        return len(BANDS)
+    raise RecordError(f"band is {_shown(band)}, not yes, no or uncertain")
+
+
+def _confidence(conf: Any) -> float | None:
+    return None if conf is None else _probability(conf, "confidence")
 
 
 def _clip(p: float) -> float:
@@ -77,9 +116,8 @@ class QuestionStats:
 
     type = ""
 
-    def __init__(self, key: str, labels: Mapping[str, str] | None) -> None:
+    def __init__(self, key: str) -> None:
         self.key = key
-        self.labels = labels
         self.n = 0
         self.invalid = 0
         self.flags: Counter[str] = Counter()
@@ -97,7 +135,11 @@ class QuestionStats:
             self._count_flags(flags)
 
     def _count_flags(self, flags: Iterable[str]) -> None:
+        if type(flags) is not list:
+            raise RecordError(f"flags is {_shown(flags)}, not a list of flag names")
         for f in flags:
+            if type(f) is not str:
+                raise RecordError(f"flags holds {_shown(f)}, not a flag name")
             self.flags[f] += 1
             if f == "invalid":
                 self.invalid += 1
@@ -139,8 +181,8 @@ class QuestionStats:
 class OtherStats(QuestionStats):
     """A type the library does not model (``raw: true``): counted, not judged."""
 
-    def __init__(self, key: str, labels: Mapping[str, str] | None, qtype: str) -> None:
-        super().__init__(key, labels)
+    def __init__(self, key: str, qtype: str) -> None:
+        super().__init__(key)
         self.type = qtype
 
     def add(self, answer: Mapping[str, Any], label: str | None) -> None:
@@ -150,8 +192,8 @@ class OtherStats(QuestionStats):
 class NoulStats(QuestionStats):
     type = "noul"
 
-    def __init__(self, key: str, labels: Mapping[str, str] | None) -> None:
-        super().__init__(key, labels)
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
         self.hist = [0] * N_BINS
         self.band_n = [0] * (len(BANDS) + 1)  # yes, no, uncertain, anything else
         self.ps = array("d")
@@ -178,13 +220,16 @@ class NoulStats(QuestionStats):
         if flags:
             self._count_flags(flags)
         p = answer["noul"]
+        if type(p) is not float or not 0.0 <= p <= 1.0:
+            p = _probability(p, "noul")
         b = int(p * N_BINS)  # bin_index, inlined
         if b >= N_BINS:
             b = N_BINS - 1
         elif b < 0:
             b = 0
         self.hist[b] += 1
-        band = _BAND_INDEX.get(answer.get("band"), len(BANDS))
+        band = answer.get("band")
+        band = _BAND_INDEX.get(band, len(BANDS)) if type(band) is str else _band(band)
         self.band_n[band] += 1
         if label is None:
             return
@@ -268,8 +313,8 @@ class _Ranked(QuestionStats):
     """Shared by choice and score: a probability per option, a top-1 pick, a confusion matrix
     over the options in first-seen order."""
 
-    def __init__(self, key: str, labels: Mapping[str, str] | None) -> None:
-        super().__init__(key, labels)
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
         self.options: dict[str, None] = {}
         self._scanned = -1
         self.counts: Counter[str] = Counter()
@@ -338,8 +383,8 @@ class _Ranked(QuestionStats):
 class ChoiceStats(_Ranked):
     type = "choice"
 
-    def __init__(self, key: str, labels: Mapping[str, str] | None) -> None:
-        super().__init__(key, labels)
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
         self.by_uniform = [0, 0, 0, 0]  # near_uniform * 2 + correct
 
     def add(self, answer: Mapping[str, Any], label: str | None) -> None:
@@ -349,10 +394,15 @@ class ChoiceStats(_Ranked):
             self._count_flags(flags)
         choice = answer["choice"]
         probs = answer["probabilities"]
+        _probabilities(probs)
         if len(probs) != self._scanned or choice not in self.options:
+            if type(choice) is not str:
+                raise RecordError(f"choice is {_shown(choice)}, not an option name")
             self._see_options(probs)
         self.counts[choice] += 1
         conf = answer.get("confidence")
+        if type(conf) is not float or not 0.0 <= conf <= 1.0:
+            conf = _confidence(conf)
         if conf is not None:
             self.conf_sum += conf
             self.conf_n += 1
@@ -396,8 +446,8 @@ class ChoiceStats(_Ranked):
 class ScoreStats(_Ranked):
     type = "score"
 
-    def __init__(self, key: str, labels: Mapping[str, str] | None) -> None:
-        super().__init__(key, labels)
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
         self.legend: dict[str, str] = {}
         self.score_sum = 0.0
         self.within = 0
@@ -433,7 +483,10 @@ class ScoreStats(_Ranked):
         if flags:
             self._count_flags(flags)
         probs = answer["probabilities"]
+        _probabilities(probs)
         level = answer["level"]
+        if type(level) is not int or not 0 <= level < len(_LEVEL_KEYS):
+            raise RecordError(f"level is {_shown(level)}, not a level index 0..9")
         picked = _LEVEL_KEYS[level]
         if len(probs) != self._scanned or picked not in self.options:
             self._see_options(probs)
@@ -443,9 +496,13 @@ class ScoreStats(_Ranked):
                 self.legend.setdefault(k, str(legend.get(k, k)))
             self._legend_pending = False
         score = answer["score"]
+        if type(score) is not float or not 0.0 <= score <= 9.0:
+            score = _score_value(score)
         self.counts[picked] += 1
         self.score_sum += score
         conf = answer.get("confidence")
+        if type(conf) is not float or not 0.0 <= conf <= 1.0:
+            conf = _confidence(conf)
         if conf is not None:
             self.conf_sum += conf
             self.conf_n += 1
@@ -492,6 +549,12 @@ class ScoreStats(_Ranked):
         }
 
 
+def _score_value(score: Any) -> float:
+    if type(score) is int and 0 <= score <= 9:
+        return float(score)
+    raise RecordError(f"score is {_shown(score)}, not an expected level in [0, 9]")
+
+
 _TYPES: dict[str, type[QuestionStats]] = {
     "noul": NoulStats,
     "choice": ChoiceStats,
@@ -527,72 +590,117 @@ class RunStats:
             {} if keep else None
         )
         self.label_ids_seen: set[str] = set()
-        #: per question key, resolved once: (stats, its bound add, its type, its labels by id)
+        #: per question key, resolved once: (stats, its bound add, its type, its label column
+        #: in a labels row, 0 for none)
         self._plan: dict[
             str,
-            tuple[QuestionStats, Callable[[Mapping[str, Any], str | None], None], str, Any],
+            tuple[QuestionStats, Callable[[Mapping[str, Any], str | None], None], str, int],
         ] = {}
+        self._rows = labels.rows if labels is not None else {}
 
     def _question(self, key: str, answer: Mapping[str, Any]) -> QuestionStats:
         qtype = answer.get("type")
         if not isinstance(qtype, str):
             raise ValueError(f"answer {key!r} has no type")
-        labels = self.labels.by_key.get(key) if self.labels is not None else None
         cls = _TYPES.get(qtype)
-        st = cls(key, labels) if cls is not None else OtherStats(key, labels, qtype)
+        st = cls(key) if cls is not None else OtherStats(key, qtype)
         self.questions[key] = st
         return st
 
     def add(self, record: Any, sid: str) -> None:
-        """Count one record whose id (as text) is ``sid``; raises KeyError/TypeError/ValueError
-        on a malformed record. The hot path of a report: kept flat on purpose."""
+        """Count one record (a dict) whose id (as text) is ``sid``; raises
+        :class:`RecordError` (or KeyError, TypeError, ValueError) on a malformed record. The hot
+        path of a report: kept flat on purpose."""
         self.records += 1
         error = record.get("error")
         if error is not None:
+            if type(error) is not dict or "code" not in error:
+                raise RecordError(f"error is {_shown(error)}, not an object with a code")
             self.errors[str(error["code"])] += 1
             return
         answers = record["answers"]
+        if type(answers) is not dict:
+            raise RecordError(f"answers is {_shown(answers)}, not an object of answers by key")
         self.answered += 1
-        self.models[record.get("model")] += 1
+        model = record.get("model")
+        if model is not None and type(model) is not str:
+            raise RecordError(f"model is {_shown(model)}, not a model name")
+        self.models[model] += 1
         if not record.get("calibrated"):
             self.uncalibrated += 1
         usage = record.get("usage")
         if usage:
-            self.input_tokens += usage.get("input_tokens") or 0
-            self.output_tokens += usage.get("output_tokens") or 0
-            cost = usage.get("cost")
-            if cost is not None:
-                self.cost += cost
-                self.cost_reported += 1
+            n_in = usage.get("input_tokens") if type(usage) is dict else None
+            n_out = usage.get("output_tokens") if type(usage) is dict else None
+            if (
+                type(n_in) is int
+                and type(n_out) is int
+                and n_in >= 0
+                and n_out >= 0
+                and usage.get("cost") is None
+            ):
+                self.input_tokens += n_in
+                self.output_tokens += n_out
+            else:
+                self._add_usage(usage)
         labelled = False
         plan = self._plan
         kept = self.kept
+        row = self._rows.get(sid)
         for key, answer in answers.items():
+            if type(answer) is not dict:
+                raise RecordError(f"answer {key!r} is {_shown(answer)}, not an object")
             step = plan.get(key)
             if step is None:
                 st = self._question(key, answer)
-                step = plan[key] = (st, st.add, st.type, st.labels)
-            st, st_add, qtype, by_id = step
+                column = self.labels.column(key) if self.labels is not None else None
+                step = plan[key] = (st, st.add, st.type, column or 0)
+            st, st_add, qtype, column = step
             if answer["type"] != qtype:
-                raise ValueError(
-                    f"answer {key!r} is {answer['type']} here but {qtype} in earlier records"
+                raise RecordError(
+                    f"answer {key!r} is {_shown(answer['type'])} here but {qtype} in earlier "
+                    "records"
                 )
-            label = None
-            if by_id is not None:
-                label = by_id.get(sid)
-                if label is not None:
-                    labelled = True
+            label = row[column] if row is not None and column else None
+            if label:
+                labelled = True
+            else:
+                label = None
             try:
                 st_add(answer, label)
             except LabelError as e:
                 assert self.labels is not None
                 raise ReportInputError(f"{self.labels.where(sid)}: {e}") from None
+            except KeyError as e:
+                raise RecordError(f"answer {key!r} has no {e}") from None
+            except (RecordError, TypeError, ValueError) as e:
+                raise RecordError(f"answer {key!r}: {e}") from None
             if kept is not None:
                 kept.setdefault(key, {})[sid] = (st.category(answer), st.probabilities(answer))
         if labelled:
             self.labelled += 1
             if kept is not None:
                 self.label_ids_seen.add(sid)
+
+    def _add_usage(self, usage: Any) -> None:
+        if type(usage) is not dict:
+            raise RecordError(f"usage is {_shown(usage)}, not an object")
+        for name in ("input_tokens", "output_tokens"):
+            n = usage.get(name)
+            if n is None:
+                continue
+            if type(n) is not int or n < 0:
+                raise RecordError(f"usage.{name} is {_shown(n)}, not a token count")
+            if name == "input_tokens":
+                self.input_tokens += n
+            else:
+                self.output_tokens += n
+        cost = usage.get("cost")
+        if cost is not None:
+            if type(cost) not in (float, int) or not 0 <= cost < math.inf:
+                raise RecordError(f"usage.cost is {_shown(cost)}, not a cost")
+            self.cost += cost
+            self.cost_reported += 1
 
     def summary(self) -> dict[str, Any]:
         """The run's line in the report's ``runs`` list."""
@@ -622,6 +730,18 @@ class RunStats:
         return out
 
 
+def _record_id(record: Any) -> str:
+    """A record's id as text (batch counts ``7`` and ``"7"`` as one id)."""
+    if type(record) is not dict:
+        raise RecordError(f"a record is a JSON object, not {_shown(record)}")
+    rid = record["id"]
+    if type(rid) is str:
+        return rid
+    if type(rid) is int:
+        return str(rid)
+    raise RecordError(f"id is {_shown(rid)}, not a string or an integer")
+
+
 def _records_of(path: str, fmt: str | None) -> Iterable[tuple[int, Any]]:
     return iter_records(path, fmt)
 
@@ -647,8 +767,7 @@ def read_run(
     # `line` is read by the except clause below, to name where a malformed record is.
     try:
         for line, record in _records_of(path, fmt):  # noqa: B007
-            rid = record["id"]
-            sid = rid if type(rid) is str else str(rid)
+            sid = _record_id(record)
             if sid in seen:
                 repeated[sid] += 1
                 continue
@@ -661,16 +780,13 @@ def read_run(
         add = stats.add
         remaining = {sid: n + 1 for sid, n in repeated.items()}
         for line, record in _records_of(path, fmt):  # noqa: B007
-            rid = record["id"]
-            sid = rid if type(rid) is str else str(rid)
+            sid = _record_id(record)
             if sid in remaining:
                 remaining[sid] -= 1
                 if remaining[sid]:
                     continue
             add(record, sid)
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         what = f"missing {e}" if isinstance(e, KeyError) else str(e)
-        if isinstance(e, TypeError) and "indices" in what:
-            what = "a record is a JSON object"
         raise ReportInputError(f"{path}:{line}: not a batch record: {what}") from None
     return stats

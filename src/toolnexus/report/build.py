@@ -53,7 +53,7 @@ def build_report(
     warnings: list[str] = []
     if labels is not None:
         asked = {k for s in stats for k in s.questions}
-        stray = [k for k in labels.by_key if k not in asked]
+        stray = [k for k in labels.labelled_keys() if k not in asked]
         if stray:
             warnings.append(
                 f"{labels.path}: columns {', '.join(repr(k) for k in stray)} name no question "
@@ -61,9 +61,9 @@ def build_report(
             )
         if two:
             used = stats[0].label_ids_seen | stats[1].label_ids_seen
-            unused = sum(1 for i in labels.with_labels if i not in used)
+            unused = sum(1 for i in labels.labelled_ids() if i not in used)
         else:  # ids are unique in a read run, so a count is enough (no set of 100k ids)
-            unused = len(labels.with_labels) - first.labelled
+            unused = sum(1 for _ in labels.labelled_ids()) - first.labelled
         if unused:
             warnings.append(f"{labels.path}: {unused} labelled ids have no answered record")
     return Report(data, warnings)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -71,38 +71,38 @@ def iter_records(path: str, fmt: str | None = None) -> Iterator[tuple[int, Any]]
     return _iter_csv(path)
 
 
-#: The C scanner behind json.loads, called directly: a record line needs neither loads'
-#: bytes sniffing nor its wrapper (measured: about a quarter of the parse time).
-# typeshed does not declare JSONDecoder.scan_once (set in its __init__: the C scanner).
-_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-
-
 def _iter_jsonl(path: str) -> Iterator[tuple[int, Any]]:
-    scan = _SCAN
+    """Each line parsed by orjson (a third of ``json.loads``' time over batch records, measured
+    in bench/report.py). A line orjson refuses goes to ``json.loads`` over its UTF-8 text, so
+    ``json.loads`` decides what is accepted and words every error: NaN, a lone surrogate escape
+    and leading blanks read as before, extra data is refused as before. orjson reads an integer
+    past 64 bits as a float, so a record whose id is a float is read again by ``json.loads``
+    (ids stay exact); elsewhere such an integer reads as the nearest float."""
+    import orjson
+
+    fast = orjson.loads
+    fast_error = orjson.JSONDecodeError
     n = 0
-    with _open(path) as raw:
-        f = _text(raw, path)
-        try:
-            for n, line in enumerate(f, 1):
+    with _open(path) as f:
+        for n, line in enumerate(f, 1):
+            try:
+                obj = fast(line)
+            except fast_error:
                 try:
-                    obj, end = scan(line, 0)
-                except (StopIteration, ValueError):
-                    end = -1
-                if end < 0 or (end < len(line) - 2 and line[end:].strip()):
-                    # Leading blanks, a malformed line, extra data: json.loads judges.
-                    try:
-                        obj = json.loads(line)
-                    except ValueError as e:
-                        if not line.strip():
-                            continue
-                        if not line.endswith("\n"):
-                            return  # cut short by a kill: never a complete record
-                        raise ReportInputError(
-                            f"{path}:{n}: not a JSON record: {_reason(e)}"
-                        ) from None
-                yield n, obj
-        except UnicodeDecodeError:
-            raise ReportInputError(f"{path}:{n + 1}: not UTF-8 text") from None
+                    obj = json.loads(line.decode("utf-8"))
+                except UnicodeDecodeError:
+                    raise ReportInputError(f"{path}:{n}: not UTF-8 text") from None
+                except ValueError as e:
+                    if not line.strip():
+                        continue
+                    if not line.endswith(b"\n"):
+                        return  # cut short by a kill: never a complete record
+                    raise ReportInputError(f"{path}:{n}: not a JSON record: {_reason(e)}") from None
+            else:
+                # An id joins labels and the other run: it must be exact, never a float.
+                if type(obj) is dict and type(obj.get("id")) is float:
+                    obj = json.loads(line.decode("utf-8"))
+            yield n, obj
 
 
 def _reason(e: ValueError) -> str:
@@ -276,17 +276,34 @@ def _unflatten(plan: list[tuple[str, ...]], row: list[str], path: str, line: int
 
 @dataclass
 class Labels:
-    """Human labels: per question key, ``id -> raw label text`` (an empty or missing cell is
-    unlabelled and not stored), and the line each id was read from (for error messages)."""
+    """Human labels, one row per id: ``rows[id] = (line, label of keys[0], label of keys[1],
+    ...)``, an empty or missing cell being ``""`` (unlabelled). One lookup per record finds all
+    of its labels (a dict per question cost one cache-missing lookup per answer)."""
 
     path: str
-    by_key: dict[str, dict[str, str]] = field(default_factory=dict)
-    lines: dict[str, int] = field(default_factory=dict)
-    #: ids with at least one non-empty label
-    with_labels: set[str] = field(default_factory=set)
+    #: the label columns (question keys), in the file's order, the id column left out
+    keys: list[str] = field(default_factory=list)
+    rows: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def where(self, item_id: str) -> str:
-        return f"{self.path}:{self.lines.get(item_id, 0)}"
+        row = self.rows.get(item_id)
+        return f"{self.path}:{row[0] if row else 0}"
+
+    def column(self, key: str) -> int | None:
+        """Where ``key``'s label sits in a row (1 for the first key); None for no column."""
+        try:
+            return self.keys.index(key) + 1
+        except ValueError:
+            return None
+
+    def labelled_keys(self) -> list[str]:
+        """The keys with at least one label."""
+        rows = list(self.rows.values())
+        return [k for i, k in enumerate(self.keys, 1) if any(row[i] for row in rows)]
+
+    def labelled_ids(self) -> Iterator[str]:
+        """The ids with at least one label."""
+        return (i for i, row in self.rows.items() if any(row[1:]))
 
 
 def _label_text(value: Any) -> str | None:
@@ -308,12 +325,15 @@ def read_labels(path: str, id_field: str = "id") -> Labels:
     if fmt == "csv":
         _read_labels_csv(labels, id_field)
         return labels
-    rows = _iter_json(path) if fmt == "json" else _iter_jsonl(path)
-    for line, row in rows:
-        if not isinstance(row, dict):
+    found: dict[str, tuple[int, dict[str, str]]] = {}
+    keys: dict[str, None] = {}
+    records = _iter_json(path) if fmt == "json" else _iter_jsonl(path)
+    for line, record in records:
+        if not isinstance(record, dict):
             raise ReportInputError(f"{path}:{line}: a label row is an object with {id_field!r}")
-        item_id = _label_id(labels, row.get(id_field), id_field, line)
-        for key, value in row.items():
+        item_id = _label_id(labels, found, record.get(id_field), id_field, line)
+        cells: dict[str, str] = {}
+        for key, value in record.items():
             if key == id_field:
                 continue
             if isinstance(value, list | dict):
@@ -321,28 +341,34 @@ def read_labels(path: str, id_field: str = "id") -> Labels:
                     f"{path}:{line}: question {key!r}: a label is one value, got "
                     f"{'a list' if isinstance(value, list) else 'an object'}"
                 )
-            text = _label_text(value)
-            if text is not None:
-                labels.by_key.setdefault(key, {})[item_id] = text
-                labels.with_labels.add(item_id)
+            keys.setdefault(key)
+            cells[key] = _label_text(value) or ""
+        found[item_id] = (line, cells)
+    labels.keys = list(keys)
+    labels.rows = {
+        item_id: (line, *(cells.get(k, "") for k in labels.keys))
+        for item_id, (line, cells) in found.items()
+    }
     return labels
 
 
-def _label_id(labels: Labels, value: Any, id_field: str, line: int) -> str:
+def _label_id(
+    labels: Labels, seen: Mapping[str, tuple[Any, ...]], value: Any, id_field: str, line: int
+) -> str:
+    """The id of a label row, refused when missing or already labelled."""
     item_id = _label_text(value)
     if item_id is None:
         raise ReportInputError(f"{labels.path}:{line}: no {id_field!r} (use --id-field to name it)")
-    first = labels.lines.get(item_id)
+    first = seen.get(item_id)
     if first is not None:
         raise ReportInputError(
-            f"{labels.path}:{line}: id {item_id!r} is labelled twice (first at line {first})"
+            f"{labels.path}:{line}: id {item_id!r} is labelled twice (first at line {first[0]})"
         )
-    labels.lines[item_id] = line
     return item_id
 
 
 def _read_labels_csv(labels: Labels, id_field: str) -> None:
-    """The common case, kept tight: one dict write per non-empty cell."""
+    """The common case, kept tight: one tuple per row."""
     path = labels.path
     with _open(path) as raw:
         reader = csv.reader(_text(raw, path))
@@ -355,12 +381,10 @@ def _read_labels_csv(labels: Labels, id_field: str) -> None:
         if id_field not in header:
             raise ReportInputError(f"{path}:2: no {id_field!r} (use --id-field to name it)")
         id_at = header.index(id_field)
-        columns = [
-            (i, labels.by_key.setdefault(name, {})) for i, name in enumerate(header) if i != id_at
-        ]
+        labels.keys = header[:id_at] + header[id_at + 1 :]
         width = len(header)
-        with_labels = labels.with_labels
-        lines = labels.lines
+        rows = labels.rows
+        strip = str.strip
         try:
             for row in reader:
                 if not row:
@@ -368,18 +392,10 @@ def _read_labels_csv(labels: Labels, id_field: str) -> None:
                 line = reader.line_num
                 if len(row) != width:
                     raise ReportInputError(f"{path}:{line}: {len(row)} cells for {width} columns")
-                item_id = row[id_at].strip()
-                if not item_id or item_id in lines:  # _label_id says what is wrong
-                    _label_id(labels, item_id, id_field, line)
-                lines[item_id] = line
-                for i, column in columns:
-                    value = row[i]
-                    if value:
-                        value = value.strip()
-                        if value:
-                            column[item_id] = value
-                            with_labels.add(item_id)
+                item_id = strip(row[id_at])
+                if not item_id or item_id in rows:  # _label_id says what is wrong
+                    _label_id(labels, rows, item_id, id_field, line)
+                del row[id_at]
+                rows[item_id] = (line, *map(strip, row))
         except (csv.Error, UnicodeDecodeError) as e:
             raise ReportInputError(f"{path}:{reader.line_num + 1}: not a CSV row: {e}") from None
-    for name in [k for k, v in labels.by_key.items() if not v]:
-        del labels.by_key[name]
