@@ -17,7 +17,16 @@ if TYPE_CHECKING:  # `typing` itself costs --version a few ms
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
-    """Console entry point."""
+    """Console entry point. A Ctrl-C before the app's error boundary is up (while typer and
+    the library are imported) still ends in the boundary's one line and exit 130."""
+    try:
+        _main(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write("toolnexus: interrupted\n")
+        raise SystemExit(130) from None  # cli.errors.EXIT_INTERRUPTED, not imported this early
+
+
+def _main(argv: list[str] | None) -> NoReturn:
     args = sys.argv[1:] if argv is None else argv
     if args == ["--version"]:
         from .. import __version__

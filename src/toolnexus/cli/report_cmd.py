@@ -18,6 +18,9 @@ import typer
 from .errors import EXIT_CONDITION, CliError
 from .render.formats import ReportFormat
 
+#: ``--jobs`` at most: more processes than this only add start-up and memory.
+MAX_JOBS = 64
+
 
 def _format_for(output: str | None) -> str | None:
     """``-o report.html`` means html and ``-o report.json`` json; other names get a table."""
@@ -75,6 +78,17 @@ def report_command(
         str | None,
         typer.Option("--output", "-o", help="Write to FILE instead of stdout.", metavar="FILE"),
     ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            help="Processes that count a long JSONL run's chunks (default: one per CPU). "
+            "The numbers do not depend on it.",
+            metavar="N",
+            show_default=False,
+        ),
+    ] = None,
     fail_on: Annotated[
         str | None,
         typer.Option(
@@ -102,6 +116,8 @@ def report_command(
         raise CliError(f"report takes one run, or two to compare (before, after); got {len(runs)}")
     if target_precision is not None and not 0.0 < target_precision <= 1.0:
         raise CliError(f"--target-precision takes a precision in (0, 1], got {target_precision}")
+    if jobs is not None and not 1 <= jobs <= MAX_JOBS:
+        raise CliError(f"--jobs takes 1..{MAX_JOBS} processes, got {jobs}")
     if target_precision is not None and labels is None:
         raise CliError("--target-precision needs --labels: precision is measured on labels")
     try:
@@ -111,6 +127,7 @@ def report_command(
             labels_path=labels,
             id_field=id_field,
             target_precision=target_precision,
+            jobs=jobs,
         )
         met = evaluate(conditions, report.data)
     except ReportInputError as e:

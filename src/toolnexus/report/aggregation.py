@@ -7,9 +7,9 @@ each answer to its label by id, and, when a second run follows, keeps per id the
 needs to say what changed (:mod:`.compare`).
 
 Records come from ``toolnexus batch``: ``{"id", "model", "calibrated", "usage", "answers",
-"flags", ...}`` or an error record ``{"id", "error": {"code", "message"}}``. If an id appears
-more than once (a ``--retry-errors`` run stopped before compacting), the LAST record counts, as
-for ``batch --resume``: the run is read a second time, skipping superseded records.
+"flags", ...}`` or an error record ``{"id", "error": {"code", "message"}}``. Every accumulator
+can ``merge`` the same accumulator of a later chunk of the run (:mod:`.reader` counts chunks
+side by side); which records count (the last of a repeated id) is the reader's business.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from .metrics import (
     f1_from_confusion,
     threshold_for_precision,
 )
-from .runs import Labels, ReportInputError, iter_records
+from .runs import Labels, ReportInputError
 
 __all__ = [
     "BANDS",
@@ -41,7 +41,7 @@ __all__ = [
     "RecordError",
     "RunStats",
     "ScoreStats",
-    "read_run",
+    "record_id",
 ]
 
 BANDS = ("yes", "no", "uncertain")
@@ -127,6 +127,17 @@ class QuestionStats:
 
     def add(self, answer: Mapping[str, Any], label: str | None) -> None:
         raise NotImplementedError
+
+    def merge(self, other: Any) -> None:
+        """Add the counts of ``other`` (the same question, counted over a later chunk of the
+        run). Sums are added chunk by chunk in file order, so the result does not depend on
+        how many processes counted the chunks."""
+        self.n += other.n
+        self.invalid += other.invalid
+        self.flags.update(other.flags)
+        self.conf_sum += other.conf_sum
+        self.conf_n += other.conf_n
+        self.labelled += other.labelled
 
     def _count_common(self, answer: Mapping[str, Any]) -> None:
         self.n += 1
@@ -250,6 +261,21 @@ class NoulStats(QuestionStats):
         rel.sum_y[b] += y
         self.band_truth[band * 2 + y] += 1
 
+    def merge(self, other: Any) -> None:
+        super().merge(other)
+        for i, n in enumerate(other.hist):
+            self.hist[i] += n
+        for i, n in enumerate(other.band_n):
+            self.band_n[i] += n
+        for i, n in enumerate(other.band_truth):
+            self.band_truth[i] += n
+        self.ps.extend(other.ps)
+        self.ys.extend(other.ys)
+        self.rel.merge(other.rel)
+        self.hits += other.hits
+        self.brier_sum += other.brier_sum
+        self.loss_sum += other.loss_sum
+
     def category(self, answer: Mapping[str, Any]) -> Any:
         return answer.get("band")
 
@@ -331,6 +357,18 @@ class _Ranked(QuestionStats):
             if k not in self.options:
                 self.options[k] = None
         self._scanned = len(probs)
+
+    def merge(self, other: Any) -> None:
+        super().merge(other)
+        for k in other.options:
+            self.options.setdefault(k)
+        self._scanned = -1
+        self.counts.update(other.counts)
+        self.rel.merge(other.rel)
+        self.hits += other.hits
+        self.brier_sum += other.brier_sum
+        self.loss_sum += other.loss_sum
+        self.confusion.update(other.confusion)
 
     def _score(self, probs: Mapping[str, float], picked: str, truth: str) -> bool:
         """Count one labelled answer; True when the pick is right."""
@@ -417,6 +455,11 @@ class ChoiceStats(_Ranked):
                 )
         correct = self._score(probs, choice, label)
         self.by_uniform[2 * bool(answer.get("near_uniform")) + correct] += 1
+
+    def merge(self, other: Any) -> None:
+        super().merge(other)
+        for i, n in enumerate(other.by_uniform):
+            self.by_uniform[i] += n
 
     def category(self, answer: Mapping[str, Any]) -> Any:
         return answer["choice"]
@@ -515,6 +558,14 @@ class ScoreStats(_Ranked):
         if -1 <= level - y <= 1:
             self.within += 1
         self.abs_err += abs(score - y)
+
+    def merge(self, other: Any) -> None:
+        super().merge(other)
+        for k, v in other.legend.items():
+            self.legend.setdefault(k, v)
+        self.score_sum += other.score_sum
+        self.within += other.within
+        self.abs_err += other.abs_err
 
     def category(self, answer: Mapping[str, Any]) -> Any:
         return answer["level"]
@@ -702,6 +753,41 @@ class RunStats:
             self.cost += cost
             self.cost_reported += 1
 
+    def detach(self) -> None:
+        """Drop what only counting needs (the labels, the per-key plan) before this is sent to
+        another process: a counted chunk travels without the labels file."""
+        self.labels = None
+        self._rows = {}
+        self._plan = {}
+
+    def merge(self, other: RunStats) -> None:
+        """Add the counts of ``other``, the next chunk of the same run. Raises
+        :class:`RecordError` when a question's type differs between the two (the caller reads
+        the run in one piece to name the line)."""
+        self.records += other.records
+        self.answered += other.answered
+        self.labelled += other.labelled
+        self.errors.update(other.errors)
+        self.models.update(other.models)
+        self.uncalibrated += other.uncalibrated
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cost += other.cost
+        self.cost_reported += other.cost_reported
+        self._plan = {}
+        for key, st in other.questions.items():
+            mine = self.questions.get(key)
+            if mine is None:
+                self.questions[key] = st
+            elif mine.type != st.type:
+                raise RecordError(f"answer {key!r} is {st.type} in one chunk, {mine.type} before")
+            else:
+                mine.merge(st)
+        if self.kept is not None and other.kept is not None:
+            for key, by_id in other.kept.items():
+                self.kept.setdefault(key, {}).update(by_id)
+        self.label_ids_seen |= other.label_ids_seen
+
     def summary(self) -> dict[str, Any]:
         """The run's line in the report's ``runs`` list."""
         return {
@@ -730,7 +816,7 @@ class RunStats:
         return out
 
 
-def _record_id(record: Any) -> str:
+def record_id(record: Any) -> str:
     """A record's id as text (batch counts ``7`` and ``"7"`` as one id)."""
     if type(record) is not dict:
         raise RecordError(f"a record is a JSON object, not {_shown(record)}")
@@ -740,53 +826,3 @@ def _record_id(record: Any) -> str:
     if type(rid) is int:
         return str(rid)
     raise RecordError(f"id is {_shown(rid)}, not a string or an integer")
-
-
-def _records_of(path: str, fmt: str | None) -> Iterable[tuple[int, Any]]:
-    return iter_records(path, fmt)
-
-
-def read_run(
-    path: str,
-    labels: Labels | None = None,
-    *,
-    fmt: str | None = None,
-    keep: bool = False,
-) -> RunStats:
-    """Stream ``path`` into a :class:`RunStats`. A run with repeated ids is read twice so the
-    last record of each id is the one counted."""
-    seen: set[str] = set()
-    repeated: Counter[str] = Counter()
-
-    def fresh() -> RunStats:
-        return RunStats(path, labels, keep=keep)
-
-    stats = fresh()
-    add = stats.add
-    line = 0
-    # `line` is read by the except clause below, to name where a malformed record is.
-    try:
-        for line, record in _records_of(path, fmt):  # noqa: B007
-            sid = _record_id(record)
-            if sid in seen:
-                repeated[sid] += 1
-                continue
-            seen.add(sid)
-            add(record, sid)
-        if not repeated:
-            return stats
-        # Second pass: count only the last record of each repeated id.
-        stats = fresh()
-        add = stats.add
-        remaining = {sid: n + 1 for sid, n in repeated.items()}
-        for line, record in _records_of(path, fmt):  # noqa: B007
-            sid = _record_id(record)
-            if sid in remaining:
-                remaining[sid] -= 1
-                if remaining[sid]:
-                    continue
-            add(record, sid)
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
-        what = f"missing {e}" if isinstance(e, KeyError) else str(e)
-        raise ReportInputError(f"{path}:{line}: not a batch record: {what}") from None
-    return stats

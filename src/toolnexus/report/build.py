@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .aggregation import read_run
 from .compare import compare_runs
+from .reader import read_run
 from .runs import read_labels
 
 __all__ = ["Report", "build_report"]
@@ -27,11 +27,13 @@ def build_report(
     labels_path: str | None = None,
     id_field: str = "id",
     target_precision: float | None = None,
+    jobs: int | None = None,
 ) -> Report:
-    """Read ``runs`` (one or two files) and, with ``labels_path``, join labels by id."""
+    """Read ``runs`` (one or two files) and, with ``labels_path``, join labels by id; ``jobs``
+    processes count a long run's chunks (default: one per CPU)."""
     labels = read_labels(labels_path, id_field) if labels_path else None
     two = len(runs) == 2
-    first = read_run(runs[0], labels, keep=two)
+    first = read_run(runs[0], labels, keep=two, jobs=jobs)
     questions = first.questions_json(target_precision)
     data: dict[str, Any] = {
         "records": first.records,
@@ -42,7 +44,7 @@ def build_report(
     }
     stats = [first]
     if two:
-        second = read_run(runs[1], labels, keep=True)
+        second = read_run(runs[1], labels, keep=True, jobs=jobs)
         stats.append(second)
         data["runs"].append(second.summary())
         data["comparison"] = compare_runs(

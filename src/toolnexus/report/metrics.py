@@ -130,6 +130,13 @@ class Reliability:
         self.sum_p[b] += p
         self.sum_y[b] += y
 
+    def merge(self, other: Reliability) -> None:
+        """Add ``other``'s bins to these (a chunk counted on its own)."""
+        for b in range(N_BINS):
+            self.n[b] += other.n[b]
+            self.sum_p[b] += other.sum_p[b]
+            self.sum_y[b] += other.sum_y[b]
+
     @property
     def total(self) -> int:
         return sum(self.n)

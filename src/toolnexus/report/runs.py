@@ -11,14 +11,16 @@ Every problem is a :class:`ReportInputError` whose message starts ``path:line:``
 from __future__ import annotations
 
 import csv
+import io
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 __all__ = [
     "Labels",
+    "LocatedError",
     "ReportInputError",
     "detect_format",
     "iter_records",
@@ -30,6 +32,21 @@ _CHUNK = 1 << 20
 
 class ReportInputError(Exception):
     """A run or labels file that cannot be read as such; the message is one located line."""
+
+
+class LocatedError(ReportInputError):
+    """A problem at ``path:line``: kept apart so a chunk counted on its own (lines numbered
+    from its start) can be moved to the file's line numbers (:meth:`rebased`)."""
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        super().__init__(f"{path}:{line}: {reason}")
+        self.path, self.line, self.reason = path, line, reason
+
+    def __reduce__(self) -> tuple[Any, ...]:  # raised in a worker process, re-raised here
+        return (LocatedError, (self.path, self.line, self.reason))
+
+    def rebased(self, lines_before: int) -> LocatedError:
+        return LocatedError(self.path, self.line + lines_before, self.reason)
 
 
 def _open(path: str) -> IO[bytes]:
@@ -57,47 +74,59 @@ def detect_format(path: str) -> str:
     return "csv"
 
 
-def iter_records(path: str, fmt: str | None = None) -> Iterator[tuple[int, Any]]:
+def iter_records(
+    path: str, fmt: str | None = None, span: tuple[int, int] | None = None
+) -> Iterator[tuple[int, Any]]:
     """``(line, record)`` for every record of a run, in file order.
 
     A last line without its newline that does not parse (a batch killed mid-write) is skipped,
-    as ``batch --resume`` would cut it; any other unreadable line is an error.
+    as ``batch --resume`` would cut it; any other unreadable line is an error. ``span`` reads
+    only those bytes of a JSONL run (see :func:`_iter_jsonl`).
     """
     fmt = fmt or detect_format(path)
     if fmt == "jsonl":
-        return _iter_jsonl(path)
+        return _iter_jsonl(path, span)
+    if span is not None:
+        raise ValueError("only a JSONL run is read in spans")
     if fmt == "json":
         return _iter_json(path)
     return _iter_csv(path)
 
 
-def _iter_jsonl(path: str) -> Iterator[tuple[int, Any]]:
+def _iter_jsonl(path: str, span: tuple[int, int] | None = None) -> Iterator[tuple[int, Any]]:
     """Each line parsed by orjson (a third of ``json.loads``' time over batch records, measured
     in bench/report.py). A line orjson refuses goes to ``json.loads`` over its UTF-8 text, so
     ``json.loads`` decides what is accepted and words every error: NaN, a lone surrogate escape
     and leading blanks read as before, extra data is refused as before. orjson reads an integer
     past 64 bits as a float, so a record whose id is a float is read again by ``json.loads``
-    (ids stay exact); elsewhere such an integer reads as the nearest float."""
+    (ids stay exact); elsewhere such an integer reads as the nearest float.
+
+    With ``span`` (``start, end`` byte offsets, ``start`` at the beginning of a line), only those
+    bytes are read, and lines are numbered from the span's first line."""
     import orjson
 
     fast = orjson.loads
     fast_error = orjson.JSONDecodeError
     n = 0
     with _open(path) as f:
-        for n, line in enumerate(f, 1):
+        lines: Iterable[bytes] = f
+        if span is not None:
+            f.seek(span[0])
+            lines = io.BytesIO(f.read(span[1] - span[0]))
+        for n, line in enumerate(lines, 1):
             try:
                 obj = fast(line)
             except fast_error:
                 try:
                     obj = json.loads(line.decode("utf-8"))
                 except UnicodeDecodeError:
-                    raise ReportInputError(f"{path}:{n}: not UTF-8 text") from None
+                    raise LocatedError(path, n, "not UTF-8 text") from None
                 except ValueError as e:
                     if not line.strip():
                         continue
                     if not line.endswith(b"\n"):
                         return  # cut short by a kill: never a complete record
-                    raise ReportInputError(f"{path}:{n}: not a JSON record: {_reason(e)}") from None
+                    raise LocatedError(path, n, f"not a JSON record: {_reason(e)}") from None
             else:
                 # An id joins labels and the other run: it must be exact, never a float.
                 if type(obj) is dict and type(obj.get("id")) is float:
@@ -177,8 +206,6 @@ def _iter_json(path: str) -> Iterator[tuple[int, Any]]:
 
 
 def _text(raw: IO[bytes], path: str) -> IO[str]:
-    import io
-
     return io.TextIOWrapper(raw, encoding="utf-8", errors="strict", newline="")
 
 

@@ -1,0 +1,244 @@
+"""A run read into a :class:`RunStats`: in one piece, or in chunks counted side by side.
+
+A JSONL run longer than one chunk (:data:`CHUNK_BYTES`, each chunk cut at a line end) is
+counted chunk by chunk, in up to ``jobs`` processes, and the chunks are merged in file order.
+Where the cuts fall depends on the file alone, never on ``jobs``: every number of a report is
+the same on one CPU or many (float sums are added within a chunk, then chunk by chunk, in the
+same order). A run shorter than a chunk, and a JSON or CSV run, is read in one piece.
+
+Two things need the whole run at once, and send it to the one-piece reader:
+
+- an id seen twice: the LAST record of an id counts (a ``--retry-errors`` run stopped before
+  compacting), as for ``batch --resume``; the run is read a second time, skipping superseded
+  records;
+- a question whose type differs between chunks: the one-piece read names the line.
+
+A problem in a chunk is named at its line in the file; of several, the first in file order.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from .aggregation import RecordError, RunStats, record_id
+from .runs import Labels, LocatedError, detect_format, iter_records
+
+__all__ = ["CHUNK_BYTES", "read_run"]
+
+#: Small enough that two processes share a 67 MiB run evenly (17 chunks), large enough that
+#: sending a counted chunk back costs little beside counting it (bench/report.py).
+CHUNK_BYTES = 4 << 20
+
+
+def read_run(
+    path: str,
+    labels: Labels | None = None,
+    *,
+    fmt: str | None = None,
+    keep: bool = False,
+    jobs: int | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> RunStats:
+    """Stream ``path`` into a :class:`RunStats`; ``jobs`` processes count its chunks (default:
+    one per CPU this process may use)."""
+    fmt = fmt or detect_format(path)
+    spans = _spans(path, chunk_bytes) if fmt == "jsonl" else []
+    if len(spans) < 2:
+        return read_whole(path, labels, fmt=fmt, keep=keep)
+    total = RunStats(path, labels, keep=keep)
+    ids: set[str] = set()
+    for part in _parts(path, spans, labels, keep, jobs):
+        if part.repeated or not ids.isdisjoint(part.ids):
+            return read_whole(path, labels, fmt=fmt, keep=keep)
+        ids |= part.ids
+        try:
+            total.merge(part.stats)
+        except RecordError:
+            return read_whole(path, labels, fmt=fmt, keep=keep)
+    return total
+
+
+def read_whole(
+    path: str, labels: Labels | None = None, *, fmt: str | None = None, keep: bool = False
+) -> RunStats:
+    """Read ``path`` in one piece. A run with repeated ids is read twice so the last record of
+    each id is the one counted."""
+    seen: set[str] = set()
+    repeated: Counter[str] = Counter()
+    stats = RunStats(path, labels, keep=keep)
+    with _located(path, 0) as where:
+        for where.line, record in iter_records(path, fmt):
+            sid = record_id(record)
+            if sid in seen:
+                repeated[sid] += 1
+                continue
+            seen.add(sid)
+            stats.add(record, sid)
+        if not repeated:
+            return stats
+        # Second pass: count only the last record of each repeated id.
+        stats = RunStats(path, labels, keep=keep)
+        remaining = {sid: n + 1 for sid, n in repeated.items()}
+        for where.line, record in iter_records(path, fmt):
+            sid = record_id(record)
+            if sid in remaining:
+                remaining[sid] -= 1
+                if remaining[sid]:
+                    continue
+            stats.add(record, sid)
+    return stats
+
+
+class _located:
+    """``with _located(path, start) as where:`` turns a malformed record at ``where.line``
+    into a :class:`LocatedError`, and moves the line numbers of a chunk that starts at byte
+    ``start`` to the file's (counted only when something is wrong)."""
+
+    def __init__(self, path: str, start: int) -> None:
+        self.path, self.start, self.line = path, start, 0
+
+    def __enter__(self) -> _located:
+        return self
+
+    def __exit__(self, kind: Any, e: BaseException | None, tb: Any) -> None:
+        if e is None:
+            return
+        base = _lines_before(self.path, self.start) if self.start else 0
+        if isinstance(e, LocatedError):
+            if base:
+                raise e.rebased(base) from None
+            return
+        if isinstance(e, KeyError | TypeError | ValueError | AttributeError | IndexError):
+            what = f"missing {e}" if isinstance(e, KeyError) else str(e)
+            raise LocatedError(self.path, base + self.line, f"not a batch record: {what}") from None
+
+
+def _lines_before(path: str, offset: int) -> int:
+    n = 0
+    with open(path, "rb") as f:
+        while offset > 0:
+            block = f.read(min(offset, 1 << 20))
+            if not block:
+                break
+            n += block.count(b"\n")
+            offset -= len(block)
+    return n
+
+
+def _spans(path: str, chunk_bytes: int) -> list[tuple[int, int]]:
+    """``(start, end)`` byte spans of about ``chunk_bytes``, each ending at a line end (or at
+    the end of the file), from the file's content and ``chunk_bytes`` alone."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return []  # the one-piece reader says what is wrong
+    cuts = [0]
+    with open(path, "rb") as f:
+        for pos in range(chunk_bytes, size, chunk_bytes):
+            if pos <= cuts[-1]:
+                continue  # inside a line longer than a chunk
+            f.seek(pos - 1)
+            f.readline()  # to the end of the line holding byte pos - 1
+            cut = f.tell()
+            if cut >= size:
+                break
+            cuts.append(cut)
+    return list(zip(cuts, [*cuts[1:], size], strict=True))
+
+
+@dataclass
+class _Part:
+    """One chunk counted: its stats, its ids, and whether an id repeated inside it."""
+
+    stats: RunStats
+    ids: set[str]
+    repeated: bool = False
+
+
+def _count_span(path: str, span: tuple[int, int], labels: Labels | None, keep: bool) -> _Part:
+    stats = RunStats(path, labels, keep=keep)
+    seen: set[str] = set()
+    with _located(path, span[0]) as where:
+        for where.line, record in iter_records(path, "jsonl", span):
+            sid = record_id(record)
+            if sid in seen:  # the whole run is read again
+                return _Part(RunStats(path), set(), repeated=True)
+            seen.add(sid)
+            stats.add(record, sid)
+    stats.detach()
+    return _Part(stats, seen)
+
+
+def _cpus() -> int:
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity else os.cpu_count() or 1
+
+
+def _parts(
+    path: str,
+    spans: list[tuple[int, int]],
+    labels: Labels | None,
+    keep: bool,
+    jobs: int | None,
+) -> Iterator[_Part]:
+    """The counted chunks, in file order."""
+    jobs = min(jobs or _cpus(), len(spans))
+    if jobs <= 1:
+        for span in spans:
+            yield _count_span(path, span, labels, keep)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # fork: a worker starts in milliseconds and finds the labels already in its memory. Where
+    # fork is unsafe (macOS frameworks) or missing, spawn sends the labels once per worker.
+    context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+    pool = ProcessPoolExecutor(
+        jobs, mp_context=context, initializer=_start_worker, initargs=(labels,)
+    )
+    try:
+        # The workers start at the first submit. A Ctrl-C that lands while they are forked
+        # would be raised in an at-fork hook, where CPython prints and drops it, and the report
+        # would run on: SIGINT waits until they are started (they inherit it blocked, and
+        # ignore it), then the parent raises it here.
+        with _sigint_held():
+            futures = [pool.submit(_count_in_worker, path, span, keep) for span in spans]
+        for future in futures:
+            yield future.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+@contextmanager
+def _sigint_held() -> Iterator[None]:
+    block = getattr(signal, "pthread_sigmask", None)
+    if block is None:  # Windows: no signal masks, and spawn runs no at-fork hooks
+        yield
+        return
+    previous = block(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        block(signal.SIG_SETMASK, previous)
+
+
+_worker_labels: Labels | None = None
+
+
+def _start_worker(labels: Labels | None) -> None:
+    global _worker_labels
+    _worker_labels = labels
+    # Ctrl-C reaches the whole process group: the parent answers it (exit 130) and closes the
+    # pool; a worker finishes its chunk quietly instead of printing a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _count_in_worker(path: str, span: tuple[int, int], keep: bool) -> _Part:
+    return _count_span(path, span, _worker_labels, keep)
