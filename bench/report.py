@@ -10,8 +10,9 @@ labels file labels every question of every record. The report runs as ``python -
 in a subprocess, as a user runs it (its start-up included, and its default ``--jobs``: one
 process per CPU counts the run's chunks); its peak RSS and CPU time are ``os.wait4``'s rusage
 of that child (with the workers it reaped). The target is wall time; the CPU ratio is printed
-beside it, so what the parallel count costs is in plain view. The baseline reads the same file and ``json.loads`` every line, in
-this process. The two alternate, four rounds, and the best of each is compared.
+beside it, so what the parallel count costs is in plain view. The baseline reads the same
+file and ``json.loads`` every line, in this process. The two alternate, four rounds, and the
+best of each is compared.
 """
 
 from __future__ import annotations
