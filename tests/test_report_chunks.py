@@ -25,8 +25,9 @@ import pytest
 
 from clirun import error_line, run_cli
 from toolnexus.report.compare import compare_runs
+from toolnexus.report.labels import read_labels
 from toolnexus.report.reader import CHUNK_BYTES, _spans, read_run, read_whole
-from toolnexus.report.runs import ReportInputError, read_labels
+from toolnexus.report.runs import ReportInputError
 
 INPUTS = Path(__file__).parent / "golden" / "report-inputs"
 RUN = str(INPUTS / "run.jsonl")

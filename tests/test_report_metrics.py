@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as sk
 
-from toolnexus.report.aggregation import ChoiceStats, NoulStats, ScoreStats
+from toolnexus.report.accumulators import NoulStats
 from toolnexus.report.metrics import (
     EPS,
     Reliability,
@@ -31,6 +31,7 @@ from toolnexus.report.metrics import (
     threshold_for_precision,
     within_one,
 )
+from toolnexus.report.ranked import ChoiceStats, ScoreStats
 
 probability = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 # Two decimals, as System One answers: plenty of ties for AUROC and the threshold search.

@@ -1,8 +1,10 @@
 """Run statistics, calibration metrics and the HTML report behind ``toolnexus report``.
 
 - ``metrics``: the metric definitions (pure functions over sequences).
-- ``runs``: streaming readers for batch output (JSONL, JSON, CSV) and labels files.
-- ``aggregation``: per-question accumulators over one run; a record is counted and dropped.
+- ``runs``: streaming readers for batch output (JSONL, JSON, CSV); ``labels``: labels files.
+- ``reader``: a run into ``RunStats``, long JSONL runs in chunks counted side by side.
+- ``accumulators``, ``ranked``: per-question accumulators; a record is counted and dropped.
+- ``aggregation``: ``RunStats``, everything counted over one run.
 - ``compare``: two runs side by side.
 - ``conditions``: ``--fail-on`` over a report.
 - ``build``: the report object every format renders.

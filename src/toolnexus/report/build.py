@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .compare import compare_runs
+from .labels import read_labels
 from .reader import read_run
-from .runs import read_labels
 
 __all__ = ["Report", "build_report"]
 

@@ -27,8 +27,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .aggregation import RecordError, RunStats, record_id
-from .runs import Labels, LocatedError, detect_format, iter_records
+from .accumulators import RecordError
+from .aggregation import RunStats, record_id
+from .labels import Labels
+from .runs import LocatedError, detect_format, iter_records
 
 __all__ = ["CHUNK_BYTES", "read_run"]
 

@@ -1,0 +1,140 @@
+"""Human labels for a report: a JSONL or CSV file with an id column and one column per
+question key (``--labels``, ``--id-field``). Every problem is a located ``ReportInputError``."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .runs import ReportInputError, _iter_json, _iter_jsonl, _open, _text, detect_format
+
+__all__ = ["Labels", "read_labels"]
+
+
+@dataclass
+class Labels:
+    """Human labels, one row per id: ``rows[id] = (line, label of keys[0], label of keys[1],
+    ...)``, an empty or missing cell being ``""`` (unlabelled). One lookup per record finds all
+    of its labels (a dict per question cost one cache-missing lookup per answer)."""
+
+    path: str
+    #: the label columns (question keys), in the file's order, the id column left out
+    keys: list[str] = field(default_factory=list)
+    rows: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+    def where(self, item_id: str) -> str:
+        row = self.rows.get(item_id)
+        return f"{self.path}:{row[0] if row else 0}"
+
+    def column(self, key: str) -> int | None:
+        """Where ``key``'s label sits in a row (1 for the first key); None for no column."""
+        try:
+            return self.keys.index(key) + 1
+        except ValueError:
+            return None
+
+    def labelled_keys(self) -> list[str]:
+        """The keys with at least one label."""
+        rows = list(self.rows.values())
+        return [k for i, k in enumerate(self.keys, 1) if any(row[i] for row in rows)]
+
+    def labelled_ids(self) -> Iterator[str]:
+        """The ids with at least one label."""
+        return (i for i, row in self.rows.items() if any(row[1:]))
+
+
+def _label_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        text = str(value).strip()
+        return text or None
+    return None
+
+
+def read_labels(path: str, id_field: str = "id") -> Labels:
+    """A labels file: JSONL objects or a CSV with a header; ``id_field`` names the id column,
+    every other column is a question key."""
+    labels = Labels(path)
+    fmt = detect_format(path)
+    if fmt == "csv":
+        _read_labels_csv(labels, id_field)
+        return labels
+    found: dict[str, tuple[int, dict[str, str]]] = {}
+    keys: dict[str, None] = {}
+    records = _iter_json(path) if fmt == "json" else _iter_jsonl(path)
+    for line, record in records:
+        if not isinstance(record, dict):
+            raise ReportInputError(f"{path}:{line}: a label row is an object with {id_field!r}")
+        item_id = _label_id(labels, found, record.get(id_field), id_field, line)
+        cells: dict[str, str] = {}
+        for key, value in record.items():
+            if key == id_field:
+                continue
+            if isinstance(value, list | dict):
+                raise ReportInputError(
+                    f"{path}:{line}: question {key!r}: a label is one value, got "
+                    f"{'a list' if isinstance(value, list) else 'an object'}"
+                )
+            keys.setdefault(key)
+            cells[key] = _label_text(value) or ""
+        found[item_id] = (line, cells)
+    labels.keys = list(keys)
+    labels.rows = {
+        item_id: (line, *(cells.get(k, "") for k in labels.keys))
+        for item_id, (line, cells) in found.items()
+    }
+    return labels
+
+
+def _label_id(
+    labels: Labels, seen: Mapping[str, tuple[Any, ...]], value: Any, id_field: str, line: int
+) -> str:
+    """The id of a label row, refused when missing or already labelled."""
+    item_id = _label_text(value)
+    if item_id is None:
+        raise ReportInputError(f"{labels.path}:{line}: no {id_field!r} (use --id-field to name it)")
+    first = seen.get(item_id)
+    if first is not None:
+        raise ReportInputError(
+            f"{labels.path}:{line}: id {item_id!r} is labelled twice (first at line {first[0]})"
+        )
+    return item_id
+
+
+def _read_labels_csv(labels: Labels, id_field: str) -> None:
+    """The common case, kept tight: one tuple per row."""
+    path = labels.path
+    with _open(path) as raw:
+        reader = csv.reader(_text(raw, path))
+        try:
+            header = next(reader)
+        except StopIteration:
+            return
+        except (csv.Error, UnicodeDecodeError) as e:
+            raise ReportInputError(f"{path}:1: not a CSV labels file: {e}") from None
+        if id_field not in header:
+            raise ReportInputError(f"{path}:2: no {id_field!r} (use --id-field to name it)")
+        id_at = header.index(id_field)
+        labels.keys = header[:id_at] + header[id_at + 1 :]
+        width = len(header)
+        rows = labels.rows
+        strip = str.strip
+        try:
+            for row in reader:
+                if not row:
+                    continue
+                line = reader.line_num
+                if len(row) != width:
+                    raise ReportInputError(f"{path}:{line}: {len(row)} cells for {width} columns")
+                item_id = strip(row[id_at])
+                if not item_id or item_id in rows:  # _label_id says what is wrong
+                    _label_id(labels, rows, item_id, id_field, line)
+                del row[id_at]
+                rows[item_id] = (line, *map(strip, row))
+        except (csv.Error, UnicodeDecodeError) as e:
+            raise ReportInputError(f"{path}:{reader.line_num + 1}: not a CSV row: {e}") from None
