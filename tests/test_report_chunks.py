@@ -88,9 +88,12 @@ def test_two_runs_compare_alike_in_chunks() -> None:
     labels = read_labels(str(INPUTS / "labels.csv"))
 
     def comparison(**kw: Any) -> Any:
-        a = read_run(RUN, labels, keep=True, **kw)
-        b = read_run(AFTER, labels, keep=True, **kw)
-        return compare_runs(a, b, a.questions_json(), b.questions_json())
+        a = read_run(RUN, labels, snapshot=True, **kw)
+        assert a.snapshots is not None
+        b = read_run(AFTER, labels, against=a.snapshots, **kw)
+        assert b.deltas is not None
+        qa, qb = a.questions_json(), b.questions_json()
+        return compare_runs(a.snapshots, b.deltas, qa, qb, (RUN, AFTER))
 
     chunked = comparison(jobs=2, chunk_bytes=SMALL)
     assert chunked == comparison(jobs=1, chunk_bytes=SMALL)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .accumulators import LabelError, NoulStats, OtherStats, QuestionStats, RecordError, _shown
+from .compare import Delta, Snapshot
 from .labels import Labels
 from .ranked import ChoiceStats, ScoreStats
 from .runs import ReportInputError
@@ -38,8 +39,12 @@ class RunStats:
         path: str,
         labels: Labels | None = None,
         *,
-        keep: bool = False,
+        snapshot: bool = False,
+        against: Mapping[str, Snapshot] | None = None,
     ) -> None:
+        """``snapshot``: keep per id what a comparison with a later run needs (the first of two
+        runs); ``against``: compare each answer, as it is counted, with the first run's
+        snapshots (the second run)."""
         self.path = path
         self.labels = labels
         self.records = 0
@@ -53,16 +58,24 @@ class RunStats:
         self.cost = 0.0
         self.cost_reported = 0
         self.questions: dict[str, QuestionStats] = {}
-        #: with ``keep``: per question, id -> (category, probabilities) for a later comparison
-        self.kept: dict[str, dict[str, tuple[Any, Mapping[str, float]]]] | None = (
-            {} if keep else None
-        )
-        self.label_ids_seen: set[str] = set()
+        #: the first of two runs: per question, what a comparison needs of each id
+        self.snapshots: dict[str, Snapshot] | None = {} if snapshot else None
+        #: the second of two runs: per question, what changed since the first
+        self.against = against
+        self.deltas: dict[str, Delta] | None = {} if against is not None else None
+        #: of two runs: the labelled ids (which labels no run used is said once for both)
+        self.label_ids_seen: set[str] | None = set() if snapshot or against is not None else None
         #: per question key, resolved once: (stats, its bound add, its type, its label column
-        #: in a labels row, 0 for none)
+        #: in a labels row (0 for none), its snapshot or delta (or None))
         self._plan: dict[
             str,
-            tuple[QuestionStats, Callable[[Mapping[str, Any], str | None], None], str, int],
+            tuple[
+                QuestionStats,
+                Callable[[Mapping[str, Any], str | None], None],
+                str,
+                int,
+                Snapshot | Delta | None,
+            ],
         ] = {}
         self._rows = labels.rows if labels is not None else {}
 
@@ -113,17 +126,14 @@ class RunStats:
                 self._add_usage(usage)
         labelled = False
         plan = self._plan
-        kept = self.kept
         row = self._rows.get(sid)
         for key, answer in answers.items():
             if type(answer) is not dict:
                 raise RecordError(f"answer {key!r} is {_shown(answer)}, not an object")
             step = plan.get(key)
             if step is None:
-                st = self._question(key, answer)
-                column = self.labels.column(key) if self.labels is not None else None
-                step = plan[key] = (st, st.add, st.type, column or 0)
-            st, st_add, qtype, column = step
+                step = plan[key] = self._step(key, answer)
+            st, st_add, qtype, column, track = step
             if answer["type"] != qtype:
                 raise RecordError(
                     f"answer {key!r} is {_shown(answer['type'])} here but {qtype} in earlier "
@@ -143,12 +153,32 @@ class RunStats:
                 raise RecordError(f"answer {key!r} has no {e}") from None
             except (RecordError, TypeError, ValueError) as e:
                 raise RecordError(f"answer {key!r}: {e}") from None
-            if kept is not None:
-                kept.setdefault(key, {})[sid] = (st.category(answer), st.probabilities(answer))
+            if track is not None:
+                track.add(sid, st.category(answer), st.probabilities(answer))
         if labelled:
             self.labelled += 1
-            if kept is not None:
+            if self.label_ids_seen is not None:
                 self.label_ids_seen.add(sid)
+
+    def _step(
+        self, key: str, answer: Mapping[str, Any]
+    ) -> tuple[
+        QuestionStats,
+        Callable[[Mapping[str, Any], str | None], None],
+        str,
+        int,
+        Snapshot | Delta | None,
+    ]:
+        """The plan of a question key met for the first time in this run (or chunk)."""
+        st = self.questions.get(key) or self._question(key, answer)
+        column = self.labels.column(key) if self.labels is not None else None
+        track: Snapshot | Delta | None = None
+        if self.snapshots is not None:
+            track = self.snapshots.setdefault(key, Snapshot())
+        elif self.deltas is not None:
+            before = self.against.get(key) if self.against is not None else None
+            track = self.deltas.setdefault(key, Delta(before))
+        return st, st.add, st.type, column or 0, track
 
     def _add_usage(self, usage: Any) -> None:
         if type(usage) is not dict:
@@ -176,6 +206,9 @@ class RunStats:
         self.labels = None
         self._rows = {}
         self._plan = {}
+        self.against = None  # the first run's snapshots stay where they are
+        for delta in (self.deltas or {}).values():
+            delta.before = None
 
     def merge(self, other: RunStats) -> None:
         """Add the counts of ``other``, the next chunk of the same run. Raises
@@ -200,10 +233,14 @@ class RunStats:
                 raise RecordError(f"answer {key!r} is {st.type} in one chunk, {mine.type} before")
             else:
                 mine.merge(st)
-        if self.kept is not None and other.kept is not None:
-            for key, by_id in other.kept.items():
-                self.kept.setdefault(key, {}).update(by_id)
-        self.label_ids_seen |= other.label_ids_seen
+        if self.snapshots is not None and other.snapshots is not None:
+            for key, snapshot in other.snapshots.items():
+                self.snapshots.setdefault(key, Snapshot()).merge(snapshot)
+        if self.deltas is not None and other.deltas is not None:
+            for key, delta in other.deltas.items():
+                self.deltas.setdefault(key, Delta(None)).merge(delta)
+        if self.label_ids_seen is not None and other.label_ids_seen is not None:
+            self.label_ids_seen |= other.label_ids_seen
 
     def summary(self) -> dict[str, Any]:
         """The run's line in the report's ``runs`` list."""

@@ -33,7 +33,7 @@ def build_report(
     processes count a long run's chunks (default: one per CPU)."""
     labels = read_labels(labels_path, id_field) if labels_path else None
     two = len(runs) == 2
-    first = read_run(runs[0], labels, keep=two, jobs=jobs)
+    first = read_run(runs[0], labels, snapshot=two, jobs=jobs)
     questions = first.questions_json(target_precision)
     data: dict[str, Any] = {
         "records": first.records,
@@ -44,14 +44,18 @@ def build_report(
     }
     stats = [first]
     if two:
-        second = read_run(runs[1], labels, keep=True, jobs=jobs)
+        second = read_run(runs[1], labels, against=first.snapshots, jobs=jobs)
         stats.append(second)
         data["runs"].append(second.summary())
+        assert first.snapshots is not None and second.deltas is not None
         data["comparison"] = compare_runs(
-            first, second, questions, second.questions_json(target_precision)
+            first.snapshots,
+            second.deltas,
+            questions,
+            second.questions_json(target_precision),
+            (first.path, second.path),
         )
-        # The comparison holds what it needs; the per-id snapshots can go.
-        first.kept = second.kept = None
+        first.snapshots = second.deltas = None  # the comparison holds what it needs
     warnings: list[str] = []
     if labels is not None:
         asked = {k for s in stats for k in s.questions}
@@ -62,7 +66,7 @@ def build_report(
                 "of the run; ignored"
             )
         if two:
-            used = stats[0].label_ids_seen | stats[1].label_ids_seen
+            used = (stats[0].label_ids_seen or set()) | (stats[1].label_ids_seen or set())
             unused = sum(1 for i in labels.labelled_ids() if i not in used)
         else:  # ids are unique in a read run, so a count is enough (no set of 100k ids)
             unused = sum(1 for _ in labels.labelled_ids()) - first.labelled

@@ -22,17 +22,18 @@ import os
 import signal
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from .accumulators import RecordError
 from .aggregation import RunStats, record_id
+from .compare import Snapshot
 from .labels import Labels
 from .runs import LocatedError, detect_format, iter_records
 
-__all__ = ["CHUNK_BYTES", "read_run"]
+__all__ = ["CHUNK_BYTES", "read_run", "read_whole"]
 
 #: Small enough that two processes share a 67 MiB run evenly (17 chunks), large enough that
 #: sending a counted chunk back costs little beside counting it (bench/report.py).
@@ -44,37 +45,64 @@ def read_run(
     labels: Labels | None = None,
     *,
     fmt: str | None = None,
-    keep: bool = False,
+    snapshot: bool = False,
+    against: Mapping[str, Snapshot] | None = None,
     jobs: int | None = None,
     chunk_bytes: int = CHUNK_BYTES,
 ) -> RunStats:
     """Stream ``path`` into a :class:`RunStats`; ``jobs`` processes count its chunks (default:
-    one per CPU this process may use)."""
+    one per CPU this process may use). ``snapshot`` and ``against`` are RunStats' two-run
+    options."""
     fmt = fmt or detect_format(path)
     spans = _spans(path, chunk_bytes) if fmt == "jsonl" else []
+    count = _Count(path, labels, snapshot, against)
     if len(spans) < 2:
-        return read_whole(path, labels, fmt=fmt, keep=keep)
-    total = RunStats(path, labels, keep=keep)
+        return _read_whole(count, fmt)
+    total = count.stats()
     ids: set[str] = set()
-    for part in _parts(path, spans, labels, keep, jobs):
+    for part in _parts(count, spans, jobs):
         if part.repeated or not ids.isdisjoint(part.ids):
-            return read_whole(path, labels, fmt=fmt, keep=keep)
+            return _read_whole(count, fmt)
         ids |= part.ids
         try:
             total.merge(part.stats)
         except RecordError:
-            return read_whole(path, labels, fmt=fmt, keep=keep)
+            return _read_whole(count, fmt)
     return total
 
 
+@dataclass
+class _Count:
+    """What every chunk of one run is counted with."""
+
+    path: str
+    labels: Labels | None = None
+    snapshot: bool = False
+    against: Mapping[str, Snapshot] | None = None
+
+    def stats(self) -> RunStats:
+        return RunStats(self.path, self.labels, snapshot=self.snapshot, against=self.against)
+
+
 def read_whole(
-    path: str, labels: Labels | None = None, *, fmt: str | None = None, keep: bool = False
+    path: str,
+    labels: Labels | None = None,
+    *,
+    fmt: str | None = None,
+    snapshot: bool = False,
+    against: Mapping[str, Snapshot] | None = None,
 ) -> RunStats:
-    """Read ``path`` in one piece. A run with repeated ids is read twice so the last record of
-    each id is the one counted."""
+    """Read a run in one piece, as :func:`read_run` does a run of one chunk."""
+    return _read_whole(_Count(path, labels, snapshot, against), fmt)
+
+
+def _read_whole(count: _Count, fmt: str | None) -> RunStats:
+    """A run with repeated ids is read twice, so the last record of each id is the one
+    counted."""
+    path = count.path
     seen: set[str] = set()
     repeated: Counter[str] = Counter()
-    stats = RunStats(path, labels, keep=keep)
+    stats = count.stats()
     with _located(path, 0) as where:
         for where.line, record in iter_records(path, fmt):
             sid = record_id(record)
@@ -86,7 +114,7 @@ def read_whole(
         if not repeated:
             return stats
         # Second pass: count only the last record of each repeated id.
-        stats = RunStats(path, labels, keep=keep)
+        stats = count.stats()
         remaining = {sid: n + 1 for sid, n in repeated.items()}
         for where.line, record in iter_records(path, fmt):
             sid = record_id(record)
@@ -164,8 +192,9 @@ class _Part:
     repeated: bool = False
 
 
-def _count_span(path: str, span: tuple[int, int], labels: Labels | None, keep: bool) -> _Part:
-    stats = RunStats(path, labels, keep=keep)
+def _count_span(count: _Count, span: tuple[int, int]) -> _Part:
+    path = count.path
+    stats = count.stats()
     seen: set[str] = set()
     with _located(path, span[0]) as where:
         for where.line, record in iter_records(path, "jsonl", span):
@@ -183,27 +212,22 @@ def _cpus() -> int:
     return len(affinity(0)) if affinity else os.cpu_count() or 1
 
 
-def _parts(
-    path: str,
-    spans: list[tuple[int, int]],
-    labels: Labels | None,
-    keep: bool,
-    jobs: int | None,
-) -> Iterator[_Part]:
+def _parts(count: _Count, spans: list[tuple[int, int]], jobs: int | None) -> Iterator[_Part]:
     """The counted chunks, in file order."""
     jobs = min(jobs or _cpus(), len(spans))
     if jobs <= 1:
         for span in spans:
-            yield _count_span(path, span, labels, keep)
+            yield _count_span(count, span)
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    # fork: a worker starts in milliseconds and finds the labels already in its memory. Where
-    # fork is unsafe (macOS frameworks) or missing, spawn sends the labels once per worker.
+    # fork: a worker starts in milliseconds and finds the labels (and the first run's
+    # snapshots) already in its memory. Where fork is unsafe (macOS frameworks) or missing,
+    # spawn sends them once per worker.
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     pool = ProcessPoolExecutor(
-        jobs, mp_context=context, initializer=_start_worker, initargs=(labels,)
+        jobs, mp_context=context, initializer=_start_worker, initargs=(count,)
     )
     try:
         # The workers start at the first submit. A Ctrl-C that lands while they are forked
@@ -211,7 +235,7 @@ def _parts(
         # would run on: SIGINT waits until they are started (they inherit it blocked, and
         # ignore it), then the parent raises it here.
         with _sigint_held():
-            futures = [pool.submit(_count_in_worker, path, span, keep) for span in spans]
+            futures = [pool.submit(_count_in_worker, span) for span in spans]
         for future in futures:
             yield future.result()
     finally:
@@ -231,16 +255,17 @@ def _sigint_held() -> Iterator[None]:
         block(signal.SIG_SETMASK, previous)
 
 
-_worker_labels: Labels | None = None
+_worker_count: _Count | None = None
 
 
-def _start_worker(labels: Labels | None) -> None:
-    global _worker_labels
-    _worker_labels = labels
+def _start_worker(count: _Count) -> None:
+    global _worker_count
+    _worker_count = count
     # Ctrl-C reaches the whole process group: the parent answers it (exit 130) and closes the
     # pool; a worker finishes its chunk quietly instead of printing a traceback of its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _count_in_worker(path: str, span: tuple[int, int], keep: bool) -> _Part:
-    return _count_span(path, span, _worker_labels, keep)
+def _count_in_worker(span: tuple[int, int]) -> _Part:
+    assert _worker_count is not None, "the pool's initializer sets it"
+    return _count_span(_worker_count, span)
