@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -219,3 +222,53 @@ def test_a_record_that_is_not_an_object_is_named(tmp_path: Path) -> None:
         assert error_line(ran.stderr) == (
             f"{run}:2: not a batch record: a record is a JSON object, not {shown}"
         )
+
+
+# --- a run or labels file that can be read only once ----------------------------------------
+
+INPUTS = Path(__file__).parent / "golden" / "report-inputs"
+
+
+def _report_process(*args: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "toolnexus", "report", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+    )
+
+
+def test_a_run_through_a_pipe_reports_as_the_file_does() -> None:
+    """Sniffing the format used to eat the pipe's first 4 KiB, so a piped run failed at line 1
+    ("Extra data"); a pipe is now read from a temporary copy, which can be sniffed, read twice
+    (a repeated id) and cut in chunks."""
+    data = (INPUTS / "run.jsonl").read_bytes()
+    data += data.splitlines(keepends=True)[3]  # t3 again: the last record counts
+    labels = str(INPUTS / "labels.csv")
+    piped = _report_process("/dev/stdin", "--labels", labels, "--format", "json", stdin=data)
+    assert piped.returncode == 0, piped.stderr
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+        f.write(data)
+        f.flush()
+        from_file = _report_process(f.name, "--labels", labels, "--format", "json", stdin=b"")
+    want = json.loads(from_file.stdout)
+    got = json.loads(piped.stdout)
+    assert got["runs"][0].pop("path") == "/dev/stdin"
+    want["runs"][0].pop("path")
+    assert got == want and got["records"] == 40
+
+
+def test_labels_through_a_pipe_and_errors_name_the_pipe() -> None:
+    labels = (INPUTS / "labels.csv").read_bytes()
+    run = str(INPUTS / "run.jsonl")
+    ok = _report_process(run, "--labels", "/dev/stdin", "--format", "json", stdin=labels)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["labelled"] > 0
+    bad = _report_process(run, "--labels", "/dev/stdin", stdin=labels + b"t0,yes,billing,0\n")
+    assert bad.returncode == 2
+    assert bad.stderr.decode().strip() == (
+        "toolnexus: /dev/stdin:42: id 't0' is labelled twice (first at line 2)"
+    )
+    broken = _report_process("/dev/stdin", stdin=b'{"id": "t0"}\n{bad\n')
+    assert broken.returncode == 2
+    assert broken.stderr.decode().startswith("toolnexus: /dev/stdin:1: not a batch record")

@@ -8,7 +8,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .runs import ReportInputError, _iter_json, _iter_jsonl, _open, _text, detect_format
+from .runs import (
+    ReportInputError,
+    _iter_json,
+    _iter_jsonl,
+    _open,
+    _text,
+    detect_format,
+    readable_again,
+)
 
 __all__ = ["Labels", "read_labels"]
 
@@ -59,6 +67,13 @@ def _label_text(value: Any) -> str | None:
 def read_labels(path: str, id_field: str = "id") -> Labels:
     """A labels file: JSONL objects or a CSV with a header; ``id_field`` names the id column,
     every other column is a question key."""
+    with readable_again(path) as readable:
+        labels = _read_labels(readable, id_field)
+    labels.path = path
+    return labels
+
+
+def _read_labels(path: str, id_field: str) -> Labels:
     labels = Labels(path)
     fmt = detect_format(path)
     if fmt == "csv":

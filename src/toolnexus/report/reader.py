@@ -31,7 +31,7 @@ from .accumulators import RecordError
 from .aggregation import RunStats, record_id
 from .compare import Snapshot
 from .labels import Labels
-from .runs import LocatedError, detect_format, iter_records
+from .runs import LocatedError, detect_format, iter_records, readable_again
 
 __all__ = ["CHUNK_BYTES", "read_run", "read_whole"]
 
@@ -52,7 +52,22 @@ def read_run(
 ) -> RunStats:
     """Stream ``path`` into a :class:`RunStats`; ``jobs`` processes count its chunks (default:
     one per CPU this process may use). ``snapshot`` and ``against`` are RunStats' two-run
-    options."""
+    options. A pipe is read from a temporary copy (:func:`readable_again`)."""
+    with readable_again(path) as readable:
+        stats = _read_run(readable, labels, fmt, snapshot, against, jobs, chunk_bytes)
+    stats.path = path
+    return stats
+
+
+def _read_run(
+    path: str,
+    labels: Labels | None,
+    fmt: str | None,
+    snapshot: bool,
+    against: Mapping[str, Snapshot] | None,
+    jobs: int | None,
+    chunk_bytes: int,
+) -> RunStats:
     fmt = fmt or detect_format(path)
     spans = _spans(path, chunk_bytes) if fmt == "jsonl" else []
     count = _Count(path, labels, snapshot, against)

@@ -13,7 +13,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import shutil
+import stat
+import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,6 +27,7 @@ __all__ = [
     "ReportInputError",
     "detect_format",
     "iter_records",
+    "readable_again",
 ]
 
 _CHUNK = 1 << 20
@@ -51,6 +57,37 @@ def _open(path: str) -> IO[bytes]:
         return open(path, "rb")
     except OSError as e:
         raise ReportInputError(f"{path}: cannot read: {e.strerror or type(e).__name__}") from None
+
+
+@contextmanager
+def readable_again(path: str) -> Iterator[str]:
+    """``path`` itself when it is a regular file; else (a pipe, ``/dev/stdin``, a process
+    substitution) a temporary copy of it, which can be sniffed, read twice and cut in chunks,
+    as a report needs. Errors inside name ``path``, never the copy."""
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        regular = True  # opening it says what is wrong
+    if regular:
+        yield path
+        return
+    with (
+        _open(path) as source,
+        tempfile.NamedTemporaryFile(prefix="toolnexus-", suffix=Path(path).suffix) as copy,
+    ):
+        try:
+            shutil.copyfileobj(source, copy, 1 << 20)
+        except OSError as e:
+            raise ReportInputError(
+                f"{path}: cannot read: {e.strerror or type(e).__name__}"
+            ) from None
+        copy.flush()
+        try:
+            yield copy.name
+        except LocatedError as e:
+            raise LocatedError(path, e.line, e.reason) from None
+        except ReportInputError as e:
+            raise ReportInputError(str(e).replace(copy.name, path)) from None
 
 
 def detect_format(path: str) -> str:
