@@ -27,7 +27,7 @@ from clirun import error_line, run_cli
 from toolnexus.report.compare import compare_runs
 from toolnexus.report.labels import read_labels
 from toolnexus.report.reader import CHUNK_BYTES, _spans, read_run, read_whole
-from toolnexus.report.runs import ReportInputError
+from toolnexus.report.runs import ReportInputError, iter_records
 
 INPUTS = Path(__file__).parent / "golden" / "report-inputs"
 RUN = str(INPUTS / "run.jsonl")
@@ -55,9 +55,9 @@ def test_the_cuts_fall_at_line_ends_and_cover_the_file() -> None:
     spans = _spans(RUN, SMALL)
     assert len(spans) > 8
     assert spans[0][0] == 0 and spans[-1][1] == len(data)
-    for (_, end), (start, _) in itertools.pairwise(spans):
+    for (_, end, _), (start, _, _) in itertools.pairwise(spans):
         assert end == start and data[start - 1 : start] == b"\n"
-    assert _spans(RUN, CHUNK_BYTES) == [(0, len(data))]
+    assert [span[:2] for span in _spans(RUN, CHUNK_BYTES)] == [(0, len(data))]
 
 
 def test_a_line_longer_than_a_chunk_stays_whole(tmp_path: Path) -> None:
@@ -68,7 +68,7 @@ def test_a_line_longer_than_a_chunk_stays_whole(tmp_path: Path) -> None:
     run.write_text("\n".join([lines[0], json.dumps(long), *lines[2:]]) + "\n", encoding="utf-8")
     data = run.read_bytes()
     spans = _spans(str(run), SMALL)
-    assert all(data[end - 1 : end] == b"\n" for _, end in spans)
+    assert all(data[span.end - 1 : span.end] == b"\n" for span in spans)
     assert _close(_report(read_run(str(run), chunk_bytes=SMALL)), _report(read_whole(str(run))))
 
 
@@ -260,3 +260,20 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_a_run_replaced_while_its_chunks_are_read_is_an_error(tmp_path: Path) -> None:
+    """batch compacts its output by renaming a new file over it: a chunk measured in the old
+    file and read from the new one would cut records anywhere. Refused, never counted."""
+    run = tmp_path / "run.jsonl"
+    run.write_bytes(Path(RUN).read_bytes())
+    spans = _spans(str(run), SMALL)
+    replacement = tmp_path / "new.jsonl"
+    replacement.write_bytes(b"\n" * 7 + Path(RUN).read_bytes())
+    replacement.replace(run)
+    with pytest.raises(ReportInputError, match="replaced or cut short while it was read"):
+        list(iter_records(str(run), "jsonl", spans[1]))
+    run.write_bytes(Path(RUN).read_bytes()[: spans[1].end - 1])  # same file, cut short
+    spans = [span._replace(file=spans[0].file) for span in spans]
+    with pytest.raises(ReportInputError, match="replaced or cut short"):
+        list(iter_records(str(run), "jsonl", spans[1]))

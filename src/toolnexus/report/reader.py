@@ -31,7 +31,7 @@ from .accumulators import RecordError
 from .aggregation import RunStats, record_id
 from .compare import Snapshot
 from .labels import Labels
-from .runs import LocatedError, detect_format, iter_records, readable_again
+from .runs import LocatedError, Span, detect_format, iter_records, readable_again
 
 __all__ = ["CHUNK_BYTES", "read_run", "read_whole"]
 
@@ -177,25 +177,26 @@ def _lines_before(path: str, offset: int) -> int:
     return n
 
 
-def _spans(path: str, chunk_bytes: int) -> list[tuple[int, int]]:
-    """``(start, end)`` byte spans of about ``chunk_bytes``, each ending at a line end (or at
-    the end of the file), from the file's content and ``chunk_bytes`` alone."""
+def _spans(path: str, chunk_bytes: int) -> list[Span]:
+    """Spans of about ``chunk_bytes``, each ending at a line end (or at the end of the file),
+    from the file's content and ``chunk_bytes`` alone."""
     try:
-        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            size, file = st.st_size, (st.st_dev, st.st_ino)
+            cuts = [0]
+            for pos in range(chunk_bytes, size, chunk_bytes):
+                if pos <= cuts[-1]:
+                    continue  # inside a line longer than a chunk
+                f.seek(pos - 1)
+                f.readline()  # to the end of the line holding byte pos - 1
+                cut = f.tell()
+                if cut >= size:
+                    break
+                cuts.append(cut)
     except OSError:
         return []  # the one-piece reader says what is wrong
-    cuts = [0]
-    with open(path, "rb") as f:
-        for pos in range(chunk_bytes, size, chunk_bytes):
-            if pos <= cuts[-1]:
-                continue  # inside a line longer than a chunk
-            f.seek(pos - 1)
-            f.readline()  # to the end of the line holding byte pos - 1
-            cut = f.tell()
-            if cut >= size:
-                break
-            cuts.append(cut)
-    return list(zip(cuts, [*cuts[1:], size], strict=True))
+    return [Span(a, b, file) for a, b in zip(cuts, [*cuts[1:], size], strict=True)]
 
 
 @dataclass
@@ -207,7 +208,7 @@ class _Part:
     repeated: bool = False
 
 
-def _count_span(count: _Count, span: tuple[int, int]) -> _Part:
+def _count_span(count: _Count, span: Span) -> _Part:
     path = count.path
     stats = count.stats()
     seen: set[str] = set()
@@ -227,7 +228,7 @@ def _cpus() -> int:
     return len(affinity(0)) if affinity else os.cpu_count() or 1
 
 
-def _parts(count: _Count, spans: list[tuple[int, int]], jobs: int | None) -> Iterator[_Part]:
+def _parts(count: _Count, spans: list[Span], jobs: int | None) -> Iterator[_Part]:
     """The counted chunks, in file order."""
     jobs = min(jobs or _cpus(), len(spans))
     if jobs <= 1:
@@ -281,6 +282,6 @@ def _start_worker(count: _Count) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _count_in_worker(span: tuple[int, int]) -> _Part:
+def _count_in_worker(span: Span) -> _Part:
     assert _worker_count is not None, "the pool's initializer sets it"
     return _count_span(_worker_count, span)

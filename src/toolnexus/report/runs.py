@@ -20,11 +20,12 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 __all__ = [
     "LocatedError",
     "ReportInputError",
+    "Span",
     "detect_format",
     "iter_records",
     "readable_again",
@@ -50,6 +51,15 @@ class LocatedError(ReportInputError):
 
     def rebased(self, lines_before: int) -> LocatedError:
         return LocatedError(self.path, self.line + lines_before, self.reason)
+
+
+class Span(NamedTuple):
+    """Bytes ``start`` to ``end`` of a run, ``start`` at the beginning of a line, and the file
+    they were measured in (``st_dev, st_ino``): a chunk is read only from that same file."""
+
+    start: int
+    end: int
+    file: tuple[int, int]
 
 
 def _open(path: str) -> IO[bytes]:
@@ -109,7 +119,7 @@ def detect_format(path: str) -> str:
 
 
 def iter_records(
-    path: str, fmt: str | None = None, span: tuple[int, int] | None = None
+    path: str, fmt: str | None = None, span: Span | None = None
 ) -> Iterator[tuple[int, Any]]:
     """``(line, record)`` for every record of a run, in file order.
 
@@ -127,7 +137,7 @@ def iter_records(
     return _iter_csv(path)
 
 
-def _iter_jsonl(path: str, span: tuple[int, int] | None = None) -> Iterator[tuple[int, Any]]:
+def _iter_jsonl(path: str, span: Span | None = None) -> Iterator[tuple[int, Any]]:
     """Each line parsed by orjson (a third of ``json.loads``' time over batch records, measured
     in bench/report.py). A line orjson refuses goes to ``json.loads`` over its UTF-8 text, so
     ``json.loads`` decides what is accepted and words every error: NaN, a lone surrogate escape
@@ -135,8 +145,9 @@ def _iter_jsonl(path: str, span: tuple[int, int] | None = None) -> Iterator[tupl
     past 64 bits as a float, so a record whose id is a float is read again by ``json.loads``
     (ids stay exact); elsewhere such an integer reads as the nearest float.
 
-    With ``span`` (``start, end`` byte offsets, ``start`` at the beginning of a line), only those
-    bytes are read, and lines are numbered from the span's first line."""
+    With ``span``, only its bytes are read, and lines are numbered from the span's first line.
+    A file replaced (``batch`` compacting it) or cut shorter since the span was measured is an
+    error, never a chunk read across another file's line ends."""
     import orjson
 
     fast = orjson.loads
@@ -145,8 +156,13 @@ def _iter_jsonl(path: str, span: tuple[int, int] | None = None) -> Iterator[tupl
     with _open(path) as f:
         lines: Iterable[bytes] = f
         if span is not None:
-            f.seek(span[0])
-            lines = io.BytesIO(f.read(span[1] - span[0]))
+            st = os.fstat(f.fileno())
+            if (st.st_dev, st.st_ino) != span.file or st.st_size < span.end:
+                raise ReportInputError(
+                    f"{path}: replaced or cut short while it was read; run the report again"
+                )
+            f.seek(span.start)
+            lines = io.BytesIO(f.read(span.end - span.start))
         for n, line in enumerate(lines, 1):
             try:
                 obj = fast(line)
