@@ -277,3 +277,24 @@ def test_a_run_replaced_while_its_chunks_are_read_is_an_error(tmp_path: Path) ->
     spans = [span._replace(file=spans[0].file) for span in spans]
     with pytest.raises(ReportInputError, match="replaced or cut short"):
         list(iter_records(str(run), "jsonl", spans[1]))
+
+
+def _die_on_the_second_chunk(span: Any) -> Any:
+    from toolnexus.report import reader
+
+    if span.start and span.start == reader._spans(RUN, SMALL)[1].start:
+        os._exit(9)  # as the OOM killer would end it: no exception, no result
+    return reader._count_span(reader._worker_count, span)  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="platform: the workers fork on Linux only")
+def test_a_worker_that_dies_leaves_the_report_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lost worker (BrokenProcessPool) is no lost report: the chunks not yet counted are
+    counted in the parent, to the same digits."""
+    from toolnexus.report import reader
+
+    monkeypatch.setattr(reader, "_count_in_worker", _die_on_the_second_chunk)
+    labels = read_labels(str(INPUTS / "labels.csv"))
+    survived = _report(read_run(RUN, labels, jobs=2, chunk_bytes=SMALL))
+    monkeypatch.undo()
+    assert survived == _report(read_run(RUN, labels, jobs=1, chunk_bytes=SMALL))

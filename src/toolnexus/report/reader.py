@@ -212,7 +212,7 @@ def _count_span(count: _Count, span: Span) -> _Part:
     path = count.path
     stats = count.stats()
     seen: set[str] = set()
-    with _located(path, span[0]) as where:
+    with _located(path, span.start) as where:
         for where.line, record in iter_records(path, "jsonl", span):
             sid = record_id(record)
             if sid in seen:  # the whole run is read again
@@ -237,6 +237,7 @@ def _parts(count: _Count, spans: list[Span], jobs: int | None) -> Iterator[_Part
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     # fork: a worker starts in milliseconds and finds the labels (and the first run's
     # snapshots) already in its memory. Where fork is unsafe (macOS frameworks) or missing,
@@ -252,8 +253,17 @@ def _parts(count: _Count, spans: list[Span], jobs: int | None) -> Iterator[_Part
         # ignore it), then the parent raises it here.
         with _sigint_held():
             futures = [pool.submit(_count_in_worker, span) for span in spans]
-        for future in futures:
-            yield future.result()
+        for i, future in enumerate(futures):
+            try:
+                part = future.result()
+            except BrokenProcessPool:
+                # A worker died (the OOM killer, a kill -9): what is left is counted here,
+                # with the same numbers; the report does not fail for a lost helper.
+                pool.shutdown(wait=False, cancel_futures=True)
+                for span in spans[i:]:
+                    yield _count_span(count, span)
+                return
+            yield part
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 
