@@ -83,8 +83,8 @@ def report_command(
         typer.Option(
             "--jobs",
             "-j",
-            help="Processes that count a long JSONL run's chunks (default: one per CPU). "
-            "The numbers do not depend on it.",
+            help="Processes that count a long JSONL run's chunks (default: one per CPU, at "
+            "most 8). The numbers do not depend on it.",
             metavar="N",
             show_default=False,
         ),

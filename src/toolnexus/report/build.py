@@ -30,7 +30,7 @@ def build_report(
     jobs: int | None = None,
 ) -> Report:
     """Read ``runs`` (one or two files) and, with ``labels_path``, join labels by id; ``jobs``
-    processes count a long run's chunks (default: one per CPU)."""
+    processes count a long run's chunks (default: one per CPU, at most 8)."""
     labels = read_labels(labels_path, id_field) if labels_path else None
     two = len(runs) == 2
     first = read_run(runs[0], labels, snapshot=two, jobs=jobs)

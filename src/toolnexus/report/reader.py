@@ -51,8 +51,9 @@ def read_run(
     chunk_bytes: int = CHUNK_BYTES,
 ) -> RunStats:
     """Stream ``path`` into a :class:`RunStats`; ``jobs`` processes count its chunks (default:
-    one per CPU this process may use). ``snapshot`` and ``against`` are RunStats' two-run
-    options. A pipe is read from a temporary copy (:func:`readable_again`)."""
+    one per CPU this process may use, at most :data:`DEFAULT_JOBS_MAX`). ``snapshot`` and
+    ``against`` are RunStats' two-run options. A pipe is read from a temporary copy
+    (:func:`readable_again`)."""
     with readable_again(path) as readable:
         stats = _read_run(readable, labels, fmt, snapshot, against, jobs, chunk_bytes)
     stats.path = path
@@ -223,6 +224,11 @@ def _count_span(count: _Count, span: Span) -> _Part:
     return _Part(stats, seen)
 
 
+#: The default ``jobs`` at most: past this, the parts that stay serial (reading the labels,
+#: merging) dominate, and every worker touches its own copy of the labels' pages.
+DEFAULT_JOBS_MAX = 8
+
+
 def _cpus() -> int:
     affinity = getattr(os, "sched_getaffinity", None)
     return len(affinity(0)) if affinity else os.cpu_count() or 1
@@ -230,7 +236,7 @@ def _cpus() -> int:
 
 def _parts(count: _Count, spans: list[Span], jobs: int | None) -> Iterator[_Part]:
     """The counted chunks, in file order."""
-    jobs = min(jobs or _cpus(), len(spans))
+    jobs = min(jobs or min(_cpus(), DEFAULT_JOBS_MAX), len(spans))
     if jobs <= 1:
         for span in spans:
             yield _count_span(count, span)
