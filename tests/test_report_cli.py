@@ -292,7 +292,9 @@ def test_jsonl_labels_and_a_renamed_id_column(runs: Path) -> None:
     assert renamed["questions"] == base["questions"]
     code, _, err = _report(str(runs / "run.jsonl"), "--labels", str(runs / "labels-ticket.csv"))
     assert code == 2
-    assert error_line(err).endswith("labels-ticket.csv:2: no 'id' (use --id-field to name it)")
+    assert error_line(err).endswith(
+        "labels-ticket.csv:1: no 'id' column (use --id-field to name it)"
+    )
 
 
 def test_target_precision_reports_the_lowest_threshold(runs: Path) -> None:

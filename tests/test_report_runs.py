@@ -272,3 +272,19 @@ def test_labels_through_a_pipe_and_errors_name_the_pipe() -> None:
     broken = _report_process("/dev/stdin", stdin=b'{"id": "t0"}\n{bad\n')
     assert broken.returncode == 2
     assert broken.stderr.decode().startswith("toolnexus: /dev/stdin:1: not a batch record")
+
+
+def test_a_labels_csv_saved_by_a_spreadsheet_reads_as_any_other(tmp_path: Path) -> None:
+    """Spreadsheets save CSV with a byte-order mark and CRLF line ends; the BOM used to glue
+    itself to the first header cell, so the 'id' column was not found."""
+    from clirun import run_cli
+
+    text = (INPUTS / "labels.csv").read_text(encoding="utf-8")
+    excel = tmp_path / "labels.csv"
+    excel.write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+    run = str(INPUTS / "run.jsonl")
+    plain = run_cli("report", run, "--labels", str(INPUTS / "labels.csv"), "--format", "json")
+    saved = run_cli("report", run, "--labels", str(excel), "--format", "json")
+    assert (plain.code, saved.code) == (0, 0), saved.stderr
+    assert json.loads(saved.out)["questions"] == json.loads(plain.out)["questions"]
+    assert json.loads(saved.out)["labelled"] > 0

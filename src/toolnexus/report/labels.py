@@ -125,7 +125,7 @@ def _read_labels_csv(labels: Labels, id_field: str) -> None:
     """The common case, kept tight: one tuple per row."""
     path = labels.path
     with _open(path) as raw:
-        reader = csv.reader(_text(raw, path))
+        reader = csv.reader(_text(raw, path, csv_file=True))
         try:
             header = next(reader)
         except StopIteration:
@@ -133,7 +133,7 @@ def _read_labels_csv(labels: Labels, id_field: str) -> None:
         except (csv.Error, UnicodeDecodeError) as e:
             raise ReportInputError(f"{path}:1: not a CSV labels file: {e}") from None
         if id_field not in header:
-            raise ReportInputError(f"{path}:2: no {id_field!r} (use --id-field to name it)")
+            raise ReportInputError(f"{path}:1: no {id_field!r} column (use --id-field to name it)")
         id_at = header.index(id_field)
         labels.keys = header[:id_at] + header[id_at + 1 :]
         width = len(header)

@@ -255,8 +255,10 @@ def _iter_json(path: str) -> Iterator[tuple[int, Any]]:
             pos = end
 
 
-def _text(raw: IO[bytes], path: str) -> IO[str]:
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="strict", newline="")
+def _text(raw: IO[bytes], path: str, *, csv_file: bool = False) -> IO[str]:
+    """UTF-8 text; a CSV file may start with the byte-order mark spreadsheets write."""
+    encoding = "utf-8-sig" if csv_file else "utf-8"
+    return io.TextIOWrapper(raw, encoding=encoding, errors="strict", newline="")
 
 
 # --- CSV ---------------------------------------------------------------------------------
@@ -289,7 +291,7 @@ def _cell(field_name: str, value: str, path: str, line: int) -> Any:
 
 def _iter_csv(path: str) -> Iterator[tuple[int, Any]]:
     with _open(path) as raw:
-        reader = csv.reader(_text(raw, path))
+        reader = csv.reader(_text(raw, path, csv_file=True))
         try:
             header = next(reader)
         except StopIteration:
