@@ -288,3 +288,16 @@ def test_a_labels_csv_saved_by_a_spreadsheet_reads_as_any_other(tmp_path: Path) 
     assert (plain.code, saved.code) == (0, 0), saved.stderr
     assert json.loads(saved.out)["questions"] == json.loads(plain.out)["questions"]
     assert json.loads(saved.out)["labelled"] > 0
+
+
+def test_a_labels_column_twice_is_refused_at_the_header(tmp_path: Path) -> None:
+    """Which of two 'urgent' columns holds the label? Neither is guessed."""
+    from toolnexus.report.labels import read_labels
+
+    labels = tmp_path / "labels.csv"
+    labels.write_text("id,urgent,desk,urgent\nt0,yes,billing,no\n", encoding="utf-8")
+    with pytest.raises(ReportInputError) as e:
+        read_labels(str(labels))
+    assert str(e.value) == (
+        f"{labels}:1: column 'urgent' appears twice; a question has one label column"
+    )

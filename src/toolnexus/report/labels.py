@@ -134,6 +134,11 @@ def _read_labels_csv(labels: Labels, id_field: str) -> None:
             raise ReportInputError(f"{path}:1: not a CSV labels file: {e}") from None
         if id_field not in header:
             raise ReportInputError(f"{path}:1: no {id_field!r} column (use --id-field to name it)")
+        twice = next((c for i, c in enumerate(header) if c in header[:i]), None)
+        if twice is not None:
+            raise ReportInputError(
+                f"{path}:1: column {twice!r} appears twice; a question has one label column"
+            )
         id_at = header.index(id_field)
         labels.keys = header[:id_at] + header[id_at + 1 :]
         width = len(header)
