@@ -164,8 +164,8 @@ def image_examples() -> list[tuple[str, dict[str, Any]]]:
     import asyncio
 
     from toolnexus import Image, create_classifier
+    from toolnexus.assets import lift_images
     from toolnexus.cli.questionfile import load_question_set
-    from toolnexus.images import lift_images
     from toolnexus.questions import questions_to_wire
     from toolnexus.serve import ServeOptions, Server
 

@@ -17,7 +17,7 @@ import typesafe_sdk as ts
 from imagegen import png
 from serving import ThreadedServer
 from toolnexus import create_classifier
-from toolnexus.images import with_images
+from toolnexus.assets import with_images
 from toolnexus.serve import Fault, ServeOptions, parse_faults, synthesize
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "recordings"

@@ -13,6 +13,7 @@ TYPE_CHECKING = False
 # imports below are what a reader and mypy see; `_LAZY` is the same list for the runtime, and
 # a test keeps the two equal.
 if TYPE_CHECKING:
+    from .assets import Asset, LiftedState, StateWithImages, lift_images, with_images
     from .backends import BACKEND_NAMES, BACKENDS, IMAGES_HEADER, Backend
     from .batch import BoundState, BoundStates, StateResult
     from .cache import Cache, CacheStats, MemoryCache, SqliteCache, memory_cache
@@ -77,15 +78,10 @@ if TYPE_CHECKING:
         IMAGE_MAX_SIDE,
         IMAGE_MIN_SIDE,
         REQUEST_IMAGE_MAX_BYTES,
-        Asset,
         Image,
         ImageLimits,
-        LiftedState,
-        StateWithImages,
         image_format,
         image_size,
-        lift_images,
-        with_images,
     )
     from .options import STYLES, ClassifierOptions, ErrorInfo, RecordedDecision, Verdict
     from .questions import (
@@ -203,6 +199,13 @@ __all__ = [
 
 #: Submodule -> the public names it provides (the TYPE_CHECKING imports above, for runtime).
 _LAZY: dict[str, tuple[str, ...]] = {
+    "assets": (
+        "Asset",
+        "LiftedState",
+        "StateWithImages",
+        "lift_images",
+        "with_images",
+    ),
     "backends": (
         "BACKEND_NAMES",
         "BACKENDS",
@@ -282,15 +285,10 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "IMAGE_MAX_SIDE",
         "IMAGE_MIN_SIDE",
         "REQUEST_IMAGE_MAX_BYTES",
-        "Asset",
         "Image",
         "ImageLimits",
-        "LiftedState",
-        "StateWithImages",
         "image_format",
         "image_size",
-        "lift_images",
-        "with_images",
     ),
     "options": (
         "STYLES",

@@ -27,6 +27,7 @@ from collections.abc import (
 )
 from typing import Any, Protocol, TypeVar
 
+from .assets import LiftedState, StateWithImages, lift_images
 from .batch import BoundState, BoundStates, StateResult, evaluate_batch, evaluate_stream
 from .canonical import canonical_json, canonical_request, sha256_hex
 from .decision import Decision, parse_decision
@@ -34,7 +35,7 @@ from .defaults import (
     DEFAULT_BATCH_CONCURRENCY,
 )
 from .errors import ClassifierError, ConfigError, HostBackendError, StaticMiss
-from .images import ImageLimits, LiftedState, StateWithImages, lift_images
+from .images import ImageLimits
 from .options import (
     STYLES,
     ClassifierOptions,

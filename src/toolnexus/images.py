@@ -1,7 +1,7 @@
-"""Images (seed 004, Jev 1.14 experimental): ``Image``, ``image_size``, the limits, and lifting
-image content parts out of a state into assets.
+"""Images (seed 004, Jev 1.14 experimental): ``Image``, ``image_size``, the limits.
 
 Pure: no HTTP, no terminal. The one I/O is reading an ``Image`` made from a path, lazily and once.
+Lifting image content parts out of a state into assets is ``assets.py``, built on this module.
 
 System One takes PNG and JPEG, sent beside the JSON body as multipart parts; the state refers to
 each image by a placeholder string. The official SDK makes its placeholders random, so the same
@@ -39,12 +39,11 @@ import hashlib
 import os
 import re
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from .canonical import canonical_json
 from .errors import ConfigError, ImageError
 
 __all__ = [
@@ -52,15 +51,10 @@ __all__ = [
     "IMAGE_MAX_SIDE",
     "IMAGE_MIN_SIDE",
     "REQUEST_IMAGE_MAX_BYTES",
-    "Asset",
     "Image",
     "ImageLimits",
-    "LiftedState",
-    "StateWithImages",
     "image_format",
     "image_size",
-    "lift_images",
-    "with_images",
 ]
 
 #: Per image, DECODED bytes (seed 004 ``image-max-bytes``).
@@ -75,11 +69,9 @@ IMAGE_MAX_SIDE = 8000
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _JPEG_MAGIC = b"\xff\xd8\xff"
 _MEDIA_TYPES = {"png": "image/png", "jpeg": "image/jpeg"}
-_FORMAT_OF_MEDIA_TYPE = {"image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg"}
 # An alias becomes the placeholder "<alias>": plain characters only, so it reads the same in
 # JSON, in a recording and in a terminal, and never needs escaping.
 _ALIAS = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,63}")
-_DATA_URL = re.compile(r"data:([^;,]*)((?:;[^;,]*)*),(.*)", re.DOTALL)
 
 
 def _mib(n: int) -> str:
@@ -172,6 +164,14 @@ def _jpeg_size(soi: bytes, data: bytes | memoryview) -> tuple[int, int] | None:
 _LIMIT_NAMES = ("image_max_bytes", "request_image_max_bytes", "image_min_side", "image_max_side")
 
 
+class _HasImage(Protocol):
+    """What ``ImageLimits.check_request`` reads of an asset (``assets.Asset``): its image. Typed
+    by shape, so this module does not import the lifting module, which imports this one."""
+
+    @property
+    def image(self) -> Image: ...
+
+
 @dataclass(frozen=True)
 class ImageLimits:
     """The image limits one classifier enforces before any request. The defaults are seed 004's
@@ -254,9 +254,9 @@ class ImageLimits:
                 limit="image_max_side",
             )
 
-    def check_request(self, assets: tuple[Asset, ...]) -> None:
-        """Every per-image limit, then the total over one request (an image sent under two
-        placeholders counts twice: it is sent twice)."""
+    def check_request(self, assets: tuple[_HasImage, ...]) -> None:
+        """Over the assets of one request (``LiftedState.assets``): every per-image limit, then
+        the total (an image sent under two placeholders counts twice: it is sent twice)."""
         total = 0
         for asset in assets:
             self.check(asset.image)
@@ -462,252 +462,3 @@ class Image:
     def data_url(self) -> str:
         """``data:<media type>;base64,<bytes>``: how a chat endpoint takes an image."""
         return f"data:{self.media_type};base64,{base64.b64encode(self.data).decode('ascii')}"
-
-
-# --- lifting ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StateWithImages:
-    """A state (text, object or array) that refers to attached images by ``<name>``; build it
-    with :func:`with_images`. The images are read when the state is sent, not before."""
-
-    state: Any
-    images: Mapping[str, Image]
-
-
-def with_images(
-    state: Any, images: Mapping[str, Image | bytes | str | os.PathLike[str]]
-) -> StateWithImages:
-    """Attach images to a state that mentions them as ``<name>``, e.g.
-    ``with_images("Is <before> the same room as <after>?", {"before": "a.png", "after": b})``.
-    Values are ``Image`` objects, bytes, or paths; the name becomes the image's alias."""
-    attached: dict[str, Image] = {}
-    for name, value in images.items():
-        if isinstance(value, Image):
-            image = value
-            if image.alias is not None and image.alias != name:
-                raise ImageError(
-                    f"classifier: image attached as <{name}> already has the alias "
-                    f"<{image.alias}>; attach it under one name",
-                    asset=f"<{name}>",
-                    limit="alias",
-                )
-            if image.alias is None:
-                image = _aliased(image, name)
-        else:
-            image = Image(value, alias=name)
-        attached[name] = image
-    return StateWithImages(state, attached)
-
-
-def _aliased(image: Image, alias: str) -> Image:
-    """The same image (same source, same lazily read bytes) under an alias."""
-    clone = Image(b"", alias=alias)
-    for slot in ("_b64", "_data", "_format", "_path", "_sha256", "_size", "_source"):
-        object.__setattr__(clone, slot, getattr(image, slot))
-    return clone
-
-
-@dataclass(frozen=True)
-class Asset:
-    """One image of a request: the placeholder the state carries, the image, and its multipart
-    part name (``asset-0``, ``asset-1``, ... in order of first appearance)."""
-
-    placeholder: str
-    image: Image
-    part: str
-
-
-@dataclass(frozen=True)
-class LiftedState:
-    """A state with its images lifted out: ``state`` is what is sent (placeholders in place of
-    images) and ``assets`` the images in part order. No assets: the request is plain JSON."""
-
-    state: Any
-    assets: tuple[Asset, ...] = ()
-
-    def wire_assets(self) -> dict[str, dict[str, str]]:
-        """The body's ``assets`` member: ``{placeholder: {"type": "image", "part": "asset-N"}}``."""
-        return {a.placeholder: {"part": a.part, "type": "image"} for a in self.assets}
-
-    def key_assets(self) -> dict[str, dict[str, str]]:
-        """What cache keys and recordings hold for the assets: each image's sha256 under its
-        placeholder, never its bytes. Empty when there are none (the key then omits it)."""
-        return {a.placeholder: {"sha256": a.image.sha256, "type": "image"} for a in self.assets}
-
-
-def _where(path: tuple[str | int, ...]) -> str:
-    return "state" + "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in path)
-
-
-def _from_data_url(url: str, where: str) -> Image:
-    m = _DATA_URL.fullmatch(url)
-    if m is None or ";base64" not in m.group(2).lower():
-        raise ImageError(
-            f"classifier: the image part at {where} is not a base64 data: URL; only inline "
-            "images can be lifted (download it and pass Image(path))",
-            asset=where,
-            limit="format",
-        )
-    return _declared(Image.from_base64(m.group(3)), m.group(1).strip().lower(), where)
-
-
-def _declared(image: Image, media_type: str, where: str) -> Image:
-    """The image, checked against the media type its part declares."""
-    want = _FORMAT_OF_MEDIA_TYPE.get(media_type)
-    if want is None:
-        raise ImageError(
-            f"classifier: the image part at {where} declares {media_type or 'no media type'}; "
-            "System One takes image/png and image/jpeg",
-            asset=where,
-            limit="format",
-        )
-    try:
-        got = image.format
-    except ImageError as e:
-        raise ImageError(
-            f"classifier: the image part at {where}: {e.detail.split(': ', 1)[-1]}",
-            asset=where,
-            limit=e.limit,
-        ) from None
-    if got != want:
-        raise ImageError(
-            f"classifier: the image part at {where} declares {media_type} but its bytes are "
-            f"{got.upper()}",
-            asset=where,
-            limit="format",
-        )
-    return image
-
-
-def _part_image(node: Mapping[str, Any], where: str) -> Image | None:
-    """The image of an OpenAI-style or Anthropic-style content part, or None when ``node`` is
-    not an image part."""
-    kind = node.get("type")
-    if kind == "image_url" and "image_url" in node:
-        ref = node["image_url"]
-        url = ref.get("url") if isinstance(ref, Mapping) else ref
-        if not isinstance(url, str):
-            raise ImageError(
-                f"classifier: the image_url part at {where} has no url string",
-                asset=where,
-                limit="format",
-            )
-        return _from_data_url(url, where)
-    if kind == "image" and isinstance(node.get("source"), Mapping):
-        source = node["source"]
-        if source.get("type") != "base64":
-            raise ImageError(
-                f"classifier: the image part at {where} has a {source.get('type')!r} source; "
-                "only base64 sources can be lifted (download it and pass Image(path))",
-                asset=where,
-                limit="format",
-            )
-        data = source.get("data")
-        media_type = source.get("media_type")
-        if not isinstance(data, str) or not isinstance(media_type, str):
-            raise ImageError(
-                f"classifier: the image part at {where} needs string 'data' and 'media_type'",
-                asset=where,
-                limit="format",
-            )
-        return _declared(Image.from_base64(data), media_type.strip().lower(), where)
-    return None
-
-
-def _walk(node: Any, path: tuple[str | int, ...], found: dict[str, Image]) -> tuple[Any, bool]:
-    """(the node with every image replaced by its placeholder, whether anything changed).
-    An unchanged subtree is returned as the same object: a state with no images is not copied."""
-    if isinstance(node, Image):
-        return _found(node, _where(path), found), True
-    if isinstance(node, Mapping):
-        image = _part_image(node, _where(path))
-        if image is not None:
-            return _found(image, _where(path), found), True
-        out: dict[Any, Any] = {}
-        changed = False
-        for k, v in node.items():
-            new, c = _walk(v, (*path, k), found)
-            out[k] = new
-            changed = changed or c
-        return (out, True) if changed else (node, False)
-    if isinstance(node, list | tuple):
-        items = []
-        changed = False
-        for i, v in enumerate(node):
-            new, c = _walk(v, (*path, i), found)
-            items.append(new)
-            changed = changed or c
-        return (items, True) if changed else (node, False)
-    return node, False
-
-
-def _found(image: Image, where: str, found: dict[str, Image]) -> str:
-    placeholder = image.placeholder
-    seen = found.get(placeholder)
-    if seen is not None and seen is not image and seen.sha256 != image.sha256:
-        raise ImageError(
-            f"classifier: two different images share the placeholder {placeholder} "
-            f"(the second at {where}); give each its own alias",
-            asset=placeholder,
-            limit="alias",
-        )
-    found.setdefault(placeholder, image)
-    return placeholder
-
-
-def _first_mentions(found: Mapping[str, Image], texts: tuple[str, ...]) -> Iterator[str]:
-    """The placeholders in order of first appearance across ``texts`` (state, then questions)."""
-    positions: dict[str, int] = {}
-    offset = 0
-    for text in texts:
-        for placeholder in found:
-            if placeholder not in positions:
-                at = text.find(placeholder)
-                if at >= 0:
-                    positions[placeholder] = offset + at
-        offset += len(text) + 1
-    return iter(sorted(positions, key=positions.__getitem__))
-
-
-def lift_images(state: Any, questions_text: str = "") -> LiftedState:
-    """Lift every image out of ``state`` into assets (seed 004: "content parts in the state are
-    lifted into assets").
-
-    Lifted, anywhere in nested objects and arrays: ``Image`` objects; OpenAI-style parts
-    ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``; Anthropic-style
-    parts ``{"type": "image", "source": {"type": "base64", "media_type": ..., "data": ...}}``.
-    Each is replaced by its placeholder string. A :class:`StateWithImages` adds images that the
-    state (or ``questions_text``, e.g. choice criteria) mentions as ``<name>``; an attached image
-    mentioned nowhere is an error (the API rejects an asset the state never mentions).
-
-    Assets are numbered ``asset-0``, ``asset-1``, ... in order of first appearance in the state
-    as sent (canonical JSON), then in ``questions_text``. An image under two placeholders is
-    two assets, as the official SDK sends it. No limits are checked here: ``ImageLimits``
-    does that, before any request.
-    """
-    attached: Mapping[str, Image] = {}
-    if isinstance(state, StateWithImages):
-        attached = state.images
-        state = state.state
-    found: dict[str, Image] = {}
-    sent, changed = _walk(state, (), found)
-    if not changed and not attached:
-        return LiftedState(state)
-    for image in attached.values():
-        _found(image, f"<{image.alias}>", found)
-    sent_text = sent if isinstance(sent, str) else canonical_json(sent).decode("utf-8")
-    ordered = list(_first_mentions(found, (sent_text, questions_text)))
-    missing = [p for p in found if p not in ordered]
-    if missing:
-        raise ImageError(
-            f"classifier: image {missing[0]} is attached but neither the state nor the "
-            f"questions mention {missing[0]}; the API rejects an asset the state never mentions",
-            asset=missing[0],
-            limit="mention",
-        )
-    assets = tuple(
-        Asset(placeholder=p, image=found[p], part=f"asset-{i}") for i, p in enumerate(ordered)
-    )
-    return LiftedState(sent, assets)

@@ -29,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
+from .assets import Asset, StateWithImages, lift_images
 from .canonical import canonical_json
 from .decision import Decision, parse_decision
 from .defaults import DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT
@@ -41,7 +42,7 @@ from .errors import (
     HTTPStatusError,
     InvalidDecision,
 )
-from .images import Asset, ImageLimits, StateWithImages, lift_images
+from .images import ImageLimits
 from .jsonlimits import loads
 from .options import OnError
 from .questions import (

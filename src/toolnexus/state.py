@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .assets import StateWithImages
 from .errors import InvalidState
-from .images import Image, StateWithImages
+from .images import Image
 from .jsonlimits import MAX_DEPTH
 
 __all__ = ["check_state"]

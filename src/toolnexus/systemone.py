@@ -13,7 +13,7 @@ carries ``cached=True``; a reply that fails ``validate_decision`` is returned bu
 Keys are sha256 digests of public values; the credential is never part of one.
 
 Images (seed 004, Jev 1.14 experimental): image content parts anywhere in the state are lifted
-into assets (``images.lift_images``) and the state is sent with their placeholders. Before any
+into assets (``assets.lift_images``) and the state is sent with their placeholders. Before any
 request, a backend without images raises ``ClassifierUnsupported(backend, model, "images")`` and
 the image limits are checked. A request with assets goes as ``multipart/form-data`` exactly as
 the official SDK sends it: part ``request`` (the JSON body plus ``assets``), then ``asset-0``,
@@ -30,6 +30,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .assets import LiftedState, StateWithImages, lift_images
 from .backends import IMAGES_HEADER, ResolvedBackend, resolve_backend
 from .canonical import canonical_json, decision_cache_key, model_cache_key, sha256_hex
 from .decision import Decision, parse_decision
@@ -42,7 +43,7 @@ from .errors import (
     DecisionError,
     HookError,
 )
-from .images import ImageLimits, LiftedState, StateWithImages, lift_images
+from .images import ImageLimits
 from .jsonlimits import JsonLimitError, loads
 from .options import OnError
 from .questions import Question, questions_to_wire

@@ -36,7 +36,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..images import Image, with_images
+from ..assets import with_images
+from ..images import Image
 from ..jsonlimits import JsonLimitError, loads
 from .errors import MALFORMED_INPUT, CliError, one_line
 from .states import NotAState, check_state, guess_format, is_image_path, parse_state

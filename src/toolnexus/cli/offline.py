@@ -87,7 +87,8 @@ def canonical(
     if state is None:
         body = canonical_request(chosen, qset.questions)
     else:
-        from ..images import ImageLimits, lift_images
+        from ..assets import lift_images
+        from ..images import ImageLimits
         from .states import attach_images, load_state, parse_image_options
 
         value = attach_images(load_state(state), parse_image_options(list(image)))

@@ -341,8 +341,8 @@ class Backend:
         so it is not an exchange and is not written)."""
         if self.settings.record is None or decision.cached:
             return
+        from ..assets import StateWithImages, lift_images
         from ..canonical import canonical_json
-        from ..images import StateWithImages, lift_images
         from ..questions import questions_to_wire
         from ..recordings import write_recording
 

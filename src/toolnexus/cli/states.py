@@ -17,8 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
+from ..assets import with_images
 from ..decision import json_kind
-from ..images import Image, with_images
+from ..images import Image
 from .errors import CliError
 
 StateFormat = Literal["text", "json", "yaml"]
