@@ -18,6 +18,8 @@ from toolnexus.cli.lintcodes import CODES
 
 TOOLNEXUS = Path(sys.executable).with_name("toolnexus")
 PRE_COMMIT = Path(sys.executable).with_name("pre-commit")
+#: where `make install` puts the wheels the hook's environment is installed from, offline
+WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
 
 GOOD = "questions:\n  d: {type: choice, instructions: x, criteria: {a: means a, b: means b}}\n"
 BAD = "questions:\n  d: {type: choice, instructions: x, criteria: {a: a, b: b}}\n"
@@ -207,8 +209,11 @@ def test_subprocess_exit_codes(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("git") is None, reason="platform: git is not installed")
 def test_pre_commit_hook_for_real(tmp_path: Path) -> None:
     """`pre-commit try-repo` installs THIS repository's hook into its own environment (pip, from
-    the committed HEAD plus tracked changes) and runs it on a temporary git repository."""
+    the committed HEAD plus tracked changes) and runs it on a temporary git repository. pip's
+    index is switched off: the dependencies come from the wheelhouse `make install` fills, so
+    this test, like every other, never talks to the network."""
     assert PRE_COMMIT.exists(), f"{PRE_COMMIT}: pre-commit is a dev dependency (make install)"
+    assert (WHEELHOUSE / ".built").exists(), f"{WHEELHOUSE}: make install builds it"
     work = tmp_path / "work"
     work.mkdir()
     (work / "good.yaml").write_text(GOOD, encoding="utf-8")
@@ -223,6 +228,9 @@ def test_pre_commit_hook_for_real(tmp_path: Path) -> None:
         "GIT_COMMITTER_EMAIL": "t@example.invalid",
         "GIT_CONFIG_GLOBAL": os.devnull,
         "NO_COLOR": "1",
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(WHEELHOUSE),
+        "PIP_CONFIG_FILE": os.devnull,
     }
     for cmd in (["git", "init", "-q"], ["git", "add", "."], ["git", "commit", "-qm", "sets"]):
         subprocess.run(cmd, cwd=work, env=env, check=True, capture_output=True, timeout=60)
