@@ -20,7 +20,10 @@ def _isolate_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Issue 8: a skip anywhere fails the run unless it names a platform reason."""
-    from suite_policy import register
+    """Issue 8: a skip anywhere fails the run unless it names a platform reason. And no test
+    talks to the network (``no_network``): a socket to anything but loopback is an error."""
+    import no_network
+    import suite_policy
 
-    register(config)
+    suite_policy.register(config)
+    no_network.register(config)

@@ -1,0 +1,81 @@
+"""The suite's network guard (tests/no_network.py) refuses what it says it refuses: "socket.socket
+.connect (and connect_ex ...) refuses any address that is not loopback ... getaddrinfo answers
+only loopback names", and writes every attempt down, so that a run with one fails even when the
+code under test swallowed the error."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import no_network
+
+
+@pytest.fixture
+def attempts() -> Iterator[list[tuple[str, str]]]:
+    """The attempts these tests make on purpose are taken back off the run's record."""
+    before = len(no_network.ATTEMPTS)
+    yield no_network.ATTEMPTS
+    del no_network.ATTEMPTS[before:]
+
+
+@pytest.mark.parametrize(
+    ("family", "address"),
+    [(socket.AF_INET, ("192.0.2.1", 443)), (socket.AF_INET6, ("2001:db8::1", 443, 0, 0))],
+)
+def test_a_connection_past_loopback_is_refused_and_written_down(
+    attempts: list[tuple[str, str]], family: int, address: tuple[object, ...]
+) -> None:
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        with pytest.raises(no_network.NetworkUse, match="tests stay on loopback"):
+            s.connect(address)
+        with pytest.raises(no_network.NetworkUse):
+            s.connect_ex(address)
+    assert "test_a_connection_past_loopback_is_refused" in attempts[-1][0]
+    assert attempts[-1][1] == f"connected to {address!r}"
+
+
+def test_a_name_is_not_looked_up(attempts: list[tuple[str, str]]) -> None:
+    with pytest.raises(no_network.NetworkUse):
+        socket.getaddrinfo("api.typesafe.ai", 443)
+    assert attempts[-1][1] == "looked up 'api.typesafe.ai'"
+
+
+def test_loopback_still_connects() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        assert socket.getaddrinfo("localhost", port)
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            conn, _ = server.accept()
+            conn.close()
+
+
+def test_a_run_whose_code_swallowed_the_refusal_still_fails(tmp_path: Path) -> None:
+    """A library that catches OSError as 'connection failed' would let the test pass; the run
+    fails at the end anyway, naming the test and what it tried."""
+    (tmp_path / "test_swallow.py").write_text(
+        "import socket\n"
+        "def test_swallowed():\n"
+        "    try:\n"
+        "        socket.create_connection(('192.0.2.1', 80), timeout=1)\n"
+        "    except OSError:\n"
+        "        pass\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    ran = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no_network", "-p", "no:cacheprovider",
+         "test_swallow.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert "1 passed" in ran.stdout
+    assert "test_swallow.py::test_swallowed: looked up '192.0.2.1'" in ran.stdout
