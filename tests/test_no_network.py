@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import netguard
 import no_network
 
 
@@ -79,3 +80,36 @@ def test_a_run_whose_code_swallowed_the_refusal_still_fails(tmp_path: Path) -> N
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert "1 passed" in ran.stdout
     assert "test_swallow.py::test_swallowed: looked up '192.0.2.1'" in ran.stdout
+
+
+@pytest.fixture
+def child_log() -> Iterator[list[str]]:
+    """The refusals child processes write during the test, taken back off the run's record."""
+    log = Path(os.environ[netguard.LOG_ENV])
+    size = log.stat().st_size
+    lines: list[str] = []
+    yield lines
+    with open(log, "r+b") as f:
+        f.seek(size)
+        lines.extend(f.read().decode().splitlines())
+        f.truncate(size)
+
+
+def test_a_process_a_test_starts_is_guarded_too(child_log: list[str]) -> None:
+    """The CLI run as a subprocess, ``toolnexus serve``, pip: every Python child of the run
+    loads the guard (guard_site/sitecustomize.py on PYTHONPATH) and writes its refusals down."""
+    code = (
+        "import socket\n"
+        "try:\n"
+        "    socket.create_connection(('192.0.2.1', 80), timeout=1)\n"
+        "except OSError as e:\n"
+        "    print(type(e).__name__)\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (ran.returncode, ran.stdout.strip(), ran.stderr) == (0, "NetworkUse", "")
+    child_log.clear()
+    # the fixture reads the log after the test; read it here to check what was written
+    log = Path(os.environ[netguard.LOG_ENV]).read_text(encoding="utf-8")
+    assert "looked up '192.0.2.1'" in log.splitlines()[-1]
