@@ -86,7 +86,11 @@ def _check_streamed(rows: list[Any], cut: int, chunks: int) -> None:
         delta.merge(other)
 
     common = [sid for sid in after if sid in before]
-    distances = {sid: _brute_tv(before[sid][1], after[sid][1]) for sid in common}
+    # total_variation (checked against the brute force above) sums in the same order as a
+    # snapshot row: the same floats, so near-ties rank the same way on both sides.
+    distances = {sid: total_variation(before[sid][1], after[sid][1]) for sid in common}
+    for sid in common:
+        assert distances[sid] == pytest.approx(_brute_tv(before[sid][1], after[sid][1]), abs=1e-12)
     assert len(snapshot) == len(before)
     assert (delta.seen, delta.compared) == (len(after), len(common))
     assert delta.changed == sum(1 for sid in common if before[sid][0] != after[sid][0])
