@@ -103,6 +103,11 @@ def make_console(stream: IO[str], width: int | None = None) -> Any:
         width=width,
         highlight=False,
         emoji=False,
+        # Every string printed is data (question keys, option names, level labels, ids, model
+        # names): "[red]" or "[link=...]" in one must print as written, never style the
+        # terminal or open a hyperlink, and "[/tmp]" must not end in a MarkupError. Styles
+        # come only from Text objects and style= arguments.
+        markup=False,
         soft_wrap=False,
         color_system=None if plain else "auto",
     )
