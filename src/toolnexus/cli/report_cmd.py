@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from .errors import EXIT_CONDITION, CliError
+from .errors import EXIT_CONDITION, CliError, one_line
 from .render.formats import ReportFormat
 
 #: ``--jobs`` at most: more processes than this only add start-up and memory.
@@ -133,7 +133,7 @@ def report_command(
     except ReportInputError as e:
         raise CliError(str(e)) from None
     for warning in report.warnings:
-        sys.stderr.write(f"toolnexus: warning: {warning}\n")
+        sys.stderr.write(f"toolnexus: warning: {one_line(warning)}\n")
     chosen = fmt or _format_for(output) or default_format()
     result = ReportResult(report.data)
     try:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ...questions import Question
+from ..errors import printable, printable_data
 from ..lintcodes import Finding
 from .decision import (
     default_format,
@@ -149,7 +150,7 @@ def _decision(fmt: DecisionFormat) -> Renderer:
 
 
 def _lint_text(result: LintResult, out: IO[str]) -> None:
-    out.write("".join(f"{f}\n" for f in result.findings))
+    out.write("".join(f"{printable(str(f))}\n" for f in result.findings))
 
 
 def _lint_json(result: LintResult, out: IO[str]) -> None:
@@ -158,7 +159,7 @@ def _lint_json(result: LintResult, out: IO[str]) -> None:
 
 def _stats_text(result: CacheStatsResult, out: IO[str]) -> None:
     out.write(
-        f"path     {result.path}\nentries  {result.entries}\n"
+        f"path     {printable(str(result.path))}\nentries  {result.entries}\n"
         f"expired  {result.expired}\nbytes    {result.bytes}\n"
     )
 
@@ -205,7 +206,7 @@ def _report_table(result: ReportResult, out: IO[str]) -> None:
 
     console = make_console(out, result.width)
     with console.capture() as captured:
-        print_report(result.data, console, plain=_plain(out))
+        print_report(printable_data(result.data), console, plain=_plain(out))
     # Rich pads cells to their column width; trailing blanks are noise in a pipe or a golden.
     out.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
 
@@ -224,7 +225,7 @@ def _report_html(result: ReportResult, out: IO[str]) -> None:
 def _diff_text(result: DiffResult, out: IO[str]) -> None:
     from .diff import write_diff
 
-    write_diff(result.data, out)
+    write_diff(printable_data(result.data), out)
 
 
 def _diff_json(result: DiffResult, out: IO[str]) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
 from ...questions import Question
+from ..errors import printable, printable_data
 from .csvshape import csv_header, csv_line
 from .formats import DecisionFormat
 
@@ -172,8 +173,9 @@ def _table(
     record: Mapping[str, Any], questions: Mapping[str, Question], out: IO[str], width: int | None
 ) -> None:
     console = make_console(out, width)
+    shown = {printable(k): q for k, q in questions.items()}
     with console.capture() as captured:
-        print_table(record, questions, console)
+        print_table(printable_data(record), shown, console)
     # Rich pads every cell to its column width; trailing blanks are noise in a pipe, a diff or
     # a golden file.
     out.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
