@@ -162,3 +162,19 @@ def test_serve_takes_a_script_too() -> None:
 
     r = asyncio.run(go())
     assert r.status_code == 502 and r.content == b"gateway"
+
+
+def test_the_access_log_shows_a_hostile_path_without_obeying_it() -> None:
+    """A client's path is percent-decoded before it is logged: an ESC in it would reach the
+    operator's terminal (a clipboard write, a cleared screen). The log shows it as escapes.
+    (A request id with controls cannot come back: aiohttp refuses them in any header.)"""
+    log = io.StringIO()
+
+    async def scenario(server: Server) -> None:
+        async with httpx.AsyncClient(trust_env=False) as client:
+            await client.get(server.url + "/%1b]52;c;ZXZpbA==%07%1b[2J%E2%80%AE")
+
+    run_with(ServeOptions(synthetic=True, access_log=log), scenario)
+    text = log.getvalue()
+    assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+    assert "/\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J\\u202e" in text

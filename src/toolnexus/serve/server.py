@@ -29,6 +29,7 @@ import aiohttp
 from aiohttp import web
 
 from ..errors import ClassifierError
+from ..printable import printable
 from .faults import DEFAULT_RETRY_AFTER_MS, Fault
 from .options import DEFAULT_MAX_BODY_BYTES, ServeOptions
 from .proxy import Upstream, record_exchange
@@ -186,9 +187,10 @@ class Server:
         stamp = self._stamp
         peer = request.remote or "-"
         # The request line, the status and sizes only: never a header value, never a body.
+        # The path is the client's and the request id may be an upstream's: shown, not obeyed.
         line = (
-            f'{stamp} {peer} "{request.method} {request.path}" {status} {size}B '
-            f"{ms:.1f}ms {rid} {outcome}\n"
+            f'{stamp} {peer} "{request.method} {printable(request.path)}" {status} {size}B '
+            f"{ms:.1f}ms {printable(rid)} {outcome}\n"
         )
         with contextlib.suppress(OSError, ValueError):
             out.write(line)

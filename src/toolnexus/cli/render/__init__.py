@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from ...printable import printable, printable_data
 from ...questions import Question
-from ..errors import printable, printable_data
 from ..lintcodes import Finding
 from .decision import (
     default_format,

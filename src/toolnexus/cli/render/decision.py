@@ -12,8 +12,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
+from ...printable import printable, printable_data
 from ...questions import Question
-from ..errors import printable, printable_data
 from .csvshape import csv_header, csv_line
 from .formats import DecisionFormat
 
