@@ -5,6 +5,13 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Tests never assert on wall-clock time (non-negotiable 5), and a hypothesis deadline is such an
+# assertion: 200 ms per example, which a loaded CI machine misses now and then. Off for every
+# property test, with the "too slow" health check, for the same reason.
+settings.register_profile("toolnexus", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("toolnexus")
 
 
 @pytest.fixture(autouse=True)
