@@ -3,7 +3,6 @@ question key (``--labels``, ``--id-field``). Every problem is a located ``Report
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,8 +11,7 @@ from .runs import (
     ReportInputError,
     _iter_json,
     _iter_jsonl,
-    _open,
-    _text,
+    csv_rows,
     detect_format,
     readable_again,
 )
@@ -124,37 +122,25 @@ def _label_id(
 def _read_labels_csv(labels: Labels, id_field: str) -> None:
     """The common case, kept tight: one tuple per row."""
     path = labels.path
-    with _open(path) as raw:
-        reader = csv.reader(_text(raw, path, csv_file=True))
-        try:
-            header = next(reader)
-        except StopIteration:
-            return
-        except (csv.Error, UnicodeDecodeError) as e:
-            raise ReportInputError(f"{path}:1: not a CSV labels file: {e}") from None
-        if id_field not in header:
-            raise ReportInputError(f"{path}:1: no {id_field!r} column (use --id-field to name it)")
-        twice = next((c for i, c in enumerate(header) if c in header[:i]), None)
-        if twice is not None:
-            raise ReportInputError(
-                f"{path}:1: column {twice!r} appears twice; a question has one label column"
-            )
-        id_at = header.index(id_field)
-        labels.keys = header[:id_at] + header[id_at + 1 :]
-        width = len(header)
-        rows = labels.rows
-        strip = str.strip
-        try:
-            for row in reader:
-                if not row:
-                    continue
-                line = reader.line_num
-                if len(row) != width:
-                    raise ReportInputError(f"{path}:{line}: {len(row)} cells for {width} columns")
-                item_id = strip(row[id_at])
-                if not item_id or item_id in rows:  # _label_id says what is wrong
-                    _label_id(labels, rows, item_id, id_field, line)
-                del row[id_at]
-                rows[item_id] = (line, *map(strip, row))
-        except (csv.Error, UnicodeDecodeError) as e:
-            raise ReportInputError(f"{path}:{reader.line_num + 1}: not a CSV row: {e}") from None
+    rows = csv_rows(path, "CSV labels file")
+    first = next(rows, None)
+    if first is None:
+        return
+    header = first[1]
+    if id_field not in header:
+        raise ReportInputError(f"{path}:1: no {id_field!r} column (use --id-field to name it)")
+    twice = next((c for i, c in enumerate(header) if c in header[:i]), None)
+    if twice is not None:
+        raise ReportInputError(
+            f"{path}:1: column {twice!r} appears twice; a question has one label column"
+        )
+    id_at = header.index(id_field)
+    labels.keys = header[:id_at] + header[id_at + 1 :]
+    table = labels.rows
+    strip = str.strip
+    for line, row in rows:
+        item_id = strip(row[id_at])
+        if not item_id or item_id in table:  # _label_id says what is wrong
+            _label_id(labels, table, item_id, id_field, line)
+        del row[id_at]
+        table[item_id] = (line, *map(strip, row))

@@ -26,6 +26,7 @@ __all__ = [
     "LocatedError",
     "ReportInputError",
     "Span",
+    "csv_rows",
     "detect_format",
     "iter_records",
     "readable_again",
@@ -289,32 +290,44 @@ def _cell(field_name: str, value: str, path: str, line: int) -> Any:
     return value
 
 
-def _iter_csv(path: str) -> Iterator[tuple[int, Any]]:
+def csv_rows(path: str, what: str) -> Iterator[tuple[int, list[str]]]:
+    """``(line, cells)`` for every row of a CSV file, the header first (line 1), blank rows
+    skipped, every other row as wide as the header; a spreadsheet's byte-order mark is allowed.
+    A header that is not CSV is an error saying the file is not ``what``; a bad row, or one of
+    another width, an error at its line."""
     with _open(path) as raw:
         reader = csv.reader(_text(raw, path, csv_file=True))
-        try:
-            header = next(reader)
-        except StopIteration:
-            return
-        except (csv.Error, UnicodeDecodeError) as e:
-            raise ReportInputError(f"{path}:1: not a batch CSV file: {e}") from None
-        if "id" not in header:
-            raise ReportInputError(f"{path}:1: not a batch CSV file: no 'id' column")
-        plan = [_column_plan(c) for c in header]
-        n = 1
+        width: int | None = None
+        line = 0  # the last physical line read
         while True:
             try:
                 row = next(reader)
             except StopIteration:
                 return
             except (csv.Error, UnicodeDecodeError) as e:
-                raise ReportInputError(f"{path}:{n + 1}: not a CSV row: {e}") from None
-            n = reader.line_num
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise ReportInputError(f"{path}:{n}: {len(row)} cells for {len(header)} columns")
-            yield n, _unflatten(plan, row, path, n)
+                if width is None:
+                    raise ReportInputError(f"{path}:1: not a {what}: {e}") from None
+                raise ReportInputError(f"{path}:{line + 1}: not a CSV row: {e}") from None
+            line = reader.line_num
+            if width is None:
+                width = len(row)
+                yield 1, row
+            elif row:
+                if len(row) != width:
+                    raise ReportInputError(f"{path}:{line}: {len(row)} cells for {width} columns")
+                yield line, row
+
+
+def _iter_csv(path: str) -> Iterator[tuple[int, Any]]:
+    rows = csv_rows(path, "batch CSV file")
+    header = next(rows, None)
+    if header is None:
+        return
+    if "id" not in header[1]:
+        raise ReportInputError(f"{path}:1: not a batch CSV file: no 'id' column")
+    plan = [_column_plan(c) for c in header[1]]
+    for n, row in rows:
+        yield n, _unflatten(plan, row, path, n)
 
 
 def _column_plan(column: str) -> tuple[str, ...]:
