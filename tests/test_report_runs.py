@@ -304,14 +304,17 @@ def test_a_labels_column_twice_is_refused_at_the_header(tmp_path: Path) -> None:
 
 
 def test_a_bad_csv_row_is_named_at_its_line_in_a_run_and_in_labels(tmp_path: Path) -> None:
-    """Runs and labels read CSV through one reader (runs.csv_rows): a row of another width,
-    in either file, is an error at its line."""
+    """Runs and labels read CSV through one reader (runs.csv_rows): a row of another width or
+    one that is not UTF-8 is an error at its line, in either file."""
     from toolnexus.report.labels import read_labels
     from toolnexus.report.runs import iter_records
 
     labels = tmp_path / "labels.csv"
     labels.write_bytes(b"id,urgent\nt0,yes\n\nt1,yes,extra\n")
     with pytest.raises(ReportInputError, match=rf"^{labels}:4: 3 cells for 2 columns$"):
+        read_labels(str(labels))
+    labels.write_bytes(b"id,urgent\nt0,yes\nt1,\xff\n")
+    with pytest.raises(ReportInputError, match=rf"^{labels}:3: not UTF-8 text \(byte 4\)$"):
         read_labels(str(labels))
     run = tmp_path / "run.csv"
     run.write_bytes(b"id,model\nt0,m\nt1\n")

@@ -10,6 +10,7 @@ Every problem is a :class:`ReportInputError` whose message starts ``path:line:``
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
@@ -304,7 +305,10 @@ def csv_rows(path: str, what: str) -> Iterator[tuple[int, list[str]]]:
                 row = next(reader)
             except StopIteration:
                 return
-            except (csv.Error, UnicodeDecodeError) as e:
+            except UnicodeDecodeError:
+                # Decoded ahead in blocks: the error's own position says little; find the line.
+                raise ReportInputError(f"{path}:{_first_bad_utf8(path)}") from None
+            except csv.Error as e:
                 if width is None:
                     raise ReportInputError(f"{path}:1: not a {what}: {e}") from None
                 raise ReportInputError(f"{path}:{line + 1}: not a CSV row: {e}") from None
@@ -316,6 +320,29 @@ def csv_rows(path: str, what: str) -> Iterator[tuple[int, list[str]]]:
                 if len(row) != width:
                     raise ReportInputError(f"{path}:{line}: {len(row)} cells for {width} columns")
                 yield line, row
+
+
+def _first_bad_utf8(path: str) -> str:
+    """``LINE: not UTF-8 text (byte N)`` for the first byte of ``path`` that is not UTF-8
+    (``N`` counted from the start of its line, from 1); read in blocks, on the error path only."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    line, line_start, offset = 1, 0, 0
+    with _open(path) as f:
+        while block := f.read(_CHUNK):
+            try:
+                decoder.decode(block)
+            except UnicodeDecodeError as e:
+                bad = offset + e.start - len(decoder.getstate()[0])
+                before = block[: max(bad - offset, 0)]
+                line += before.count(b"\n")
+                if b"\n" in before:
+                    line_start = offset + before.rindex(b"\n") + 1
+                return f"{line}: not UTF-8 text (byte {bad - line_start + 1})"
+            line += block.count(b"\n")
+            if b"\n" in block:
+                line_start = offset + block.rindex(b"\n") + 1
+            offset += len(block)
+    return f"{line}: not UTF-8 text"
 
 
 def _iter_csv(path: str) -> Iterator[tuple[int, Any]]:
