@@ -123,6 +123,7 @@ class QuestionStats:
         self.labelled += other.labelled
 
     def _count_common(self, answer: Mapping[str, Any]) -> None:
+        """The answer itself and its flags: every type counts these."""
         self.n += 1
         flags = answer.get("flags")
         if flags:
@@ -207,12 +208,9 @@ class NoulStats(QuestionStats):
             )
         return y
 
-    # The hot path of a report: one call per answer, so bins and counters are inlined.
+    # The hot path of a report: one call per answer, so bins and counters are inlined here.
     def add(self, answer: Mapping[str, Any], label: str | None) -> None:
-        self.n += 1
-        flags = answer.get("flags")
-        if flags:
-            self._count_flags(flags)
+        self._count_common(answer)
         p = answer["noul"]
         if type(p) is not float or not 0.0 <= p <= 1.0:
             p = _probability(p, "noul")

@@ -61,6 +61,14 @@ class _Ranked(QuestionStats):
         self.loss_sum += other.loss_sum
         self.confusion.update(other.confusion)
 
+    def _count_confidence(self, answer: Mapping[str, Any]) -> None:
+        conf = answer.get("confidence")
+        if type(conf) is not float or not 0.0 <= conf <= 1.0:
+            conf = _confidence(conf)
+        if conf is not None:
+            self.conf_sum += conf
+            self.conf_n += 1
+
     def _score(self, probs: Mapping[str, float], picked: str, truth: str) -> bool:
         """Count one labelled answer; True when the pick is right."""
         self.labelled += 1
@@ -117,10 +125,7 @@ class ChoiceStats(_Ranked):
         self.by_uniform = [0, 0, 0, 0]  # near_uniform * 2 + correct
 
     def add(self, answer: Mapping[str, Any], label: str | None) -> None:
-        self.n += 1
-        flags = answer.get("flags")
-        if flags:
-            self._count_flags(flags)
+        self._count_common(answer)
         choice = answer["choice"]
         probs = answer["probabilities"]
         _probabilities(probs)
@@ -129,12 +134,7 @@ class ChoiceStats(_Ranked):
                 raise RecordError(f"choice is {_shown(choice)}, not an option name")
             self._see_options(probs)
         self.counts[choice] += 1
-        conf = answer.get("confidence")
-        if type(conf) is not float or not 0.0 <= conf <= 1.0:
-            conf = _confidence(conf)
-        if conf is not None:
-            self.conf_sum += conf
-            self.conf_n += 1
+        self._count_confidence(answer)
         if label is None:
             return
         if label not in self.options:
@@ -212,10 +212,7 @@ class ScoreStats(_Ranked):
         self._legend_pending = True
 
     def add(self, answer: Mapping[str, Any], label: str | None) -> None:
-        self.n += 1
-        flags = answer.get("flags")
-        if flags:
-            self._count_flags(flags)
+        self._count_common(answer)
         probs = answer["probabilities"]
         _probabilities(probs)
         level = answer["level"]
@@ -234,12 +231,7 @@ class ScoreStats(_Ranked):
             score = _score_value(score)
         self.counts[picked] += 1
         self.score_sum += score
-        conf = answer.get("confidence")
-        if type(conf) is not float or not 0.0 <= conf <= 1.0:
-            conf = _confidence(conf)
-        if conf is not None:
-            self.conf_sum += conf
-            self.conf_n += 1
+        self._count_confidence(answer)
         if label is None:
             return
         y = self._label_cache.get(label)
