@@ -18,6 +18,10 @@ __all__ = [
     "DEFAULT_RETRIES",
     "DEFAULT_RETRYABLE_STATUSES",
     "DEFAULT_RETRY_BASE_MS",
+    "DEFAULT_SERVE_FAULTS",
+    "DEFAULT_SERVE_MAX_BODY_BYTES",
+    "DEFAULT_SERVE_RETRY_AFTER_MS",
+    "DEFAULT_SERVE_STALL_SECONDS",
     "DEFAULT_TIMEOUT",
     "MODEL_ENV",
     "resolve_model",
@@ -41,6 +45,18 @@ DEFAULT_RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 DEFAULT_BATCH_CONCURRENCY = 16
 #: The environment variable that names the model when no flag does (the CLI's).
 MODEL_ENV = "TOOLNEXUS_MODEL"
+
+
+# --- toolnexus serve: the library's serve()/ServeOptions and the CLI's flags share these --------
+#: The HTTP faults ``--fault-rate`` draws from (``reset`` and ``stall`` only when named).
+DEFAULT_SERVE_FAULTS = "429,500,502,503,504,529"
+#: How long a 429/503 asks the client to wait, unless ``--retry-after-ms`` says otherwise.
+DEFAULT_SERVE_RETRY_AFTER_MS = 1000
+#: How long a stall fault sends nothing: past the official SDK's and toolnexus's 10 s timeouts.
+DEFAULT_SERVE_STALL_SECONDS = 15.0
+#: The largest request body (decompressed) ``serve`` accepts: 32 MiB of images per request
+#: (seed 004) plus room for the JSON around them.
+DEFAULT_SERVE_MAX_BODY_BYTES = 48 * 1024 * 1024
 
 
 def resolve_model(

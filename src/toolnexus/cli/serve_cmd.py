@@ -14,6 +14,12 @@ from typing import Annotated
 
 import typer
 
+from ..defaults import (
+    DEFAULT_SERVE_FAULTS,
+    DEFAULT_SERVE_MAX_BODY_BYTES,
+    DEFAULT_SERVE_RETRY_AFTER_MS,
+    DEFAULT_SERVE_STALL_SECONDS,
+)
 from .errors import EXIT_USAGE, CliError
 
 
@@ -71,16 +77,16 @@ def serve(
             metavar="LIST",
             help="Faults to draw from: 429,500,502,503,504,529,reset,stall.",
         ),
-    ] = "429,500,502,503,504,529",
+    ] = DEFAULT_SERVE_FAULTS,
     retry_after_ms: Annotated[
         int,
         typer.Option(
             "--retry-after-ms", help="Wait a 429/503 asks for (Retry-After and retry-after-ms)."
         ),
-    ] = 1000,
+    ] = DEFAULT_SERVE_RETRY_AFTER_MS,
     stall_seconds: Annotated[
         float, typer.Option("--stall-seconds", help="How long a stall fault sends nothing.")
-    ] = 15.0,
+    ] = DEFAULT_SERVE_STALL_SECONDS,
     require_key_env: Annotated[
         str | None,
         typer.Option(
@@ -94,7 +100,7 @@ def serve(
         typer.Option(
             "--max-body-bytes", help="Largest request body (decompressed) accepted; over it: 413."
         ),
-    ] = 48 * 1024 * 1024,
+    ] = DEFAULT_SERVE_MAX_BODY_BYTES,
 ) -> None:
     """Serve the System One wire on 127.0.0.1: from recordings, a synthetic model, or a proxy."""
     import sys

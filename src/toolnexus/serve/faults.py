@@ -19,14 +19,15 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ..defaults import DEFAULT_SERVE_RETRY_AFTER_MS, DEFAULT_SERVE_STALL_SECONDS
+
 __all__ = ["CLI_FAULTS", "DEFAULT_RETRY_AFTER_MS", "DEFAULT_STALL_SECONDS", "Fault", "parse_faults"]
 
 #: The kinds ``--faults`` accepts.
 CLI_FAULTS = ("429", "500", "502", "503", "504", "529", "reset", "stall")
-#: How long a 429/503 asks the client to wait, unless ``--retry-after-ms`` says otherwise.
-DEFAULT_RETRY_AFTER_MS = 1000
-#: Past the official SDK's and toolnexus's 10 s default timeouts.
-DEFAULT_STALL_SECONDS = 15.0
+#: How long a 429/503 asks the client to wait, and how long a stall lasts (defined in defaults).
+DEFAULT_RETRY_AFTER_MS = DEFAULT_SERVE_RETRY_AFTER_MS
+DEFAULT_STALL_SECONDS = DEFAULT_SERVE_STALL_SECONDS
 
 _BODIES: dict[int, Any] = {
     429: {"detail": "Rate limit exceeded: 1200 requests per minute."},

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from ..defaults import DEFAULT_SERVE_FAULTS, DEFAULT_SERVE_MAX_BODY_BYTES
 from ..errors import ConfigError
 from .faults import DEFAULT_RETRY_AFTER_MS, DEFAULT_STALL_SECONDS, Fault, parse_faults
 from .replay import ReplayIndex
@@ -16,8 +17,8 @@ from .script import Script
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ServeOptions"]
 
-#: 32 MiB of images per request (seed 004) plus room for the JSON around them.
-DEFAULT_MAX_BODY_BYTES = 48 * 1024 * 1024
+#: The largest request body accepted (``defaults.DEFAULT_SERVE_MAX_BODY_BYTES``).
+DEFAULT_MAX_BODY_BYTES = DEFAULT_SERVE_MAX_BODY_BYTES
 
 
 @dataclass
@@ -35,7 +36,7 @@ class ServeOptions:
     latency_ms: float = 0.0
     fault_rate: float = 0.0
     #: what ``fault_rate`` draws from: ``"429,503,reset"`` or faults (default: the statuses)
-    faults: str | Sequence[Fault] = "429,500,502,503,504,529"
+    faults: str | Sequence[Fault] = DEFAULT_SERVE_FAULTS
     retry_after_ms: int = DEFAULT_RETRY_AFTER_MS
     stall_seconds: float = DEFAULT_STALL_SECONDS
     require_key_env: str | None = None

@@ -28,6 +28,7 @@ from typing import IO, Any
 import aiohttp
 from aiohttp import web
 
+from ..defaults import DEFAULT_SERVE_FAULTS
 from ..errors import ClassifierError
 from ..printable import printable
 from .faults import DEFAULT_RETRY_AFTER_MS, Fault
@@ -492,7 +493,7 @@ async def serve(
     port: int = 0,
     latency_ms: float = 0.0,
     fault_rate: float = 0.0,
-    faults: str | Sequence[Fault] = "429,500,502,503,504,529",
+    faults: str | Sequence[Fault] = DEFAULT_SERVE_FAULTS,
     retry_after_ms: int = DEFAULT_RETRY_AFTER_MS,
     require_key_env: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
