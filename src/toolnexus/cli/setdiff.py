@@ -152,6 +152,18 @@ def _is_subsequence(small: Sequence[str], big: Sequence[str]) -> bool:
     return all(any(x == y for y in it) for x in small)
 
 
+def _extra(small: Sequence[str], big: Sequence[str]) -> list[tuple[int, str]]:
+    """``(index, label)`` of the levels of ``big`` that are not the subsequence ``small``."""
+    out = []
+    j = 0
+    for i, label in enumerate(big):
+        if j < len(small) and small[j] == label:
+            j += 1
+        else:
+            out.append((i, label))
+    return out
+
+
 def _score_changes(key: str, old: ScoreQuestion, new: ScoreQuestion) -> list[Change]:
     a = [level_label(x) for x in old.criteria]
     b = [level_label(x) for x in new.criteria]
@@ -177,12 +189,8 @@ def _score_changes(key: str, old: ScoreQuestion, new: ScoreQuestion) -> list[Cha
         return [Change("levels_reordered", key, f"levels reordered ({moves}): {why}", True, detail)]
     if _is_subsequence(a, b):
         out = []
-        j = 0
-        for i, label in enumerate(b):
-            if j < len(a) and a[j] == label:
-                j += 1
-                continue
-            if i >= len(a) and j == len(a):
+        for k, (i, label) in enumerate(_extra(a, b)):
+            if i - k == len(a):  # every old level comes before it
                 msg = (
                     f"level {label!r} appended as {i}: old levels keep their numbers, but the "
                     "score's scale (and score thresholds) change"
@@ -192,15 +200,16 @@ def _score_changes(key: str, old: ScoreQuestion, new: ScoreQuestion) -> list[Cha
             out.append(Change("level_inserted", key, msg, True, {"level": i, "label": label}))
         return out
     if _is_subsequence(b, a):
-        out = []
-        j = 0
-        for i, label in enumerate(a):
-            if j < len(b) and b[j] == label:
-                j += 1
-                continue
-            msg = f"level {i} ({label!r}) removed: the levels after it are renumbered; {why}"
-            out.append(Change("level_removed", key, msg, True, {"level": i, "label": label}))
-        return out
+        return [
+            Change(
+                "level_removed",
+                key,
+                f"level {i} ({label!r}) removed: the levels after it are renumbered; {why}",
+                True,
+                {"level": i, "label": label},
+            )
+            for i, label in _extra(b, a)
+        ]
     if len(a) == len(b):
         return [
             Change(
