@@ -25,7 +25,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..canonical import canonical_json
 from ..images import IMAGE_MAX_BYTES, REQUEST_IMAGE_MAX_BYTES, image_format, image_size
@@ -202,40 +202,34 @@ def check_fields(body: Any, allow_unknown: bool) -> None:
             ]
         )
     questions = body.get("questions")
-    if "questions" in body:
-        if not isinstance(questions, dict):
-            errors.append(
-                _error("dict_type", ["questions"], "Input should be a valid dictionary", questions)
-            )
-        elif not questions:
-            errors.append(
-                _error(
-                    "too_short",
-                    ["questions"],
-                    "Dictionary should have at least 1 item after validation, not 0",
-                    questions,
-                )
-            )
-        else:
-            for key, q in questions.items():
-                _check_question(key, q, errors, allow_unknown)
+    if "questions" in body and _non_empty_object(questions, "questions", errors):
+        for key, q in questions.items():
+            _check_question(key, q, errors, allow_unknown)
     assets = body.get("assets")
     if assets is not None:
-        if not isinstance(assets, dict):
-            errors.append(
-                _error("dict_type", ["assets"], "Input should be a valid dictionary", assets)
-            )
-        elif not assets:
-            errors.append(
-                _error(
-                    "too_short",
-                    ["assets"],
-                    "Dictionary should have at least 1 item after validation, not 0",
-                    assets,
-                )
-            )
+        _non_empty_object(assets, "assets", errors)
     if errors:
         raise Reject(422, {"detail": errors})
+
+
+def _non_empty_object(
+    value: Any, name: str, errors: list[dict[str, Any]]
+) -> TypeGuard[dict[str, Any]]:
+    """True for a dict with an item; else the API's 422 entry for ``name`` is added."""
+    if not isinstance(value, dict):
+        errors.append(_error("dict_type", [name], "Input should be a valid dictionary", value))
+    elif not value:
+        errors.append(
+            _error(
+                "too_short",
+                [name],
+                "Dictionary should have at least 1 item after validation, not 0",
+                value,
+            )
+        )
+    else:
+        return True
+    return False
 
 
 def check_rules(body: Mapping[str, Any]) -> None:
