@@ -86,14 +86,6 @@ def _confidence(conf: Any) -> float | None:
     return None if conf is None else _probability(conf, "confidence")
 
 
-def _clip(p: float) -> float:
-    return EPS if p < EPS else 1.0 - EPS if p > 1.0 - EPS else p
-
-
-def _clipped_log(p: float) -> float:
-    return math.log(_clip(p))
-
-
 class QuestionStats:
     """What every question type counts: answers, invalid answers, flags, confidence."""
 
