@@ -1,0 +1,117 @@
+"""The scheduler a batch loop talks to: ``async with scheduler.admit(...) as slot``.
+
+::
+
+    scheduler = Scheduler.for_run(concurrency=16, rate=None)
+    async with scheduler.admit(estimate_tokens(body)) as slot:
+        try:
+            reply = await send(body)
+        except ClassifierError as e:
+            settled = slot.settle(outcome=outcome_of(e))
+            if settled.requeue:           # a 429: back to the queue, not an error record
+                queue.put_back(item)      # the next admit() waits until settled.not_before
+            else:
+                raise
+        else:
+            slot.settle(usage=decision.usage, outcome=Outcome.success())
+
+``admit`` raises :class:`~.admission.RunStopped` once the run stops (fail fast, a budget); the
+requests already admitted finish and are settled as usual. A slot left unsettled is settled on
+exit: as the classified error when the body raised one, else as not sent.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from ..decision import ClassifierUsage
+from ..errors import ConfigError
+from .admission import Admission, Chain, Outcome, OutcomeKind, RunStopped, Ticket
+from .failfast import DEFAULT_THRESHOLD, FailFast, outcome_of
+from .limiter import DEFAULT_SLOW_START, Clock, MonotonicClock, RunLimiter
+from .tokens import TokenEstimate
+
+__all__ = ["Scheduler", "Settled", "Slot"]
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What the caller does next with a settled request: ``requeue`` it (a 429: the run waits
+    until ``not_before`` on the scheduler's clock, so re-submitting at once is right)."""
+
+    requeue: bool
+    not_before: float | None = None
+
+
+class Slot:
+    """One admitted request; :meth:`settle` it once with what the server charged."""
+
+    def __init__(self, scheduler: Scheduler, ticket: Ticket) -> None:
+        self.ticket = ticket
+        self._scheduler = scheduler
+        self.outcome: Outcome | None = None
+        self.usage = ClassifierUsage()
+
+    def settle(self, *, outcome: Outcome, usage: ClassifierUsage | None = None) -> Settled:
+        if self.outcome is not None:
+            raise ConfigError("classifier: a scheduler slot is settled once")
+        self.outcome = outcome
+        self.usage = usage or ClassifierUsage()
+        if outcome.kind is OutcomeKind.RATE_LIMITED:
+            wait = outcome.retry_after or 0.0
+            return Settled(True, self._scheduler.clock.now() + wait)
+        return Settled(False)
+
+
+class Scheduler:
+    """An admission chain plus the clock it runs on and the tickets it numbers."""
+
+    def __init__(self, admission: Admission, clock: Clock | None = None) -> None:
+        self.admission = admission
+        self.clock: Clock = clock or MonotonicClock()
+        self._ids = itertools.count()
+        self.stopped: RunStopped | None = None
+
+    @classmethod
+    def for_run(
+        cls,
+        *,
+        concurrency: int,
+        rate: float | None = None,
+        token_rate: float | None = None,
+        slow_start: int = DEFAULT_SLOW_START,
+        fail_fast: int = DEFAULT_THRESHOLD,
+        extra: Sequence[Admission] = (),
+        clock: Clock | None = None,
+    ) -> Scheduler:
+        """The run's scheduler: its limiter (which waits), then fail fast, then ``extra``
+        members that refuse (a budget). ``rate`` is requests per second (``--rate``)."""
+        clock = clock or MonotonicClock()
+        limiter = RunLimiter(
+            concurrency, slow_start=slow_start, rate=rate, token_rate=token_rate, clock=clock
+        )
+        return cls(Chain([limiter, FailFast(fail_fast), *extra]), clock)
+
+    @asynccontextmanager
+    async def admit(self, estimate: TokenEstimate) -> AsyncIterator[Slot]:
+        """Wait until a request with ``estimate`` may be sent; raise RunStopped if never."""
+        ticket = Ticket(next(self._ids), estimate)
+        try:
+            await self.admission.acquire(ticket)
+        except RunStopped as stop:
+            self.stopped = self.stopped or stop
+            raise
+        slot = Slot(self, ticket)
+        try:
+            yield slot
+        except BaseException as error:
+            if slot.outcome is None:
+                slot.outcome = (
+                    outcome_of(error) if isinstance(error, Exception) else Outcome.not_sent()
+                )
+            raise
+        finally:
+            await self.admission.release(ticket, slot.usage, slot.outcome or Outcome.not_sent())
