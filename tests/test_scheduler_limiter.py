@@ -32,8 +32,15 @@ def test_slow_start_keeps_two_in_flight_until_the_first_success() -> None:
     w.settle(0.1, 0, Outcome.failed("HTTP 500"))  # a failure is not a success: still closed
     assert len(_fill(w, 0.1, start=2)) == 1
     w.settle(0.2, 1, OK)
-    assert w.allowed == 64
-    assert len(_fill(w, 0.2, start=3)) == 63  # 64 allowed, 1 still in flight
+    assert w.allowed == 3  # open: one more slot per success, doubling every round trip
+    rounds, next_id = 0, 3
+    while w.allowed < 64:
+        ids = _fill(w, 0.2, start=next_id)
+        next_id += len(ids)
+        for i in ids:
+            w.settle(0.2, i, OK)
+        rounds += 1
+    assert rounds <= 6 and w.allowed == 64  # 3 -> 64 in a handful of round trips, no more
 
 
 def test_a_429_pauses_the_whole_run_for_its_retry_after() -> None:
@@ -64,14 +71,15 @@ def test_a_429_without_retry_after_backs_off_like_the_sdk() -> None:
 def test_429s_from_one_window_cut_once_then_successes_climb_back_additively() -> None:
     """Multiplicative decrease, one cut per window of requests; additive increase after."""
     w = Window(16)
-    w.admit(0.0, 0)
-    w.settle(0.0, 0, OK)
-    ids = _fill(w, 0.0, start=1)
+    for i in range(16):  # open the window fully
+        w.admit(0.0, i)
+        w.settle(0.0, i, OK)
+    ids = _fill(w, 0.0, start=16)
     assert len(ids) == 16
     for i in ids:  # all sixteen answered 429: one signal, one halving
         w.settle(0.0, i, Outcome.rate_limited(0.0))
     assert w.allowed == 8
-    next_ids = _fill(w, 0.0, start=17)
+    next_ids = _fill(w, 0.0, start=32)
     w.settle(0.0, next_ids[0], Outcome.rate_limited(0.0))  # admitted after the cut: cuts again
     assert w.allowed == 4
     for i in next_ids[1:]:
@@ -153,3 +161,18 @@ def test_a_cost_over_the_burst_is_slowed_not_refused_forever() -> None:
 def test_bad_settings_are_config_errors(make: object) -> None:
     with pytest.raises(ConfigError):
         make()  # type: ignore[operator]
+
+
+def test_later_429s_of_the_same_window_do_not_push_the_pause_on() -> None:
+    """A whole-second Retry-After on each reply of one burst would otherwise extend the pause by
+    every reply's own arrival time, idling the run after the server has tokens again."""
+    w = Window(4, slow_start=4)
+    ids = _fill(w, 0.0)
+    w.settle(0.1, ids[0], Outcome.rate_limited(1.0))
+    w.settle(0.3, ids[1], Outcome.rate_limited(1.0))  # same burst: same signal
+    assert w.paused_until == pytest.approx(1.1)
+    for i in ids[2:]:
+        w.settle(0.4, i, OK)
+    later = _fill(w, 1.1, start=4)
+    w.settle(1.2, later[0], Outcome.rate_limited(1.0))  # admitted after the cut: a new signal
+    assert w.paused_until == pytest.approx(2.2)
