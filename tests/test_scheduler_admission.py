@@ -83,7 +83,7 @@ def test_a_budget_plugged_in_stops_admissions_without_touching_the_limiter() -> 
         while True:
             try:
                 async with scheduler.admit(estimate) as slot:
-                    slot.settle(outcome=Outcome.success(), usage=ClassifierUsage(310, 5))
+                    await slot.settle(outcome=Outcome.success(), usage=ClassifierUsage(310, 5))
                     done += 1
             except RunStopped as stop:
                 return stop
@@ -121,11 +121,11 @@ def test_a_429_settles_as_requeue_and_the_next_admission_waits_for_retry_after()
 
     async def go() -> tuple[bool, float | None]:
         async with scheduler.admit(estimate) as slot:
-            slot.settle(outcome=Outcome.success())
+            await slot.settle(outcome=Outcome.success())
         async with scheduler.admit(estimate) as slot:
-            settled = slot.settle(outcome=Outcome.rate_limited(2.0))
+            settled = await slot.settle(outcome=Outcome.rate_limited(2.0))
         async with scheduler.admit(estimate) as slot:
-            slot.settle(outcome=Outcome.success())
+            await slot.settle(outcome=Outcome.success())
         return settled.requeue, settled.not_before
 
     requeue, not_before = asyncio.run(go())
@@ -153,8 +153,8 @@ def test_a_slot_is_settled_once() -> None:
         async with Scheduler.for_run(concurrency=1, clock=FakeClock()).admit(
             TokenEstimate(1, 1)
         ) as slot:
-            slot.settle(outcome=Outcome.success())
-            slot.settle(outcome=Outcome.success())
+            await slot.settle(outcome=Outcome.success())
+            await slot.settle(outcome=Outcome.success())
 
     with pytest.raises(ConfigError, match="settled once"):
         asyncio.run(go())
@@ -171,7 +171,7 @@ def test_waiters_for_a_slot_wake_when_one_is_released() -> None:
             order.append(name)
             if hold is not None:
                 await hold.wait()
-            slot.settle(outcome=Outcome.failed("HTTP 500"))
+            await slot.settle(outcome=Outcome.failed("HTTP 500"))
 
     async def go() -> None:
         hold = asyncio.Event()
@@ -184,3 +184,41 @@ def test_waiters_for_a_slot_wake_when_one_is_released() -> None:
 
     asyncio.run(go())
     assert order == ["a", "b", "c"] and clock.slept == []
+
+
+def test_a_429_without_retry_after_is_requeued_for_the_limiters_own_backoff() -> None:
+    clock = FakeClock()
+    scheduler = Scheduler.for_run(concurrency=4, clock=clock)
+
+    async def go() -> float | None:
+        async with scheduler.admit(TokenEstimate(1, 1)) as slot:
+            return (await slot.settle(outcome=Outcome.rate_limited(None))).not_before
+
+    assert asyncio.run(go()) == 0.5  # the official SDK's first backoff
+
+
+def test_settle_frees_the_slot_before_the_context_exits() -> None:
+    """A settled request's slot serves the next one while the caller still writes its record."""
+    scheduler = Scheduler.for_run(concurrency=1, clock=FakeClock())
+
+    async def go() -> None:
+        async with scheduler.admit(TokenEstimate(1, 1)) as first:
+            await first.settle(outcome=Outcome.success())
+            async with scheduler.admit(TokenEstimate(1, 1)) as second:
+                await second.settle(outcome=Outcome.success())
+
+    asyncio.run(go())  # with concurrency 1, a slot held until exit would deadlock here
+
+
+def test_rate_cap_makes_admission_wait_on_the_clock() -> None:
+    """'--rate stays as a hard cap': 2/s with a burst of two; the third waits half a second."""
+    clock = FakeClock()
+    scheduler = Scheduler.for_run(concurrency=8, slow_start=8, rate=2.0, clock=clock)
+
+    async def go() -> None:
+        for _ in range(3):
+            async with scheduler.admit(TokenEstimate(1, 1)) as slot:
+                await slot.settle(outcome=Outcome.success())
+
+    asyncio.run(go())
+    assert clock.slept == [pytest.approx(0.5)]

@@ -202,7 +202,8 @@ class RunLimiter:
         return self._changed
 
     async def acquire(self, ticket: Ticket) -> None:
-        tokens = ticket.estimate.upper
+        # The account's tokens-per-second limit bills what is charged: the central estimate.
+        tokens = ticket.estimate.central
         while True:
             now = self.clock.now()
             at = self.window.ready_at(now, tokens)

@@ -5,19 +5,20 @@
     scheduler = Scheduler.for_run(concurrency=16, rate=None)
     async with scheduler.admit(estimate_tokens(body)) as slot:
         try:
-            reply = await send(body)
+            decision = await send(body)
         except ClassifierError as e:
-            settled = slot.settle(outcome=outcome_of(e))
+            settled = await slot.settle(outcome=outcome_of(e))
             if settled.requeue:           # a 429: back to the queue, not an error record
                 queue.put_back(item)      # the next admit() waits until settled.not_before
             else:
-                raise
+                write_error(item, e)
         else:
-            slot.settle(usage=decision.usage, outcome=Outcome.success())
+            await slot.settle(usage=decision.usage, outcome=Outcome.success())
 
 ``admit`` raises :class:`~.admission.RunStopped` once the run stops (fail fast, a budget); the
-requests already admitted finish and are settled as usual. A slot left unsettled is settled on
-exit: as the classified error when the body raised one, else as not sent.
+requests already admitted finish and are settled as usual. ``settle`` releases the ticket at
+once. A slot left unsettled is settled on exit: as the classified error when the body raised
+one (and the error goes on), else as not sent.
 """
 
 from __future__ import annotations
@@ -53,16 +54,16 @@ class Slot:
         self.ticket = ticket
         self._scheduler = scheduler
         self.outcome: Outcome | None = None
-        self.usage = ClassifierUsage()
 
-    def settle(self, *, outcome: Outcome, usage: ClassifierUsage | None = None) -> Settled:
+    async def settle(self, *, outcome: Outcome, usage: ClassifierUsage | None = None) -> Settled:
+        """Release the ticket now (the slot is free before the caller writes its record) and
+        say whether to re-submit the request."""
         if self.outcome is not None:
             raise ConfigError("classifier: a scheduler slot is settled once")
         self.outcome = outcome
-        self.usage = usage or ClassifierUsage()
+        await self._scheduler.admission.release(self.ticket, usage or ClassifierUsage(), outcome)
         if outcome.kind is OutcomeKind.RATE_LIMITED:
-            wait = outcome.retry_after or 0.0
-            return Settled(True, self._scheduler.clock.now() + wait)
+            return Settled(True, self._scheduler.not_before())
         return Settled(False)
 
 
@@ -74,6 +75,13 @@ class Scheduler:
         self.clock: Clock = clock or MonotonicClock()
         self._ids = itertools.count()
         self.stopped: RunStopped | None = None
+        #: The run's own limiter, when the chain has one: it knows when the run may send again.
+        self.limiter: RunLimiter | None = None
+
+    def not_before(self) -> float:
+        """When the next admission can happen at the earliest, on this scheduler's clock."""
+        now = self.clock.now()
+        return now if self.limiter is None else max(now, self.limiter.window.paused_until)
 
     @classmethod
     def for_run(
@@ -93,7 +101,9 @@ class Scheduler:
         limiter = RunLimiter(
             concurrency, slow_start=slow_start, rate=rate, token_rate=token_rate, clock=clock
         )
-        return cls(Chain([limiter, FailFast(fail_fast), *extra]), clock)
+        scheduler = cls(Chain([limiter, FailFast(fail_fast), *extra]), clock)
+        scheduler.limiter = limiter
+        return scheduler
 
     @asynccontextmanager
     async def admit(self, estimate: TokenEstimate) -> AsyncIterator[Slot]:
@@ -109,9 +119,8 @@ class Scheduler:
             yield slot
         except BaseException as error:
             if slot.outcome is None:
-                slot.outcome = (
-                    outcome_of(error) if isinstance(error, Exception) else Outcome.not_sent()
-                )
+                outcome = outcome_of(error) if isinstance(error, Exception) else Outcome.not_sent()
+                await slot.settle(outcome=outcome)
             raise
-        finally:
-            await self.admission.release(ticket, slot.usage, slot.outcome or Outcome.not_sent())
+        if slot.outcome is None:
+            await slot.settle(outcome=Outcome.not_sent())
