@@ -21,6 +21,8 @@ from toolnexus.scheduler.tokens import (
 
 #: Issue 23 asks the dry run's estimate to be "within 10% ... on the six live captures".
 CENTRAL_MAX_ERROR = 0.10
+#: The upper bound never under the bill, and not so loose that packs shrink for nothing.
+UPPER_MAX_RATIO = 2.5
 
 
 def _captures() -> list[tuple[str, bytes, int]]:
@@ -48,7 +50,9 @@ def test_estimate_on_each_live_capture_is_printed_and_bounded(
             f"{name:<24} {len(body):>6} {billed:>6} {est.central:>7} {error:>+7.1%} {est.upper:>6}"
         )
         record_property(f"{name}_error", f"{error:+.3f}")
-        assert est.upper >= billed, f"upper bound under the bill on {name}:\n" + "\n".join(lines)
+        assert billed <= est.upper <= UPPER_MAX_RATIO * billed, f"upper bound on {name}:\n" + (
+            "\n".join(lines)
+        )
     table = "\n".join(lines)
     with capsys.disabled():
         print("\ntoken estimate vs usage.input_tokens on the live captures:\n" + table)
@@ -72,11 +76,11 @@ def test_bytes_alone_would_not_do() -> None:
     ],
 )
 def test_upper_bound_covers_a_byte_level_tokenizer_worst_case(text: str) -> None:
-    """A byte-level BPE never needs more than one token per byte; the upper bound allows at
-    least half a token per byte of any text beyond the per-request prompt, which is above what
-    every capture's marginal bytes cost (about 0.55 tokens per byte)."""
+    """Text a tokenizer has never seen costs a token every 2 to 3 bytes; the upper bound allows
+    at least 0.75 tokens per byte of any text beyond the per-request prompt, above that and above
+    what the captures' marginal bytes cost (about 0.55 tokens per byte)."""
     body = text.encode("utf-8")
-    assert estimate_tokens(body).upper - estimate_tokens(b"").upper >= len(body) // 2
+    assert estimate_tokens(body).upper - estimate_tokens(b"").upper >= 0.75 * len(body)
 
 
 @given(st.text(max_size=300), st.text(max_size=300))

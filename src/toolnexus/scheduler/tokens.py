@@ -12,12 +12,14 @@ whitespace)::
 
 is within 8.5 % of every capture (the test prints the table). The upper bound must never be
 under the bill (a pack that passes 64k context or 32k state-plus-longest-question is refused by
-the server), so it counts each piece as one unit per started 4 bytes (a long unknown run, base64
-or CJK text, costs more tokens than a word) and adds a 15 % margin::
+the server), so it counts each piece as one unit per started 3 bytes (a long run a tokenizer has
+never seen, base64, a hash or CJK text, costs a token every 2 to 3 bytes, far more than a word
+of the same length) and adds a 15 % margin::
 
-    upper = ceil(1.15 * (189 + 2.03 * sum(max(1, ceil(bytes(piece) / 4)))))
+    upper = ceil(1.15 * (189 + 2.03 * sum(max(1, ceil(bytes(piece) / 3)))))
 
-which is 1.2x to 1.8x the bill on the captures: it costs pack size, never a refused request.
+which allows at least 0.77 tokens per byte of any text and is 1.3x to 2.2x the bill on the
+captures: it costs pack size, never a refused request.
 
 No capture carries an image. Until one does, an image is charged by its pixel area (the tile
 rule vision models commonly publish, ``area / 750``), doubled in the upper bound; that is an
@@ -50,7 +52,7 @@ OVERHEAD_TOKENS = 189.0
 #: ...and the tokens one piece of the body costs.
 TOKENS_PER_PIECE = 2.03
 #: Bytes one upper-bound unit covers; a piece longer than this counts several units.
-UPPER_BYTES_PER_UNIT = 4
+UPPER_BYTES_PER_UNIT = 3
 #: Margin over the fit's largest under-estimate (7.7 %, the smallest capture).
 UPPER_MARGIN = 1.15
 #: Pixels per image token (assumed: no capture has an image), doubled in the upper bound.
