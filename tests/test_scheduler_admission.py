@@ -211,9 +211,10 @@ def test_settle_frees_the_slot_before_the_context_exits() -> None:
 
 
 def test_rate_cap_makes_admission_wait_on_the_clock() -> None:
-    """'--rate stays as a hard cap': 2/s with a burst of two; the third waits half a second."""
+    """'--rate stays as a hard cap': 120/min is 2/s with a burst of two; the third waits half a
+    second."""
     clock = FakeClock()
-    scheduler = Scheduler.for_run(concurrency=8, slow_start=8, rate=2.0, clock=clock)
+    scheduler = Scheduler.for_run(concurrency=8, slow_start=8, rate_per_minute=120, clock=clock)
 
     async def go() -> None:
         for _ in range(3):

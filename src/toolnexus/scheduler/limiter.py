@@ -118,8 +118,10 @@ class Window:
     #: Tickets admitted after this id may cut the window again.
     cut_after: int = field(default=-1, init=False)
     last_admitted: int = field(default=-1, init=False)
+    #: Every 429 of the run (reported beside the server's count), and those since the last
+    #: success (the no-Retry-After backoff doubles on them).
     throttled: int = field(default=0, init=False)
-    rate_limited: int = field(default=0, init=False)
+    consecutive_429s: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1 or self.slow_start < 1:
@@ -157,7 +159,7 @@ class Window:
     def settle(self, now: float, ticket_id: int, outcome: Outcome) -> None:
         self.in_flight = max(0, self.in_flight - 1)
         if outcome.kind is OutcomeKind.SUCCESS:
-            self.rate_limited = 0
+            self.consecutive_429s = 0
             self.opened = True
             # Exponential opening (one slot per success, doubling per round) until the first
             # 429; additive (one slot per round) after it.
@@ -167,8 +169,8 @@ class Window:
             self.throttled += 1
             wait = outcome.retry_after
             if wait is None:
-                wait = min(NO_RETRY_AFTER_CAP, NO_RETRY_AFTER_BASE * 2**self.rate_limited)
-            self.rate_limited += 1
+                wait = min(NO_RETRY_AFTER_CAP, NO_RETRY_AFTER_BASE * 2**self.consecutive_429s)
+            self.consecutive_429s += 1
             if ticket_id > self.cut_after:
                 self.paused_until = max(self.paused_until, now + max(0.0, wait))
                 self.window = max(1.0, self.window * self.decrease)

@@ -2,7 +2,7 @@
 
 ::
 
-    scheduler = Scheduler.for_run(concurrency=16, rate=None)
+    scheduler = Scheduler.for_run(concurrency=16, rate_per_minute=None)
     async with scheduler.admit(estimate_tokens(body)) as slot:
         try:
             decision = await send(body)
@@ -88,7 +88,7 @@ class Scheduler:
         cls,
         *,
         concurrency: int,
-        rate: float | None = None,
+        rate_per_minute: float | None = None,
         token_rate: float | None = None,
         slow_start: int = DEFAULT_SLOW_START,
         fail_fast: int = DEFAULT_THRESHOLD,
@@ -96,8 +96,11 @@ class Scheduler:
         clock: Clock | None = None,
     ) -> Scheduler:
         """The run's scheduler: its limiter (which waits), then fail fast, then ``extra``
-        members that refuse (a budget). ``rate`` is requests per second (``--rate``)."""
+        members that refuse (a budget). ``rate_per_minute`` is ``--rate`` (requests per
+        minute, as the CLI and the account's published limit count them); ``token_rate`` is
+        estimated input tokens per second (the account's other limit)."""
         clock = clock or MonotonicClock()
+        rate = None if rate_per_minute is None else rate_per_minute / 60
         limiter = RunLimiter(
             concurrency, slow_start=slow_start, rate=rate, token_rate=token_rate, clock=clock
         )
