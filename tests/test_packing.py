@@ -241,4 +241,4 @@ def test_state_weights_count_the_questions_once_per_state() -> None:
     asked = len(canonical_request("m", QUESTIONS)) - len(b'{"model":"m","questions":}')
     weights = state_weights(["ab", "abcd"], QUESTIONS)
     assert weights[1] - weights[0] == 2
-    assert weights[0] == len(b"\"ab\"") + asked
+    assert weights[0] == len(b'"ab"') + asked

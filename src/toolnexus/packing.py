@@ -39,8 +39,8 @@ from .errors import DecisionError
 from .questions import Question, questions_to_wire
 
 __all__ = [
-    "PACK_CAP",
     "PACKED_CACHE_KIND",
+    "PACK_CAP",
     "STATES_KEY",
     "derived_key",
     "largest_remainder",
@@ -131,7 +131,6 @@ def largest_remainder(total: int, weights: Sequence[int]) -> list[int]:
 def state_weights(states: Sequence[Any], questions: Mapping[str, Question]) -> list[int]:
     """Each state's share of a packed request's input: its own canonical bytes plus the bytes
     of the questions asked about it (the same for every state)."""
-    from .questions import questions_to_wire
 
     asked = len(canonical_json(questions_to_wire(questions)))
     return [len(canonical_json(s)) + asked for s in states]
@@ -147,9 +146,7 @@ def split_usage(usage: ClassifierUsage, weights: Sequence[int]) -> list[Classifi
     else:
         nanos = int((Decimal(repr(usage.cost)) * _NANO).to_integral_value())
         sign = -1 if nanos < 0 else 1
-        costs = [
-            float(sign * Decimal(p) / _NANO) for p in largest_remainder(abs(nanos), weights)
-        ]
+        costs = [float(sign * Decimal(p) / _NANO) for p in largest_remainder(abs(nanos), weights)]
     return [ClassifierUsage(i, o, c) for i, o, c in zip(inputs, outputs, costs, strict=True)]
 
 
