@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from imagegen import png
 from toolnexus import (
     ChoiceQuestion,
     ClassifierUsage,
@@ -19,7 +20,10 @@ from toolnexus import (
     RawQuestion,
     ScoreQuestion,
     canonical_request,
+    lift_images,
+    with_images,
 )
+from toolnexus.assets import LiftedState
 from toolnexus.decision import parse_decision
 from toolnexus.packing import (
     PACKED_CACHE_KIND,
@@ -27,6 +31,7 @@ from toolnexus.packing import (
     derived_key,
     largest_remainder,
     pack_instructions,
+    pack_lifted,
     pack_questions,
     pack_state,
     split_derived_key,
@@ -242,3 +247,31 @@ def test_state_weights_count_the_questions_once_per_state() -> None:
     weights = state_weights(["ab", "abcd"], QUESTIONS)
     assert weights[1] - weights[0] == 2
     assert weights[0] == len(b'"ab"') + asked
+
+
+def _lifted(text: str, **images: bytes) -> LiftedState:
+    return lift_images(with_images(text, images))
+
+
+def test_images_with_colliding_aliases_keep_their_own_identity() -> None:
+    """Issue 20 item 1: two states that both say <before> with different bytes get distinct
+    placeholders; the same bytes under the same placeholder are sent once."""
+    red, blue = png(2, 2, (255, 0, 0)), png(2, 2, (0, 0, 255))
+    packed = pack_lifted(
+        [
+            _lifted("Is <before> red?", before=red),
+            _lifted("Is <before> red?", before=blue),
+            _lifted("And <before>?", before=red),
+        ]
+    )
+    assert packed.state == {STATES_KEY: ["Is <before> red?", "Is <before@1> red?", "And <before>?"]}
+    assert [(a.placeholder, a.part) for a in packed.assets] == [
+        ("<before>", "asset-0"),
+        ("<before@1>", "asset-1"),
+    ]
+    assert packed.assets[1].image.sha256 != packed.assets[0].image.sha256
+
+
+def test_states_without_images_pack_as_plain_json() -> None:
+    packed = pack_lifted([LiftedState("a"), LiftedState({"b": ["c"]})])
+    assert packed == LiftedState({STATES_KEY: ["a", {"b": ["c"]}]}, ())

@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from .assets import Asset, LiftedState
 from .canonical import canonical_json
 from .decision import ClassifierUsage, Decision, json_kind, parse_decision
 from .errors import DecisionError
@@ -45,6 +46,7 @@ __all__ = [
     "derived_key",
     "largest_remainder",
     "pack_instructions",
+    "pack_lifted",
     "pack_questions",
     "pack_state",
     "split_derived_key",
@@ -106,6 +108,48 @@ def pack_state(states: Sequence[Any]) -> dict[str, list[Any]]:
     return {STATES_KEY: list(states)}
 
 
+def _renamed(node: Any, renames: Mapping[str, str]) -> Any:
+    """``node`` with every placeholder of ``renames`` replaced inside its strings."""
+    if isinstance(node, str):
+        for old, new in renames.items():
+            node = node.replace(old, new)
+        return node
+    if isinstance(node, Mapping):
+        return {k: _renamed(v, renames) for k, v in node.items()}
+    if isinstance(node, list | tuple):
+        return [_renamed(v, renames) for v in node]
+    return node
+
+
+def pack_lifted(states: Sequence[LiftedState]) -> LiftedState:
+    """The packed state of states whose images are already lifted, with their assets merged.
+
+    Images keep their own identity: when two states use one placeholder for different bytes
+    (both say ``<before>``), the later state's image is renamed ``<before@k>`` (``k`` its
+    position; ``@`` is never part of a caller's alias, so the new name cannot collide) in that
+    state's text. The same bytes under the same placeholder are sent once. A question's criteria
+    that mention a placeholder keep meaning the first state's image. Parts are numbered again in
+    order of first appearance (``asset-0``, ``asset-1``, ...), as for one state.
+    """
+    taken: dict[str, str] = {}  # placeholder -> sha256 of the image it stands for
+    merged: list[Asset] = []
+    packed: list[Any] = []
+    for index, lifted in enumerate(states):
+        renames: dict[str, str] = {}
+        for asset in lifted.assets:
+            placeholder, sha = asset.placeholder, asset.image.sha256
+            if taken.get(placeholder, sha) != sha:
+                stem = placeholder[1:-1] if placeholder.startswith("<") else placeholder
+                placeholder = f"<{stem}@{index}>"
+                renames[asset.placeholder] = placeholder
+            if placeholder in taken:
+                continue
+            taken[placeholder] = sha
+            merged.append(Asset(placeholder, asset.image, f"asset-{len(merged)}"))
+        packed.append(_renamed(lifted.state, renames) if renames else lifted.state)
+    return LiftedState(pack_state(packed), tuple(merged))
+
+
 def largest_remainder(total: int, weights: Sequence[int]) -> list[int]:
     """``total`` split in proportion to ``weights`` into integers that sum to ``total``.
 
@@ -131,7 +175,6 @@ def largest_remainder(total: int, weights: Sequence[int]) -> list[int]:
 def state_weights(states: Sequence[Any], questions: Mapping[str, Question]) -> list[int]:
     """Each state's share of a packed request's input: its own canonical bytes plus the bytes
     of the questions asked about it (the same for every state)."""
-
     asked = len(canonical_json(questions_to_wire(questions)))
     return [len(canonical_json(s)) + asked for s in states]
 
