@@ -38,7 +38,10 @@ from toolnexus.packing import (
     split_usage,
     state_weights,
     unpack_decisions,
+    unpack_instructions,
+    unpack_questions_wire,
 )
+from toolnexus.questions import questions_to_wire
 
 QUESTIONS = {
     "refund": NoulQuestion("Is the customer asking for money back?", NoulCriteria("yes", "no")),
@@ -111,7 +114,8 @@ def test_derived_questions_keep_the_callers_criteria_byte_for_byte() -> None:
 def test_structured_and_raw_instructions_are_addressed_too() -> None:
     structured = {"task": "judge", "context": ["a"]}
     assert pack_instructions(2, structured) == ["For states[2] only:", structured]
-    assert pack_instructions(0, ["part", {"x": 1}]) == ["For states[0] only:", "part", {"x": 1}]
+    parts = ["part", {"x": 1}]
+    assert pack_instructions(0, parts) == ["For states[0] only:", parts]
     raw = pack_questions({"b": RawQuestion("box", "Where is the cat?")}, 2)
     assert raw["1:b"] == RawQuestion("box", "For states[1] only: Where is the cat?")
 
@@ -275,3 +279,38 @@ def test_images_with_colliding_aliases_keep_their_own_identity() -> None:
 def test_states_without_images_pack_as_plain_json() -> None:
     packed = pack_lifted([LiftedState("a"), LiftedState({"b": ["c"]})])
     assert packed == LiftedState({STATES_KEY: ["a", {"b": ["c"]}]}, ())
+
+
+@pytest.mark.parametrize(
+    "instructions",
+    [
+        pytest.param("Is it a refund?", id="text"),
+        pytest.param("For states[1] only: already prefixed", id="text-that-looks-packed"),
+        pytest.param({"task": "judge"}, id="object"),
+        pytest.param([{"task": "judge"}], id="list-of-one-object"),
+        pytest.param(["a", "b"], id="list"),
+    ],
+)
+def test_packed_instructions_read_back_exactly(instructions: Any) -> None:
+    """serve --synthetic answers a packed question as it answers the question alone: that
+    needs the caller's instructions back, exactly, for every shape."""
+    for index in (0, 7):
+        assert unpack_instructions(index, pack_instructions(index, instructions)) == (
+            True,
+            instructions,
+        )
+    assert unpack_instructions(1, pack_instructions(0, instructions)) == (False, None)
+
+
+def test_unpack_questions_wire_refuses_what_is_not_a_pack() -> None:
+    wire = questions_to_wire(pack_questions(QUESTIONS, 2))
+    got = unpack_questions_wire(wire, 2)
+    assert got is not None
+    assert [(k, i) for k, i, _ in got] == [
+        (derived_key(i, k), i) for i in range(2) for k in QUESTIONS
+    ]
+    assert got[0][2] == questions_to_wire(QUESTIONS)["refund"]
+    assert unpack_questions_wire(wire, 1) is None  # an index past the pack
+    assert unpack_questions_wire(questions_to_wire(QUESTIONS), 1) is None  # plain keys
+    forged = {**wire, "0:refund": {**wire["0:refund"], "instructions": "no prefix"}}
+    assert unpack_questions_wire(forged, 2) is None

@@ -12,8 +12,11 @@ The shape, and why:
   unique and reversible: the position is an integer and the caller's key follows the first
   ``:``, so any caller key, a ``:`` in it included, round-trips.
 - A derived question's **instructions** address its state by position: a string gets the
-  prefix ``"For states[k] only: "``; structured instructions (content parts) are sent as a list
-  whose first item is that prefix. The **criteria are the caller's, unchanged**, so every
+  prefix ``"For states[k] only: "``; structured instructions (content parts) are sent as the
+  two-item list ``["For states[k] only:", <the instructions as written>]``. Both forms can be
+  read back exactly (:func:`unpack_questions_wire`), which is how ``toolnexus serve
+  --synthetic`` answers a packed question exactly as it answers the question alone. The
+  **criteria are the caller's, unchanged**, so every
   ``check-criteria`` finding still holds for the packed request.
 - Seed 001: "Questions are independent. One answer is never context for another. A backend that
   cannot guarantee that reports calibrated=False". In a pack one state is context for another's
@@ -53,6 +56,8 @@ __all__ = [
     "split_usage",
     "state_weights",
     "unpack_decisions",
+    "unpack_instructions",
+    "unpack_questions_wire",
 ]
 
 #: The member of the packed state that holds the states, in order.
@@ -80,14 +85,51 @@ def split_derived_key(derived: str) -> tuple[int, str] | None:
     return int(head), key
 
 
+def _prefix(index: int) -> str:
+    return f"For {STATES_KEY}[{index}] only: "
+
+
 def pack_instructions(index: int, instructions: Any) -> Any:
     """The caller's instructions, addressed to ``states[index]``."""
-    prefix = f"For {STATES_KEY}[{index}] only: "
+    prefix = _prefix(index)
     if isinstance(instructions, str):
         return prefix + instructions
-    if isinstance(instructions, list | tuple):
-        return [prefix.rstrip(), *instructions]
     return [prefix.rstrip(), instructions]
+
+
+def unpack_instructions(index: int, instructions: Any) -> tuple[bool, Any]:
+    """``(True, the caller's instructions)`` when ``instructions`` is what
+    :func:`pack_instructions` made for ``index``, else ``(False, None)``."""
+    prefix = _prefix(index)
+    if isinstance(instructions, str):
+        if instructions.startswith(prefix):
+            return True, instructions[len(prefix) :]
+        return False, None
+    if (
+        isinstance(instructions, list | tuple)
+        and len(instructions) == 2
+        and instructions[0] == prefix.rstrip()
+    ):
+        return True, instructions[1]
+    return False, None
+
+
+def unpack_questions_wire(
+    questions: Mapping[str, Any], count: int
+) -> list[tuple[str, int, Mapping[str, Any]]] | None:
+    """The wire questions of a packed request as ``(derived key, state index, the question as
+    asked alone)``, or None when ``questions`` is not a pack of ``count`` states (a key that is
+    not derived, an index past the pack, instructions not addressed to their state)."""
+    out: list[tuple[str, int, Mapping[str, Any]]] = []
+    for derived, question in questions.items():
+        where = split_derived_key(str(derived))
+        if where is None or where[0] >= count or not isinstance(question, Mapping):
+            return None
+        ok, alone = unpack_instructions(where[0], question.get("instructions"))
+        if not ok:
+            return None
+        out.append((str(derived), where[0], {**question, "instructions": alone}))
+    return out
 
 
 def pack_questions(questions: Mapping[str, Question], count: int) -> dict[str, Question]:
