@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -159,3 +160,45 @@ def test_any_id_survives_arrow(item_id: str | int, failed: bool) -> None:
     record = _error(item_id) if failed else _decided(item_id)
     (back,) = table_to_records(records_to_table([record], QUESTIONS))
     assert back == _expected(record)
+
+
+def test_a_parquet_run_is_written_atomically_and_read_by_row_group(tmp_path: Path) -> None:
+    from toolnexus import arrowrecords
+
+    run = tmp_path / "run.parquet"
+    run.write_bytes(b"the previous run")
+    records = [_decided(f"T-{i}") if i % 3 else _error(f"T-{i}") for i in range(25)]
+    old = arrowrecords.ROW_GROUP_RECORDS
+    arrowrecords.ROW_GROUP_RECORDS = 10
+    try:
+        assert arrowrecords.write_parquet_run(run, iter(records), QUESTIONS) == 25
+    finally:
+        arrowrecords.ROW_GROUP_RECORDS = old
+    assert arrowrecords.parquet_row_groups(run) == 3
+    assert list(arrowrecords.iter_parquet_run(run)) == [_expected(r) for r in records]
+    assert list(arrowrecords.iter_parquet_run(run, [2])) == [_expected(r) for r in records[20:]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.parquet"]
+
+
+def test_a_failed_write_leaves_the_previous_run_intact(tmp_path: Path) -> None:
+    from toolnexus import arrowrecords
+
+    run = tmp_path / "run.parquet"
+    run.write_bytes(b"the previous run")
+
+    def records() -> Iterator[dict[str, Any]]:
+        yield _decided("T-1")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        arrowrecords.write_parquet_run(run, records(), QUESTIONS)
+    assert run.read_bytes() == b"the previous run"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.parquet"]
+
+
+def test_an_empty_run_is_still_a_parquet_file_with_the_schema(tmp_path: Path) -> None:
+    from toolnexus import arrowrecords
+
+    run = tmp_path / "run.parquet"
+    assert arrowrecords.write_parquet_run(run, [], QUESTIONS) == 0
+    assert pq.read_schema(run) == run_schema(QUESTIONS)
