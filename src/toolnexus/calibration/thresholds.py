@@ -67,9 +67,12 @@ def _share(n: int, total: int) -> float | None:
     return n / total if total else None
 
 
-def _no_side(y_true: Sequence[int], y_prob: Sequence[float], no: float) -> tuple[Any, Any]:
-    """Precision and recall of answering no for ``p <= no``."""
-    said = [y for y, p in zip(y_true, y_prob, strict=True) if p <= no]
+def _no_side(
+    y_true: Sequence[int], y_prob: Sequence[float], yes: float, no: float
+) -> tuple[Any, Any]:
+    """Precision and recall of the no band as ``threshold_band`` reads it: ``p <= no`` among
+    the answers that are not yes (``p < yes``)."""
+    said = [y for y, p in zip(y_true, y_prob, strict=True) if p <= no and p < yes]
     right = sum(1 for y in said if not y)
     negatives = sum(1 for y in y_true if not y)
     return _share(right, len(said)), _share(right, negatives)
@@ -91,7 +94,7 @@ def threshold_pair(y_true: Sequence[int], y_prob: Sequence[float], target: float
         t = flipped.threshold
         no = max(p for p in y_prob if 1.0 - p >= t)
     no = min(no, yes)
-    no_precision, no_recall = _no_side(y_true, y_prob, no)
+    no_precision, no_recall = _no_side(y_true, y_prob, yes, no)
     return ThresholdPair(
         target, yes, no, found.precision, found.recall, no_precision, no_recall, None
     )
