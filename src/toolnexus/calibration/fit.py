@@ -77,37 +77,43 @@ def _binary(y_true: Sequence[int], y_prob: Sequence[float]) -> tuple[Floats, Flo
     return y, p
 
 
-def _loss(z: Floats, y: Floats) -> float:
-    """Summed log loss of ``sigmoid(z)`` against ``y``, stable for large ``|z|``."""
-    return float(np.sum(np.logaddexp(0.0, z) - y * z))
+def _loss(z: Floats, y: Floats, w: Floats) -> float:
+    """Summed log loss of ``sigmoid(z)`` against ``y`` with weights ``w``, stable for large
+    ``|z|``."""
+    return float(np.sum(w * (np.logaddexp(0.0, z) - y * z)))
 
 
 def fit_platt(y_true: Sequence[int], y_prob: Sequence[float]) -> tuple[float, float]:
     """``(slope, intercept)`` of the maximum-likelihood ``sigmoid(slope * logit(p) + intercept)``;
-    :class:`FitRefused` when no finite maximum exists."""
-    y, _ = _binary(y_true, y_prob)
-    x = np.array([logit(p) for p in y_prob])
-    pos, neg = x[y == 1], x[y == 0]
+    :class:`FitRefused` when no finite maximum exists. Fitted over the distinct ``(p, y)`` pairs
+    weighted by their counts (at most 202 for wire probabilities), which is the same likelihood."""
+    y_all, _ = _binary(y_true, y_prob)
+    x_all = np.array([logit(p) for p in y_prob])
+    pos, neg = x_all[y_all == 1], x_all[y_all == 0]
     if not len(pos) or not len(neg):
         raise FitRefused("one class only: Platt scaling needs yes and no labels")
-    if float(x.min()) == float(x.max()):
+    if float(x_all.min()) == float(x_all.max()):
         raise FitRefused("every probability is the same: Platt scaling has no slope to fit")
     if neg.max() <= pos.min() or pos.max() <= neg.min():
         raise FitRefused("separable: every yes is on one side of every no, the slope diverges")
+    atoms, counts = np.unique(np.column_stack([x_all, y_all]), axis=0, return_counts=True)
+    x, y, weight = atoms[:, 0], atoms[:, 1], counts.astype(np.float64)
     design = np.column_stack([x, np.ones_like(x)])
     w = np.zeros(2)
-    loss = _loss(design @ w, y)
+    loss = _loss(design @ w, y, weight)
     for _ in range(_NEWTON_STEPS):
         q = 1.0 / (1.0 + np.exp(-(design @ w)))
-        grad = design.T @ (q - y)
-        if float(np.max(np.abs(grad))) <= 1e-11 * len(y):
-            break
-        hess = (design * (q * (1.0 - q))[:, None]).T @ design
+        grad = design.T @ (weight * (q - y))
+        hess = (design * (weight * q * (1.0 - q))[:, None]).T @ design
         step = np.linalg.solve(hess, grad)
+        # The Newton decrement grad . step is twice the loss still to gain: stop when it is
+        # below rounding (a fixed gradient bound is unreachable in floating point at large n).
+        if float(grad @ step) <= 1e-15 * max(loss, 1.0):
+            break
         scale = 1.0
         while scale > 1e-10:  # halve until the loss does not rise
             trial = w - scale * step
-            trial_loss = _loss(design @ trial, y)
+            trial_loss = _loss(design @ trial, y, weight)
             if trial_loss <= loss:
                 break
             scale /= 2
@@ -189,7 +195,7 @@ def fit_noul(
         held_out = [0.0] * len(y)
         try:
             for f in range(folds):
-                train = [i for i in range(len(y)) if fold[i] != f]
+                train = np.flatnonzero(fold != f).tolist()
                 predict, _ = _predict_noul(kind, [y[i] for i in train], [p[i] for i in train])
                 for i in np.flatnonzero(fold == f).tolist():
                     held_out[i] = predict(p[i])
@@ -275,7 +281,7 @@ def fit_temperature_map(
     fold = _folds(list(y_true), folds, seed)
     held_out: list[dict[str, float]] = [{} for _ in rows]
     for f in range(folds):
-        train = [i for i in range(len(rows)) if fold[i] != f]
+        train = np.flatnonzero(fold != f).tolist()
         t = fit_temperature([y_true[i] for i in train], [rows[i] for i in train], options)
         for i in np.flatnonzero(fold == f).tolist():
             held_out[i] = temperature_apply(rows[i], t)
