@@ -233,3 +233,32 @@ def test_clip_before_any_logit(p: float) -> None:
     """Exact 0 and 1 come off the wire: the logit is finite, at the documented epsilon."""
     assert math.isfinite(logit(p))
     assert CLIP_EPS <= clip(p) <= 1 - CLIP_EPS
+
+
+@settings(max_examples=30)
+@given(st.integers(0, 2**32 - 1), st.floats(0.3, 4.0))
+def test_the_temperature_is_the_log_loss_minimum(seed: int, tau: float) -> None:
+    """A bounded 1-D search that finds the minimum: nudging T either way never lowers the loss."""
+    options = ("a", "b", "c")
+    rows, labels = _overconfident_choice(seed % 1000, 120, tau, options)
+    t = fit_temperature(labels, rows, options)
+
+    def loss(temp: float) -> float:
+        after = [temperature_apply(r, temp) for r in rows]
+        return log_loss_multiclass([r[y] for r, y in zip(after, labels, strict=True)])  # type: ignore[return-value]
+
+    best = loss(t)
+    for other in (t * 0.99, t * 1.01):
+        if T_BOUNDS[0] <= other <= T_BOUNDS[1]:
+            assert best <= loss(other) + 1e-12
+
+
+def test_the_after_metrics_are_out_of_fold_not_in_sample() -> None:
+    """Cross-validated, as the issue asks: isotonic's in-sample fit flatters itself, and the
+    map's ``after`` is the honest (higher) out-of-fold number."""
+    p, y = _overconfident_noul(13, 200, 1.0)
+    fitted = fit_noul(y, p)
+    assert isinstance(fitted, MapFit)
+    xs, ys = fit_isotonic(y, p)
+    in_sample = log_loss_binary([isotonic_apply(v, xs, ys) for v in p], y)
+    assert fitted.candidates["isotonic"]["log_loss"] > in_sample  # type: ignore[operator]
