@@ -68,11 +68,21 @@ def test_floor_is_reproducible_for_a_seed() -> None:
     assert first is not None and 0.0 < first.median <= first.p95
 
 
-def test_the_floor_is_right_for_outcomes_drawn_from_the_probabilities() -> None:
+@pytest.mark.parametrize(
+    ("n", "decimals"),
+    [
+        pytest.param(150, None, id="continuous-150"),
+        pytest.param(100, 2, id="wire-100"),
+    ],
+)
+def test_the_floor_is_right_for_outcomes_drawn_from_the_probabilities(
+    n: int, decimals: int | None
+) -> None:
     """Acceptance: "for outcomes drawn from the predicted probabilities, the ECE is at or under
     the floor's 95th percentile in 90–99% of 200 seeds"."""
-    rng = np.random.default_rng(2024)
-    p = rng.uniform(0.0, 1.0, 150)
+    p = np.random.default_rng(2024).uniform(0.0, 1.0, n)
+    if decimals is not None:
+        p = np.round(p, decimals)
     floor = ece_null(p)
     assert floor is not None
     under = 0
