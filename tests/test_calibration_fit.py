@@ -262,3 +262,8 @@ def test_the_after_metrics_are_out_of_fold_not_in_sample() -> None:
     xs, ys = fit_isotonic(y, p)
     in_sample = log_loss_binary([isotonic_apply(v, xs, ys) for v in p], y)
     assert fitted.candidates["isotonic"]["log_loss"] > in_sample  # type: ignore[operator]
+
+
+def test_a_label_that_is_not_an_option_is_named() -> None:
+    with pytest.raises(ValueError, match="label 'lamp' is not one of the options a, b"):
+        fit_temperature(["lamp"], [{"a": 0.5, "b": 0.5}], ("a", "b"))

@@ -215,6 +215,9 @@ def _label_index(
     y_true: Sequence[str], y_prob: Sequence[Mapping[str, float]], options: Sequence[str]
 ) -> tuple[Floats, npt.NDArray[np.intp]]:
     index = {o: i for i, o in enumerate(options)}
+    for v in y_true:
+        if v not in index:
+            raise ValueError(f"label {v!r} is not one of the options {', '.join(options)}")
     logs = np.array([[math.log(max(min(row.get(o, 0.0), 1 - CLIP_EPS), CLIP_EPS))
                       for o in options] for row in y_prob])  # fmt: skip
     return logs.reshape(len(y_prob), len(options)), np.array([index[v] for v in y_true])
@@ -224,7 +227,9 @@ def fit_temperature(
     y_true: Sequence[str], y_prob: Sequence[Mapping[str, float]], options: Sequence[str]
 ) -> float:
     """The temperature ``T`` in ``T_BOUNDS`` minimising the log loss of ``q ∝ p ** (1 / T)``
-    (``p`` clipped, as ``transforms.temperature_apply`` does)."""
+    (``p`` clipped, as ``transforms.temperature_apply`` does). An option missing from a row
+    counts 0, clipped; the wire gives every offered option a probability, so the fit and the
+    applied map normalise over the same options."""
     logs, labels = _label_index(y_true, y_prob, options)
     rows = np.arange(len(labels))
 
