@@ -118,3 +118,24 @@ def test_no_data_is_none_not_zero(call: object) -> None:
 def test_mismatched_lengths_are_refused() -> None:
     with pytest.raises(ValueError, match="one length"):
         ece_interval([1, 0], [0.5])
+
+
+@pytest.mark.parametrize(
+    "decimals", [pytest.param(None, id="continuous"), pytest.param(2, id="wire")]
+)
+def test_both_draws_match_a_direct_bootstrap_and_null(decimals: int | None) -> None:
+    """Atoms (wire probabilities) and record-by-record draws (continuous ones) are the same
+    resampling: both agree with the textbook loops, resampled records and Bernoulli outcomes."""
+    rng = np.random.default_rng(8)
+    p = rng.uniform(0.0, 1.0, 400)
+    if decimals is not None:
+        p = np.round(p, decimals)
+    y = (rng.random(400) < np.clip(p * 0.8 + 0.1, 0, 1)).astype(int)
+    direct = np.random.default_rng(99)
+    boot = [ece_binned(y[i], p[i]) for i in (direct.integers(0, 400, 400) for _ in range(2000))]
+    null = [ece_binned((direct.random(400) < p).astype(int), p) for _ in range(2000)]
+    interval, floor = ece_interval(y, p), ece_null(p)
+    assert interval is not None and floor is not None
+    want = np.percentile(boot, [2.5, 97.5])
+    assert (interval.low, interval.high) == pytest.approx(tuple(want), rel=0.1)
+    assert (floor.median, floor.p95) == pytest.approx(tuple(np.percentile(null, [50, 95])), rel=0.1)
