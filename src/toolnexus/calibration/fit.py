@@ -230,14 +230,23 @@ def fit_temperature(
     (``p`` clipped, as ``transforms.temperature_apply`` does). An option missing from a row
     counts 0, clipped; the wire gives every offered option a probability, so the fit and the
     applied map normalise over the same options."""
-    logs, labels = _label_index(y_true, y_prob, options)
-    rows = np.arange(len(labels))
+    return _temperature(*_label_index(y_true, y_prob, options))
+
+
+def _temperature(logs: Floats, labels: npt.NDArray[np.intp]) -> float:
+    """:func:`fit_temperature` over clipped log-probabilities and label indices. The loss is
+    summed over the distinct (row, label) pairs weighted by their counts (a few thousand at
+    most for two-decimal wire rows), which is the same loss."""
+    atoms, counts = np.unique(np.column_stack([logs, labels]), axis=0, return_counts=True)
+    z0, picked = atoms[:, :-1], atoms[:, -1].astype(np.intp)
+    rows = np.arange(len(atoms))
+    weight = counts / counts.sum()
 
     def loss(log_t: float) -> float:
-        z = logs / math.exp(log_t)
+        z = z0 / math.exp(log_t)
         top = z.max(axis=1, keepdims=True)
         lse = np.log(np.exp(z - top).sum(axis=1)) + top[:, 0]
-        return float(np.mean(lse - z[rows, labels]))
+        return float(weight @ (lse - z[rows, picked]))
 
     lo, hi = math.log(T_BOUNDS[0]), math.log(T_BOUNDS[1])
     ratio = (math.sqrt(5.0) - 1.0) / 2.0
@@ -283,14 +292,15 @@ def fit_temperature_map(
     if few:
         return few
     rows = [dict(r) for r in y_prob]
+    logs, labels = _label_index(y_true, rows, options)
     fold = _folds(list(y_true), folds, seed)
     held_out: list[dict[str, float]] = [{} for _ in rows]
     for f in range(folds):
-        train = np.flatnonzero(fold != f).tolist()
-        t = fit_temperature([y_true[i] for i in train], [rows[i] for i in train], options)
+        train = fold != f
+        t = _temperature(logs[train], labels[train])
         for i in np.flatnonzero(fold == f).tolist():
             held_out[i] = temperature_apply(rows[i], t)
-    t = fit_temperature(y_true, rows, options)
+    t = _temperature(logs, labels)
     at_bound = min(abs(math.log(t / b)) for b in T_BOUNDS) < 1e-6
     note = None
     if at_bound:
