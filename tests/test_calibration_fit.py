@@ -41,7 +41,7 @@ from toolnexus.calibration.transforms import (
 from toolnexus.report.metrics import ece, log_loss_binary, log_loss_multiclass
 
 wire = st.integers(0, 100).map(lambda i: i / 100)
-samples = st.lists(st.tuples(wire, st.integers(0, 1)), min_size=8, max_size=80)
+samples = st.lists(st.tuples(wire, st.integers(0, 1)), min_size=12, max_size=80)
 GRID = [i / 200 for i in range(201)] + [-0.1, 1.1]
 
 
@@ -51,7 +51,7 @@ def _separable(ps: list[float], ys: list[int]) -> bool:
     return not pos or not neg or max(neg) <= min(pos) or max(pos) <= min(neg)
 
 
-@settings(max_examples=60)
+@settings(max_examples=40)
 @given(samples)
 def test_platt_equals_scikit_learns_unpenalised_logistic_regression(
     data: list[tuple[float, int]],
