@@ -112,6 +112,23 @@ def test_replay_of_the_shipped_recordings_from_the_command_line() -> None:
             id="bad-replay-dir",
         ),
         pytest.param(
+            ["--replay", "questions/support-triage.yaml"],
+            "replay directory questions/support-triage.yaml is not a directory",
+            id="replay-of-a-file-issue-17-14",
+        ),
+        *(
+            pytest.param(
+                ["--synthetic", flag, value],
+                f"{flag} {value} is out of range ({allowed})",
+                id=f"{flag.strip('-')}-{value}-named-issue-17-14",
+            )
+            for flag, value, allowed in (
+                ("--port", "70000", "0..65535"),
+                ("--port", "-1", "0..65535"),
+                ("--max-body-bytes", "0", "1 or more"),
+            )
+        ),
+        pytest.param(
             ["--synthetic", "--faults", "429,teapot"], "unknown fault 'teapot'", id="bad-fault"
         ),
         pytest.param(
@@ -140,6 +157,9 @@ def test_replay_of_the_shipped_recordings_from_the_command_line() -> None:
     ],
 )
 def test_start_up_errors_are_one_line_and_exit_2(args: list[str], expect: str) -> None:
+    """Issue 17 item 14: "`serve --replay somefile.yaml` says 'does not exist' for a file that
+    exists (say it is not a directory); a bad port says '--latency-ms, --max-body-bytes or
+    --port out of range' (name the one)"."""
     ran = run_cli("serve", "--port", "0", *args)
     assert ran.code == 2
     line = error_line(ran.stderr)

@@ -83,9 +83,18 @@ class ServeOptions:
                 raise ConfigError(
                     f"classifier: serve: {flag} {value} is not a finite number of 0 or more"
                 )
-        if self.latency_ms < 0 or self.max_body_bytes < 1 or not 0 <= self.port <= 65535:
+        for flag, number, ok, allowed in (
+            ("--port", self.port, 0 <= self.port <= 65535, "0..65535"),
+            ("--max-body-bytes", self.max_body_bytes, self.max_body_bytes >= 1, "1 or more"),
+        ):
+            if not ok:
+                raise ConfigError(f"classifier: serve: {flag} {number} is out of range ({allowed})")
+        replay = self.replay
+        if isinstance(replay, str | Path) and Path(replay).exists() and not Path(replay).is_dir():
+            # load_recordings would say "does not exist" of a file that plainly exists.
             raise ConfigError(
-                "classifier: serve: --latency-ms, --max-body-bytes or --port out of range"
+                f"classifier: serve: replay directory {replay} is not a directory; give the "
+                "folder that holds the recordings (*.json)"
             )
         if self.require_key_env is not None and not os.environ.get(self.require_key_env):
             raise ConfigError(
