@@ -114,7 +114,7 @@ class Server:
             return f"replay ({len(self._replay)} recordings from {self._replay.directory})"
         if self._upstream is not None:
             record = f", recording into {self.options.record}" if self.options.record else ""
-            return f"proxy to {self._upstream.base}{record}"
+            return f"proxy to {self._upstream.shown}{record}"
         return f"synthetic (seed {self.options.seed})"
 
     def push(self, *faults: Fault) -> None:
@@ -453,7 +453,9 @@ class Server:
             kind = type(e).__name__
             raise Reject(
                 502,
-                {"detail": f"proxy: no answer from {self._upstream.base}/{endpoint} ({kind})"},
+                {
+                    "detail": f"proxy: no answer from {self._upstream.url(endpoint, shown=True)} ({kind})"
+                },
                 "proxy_error",
             ) from None
         headers.setdefault("x-typesafe-request-id", rid)
@@ -474,7 +476,9 @@ class Server:
                 max_body_bytes=self.options.max_body_bytes,
                 allow_unknown_types=True,
             )
-            record_exchange(self.options.record, f"{self._upstream.base}/systemone", wire, data)
+            record_exchange(
+                self.options.record, self._upstream.url("systemone", shown=True), wire, data
+            )
         except (Reject, ClassifierError) as e:
             detail = e.detail if isinstance(e, ClassifierError) else f"HTTP {e.status}"
             return f" not-recorded({' '.join(detail.split())[:120]})"
