@@ -5,11 +5,12 @@ the caller's own Authorization header, hand back its answer unchanged, and recor
 ``https://openrouter.ai/api/v1``); a bare host root (no path) gets ``/v1`` appended, so the URL
 another ``toolnexus serve`` prints works as it is. Only the headers the wire defines are
 forwarded; the Authorization header goes to the upstream and nowhere else: it is never logged,
-recorded, or echoed. Credentials written into ``URL`` (``user:KEY@``, percent-encoded or not, or
-any query-string value such as ``?api_key=KEY``) are the operator's: they go to the upstream
+recorded, or echoed. Credentials written into ``URL`` (``user:KEY@``, percent-encoded or not,
+or any query-string value such as ``?api_key=KEY``) are the operator's: they go to the upstream
 (``user:KEY@`` as HTTP Basic auth, which then replaces the caller's Authorization) and are shown
-as «redacted» everywhere serve prints, logs or records the URL (:func:`shown_url`). A recording holds the request's model, state, questions, the response and,
-for images, each placeholder's sha256 (``assets``), never a header or a key.
+as «redacted» everywhere serve prints, logs or records the URL (:func:`shown_url`). A recording
+holds the request's model, state, questions, the response and, for images, each placeholder's
+sha256 (``assets``), never a header or a key.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import aiohttp
 
 from ..errors import DecisionError
-from ..transport.redaction import REDACTED, hide_userinfo
 from ..questions import normalize_questions
 from ..recordings import write_recording
+from ..transport.redaction import REDACTED, hide_userinfo
 from .wire import WireRequest
 
 __all__ = ["FORWARDED_HEADERS", "Upstream", "record_exchange", "shown_url", "upstream_base"]
@@ -107,7 +108,7 @@ class Upstream:
         """``(status, body, headers)`` from the upstream; raises ``aiohttp.ClientError`` or
         ``TimeoutError`` when it gives no answer."""
         assert self._session is not None, "Upstream.start() first"
-        forwarded = FORWARDED_HEADERS
+        forwarded: tuple[str, ...] = FORWARDED_HEADERS
         if self._auth is not None:  # the URL's credentials replace the caller's
             forwarded = tuple(h for h in FORWARDED_HEADERS if h != "authorization")
         sent = {k: v for k, v in headers.items() if k.lower() in forwarded}
