@@ -44,7 +44,7 @@ def parse_rate(spec: str, flag: str, unit: str) -> float:
 
 def rate_limit_body(limit: float, what: str) -> dict[str, str]:
     """The API's 429 body: ``{"detail": "Rate limit exceeded: 1200 requests per minute."}``."""
-    shown = f"{limit:,.0f}" if limit == int(limit) else f"{limit:,g}"
+    shown = f"{limit:.0f}" if limit == int(limit) else f"{limit:g}"
     return {"detail": f"Rate limit exceeded: {shown} {what}."}
 
 
@@ -80,7 +80,8 @@ class TokenBucket:
         """Seconds until ``cost`` can be taken (0: now)."""
         self._refill(now)
         need = min(cost, self.capacity)
-        return 0.0 if self.level >= need else (need - self.level) / self.rate
+        # A hair of slack: 50 refills of 0.02 s must make one whole second, float or not.
+        return 0.0 if self.level >= need - 1e-9 else (need - self.level) / self.rate
 
     def take(self, cost: float, now: float) -> None:
         """Charge ``cost`` (after :meth:`wait` said 0; the level may go below 0: debt)."""
