@@ -110,12 +110,15 @@ def test_the_lazy_table_is_the_typed_imports() -> None:
 
 
 def test_faults_auth_and_the_log_are_middlewares() -> None:
-    """Cross-cutting work is aiohttp middlewares, outermost first, not an if-chain in a handler."""
-    from toolnexus.serve import middleware
+    """Cross-cutting work is aiohttp middlewares, outermost first, not an if-chain in a handler;
+    the key check and the limits only when asked for."""
+    from toolnexus.serve import Server, middleware
 
-    names = [m.__qualname__.split(".")[0] for m in middleware.middlewares(object(), None)]  # type: ignore[arg-type]
-    assert names == ["observe", "_api_only", "_api_only", "_api_only", "_api_only"]
-    assert all(
-        getattr(m, "__middleware_version__", None) == 1
-        for m in middleware.middlewares(object(), None)
-    )  # type: ignore[arg-type]
+    def names(server: Server, key: str | None) -> list[str]:
+        layers = middleware.middlewares(server, key)
+        assert all(getattr(m, "__middleware_version__", None) == 1 for m in layers)
+        return [m.__qualname__.split(".")[0] for m in layers]
+
+    everything = Server(ServeOptions(synthetic=True, rate_limit="60/min"))
+    assert names(everything, "key") == ["observe", "intake", "faults", "auth", "limits"]
+    assert names(Server(ServeOptions(synthetic=True)), None) == ["observe", "intake", "faults"]
