@@ -3,7 +3,9 @@
 It answers ``POST /v1/systemone`` and ``GET /v1/models`` (and the same under ``/v1`` for a
 toolnexus base URL) from exactly one source: recordings (``replay``), a deterministic synthetic
 model (``synthetic``), or a real endpoint it forwards to and records (``proxy`` + ``record``).
-It injects faults on request. From a test suite::
+It injects faults on request, and enforces an account's limits per key (``rate_limit``,
+``token_limit``: 429 with ``Retry-After`` and ``retry-after-ms``, see ``limits.py``). From a
+test suite::
 
     from toolnexus.serve import serve
 

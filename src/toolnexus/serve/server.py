@@ -107,13 +107,17 @@ class Server:
 
     @property
     def mode(self) -> str:
-        """``replay``, ``synthetic`` or ``proxy``, for the start-up line (never a credential)."""
+        """``replay``, ``synthetic`` or ``proxy`` and any limits, for the start-up line (never a
+        credential)."""
         if self._replay is not None:
-            return f"replay ({len(self._replay)} recordings from {self._replay.directory})"
-        if self._upstream is not None:
+            mode = f"replay ({len(self._replay)} recordings from {self._replay.directory})"
+        elif self._upstream is not None:
             record = f", recording into {self.options.record}" if self.options.record else ""
-            return f"proxy to {self._upstream.shown}{record}"
-        return f"synthetic (seed {self.options.seed})"
+            mode = f"proxy to {self._upstream.shown}{record}"
+        else:
+            mode = f"synthetic (seed {self.options.seed})"
+        limits = [x for x in (self.options.rate_limit, self.options.token_limit) if x is not None]
+        return mode + (f", limits per key {' and '.join(limits)}" if limits else "")
 
     def push(self, *faults: Fault) -> None:
         """Fault the next ``len(faults)`` API requests, in arrival order."""
