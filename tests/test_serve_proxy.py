@@ -109,6 +109,24 @@ def test_an_unreachable_upstream_is_a_502_naming_it() -> None:
     assert r.headers["x-typesafe-request-id"]
 
 
+def test_an_unreachable_upstream_with_a_key_in_its_url_names_it_redacted() -> None:
+    """Issue 17 item 1: the 502 that names the upstream names it without its credentials."""
+    key = "sk-gone-4c1d9e7a2b"
+
+    async def go() -> httpx.Response:
+        async with Server(ServeOptions(synthetic=True)) as gone:
+            host = gone.url.removeprefix("http://")
+        async with Server(ServeOptions(proxy=f"http://u:{key}@{host}/v1?k={key}")) as b:
+            return await post(b.url, {"model": "jev-latest", "state": "x", "questions": QUESTIONS})
+
+    r = asyncio.run(go())
+    detail = r.json()["detail"]
+    assert r.status_code == 502
+    assert detail.startswith("proxy: no answer from http://«redacted»@127.0.0.1:")
+    assert "/v1/systemone?k=«redacted»" in detail
+    assert all(key[i : i + 8] not in r.text for i in range(len(key) - 7))
+
+
 def test_an_image_exchange_is_recorded_by_image_hash_and_replays(tmp_path: Path) -> None:
     """Wire reference: 'key on the image bytes (e.g. their sha256)'; the SDK's placeholder is
     random per run, so the replay of another placeholder for the same bytes must still hit."""
@@ -219,8 +237,11 @@ def test_a_key_in_the_proxy_url_is_never_printed_logged_or_recorded(
             proc.terminate()
             out, err = proc.communicate(timeout=15)
     assert statuses == [200, 200], err
-    if upstream_sees == "basic":
-        assert all(h.startswith("Basic ") for h in seen), seen
+    if upstream_sees == "basic":  # percent-decoded, in place of the caller's bearer key
+        import base64
+
+        basic = "Basic " + base64.b64encode(f"user:{URL_KEY}".encode()).decode()
+        assert seen == [basic, basic]
     outputs = {"stdout": base + out, "stderr": err}
     files = sorted(record.glob("*.json"))
     assert len(files) == 1  # the two requests are one exchange; the second overwrote nothing

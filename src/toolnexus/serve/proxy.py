@@ -15,6 +15,7 @@ sha256 (``assets``), never a header or a key.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -80,9 +81,11 @@ class Upstream:
         #: the base URL as printed: credentials «redacted»
         self.shown = shown_url(urlunsplit(self._parts))
         user, password = self._parts.username, self._parts.password
-        self._auth: aiohttp.BasicAuth | None = None
+        #: the Authorization header the URL's userinfo stands for (RFC 7617), or None
+        self._auth: str | None = None
         if user is not None or password is not None:
-            self._auth = aiohttp.BasicAuth(unquote(user or ""), unquote(password or ""))
+            pair = f"{unquote(user or '')}:{unquote(password or '')}".encode()
+            self._auth = "Basic " + base64.b64encode(pair).decode("ascii")
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
 
@@ -108,17 +111,12 @@ class Upstream:
         """``(status, body, headers)`` from the upstream; raises ``aiohttp.ClientError`` or
         ``TimeoutError`` when it gives no answer."""
         assert self._session is not None, "Upstream.start() first"
-        forwarded: tuple[str, ...] = FORWARDED_HEADERS
+        sent = {k: v for k, v in headers.items() if k.lower() in FORWARDED_HEADERS}
         if self._auth is not None:  # the URL's credentials replace the caller's
-            forwarded = tuple(h for h in FORWARDED_HEADERS if h != "authorization")
-        sent = {k: v for k, v in headers.items() if k.lower() in forwarded}
+            sent = {k: v for k, v in sent.items() if k.lower() != "authorization"}
+            sent["Authorization"] = self._auth
         async with self._session.request(
-            method,
-            self.url(endpoint),
-            headers=sent,
-            data=body,
-            auth=self._auth,
-            allow_redirects=False,
+            method, self.url(endpoint), headers=sent, data=body, allow_redirects=False
         ) as resp:
             raw = await resp.read()
             back = {k: v for k, v in resp.headers.items() if k.lower() in RETURNED_HEADERS}
