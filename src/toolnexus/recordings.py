@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .canonical import canonical_json, canonical_request, sha256_hex
+from .canonical import QUESTIONS_DIGEST, canonical_json, canonical_request, sha256_hex
 from .decision import parse_decision
 from .errors import ClassifierError, ConfigError, DecisionError, StaticMiss
 from .options import RecordedDecision
@@ -242,7 +242,7 @@ def load_recordings(directory: str | os.PathLike[str]) -> list[Recording]:
 def replay_miss_message(miss: StaticMiss, directory: str | os.PathLike[str]) -> str:
     """The one line for a replay miss: the state, the question-set digest, and how to fix it."""
     return (
-        f"no recording in {directory} for state {miss.state_preview!r} with question set "
-        f"sha256 {miss.questions_sha256[:12]}; run it once live with --record {directory} "
+        f"no recording in {directory} for state {miss.state_preview!r} with {QUESTIONS_DIGEST} "
+        f"{miss.questions_sha256[:12]}; run it once live with --record {directory} "
         "to add one"
     )

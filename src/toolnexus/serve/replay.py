@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..canonical import canonical_json, canonical_request, sha256_hex
+from ..canonical import QUESTIONS_DIGEST, canonical_json, questions_sha256, sha256_hex
 from ..errors import ClassifierError
 from ..questions import normalize_questions, questions_to_wire
 from ..recordings import Recording, load_recordings
@@ -59,14 +59,15 @@ def state_preview(state: Any, width: int = 60) -> str:
 def miss_body(request: WireRequest, directory: str) -> dict[str, Any]:
     """The 409 body of a replay miss (the SDK reads ``detail.message``)."""
     try:
-        digest = sha256_hex(canonical_request("", normalize_questions(request.questions)))
+        digest = questions_sha256(normalize_questions(request.questions))
     except ClassifierError:
-        digest = sha256_hex(canonical_json({"model": "", "questions": request.questions}))
+        # Questions that do not normalise: the same digest over the wire object as it came.
+        digest = sha256_hex(canonical_json(request.questions))
     preview = state_preview(request.state)
     message = (
-        f"replay miss: no recording in {directory} for state {preview!r} with question set "
-        f"sha256 {digest[:12]}; record it once with `toolnexus serve --proxy URL --record "
-        f"{directory}` (or `toolnexus eval/batch --record {directory}`) and serve again"
+        f"replay miss: no recording in {directory} for state {preview!r} with "
+        f"{QUESTIONS_DIGEST} {digest[:12]}; record it once with `toolnexus serve --proxy URL "
+        f"--record {directory}` (or `toolnexus eval/batch --record {directory}`) and serve again"
     )
     return {
         "detail": {"error_type": "replay_miss", "message": message},
