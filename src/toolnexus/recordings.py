@@ -38,6 +38,7 @@ from .decision import parse_decision
 from .errors import ClassifierError, ConfigError, DecisionError, StaticMiss
 from .options import RecordedDecision
 from .questions import Question, normalize_questions, questions_to_wire
+from .transport.redaction import redact_url
 
 __all__ = [
     "RECORDING_FIELDS",
@@ -135,7 +136,8 @@ def write_recording(
         path=None,
         model=model,
         served_model=served if isinstance(served, str) else "",
-        endpoint=endpoint,
+        # Recordings are meant to be committed: a key in the URL never reaches one (issue 17).
+        endpoint=redact_url(endpoint),
         state=state,
         questions=questions_to_wire(questions),
         response=response,
