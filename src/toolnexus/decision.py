@@ -296,14 +296,17 @@ def _number(value: Any, what: str, key: str) -> float:
     t = type(value)
     if t is float and math.isfinite(value):
         return value  # type: ignore[no-any-return]
-    if t is int:
+    if t is int and -(2**53) <= value <= 2**53:
         return float(value)
     # bool is an int subclass in Python; on the wire true is not a number.
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise DecisionError(
             f'classifier: answer "{key}": {what} must be a number, got {json_kind(value)}', key
         )
-    f = float(value)
+    try:
+        f = float(value)
+    except OverflowError:  # a host's own int past a double (the JSON reader bounds the wire's)
+        raise DecisionError(f'classifier: answer "{key}": {what} is out of range', key) from None
     if not math.isfinite(f):
         raise DecisionError(f'classifier: answer "{key}": {what} is not a finite number', key)
     return f
@@ -343,10 +346,16 @@ def _probabilities(value: Any, key: str) -> dict[str, float]:
     return out
 
 
+#: A level key longer than this is no level index: a rubric has far fewer levels, and int() of
+#: thousands of digits is a ValueError (CPython's 4300-digit limit) and quadratic work.
+MAX_LEVEL_DIGITS = 9
+
+
 def _level_index(raw: str, key: str, what: str) -> int:
-    if not raw.isascii() or not raw.isdigit():
+    if len(raw) > MAX_LEVEL_DIGITS or not raw.isascii() or not raw.isdigit():
+        shown = raw if len(raw) <= 40 else f"{raw[:20]}…({len(raw)} characters)"
         raise DecisionError(
-            f'classifier: answer "{key}": {what} key {raw!r} is not a level index', key
+            f'classifier: answer "{key}": {what} key {shown!r} is not a level index', key
         )
     return int(raw)
 
@@ -477,7 +486,11 @@ def _usage(obj: Any) -> ClassifierUsage:
         v = obj.get(name, 0)
         if v is None:
             return 0
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        if type(v) is int and abs(v) < 2**63:
+            return v
+        # A float is checked for finiteness; an int past 64 bits (a host's own dict) is refused
+        # before math.isfinite, which raises OverflowError on it.
+        if isinstance(v, bool) or not isinstance(v, float) or not math.isfinite(v):
             raise DecisionError(f"classifier: usage.{name} must be a number")
         return int(v)
 

@@ -36,6 +36,7 @@ from typing import Any
 from .canonical import QUESTIONS_DIGEST, canonical_json, canonical_request, sha256_hex
 from .decision import parse_decision
 from .errors import ClassifierError, ConfigError, DecisionError, StaticMiss
+from .jsonlimits import loads
 from .options import RecordedDecision
 from .questions import Question, normalize_questions, questions_to_wire
 from .transport.redaction import redact_url
@@ -178,7 +179,8 @@ def read_recording(path: str | os.PathLike[str]) -> Recording:
     response decodable against them, so a bad file fails when loaded, naming its path."""
     p = Path(path)
     try:
-        obj = json.loads(p.read_text(encoding="utf-8"))
+        # Bounded (depth, number length): a recording is a file anyone may hand us.
+        obj = loads(p.read_bytes())
     except OSError as e:
         raise ConfigError(f"classifier: recording {p}: cannot read: {e.strerror or e}") from None
     except (ValueError, UnicodeDecodeError) as e:
