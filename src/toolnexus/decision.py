@@ -431,7 +431,7 @@ def _score_structure(
         levels_src = [legend_by_index.get(i, str(i)) for i in range(n)]
 
     level = min(by_index, key=lambda i: (-by_index[i], i))
-    labels = [level_label(x) for x in levels_src]
+    labels = [level_label(x, i) for i, x in enumerate(levels_src)]
     levels = tuple((labels[i], by_index.get(i, 0.0)) for i in range(len(levels_src)))
     label = labels[level] if level < len(labels) else str(level)
     description = levels_src[level] if level < len(levels_src) else None
