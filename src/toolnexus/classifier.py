@@ -27,7 +27,7 @@ from collections.abc import (
 )
 from typing import Any, Protocol, TypeVar
 
-from .assets import LiftedState, StateWithImages, lift_images
+from .assets import LiftedState, lift_with_questions
 from .batch import BoundState, BoundStates, StateResult, evaluate_batch, evaluate_stream
 from .canonical import QUESTIONS_DIGEST, canonical_json, questions_sha256, sha256_hex
 from .decision import Decision, parse_decision
@@ -125,10 +125,7 @@ def _static_key(
 
 
 def _lifted(state: Any, questions: dict[str, Question]) -> LiftedState:
-    text = ""
-    if isinstance(state, StateWithImages):
-        text = canonical_json(questions_to_wire(questions)).decode("utf-8")
-    return lift_images(state, text)
+    return lift_with_questions(state, questions)
 
 
 def _preview(state: Any, width: int = 60) -> str:

@@ -97,13 +97,13 @@ def canonical(
     if state is None:
         body = canonical_request(chosen, qset.questions)
     else:
-        from ..assets import lift_images
+        from ..assets import lift_with_questions
         from ..images import ImageLimits
         from .states import attach_images, load_state, parse_image_options
 
         value = attach_images(load_state(state), parse_image_options(list(image)))
         wire_questions = questions_to_wire(qset.questions)
-        lifted = lift_images(value, canonical_json(wire_questions).decode("utf-8"))
+        lifted = lift_with_questions(value, qset.questions)
         # What would be sent, or the error that stops it being sent.
         ImageLimits().check_request(lifted.assets)
         request: dict[str, object] = {
