@@ -21,7 +21,20 @@ from .decision import (
 from .errors import ConfigError, InvalidDecision
 from .questions import ChoiceQuestion, Question, RawQuestion, ScoreQuestion
 
-__all__ = ["DEFAULT_THRESHOLDS", "Band", "Checked", "threshold_band", "validate_decision"]
+__all__ = [
+    "DEFAULT_THRESHOLDS",
+    "FLAGS",
+    "Band",
+    "Checked",
+    "threshold_band",
+    "validate_decision",
+]
+
+#: Every flag an answer or a decision can carry, in the order records list them: a choice
+#: ``near_uniform``, a backend that is not ``calibrated``, an ``uncertain`` band
+#: (``threshold_band``), a reply that fails ``validate_decision``. The names are also the
+#: ``--fail-on`` conditions. The one list: records, the CLI and the report derive from it.
+FLAGS = ("near-uniform", "uncalibrated", "uncertain", "invalid")
 
 #: Inclusive cut-points (seed 004 ``default-thresholds``): noul ``p >= yes`` is yes, ``p <= no``
 #: is no; choice/score ``confidence >= min_confidence`` is yes. A threshold tuned against one
