@@ -10,7 +10,8 @@ the placeholder text would never match twice (wire reference, "Images").
 A request is first matched with its model; failing that, on the questions, state and images
 alone, as toolnexus's own ``--replay`` does (a recording made against ``jev-latest`` still
 answers a host that pins ``jev-1.13.0``). A miss is a 409 whose body names the question-set
-sha256, a preview of the state, and how to record the exchange.
+digest (``canonical.questions_sha256``, what batch records carry), a preview of the state,
+and how to record the exchange.
 """
 
 from __future__ import annotations
