@@ -59,3 +59,33 @@ def test_an_invalid_reply_from_evaluate_is_returned_and_never_cached(
     decisions = asyncio.run(go())
     assert len(requests) == sent
     assert [d.noul("refund").noul for d in decisions] == [noul, noul]
+
+
+def test_a_decision_can_ask_whether_it_is_valid() -> None:
+    """Issue 17 item 19: "give the decision a way to ask (e.g. `decision.validate(questions)`)":
+    the same verdict as ``validate_decision``, the same first failure."""
+    from toolnexus import ChoiceQuestion, parse_decision, validate_decision
+
+    qs = {
+        "refund": NoulQuestion("Is a refund requested?"),
+        "desk": ChoiceQuestion("Which desk?", {"billing": "money", "shipping": "parcels"}),
+    }
+    good = parse_decision(
+        {
+            "model": "m",
+            "answers": {
+                "refund": {"type": "noul", "noul": 0.9},
+                "desk": {
+                    "type": "choice",
+                    "choice": "billing",
+                    "probabilities": {"billing": 0.9, "shipping": 0.1},
+                    "confidence": 0.8,
+                },
+            },
+        }
+    )
+    assert good.validate(qs) is None
+    bad = parse_decision({"model": "m", "answers": {"refund": {"type": "noul", "noul": 1.7}}})
+    problem = bad.validate(qs)
+    assert problem is not None and str(problem) == str(validate_decision(qs, bad))
+    assert str(problem) == 'classifier: invalid decision: missing answer "desk"'

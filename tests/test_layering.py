@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "toolnexus"
-PURE = {"questions.py", "canonical.py", "decision.py", "answers.py", "validation.py"}
+PURE = {
+    "questions.py",
+    "canonical.py",
+    "decision.py",
+    "answers.py",
+    "validation.py",
+    "validity.py",
+}
 HTTP = {
     "transport/aiohttp_adapter.py",
     "transport/httpx_adapter.py",

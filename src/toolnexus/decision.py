@@ -26,9 +26,10 @@ from .answers import (
     near_uniform,
     score_structure,
 )
-from .errors import AnswerAccessError, DecisionError
+from .errors import AnswerAccessError, DecisionError, InvalidDecision
 from .jsonlimits import JsonLimitError, loads
 from .questions import Question, RawQuestion
+from .validity import validate_answers
 
 __all__ = [
     "NEAR_UNIFORM_TOLERANCE",
@@ -117,6 +118,13 @@ class Decision:
         if not self.calibrated:
             out["calibrated"] = False
         return out
+
+    def validate(self, questions: Mapping[str, Question]) -> InvalidDecision | None:
+        """Whether this decision answers EXACTLY ``questions`` within their schema (seed 004
+        ``validate-decision``): ``None``, else the error, returned, not raised. ``evaluate``
+        returns an invalid decision as it was decoded (and never caches it); this is how to
+        ask."""
+        return validate_answers(questions, self.answers)
 
     @classmethod
     def from_json(
