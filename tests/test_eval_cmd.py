@@ -392,7 +392,7 @@ def test_usage_errors_exit_2_with_one_line(noul_set: Path, extra: list[str], exp
         ),
         pytest.param(
             ["{q}", "--state-text", "never recorded", "--replay", "recordings/"],
-            "no recording in recordings for state 'never recorded' with question set sha256 ",
+            "no recording in recordings for state 'never recorded' with question-set digest ",
             id="replay-miss-suggests-record",
         ),
     ],

@@ -27,9 +27,9 @@ from collections.abc import (
 )
 from typing import Any, Protocol, TypeVar
 
-from .assets import LiftedState, StateWithImages, lift_images
+from .assets import LiftedState, lift_with_questions
 from .batch import BoundState, BoundStates, StateResult, evaluate_batch, evaluate_stream
-from .canonical import canonical_json, canonical_request, sha256_hex
+from .canonical import QUESTIONS_DIGEST, canonical_json, questions_sha256, sha256_hex
 from .decision import Decision, parse_decision
 from .defaults import (
     DEFAULT_BATCH_CONCURRENCY,
@@ -125,10 +125,7 @@ def _static_key(
 
 
 def _lifted(state: Any, questions: dict[str, Question]) -> LiftedState:
-    text = ""
-    if isinstance(state, StateWithImages):
-        text = canonical_json(questions_to_wire(questions)).decode("utf-8")
-    return lift_images(state, text)
+    return lift_with_questions(state, questions)
 
 
 def _preview(state: Any, width: int = 60) -> str:
@@ -177,11 +174,11 @@ class _StaticStyle:
         lifted = _lifted(state, questions)
         hit = self._entries.get(_static_key(questions, lifted.state, lifted.key_assets()))
         if hit is None:
-            digest = sha256_hex(canonical_request("", questions))
+            digest = questions_sha256(questions)
             preview = _preview(lifted.state)
             raise StaticMiss(
                 "classifier: static: no recorded decision for state "
-                f"{preview!r} with question set sha256 {digest[:12]}; "
+                f"{preview!r} with {QUESTIONS_DIGEST} {digest[:12]}; "
                 "record one for this exact state and question set",
                 questions_sha256=digest,
                 state_preview=preview,

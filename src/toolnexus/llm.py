@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
-from .assets import Asset, StateWithImages, lift_images
+from .assets import Asset, lift_with_questions
 from .canonical import canonical_json
 from .decision import Decision, parse_decision
 from .defaults import DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT
@@ -51,7 +51,6 @@ from .questions import (
     Question,
     ScoreQuestion,
     question_to_wire,
-    questions_to_wire,
 )
 from .transport import SystemOneTransport, scrub
 from .validation import Checked, validate_decision
@@ -415,10 +414,7 @@ class LlmStyle:
             q = questions[key]
             if not isinstance(q, NoulQuestion | ChoiceQuestion | ScoreQuestion):
                 raise ClassifierUnsupported("llm", self.model, f'question type "{q.type}"')
-        text = ""
-        if isinstance(state, StateWithImages):
-            text = canonical_json(questions_to_wire(questions)).decode("utf-8")
-        lifted = lift_images(state, text)
+        lifted = lift_with_questions(state, questions)
         if lifted.assets:
             self._image_limits.check_request(lifted.assets)
         messages = build_messages(lifted.state, questions, lifted.assets)

@@ -75,11 +75,10 @@ class SeenIds:
 
 
 def question_set_sha256(questions: Mapping[str, Question]) -> str:
-    """sha256 of the canonical bytes of the question set (the ``questions`` object sent)."""
-    from ..canonical import canonical_json, sha256_hex
-    from ..questions import questions_to_wire
+    """The question-set digest, :func:`toolnexus.canonical.questions_sha256`."""
+    from ..canonical import questions_sha256
 
-    return sha256_hex(canonical_json(questions_to_wire(questions)))
+    return questions_sha256(questions)
 
 
 _ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r"}

@@ -227,9 +227,9 @@ def read_prior(path: str, fmt: str, questions_sha256: str | None = None) -> Prio
         key, is_error, sha = parsed
         if questions_sha256 is not None and sha is not None and sha != questions_sha256:
             raise PriorMismatch(
-                f"its records answer another question set (sha256 {sha[:12]}..., this run's "
-                f"is {questions_sha256[:12]}...); resume with the question file that wrote it, "
-                "or write to a new file"
+                f"its records answer another question set (question-set digest {sha[:12]}..., "
+                f"this run's is {questions_sha256[:12]}...); resume with the question file that "
+                "wrote it, or write to a new file"
             )
         prior.records += 1
         if key in prior:

@@ -341,17 +341,12 @@ class Backend:
         so it is not an exchange and is not written)."""
         if self.settings.record is None or decision.cached:
             return
-        from ..assets import StateWithImages, lift_images
-        from ..canonical import canonical_json
-        from ..questions import questions_to_wire
+        from ..assets import lift_with_questions
         from ..recordings import write_recording
 
         # The state as sent: images become their placeholders and the file keeps each one's
         # sha256, never its bytes (the Image objects hash once; nothing is read again).
-        text = ""
-        if isinstance(state, StateWithImages):
-            text = canonical_json(questions_to_wire(questions)).decode("utf-8")
-        lifted = lift_images(state, text)
+        lifted = lift_with_questions(state, questions)
         write_recording(
             self.settings.record,
             model=self.model,

@@ -27,7 +27,7 @@ import aiohttp
 from ..errors import DecisionError
 from ..questions import normalize_questions
 from ..recordings import write_recording
-from ..transport.redaction import REDACTED, hide_userinfo
+from ..transport.redaction import redact_url
 from .wire import WireRequest
 
 __all__ = ["FORWARDED_HEADERS", "Upstream", "record_exchange", "shown_url", "upstream_base"]
@@ -49,16 +49,9 @@ RETURNED_HEADERS = ("content-type", "x-typesafe-request-id", "retry-after", "ret
 
 
 def shown_url(url: str) -> str:
-    """``url`` as serve prints, logs and records it: userinfo and every query-string value
-    «redacted» (any of them may be a key). One place, so it re-points at the transport's
-    credential redaction when that covers query strings too."""
-    url = hide_userinfo(url)
-    parts = urlsplit(url)
-    if not parts.query:
-        return url
-    names = (pair.partition("=")[0] for pair in parts.query.split("&"))
-    query = "&".join(f"{name}={REDACTED}" for name in names)
-    return urlunsplit(parts._replace(query=query))
+    """``url`` as serve prints, logs and records it: the transport's one credential redaction
+    (userinfo, every query value and the fragment «redacted»)."""
+    return redact_url(url)
 
 
 def upstream_base(url: str) -> str:

@@ -10,8 +10,8 @@ the placeholder text would never match twice (wire reference, "Images").
 A request is first matched with its model; failing that, on the questions, state and images
 alone, as toolnexus's own ``--replay`` does (a recording made against ``jev-latest`` still
 answers a host that pins ``jev-1.13.0``). A miss is a 409 whose body names the question-set
-digest (the ``questions_sha256`` batch records carry), a preview of the state, and how to record
-the exchange.
+digest (``canonical.questions_sha256``, what batch records carry), a preview of the state,
+and how to record the exchange.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..canonical import canonical_json, sha256_hex
+from ..canonical import QUESTIONS_DIGEST, canonical_json, questions_sha256, sha256_hex
 from ..errors import ClassifierError
 from ..questions import normalize_questions, questions_to_wire
 from ..recordings import Recording, load_recordings
@@ -65,14 +65,17 @@ def state_preview(state: Any, width: int = 60) -> str:
 
 
 #: How a message names the digest it prints: the records' ``questions_sha256``.
-QUESTION_SET_DIGEST = "question-set digest (questions_sha256)"
+QUESTION_SET_DIGEST = f"{QUESTIONS_DIGEST} (questions_sha256)"
 
 
 def question_set_sha256(questions: Mapping[str, Any]) -> str:
-    """The question-set digest, the ``questions_sha256`` that batch records carry: sha256 of
-    the canonical wire form of the questions (of the raw questions when toolnexus cannot model
-    them). Re-point at canonical.py's named digest once it has one."""
-    return sha256_hex(question_key(questions))
+    """The question-set digest, the ``questions_sha256`` that batch records carry
+    (``canonical.questions_sha256``); over the wire object as it came when toolnexus cannot
+    model the questions."""
+    try:
+        return questions_sha256(normalize_questions(questions))
+    except ClassifierError:
+        return sha256_hex(canonical_json(questions))
 
 
 def miss_body(request: WireRequest, directory: str) -> dict[str, Any]:

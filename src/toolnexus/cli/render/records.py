@@ -11,12 +11,9 @@ from typing import Any
 
 from ...decision import Answer, ChoiceAnswer, Decision, ScoreAnswer
 from ...questions import Question
-from ...validation import DEFAULT_THRESHOLDS, threshold_band, validate_decision
+from ...validation import DEFAULT_THRESHOLDS, FLAGS, threshold_band, validate_decision
 
 __all__ = ["FLAGS", "RECORD_KEYS", "answer_record", "decision_record"]
-
-#: Every flag, in the order they are listed; the names are also the ``--fail-on`` conditions.
-FLAGS = ("near-uniform", "uncalibrated", "uncertain", "invalid")
 
 #: The keys of a decision record, in order (a test pins them).
 RECORD_KEYS = (
