@@ -1,0 +1,81 @@
+"""What ``toolnexus batch`` was asked to do (:class:`BatchConfig`) and what it did
+(:class:`BatchSummary`: the counts behind the one-line summary and the exit code)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..defaults import DEFAULT_BATCH_CONCURRENCY
+from .batch_inputs import InputSpec
+from .errors import EXIT_BACKEND, EXIT_CONDITION, EXIT_FOR_CODE, EXIT_OK, EXIT_USAGE
+
+__all__ = ["BatchConfig", "BatchSummary"]
+
+
+@dataclass
+class BatchConfig:
+    """Everything ``batch`` was asked to do, after parsing."""
+
+    inputs: list[str]
+    spec: InputSpec = field(default_factory=InputSpec)
+    concurrency: int = DEFAULT_BATCH_CONCURRENCY
+    rate: float | None = None
+    output: str | None = None
+    fmt: str = "jsonl"
+    ordered: bool = False
+    resume: bool = False
+    retry_errors: bool = False
+    shard: tuple[int, int] | None = None
+    fail_on: tuple[str, ...] = ()
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class BatchSummary:
+    """Counts for the one-line summary and the exit code."""
+
+    states: int = 0
+    ok: int = 0
+    cached: int = 0
+    skipped: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+    codes: Counter[str] = field(default_factory=Counter)
+    conditions: set[str] = field(default_factory=set)
+    wall: float = 0.0
+    interrupted: str | None = None
+
+    @property
+    def failed(self) -> int:
+        return sum(self.codes.values())
+
+    def exit_code(self) -> int:
+        """The worst outcome: a backend failure (3) over an input failure (2) over a
+        ``--fail-on`` condition (1); each record code's exit code is ``failure_of``'s."""
+        exits = {EXIT_FOR_CODE.get(c, EXIT_USAGE) for c in self.codes}
+        for worst in (EXIT_BACKEND, EXIT_USAGE):
+            if worst in exits:
+                return worst
+        return EXIT_CONDITION if self.conditions else EXIT_OK
+
+    def line(self) -> str:
+        codes = ", ".join(f"{c} {n}" for c, n in sorted(self.codes.items()))
+        cost = "not reported" if self.cost is None else f"{self.cost:.6g}"
+        parts = [
+            f"{self.states} states",
+            f"{self.ok} ok",
+            f"{self.failed} failed" + (f" ({codes})" if codes else ""),
+            f"{self.cached} cached",
+        ]
+        if self.skipped:
+            parts.append(f"{self.skipped} skipped (already in the output)")
+        parts += [
+            f"tokens {self.input_tokens} in / {self.output_tokens} out",
+            f"cost {cost}",
+            f"{self.wall:.2f} s",
+        ]
+        head = f"batch interrupted by {self.interrupted}: " if self.interrupted else "batch: "
+        return head + ", ".join(parts)
