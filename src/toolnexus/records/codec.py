@@ -292,6 +292,7 @@ class CsvCodec:
     def __init__(self, columns: Sequence[str]) -> None:
         self.columns = list(columns)
         self._plan = [_column_plan(c) for c in self.columns]
+        self._fields = {p[2] for p in self._plan if p[0] == "answers"}
 
     def start(self) -> bytes:
         return _row(self.columns).encode("utf-8")
@@ -316,8 +317,10 @@ class CsvCodec:
                     record[name] = unescape_id(value)
                 elif name in _TEXT:
                     record[name] = value
+                elif value == "":
+                    record[name] = [] if name == "flags" else None
                 else:
-                    record[name] = None if value == "" else _read_cell(name, value)
+                    record[name] = _read_cell(name, value)
             else:
                 cell = None if value == "" else _read_cell(where[1], value)
                 record.setdefault(where[0], {})[where[1]] = cell
@@ -329,6 +332,10 @@ class CsvCodec:
             out["error"] = error
             return out
         record.pop("error", None)
+        for answer in answers.values():
+            # An answer without flags wrote an empty cell: its flags are the empty list.
+            if "flags" not in answer and "flags" in self._fields:
+                answer["flags"] = []
         if not record.get(QUESTIONS_SHA256):
             record.pop(QUESTIONS_SHA256, None)
         if record.get("invalid") == "":
