@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from ..batch import StateResult
     from ..errors import ClassifierError
     from ..questions import Question
-    from .options import Backend, BackendSettings
+    from .backend import Backend
+    from .options import BackendSettings
 
 __all__ = ["BatchConfig", "BatchSummary", "error_code", "run_batch"]
 
@@ -230,8 +231,8 @@ def run_batch(
     show_progress: bool | None = None,
 ) -> BatchSummary:
     """Run the batch and return its summary (the caller prints it and exits with its code)."""
+    from .backend import build_backend, warn_to_stderr
     from .batch_output import csv_columns
-    from .options import build_backend, warn_to_stderr
     from .questionfile import load_question_set
     from .render.records import sample_record
 
