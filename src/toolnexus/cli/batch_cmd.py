@@ -135,9 +135,20 @@ def batch_command(
             cache.close()
     sys.stderr.write(f"toolnexus: {summary.line()}\n")
     if summary.interrupted is not None:
+        sys.stderr.write(f"toolnexus: {_resume_hint(output)}\n")
         raise typer.Exit(EXIT_INTERRUPTED if summary.interrupted == "SIGINT" else EXIT_TERMINATED)
     if summary.conditions:
-        sys.stderr.write(f"toolnexus: --fail-on met: {', '.join(sorted(summary.conditions))}\n")
+        sys.stderr.write(f"toolnexus: {summary.fail_on_line()}\n")
     code = summary.exit_code()
     if code != EXIT_OK:
         raise typer.Exit(code)
+
+
+def _resume_hint(output: str | None) -> str:
+    """What to run after an interrupted batch."""
+    if output is None:
+        return (
+            "the records so far went to stdout; run again with -o FILE, and after an "
+            "interruption the same command with --resume continues it"
+        )
+    return f"to continue, run the same command with --resume (the records so far are in {output})"

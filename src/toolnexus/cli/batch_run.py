@@ -93,12 +93,12 @@ class _Run:
         for ready in await self.reorder.done(seq, record):
             self.writer.write(ready)
 
-    def _count_error(self, code: str) -> None:
+    def _count_error(self, code: str, item_id: str | int) -> None:
         self.summary.states += 1
         self.summary.codes[code] += 1
         condition = CONDITION_FOR_CODE.get(code)
         if condition is not None and condition in self.cfg.fail_on:
-            self.summary.conditions.add(condition)
+            self.summary.met(condition, item_id)
         if self.progress is not None:
             self.progress.update(self.summary)
 
@@ -116,7 +116,7 @@ class _Run:
             seq = await self.reorder.admit() if self.reorder is not None else -1
             if item.error is not None:
                 code, message = item.error
-                self._count_error(code)
+                self._count_error(code, item.id)
                 await self._emit(seq, ErrorRecord(item.id, code, message, self.sha))
                 continue
             if interval:
@@ -140,7 +140,7 @@ class _Run:
 
                 message = replay_miss_message(result.error, self.backend.settings.replay)
             s.states -= 1  # _count_error counts it
-            self._count_error(code)
+            self._count_error(code, item_id)
             return ErrorRecord(item_id, code, one_line(message), self.sha)
         decision = result.decision
         assert decision is not None
@@ -153,12 +153,19 @@ class _Run:
             decision_record(decision, self.questions, self.cfg.thresholds, validated=True),
         )
         s.ok += 1
-        s.cached += decision.cached
-        s.input_tokens += decision.usage.input_tokens
-        s.output_tokens += decision.usage.output_tokens
-        if decision.usage.cost is not None and math.isfinite(decision.usage.cost):
-            s.cost = (s.cost or 0.0) + decision.usage.cost
-        s.conditions.update(f for f in self.cfg.fail_on if f in record.flags)
+        if decision.cached:
+            # A cached decision's usage was spent by the run that first asked: counted apart.
+            s.cached += 1
+            s.cached_input_tokens += decision.usage.input_tokens
+            s.cached_output_tokens += decision.usage.output_tokens
+        else:
+            s.input_tokens += decision.usage.input_tokens
+            s.output_tokens += decision.usage.output_tokens
+            if decision.usage.cost is not None and math.isfinite(decision.usage.cost):
+                s.cost = (s.cost or 0.0) + decision.usage.cost
+        for condition in self.cfg.fail_on:
+            if condition in record.flags:
+                s.met(condition, item_id)
         if self.progress is not None:
             self.progress.update(s)
         return record

@@ -57,6 +57,7 @@ def select(
     for item in items:
         key = item.key
         if cfg.shard is not None and shard_of(key, cfg.shard[1]) != cfg.shard[0]:
+            summary.other_shards += 1
             continue
         first = seen.add(key, (item.source << 40) | item.line)
         if first is not None:

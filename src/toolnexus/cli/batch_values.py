@@ -8,10 +8,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..defaults import DEFAULT_BATCH_CONCURRENCY
+from ..printable import printable
 from .batch_inputs import InputSpec
 from .errors import EXIT_BACKEND, EXIT_CONDITION, EXIT_FOR_CODE, EXIT_OK, EXIT_USAGE
 
-__all__ = ["BatchConfig", "BatchSummary"]
+__all__ = ["FIRST_IDS", "BatchConfig", "BatchSummary"]
+
+#: How many ids of each ``--fail-on`` condition the summary names.
+FIRST_IDS = 5
 
 
 @dataclass
@@ -40,13 +44,40 @@ class BatchSummary:
     ok: int = 0
     cached: int = 0
     skipped: int = 0
+    #: states of the input that ``--shard`` leaves to the other shards
+    other_shards: int = 0
+    #: tokens and cost this run spent: cached decisions are not in them
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = None
+    #: the usage the cached decisions carry, spent by the run that first asked
+    cached_input_tokens: int = 0
+    cached_output_tokens: int = 0
     codes: Counter[str] = field(default_factory=Counter)
     conditions: set[str] = field(default_factory=set)
+    #: per ``--fail-on`` condition met: how many records, and the first ids (``FIRST_IDS``)
+    condition_counts: Counter[str] = field(default_factory=Counter)
+    condition_ids: dict[str, list[str | int]] = field(default_factory=dict)
     wall: float = 0.0
     interrupted: str | None = None
+
+    def met(self, condition: str, item_id: str | int) -> None:
+        """Note that the record of ``item_id`` meets the ``--fail-on`` ``condition``."""
+        self.conditions.add(condition)
+        self.condition_counts[condition] += 1
+        ids = self.condition_ids.setdefault(condition, [])
+        if len(ids) < FIRST_IDS:
+            ids.append(item_id)
+
+    def fail_on_line(self) -> str:
+        """``--fail-on met: uncertain 7 (t0, t1, t2, t3, t4, ...)``: each condition met, its
+        count and its first ids."""
+        parts = []
+        for c in sorted(self.conditions):
+            n, ids = self.condition_counts[c], self.condition_ids.get(c, [])
+            shown = ", ".join(printable(str(i)) for i in ids) + (", ..." if n > len(ids) else "")
+            parts.append(f"{c} {n} ({shown})")
+        return "--fail-on met: " + "; ".join(parts)
 
     @property
     def failed(self) -> int:
@@ -72,8 +103,14 @@ class BatchSummary:
         ]
         if self.skipped:
             parts.append(f"{self.skipped} skipped (already in the output)")
+        if self.other_shards:
+            parts.append(f"{self.other_shards} in other shards")
+        parts.append(f"tokens {self.input_tokens} in / {self.output_tokens} out")
+        if self.cached:
+            parts.append(
+                f"cached tokens {self.cached_input_tokens} in / {self.cached_output_tokens} out"
+            )
         parts += [
-            f"tokens {self.input_tokens} in / {self.output_tokens} out",
             f"cost {cost}",
             f"{self.wall:.2f} s",
         ]

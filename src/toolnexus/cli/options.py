@@ -276,7 +276,8 @@ def parse_fail_on(text: str | None) -> tuple[str, ...]:
 
 def parse_thresholds(text: str | None) -> dict[str, float]:
     """``yes=0.8,no=0.2,min_confidence=0.6`` -> a dict of the names given, each within 0..1;
-    the rest keep their defaults (``threshold_band`` merges over ``DEFAULT_THRESHOLDS``)."""
+    the rest keep their defaults (``threshold_band`` merges over ``DEFAULT_THRESHOLDS``). With
+    the defaults merged, ``no`` may not be above ``yes``."""
     if not text:
         return {}
     out: dict[str, float] = {}
@@ -298,4 +299,14 @@ def parse_thresholds(text: str | None) -> dict[str, float]:
         if not 0.0 <= value <= 1.0:
             raise CliError(f"--thresholds: {name} must be within 0..1, got {value}")
         out[name] = value
+    from ..validation import DEFAULT_THRESHOLDS
+
+    merged = {**DEFAULT_THRESHOLDS, **out}
+    if merged["no"] > merged["yes"]:
+        # A probability at or above yes reads "yes" and at or below no reads "no": with no above
+        # yes, one value would be both.
+        raise CliError(
+            f"--thresholds: no ({merged['no']:g}) is above yes ({merged['yes']:g}); "
+            "give no <= yes, e.g. yes=0.8,no=0.2"
+        )
     return out
