@@ -27,6 +27,7 @@ checked here: the bytes are read when the state is sent, so memory stays flat.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import glob
 import os
@@ -39,6 +40,7 @@ from typing import Any, BinaryIO
 from ..assets import with_images
 from ..images import Image
 from ..jsonlimits import JsonLimitError, loads
+from ..printable import printable
 from .errors import MALFORMED_INPUT, CliError, one_line
 from .states import NotAState, check_state, guess_format, is_image_path, parse_state
 
@@ -192,15 +194,50 @@ def read_jsonl(
 
 _EXTRA = "\x00extra"  # DictReader's restkey: a row with more fields than the header
 
+#: A CSV cell has the budget of a JSONL line: none of its own (Python's csv module stops at
+#: 131,072 characters by default). The largest value the C long of every platform holds.
+_CSV_CELL_LIMIT = 2**31 - 1
+
+
+def _shown(name: str) -> str:
+    """A column name as a message shows it: quoted, every invisible character escaped (a BOM,
+    a zero-width space or a bidirectional override would otherwise hide in the line)."""
+    return printable(repr(name))
+
+
+def _csv_text(stream: BinaryIO, bad: list[tuple[int, int]]) -> Iterator[str]:
+    """Each physical line decoded on its own, so a byte that is not UTF-8 is reported at its own
+    line (``(line, byte)`` appended to ``bad``; the line is then decoded with surrogateescape
+    and its row becomes an error). A spreadsheet's byte-order mark before the header is
+    dropped."""
+    for n, raw in enumerate(stream, 1):
+        if n == 1:
+            raw = raw.removeprefix(codecs.BOM_UTF8)
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            bad.append((n, e.start + 1))
+            yield raw.decode("utf-8", "surrogateescape")
+
 
 def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
     """One state per row after the header. The header names the columns."""
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f, restkey=_EXTRA, strict=True)
+    if csv.field_size_limit() < _CSV_CELL_LIMIT:
+        csv.field_size_limit(_CSV_CELL_LIMIT)
+    bad: list[tuple[int, int]] = []
+    with open(path, "rb") as f:
+        reader = csv.DictReader(_csv_text(f, bad), restkey=_EXTRA, strict=True)
         try:
             columns = reader.fieldnames or []
-        except (csv.Error, UnicodeDecodeError) as e:
+        except csv.Error as e:
             yield InputItem(f"{path}:1", error=(MALFORMED, f"{path}:1: bad CSV header: {e}"))
+            return
+        if bad:
+            line, byte = bad[0]
+            yield InputItem(
+                f"{path}:{line}",
+                error=(MALFORMED, f"{path}:{line}: bad CSV header: not UTF-8 (byte {byte})"),
+            )
             return
         for field_name, flag in (
             (spec.id_field, "--id-field"),
@@ -210,7 +247,8 @@ def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
             if field_name is not None and field_name not in columns:
                 # Every row would fail the same way: say it once, as a usage error.
                 raise CliError(
-                    f"{path}: {flag} {field_name!r} is not a column ({', '.join(columns)})"
+                    f"{path}: {flag} {_shown(field_name)} is not a column "
+                    f"({', '.join(_shown(c) for c in columns)})"
                 )
         while True:
             start = reader.line_num + 1
@@ -219,8 +257,15 @@ def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
                 row = next(reader)
             except StopIteration:
                 return
-            except (csv.Error, UnicodeDecodeError) as e:
+            except csv.Error as e:
+                bad.clear()
                 yield InputItem(where, error=(MALFORMED, f"{where}: {one_line(str(e))}"))
+                continue
+            if bad:
+                line, byte = bad[0]
+                bad.clear()
+                where = f"{path}:{line}"
+                yield InputItem(where, error=(MALFORMED, f"{where}: not UTF-8 (byte {byte})"))
                 continue
             if _EXTRA in row or None in row.values():
                 n = len(row.get(_EXTRA, [])) + sum(
