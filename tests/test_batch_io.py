@@ -173,7 +173,10 @@ def test_directory_and_glob(tmp_path: Path) -> None:
     (d / "sub" / "d.json").write_text("42", encoding="utf-8")
     (d / "sub" / "e.json").write_text("{oops", encoding="utf-8")
     (d / ".hidden.txt").write_text("skip me", encoding="utf-8")
-    items = list(iter_inputs([str(d)], InputSpec()))
+    # Issue 17 §9: subfolders only when asked (--recursive).
+    top = list(iter_inputs([str(d)], InputSpec()))
+    assert [Path(str(i.id)).name for i in top] == ["a.json", "b.txt"]
+    items = list(iter_inputs([str(d)], InputSpec(recursive=True)))
     assert [Path(str(i.id)).name for i in items] == [
         "a.json",
         "b.txt",

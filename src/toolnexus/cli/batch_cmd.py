@@ -37,7 +37,8 @@ def batch_command(
         list[str],
         typer.Argument(
             help="JSONL file (one state per line), CSV file, directory or glob of state files "
-            "(.png/.jpg files are image states), or - for JSONL on stdin.",
+            "(the suffixes eval reads; .png/.jpg files are image states), or - for JSONL on "
+            "stdin.",
             metavar="INPUT...",
             show_default=False,
         ),
@@ -58,6 +59,10 @@ def batch_command(
             "the image joins the state, or is the state when it is also --state-field.",
         ),
     ] = None,
+    recursive: Annotated[
+        bool,
+        typer.Option("--recursive", help="A directory INPUT: its subfolders' files too."),
+    ] = False,
     concurrency: Annotated[
         int, typer.Option("--concurrency", help="Requests in flight at most.")
     ] = DEFAULT_BATCH_CONCURRENCY,
@@ -107,7 +112,12 @@ def batch_command(
 
     cfg = BatchConfig(
         inputs=list(inputs),
-        spec=InputSpec(id_field=id_field, state_field=state_field, image_field=image_field),
+        spec=InputSpec(
+            id_field=id_field,
+            state_field=state_field,
+            image_field=image_field,
+            recursive=recursive,
+        ),
         concurrency=concurrency,
         rate=rate,
         output=output,

@@ -14,6 +14,11 @@ Ids (they key ``--resume``, ``--retry-errors`` and ``--shard``, so they must be 
 - A directory or glob: the file's path (directory entries are listed name-only and sorted, so
   the order is stable; the states themselves are read one at a time).
 
+A directory yields its files with a suffix ``eval`` reads (``.txt``, ``.md``, ``.log``,
+``.json``, ``.yaml``, ``.yml``, ``.png``, ``.jpg``, ``.jpeg``), not its subfolders unless
+``--recursive``, and refuses (an error record) a symlink leading out of it. A glob yields the
+files it matches (``**`` recurses); one with another suffix is an error record.
+
 A state is ``F``'s value with ``--state-field F``, else the whole JSON value (JSONL) or the whole
 row as an object of column -> text (CSV).
 
@@ -32,7 +37,7 @@ import csv
 import glob
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -42,7 +47,14 @@ from ..images import Image
 from ..jsonlimits import JsonLimitError, loads
 from ..printable import printable
 from .errors import MALFORMED_INPUT, CliError, one_line
-from .states import NotAState, check_state, guess_format, is_image_path, parse_state
+from .states import (
+    STATE_SUFFIXES,
+    NotAState,
+    check_state,
+    guess_format,
+    is_image_path,
+    parse_state,
+)
 
 __all__ = ["InputItem", "InputSpec", "iter_inputs", "kind_of"]
 
@@ -80,6 +92,8 @@ class InputSpec:
     id_field: str | None = None
     state_field: str | None = None
     image_field: str | None = None
+    #: ``--recursive``: a directory input's subfolders too
+    recursive: bool = False
 
 
 def kind_of(arg: str) -> str:
@@ -285,19 +299,25 @@ def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
 
 
 def _read_state_file(path: str) -> InputItem:
-    """One state file, read as ``eval`` reads a state file (``states.parse_state``); a suffix
-    eval does not know is read as text, since a directory of tickets rarely names its type. An
-    image is not read here at all: its bytes are read when its state is sent."""
+    """One state file, read as ``eval`` reads a state file (``states.parse_state``). An image is
+    not read here at all: its bytes are read when its state is sent."""
     if is_image_path(path):
         return InputItem(path, state=Image(path))
+    try:
+        fmt = guess_format(path)
+    except CliError:
+        return InputItem(
+            path,
+            error=(
+                MALFORMED,
+                f"{path}: not a state file eval reads (suffixes "
+                f"{', '.join(sorted(STATE_SUFFIXES))}); rename it or narrow the pattern",
+            ),
+        )
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         return InputItem(path, error=(MALFORMED, f"{path}: cannot read: {one_line(str(e))}"))
-    try:
-        fmt = guess_format(path)
-    except CliError:
-        fmt = "text"
     try:
         return InputItem(path, state=parse_state(text, fmt, path))
     except NotAState as e:
@@ -306,22 +326,39 @@ def _read_state_file(path: str) -> InputItem:
         return InputItem(path, error=(MALFORMED, one_line(e.message)))
 
 
-def _walk(root: str) -> Iterator[str]:
-    """Files under ``root`` depth-first, each directory's entries sorted by name; hidden
-    entries (``.git``, editor swap files) are skipped."""
+def _inside(path: str, root: str) -> bool:
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return os.path.commonpath([real, top]) == top
+
+
+def _walk(root: str, top: str, recursive: bool) -> Iterator[str | InputItem]:
+    """The state files of a directory: each entry with a suffix ``eval`` reads
+    (``STATE_SUFFIXES``), sorted by name; hidden entries (``.git``, editor swap files) and other
+    suffixes are skipped, subfolders entered only when ``recursive``. A symlink that leads out
+    of ``top`` becomes an error item and is never read (a link to /etc/passwd was once sent)."""
     with os.scandir(root) as it:
         entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
     for entry in entries:
-        if entry.is_dir():
-            yield from _walk(entry.path)
-        elif entry.is_file():
+        if entry.is_symlink() and not _inside(entry.path, top):
+            yield InputItem(
+                entry.path,
+                error=(
+                    MALFORMED,
+                    f"{entry.path}: a symlink leading out of the input directory {top}; "
+                    "not read (copy the file in, or name it as an input)",
+                ),
+            )
+        elif entry.is_dir():
+            if recursive and not entry.is_symlink():
+                yield from _walk(entry.path, top, recursive)
+        elif entry.is_file() and Path(entry.name).suffix.lower() in STATE_SUFFIXES:
             yield entry.path
 
 
-def read_files(paths: Iterator[str]) -> Iterator[InputItem]:
-    """One state per file; its path is its id."""
+def read_files(paths: Iterable[str | InputItem]) -> Iterator[InputItem]:
+    """One state per file; its path is its id (an item already made passes through)."""
     for path in paths:
-        yield _read_state_file(path)
+        yield path if isinstance(path, InputItem) else _read_state_file(path)
 
 
 def iter_inputs(
@@ -343,8 +380,9 @@ def _read_input(arg: str, spec: InputSpec, stdin: BinaryIO | None) -> Iterator[I
         stream = stdin if stdin is not None else sys.stdin.buffer
         yield from read_jsonl(stream, "-", spec)
     elif kind == "dir":
-        yield from read_files(_walk(arg))
+        yield from read_files(_walk(arg, arg, spec.recursive))
     elif kind == "glob":
+        # ``**`` in the pattern is how a glob asks for recursion.
         yield from read_files(
             p for p in sorted(glob.iglob(arg, recursive=True)) if os.path.isfile(p)
         )
