@@ -255,7 +255,6 @@ def test_overwrite_keeps_the_old_output_until_the_new_run_replaces_it(
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
     assert out.read_bytes() == old
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".toolnexus")] == []
 
 
 # --- item 12: the progress bar and records on one terminal -----------------------------------

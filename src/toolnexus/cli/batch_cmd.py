@@ -80,6 +80,13 @@ def batch_command(
     resume: Annotated[
         bool, typer.Option("--resume", help="Skip ids already recorded in --output.")
     ] = False,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Start --output over; the old file stays until this run finishes.",
+        ),
+    ] = False,
     retry_errors: Annotated[
         bool,
         typer.Option("--retry-errors", help="Re-run the ids whose record in --output is an error."),
@@ -125,6 +132,7 @@ def batch_command(
         ordered=ordered,
         resume=resume,
         retry_errors=retry_errors,
+        overwrite=overwrite,
         shard=parse_shard(shard),
         fail_on=parse_fail_on(fail_on),
         thresholds=parse_thresholds(thresholds),
@@ -145,7 +153,7 @@ def batch_command(
             cache.close()
     sys.stderr.write(f"toolnexus: {summary.line()}\n")
     if summary.interrupted is not None:
-        sys.stderr.write(f"toolnexus: {_resume_hint(output)}\n")
+        sys.stderr.write(f"toolnexus: {_resume_hint(output, overwrite)}\n")
         raise typer.Exit(EXIT_INTERRUPTED if summary.interrupted == "SIGINT" else EXIT_TERMINATED)
     if summary.conditions:
         sys.stderr.write(f"toolnexus: {summary.fail_on_line()}\n")
@@ -154,8 +162,10 @@ def batch_command(
         raise typer.Exit(code)
 
 
-def _resume_hint(output: str | None) -> str:
+def _resume_hint(output: str | None, overwrite: bool) -> str:
     """What to run after an interrupted batch."""
+    if overwrite:
+        return f"{output} was left as it was; run again with --overwrite to start over"
     if output is None:
         return (
             "the records so far went to stdout; run again with -o FILE, and after an "

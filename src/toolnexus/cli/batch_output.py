@@ -22,17 +22,25 @@ import asyncio
 import contextlib
 import os
 import stat
+import tempfile
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..records.codec import codec_for, csv_header
 from .render.formats import BatchFormat
 
 if TYPE_CHECKING:
     from ..records import Record
-    from .batch_resume import PriorOutput
 
-__all__ = ["FORMATS", "OutputWriter", "ReorderBuffer", "csv_columns", "encode_line"]
+__all__ = ["FORMATS", "OutputWriter", "ReorderBuffer", "csv_columns", "encode_line", "fsync_dir"]
+
+
+class _Prior(Protocol):
+    """What a resumed output already holds (``batch_resume.PriorOutput``)."""
+
+    keep_bytes: int
+    records: int
+
 
 #: The ``batch --format`` choices (``render.BatchFormat``, checked by a test).
 FORMATS: tuple[BatchFormat, ...] = ("jsonl", "csv", "json")
@@ -53,6 +61,10 @@ class OutputWriter:
 
     With ``prior`` (a resumed run) the file is first cut back to ``prior.keep_bytes`` and then
     appended to; otherwise it is truncated. ``close()`` ends a ``json`` array and fsyncs.
+
+    ``staged`` (``--overwrite``) writes a temporary file beside ``path`` instead, and ``close``
+    renames it over ``path`` only when the run finished: until then, and whenever it does not
+    finish, the old file stays whole.
     """
 
     def __init__(
@@ -60,8 +72,10 @@ class OutputWriter:
         path: str | None,
         fmt: str,
         columns: Sequence[str] = (),
-        prior: PriorOutput | None = None,
+        prior: _Prior | None = None,
         stdout_fd: int = 1,
+        *,
+        staged: bool = False,
     ) -> None:
         if fmt not in FORMATS:
             raise ValueError(f"unknown format {fmt!r}")
@@ -71,13 +85,18 @@ class OutputWriter:
         self.codec = codec_for(fmt, self.columns)
         self.written = 0
         self._closed = False
+        self._staged: str | None = None
         if path is None:
             self._fd = stdout_fd
             self._owns = False
             has_records = False
             has_start = False
         else:
-            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+            if staged:
+                directory = os.path.dirname(os.path.abspath(path))
+                fd, self._staged = tempfile.mkstemp(prefix=".toolnexus-batch-", dir=directory)
+                os.close(fd)
+            self._fd = os.open(self._staged or path, os.O_WRONLY | os.O_CREAT, 0o644)
             self._owns = True
             keep = prior.keep_bytes if prior is not None else 0
             if stat.S_ISREG(os.fstat(self._fd).st_mode):  # not /dev/null, a FIFO, a tty
@@ -96,8 +115,9 @@ class OutputWriter:
                 n = os.write(self._fd, view)
                 view = view[n:]
         except OSError as e:
-            # Named for the boundary's one line: a full disk says which output it filled.
-            if e.filename is None:
+            # Named for the boundary's one line: a full disk says which output it filled (the
+            # output, never the temporary file a staged run writes).
+            if e.filename is None or e.filename == self._staged:
                 e.filename = self.path if self.path is not None else "stdout"
             raise
 
@@ -112,17 +132,31 @@ class OutputWriter:
         with contextlib.suppress(OSError):
             os.fsync(self._fd)
 
-    def close(self, finished: bool = True) -> None:
+    def close(self, finished: bool = True, replace: bool | None = None) -> None:
         """fsync and close. ``finished`` closes a ``json`` array; an interrupted run leaves it
-        open so a resumed run can append (and close it)."""
+        open so a resumed run can append (and close it). A staged output replaces ``path`` when
+        ``replace`` (default: ``finished``), else it is removed and ``path`` is left as it was."""
         if self._closed:
             return
         self._closed = True
-        if finished:
-            self._write(self.codec.end())
-        self.sync()
-        if self._owns:
-            os.close(self._fd)
+        try:
+            if finished:
+                self._write(self.codec.end())
+            self.sync()
+        finally:
+            if self._owns:
+                os.close(self._fd)
+            if self._staged is not None:
+                self._settle(finished if replace is None else replace)
+
+    def _settle(self, replace: bool) -> None:
+        assert self._staged is not None and self.path is not None
+        if not replace:
+            with contextlib.suppress(OSError):
+                os.unlink(self._staged)
+            return
+        os.replace(self._staged, self.path)
+        fsync_dir(os.path.dirname(os.path.abspath(self.path)))
 
 
 class ReorderBuffer:
@@ -162,3 +196,17 @@ class ReorderBuffer:
             if ready:
                 self._cond.notify_all()
             return ready
+
+
+def fsync_dir(directory: str) -> None:
+    """fsync a directory so a rename in it survives a crash (best effort)."""
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)

@@ -20,6 +20,7 @@ from typing import BinaryIO
 
 from ..records import ErrorRecord, Record, codec_for
 from ..records.codec import Codec
+from .batch_output import fsync_dir
 
 __all__ = ["PriorMismatch", "PriorOutput", "compact", "read_ids", "read_prior", "written_format"]
 
@@ -213,17 +214,3 @@ def _copy(
         line = (b"" if first else b",") + body + b"\n"
     write(line)
     return False
-
-
-def fsync_dir(directory: str) -> None:
-    """fsync a directory so a rename in it survives a crash (best effort)."""
-    try:
-        dfd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)

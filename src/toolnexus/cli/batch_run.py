@@ -31,7 +31,7 @@ from ..records import DecisionRecord, ErrorRecord, Record
 from .batch_ids import question_set_sha256
 from .batch_inputs import InputItem, iter_inputs, kind_of
 from .batch_output import OutputWriter, ReorderBuffer
-from .batch_safety import check_config, lock_output, open_output
+from .batch_safety import check_config, check_existing, lock_output, open_output
 from .batch_select import select
 from .batch_values import BatchConfig, BatchSummary
 from .errors import CONDITION_FOR_CODE, failure_of, one_line
@@ -253,6 +253,7 @@ def run_batch(
         columns = csv_columns(sample.to_object())
     lock = lock_output(cfg.output) if cfg.output is not None else None
     try:
+        check_existing(cfg)
         return _run_locked(cfg, backend, questions, columns, show_progress)
     finally:
         if lock is not None:
@@ -298,8 +299,10 @@ def _run_locked(
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
 
+    completed = False
     try:
         asyncio.run(main())
+        completed = True
     except asyncio.CancelledError:
         if summary.interrupted is None:
             raise
@@ -307,7 +310,8 @@ def _run_locked(
         summary.wall = time.perf_counter() - started
         if progress is not None:
             progress.stop()
-        writer.close(finished=summary.interrupted is None)
+        finished = summary.interrupted is None
+        writer.close(finished=finished, replace=completed and finished)
     superseded = retried | (prior.repeated if prior is not None else set())
     if cfg.output is not None and summary.interrupted is None and superseded:
         compact(cfg.output, cfg.fmt, superseded, columns)

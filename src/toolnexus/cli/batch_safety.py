@@ -5,6 +5,7 @@ same file, and the prior records ``--resume`` / ``--retry-errors`` read back."""
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from .batch_resume import PriorMismatch, PriorOutput, read_prior
 from .batch_values import BatchConfig
 from .errors import CliError
 
-__all__ = ["check_config", "lock_output", "open_output"]
+__all__ = ["check_config", "check_existing", "lock_output", "open_output"]
 
 
 def lock_output(path: str) -> int:
@@ -38,6 +39,21 @@ def lock_output(path: str) -> int:
     return fd
 
 
+def check_existing(cfg: BatchConfig) -> None:
+    """An ``--output`` that already holds records is continued (``--resume``,
+    ``--retry-errors``) or replaced (``--overwrite``), never truncated by a plain re-run (one
+    once cut a finished 300-record file to 20). Checked once the lock is held, so a file
+    another run is writing is named as such."""
+    output = cfg.output
+    if output is None or cfg.resume or cfg.retry_errors or cfg.overwrite:
+        return
+    if _holds_records(output):
+        raise CliError(
+            f"--output {output} already holds records; add --resume to continue it, or "
+            "--overwrite to start over (the old file stays until the new run finishes)"
+        )
+
+
 def open_output(
     cfg: BatchConfig, columns: list[str], questions_sha256: str
 ) -> tuple[OutputWriter, PriorOutput | None]:
@@ -55,10 +71,20 @@ def open_output(
                 f"--output {cfg.output}: its CSV columns differ from this question set's; "
                 "resume with the same question file, or write to a new file"
             )
+    staged = cfg.overwrite and cfg.output is not None and _holds_records(cfg.output)
     try:
-        return OutputWriter(cfg.output, cfg.fmt, columns, prior), prior
+        return OutputWriter(cfg.output, cfg.fmt, columns, prior, staged=staged), prior
     except OSError as e:
         raise CliError(f"--output {cfg.output}: {e.strerror}") from None
+
+
+def _holds_records(path: str) -> bool:
+    """A regular file with something in it (``/dev/null`` or a FIFO is never refused)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size > 0
 
 
 def _inside(path: str, directory: str) -> bool:
@@ -77,6 +103,9 @@ def _check_output(cfg: BatchConfig, questions_path: Path) -> None:
         return
     if os.path.isdir(output):
         raise CliError(f"--output {output} is a directory; name a file")
+    if cfg.overwrite and (cfg.resume or cfg.retry_errors):
+        raise CliError("--overwrite starts over; --resume and --retry-errors continue: pick one")
+
     exists = os.path.exists(output)
     if exists and os.path.exists(questions_path) and os.path.samefile(questions_path, output):
         raise CliError(f"--output {output} is the question file; it would be overwritten")

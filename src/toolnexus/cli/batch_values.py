@@ -31,6 +31,8 @@ class BatchConfig:
     ordered: bool = False
     resume: bool = False
     retry_errors: bool = False
+    #: ``--overwrite``: replace an existing output, atomically, once the run finishes
+    overwrite: bool = False
     shard: tuple[int, int] | None = None
     fail_on: tuple[str, ...] = ()
     thresholds: Mapping[str, float] = field(default_factory=dict)
