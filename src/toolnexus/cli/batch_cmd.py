@@ -95,6 +95,15 @@ def batch_command(
         str | None,
         typer.Option("--shard", help="I/N: only the ids whose sha256 falls in shard I of N."),
     ] = None,
+    progress: Annotated[
+        bool | None,
+        typer.Option(
+            "--progress/--no-progress",
+            help="A live bar on stderr (default: when stderr is a terminal that the records "
+            "are not written to).",
+            show_default=False,
+        ),
+    ] = None,
     fail_on: FailOnOpt = None,
     thresholds: ThresholdsOpt = None,
     use_cache: Annotated[
@@ -147,7 +156,7 @@ def batch_command(
 
         cache = SqliteCache(cache_path(cache_dir))
     try:
-        summary = run_batch(cfg, questions, settings, cache=cache)
+        summary = run_batch(cfg, questions, settings, cache=cache, show_progress=progress)
     finally:
         if cache is not None:
             cache.close()

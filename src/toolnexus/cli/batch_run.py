@@ -215,6 +215,20 @@ class _Progress:
         self._bar.stop()
 
 
+def _bar_fits(output: str | None) -> bool:
+    """The live bar is shown when stderr is a terminal, unless the records go to that same
+    terminal (stdout without ``-o``): a bar redrawn between records glued itself onto them."""
+    try:
+        if not sys.stderr.isatty():
+            return False
+        if output is not None or not sys.stdout.isatty():
+            return True
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+    return (out.st_dev, out.st_ino, out.st_rdev) != (err.st_dev, err.st_ino, err.st_rdev)
+
+
 def _count_lines(inputs: list[str]) -> int | None:
     """A total for the ETA: the lines of the JSONL/CSV files (a fast byte count, no parsing);
     None when an input is stdin, a directory or a glob."""
@@ -275,7 +289,7 @@ def _run_locked(
     retried: set[str] = set()
     items = select(iter_inputs(cfg.inputs, cfg.spec), cfg, prior, summary, retried)
     if show_progress is None:
-        show_progress = sys.stderr.isatty()
+        show_progress = _bar_fits(cfg.output)
     progress = _Progress(_count_lines(cfg.inputs)) if show_progress else None
     run = _Run(
         cfg, backend, questions, writer, items, summary, progress, threaded_input="-" in cfg.inputs
