@@ -37,7 +37,7 @@ import csv
 import glob
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -183,11 +183,31 @@ def _from_object(
     return _check(item_id, value[spec.state_field], where)
 
 
+#: Said once per run when a JSONL object is sent whole with its id in it.
+WHOLE_OBJECT_NOTE = (
+    "without --state-field each JSONL object is sent whole, its {field!r} field included, so "
+    "the model reads the id too; name the state with --state-field to send only that"
+)
+
+
+def _whole_with_id(value: Any, spec: InputSpec) -> str | None:
+    """The id key a JSONL object sent whole carries (None when it is not sent whole)."""
+    if spec.state_field is not None or not isinstance(value, dict):
+        return None
+    key = spec.id_field or "id"
+    return key if key in value else None
+
+
 def read_jsonl(
-    stream: BinaryIO, name: str, spec: InputSpec, base: Path | None = None
+    stream: BinaryIO,
+    name: str,
+    spec: InputSpec,
+    base: Path | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> Iterator[InputItem]:
     """One state per non-blank line. Blank lines are skipped but still counted. ``base`` is
-    the folder ``--image-field`` paths are relative to."""
+    the folder ``--image-field`` paths are relative to. ``note`` hears
+    :data:`WHOLE_OBJECT_NOTE` the first time an object is sent whole with its id in it."""
     for lineno, raw in enumerate(stream, 1):
         if not raw.strip():
             continue
@@ -203,6 +223,9 @@ def read_jsonl(
         except ValueError as e:
             yield InputItem(where, error=(MALFORMED, f"{where}: invalid JSON: {one_line(str(e))}"))
             continue
+        if note is not None and (key := _whole_with_id(value, spec)) is not None:
+            note(WHOLE_OBJECT_NOTE.format(field=key))
+            note = None
         yield replace(_from_object(value, where, where, spec, base), line=lineno)
 
 
@@ -362,23 +385,29 @@ def read_files(paths: Iterable[str | InputItem]) -> Iterator[InputItem]:
 
 
 def iter_inputs(
-    args: Sequence[str], spec: InputSpec, stdin: BinaryIO | None = None
+    args: Sequence[str],
+    spec: InputSpec,
+    stdin: BinaryIO | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> Iterator[InputItem]:
-    """Every state of every INPUT, in order, read lazily; each item knows its INPUT's index."""
+    """Every state of every INPUT, in order, read lazily; each item knows its INPUT's index.
+    ``note`` hears what the user should know once (``WHOLE_OBJECT_NOTE``)."""
     for source, arg in enumerate(args):
-        items = _read_input(arg, spec, stdin)
+        items = _read_input(arg, spec, stdin, note)
         if source == 0:
             yield from items
         else:
             yield from (replace(item, source=source) for item in items)
 
 
-def _read_input(arg: str, spec: InputSpec, stdin: BinaryIO | None) -> Iterator[InputItem]:
+def _read_input(
+    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Callable[[str], None] | None
+) -> Iterator[InputItem]:
     """Every state of one INPUT argument."""
     kind = kind_of(arg)
     if kind == "stdin":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        yield from read_jsonl(stream, "-", spec)
+        yield from read_jsonl(stream, "-", spec, note=note)
     elif kind == "dir":
         yield from read_files(_walk(arg, arg, spec.recursive))
     elif kind == "glob":
@@ -390,6 +419,6 @@ def _read_input(arg: str, spec: InputSpec, stdin: BinaryIO | None) -> Iterator[I
         yield from read_csv(arg, spec)
     elif kind == "jsonl":
         with open(arg, "rb") as f:
-            yield from read_jsonl(f, arg, spec, Path(arg).parent)
+            yield from read_jsonl(f, arg, spec, Path(arg).parent, note)
     else:
         raise FileNotFoundError(arg)

@@ -23,7 +23,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -215,6 +215,19 @@ class _Progress:
         self._bar.stop()
 
 
+def _once() -> Callable[[str], None]:
+    """A note sink for the inputs: each note once per run, on stderr."""
+    said: set[str] = set()
+
+    def note(message: str) -> None:
+        if message not in said:
+            said.add(message)
+            sys.stderr.write(f"toolnexus: note: {one_line(message)}\n")
+            sys.stderr.flush()
+
+    return note
+
+
 def _bar_fits(output: str | None) -> bool:
     """The live bar is shown when stderr is a terminal, unless the records go to that same
     terminal (stdout without ``-o``): a bar redrawn between records glued itself onto them."""
@@ -287,7 +300,7 @@ def _run_locked(
     writer, prior = open_output(cfg, columns, question_set_sha256(questions))
     summary = BatchSummary()
     retried: set[str] = set()
-    items = select(iter_inputs(cfg.inputs, cfg.spec), cfg, prior, summary, retried)
+    items = select(iter_inputs(cfg.inputs, cfg.spec, note=_once()), cfg, prior, summary, retried)
     if show_progress is None:
         show_progress = _bar_fits(cfg.output)
     progress = _Progress(_count_lines(cfg.inputs)) if show_progress else None
