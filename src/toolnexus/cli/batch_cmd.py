@@ -121,7 +121,7 @@ def batch_command(
 
     Exit codes: 0 ok; 1 a --fail-on condition met; 2 usage or input error; 3 backend failure.
     """
-    from .batch_inputs import InputSpec
+    from .batch_items import InputSpec
     from .batch_run import BatchConfig, run_batch
     from .batch_select import parse_shard
     from .options import parse_fail_on, parse_thresholds

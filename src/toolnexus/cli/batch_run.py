@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..records import DecisionRecord, ErrorRecord, Record
 from .batch_ids import question_set_sha256
-from .batch_inputs import InputItem, iter_inputs, kind_of
+from .batch_inputs import iter_inputs
+from .batch_items import InputItem, kind_of
 from .batch_output import OutputWriter, ReorderBuffer
 from .batch_safety import check_config, check_existing, lock_output, open_output
 from .batch_select import select

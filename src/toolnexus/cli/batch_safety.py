@@ -9,7 +9,7 @@ import stat
 import sys
 from pathlib import Path
 
-from .batch_inputs import kind_of
+from .batch_items import kind_of
 from .batch_output import OutputWriter
 from .batch_resume import PriorMismatch, PriorOutput, read_prior
 from .batch_values import BatchConfig

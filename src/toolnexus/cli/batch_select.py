@@ -7,7 +7,7 @@ import hashlib
 from collections.abc import Iterator
 
 from .batch_ids import SeenIds
-from .batch_inputs import InputItem
+from .batch_items import InputItem
 from .batch_resume import PriorOutput
 from .batch_values import BatchConfig, BatchSummary
 from .errors import DUPLICATE_ID, CliError

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ..defaults import DEFAULT_BATCH_CONCURRENCY
 from ..printable import printable
-from .batch_inputs import InputSpec
+from .batch_items import InputSpec
 from .errors import EXIT_BACKEND, EXIT_CONDITION, EXIT_FOR_CODE, EXIT_OK, EXIT_USAGE
 
 __all__ = ["FIRST_IDS", "BatchConfig", "BatchSummary"]
