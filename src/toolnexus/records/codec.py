@@ -44,6 +44,7 @@ __all__ = [
     "csv_line",
     "escape_id",
     "flatten",
+    "line_loader",
     "loads_line",
     "unescape_id",
 ]
@@ -123,28 +124,43 @@ def _json_text(obj: Mapping[str, Any]) -> str:
     return text
 
 
-def loads_line(line: bytes) -> Any:
-    """One JSON value from one line. orjson parses it (a third of ``json.loads``' time over
-    batch records, measured in bench/report.py); a line orjson refuses goes to ``json.loads``
-    over its UTF-8 text, which decides what is accepted and words every error (NaN, a lone
-    surrogate escape, leading blanks). orjson reads an integer past 64 bits as a float, so an
-    object whose id is a float is read again by ``json.loads``: ids stay exact. Raises
-    UnicodeDecodeError or ValueError."""
+def line_loader() -> Callable[[bytes], Any]:
+    """The JSON reader of one line, for a loop over many (orjson imported once, bound locally).
+
+    orjson parses the line (a third of ``json.loads``' time over batch records, measured in
+    bench/report.py); a line orjson refuses goes to ``json.loads`` over its UTF-8 text, which
+    decides what is accepted and words every error (NaN, a lone surrogate escape, leading
+    blanks). orjson reads an integer past 64 bits as a float, so an object whose id is a float
+    is read again by ``json.loads``: ids stay exact. The reader raises UnicodeDecodeError or
+    ValueError."""
     import orjson
 
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return json.loads(line.decode("utf-8"))
-    if type(obj) is dict and type(obj.get("id")) is float:
-        return json.loads(line.decode("utf-8"))
-    return obj
+    fast, fast_error, slow = orjson.loads, orjson.JSONDecodeError, json.loads
+
+    def load(line: bytes) -> Any:
+        try:
+            obj = fast(line)
+        except fast_error:
+            return slow(line.decode("utf-8"))
+        if type(obj) is dict and type(obj.get("id")) is float:
+            return slow(line.decode("utf-8"))
+        return obj
+
+    return load
+
+
+def loads_line(line: bytes) -> Any:
+    """One JSON value from one line (:func:`line_loader`'s reader)."""
+    return line_loader()(line)
 
 
 class JsonlCodec:
     """``jsonl``: one object per line."""
 
     name = "jsonl"
+
+    def __init__(self) -> None:
+        self._load: Callable[[bytes], Any] | None = None
 
     def start(self) -> bytes:
         return b""
@@ -153,8 +169,10 @@ class JsonlCodec:
         return (_json_text(record.to_object()) + "\n").encode("utf-8")
 
     def decode(self, line: bytes) -> Record | None:
+        if self._load is None:
+            self._load = line_loader()
         try:
-            return record_from_object(loads_line(line.strip()))
+            return record_from_object(self._load(line.strip()))
         except ValueError:  # UnicodeDecodeError too
             return None
 

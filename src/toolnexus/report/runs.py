@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from ..records.codec import CsvCodec, RecordDecodeError, loads_line
+from ..records.codec import CsvCodec, RecordDecodeError, line_loader
 
 __all__ = [
     "LocatedError",
@@ -144,12 +144,13 @@ def iter_records(
 
 
 def _iter_jsonl(path: str, span: Span | None = None) -> Iterator[tuple[int, Any]]:
-    """Each line parsed by the record codec's JSON reader (``records.codec.loads_line``: orjson,
+    """Each line parsed by the record codec's JSON reader (``records.codec.line_loader``: orjson,
     with ``json.loads`` deciding what is accepted and wording every error; ids stay exact).
 
     With ``span``, only its bytes are read, and lines are numbered from the span's first line.
     A file replaced (``batch`` compacting it) or cut shorter since the span was measured is an
     error, never a chunk read across another file's line ends."""
+    load = line_loader()
     n = 0
     with _open(path) as f:
         lines: Iterable[bytes] = f
@@ -163,7 +164,7 @@ def _iter_jsonl(path: str, span: Span | None = None) -> Iterator[tuple[int, Any]
             lines = io.BytesIO(f.read(span.end - span.start))
         for n, line in enumerate(lines, 1):
             try:
-                obj = loads_line(line)
+                obj = load(line)
             except UnicodeDecodeError:
                 raise LocatedError(path, n, "not UTF-8 text") from None
             except ValueError as e:
