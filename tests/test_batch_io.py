@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 
 from toolnexus.cli.batch_inputs import InputItem, InputSpec, iter_inputs, read_jsonl
+from toolnexus.cli.batch_options import parse_shard
 from toolnexus.cli.batch_output import OutputWriter, ReorderBuffer, encode_line
 from toolnexus.cli.batch_resume import compact, read_prior
-from toolnexus.cli.batch_select import parse_shard, shard_of
+from toolnexus.cli.batch_select import shard_of
 from toolnexus.cli.errors import CliError
 from toolnexus.records import DecisionRecord, ErrorRecord
 from toolnexus.records.codec import flatten

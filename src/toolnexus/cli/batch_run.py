@@ -98,7 +98,7 @@ class _Run:
         self.summary.states += 1
         self.summary.codes[code] += 1
         condition = CONDITION_FOR_CODE.get(code)
-        if condition is not None and condition in self.cfg.fail_on:
+        if condition is not None and condition in self.cfg.conditions:
             self.summary.met(condition, item_id)
         if self.progress is not None:
             self.progress.update(self.summary)
@@ -151,7 +151,7 @@ class _Run:
         record = DecisionRecord.from_body(
             item_id,
             self.sha,
-            decision_record(decision, self.questions, self.cfg.thresholds, validated=True),
+            decision_record(decision, self.questions, self.cfg.cut_points, validated=True),
         )
         s.ok += 1
         if decision.cached:
@@ -164,7 +164,7 @@ class _Run:
             s.output_tokens += decision.usage.output_tokens
             if decision.usage.cost is not None and math.isfinite(decision.usage.cost):
                 s.cost = (s.cost or 0.0) + decision.usage.cost
-        for condition in self.cfg.fail_on:
+        for condition in self.cfg.conditions:
             if condition in record.flags:
                 s.met(condition, item_id)
         if self.progress is not None:
@@ -277,7 +277,7 @@ def run_batch(
     sha = question_set_sha256(questions)
     columns: list[str] = []
     if cfg.fmt == "csv":  # the header learns its columns from a record of this question set
-        sample = DecisionRecord.from_body("", sha, sample_record(questions, cfg.thresholds))
+        sample = DecisionRecord.from_body("", sha, sample_record(questions, cfg.cut_points))
         columns = csv_columns(sample.to_object())
     lock = lock_output(cfg.output) if cfg.output is not None else None
     try:

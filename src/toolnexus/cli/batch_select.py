@@ -10,9 +10,9 @@ from .batch_ids import SeenIds
 from .batch_items import InputItem
 from .batch_resume import PriorOutput
 from .batch_values import BatchConfig, BatchSummary
-from .errors import DUPLICATE_ID, CliError
+from .errors import DUPLICATE_ID
 
-__all__ = ["parse_shard", "select", "shard_of"]
+__all__ = ["select", "shard_of"]
 
 
 def shard_of(key: str, count: int) -> int:
@@ -20,20 +20,6 @@ def shard_of(key: str, count: int) -> int:
     agrees (``hash()`` is salted per process)."""
     digest = hashlib.sha256(key.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") % count + 1
-
-
-def parse_shard(text: str | None) -> tuple[int, int] | None:
-    """``I/N`` with 1 <= I <= N."""
-    if text is None:
-        return None
-    i, sep, n = text.partition("/")
-    try:
-        index, count = int(i), int(n)
-    except ValueError:
-        index = count = 0
-    if not sep or count < 1 or not 1 <= index <= count:
-        raise CliError(f"--shard takes I/N with 1 <= I <= N (like 2/3), got {text!r}")
-    return index, count
 
 
 def _where(cfg: BatchConfig, source: int, line: int, key: str) -> str:
@@ -56,7 +42,7 @@ def select(
     seen = SeenIds()
     for item in items:
         key = item.key
-        if cfg.shard is not None and shard_of(key, cfg.shard[1]) != cfg.shard[0]:
+        if cfg.shard_range is not None and shard_of(key, cfg.shard_range[1]) != cfg.shard_range[0]:
             summary.other_shards += 1
             continue
         first = seen.add(key, (item.source << 40) | item.line)

@@ -1,4 +1,5 @@
-"""What ``toolnexus batch`` was asked to do (:class:`BatchConfig`) and what it did
+"""What ``toolnexus batch`` was asked to do (:class:`BatchConfig`, over the options of
+``batch_options.BatchOptions``) and what it did
 (:class:`BatchSummary`: the counts behind the one-line summary and the exit code)."""
 
 from __future__ import annotations
@@ -7,9 +8,9 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..defaults import DEFAULT_BATCH_CONCURRENCY
 from ..printable import printable
 from .batch_items import InputSpec
+from .batch_options import BatchOptions, parse_shard
 from .errors import EXIT_BACKEND, EXIT_CONDITION, EXIT_FOR_CODE, EXIT_OK, EXIT_USAGE
 
 __all__ = ["FIRST_IDS", "BatchConfig", "BatchSummary"]
@@ -18,24 +19,29 @@ __all__ = ["FIRST_IDS", "BatchConfig", "BatchSummary"]
 FIRST_IDS = 5
 
 
-@dataclass
-class BatchConfig:
-    """Everything ``batch`` was asked to do, after parsing."""
+@dataclass(frozen=True)
+class BatchConfig(BatchOptions):
+    """Everything ``batch`` was asked to do: its options, its inputs, and the options' parsed
+    forms (a wrong one raises :class:`CliError` here, before anything is read)."""
 
-    inputs: list[str]
-    spec: InputSpec = field(default_factory=InputSpec)
-    concurrency: int = DEFAULT_BATCH_CONCURRENCY
-    rate: float | None = None
-    output: str | None = None
-    fmt: str = "jsonl"
-    ordered: bool = False
-    resume: bool = False
-    retry_errors: bool = False
-    #: ``--overwrite``: replace an existing output, atomically, once the run finishes
-    overwrite: bool = False
-    shard: tuple[int, int] | None = None
-    fail_on: tuple[str, ...] = ()
-    thresholds: Mapping[str, float] = field(default_factory=dict)
+    inputs: list[str] = field(default_factory=list)
+    #: ``--id-field`` / ``--state-field`` / ``--image-field`` / ``--recursive``
+    spec: InputSpec = field(init=False)
+    #: ``--shard I/N`` as ``(I, N)``
+    shard_range: tuple[int, int] | None = field(init=False)
+    #: ``--fail-on``'s conditions, in ``FLAGS`` order
+    conditions: tuple[str, ...] = field(init=False)
+    #: ``--thresholds``' cut-points (the names given; the rest keep their defaults)
+    cut_points: Mapping[str, float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        from .options import parse_fail_on, parse_thresholds
+
+        spec = InputSpec(self.id_field, self.state_field, self.image_field, self.recursive)
+        object.__setattr__(self, "spec", spec)
+        object.__setattr__(self, "shard_range", parse_shard(self.shard))
+        object.__setattr__(self, "conditions", parse_fail_on(self.fail_on))
+        object.__setattr__(self, "cut_points", parse_thresholds(self.thresholds))
 
 
 @dataclass

@@ -216,45 +216,59 @@ class BackendSettings:
         return "systemone"
 
 
-def backend_options(command: Callable[..., R]) -> Callable[..., R]:
-    """``command`` with one option per ``BackendSettings`` field appended to its parameters, in
-    field order (what Typer reads to parse and to print ``--help``). Their values reach
-    ``command`` as one mapping, its keyword-only ``backend_values`` parameter, from which it
-    builds ``BackendSettings(**backend_values)`` where it checks its other input (so errors
-    keep their order)."""
-    import functools
-    import inspect
-    from dataclasses import fields
-    from typing import get_type_hints
+def options_from(values: type, keyword: str) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """A decorator: the command with one option per field of the dataclass ``values`` added to
+    its parameters, in field order (what Typer reads to parse and to print ``--help``), each
+    field's ``Annotated`` type being its option. Their values reach the command as one mapping,
+    its keyword-only parameter ``keyword``, from which it builds ``values(**mapping)`` where it
+    checks its other input (so errors keep their order). The option table is the dataclass:
+    a new option is one field there."""
 
-    names = [f.name for f in fields(BackendSettings)]
-    types = get_type_hints(BackendSettings, include_extras=True)
-    hints = get_type_hints(command, include_extras=True)
-    own = [
-        p.replace(annotation=hints[p.name])
-        for p in inspect.signature(command).parameters.values()
-        if p.name != "backend_values"
-    ]
-    added = [
-        inspect.Parameter(
-            n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=types[n]
+    def decorate(command: Callable[..., R]) -> Callable[..., R]:
+        import functools
+        import inspect
+        from dataclasses import fields
+        from typing import get_type_hints
+
+        names = [f.name for f in fields(values)]
+        defaults = {f.name: f.default for f in fields(values)}
+        types = get_type_hints(values, include_extras=True)
+        hints = get_type_hints(command, include_extras=True)
+        params = [
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in inspect.signature(command).parameters.values()
+            if p.name != keyword
+        ]
+        own = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+        rest = [p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        added = [
+            inspect.Parameter(
+                n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=defaults[n], annotation=types[n]
+            )
+            for n in names
+        ]
+
+        @functools.wraps(command)
+        def with_options(*args: Any, **kwargs: Any) -> R:
+            chosen = {n: kwargs.pop(n, defaults[n]) for n in names}
+            return command(*args, **kwargs, **{keyword: chosen})
+
+        parameters = own + added + rest
+        with_options.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            parameters, return_annotation=hints.get("return", inspect.Signature.empty)
         )
-        for n in names
-    ]
+        with_options.__annotations__ = {p.name: p.annotation for p in parameters}
+        if "return" in hints:
+            with_options.__annotations__["return"] = hints["return"]
+        return with_options
 
-    @functools.wraps(command)
-    def with_options(*args: Any, **kwargs: Any) -> R:
-        chosen = {n: kwargs.pop(n, None) for n in names}
-        return command(*args, **kwargs, backend_values=chosen)
+    return decorate
 
-    parameters = own + added
-    with_options.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        parameters, return_annotation=hints.get("return", inspect.Signature.empty)
-    )
-    with_options.__annotations__ = {p.name: p.annotation for p in parameters}
-    if "return" in hints:
-        with_options.__annotations__["return"] = hints["return"]
-    return with_options
+
+def backend_options(command: Callable[..., R]) -> Callable[..., R]:
+    """``command`` with one option per ``BackendSettings`` field (:func:`options_from`); the
+    values reach it as its keyword-only ``backend_values`` mapping."""
+    return options_from(BackendSettings, "backend_values")(command)
 
 
 #: The --thresholds names (seed 004 ``default-thresholds``).
