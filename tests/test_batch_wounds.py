@@ -411,3 +411,28 @@ def test_the_readme_lists_every_csv_column() -> None:
     section = readme[readme.index("**CSV** is one shape") :]
     section = section[: section.index("\n\n")]
     assert "`questions_sha256`" in section
+
+
+def test_an_interrupted_overwrite_keeps_the_old_output_and_says_so(
+    qfile: Path, tmp_path: Path
+) -> None:
+    """Issue 17 §11 and §13: an interrupted --overwrite leaves the old file whole, and its
+    summary says that (not --resume, which would continue the old file)."""
+    src, out = _jsonl(tmp_path, 100), tmp_path / "out.jsonl"
+    old = b'{"id":"old","error":{"code":"backend_http","message":"x"}}\n'
+    out.write_bytes(old)
+    with Loopback(latency=0.05) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "toolnexus", "batch", str(qfile), str(src), *FIELDS,
+             "-o", str(out), "--overwrite", "--base-url", server.base_url],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while server.total < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert out.read_bytes() == old
+    assert "left as it was" in err.splitlines()[-1] and "--resume" not in err.splitlines()[-1]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".toolnexus")] == []

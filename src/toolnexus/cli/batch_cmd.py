@@ -69,7 +69,7 @@ def batch_command(
             cache.close()
     sys.stderr.write(f"toolnexus: {summary.line()}\n")
     if summary.interrupted is not None:
-        sys.stderr.write(f"toolnexus: {_resume_hint(cfg.output, cfg.overwrite)}\n")
+        sys.stderr.write(f"toolnexus: {_resume_hint(cfg.output, summary.kept_old_output)}\n")
         raise typer.Exit(EXIT_INTERRUPTED if summary.interrupted == "SIGINT" else EXIT_TERMINATED)
     if summary.conditions:
         sys.stderr.write(f"toolnexus: {summary.fail_on_line()}\n")
@@ -78,9 +78,9 @@ def batch_command(
         raise typer.Exit(code)
 
 
-def _resume_hint(output: str | None, overwrite: bool) -> str:
+def _resume_hint(output: str | None, kept_old_output: bool) -> str:
     """What to run after an interrupted batch."""
-    if overwrite:
+    if kept_old_output:
         return f"{output} was left as it was; run again with --overwrite to start over"
     if output is None:
         return (

@@ -108,6 +108,11 @@ class OutputWriter:
         if not has_start:
             self._write(self.codec.start())
 
+    @property
+    def staged(self) -> bool:
+        """Whether this run writes beside ``path`` and replaces it only when it finishes."""
+        return self._staged is not None
+
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
         try:

@@ -340,6 +340,7 @@ def _run_locked(
             progress.stop()
         finished = summary.interrupted is None
         writer.close(finished=finished, replace=completed and finished)
+        summary.kept_old_output = writer.staged and not (completed and finished)
     superseded = retried | (prior.repeated if prior is not None else set())
     if cfg.output is not None and summary.interrupted is None and superseded:
         compact(cfg.output, cfg.fmt, superseded, columns)

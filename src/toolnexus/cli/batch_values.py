@@ -68,6 +68,8 @@ class BatchSummary:
     condition_ids: dict[str, list[str | int]] = field(default_factory=dict)
     wall: float = 0.0
     interrupted: str | None = None
+    #: ``--overwrite`` did not replace the old output (the run did not finish)
+    kept_old_output: bool = False
 
     def met(self, condition: str, item_id: str | int) -> None:
         """Note that the record of ``item_id`` meets the ``--fail-on`` ``condition``."""
