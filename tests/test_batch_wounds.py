@@ -436,3 +436,22 @@ def test_an_interrupted_overwrite_keeps_the_old_output_and_says_so(
     assert out.read_bytes() == old
     assert "left as it was" in err.splitlines()[-1] and "--resume" not in err.splitlines()[-1]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".toolnexus")] == []
+
+
+def test_an_interrupted_overwrite_onto_a_new_file_says_resume(qfile: Path, tmp_path: Path) -> None:
+    """Issue 17 §13: "The interrupt summary says how to resume": with nothing to keep, an
+    --overwrite run wrote its records in place, and --resume continues them."""
+    src, out = _jsonl(tmp_path, 100), tmp_path / "new.jsonl"
+    with Loopback(latency=0.05) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "toolnexus", "batch", str(qfile), str(src), *FIELDS,
+             "-o", str(out), "--overwrite", "--base-url", server.base_url],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while server.total < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert "--resume" in err.splitlines()[-1]
