@@ -143,7 +143,9 @@ def report_command(
             with open(output, "w", encoding="utf-8", newline="\n") as f:
                 render(result, chosen, f)
     except OSError as e:
-        raise CliError(f"{output}: cannot write: {e.strerror or type(e).__name__}") from None
+        # The same words as the error boundary's for every other command: stdout by name.
+        target = output if output is not None else "stdout"
+        raise CliError(f"{target}: cannot write: {e.strerror or type(e).__name__}") from None
     except MissingChartLibrary as e:
         raise CliError(str(e)) from None
     if met:

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from ..questions import level_label
 from .accumulators import (
     _LEVEL_KEYS,
     LabelError,
@@ -224,7 +225,9 @@ class ScoreStats(_Ranked):
         if self._legend_pending:
             legend = answer.get("legend") or {}
             for k in self.options:
-                self.legend.setdefault(k, str(legend.get(k, k)))
+                # seed 003: a label is always a string from the question's levels, so a
+                # structured level ({label, description}) is shown and matched by its label
+                self.legend.setdefault(k, level_label(legend.get(k, k)))
             self._legend_pending = False
         score = answer["score"]
         if type(score) is not float or not 0.0 <= score <= 9.0:

