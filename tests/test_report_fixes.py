@@ -120,7 +120,9 @@ def test_a_structured_level_is_shown_by_its_label(structured: Path, fmt: str) ->
         assert [v["label"] for v in levels.values()] == ["low", "high", "critical"]
     if fmt == "table":
         # the level rows keep their n and share columns
-        assert any(line.split()[:4] == ["2", "critical", "2", "33%"] for line in ran.out.splitlines())
+        assert any(
+            line.split()[:4] == ["2", "critical", "2", "33%"] for line in ran.out.splitlines()
+        )
 
 
 # --- item 6: a full disk --------------------------------------------------------------------
@@ -140,3 +142,51 @@ def test_a_full_disk_on_stdout_names_stdout(structured: Path, fmt: str) -> None:
     err = proc.stderr.decode()
     assert proc.returncode == 2, err
     assert error_line(err) == "stdout: cannot write: No space left on device"
+
+
+# --- item 4: cached answers are not spent tokens --------------------------------------------
+
+
+@pytest.fixture
+def half_cached(tmp_path: Path) -> Path:
+    return _write_run(tmp_path / "run.jsonl", [_record(i, cached=i < 4) for i in range(6)])
+
+
+def test_cached_usage_is_a_separate_figure_in_the_json(half_cached: Path) -> None:
+    """Issue 17 item 4: "Cached answers are counted as spent tokens ... and ``report`` counts
+    them the same. Spent and cached usage are separate figures everywhere"."""
+    ran = run_cli("report", str(half_cached), "--format", "json")
+    assert ran.code == 0, ran.stderr
+    run = json.loads(ran.out)["runs"][0]
+    assert run["usage"] == {
+        "input_tokens": 200, "output_tokens": 20, "cost": None, "cost_reported": 0,
+    }  # fmt: skip
+    assert run["cached_records"] == 4
+    assert run["cached_usage"] == {
+        "input_tokens": 400, "output_tokens": 40, "cost": None, "cost_reported": 0,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", [pytest.param(f, id=f) for f in ("table", "html")])
+def test_cached_usage_is_a_separate_figure_in_the_table_and_html(
+    half_cached: Path, fmt: str
+) -> None:
+    """Issue 17 item 4: spent and cached usage are separate figures."""
+    if fmt == "html":
+        pytest.importorskip("matplotlib")
+    ran = run_cli("report", str(half_cached), "--format", fmt)
+    assert ran.code == 0, ran.stderr
+    assert "tokens 200 in / 20 out" in ran.out or "200 in / 20 out" in ran.out
+    assert "4 cached records (400 in / 40 out, not spent)" in ran.out
+
+
+def test_a_cached_field_that_is_not_a_boolean_is_refused(tmp_path: Path) -> None:
+    """A field ``toolnexus batch`` never writes is refused in words, at its line."""
+    record = _record(0)
+    record["cached"] = "yes"
+    run = _write_run(tmp_path / "run.jsonl", [record])
+    ran = run_cli("report", str(run), "--format", "json")
+    assert ran.code == 2
+    assert (
+        error_line(ran.stderr) == f"{run}:1: not a batch record: cached is 'yes', not true or false"
+    )

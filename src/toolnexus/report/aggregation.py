@@ -22,13 +22,60 @@ from .labels import Labels
 from .ranked import ChoiceStats, ScoreStats
 from .runs import ReportInputError
 
-__all__ = ["RunStats", "record_id"]
+__all__ = ["RunStats", "Usage", "record_id"]
 
 _TYPES: dict[str, type[QuestionStats]] = {
     "noul": NoulStats,
     "choice": ChoiceStats,
     "score": ScoreStats,
 }
+
+
+class Usage:
+    """Tokens and cost summed over records (``usage`` of a batch record)."""
+
+    __slots__ = ("cost", "cost_reported", "input_tokens", "output_tokens")
+
+    def __init__(self) -> None:
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost = 0.0
+        self.cost_reported = 0
+
+    def add(self, usage: Any) -> None:
+        """The slow path: a record's ``usage`` checked field by field."""
+        if type(usage) is not dict:
+            raise RecordError(f"usage is {_shown(usage)}, not an object")
+        for name in ("input_tokens", "output_tokens"):
+            n = usage.get(name)
+            if n is None:
+                continue
+            if type(n) is not int or n < 0:
+                raise RecordError(f"usage.{name} is {_shown(n)}, not a token count")
+            if name == "input_tokens":
+                self.input_tokens += n
+            else:
+                self.output_tokens += n
+        cost = usage.get("cost")
+        if cost is not None:
+            if type(cost) not in (float, int) or not 0 <= cost < math.inf:
+                raise RecordError(f"usage.cost is {_shown(cost)}, not a cost")
+            self.cost += cost
+            self.cost_reported += 1
+
+    def merge(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cost += other.cost
+        self.cost_reported += other.cost_reported
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost": self.cost if self.cost_reported else None,
+            "cost_reported": self.cost_reported,
+        }
 
 
 class RunStats:
@@ -53,10 +100,11 @@ class RunStats:
         self.errors: Counter[str] = Counter()
         self.models: Counter[Any] = Counter()
         self.uncalibrated = 0
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.cost = 0.0
-        self.cost_reported = 0
+        #: what the run spent, and apart from it what cached answers had cost when first
+        #: asked (issue 17: spent and cached usage are separate figures)
+        self.spent = Usage()
+        self.cached = Usage()
+        self.cached_records = 0
         self.questions: dict[str, QuestionStats] = {}
         #: the first of two runs: per question, what a comparison needs of each id
         self.snapshots: dict[str, Snapshot] | None = {} if snapshot else None
@@ -109,6 +157,14 @@ class RunStats:
         self.models[model] += 1
         if not record.get("calibrated"):
             self.uncalibrated += 1
+        cached = record.get("cached")
+        if cached is True:
+            self.cached_records += 1
+            spent = self.cached
+        elif cached is False or cached is None:
+            spent = self.spent
+        else:
+            raise RecordError(f"cached is {_shown(cached)}, not true or false")
         usage = record.get("usage")
         if usage:
             n_in = usage.get("input_tokens") if type(usage) is dict else None
@@ -120,10 +176,10 @@ class RunStats:
                 and n_out >= 0
                 and usage.get("cost") is None
             ):
-                self.input_tokens += n_in
-                self.output_tokens += n_out
+                spent.input_tokens += n_in
+                spent.output_tokens += n_out
             else:
-                self._add_usage(usage)
+                spent.add(usage)
         labelled = False
         plan = self._plan
         row = self._rows.get(sid)
@@ -180,26 +236,6 @@ class RunStats:
             track = self.deltas.setdefault(key, Delta(before))
         return st, st.add, st.type, column or 0, track
 
-    def _add_usage(self, usage: Any) -> None:
-        if type(usage) is not dict:
-            raise RecordError(f"usage is {_shown(usage)}, not an object")
-        for name in ("input_tokens", "output_tokens"):
-            n = usage.get(name)
-            if n is None:
-                continue
-            if type(n) is not int or n < 0:
-                raise RecordError(f"usage.{name} is {_shown(n)}, not a token count")
-            if name == "input_tokens":
-                self.input_tokens += n
-            else:
-                self.output_tokens += n
-        cost = usage.get("cost")
-        if cost is not None:
-            if type(cost) not in (float, int) or not 0 <= cost < math.inf:
-                raise RecordError(f"usage.cost is {_shown(cost)}, not a cost")
-            self.cost += cost
-            self.cost_reported += 1
-
     def detach(self) -> None:
         """Drop what only counting needs (the labels, the per-key plan) before this is sent to
         another process: a counted chunk travels without the labels file."""
@@ -220,10 +256,9 @@ class RunStats:
         self.errors.update(other.errors)
         self.models.update(other.models)
         self.uncalibrated += other.uncalibrated
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.cost += other.cost
-        self.cost_reported += other.cost_reported
+        self.spent.merge(other.spent)
+        self.cached.merge(other.cached)
+        self.cached_records += other.cached_records
         self._plan = {}
         for key, st in other.questions.items():
             mine = self.questions.get(key)
@@ -252,12 +287,9 @@ class RunStats:
             "errors": dict(sorted(self.errors.items())),
             "models": {str(m): n for m, n in self.models.most_common()},
             "uncalibrated_records": self.uncalibrated,
-            "usage": {
-                "input_tokens": self.input_tokens,
-                "output_tokens": self.output_tokens,
-                "cost": self.cost if self.cost_reported else None,
-                "cost_reported": self.cost_reported,
-            },
+            "usage": self.spent.to_json(),
+            "cached_records": self.cached_records,
+            "cached_usage": self.cached.to_json(),
         }
 
     def questions_json(self, target_precision: float | None = None) -> dict[str, Any]:

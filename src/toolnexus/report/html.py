@@ -90,12 +90,24 @@ def _runs(data: Mapping[str, Any]) -> str:
                 errors,
                 str(run["labelled"]),
                 models,
-                f"{usage['input_tokens']} in / {usage['output_tokens']} out",
+                f"{usage['input_tokens']} in / {usage['output_tokens']} out"
+                + _cached(run),
                 cost,
             ]
         )
     head = ["run", "records", "answered", "errors", "labelled", "models", "tokens", "cost"]
     return _table(head, rows)
+
+
+def _cached(run: Mapping[str, Any]) -> str:
+    """Cached answers apart from what the run spent (issue 17)."""
+    if not run["cached_records"]:
+        return ""
+    cached = run["cached_usage"]
+    return (
+        f"; {run['cached_records']} cached records ({cached['input_tokens']} in / "
+        f"{cached['output_tokens']} out, not spent)"
+    )
 
 
 def _flags(q: Mapping[str, Any]) -> str:

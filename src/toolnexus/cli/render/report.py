@@ -80,6 +80,12 @@ def _run_header(run: Mapping[str, Any], label: str) -> str:
         f"  models {_counts(run['models'])}; labelled {run['labelled']}",
         f"  tokens {usage['input_tokens']} in / {usage['output_tokens']} out; cost {cost}",
     ]
+    if run["cached_records"]:
+        cached = run["cached_usage"]
+        lines.append(
+            f"  {run['cached_records']} cached records ({cached['input_tokens']} in / "
+            f"{cached['output_tokens']} out, not spent)"
+        )
     if run["uncalibrated_records"]:
         lines.append(f"  uncalibrated: {run['uncalibrated_records']} records")
     return "\n".join(lines)
