@@ -190,3 +190,43 @@ def test_a_cached_field_that_is_not_a_boolean_is_refused(tmp_path: Path) -> None
     assert (
         error_line(ran.stderr) == f"{run}:1: not a batch record: cached is 'yes', not true or false"
     )
+
+
+# --- item 13: --fail-on names the count and the first ids -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("condition", "expected"),
+    [
+        pytest.param(
+            "near-uniform>0.1",
+            "near-uniform>0.1 (desk 0.4286 [3 of 7 answers; first ids s0, s3, s6])",
+            id="a-flag-share",
+        ),
+        pytest.param(
+            "desk.uncertain>=1",
+            "desk.uncertain>=1 (desk 1 [7 of 7 answers; first ids s0, s1, s2, s3, s4])",
+            id="five-ids-at-most",
+        ),
+        pytest.param(
+            "errors>0",
+            "errors>0 (urgency 1 [first ids bad], desk 1 [first ids bad])",
+            id="error-records",
+        ),  # fmt: skip
+        pytest.param("urgency.mean_confidence>0", None, id="unknown-name-is-refused"),
+    ],
+)
+def test_fail_on_names_the_count_and_the_first_ids(
+    tmp_path: Path, condition: str, expected: str | None
+) -> None:
+    """Issue 17 item 13: "``--fail-on met: near-uniform`` gives no count and no ids: name the
+    count per condition and the first ids"."""
+    records: list[dict[str, Any]] = [_record(i, near_uniform=i % 3 == 0) for i in range(7)]
+    records.append({"id": "bad", "error": {"code": "backend_http", "message": "HTTP 500"}})
+    run = _write_run(tmp_path / "run.jsonl", records)
+    ran = run_cli("report", str(run), "--format", "json", "--fail-on", condition)
+    if expected is None:
+        assert ran.code == 2 and "unknown name" in error_line(ran.stderr)
+        return
+    assert ran.code == 1, ran.stderr
+    assert error_line(ran.stderr) == f"--fail-on met: {expected}"

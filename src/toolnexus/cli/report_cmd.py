@@ -129,13 +129,13 @@ def report_command(
             target_precision=target_precision,
             jobs=jobs,
         )
-        met = evaluate(conditions, report.data)
+        met = evaluate(conditions, report)
     except ReportInputError as e:
         raise CliError(str(e)) from None
     for warning in report.warnings:
         sys.stderr.write(f"toolnexus: warning: {one_line(warning)}\n")
     chosen = fmt or _format_for(output) or default_format()
-    result = ReportResult(report.data)
+    result = ReportResult(report)
     try:
         if output is None:
             render(result, chosen)
@@ -149,5 +149,5 @@ def report_command(
     except MissingChartLibrary as e:
         raise CliError(str(e)) from None
     if met:
-        sys.stderr.write(f"toolnexus: --fail-on met: {'; '.join(met)}\n")
+        sys.stderr.write(f"toolnexus: --fail-on met: {one_line('; '.join(met))}\n")
         raise typer.Exit(EXIT_CONDITION)

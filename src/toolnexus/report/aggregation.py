@@ -16,9 +16,19 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .accumulators import LabelError, NoulStats, OtherStats, QuestionStats, RecordError, _shown
+from .accumulators import (
+    FIRST_IDS,
+    LabelError,
+    NoulStats,
+    OtherStats,
+    QuestionStats,
+    RecordError,
+    _shown,
+)
 from .compare import Delta, Snapshot
 from .labels import Labels
+from .model import QuestionReport, RunSummary
+from .model import Usage as UsageSummary
 from .ranked import ChoiceStats, ScoreStats
 from .runs import ReportInputError
 
@@ -69,13 +79,13 @@ class Usage:
         self.cost += other.cost
         self.cost_reported += other.cost_reported
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cost": self.cost if self.cost_reported else None,
-            "cost_reported": self.cost_reported,
-        }
+    def summary(self) -> UsageSummary:
+        return UsageSummary(
+            self.input_tokens,
+            self.output_tokens,
+            self.cost if self.cost_reported else None,
+            self.cost_reported,
+        )
 
 
 class RunStats:
@@ -98,6 +108,8 @@ class RunStats:
         self.answered = 0
         self.labelled = 0
         self.errors: Counter[str] = Counter()
+        #: the ids of the first error records, in file order
+        self.error_ids: list[str] = []
         self.models: Counter[Any] = Counter()
         self.uncalibrated = 0
         #: what the run spent, and apart from it what cached answers had cost when first
@@ -119,7 +131,7 @@ class RunStats:
             str,
             tuple[
                 QuestionStats,
-                Callable[[Mapping[str, Any], str | None], None],
+                Callable[[Mapping[str, Any], str | None, str], None],
                 str,
                 int,
                 Snapshot | Delta | None,
@@ -146,6 +158,8 @@ class RunStats:
             if type(error) is not dict or "code" not in error:
                 raise RecordError(f"error is {_shown(error)}, not an object with a code")
             self.errors[str(error["code"])] += 1
+            if len(self.error_ids) < FIRST_IDS:
+                self.error_ids.append(sid)
             return
         answers = record["answers"]
         if type(answers) is not dict:
@@ -201,7 +215,7 @@ class RunStats:
             else:
                 label = None
             try:
-                st_add(answer, label)
+                st_add(answer, label, sid)
             except LabelError as e:
                 assert self.labels is not None
                 raise ReportInputError(f"{self.labels.where(sid)}: {e}") from None
@@ -220,7 +234,7 @@ class RunStats:
         self, key: str, answer: Mapping[str, Any]
     ) -> tuple[
         QuestionStats,
-        Callable[[Mapping[str, Any], str | None], None],
+        Callable[[Mapping[str, Any], str | None, str], None],
         str,
         int,
         Snapshot | Delta | None,
@@ -254,6 +268,7 @@ class RunStats:
         self.answered += other.answered
         self.labelled += other.labelled
         self.errors.update(other.errors)
+        self.error_ids.extend(other.error_ids[: FIRST_IDS - len(self.error_ids)])
         self.models.update(other.models)
         self.uncalibrated += other.uncalibrated
         self.spent.merge(other.spent)
@@ -277,29 +292,25 @@ class RunStats:
         if self.label_ids_seen is not None and other.label_ids_seen is not None:
             self.label_ids_seen |= other.label_ids_seen
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RunSummary:
         """The run's line in the report's ``runs`` list."""
-        return {
-            "path": self.path,
-            "records": self.records,
-            "answered": self.answered,
-            "labelled": self.labelled,
-            "errors": dict(sorted(self.errors.items())),
-            "models": {str(m): n for m, n in self.models.most_common()},
-            "uncalibrated_records": self.uncalibrated,
-            "usage": self.spent.to_json(),
-            "cached_records": self.cached_records,
-            "cached_usage": self.cached.to_json(),
-        }
+        return RunSummary(
+            path=self.path,
+            records=self.records,
+            answered=self.answered,
+            labelled=self.labelled,
+            errors=dict(sorted(self.errors.items())),
+            models={str(m): n for m, n in self.models.most_common()},
+            uncalibrated_records=self.uncalibrated,
+            usage=self.spent.summary(),
+            cached_records=self.cached_records,
+            cached_usage=self.cached.summary(),
+            error_ids=tuple(self.error_ids),
+        )
 
-    def questions_json(self, target_precision: float | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, st in self.questions.items():
-            block = st.to_json(self.errors)
-            if target_precision is not None and isinstance(st, NoulStats) and st.labelled:
-                block["metrics"]["threshold"] = st.threshold(target_precision)
-            out[key] = block
-        return out
+    def question_reports(self, target_precision: float | None = None) -> dict[str, QuestionReport]:
+        """Per question key, in the order first met: its report over this run."""
+        return {key: st.report(self.errors, target_precision) for key, st in self.questions.items()}
 
 
 def record_id(record: Any) -> str:
