@@ -17,6 +17,7 @@ from typing import Any
 
 from .metrics import (
     N_BINS,
+    Reliability,
     accuracy_score,
     brier_score_loss,
     log_loss,
@@ -228,6 +229,7 @@ class NoulStats(QuestionStats):
         self.y_true = array("b")
         self.y_prob = array("d")
         self.band_truth = [0] * (2 * len(BANDS) + 2)  # band index * 2 + label
+        self._bins: tuple[int, Reliability] | None = None
 
     def _truth(self, label: str) -> int:
         y = _TRUTH.get(label.lower())
@@ -308,7 +310,7 @@ class NoulStats(QuestionStats):
             brier=brier_score_loss(y_true, y_prob),
             log_loss=log_loss(y_true, y_prob),
             auroc=roc_auc_score(y_true, y_prob),
-            ece=reliability(y_true, y_prob).ece(),
+            ece=self._reliability().ece(),
             bands=NoulBands(
                 yes=BandPrecision(
                     said_yes, _share(bt("yes", 1), said_yes), _share(bt("yes", 1), pos)
@@ -322,5 +324,11 @@ class NoulStats(QuestionStats):
     def threshold(self, target: float) -> Threshold:
         return threshold_for_precision(self.y_true, self.y_prob, target)
 
+    def _reliability(self) -> Reliability:
+        """The bins over the labelled answers, built once per count (ece and the bins)."""
+        if self._bins is None or self._bins[0] != self.labelled:
+            self._bins = (self.labelled, reliability(self.y_true, self.y_prob))
+        return self._bins[1]
+
     def reliability(self) -> tuple[ReliabilityBin, ...]:
-        return reliability(self.y_true, self.y_prob).bins()
+        return self._reliability().bins()

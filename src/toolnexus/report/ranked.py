@@ -9,10 +9,12 @@ first-seen order; a row is as long as the class list was when it was counted).
 
 from __future__ import annotations
 
+import operator
 from array import array
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import compress
+from typing import Any, NamedTuple, overload
 
 from ..questions import level_label
 from .accumulators import (
@@ -27,6 +29,7 @@ from .accumulators import (
     _shown,
 )
 from .metrics import (
+    Reliability,
     accuracy_score,
     confusion_matrix,
     macro_f1_score,
@@ -72,6 +75,7 @@ class _Ranked(QuestionStats):
         self.p_pick = array("d")
         self.y_prob_values = array("d")
         self.y_prob_ends = array("q")
+        self._labelled_cache: tuple[int, _Labelled] | None = None
 
     def _see_options(self, probs: Mapping[str, float]) -> None:
         """Add options first seen in ``probs`` (callers skip this while the record has as
@@ -103,7 +107,7 @@ class _Ranked(QuestionStats):
         else:
             self.y_true.extend(remap[i] for i in other.y_true)
             self.y_pred.extend(remap[i] for i in other.y_pred)
-            for row in _rows(other.y_prob_values, other.y_prob_ends):
+            for row in ProbabilityRows(other.y_prob_values, other.y_prob_ends):
                 moved = [0.0] * (max(remap[: len(row)], default=-1) + 1)
                 for i, p in enumerate(row):
                     moved[remap[i]] = p
@@ -148,39 +152,75 @@ class _Ranked(QuestionStats):
         probs: Mapping[str, float] = answer["probabilities"]
         return probs
 
-    def _confusion(self, labels: list[str]) -> Confusion:
-        names = list(self.classes)
-        return Confusion(
-            tuple(labels),
-            confusion_matrix(
-                [names[i] for i in self.y_true], [names[i] for i in self.y_pred], labels
-            ),
-        )
+    def _finish(self) -> _Labelled:
+        """The labelled arrays in the form the metrics take, built once per count."""
+        if self._labelled_cache is None or self._labelled_cache[0] != self.labelled:
+            rows = ProbabilityRows(self.y_prob_values, self.y_prob_ends)
+            correct = list(map(operator.eq, self.y_true, self.y_pred))
+            bins = reliability(correct, self.p_pick)
+            self._labelled_cache = (self.labelled, _Labelled(rows, correct, bins))
+        return self._labelled_cache[1]
 
-    def _correct(self) -> list[bool]:
-        return [t == p for t, p in zip(self.y_true, self.y_pred, strict=True)]
+    def _label_indices(self, labels: Sequence[str]) -> list[int]:
+        """Class indices of ``labels``; a label no answer met gets an index nothing has."""
+        return [self.classes.get(name, -1 - i) for i, name in enumerate(labels)]
+
+    def _confusion(self, labels: list[str]) -> Confusion:
+        matrix = confusion_matrix(self.y_true, self.y_pred, self._label_indices(labels))
+        return Confusion(tuple(labels), matrix)
 
     def _ece(self) -> float | None:
-        return reliability(self._correct(), self.p_pick).ece()
+        return self._reliability().ece()
+
+    def _reliability(self) -> Reliability:
+        return self._finish().bins
 
     def _brier(self) -> float | None:
-        return multiclass_brier_score(self.y_true, _rows(self.y_prob_values, self.y_prob_ends))
+        return multiclass_brier_score(self.y_true, self._finish().rows)
 
     def _log_loss(self) -> float | None:
-        return multiclass_log_loss(self.y_true, _rows(self.y_prob_values, self.y_prob_ends))
+        return multiclass_log_loss(self.y_true, self._finish().rows)
 
     def reliability(self) -> tuple[ReliabilityBin, ...]:
-        return reliability(self._correct(), self.p_pick).bins()
+        return self._reliability().bins()
 
 
-def _rows(values: array[float], ends: array[int]) -> list[Sequence[float]]:
-    """The probability rows kept as one array of values and the end of each row."""
-    rows: list[Sequence[float]] = []
-    start = 0
-    for end in ends:
-        rows.append(values[start:end])
-        start = end
-    return rows
+class _Labelled(NamedTuple):
+    rows: ProbabilityRows
+    correct: list[bool]
+    bins: Reliability
+
+
+class ProbabilityRows(Sequence[Sequence[float]]):
+    """The probability rows of the labelled answers, over one array of values and the end of
+    each row: what the multi-class metrics take as ``y_prob``, without a tuple per record in
+    memory. Rows of one width (every record offered the same options) iterate in C."""
+
+    def __init__(self, values: array[float], ends: array[int]) -> None:
+        self.values, self.ends = values, ends
+        width = ends[0] if ends else 0
+        same = width and ends == array("q", range(width, len(values) + 1, width))
+        self.width = width if same else 0
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    @overload
+    def __getitem__(self, i: int) -> Sequence[float]: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Sequence[float]]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        start = self.ends[i - 1] if i > 0 else 0
+        return self.values[start : self.ends[i]]
+
+    def __iter__(self) -> Iterator[Sequence[float]]:
+        if self.width:
+            return zip(*[iter(self.values)] * self.width, strict=True)
+        return map(self.__getitem__, range(len(self)))
 
 
 class ChoiceStats(_Ranked):
@@ -227,28 +267,20 @@ class ChoiceStats(_Ranked):
         )
 
     def _split(self, near_uniform: bool) -> AccuracySplit:
-        pairs = [
-            (t, p)
-            for t, p, nu in zip(self.y_true, self.y_pred, self.near_uniform, strict=True)
-            if nu == near_uniform
-        ]
-        return AccuracySplit(
-            len(pairs), accuracy_score([t for t, _ in pairs], [p for _, p in pairs])
-        )
+        """Accuracy over the labelled answers that were (or were not) near-uniform."""
+        mask = self.near_uniform if near_uniform else [not nu for nu in self.near_uniform]
+        y_true = list(compress(self.y_true, mask))
+        return AccuracySplit(len(y_true), accuracy_score(y_true, list(compress(self.y_pred, mask))))
 
     def metrics(self, target_precision: float | None = None) -> ChoiceMetrics:
-        confusion = self._confusion(list(self.options))
-        names = list(self.classes)
+        options = list(self.options)
+        confusion = self._confusion(options)
         return ChoiceMetrics(
             accuracy=accuracy_score(self.y_true, self.y_pred),
             brier=self._brier(),
             log_loss=self._log_loss(),
             ece=self._ece(),
-            macro_f1=macro_f1_score(
-                [names[i] for i in self.y_true],
-                [names[i] for i in self.y_pred],
-                labels=confusion.labels,
-            ),
+            macro_f1=macro_f1_score(self.y_true, self.y_pred, self._label_indices(options)),
             confusion=confusion,
             accuracy_by_near_uniform=NearUniformSplit(self._split(True), self._split(False)),
         )
