@@ -230,3 +230,53 @@ def test_fail_on_names_the_count_and_the_first_ids(
         return
     assert ran.code == 1, ran.stderr
     assert error_line(ran.stderr) == f"--fail-on met: {expected}"
+
+
+# --- item 3: numbers of thousands of digits -------------------------------------------------
+
+
+def _digits(n: int) -> str:
+    return "9" * n
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "copies"),
+    [
+        pytest.param(
+            '"input_tokens": 100',
+            f'"input_tokens": {_digits(4300)}',
+            2,
+            id="token-counts-summed-past-printable",
+        ),  # fmt: skip
+        pytest.param(
+            '"output_tokens": 10',
+            f'"output_tokens": {_digits(20)}',
+            1,
+            id="a-token-count-past-2**53",
+        ),  # fmt: skip
+        pytest.param(
+            '"input_tokens": 100',
+            f'"input_tokens": {_digits(5000)}',
+            1,
+            id="a-token-count-json-cannot-read",
+        ),  # fmt: skip
+        pytest.param('"id": "s0"', f'"id": {_digits(5000)}', 1, id="an-id"),
+        pytest.param('"level": 0', f'"level": {_digits(5000)}', 1, id="a-level"),
+        pytest.param('"score": 1.0', f'"score": 1{"0" * 400}.5', 1, id="a-score-past-float"),
+    ],
+)
+def test_a_number_of_thousands_of_digits_is_one_located_line(
+    tmp_path: Path, field: str, value: str, copies: int
+) -> None:
+    """Issue 17 item 3: "a number of thousands of digits ... gives a Python ValueError
+    traceback from int() ... Audit every place wire or file data reaches int()/float()": one
+    line naming file:line, never a traceback."""
+    line = json.dumps(_record(0))
+    assert field in line
+    lines = [line.replace(field, value).replace('"s0"', f'"s{i}"') for i in range(copies)]
+    run = tmp_path / "run.jsonl"
+    run.write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
+    for fmt in ("json", "table"):
+        ran = run_cli("report", str(run), "--format", fmt)
+        assert ran.code == 2, ran.stderr
+        assert error_line(ran.stderr).startswith(f"{run}:")

@@ -41,6 +41,12 @@ _TYPES: dict[str, type[QuestionStats]] = {
 }
 
 
+#: A record's token count at most: the largest integer every JSON reader reads exactly. A
+#: count of thousands of digits would sum past what Python turns into text (4300 digits), and
+#: the report could not be printed (issue 17 item 3).
+MAX_TOKENS = 2**53
+
+
 class Usage:
     """Tokens and cost summed over records (``usage`` of a batch record)."""
 
@@ -60,7 +66,7 @@ class Usage:
             n = usage.get(name)
             if n is None:
                 continue
-            if type(n) is not int or n < 0:
+            if type(n) is not int or not 0 <= n <= MAX_TOKENS:
                 raise RecordError(f"usage.{name} is {_shown(n)}, not a token count")
             if name == "input_tokens":
                 self.input_tokens += n
@@ -186,8 +192,8 @@ class RunStats:
             if (
                 type(n_in) is int
                 and type(n_out) is int
-                and n_in >= 0
-                and n_out >= 0
+                and 0 <= n_in <= MAX_TOKENS
+                and 0 <= n_out <= MAX_TOKENS
                 and usage.get("cost") is None
             ):
                 spent.input_tokens += n_in
