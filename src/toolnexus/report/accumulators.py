@@ -132,8 +132,8 @@ class QuestionStats:
 
     def merge(self, other: Any) -> None:
         """Add the counts of ``other`` (the same question, counted over a later chunk of the
-        run). Sums are added chunk by chunk in file order, so the result does not depend on
-        how many processes counted the chunks."""
+        run). Counts and the labelled arrays are joined in file order, so the result does not
+        depend on how many processes counted the chunks."""
         self.n += other.n
         self.invalid += other.invalid
         self.flags.update(other.flags)
