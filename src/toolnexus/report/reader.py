@@ -5,7 +5,8 @@ counted chunk by chunk, in up to ``jobs`` processes, and the chunks are merged i
 Where the cuts fall depends on the file alone, never on ``jobs``: every number of a report is
 the same on one CPU or many (the labelled arrays are joined in file order and the metrics
 computed once over them; the means of confidence and score are added within a chunk, then
-chunk by chunk, in the same order). A run shorter than a chunk, and a JSON or CSV run, is read in one piece.
+chunk by chunk, in the same order). A run shorter than a chunk, and a JSON or CSV run, is
+read in one piece.
 
 Two things need the whole run at once, and send it to the one-piece reader:
 
