@@ -1,0 +1,153 @@
+"""Issue 16 item 6: "Concurrency (and every other batch option) is validated in one place for
+every entry point, and can never collide with a question key". And the executor, event-loop and
+exit-noise rules of the same item.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from loopback import Loopback
+from toolnexus import ConfigError, NoulQuestion, create_classifier
+from toolnexus.classifier import Classifier
+
+QS = {"holds": NoulQuestion("Does it hold?")}
+
+
+def _body(state: Any, questions: Any) -> dict[str, Any]:
+    answers = {key: {"type": "noul", "noul": 0.5} for key in questions}
+    return {"model": "stub", "answers": answers}
+
+
+def _custom(fn: Callable[[Any, Any], Any] = _body) -> Classifier:
+    return create_classifier(style="custom", evaluate=fn)
+
+
+async def _stream(judge: Classifier, concurrency: Any) -> list[Any]:
+    return [r async for r in judge.evaluate_stream([(0, "a")], QS, concurrency=concurrency)]
+
+
+#: Every entry point that takes a concurrency, called with ``value``.
+ENTRY_POINTS = [
+    pytest.param(lambda j, c: asyncio.run(j.evaluate_batch(["a"], QS, c)), id="evaluate_batch"),
+    pytest.param(lambda j, c: asyncio.run(_stream(j, c)), id="evaluate_stream"),
+    pytest.param(lambda j, c: asyncio.run(j.states(["a"], concurrency=c).evaluate(**QS)), id="states"),
+]
+
+
+@pytest.mark.parametrize("call", ENTRY_POINTS)
+@pytest.mark.parametrize("value", [0, -1, 1001, 2.5, True, "4"], ids=repr)
+def test_every_entry_point_refuses_a_bad_concurrency_with_one_message(
+    call: Callable[[Classifier, Any], Any], value: Any
+) -> None:
+    """'validated in one place for every entry point': the same ConfigError, the same words."""
+    with pytest.raises(ConfigError) as caught:
+        call(_custom(), value)
+    assert caught.value.message == f"classifier: concurrency takes 1..1000, got {value!r}"
+
+
+def test_states_evaluate_zero_concurrency_no_longer_returns_empty_results() -> None:
+    """Issue 16: "`states(xs).evaluate(0, q=...)` returns `StateResult(decision=None,
+    error=None)` for every state". Concurrency is bound by states(); evaluate takes questions."""
+    judge = _custom()
+    with pytest.raises(TypeError):
+        asyncio.run(judge.states(["a", "b"]).evaluate(0, **QS))  # type: ignore[misc]
+    with pytest.raises(ConfigError, match="concurrency takes 1..1000, got 0"):
+        judge.states(["a", "b"], concurrency=0)
+
+
+def test_a_question_keyed_concurrency_is_a_question() -> None:
+    """'can never collide with a question key': `.evaluate(**questions)` takes questions only."""
+    results = asyncio.run(
+        _custom().states(["a", "b"], concurrency=2).evaluate(concurrency=NoulQuestion("Many?"))
+    )
+    assert [sorted(r.decision.answers) for r in results if r.decision] == [["concurrency"]] * 2
+
+
+def test_the_old_spelling_says_how_to_migrate() -> None:
+    """`states(xs).evaluate(concurrency=4, ...)` was the old way: the error names the new one."""
+    with pytest.raises(ConfigError, match=r"states\(values, concurrency=4\)"):
+        asyncio.run(_custom().states(["a"]).evaluate(concurrency=4, **QS))
+
+
+def _barrier_evaluate(parties: int) -> Callable[[Any, Any], Any]:
+    barrier = threading.Barrier(parties, timeout=20)
+
+    def evaluate(state: Any, questions: Any) -> dict[str, Any]:
+        barrier.wait()  # broken (BrokenBarrierError) unless `parties` calls overlap
+        return _body(state, questions)
+
+    return evaluate
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        pytest.param(
+            lambda j, xs, n: asyncio.run(j.evaluate_batch(xs, QS, concurrency=n)), id="batch"
+        ),
+        pytest.param(
+            lambda j, xs, n: [
+                r.decision for r in asyncio.run(j.states(xs, concurrency=n).evaluate(**QS))
+            ],
+            id="states",
+        ),
+    ],
+)
+@pytest.mark.parametrize("n", [4, 20])
+def test_a_synchronous_custom_evaluate_runs_concurrency_calls_at_once(
+    run: Callable[[Classifier, list[str], int], list[Any]], n: int
+) -> None:
+    """'A synchronous custom evaluate runs off the event loop on an executor sized to
+    concurrency (not asyncio.to_thread, whose pool is 6 threads on 2 cores), so four slow calls
+    at concurrency 4 overlap'. 20 is past any default pool on a small machine."""
+    decisions = run(_custom(_barrier_evaluate(n)), [f"s{i}" for i in range(n)], n)
+    assert len(decisions) == n and all(d is not None for d in decisions)
+
+
+def test_one_classifier_serves_two_event_loops() -> None:
+    """'A classifier works from any event loop (one connection pool per loop, never reused
+    across loops) - never a bare RuntimeError or "Event loop is closed" noise'."""
+    with Loopback() as server:
+        judge = create_classifier(base_url=server.base_url, retry_base_ms=1)
+        first = asyncio.run(judge.evaluate("one", QS))
+        second = asyncio.run(judge.evaluate("two", QS))
+        asyncio.run(judge.aclose())
+    assert first.answers.keys() == second.answers.keys() == {"holds"}
+
+
+NEVER_CLOSED = """
+import asyncio, sys
+from toolnexus import NoulQuestion, create_classifier
+
+judge = create_classifier(base_url=sys.argv[1], retry_base_ms=1)
+
+async def main():
+    print(type(await judge.evaluate("a state", {"q": NoulQuestion("Does it hold?")})).__name__)
+
+asyncio.run(main())
+asyncio.run(main())
+"""
+
+
+def test_a_classifier_never_closed_prints_no_aiohttp_noise_at_exit() -> None:
+    """'A classifier that is never closed prints no aiohttp "Unclosed connector" noise at exit
+    (the seeds' own examples never close it; test on a subprocess's stderr)'."""
+    with Loopback() as server:
+        proc = subprocess.run(
+            [sys.executable, "-W", "default", "-c", textwrap.dedent(NEVER_CLOSED), server.base_url],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["Decision", "Decision"]
+    assert proc.stderr == ""
