@@ -39,7 +39,9 @@ async def _stream(judge: Classifier, concurrency: Any) -> list[Any]:
 ENTRY_POINTS = [
     pytest.param(lambda j, c: asyncio.run(j.evaluate_batch(["a"], QS, c)), id="evaluate_batch"),
     pytest.param(lambda j, c: asyncio.run(_stream(j, c)), id="evaluate_stream"),
-    pytest.param(lambda j, c: asyncio.run(j.states(["a"], concurrency=c).evaluate(**QS)), id="states"),
+    pytest.param(
+        lambda j, c: asyncio.run(j.states(["a"], concurrency=c).evaluate(**QS)), id="states"
+    ),
 ]
 
 
@@ -60,7 +62,7 @@ def test_states_evaluate_zero_concurrency_no_longer_returns_empty_results() -> N
     judge = _custom()
     with pytest.raises(TypeError):
         asyncio.run(judge.states(["a", "b"]).evaluate(0, **QS))  # type: ignore[misc]
-    with pytest.raises(ConfigError, match="concurrency takes 1..1000, got 0"):
+    with pytest.raises(ConfigError, match=r"concurrency takes 1\.\.1000, got 0"):
         judge.states(["a", "b"], concurrency=0)
 
 

@@ -26,15 +26,15 @@ image's sha256 under ``assets``, and is unchanged when there are none.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .assets import LiftedState, StateWithImages, lift_images
 from .backends import IMAGES_HEADER, ResolvedBackend, resolve_backend
 from .canonical import canonical_json, decision_cache_key, model_cache_key, sha256_hex
+from .config import RetryPolicy, Timeout
 from .decision import Decision, parse_decision
-from .defaults import DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT
 from .errors import (
     CacheError,
     ClassifierError,
@@ -45,7 +45,6 @@ from .errors import (
 )
 from .images import ImageLimits
 from .jsonlimits import JsonLimitError, loads
-from .options import OnError
 from .questions import Question, questions_to_wire
 from .transport import SystemOneTransport
 from .validation import Checked, validate_decision
@@ -89,11 +88,8 @@ class SystemOneStyle:
         api_key_env: str | None = None,
         supports: Mapping[str, bool] | None = None,
         headers: Mapping[str, str] | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        retries: int = DEFAULT_RETRIES,
-        retry_base_ms: int = DEFAULT_RETRY_BASE_MS,
-        retryable_statuses: Collection[int] = (),
-        on_error: OnError | None = None,
+        timeout: Timeout | None = None,
+        retry: RetryPolicy | None = None,
         transport: Any = None,
         http_client: Any = None,
         request_params: Mapping[str, Any] | None = None,
@@ -122,10 +118,7 @@ class SystemOneStyle:
             api_key_env=self.backend.api_key_env,
             headers=headers,
             timeout=timeout,
-            retries=retries,
-            retry_base_ms=retry_base_ms,
-            retryable_statuses=retryable_statuses,
-            on_error=on_error,
+            retry=retry,
             transport=transport,
             http_client=http_client,
         )
