@@ -222,5 +222,3 @@ def make_style(opts: ClassifierOptions) -> Style:
         cache=opts.cache,
         image_limits=opts.image_limits,
     )
-
-
