@@ -82,62 +82,37 @@ class ClassifierOptions:
     options become two typed values, once: ``retry_policy`` (a ``RetryPolicy``) and
     ``request_timeout`` (a ``Timeout``); the style and the transport receive those.
 
+    Each option is documented in ``create_classifier``'s docstring (a test keeps it complete).
     Secrets: ``api_key_env`` is the NAME of an environment variable, read at call time and never
     logged; ``headers`` values expand ``${NAME}`` at call time and are never logged either.
     """
 
-    #: "systemone" (default) | "llm" (deprecated) | "custom" | "static".
     style: str = "systemone"
-    #: A row of ``BACKENDS``: "typesafe" (default), "openrouter", "cloudflare", "vercel", "custom".
     backend: str = "typesafe"
-    #: The System One base URL (default the backend row's; ``$TYPESAFE_BASE_URL`` for typesafe).
     base_url: str | None = None
-    #: The model to request (default the backend row's, "jev-latest").
     model: str | None = None
-    #: The NAME of the variable holding the key (default the row's, "TYPESAFE_API_KEY").
     api_key_env: str | None = None
-    #: Extra request headers; values expand ``${NAME}`` at call time. Never in a repr.
+    # Header values may hold a literal credential: they never appear in a repr.
     headers: Mapping[str, str] | None = field(default=None, repr=False)
-    #: Seconds one request may take (a number or a ``Timeout``); default 10.
     timeout: float | Timeout | None = None
-    #: Seed 004's ``timeout-ms``: the same bound in milliseconds (give one of the two).
     timeout_ms: int | None = None
-    #: An httpx async transport (``httpx.MockTransport`` in tests) instead of the aiohttp pool.
     transport: Any = None
-    #: A ready ``httpx.AsyncClient`` that the host owns and closes.
     http_client: Any = None
-    #: Transient-failure budget: 0 means exactly one attempt; default 2.
     retries: int = DEFAULT_RETRIES
-    #: Base of the backoff in ms: ``base * 2**attempt``, no jitter; ``Retry-After`` wins.
     retry_base_ms: int = DEFAULT_RETRY_BASE_MS
-    #: Extra statuses to retry, ADDED to 408/429/500/502/503/504/529 (it can only widen).
     retryable_statuses: Sequence[int] = ()
-    #: ``on_error(ErrorInfo) -> "retry" | "fail"``: runs on every failed attempt, final say.
     on_error: OnError | None = None
-    #: Extra top-level body keys, shallow-merged after the classifier's own; a param wins.
     request_params: Mapping[str, Any] | None = None
-    #: Runs last on the assembled body; its return value is sent.
     body_transform: Callable[[dict[str, Any]], Any] | None = None
-    #: The metric sink: "classifier.evaluate" events and "classifier.warning".
     on_metric: OnMetric | None = None
-    #: style "llm" only: an ``httpx.AsyncClient`` or a ``ChatClient``.
     client: Any = None
-    #: style "custom" only: ``(state, questions) -> Decision | body``, sync or async.
     evaluate: CustomEvaluate | None = None
-    #: style "static" only: the recorded decisions.
     decisions: Sequence[RecordedDecision | Mapping[str, Any]] | None = None
-    #: ``{"images": bool}``: overrides the backend row's image column.
     supports: Mapping[str, bool] | None = None
-    #: The image limits checked before any request (``ImageLimits`` or a mapping of its fields);
-    #: unset means seed 004's byte limits and the proposed side limits.
     image_limits: Any = None
-    #: Opt-in decision cache: any object with ``get(key)`` and ``set(key, value)``.
     cache: Any = None
-    #: style "llm": the chat endpoint (default https://api.openai.com/v1).
     llm_base_url: str | None = None
-    #: style "llm": the chat model (required unless ``client`` is a ``ChatClient``).
     llm_model: str | None = None
-    #: style "llm": the NAME of the chat key's variable (default OPENAI_API_KEY).
     llm_api_key_env: str | None = None
 
     #: Derived from ``retries``, ``retry_base_ms``, ``retryable_statuses``, ``on_error``.
