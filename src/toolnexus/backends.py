@@ -174,9 +174,10 @@ def resolve_backend(
     supports: Mapping[str, bool] | None = None,
 ) -> ResolvedBackend:
     """The row named ``backend`` (for typesafe, with ``$TYPESAFE_BASE_URL``) with an explicit
-    ``base_url`` / ``model`` / ``api_key_env`` winning over it, and ``supports`` overriding its image column. Raises ConfigError for an
-    unknown backend, a ``custom`` backend without ``base_url`` and ``supports``, and a
-    TypeSafe-only model spelling sent to OpenRouter (naming the spelling to use instead)."""
+    ``base_url`` / ``model`` / ``api_key_env`` winning over it, and ``supports`` overriding its
+    image column. Raises ConfigError for an unknown backend, a ``custom`` backend without
+    ``base_url`` and ``supports``, and a TypeSafe-only model spelling sent to OpenRouter (naming
+    the spelling to use instead)."""
     row = _BY_NAME.get(backend) if isinstance(backend, str) else None
     if row is None:
         raise ConfigError(
