@@ -94,6 +94,17 @@ def test_timeout_is_converted_once_into_a_timeout(options: dict[str, Any], secon
         pytest.param({"timeout": float("inf")}, "timeout must be a number of seconds", id="inf"),
         pytest.param({"retries": -1}, "retries must be a whole number >= 0", id="retries"),
         pytest.param({"retry_base_ms": 0.5}, "retry_base_ms must be a whole number", id="base"),
+        pytest.param(
+            {"retry_base_ms": 10**400},
+            "below 86400000, got an integer of about 401 digits",
+            id="base-huge",
+        ),
+        pytest.param(
+            {"timeout_ms": 10**5000},
+            "below 86400000, got an integer of about 5001 digits",
+            id="ms-past-python-int-str-limit",
+        ),
+        pytest.param({"timeout": 10**400}, "below 86400, got an integer of", id="seconds-huge"),
         pytest.param({"retryable_statuses": [99]}, "holds 99, not an HTTP status", id="status"),
         pytest.param({"on_error": "retry"}, "on_error must be callable", id="on_error"),
     ],

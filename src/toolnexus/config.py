@@ -86,6 +86,15 @@ OnError: TypeAlias = Callable[[ErrorInfo], Verdict]
 MAX_TIMEOUT = 86_400.0
 
 
+def _shown(value: object) -> str:
+    """``repr(value)`` for a message, cut to 60 characters; an integer too long to print whole
+    (Python refuses past 4,300 digits) is named by its size instead."""
+    if isinstance(value, int) and value.bit_length() > 200:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -102,7 +111,7 @@ class Timeout:
         if isinstance(s, bool) or not isinstance(s, int | float) or not 0 < s < MAX_TIMEOUT:
             raise ConfigError(
                 "classifier: timeout must be a number of seconds above 0 and below "
-                f"{MAX_TIMEOUT:g}, got {s!r}"
+                f"{MAX_TIMEOUT:g}, got {_shown(s)}"
             )
         object.__setattr__(self, "seconds", float(s))
 
@@ -113,10 +122,11 @@ class Timeout:
         if timeout_ms is not None:
             if timeout is not None:
                 raise ConfigError("classifier: give timeout= (seconds) or timeout_ms=, not both")
-            if not _is_int(timeout_ms) or timeout_ms <= 0:
+            # Bounded BEFORE dividing: a 400-digit int overflows a float (OverflowError).
+            if not _is_int(timeout_ms) or not 0 < timeout_ms < MAX_TIMEOUT * 1000:
                 raise ConfigError(
-                    "classifier: timeout_ms must be a whole number of milliseconds above 0, "
-                    f"got {timeout_ms!r}"
+                    "classifier: timeout_ms must be a whole number of milliseconds above 0 and "
+                    f"below {MAX_TIMEOUT * 1000:.0f}, got {_shown(timeout_ms)}"
                 )
             return cls(timeout_ms / 1000)
         if isinstance(timeout, Timeout):
@@ -134,7 +144,9 @@ def _statuses(statuses: object) -> frozenset[int]:
     found = list(statuses)
     for s in found:
         if not _is_int(s) or not 100 <= s <= 599:
-            raise ConfigError(f"classifier: retryable_statuses holds {s!r}, not an HTTP status")
+            raise ConfigError(
+                f"classifier: retryable_statuses holds {_shown(s)}, not an HTTP status"
+            )
     return frozenset(found)
 
 
@@ -162,11 +174,11 @@ class RetryPolicy:
     def __post_init__(self) -> None:
         if not _is_int(self.retries) or self.retries < 0:
             raise ConfigError(
-                f"classifier: retries must be a whole number >= 0, got {self.retries!r}"
+                f"classifier: retries must be a whole number >= 0, got {_shown(self.retries)}"
             )
         b = self.base
         if isinstance(b, bool) or not isinstance(b, int | float) or not 0 <= b < MAX_TIMEOUT:
-            raise ConfigError(f"classifier: the retry base must be seconds >= 0, got {b!r}")
+            raise ConfigError(f"classifier: the retry base must be seconds >= 0, got {_shown(b)}")
         object.__setattr__(self, "retryable_statuses", _statuses(self.retryable_statuses))
         if self.on_error is not None and not callable(self.on_error):
             raise ConfigError("classifier: on_error must be callable")
@@ -183,10 +195,11 @@ class RetryPolicy:
         """The policy for the seed-named options: ``retry_base_ms`` is converted HERE, once."""
         if retry_base_ms is None:
             retry_base_ms = DEFAULT_RETRY_BASE_MS
-        if not _is_int(retry_base_ms) or retry_base_ms < 0:
+        # Bounded BEFORE dividing: a 400-digit int overflows a float (OverflowError).
+        if not _is_int(retry_base_ms) or not 0 <= retry_base_ms < MAX_TIMEOUT * 1000:
             raise ConfigError(
-                "classifier: retry_base_ms must be a whole number of milliseconds >= 0, "
-                f"got {retry_base_ms!r}"
+                "classifier: retry_base_ms must be a whole number of milliseconds >= 0 and "
+                f"below {MAX_TIMEOUT * 1000:.0f}, got {_shown(retry_base_ms)}"
             )
         return cls(retries, retry_base_ms / 1000, _statuses(retryable_statuses), on_error)
 
@@ -221,7 +234,9 @@ class RetryPolicy:
             return "retry"
         if verdict == "fail":
             return "fail"
-        raise HookError(f"classifier: on_error must return 'retry' or 'fail', got {verdict!r}")
+        raise HookError(
+            f"classifier: on_error must return 'retry' or 'fail', got {_shown(verdict)}"
+        )
 
 
 #: The accepted ``concurrency`` range. Above it a value is a typo, not a plan: the connection
@@ -242,5 +257,6 @@ class BatchOptions:
         c = self.concurrency
         if not _is_int(c) or not MIN_CONCURRENCY <= c <= MAX_CONCURRENCY:
             raise ConfigError(
-                f"classifier: concurrency takes {MIN_CONCURRENCY}..{MAX_CONCURRENCY}, got {c!r}"
+                f"classifier: concurrency takes {MIN_CONCURRENCY}..{MAX_CONCURRENCY}, "
+                f"got {_shown(c)}"
             )
