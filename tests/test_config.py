@@ -147,3 +147,33 @@ def test_the_values_are_frozen(value: Any) -> None:
     field = dataclasses.fields(value)[0].name
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(value, field, 1)
+
+
+def test_the_env_name_rule_is_written_once() -> None:
+    """Issue 16: 'the env-name rule' was written twice (cli/options.py, redaction's ENV_REF).
+    Every user of it holds the one compiled rule of ``toolnexus.envname``."""
+    from toolnexus import envname
+    from toolnexus.cli import options as cli_options
+    from toolnexus.transport import redaction
+
+    assert cli_options.ENV_NAME is envname.ENV_NAME
+    assert redaction.ENV_REF is envname.ENV_REF
+    assert envname.ENV_REF.pattern == r"\$\{(" + envname.ENV_NAME.pattern + r")\}"
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [
+        pytest.param("TYPESAFE_API_KEY", True, id="upper"),
+        pytest.param("_k9", True, id="underscore-digit"),
+        pytest.param("9K", False, id="leading-digit"),
+        pytest.param("sk-live-123", False, id="a-pasted-key"),
+        pytest.param("K\n", False, id="trailing-newline"),
+    ],
+)
+def test_api_key_env_takes_only_a_variable_name(name: str, ok: bool) -> None:
+    if ok:
+        assert ClassifierOptions(api_key_env=name).api_key_env == name
+    else:
+        with pytest.raises(ConfigError, match="is not shown in case it is a key"):
+            ClassifierOptions(api_key_env=name)
