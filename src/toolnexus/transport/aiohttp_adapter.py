@@ -138,11 +138,11 @@ class AiohttpAdapter:
             raise SendError(failure_kind(e)) from e
 
     async def aclose(self) -> None:
-        """Close this loop's pool now; a pool of another loop that is still running is closed
-        in that loop (its own shutdown would close it anyway)."""
+        """Close this loop's pool now, and those of loops closed by hand; a pool of another loop
+        that is still running is closed in that loop (its own shutdown would close it anyway)."""
         current = asyncio.get_running_loop()
         for loop, (_, holder) in list(self._pools.items()):
-            if loop is current:
+            if loop is current or loop.is_closed():
                 await holder.aclose()
             elif loop.is_running():
                 asyncio.run_coroutine_threadsafe(holder.aclose(), loop)
