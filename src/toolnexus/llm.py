@@ -28,7 +28,6 @@ import httpx
 
 from .assets import StateWithImages, lift_images
 from .canonical import canonical_json
-from .config import RetryPolicy, Timeout
 from .errors import (
     ClassifierError,
     ClassifierUnsupported,
@@ -40,6 +39,7 @@ from .errors import (
 from .images import ImageLimits
 from .jsonlimits import loads
 from .llm_wire import SYSTEM_PROMPT, build_messages, decode_reply, quote, response_schema
+from .options import ClassifierOptions
 from .questions import (
     ChoiceQuestion,
     NoulQuestion,
@@ -98,7 +98,7 @@ class LlmStyle:
     Options: ``llm_model`` (required unless ``client`` is a ``ChatClient``), ``llm_base_url``
     (default ``https://api.openai.com/v1``), ``llm_api_key_env`` (default ``OPENAI_API_KEY``; the
     variable is read at call time and sent as ``Authorization: Bearer`` only when set),
-    ``timeout`` (a ``Timeout``), ``retry`` (a ``RetryPolicy``) and ``transport``, all with
+    and the transport options (``request_timeout``, ``retry_policy``, ``transport``), all with
     System One's meaning: the request goes through the same
     ``transport.SystemOneTransport`` (same retry rules, same safe errors), only the path and the
     body differ. ``client`` may instead be:
@@ -112,24 +112,14 @@ class LlmStyle:
 
     name = "llm"
 
-    def __init__(
-        self,
-        *,
-        llm_model: str | None = None,
-        llm_base_url: str | None = None,
-        llm_api_key_env: str | None = None,
-        client: Any = None,
-        timeout: Timeout | None = None,
-        retry: RetryPolicy | None = None,
-        transport: Any = None,
-        image_limits: Any = None,
-    ) -> None:
+    def __init__(self, options: ClassifierOptions) -> None:
+        llm_model, client = options.llm_model, options.client
         self._chat_client: ChatClient | None = None
         self._transport: SystemOneTransport | None = None
         self.model: str = llm_model or ""
         self._json_mode = False
-        self._api_key_env: str = llm_api_key_env or DEFAULT_LLM_API_KEY_ENV
-        self._image_limits = ImageLimits.of(image_limits)
+        self._api_key_env: str = options.llm_api_key_env or DEFAULT_LLM_API_KEY_ENV
+        self._image_limits = ImageLimits.of(options.image_limits)
         if client is not None and not isinstance(client, httpx.AsyncClient):
             chat = getattr(client, "chat", None)
             if not (callable(chat) and inspect.iscoroutinefunction(chat)):
@@ -151,13 +141,13 @@ class LlmStyle:
                 raise ConfigError("classifier: style 'llm' client needs a base_url")
             base_url = str(client.base_url)
         else:
-            base_url = llm_base_url or DEFAULT_LLM_BASE_URL
+            base_url = options.llm_base_url or DEFAULT_LLM_BASE_URL
         self._transport = SystemOneTransport(
             base_url=base_url,
             api_key_env=self._api_key_env,
-            timeout=timeout,
-            retry=retry,
-            transport=transport,
+            timeout=options.request_timeout,
+            retry=options.retry_policy,
+            transport=options.transport,
             http_client=client,
         )
         self.endpoint = self._transport.endpoint(_PATH)

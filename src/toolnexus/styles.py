@@ -194,31 +194,7 @@ def make_style(opts: ClassifierOptions) -> Style:
     if opts.style == "llm":
         from .llm import LlmStyle  # imported lazily: httpx is not a start-up cost
 
-        return LlmStyle(
-            llm_model=opts.llm_model,
-            llm_base_url=opts.llm_base_url,
-            llm_api_key_env=opts.llm_api_key_env,
-            client=opts.client,
-            timeout=opts.request_timeout,
-            retry=opts.retry_policy,
-            transport=opts.transport,
-            image_limits=opts.image_limits,
-        )
+        return LlmStyle(opts)
     from .systemone import SystemOneStyle
 
-    return SystemOneStyle(
-        backend=opts.backend,
-        base_url=opts.base_url,
-        model=opts.model,
-        api_key_env=opts.api_key_env,
-        supports=opts.supports,
-        headers=opts.headers,
-        timeout=opts.request_timeout,
-        retry=opts.retry_policy,
-        transport=opts.transport,
-        http_client=opts.http_client,
-        request_params=opts.request_params,
-        body_transform=opts.body_transform,
-        cache=opts.cache,
-        image_limits=opts.image_limits,
-    )
+    return SystemOneStyle(opts)
