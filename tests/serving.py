@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -13,11 +14,16 @@ import httpx
 from toolnexus.serve import ServeOptions, Server
 
 
-def run_with(options: ServeOptions, scenario: Callable[[Server], Awaitable[Any]]) -> Any:
-    """Start a server with ``options``, run ``scenario(server)``, stop it, return the result."""
+def run_with(
+    options: ServeOptions,
+    scenario: Callable[[Server], Awaitable[Any]],
+    clock: Callable[[], float] = time.monotonic,
+) -> Any:
+    """Start a server with ``options`` (its limits on ``clock``), run ``scenario(server)``, stop
+    it, return the result."""
 
     async def go() -> Any:
-        async with Server(options) as server:
+        async with Server(options, clock=clock) as server:
             return await scenario(server)
 
     return asyncio.run(go())
@@ -61,8 +67,8 @@ class ThreadedServer:
     """A :class:`Server` on its own event loop in a background thread, for synchronous clients
     (the official SDK's sync client blocks the calling thread)."""
 
-    def __init__(self, options: ServeOptions) -> None:
-        self.server = Server(options)
+    def __init__(self, options: ServeOptions, clock: Callable[[], float] = time.monotonic) -> None:
+        self.server = Server(options, clock=clock)
         self.seen: list[dict[str, str]] = []
         self.server.on_request = lambda _raw, headers: self.seen.append(dict(headers))
         self._loop = asyncio.new_event_loop()

@@ -160,3 +160,40 @@ def test_a_part_that_cannot_be_lifted_names_where_it_is(
         lift_images({"messages": [{"content": [part]}]})
     assert needle in str(e.value)
     assert "state['messages'][0]['content'][0]" in str(e.value)
+
+
+def test_lifting_with_the_question_text_is_written_once() -> None:
+    """Issue 16 item 7: "write each repeated piece once (image lifting for a question set ...)":
+    every style and command lifts through ``assets.lift_with_questions``."""
+    import re
+
+    from paths import REPO
+
+    src = REPO / "src" / "toolnexus"
+    callers = sorted(
+        str(p.relative_to(src))
+        for p in src.rglob("*.py")
+        if p.name != "assets.py" and re.search(r"\blift_images\(", p.read_text())
+    )
+    assert callers == []
+
+
+def test_an_attached_image_named_only_in_the_questions_is_lifted() -> None:
+    from toolnexus.assets import lift_with_questions
+    from toolnexus.questions import normalize_questions
+
+    image = Image(PNG, alias="diagram")
+    qs = normalize_questions(
+        {
+            "d": {
+                "type": "choice",
+                "instructions": "x",
+                "criteria": {"a": "like <diagram>", "b": "no"},
+            }
+        }
+    )
+    lifted = lift_with_questions(with_images("which?", {"diagram": image}), qs)
+    assert [a.placeholder for a in lifted.assets] == ["<diagram>"]
+    calls: list[object] = []
+    lift_with_questions("no images", qs, lambda q: calls.append(q) or b"")  # type: ignore[func-returns-value]
+    assert calls == [], "the questions are encoded only for a state with attached images"

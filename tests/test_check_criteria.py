@@ -247,3 +247,65 @@ def test_pre_commit_hook_for_real(tmp_path: Path) -> None:
     assert f"bad.yaml:{BAD_LINE}" in done.stdout
     assert "good.yaml" not in done.stdout.split("toolnexus check-criteria")[-1]
     assert "workflow.yaml" not in done.stdout.split("toolnexus check-criteria")[-1]
+
+
+# --- issue 17 item 16: ids and labels that a CSV or a terminal shows wrongly ---------------
+
+
+def _choice(option: str) -> str:
+    return (
+        "questions:\n  d:\n    type: choice\n    instructions: Which?\n    criteria:\n"
+        f'      "{option}": pick this one\n      other: pick the other one\n'
+    )
+
+
+def _score(level: str) -> str:
+    return (
+        "questions:\n  s:\n    type: score\n    instructions: How much?\n    criteria:\n"
+        f'      - low\n      - "{level}"\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "message"),
+    [
+        pytest.param(_choice("a\\nb"), "TN028", "option 'a\\nb' contains a newline", id="id-lf"),
+        pytest.param(_choice("a\\rb"), "TN028", "contains a newline", id="id-cr"),
+        pytest.param(_choice("a\\u2028b"), "TN028", "contains a newline", id="id-u2028"),
+        pytest.param(
+            _choice("a\\tb"),
+            "TN026",
+            "option 'a\\tb' holds a control character (U+0009)",
+            id="id-tab",
+        ),
+        pytest.param(
+            _choice("ok\\u202Eevil"),
+            "TN026",
+            "holds a bidirectional character (U+202E)",
+            id="id-bidi-override",
+        ),
+        pytest.param(
+            _choice("x\\u2066y"), "TN026", "bidirectional character (U+2066)", id="isolate"
+        ),
+        pytest.param(_choice("\\x1b[31m"), "TN026", "control character (U+001B)", id="id-escape"),
+        pytest.param(_choice("   "), "TN027", "option '   ' is whitespace only", id="id-spaces"),
+        pytest.param(_choice("\\u00a0"), "TN027", "is whitespace only", id="id-nbsp"),
+        pytest.param(_score("a\\nb"), "TN028", "level 1 'a\\nb' contains a newline", id="level-lf"),
+        pytest.param(_score("x\\u200Fy"), "TN026", "level 1 'x\\u200fy' holds a bidi", id="rlm"),
+        pytest.param(_score("\\t "), "TN027", "is whitespace only", id="level-tab-space"),
+        pytest.param(_score("  "), "TN027", "level 1 '  ' is whitespace only", id="level-spaces"),
+    ],
+)
+def test_ids_and_labels_with_invisible_or_line_breaking_characters_are_flagged(
+    tmp_path: Path, text: str, code: str, message: str
+) -> None:
+    """Issue 17 item 16: "check-criteria does not flag option ids or level labels that hold
+    control or bidirectional characters, are whitespace only, or contain a newline (CSV writes
+    them raw)"."""
+    path = tmp_path / "q.yaml"
+    path.write_text(text, encoding="utf-8")
+    ran = run_cli("check-criteria", str(path))
+    assert ran.code == 1, ran.out + ran.stderr
+    assert f": {code} " in ran.out and message in ran.out, ran.out
+    assert "Traceback" not in ran.stderr
+    assert ran.out.count("\n") == 1, "one finding, one line: the text is shown escaped"

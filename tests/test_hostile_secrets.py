@@ -380,3 +380,132 @@ def test_credentials_in_a_refused_base_url_are_not_echoed(url: str) -> None:
         create_classifier(base_url=url)
     assert "pa55w0rd" not in str(e.value) and "alice" not in str(e.value)
     assert "«redacted»@host/v1" in str(e.value)
+
+
+# --- a key written into the base URL (issue 17 item 1) ---------------------------------------
+
+URL_KEY = "sk-url-9f8e7d6c5b4a3210"
+#: The key as a user may write it percent-encoded into the URL (``sk%2D...``): both forms and
+#: the decoded one are grepped for.
+URL_KEY_ENCODED = URL_KEY.replace("-", "%2D")
+
+URL_FORMS = [
+    pytest.param(lambda base: base.replace("http://", f"http://user:{URL_KEY}@"), id="userinfo"),
+    pytest.param(
+        lambda base: base.replace("http://", f"http://user:{URL_KEY_ENCODED}@"),
+        id="userinfo-percent-encoded",
+    ),
+    pytest.param(lambda base: f"{base}?key={URL_KEY}", id="query-string"),
+    pytest.param(lambda base: f"{base}?key={URL_KEY_ENCODED}", id="query-percent-encoded"),
+]
+
+
+def assert_no_url_key(text: str | bytes, where: str) -> None:
+    for form in (URL_KEY, URL_KEY_ENCODED, "user:" + URL_KEY):
+        assert_clean(text, where, form)
+
+
+def _echo_credentials(req: Request) -> Reply:
+    """A 200 whose answer carries what the request was authenticated with, decoded."""
+    import base64
+
+    auth = req.headers.get("Authorization", "")
+    said = base64.b64decode(auth[6:]).decode() if auth.startswith("Basic ") else auth
+    body = valid_answer(req.json)
+    body["model"] = said or "none"
+    levels = req.json["questions"]["s"]["criteria"]
+    body["answers"]["s"]["legend"] = {str(i): level for i, level in enumerate(levels)}
+    return Reply(200, json.dumps(body).encode(), {"x-typesafe-request-id": "r-1"})
+
+
+@pytest.mark.parametrize("form", URL_FORMS)
+def test_a_key_in_the_base_url_lands_in_no_recording_cache_output_or_message(
+    server: HostileServer,
+    qfile: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    form: Callable[[str], str],
+) -> None:
+    """Issue 17 item 1: "`eval --record` with `--base-url http://user:KEY@...` writes
+    `"endpoint": "http://user:KEY@127.0.0.1:P/v1/systemone"` into every recording ... Redact
+    credentials in every endpoint that is stored, printed or logged" (percent-encoded and in
+    a query string too)."""
+    monkeypatch.delenv("TYPESAFE_API_KEY")
+    server.answer = _echo_credentials
+    url = form(server.base_url)
+    rec_eval, rec_batch, cache_dir = tmp_path / "rec1", tmp_path / "rec2", tmp_path / "cache"
+    base = ["--base-url", url, "--retries", "0"]
+    ran = run_cli("eval", str(qfile), "--state-text", "x", "--record", str(rec_eval), *base)
+    assert "Traceback" not in ran.stderr
+    assert_no_url_key(ran.stdout, "eval stdout")
+    assert_no_url_key(ran.stderr, "eval stderr")
+    states = tmp_path / "s.jsonl"
+    states.write_text('"one"\n"two"\n')
+    out = tmp_path / "out.jsonl"
+    ran = run_cli(
+        "batch", str(qfile), str(states), "-o", str(out), "--record", str(rec_batch),
+        "--cache", "--cache-dir", str(cache_dir), *base,
+    )  # fmt: skip
+    assert "Traceback" not in ran.stderr
+    assert_no_url_key(ran.out + ran.stderr, "batch stdout/stderr")
+    assert_no_url_key(out.read_bytes(), "batch output")
+    assert_no_url_key(_cache_bytes(cache_dir), "cache")
+    written = [p for d in (rec_eval, rec_batch) for p in d.rglob("*") if p.is_file()]
+    for p in written:
+        assert_no_url_key(p.read_bytes(), f"recording {p.name}")
+    if "?" not in url:  # a query in the base URL cannot reach /systemone: nothing to record
+        assert len(written) == 3, f"every live decision was recorded: {ran.stderr}"
+        assert all('"endpoint": "http://«redacted»@' in p.read_text() for p in written)
+        assert server.seen, "the server was asked"
+
+
+@pytest.mark.parametrize("form", URL_FORMS)
+def test_a_key_in_the_base_url_reaches_no_metric_event_or_error(
+    server: HostileServer, monkeypatch: pytest.MonkeyPatch, form: Callable[[str], str]
+) -> None:
+    """Issue 17 item 1: metric events (``on_metric``) and error messages, library side."""
+    monkeypatch.delenv("TYPESAFE_API_KEY")
+    server.answer = lambda req: Reply(
+        500, f"down for {req.headers.get('Authorization')} {URL_KEY}".encode(), {}
+    )
+    events: list[dict[str, object]] = []
+
+    async def go() -> ClassifierError:
+        async with create_classifier(
+            base_url=form(server.base_url), retries=0, on_metric=events.append
+        ) as c:
+            with pytest.raises(ClassifierError) as e:
+                await c.evaluate("x", {"q": {"type": "noul", "instructions": "So?"}})
+            assert_no_url_key(repr(c), "repr")
+            return e.value
+
+    error = asyncio.run(go())
+    assert events, "an evaluate event was emitted"
+    assert_no_url_key(json.dumps(events, ensure_ascii=False), "metric events")
+    assert_no_url_key(str(error) + repr(vars(error)), "error")
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        pytest.param(f"http://user:{URL_KEY}@h/v1/systemone", id="userinfo"),
+        pytest.param(f"http://user:{URL_KEY_ENCODED}@h/v1/systemone", id="percent-encoded"),
+        pytest.param(f"http://h/v1/systemone?key={URL_KEY}", id="query-string"),
+        pytest.param(f"http://h/v1/systemone?a=1&token={URL_KEY}#{URL_KEY}", id="fragment"),
+    ],
+)
+def test_write_recording_never_stores_a_key_in_the_endpoint(tmp_path: Path, endpoint: str) -> None:
+    """The one path every recording is written by (``--record`` and ``serve --proxy --record``)."""
+    from toolnexus.questions import normalize_questions
+    from toolnexus.recordings import write_recording
+
+    path = write_recording(
+        tmp_path,
+        model="m",
+        endpoint=endpoint,
+        state="x",
+        questions=normalize_questions({"q": {"type": "noul", "instructions": "So?"}}),
+        response={"model": "m", "answers": {"q": {"type": "noul", "noul": 0.5}}},
+    )
+    assert_no_url_key(path.read_bytes(), "recording")
+    assert "«redacted»" in path.read_text()

@@ -18,6 +18,10 @@ import netguard
 import no_network
 
 
+def own(address: str) -> bool:
+    return address in netguard._own_addresses()
+
+
 @pytest.fixture
 def attempts() -> Iterator[list[tuple[str, str]]]:
     """The attempts these tests make on purpose are taken back off the run's record."""
@@ -28,7 +32,10 @@ def attempts() -> Iterator[list[tuple[str, str]]]:
 
 @pytest.mark.parametrize(
     ("family", "address"),
-    [(socket.AF_INET, ("192.0.2.1", 443)), (socket.AF_INET6, ("2001:db8::1", 443, 0, 0))],
+    [
+        (socket.AF_INET, (next(a for a in ("192.0.2.1", "198.51.100.1") if not own(a)), 443)),
+        (socket.AF_INET6, ("2001:db8::1", 443, 0, 0)),
+    ],
 )
 def test_a_connection_past_loopback_is_refused_and_written_down(
     attempts: list[tuple[str, str]], family: int, address: tuple[object, ...]
@@ -46,6 +53,27 @@ def test_a_name_is_not_looked_up(attempts: list[tuple[str, str]]) -> None:
     with pytest.raises(no_network.NetworkUse):
         socket.getaddrinfo("api.typesafe.ai", 443)
     assert attempts[-1][1] == "looked up 'api.typesafe.ai'"
+
+
+def test_the_machines_own_addresses_are_not_the_network() -> None:
+    """Ray binds and looks up this host's own interface addresses (engines.md): allowed, since
+    a connection to them never leaves the machine."""
+    own = netguard._own_addresses()
+    assert socket.gethostname().lower() in own
+    assert all(netguard.is_local_host(a) for a in own)
+
+
+@pytest.mark.parametrize("host", ["169.254.169.254", "metadata.google.internal"])
+def test_cloud_metadata_probes_are_refused_and_counted_apart(
+    attempts: list[tuple[str, str]], host: str
+) -> None:
+    """Ray probes cloud metadata on every start: refused (nothing leaves the machine), but
+    not a failure of the run, since the prober carries on without an answer."""
+    before = len(attempts)
+    with pytest.raises(no_network.NetworkUse, match="cloud metadata probe, refused"):
+        socket.getaddrinfo(host, 80)
+    assert len(attempts) == before
+    assert netguard.PROBES[-1] == f"looked up {host!r}"
 
 
 def test_loopback_still_connects() -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from paths import RECORDINGS_LIVE, REPO
 from toolnexus import Image, create_classifier, sha256_hex, validate_decision
-from toolnexus.canonical import canonical_json, canonical_request
+from toolnexus.canonical import canonical_json, canonical_request, questions_sha256
 from toolnexus.errors import ConfigError, StaticMiss
 from toolnexus.questions import NoulQuestion, normalize_questions
 from toolnexus.recordings import (
@@ -97,7 +97,7 @@ def test_a_replay_miss_names_state_digest_and_suggests_record(tmp_path: Path) ->
         _replay(tmp_path, "a different ticket entirely", QS)
     line = replay_miss_message(e.value, tmp_path)
     assert "'a different ticket entirely'" in line
-    assert sha256_hex(canonical_request("", normalize_questions(QS)))[:12] in line
+    assert f"question-set digest {questions_sha256(normalize_questions(QS))[:12]}" in line
     assert f"--record {tmp_path}" in line
 
 

@@ -137,3 +137,49 @@ def test_options_repr_does_not_expand_references(monkeypatch: pytest.MonkeyPatch
     c = create_classifier(headers={"X-Gateway-Token": "${GW_TOKEN}"})
     text = repr(c) + repr(c.options) + repr(dataclasses.asdict(c.options))
     assert SECRET not in text and HEADER_SECRET not in text
+
+
+URL_SECRET = "sk-url-SECRET-7d6c"
+
+
+@pytest.mark.parametrize(
+    "credentials",
+    [
+        pytest.param(f"user:{URL_SECRET}", id="userinfo"),
+        pytest.param("user:" + URL_SECRET.replace("-", "%2D"), id="percent-encoded"),
+    ],
+)
+def test_a_key_in_the_base_url_never_appears(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, credentials: str
+) -> None:
+    """Issue 17 item 1, library side: a key written into the base URL (sent as Basic auth)
+    reaches no error, metric event, repr or cache file, as written or percent-decoded, even
+    when the server echoes the Authorization header back."""
+    monkeypatch.delenv("TYPESAFE_API_KEY", raising=False)
+    events: list[dict[str, Any]] = []
+    said: list[str] = []
+    cache = make_cache(tmp_path)
+
+    async def scenario(server: Loopback) -> None:
+        url = server.base_url.replace("http://", f"http://{credentials}@")
+        options: dict[str, Any] = {"base_url": url, "on_metric": events.append, "cache": cache}
+        async with create_classifier(retries=0, **options) as c:
+            said.extend([repr(c), repr(c._style)])
+            for _ in range(2):  # live, then from the cache
+                said.append(repr(await c.evaluate({"ticket": 1}, QUESTIONS)))
+            server.push(Fault.echo_auth(500))
+            with pytest.raises(ClassifierError) as e:
+                await c.evaluate({"ticket": 2}, QUESTIONS)
+            said.extend(everything_said(e.value))
+
+    with Loopback() as server:
+        asyncio.run(scenario(server))
+        assert any(h.get("authorization", "").startswith("Basic ") for h in server.headers)
+    said.extend(repr(e) for e in events)
+    cache.close()
+    stored = b"".join(f.read_bytes() for f in tmp_path.glob("decisions.sqlite*"))
+    for form in (URL_SECRET, credentials.partition(":")[2]):
+        for text in said:
+            assert form not in text, text
+        assert form.encode() not in stored
+    assert any(e.get("cached") for e in events)

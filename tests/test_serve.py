@@ -543,6 +543,29 @@ def test_a_replay_miss_is_409_naming_the_question_set_and_the_state() -> None:
     assert str(RECORDINGS) in message
 
 
+def test_a_replay_miss_names_the_question_set_digest_records_carry_in_body_and_log() -> None:
+    """Issue 16 item 3: 'Replay misses, `diff`, the serve access log and every other message use
+    one of these two [digests], by name': the miss's ``questions_sha256`` is the value batch
+    records carry (it was the sha256 of ``canonical_request("", questions)``, a third digest),
+    and the access-log line says which digest it prints."""
+    import io
+
+    from toolnexus.cli.batch_ids import question_set_sha256
+
+    log = io.StringIO()
+
+    async def scenario(server: Server) -> httpx.Response:
+        return await post(server.url, body(state="nobody recorded this"))
+
+    r = run_with(ServeOptions(replay=RECORDINGS, access_log=log), scenario)
+    digest = question_set_sha256(normalize_questions(QUESTIONS))
+    assert r.status_code == 409 and r.json()["questions_sha256"] == digest
+    named = f"question-set digest (questions_sha256) {digest[:12]}"
+    assert named in r.json()["detail"]["message"]
+    (line,) = log.getvalue().splitlines()
+    assert " 409 " in line and line.endswith(f" replay_miss {named}")
+
+
 def test_a_replay_directory_that_is_missing_or_broken_is_a_config_error(tmp_path: Path) -> None:
     from toolnexus import ConfigError
 

@@ -112,6 +112,23 @@ def test_replay_of_the_shipped_recordings_from_the_command_line() -> None:
             id="bad-replay-dir",
         ),
         pytest.param(
+            ["--replay", "questions/support-triage.yaml"],
+            "replay directory questions/support-triage.yaml is not a directory",
+            id="replay-of-a-file-issue-17-14",
+        ),
+        *(
+            pytest.param(
+                ["--synthetic", flag, value],
+                f"{flag} {value} is out of range ({allowed})",
+                id=f"{flag.strip('-')}-{value}-named-issue-17-14",
+            )
+            for flag, value, allowed in (
+                ("--port", "70000", "0..65535"),
+                ("--port", "-1", "0..65535"),
+                ("--max-body-bytes", "0", "1 or more"),
+            )
+        ),
+        pytest.param(
             ["--synthetic", "--faults", "429,teapot"], "unknown fault 'teapot'", id="bad-fault"
         ),
         pytest.param(
@@ -140,6 +157,9 @@ def test_replay_of_the_shipped_recordings_from_the_command_line() -> None:
     ],
 )
 def test_start_up_errors_are_one_line_and_exit_2(args: list[str], expect: str) -> None:
+    """Issue 17 item 14: "`serve --replay somefile.yaml` says 'does not exist' for a file that
+    exists (say it is not a directory); a bad port says '--latency-ms, --max-body-bytes or
+    --port out of range' (name the one)"."""
     ran = run_cli("serve", "--port", "0", *args)
     assert ran.code == 2
     line = error_line(ran.stderr)
@@ -168,3 +188,25 @@ def test_a_port_in_use_is_one_line_and_exit_2() -> None:
     line = error_line(ran.stderr)
     assert f"cannot listen on 127.0.0.1:{port}: address already in use" in line
     assert "--port 0" in line
+
+
+def test_rate_limit_from_the_command_line_answers_429_and_counts_it() -> None:
+    """Issue 19 item 5, as the scheduler's bench runs it: `serve --rate-limit N/min` per key;
+    1/min is a burst of one request, so the second is a 429 with both headers (its wait, about
+    60 s, is far past anything this test could take), and /_stats counts it."""
+    with serving("--synthetic", "--rate-limit", "1/min") as (proc, url):
+        auth = {"Authorization": f"Bearer {SECRET}"}
+        first = httpx.post(url + "/v1/systemone", json=BODY, headers=auth, timeout=10)
+        second = httpx.post(url + "/v1/systemone", json=BODY, headers=auth, timeout=10)
+        stats = httpx.get(url + "/_stats", timeout=10).json()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+        err = proc.stderr.read() if proc.stderr else ""
+    assert (first.status_code, second.status_code) == (200, 429)
+    assert int(second.headers["retry-after"]) >= 59
+    assert int(second.headers["retry-after-ms"]) > 58_000
+    assert second.json() == {"detail": "Rate limit exceeded: 1 requests per minute."}
+    assert stats["limited"] == {"requests": 1, "tokens": 0}
+    assert stats["statuses"] == {"200": 1, "429": 1}
+    assert "synthetic (seed 0), limits per key 1/min on http" in err
+    assert " 429 " in err and "limited:requests" in err and SECRET not in err

@@ -109,6 +109,24 @@ def test_an_unreachable_upstream_is_a_502_naming_it() -> None:
     assert r.headers["x-typesafe-request-id"]
 
 
+def test_an_unreachable_upstream_with_a_key_in_its_url_names_it_redacted() -> None:
+    """Issue 17 item 1: the 502 that names the upstream names it without its credentials."""
+    key = "sk-gone-4c1d9e7a2b"
+
+    async def go() -> httpx.Response:
+        async with Server(ServeOptions(synthetic=True)) as gone:
+            host = gone.url.removeprefix("http://")
+        async with Server(ServeOptions(proxy=f"http://u:{key}@{host}/v1?k={key}")) as b:
+            return await post(b.url, {"model": "jev-latest", "state": "x", "questions": QUESTIONS})
+
+    r = asyncio.run(go())
+    detail = r.json()["detail"]
+    assert r.status_code == 502
+    assert detail.startswith("proxy: no answer from http://«redacted»@127.0.0.1:")
+    assert "/v1/systemone?k=«redacted»" in detail
+    assert all(key[i : i + 8] not in r.text for i in range(len(key) - 7))
+
+
 def test_an_image_exchange_is_recorded_by_image_hash_and_replays(tmp_path: Path) -> None:
     """Wire reference: 'key on the image bytes (e.g. their sha256)'; the SDK's placeholder is
     random per run, so the replay of another placeholder for the same bytes must still hit."""
@@ -162,3 +180,73 @@ def test_models_are_forwarded_with_the_callers_key(monkeypatch: pytest.MonkeyPat
     ok, anonymous = asyncio.run(go())
     assert ok.status_code == 200 and ok.json()["models"][0]["name"] == "jev-latest"
     assert anonymous.status_code == 401  # the proxy adds no key of its own
+
+
+URL_KEY = "sk-url-9b7e41d2c06f5a38"
+
+
+def slices(secret: str, width: int = 8) -> set[str]:
+    """Every ``width``-character slice of ``secret``: what the hostile suite greps for."""
+    return {secret[i : i + width] for i in range(len(secret) - width + 1)}
+
+
+@pytest.mark.parametrize(
+    ("spelled", "upstream_sees"),
+    [
+        pytest.param("user:{key}@{host}/v1", "basic", id="userinfo"),
+        pytest.param("user:{pct}@{host}/v1", "basic", id="userinfo-percent-encoded"),
+        pytest.param("{host}/v1?api_key={key}&x=1", "query", id="query-string"),
+    ],
+)
+def test_a_key_in_the_proxy_url_is_never_printed_logged_or_recorded(
+    tmp_path: Path, spelled: str, upstream_sees: str
+) -> None:
+    """Issue 17 item 1: "`toolnexus serve --proxy http://user:KEY@… --record DIR` prints the key
+    in its start-up banner and writes it into every recording": the banner, the access log and
+    every recording are grepped for any 8-character slice of the key (as sent and
+    percent-encoded); the upstream still gets the credentials; the caller's own Authorization
+    no longer breaks the request (aiohttp refused to combine it with URL credentials: a 500)."""
+    import subprocess
+    import sys
+
+    from serving import ThreadedServer
+
+    pct = URL_KEY.replace("-", "%2D")
+    record = tmp_path / "rec"
+    with ThreadedServer(ServeOptions(synthetic=True)) as upstream:
+        host = upstream.url.removeprefix("http://")
+        seen: list[str] = []
+        upstream.server.on_request = lambda _raw, headers: seen.append(
+            headers.get("authorization", "")
+        )
+        url = "http://" + spelled.format(key=URL_KEY, pct=pct, host=host)
+        cmd = [sys.executable, "-m", "toolnexus", "serve", "--port", "0"]
+        with subprocess.Popen(
+            [*cmd, "--proxy", url, "--record", str(record)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as proc:
+            assert proc.stdout is not None
+            base = proc.stdout.readline().strip()
+            statuses = []
+            for headers in ({}, {"Authorization": "Bearer caller-key"}):
+                body = {"model": "jev-latest", "state": "hi", "questions": QUESTIONS}
+                r = httpx.post(f"{base}/v1/systemone", json=body, headers=headers, timeout=10)
+                statuses.append(r.status_code)
+            proc.terminate()
+            out, err = proc.communicate(timeout=15)
+    assert statuses == [200, 200], err
+    if upstream_sees == "basic":  # percent-decoded, in place of the caller's bearer key
+        import base64
+
+        basic = "Basic " + base64.b64encode(f"user:{URL_KEY}".encode()).decode()
+        assert seen == [basic, basic]
+    outputs = {"stdout": base + out, "stderr": err}
+    files = sorted(record.glob("*.json"))
+    assert len(files) == 1  # the two requests are one exchange; the second overwrote nothing
+    outputs.update({f.name: f.read_text(encoding="utf-8") for f in files})
+    assert "«redacted»" in err and "«redacted»" in outputs[files[0].name]
+    for name, text in outputs.items():
+        for piece in slices(URL_KEY) | slices(pct):
+            assert piece not in text, f"{name} holds {piece!r} of the key"

@@ -13,19 +13,21 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .canonical import canonical_json
 from .errors import ImageError
 from .images import Image
+from .questions import Question, questions_to_wire
 
 __all__ = [
     "Asset",
     "LiftedState",
     "StateWithImages",
     "lift_images",
+    "lift_with_questions",
     "with_images",
 ]
 
@@ -235,6 +237,23 @@ def _first_mentions(found: Mapping[str, Image], texts: tuple[str, ...]) -> Itera
                     positions[placeholder] = offset + at
         offset += len(text) + 1
     return iter(sorted(positions, key=positions.__getitem__))
+
+
+QS = TypeVar("QS", bound=Mapping[str, Question])
+
+
+def lift_with_questions(
+    state: Any, questions: QS, encode: Callable[[QS], bytes] | None = None
+) -> LiftedState:
+    """:func:`lift_images` for a request over ``questions``: images attached with
+    ``with_images`` may be mentioned in the questions alone (e.g. a choice criterion says
+    ``<diagram>``), so their canonical text is searched too; it is built only for such a state.
+    ``encode`` gives the questions' canonical wire bytes when a caller keeps them already. The
+    one place every style and command lifts a state's images."""
+    if not isinstance(state, StateWithImages):
+        return lift_images(state)
+    wire = encode(questions) if encode is not None else canonical_json(questions_to_wire(questions))
+    return lift_images(state, wire.decode("utf-8"))
 
 
 def lift_images(state: Any, questions_text: str = "") -> LiftedState:

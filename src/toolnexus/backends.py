@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from .defaults import BASE_URL_ENV, DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
 from .errors import ConfigError
+from .transport.redaction import redact_url
 
 __all__ = [
     "BACKENDS",
@@ -194,11 +195,7 @@ def resolve_backend(
     url = base_url if base_url is not None else _default_base_url(row)
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         # Shown without any user:pass@ it carries: a credential never reaches a message.
-        shown = (
-            re.sub(r"^((?:[A-Za-z][A-Za-z0-9+.-]*://)?)[^/?#@]*@", r"\1«redacted»@", url)
-            if isinstance(url, str)
-            else url
-        )
+        shown = redact_url(url) if isinstance(url, str) else url
         raise ConfigError(
             f"classifier: base_url must start with http:// or https://, got {shown!r}"
         )

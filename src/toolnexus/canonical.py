@@ -1,9 +1,20 @@
-"""Canonical JSON bytes, sha256, and the seed 004 cache keys. Pure: no I/O.
+"""Canonical JSON bytes, sha256, the two named digests, and the seed 004 cache keys. Pure: no I/O.
 
 The byte-identity claim (seed 001): object keys sorted recursively in ASCII (code-point) order,
 arrays NEVER reordered, compact separators, and ``< > & ' "`` plus non-ASCII transmitted raw.
 Python's ``json`` with ``sort_keys`` compares ``str`` by code point, which is the same order as
 UTF-8 bytes, so the stdlib C encoder already is that encoder; there is no second one to drift.
+
+Two digests name a question set, and there is no third (issue 16):
+
+- the *request digest*, :func:`request_sha256`: sha256 of ``canonical_request(model, questions)``,
+  the bytes ``toolnexus canonical`` prints (so ``canonical --sha256`` equals ``canonical |
+  sha256sum``) and the conformance fixtures' ``canonicalSha256``; it changes with the model;
+- the *question-set digest*, :func:`questions_sha256`: sha256 of the canonical ``questions``
+  object alone, what every batch record carries as ``questions_sha256`` (``--resume`` compares
+  it) and what a replay miss names; ``canonical --questions-sha256`` prints it.
+
+Every message that shows one names it with :data:`REQUEST_DIGEST` or :data:`QUESTIONS_DIGEST`.
 """
 
 from __future__ import annotations
@@ -17,12 +28,21 @@ from .errors import ConfigError
 from .questions import Question, questions_to_wire
 
 __all__ = [
+    "QUESTIONS_DIGEST",
+    "REQUEST_DIGEST",
     "canonical_json",
     "canonical_request",
     "decision_cache_key",
     "model_cache_key",
+    "questions_sha256",
+    "request_sha256",
     "sha256_hex",
 ]
+
+#: How messages name :func:`request_sha256`'s value.
+REQUEST_DIGEST = "request digest"
+#: How messages name :func:`questions_sha256`'s value (the records' ``questions_sha256``).
+QUESTIONS_DIGEST = "question-set digest"
 
 _ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
@@ -55,6 +75,17 @@ def sha256_hex(data: str | bytes) -> str:
     if isinstance(data, str):
         data = data.encode("utf-8")
     return hashlib.sha256(data).hexdigest()
+
+
+def request_sha256(model: str, questions: Mapping[str, Question]) -> str:
+    """The request digest: sha256 of :func:`canonical_request` (model + questions)."""
+    return sha256_hex(canonical_request(model, questions))
+
+
+def questions_sha256(questions: Mapping[str, Question]) -> str:
+    """The question-set digest: sha256 of the canonical ``questions`` object, no model. Batch
+    records carry it as ``questions_sha256``; its value must never change."""
+    return sha256_hex(canonical_json(questions_to_wire(questions)))
 
 
 def decision_cache_key(

@@ -34,7 +34,7 @@ call), :class:`CacheError` for "the cache cannot be read or written" (drop the c
                                     state, and that state's error as ``cause``
 
 Third-party exceptions (httpx, aiohttp, sqlite3, json) are translated at one boundary each
-(``transport/`` for HTTP, ``decision.py`` for decoding, ``cache.py`` for SQLite) and never
+(``transport/`` for HTTP, ``decision.py`` for decoding, ``cache/`` for SQLite) and never
 escape the public API. No message, field or repr of these classes ever carries a credential or
 an expanded header.
 """

@@ -12,6 +12,9 @@ state, a batch line and a response body all fail the same way:
 
 :func:`dumps` is the other direction for every JSON the CLI prints or writes: ``allow_nan``
 off, so ``NaN`` can never reach a JSON, JSONL or summary output.
+
+:func:`value_problem` holds a Python value (a library caller's state) to the same bounds, so
+a state given to the library is refused exactly where the CLI would refuse its text.
 """
 
 from __future__ import annotations
@@ -19,9 +22,18 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "MAX_NUMBER_CHARS", "JsonLimitError", "depth_error", "dumps", "loads"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_NUMBER_CHARS",
+    "JsonLimitError",
+    "depth_error",
+    "dumps",
+    "loads",
+    "value_problem",
+]
 
 #: Arrays/objects nested deeper than this are refused (a System One answer is 4 deep; a state
 #: of 64 levels is already far past any ticket or tool call).
@@ -105,3 +117,79 @@ def loads(data: str | bytes | bytearray) -> Any:
 def dumps(value: Any, **kwargs: Any) -> str:
     """``json.dumps`` that refuses NaN/Infinity (a ValueError) instead of writing them."""
     return json.dumps(value, allow_nan=False, **kwargs)
+
+
+#: An int with more bits than this has more than MAX_NUMBER_CHARS digits; below it, the digits
+#: are counted (``len(str(v))`` is cheap for ints this small, and never hits CPython's limit).
+_MAX_INT_BITS = 340
+_CONSTANTS = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
+def _surrogate(text: str) -> str | None:
+    """The first lone surrogate in ``text`` as ``U+XXXX``, or None (ASCII is the fast path)."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"U+{ord(text[e.start]):04X}"
+    return None
+
+
+def _where(path: tuple[Any, ...] | None) -> str:
+    keys: list[str] = []
+    while path is not None:
+        path, key = path
+        keys.append(f"[{key!r}]" if isinstance(key, int) else f'["{key}"]')
+    shown = "state" + "".join(reversed(keys))
+    return shown if len(shown) <= 80 else shown[:79] + "…"
+
+
+def value_problem(value: Any, *, opaque: tuple[type, ...] = ()) -> str | None:
+    """Why ``value`` (a host's state) is not a JSON value within the bounds above, naming where
+    (``state["items"][2]: NaN is not JSON``), or None. The same rules :func:`loads` holds text
+    to: nesting past MAX_DEPTH, a number past MAX_NUMBER_CHARS characters, NaN and infinities;
+    and what text cannot carry: a type JSON has no value for, a key that is not a string, a lone
+    surrogate (not UTF-8). ``opaque`` types are leaves the caller handles (images).
+
+    Iterative, so a 100,000-deep list is an answer, not a RecursionError; a path is built only
+    for the error, so a valid state costs one visit per value."""
+    stack: list[tuple[Any, int, tuple[Any, ...] | None]] = [(value, 0, None)]
+    while stack:
+        v, depth, path = stack.pop()
+        t = type(v)
+        if t is str:
+            bad = _surrogate(v)
+            if bad is not None:
+                return f"{_where(path)}: a string with a lone surrogate ({bad}) is not UTF-8 text"
+        elif v is None or t is bool:
+            continue
+        elif isinstance(v, int):
+            if v.bit_length() > _MAX_INT_BITS or len(str(v)) > MAX_NUMBER_CHARS:
+                digits = len(str(v)) if v.bit_length() < 14_000 else "thousands of"
+                return (
+                    f"{_where(path)}: a number of {digits} characters (at most "
+                    f"{MAX_NUMBER_CHARS} are accepted)"
+                )
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                return f"{_where(path)}: {_CONSTANTS.get(v, 'NaN')} is not JSON"
+        elif isinstance(v, Mapping | list | tuple):
+            if depth >= MAX_DEPTH:
+                return f"a state must not nest more than {MAX_DEPTH} levels of objects/arrays"
+            if isinstance(v, Mapping):
+                for k, x in v.items():
+                    if type(k) is not str and not isinstance(k, str):
+                        return (
+                            f"{_where(path)}: an object key must be a string, got "
+                            f"{type(k).__name__}"
+                        )
+                    bad = _surrogate(k)
+                    if bad is not None:
+                        return f"{_where(path)}: an object key with a lone surrogate ({bad})"
+                    stack.append((x, depth + 1, (path, k)))
+            else:
+                stack.extend((x, depth + 1, (path, i)) for i, x in enumerate(v))
+        elif not isinstance(v, opaque):
+            return f"{_where(path)}: a {t.__name__} is not a JSON value"
+    return None

@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
-from .assets import StateWithImages, lift_images
+from .assets import lift_with_questions
 from .canonical import canonical_json
 from .errors import (
     ClassifierError,
@@ -45,7 +45,6 @@ from .questions import (
     NoulQuestion,
     Question,
     ScoreQuestion,
-    questions_to_wire,
 )
 from .transport import SystemOneTransport
 from .validation import Checked
@@ -180,10 +179,7 @@ class LlmStyle:
             q = questions[key]
             if not isinstance(q, NoulQuestion | ChoiceQuestion | ScoreQuestion):
                 raise ClassifierUnsupported("llm", self.model, f'question type "{q.type}"')
-        text = ""
-        if isinstance(state, StateWithImages):
-            text = canonical_json(questions_to_wire(questions)).decode("utf-8")
-        lifted = lift_images(state, text)
+        lifted = lift_with_questions(state, questions)
         if lifted.assets:
             self._image_limits.check_request(lifted.assets)
         messages = build_messages(lifted.state, questions, lifted.assets)

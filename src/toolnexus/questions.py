@@ -8,6 +8,7 @@ one, and seed 001 says both are legal, different values, preserved on the wire.
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -169,15 +170,20 @@ def choice_over(
     return ChoiceQuestion(instructions, criteria)
 
 
-def level_label(level: Any) -> str:
-    """The label of one score level: the string itself, or a structured level's ``label``."""
+def level_label(level: Any, index: int | None = None) -> str:
+    """The label of one score level: the string itself, or a structured level's ``label``
+    (seed 003: "label is always a string"). Anything else (a wire legend entry with no string
+    label: a question's own levels are checked) is named by its level ``index``, as a level
+    the legend leaves out is; never by Python's text for a dict."""
     if isinstance(level, str):
         return level
     if isinstance(level, Mapping):
         label = level.get("label")
         if isinstance(label, str):
             return label
-    return str(level)
+    if index is not None:
+        return str(index)
+    return json.dumps(level, ensure_ascii=False, sort_keys=True, default=repr)
 
 
 def question_to_wire(question: Question) -> dict[str, Any]:

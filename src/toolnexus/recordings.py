@@ -33,11 +33,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .canonical import canonical_json, canonical_request, sha256_hex
+from .canonical import QUESTIONS_DIGEST, canonical_json, canonical_request, sha256_hex
 from .decision import parse_decision
 from .errors import ClassifierError, ConfigError, DecisionError, StaticMiss
+from .jsonlimits import loads
 from .options import RecordedDecision
 from .questions import Question, normalize_questions, questions_to_wire
+from .transport.redaction import redact_url
 
 __all__ = [
     "RECORDING_FIELDS",
@@ -135,7 +137,8 @@ def write_recording(
         path=None,
         model=model,
         served_model=served if isinstance(served, str) else "",
-        endpoint=endpoint,
+        # Recordings are meant to be committed: a key in the URL never reaches one (issue 17).
+        endpoint=redact_url(endpoint),
         state=state,
         questions=questions_to_wire(questions),
         response=response,
@@ -176,7 +179,8 @@ def read_recording(path: str | os.PathLike[str]) -> Recording:
     response decodable against them, so a bad file fails when loaded, naming its path."""
     p = Path(path)
     try:
-        obj = json.loads(p.read_text(encoding="utf-8"))
+        # Bounded (depth, number length): a recording is a file anyone may hand us.
+        obj = loads(p.read_bytes())
     except OSError as e:
         raise ConfigError(f"classifier: recording {p}: cannot read: {e.strerror or e}") from None
     except (ValueError, UnicodeDecodeError) as e:
@@ -242,7 +246,7 @@ def load_recordings(directory: str | os.PathLike[str]) -> list[Recording]:
 def replay_miss_message(miss: StaticMiss, directory: str | os.PathLike[str]) -> str:
     """The one line for a replay miss: the state, the question-set digest, and how to fix it."""
     return (
-        f"no recording in {directory} for state {miss.state_preview!r} with question set "
-        f"sha256 {miss.questions_sha256[:12]}; run it once live with --record {directory} "
+        f"no recording in {directory} for state {miss.state_preview!r} with {QUESTIONS_DIGEST} "
+        f"{miss.questions_sha256[:12]}; run it once live with --record {directory} "
         "to add one"
     )

@@ -11,7 +11,7 @@ from typing import Any
 from .assets import StateWithImages
 from .errors import InvalidState
 from .images import Image
-from .jsonlimits import MAX_DEPTH
+from .jsonlimits import value_problem
 
 __all__ = ["check_state"]
 
@@ -28,24 +28,8 @@ def check_state(state: Any) -> None:
         raise InvalidState(
             f"classifier: a state must be a string, an object or an array, got {kind}"
         )
-    if not isinstance(state, str) and _too_deep(state):
-        raise InvalidState(
-            f"classifier: a state must not nest more than {MAX_DEPTH} levels of objects/arrays"
-        )
-
-
-def _too_deep(state: Any) -> bool:
-    """True when containers nest past MAX_DEPTH; iterative, so a 100,000-deep list is an
-    answer, not a RecursionError (issue 9). Strings and numbers cost nothing."""
-    stack: list[tuple[Any, int]] = [(state, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return True
-        if isinstance(value, Mapping):
-            stack.extend(
-                (v, depth + 1) for v in value.values() if isinstance(v, Mapping | list | tuple)
-            )
-        elif isinstance(value, list | tuple):
-            stack.extend((v, depth + 1) for v in value if isinstance(v, Mapping | list | tuple))
-    return False
+    # One walk holds a host's value to the limits the CLI holds text to (README: nesting,
+    # numbers, NaN) and to what JSON can carry (issue 17: no "not canonical JSON" later).
+    problem = value_problem(state, opaque=(Image,))
+    if problem is not None:
+        raise InvalidState(f"classifier: {problem}")

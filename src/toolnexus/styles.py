@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-from .assets import LiftedState, StateWithImages, lift_images
-from .canonical import canonical_json, canonical_request, sha256_hex
+from .assets import LiftedState, lift_with_questions
+from .canonical import QUESTIONS_DIGEST, canonical_json, questions_sha256, sha256_hex
 from .decision import Decision, parse_decision
 from .defaults import DEFAULT_BATCH_CONCURRENCY
 from .errors import ClassifierError, ConfigError, HostBackendError, StaticMiss
@@ -114,10 +114,7 @@ def _static_key(
 
 
 def _lifted(state: Any, questions: dict[str, Question]) -> LiftedState:
-    text = ""
-    if isinstance(state, StateWithImages):
-        text = canonical_json(questions_to_wire(questions)).decode("utf-8")
-    return lift_images(state, text)
+    return lift_with_questions(state, questions)
 
 
 def _preview(state: Any, width: int = 60) -> str:
@@ -166,11 +163,11 @@ class StaticStyle:
         lifted = _lifted(state, questions)
         hit = self._entries.get(_static_key(questions, lifted.state, lifted.key_assets()))
         if hit is None:
-            digest = sha256_hex(canonical_request("", questions))
+            digest = questions_sha256(questions)
             preview = _preview(lifted.state)
             raise StaticMiss(
                 "classifier: static: no recorded decision for state "
-                f"{preview!r} with question set sha256 {digest[:12]}; "
+                f"{preview!r} with {QUESTIONS_DIGEST} {digest[:12]}; "
                 "record one for this exact state and question set",
                 questions_sha256=digest,
                 state_preview=preview,

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .assets import LiftedState, StateWithImages, lift_images
+from .assets import LiftedState, lift_with_questions
 from .backends import IMAGES_HEADER, ResolvedBackend, resolve_backend
 from .canonical import canonical_json, decision_cache_key, model_cache_key, sha256_hex
 from .decision import Decision, parse_decision
@@ -175,11 +175,7 @@ class SystemOneStyle:
     def lift(self, state: Any, questions: dict[str, Question]) -> LiftedState:
         """``state`` with its images lifted into assets, checked BEFORE any request: a backend
         without images raises ClassifierUnsupported, then every image limit applies."""
-        text = ""
-        if isinstance(state, StateWithImages):
-            # Attached images may be mentioned in the questions (e.g. choice criteria) only.
-            text = self._questions_bytes(questions).decode("utf-8")
-        lifted = lift_images(state, text)
+        lifted = lift_with_questions(state, questions, self._questions_bytes)
         if lifted.assets:
             if not self.backend.images:
                 raise ClassifierUnsupported(self.backend.name, self.model, "images")

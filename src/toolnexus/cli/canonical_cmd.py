@@ -2,7 +2,9 @@
 
 No trailing newline, so ``sha256sum`` of the output is the fixture's ``canonicalSha256`` and
 ``diff <(toolnexus canonical a.yaml) <(toolnexus canonical b.yaml)`` compares what would be
-sent. Offline by construction: it imports the pure core only, never httpx.
+sent. ``--sha256`` prints the request digest, ``--questions-sha256`` the question-set digest
+(``toolnexus.canonical`` defines both). Offline by construction: it imports the pure core only,
+never httpx.
 
 With images (``--state photo.png``, or ``--image NAME=PATH`` for a state that says ``<NAME>``)
 it prints the JSON part of the image request, the ``request`` part of its multipart body: the
@@ -35,7 +37,19 @@ def canonical(
         ),
     ] = None,
     sha256: Annotated[
-        bool, typer.Option("--sha256", help="Print the sha256 hex digest instead.")
+        bool,
+        typer.Option(
+            "--sha256",
+            help="Print the request digest instead: the sha256 hex digest of the bytes.",
+        ),
+    ] = False,
+    questions_sha256: Annotated[
+        bool,
+        typer.Option(
+            "--questions-sha256",
+            help="Print the question-set digest instead: the sha256 of the canonical questions "
+            "object alone, what batch records carry as questions_sha256.",
+        ),
     ] = False,
     pretty: Annotated[
         bool,
@@ -67,4 +81,12 @@ def canonical(
     """
     from .offline import canonical as run
 
-    run(questions, model=model, sha256=sha256, pretty=pretty, state=state, image=image or ())
+    run(
+        questions,
+        model=model,
+        sha256=sha256,
+        questions_sha256=questions_sha256,
+        pretty=pretty,
+        state=state,
+        image=image or (),
+    )

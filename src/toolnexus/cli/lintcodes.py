@@ -22,12 +22,15 @@ CODES: dict[str, str] = {
     "TN023": "empty option description or score level (when not all are empty)",
     "TN024": "missing or unknown question type",
     "TN025": "missing or empty instructions",
+    "TN026": "option id or score level label holds a control or bidirectional character",
+    "TN027": "option id or score level label is whitespace only",
+    "TN028": "option id or score level label contains a newline",
     "TN900": "not YAML: syntax error, or not UTF-8 text",
 }
 
 #: Advisory findings: ``check-criteria`` reports them, but a file with only these still loads
 #: (the classifier itself warns about degenerate criteria at run time, and sends the request).
-WARNING_CODES = frozenset({"TN001", "TN002", "TN003", "TN022", "TN023"})
+WARNING_CODES = frozenset({"TN001", "TN002", "TN003", "TN022", "TN023", "TN026", "TN027", "TN028"})
 
 
 @dataclass(frozen=True, order=True)

@@ -65,6 +65,7 @@ def canonical(
     *,
     model: str | None = None,
     sha256: bool = False,
+    questions_sha256: bool = False,
     pretty: bool = False,
     state: str | None = None,
     image: Sequence[str] = (),
@@ -72,28 +73,37 @@ def canonical(
     """Render the canonical bytes of model + questions (with ``state``: the whole request
     body, images lifted into its ``assets`` map); return the exit code."""
     from ..canonical import canonical_json, canonical_request, sha256_hex
+    from ..canonical import questions_sha256 as set_digest
     from ..questions import questions_to_wire
     from .questionfile import load_question_set, resolve_model
     from .render import CanonicalResult, CanonicalView, render
 
-    if sha256 and pretty:
-        fail("--sha256 and --pretty do not combine: pick one")
+    chosen_views = {"--sha256": sha256, "--questions-sha256": questions_sha256, "--pretty": pretty}
+    views = [name for name, on in chosen_views.items() if on]
+    if len(views) > 1:
+        fail(f"{views[0]} and {views[1]} do not combine: pick one")
+    if questions_sha256 and (state is not None or image):
+        fail("--questions-sha256 covers the questions alone: it takes no --state or --image")
     if state == "-" and questions == "-":
         fail("the question set and the state cannot both come from stdin")
     qset = load_question_set(questions)
+    if questions_sha256:
+        body = canonical_json(questions_to_wire(qset.questions))
+        render(CanonicalResult(body, set_digest(qset.questions)), "sha256")
+        return EXIT_OK
     chosen = resolve_model(model, qset.model)
     if image and state is None:
         fail("--image needs --state: the state is what refers to the image as <NAME>")
     if state is None:
         body = canonical_request(chosen, qset.questions)
     else:
-        from ..assets import lift_images
+        from ..assets import lift_with_questions
         from ..images import ImageLimits
         from .states import attach_images, load_state, parse_image_options
 
         value = attach_images(load_state(state), parse_image_options(list(image)))
         wire_questions = questions_to_wire(qset.questions)
-        lifted = lift_images(value, canonical_json(wire_questions).decode("utf-8"))
+        lifted = lift_with_questions(value, qset.questions)
         # What would be sent, or the error that stops it being sent.
         ImageLimits().check_request(lifted.assets)
         request: dict[str, object] = {

@@ -9,6 +9,7 @@ their rules and wording stay the only copy.
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +28,29 @@ from .lintcodes import Finding
 from .yamlread import Located, NodePath
 
 # The core's degenerate-criteria reasons, one code per seed rule (a test pins the mapping).
+#: What ``str.splitlines`` breaks a line at: a CSV cell, a table row or a terminal line ends there.
+_LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+#: The bidirectional formatting characters ("Trojan Source", CVE-2021-42574): text shown
+#: reordered is not the text that is matched.
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def text_problem(text: str) -> tuple[str, str] | None:
+    """``(code, words)`` when an option id or level label would be shown wrongly (a CSV writes
+    it raw, a table or terminal breaks or reorders it), else None. One problem per text: a
+    newline first, then whitespace only, then a control or bidirectional character."""
+    if any(c in _LINE_BREAKS for c in text):
+        return "TN028", "contains a newline"
+    if text and not text.strip():
+        return "TN027", "is whitespace only"
+    for c in text:
+        if c in _BIDI:
+            return "TN026", f"holds a bidirectional character (U+{ord(c):04X})"
+        if unicodedata.category(c) == "Cc":
+            return "TN026", f"holds a control character (U+{ord(c):04X})"
+    return None
+
+
 DEGENERATE_CODES = {
     "every option description is empty": "TN001",
     "every option description equals its own option id": "TN002",
@@ -286,6 +310,13 @@ class Checker:
                 self.add(self.doc.at(cpath), code, e.detail)
         if isinstance(question, ChoiceQuestion):
             criteria = question.criteria
+            for option in criteria:
+                problem = text_problem(option)
+                if problem is not None:
+                    code, words = problem
+                    self.add(
+                        self.doc.at((*cpath, option)), code, f"{where}option {option!r} {words}"
+                    )
             reason = degenerate_criteria(criteria)
             if reason is not None:
                 self.add(self.doc.at(cpath), DEGENERATE_CODES[reason], f"{where}{reason}")
@@ -301,7 +332,11 @@ class Checker:
             seen: dict[str, int] = {}
             for i, level in enumerate(question.criteria):
                 label = level_label(level)
-                if not label.strip():
+                problem = text_problem(label)
+                if problem is not None:
+                    code, words = problem
+                    self.add(self.doc.at((*cpath, i)), code, f"{where}level {i} {label!r} {words}")
+                elif not label.strip():
                     self.add(self.doc.at((*cpath, i)), "TN023", f"{where}level {i} is empty")
                 elif label in seen:
                     self.add(

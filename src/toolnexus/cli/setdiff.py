@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..canonical import canonical_json, canonical_request, sha256_hex
+from ..canonical import canonical_json, canonical_request, questions_sha256, request_sha256
 from ..questions import (
     ChoiceQuestion,
     NoulQuestion,
@@ -40,7 +40,6 @@ from ..questions import (
     degenerate_criteria,
     level_label,
     question_to_wire,
-    questions_to_wire,
 )
 from .errors import CliError
 from .questioncheck import DEGENERATE_CODES
@@ -380,18 +379,25 @@ def diff_sets(old: SetSide, new: SetSide) -> dict[str, Any]:
     for key, q in old.questions.items():
         if key in new.questions:
             changes += _question_changes(key, q, new.questions[key])
-    before, after = old.canonical, new.canonical
-    same_questions = canonical_json(questions_to_wire(old.questions)) == canonical_json(
-        questions_to_wire(new.questions)
-    )
+    before, after = _digests(old), _digests(new)
+    same_questions = before["questions_sha256"] == after["questions_sha256"]
     return {
-        "old": {"source": old.source, "model": old.model, "sha256": sha256_hex(before)},
-        "new": {"source": new.source, "model": new.model, "sha256": sha256_hex(after)},
-        "equal": before == after,
+        "old": {"source": old.source, "model": old.model, **before},
+        "new": {"source": new.source, "model": new.model, **after},
+        "equal": old.canonical == new.canonical,
         "changes": [c.to_json() for c in changes],
         "breaking": sum(1 for c in changes if c.breaking),
         "still_apply": {
             "recordings": same_questions,
             "cached_decisions": same_questions and old.model == new.model,
         },
+    }
+
+
+def _digests(side: SetSide) -> dict[str, str]:
+    """Both named digests of a side: ``sha256`` the request digest (``canonical --sha256``),
+    ``questions_sha256`` the question-set digest (what batch records carry)."""
+    return {
+        "sha256": request_sha256(side.model, side.questions),
+        "questions_sha256": questions_sha256(side.questions),
     }

@@ -3,7 +3,9 @@
 It answers ``POST /v1/systemone`` and ``GET /v1/models`` (and the same under ``/v1`` for a
 toolnexus base URL) from exactly one source: recordings (``replay``), a deterministic synthetic
 model (``synthetic``), or a real endpoint it forwards to and records (``proxy`` + ``record``).
-It injects faults on request. From a test suite::
+It injects faults on request, and enforces an account's limits per key (``rate_limit``,
+``token_limit``: 429 with ``Retry-After`` and ``retry-after-ms``, see ``limits.py``). From a
+test suite::
 
     from toolnexus.serve import serve
 
@@ -18,15 +20,35 @@ subpackage's name).
 
 from __future__ import annotations
 
-from .faults import CLI_FAULTS, Fault, parse_faults
-from .options import DEFAULT_MAX_BODY_BYTES, ServeOptions
-from .replay import ReplayIndex
-from .rules import Reject
-from .script import Script, ScriptedReply, ScriptedRequest
-from .server import MODELS, Server, serve
-from .synthetic import PLACEHOLDER, PLACEHOLDER_FIELD, synthesize
-from .wire import WireRequest, read_request
+TYPE_CHECKING = False
 
+# Names are imported on first use (PEP 562): the CLI builds ``toolnexus serve``'s flags from
+# ``serve.options`` on every start, and must not pay for aiohttp.web to do it. The imports below
+# are what a reader and mypy see; ``_LAZY`` is the same list for the runtime (a test holds them
+# equal).
+if TYPE_CHECKING:
+    from .faults import CLI_FAULTS, Fault, parse_faults
+    from .limits import Limits, key_label
+    from .options import DEFAULT_MAX_BODY_BYTES, ServeOptions
+    from .replay import ReplayIndex
+    from .rules import Reject
+    from .script import Script, ScriptedReply, ScriptedRequest
+    from .server import MODELS, Server, serve
+    from .synthetic import PLACEHOLDER, PLACEHOLDER_FIELD, input_tokens, synthesize
+    from .wire import WireRequest, read_request
+
+_LAZY: dict[str, tuple[str, ...]] = {
+    "faults": ("CLI_FAULTS", "Fault", "parse_faults"),
+    "limits": ("Limits", "key_label"),
+    "options": ("DEFAULT_MAX_BODY_BYTES", "ServeOptions"),
+    "replay": ("ReplayIndex",),
+    "rules": ("Reject",),
+    "script": ("Script", "ScriptedReply", "ScriptedRequest"),
+    "server": ("MODELS", "Server", "serve"),
+    "synthetic": ("PLACEHOLDER", "PLACEHOLDER_FIELD", "input_tokens", "synthesize"),
+    "wire": ("WireRequest", "read_request"),
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names}
 __all__ = [
     "CLI_FAULTS",
     "DEFAULT_MAX_BODY_BYTES",
@@ -34,6 +56,7 @@ __all__ = [
     "PLACEHOLDER",
     "PLACEHOLDER_FIELD",
     "Fault",
+    "Limits",
     "Reject",
     "ReplayIndex",
     "Script",
@@ -42,8 +65,22 @@ __all__ = [
     "ServeOptions",
     "Server",
     "WireRequest",
+    "input_tokens",
+    "key_label",
     "parse_faults",
     "read_request",
     "serve",
     "synthesize",
 ]
+
+if not TYPE_CHECKING:  # mypy resolves the names through the imports above
+
+    def __getattr__(name: str) -> object:
+        module = _WHERE.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from importlib import import_module
+
+        value = getattr(import_module(f".{module}", __name__), name)
+        globals()[name] = value
+        return value

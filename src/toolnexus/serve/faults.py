@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..defaults import DEFAULT_SERVE_RETRY_AFTER_MS, DEFAULT_SERVE_STALL_SECONDS
+from .limits import rate_limit_body
 
 __all__ = ["CLI_FAULTS", "DEFAULT_RETRY_AFTER_MS", "DEFAULT_STALL_SECONDS", "Fault", "parse_faults"]
 
@@ -30,7 +31,7 @@ DEFAULT_RETRY_AFTER_MS = DEFAULT_SERVE_RETRY_AFTER_MS
 DEFAULT_STALL_SECONDS = DEFAULT_SERVE_STALL_SECONDS
 
 _BODIES: dict[int, Any] = {
-    429: {"detail": "Rate limit exceeded: 1200 requests per minute."},
+    429: rate_limit_body(1200, "requests per minute"),
     500: {"detail": "Internal Server Error"},
     502: {"detail": "Bad Gateway"},
     503: {"detail": "Service Unavailable"},

@@ -5,26 +5,32 @@ the caller's own Authorization header, hand back its answer unchanged, and recor
 ``https://openrouter.ai/api/v1``); a bare host root (no path) gets ``/v1`` appended, so the URL
 another ``toolnexus serve`` prints works as it is. Only the headers the wire defines are
 forwarded; the Authorization header goes to the upstream and nowhere else: it is never logged,
-recorded, or echoed. A recording holds the request's model, state, questions, the response and,
-for images, each placeholder's sha256 (``assets``), never a header or a key.
+recorded, or echoed. Credentials written into ``URL`` (``user:KEY@``, percent-encoded or not,
+or any query-string value such as ``?api_key=KEY``) are the operator's: they go to the upstream
+(``user:KEY@`` as HTTP Basic auth, which then replaces the caller's Authorization) and are shown
+as «redacted» everywhere serve prints, logs or records the URL (:func:`shown_url`). A recording
+holds the request's model, state, questions, the response and, for images, each placeholder's
+sha256 (``assets``), never a header or a key.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import aiohttp
 
 from ..errors import DecisionError
 from ..questions import normalize_questions
 from ..recordings import write_recording
+from ..transport.redaction import redact_url
 from .wire import WireRequest
 
-__all__ = ["FORWARDED_HEADERS", "Upstream", "record_exchange", "upstream_base"]
+__all__ = ["FORWARDED_HEADERS", "Upstream", "record_exchange", "shown_url", "upstream_base"]
 
 #: Request headers passed to the upstream (lower case). Everything else stays here.
 FORWARDED_HEADERS = (
@@ -42,22 +48,47 @@ FORWARDED_HEADERS = (
 RETURNED_HEADERS = ("content-type", "x-typesafe-request-id", "retry-after", "retry-after-ms")
 
 
+def shown_url(url: str) -> str:
+    """``url`` as serve prints, logs and records it: the transport's one credential redaction
+    (userinfo, every query value and the fragment «redacted»)."""
+    return redact_url(url)
+
+
 def upstream_base(url: str) -> str:
-    """The upstream's base URL, ending before ``/systemone``."""
+    """The upstream's base URL, ending before ``/systemone`` (credentials and query kept)."""
     url = url.rstrip("/")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"--proxy {url!r}: not an http(s) URL")
-    return url if parts.path not in ("", "/") else url + "/v1"
+        raise ValueError(f"--proxy {shown_url(url)!r}: not an http(s) URL")
+    if parts.path in ("", "/"):
+        parts = parts._replace(path="/v1")
+    return urlunsplit(parts)
 
 
 class Upstream:
-    """One pooled client session to the upstream endpoint."""
+    """One pooled client session to the upstream endpoint. ``shown`` is its base URL with
+    credentials «redacted», the only form that is printed or recorded."""
 
     def __init__(self, base: str, timeout: float = 60.0) -> None:
-        self.base = upstream_base(base)
+        self._parts = urlsplit(upstream_base(base))
+        #: the base URL as printed: credentials «redacted»
+        self.shown = shown_url(urlunsplit(self._parts))
+        user, password = self._parts.username, self._parts.password
+        #: the Authorization header the URL's userinfo stands for (RFC 7617), or None
+        self._auth: str | None = None
+        if user is not None or password is not None:
+            pair = f"{unquote(user or '')}:{unquote(password or '')}".encode()
+            self._auth = "Basic " + base64.b64encode(pair).decode("ascii")
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
+
+    def url(self, endpoint: str, *, shown: bool = False) -> str:
+        """The upstream URL of ``endpoint`` (``systemone``, ``models``): as sent (userinfo goes
+        as Basic auth instead), or ``shown`` with credentials «redacted»."""
+        p = self._parts
+        netloc = p.netloc if shown else p.netloc.rpartition("@")[2]
+        url = urlunsplit((p.scheme, netloc, f"{p.path}/{endpoint}", p.query, ""))
+        return shown_url(url) if shown else url
 
     async def start(self) -> None:
         self._session = aiohttp.ClientSession(timeout=self._timeout, auto_decompress=True)
@@ -74,8 +105,11 @@ class Upstream:
         ``TimeoutError`` when it gives no answer."""
         assert self._session is not None, "Upstream.start() first"
         sent = {k: v for k, v in headers.items() if k.lower() in FORWARDED_HEADERS}
+        if self._auth is not None:  # the URL's credentials replace the caller's
+            sent = {k: v for k, v in sent.items() if k.lower() != "authorization"}
+            sent["Authorization"] = self._auth
         async with self._session.request(
-            method, f"{self.base}/{endpoint}", headers=sent, data=body, allow_redirects=False
+            method, self.url(endpoint), headers=sent, data=body, allow_redirects=False
         ) as resp:
             raw = await resp.read()
             back = {k: v for k, v in resp.headers.items() if k.lower() in RETURNED_HEADERS}

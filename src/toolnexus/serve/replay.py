@@ -10,7 +10,8 @@ the placeholder text would never match twice (wire reference, "Images").
 A request is first matched with its model; failing that, on the questions, state and images
 alone, as toolnexus's own ``--replay`` does (a recording made against ``jev-latest`` still
 answers a host that pins ``jev-1.13.0``). A miss is a 409 whose body names the question-set
-sha256, a preview of the state, and how to record the exchange.
+digest (``canonical.questions_sha256``, what batch records carry), a preview of the state,
+and how to record the exchange.
 """
 
 from __future__ import annotations
@@ -20,14 +21,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..canonical import canonical_json, canonical_request, sha256_hex
+from ..canonical import QUESTIONS_DIGEST, canonical_json, questions_sha256, sha256_hex
 from ..errors import ClassifierError
 from ..questions import normalize_questions, questions_to_wire
 from ..recordings import Recording, load_recordings
 from .rules import Reject
 from .wire import WireRequest, swap_placeholders
 
-__all__ = ["ReplayIndex", "miss_body", "question_key", "state_preview"]
+__all__ = [
+    "QUESTION_SET_DIGEST",
+    "ReplayIndex",
+    "miss_body",
+    "question_key",
+    "question_set_sha256",
+    "state_preview",
+]
 
 
 def question_key(questions: Mapping[str, Any]) -> bytes:
@@ -56,17 +64,28 @@ def state_preview(state: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+#: How a message names the digest it prints: the records' ``questions_sha256``.
+QUESTION_SET_DIGEST = f"{QUESTIONS_DIGEST} (questions_sha256)"
+
+
+def question_set_sha256(questions: Mapping[str, Any]) -> str:
+    """The question-set digest, the ``questions_sha256`` that batch records carry
+    (``canonical.questions_sha256``); over the wire object as it came when toolnexus cannot
+    model the questions."""
+    try:
+        return questions_sha256(normalize_questions(questions))
+    except ClassifierError:
+        return sha256_hex(canonical_json(questions))
+
+
 def miss_body(request: WireRequest, directory: str) -> dict[str, Any]:
     """The 409 body of a replay miss (the SDK reads ``detail.message``)."""
-    try:
-        digest = sha256_hex(canonical_request("", normalize_questions(request.questions)))
-    except ClassifierError:
-        digest = sha256_hex(canonical_json({"model": "", "questions": request.questions}))
+    digest = question_set_sha256(request.questions)
     preview = state_preview(request.state)
     message = (
-        f"replay miss: no recording in {directory} for state {preview!r} with question set "
-        f"sha256 {digest[:12]}; record it once with `toolnexus serve --proxy URL --record "
-        f"{directory}` (or `toolnexus eval/batch --record {directory}`) and serve again"
+        f"replay miss: no recording in {directory} for state {preview!r} with "
+        f"{QUESTION_SET_DIGEST} {digest[:12]}; record it once with `toolnexus serve --proxy URL "
+        f"--record {directory}` (or `toolnexus eval/batch --record {directory}`) and serve again"
     )
     return {
         "detail": {"error_type": "replay_miss", "message": message},
@@ -115,9 +134,13 @@ class ReplayIndex:
         )
         return self.exact.get(full) or self.loose.get(partial)
 
+    def miss(self, request: WireRequest) -> Reject:
+        """The 409 for a request no recording answers, naming what is missing."""
+        return Reject(409, miss_body(request, self.directory), "replay_miss")
+
     def answer(self, request: WireRequest) -> Mapping[str, Any]:
         """The recorded body, or a :class:`Reject` 409 naming what is missing."""
         hit = self.find(request)
         if hit is None:
-            raise Reject(409, miss_body(request, self.directory), "replay_miss")
+            raise self.miss(request)
         return hit

@@ -59,11 +59,19 @@ def _is_jev_114(model: str) -> bool:
 class Reject(Exception):
     """The answer the API gives a request it refuses: ``status`` and a JSON ``body``."""
 
-    def __init__(self, status: int, body: Any, outcome: str = "invalid") -> None:
+    def __init__(
+        self,
+        status: int,
+        body: Any,
+        outcome: str = "invalid",
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(f"{status} {body}")
         self.status = status
         self.body = body
         self.outcome = outcome
+        #: extra response headers (a 429's Retry-After and retry-after-ms)
+        self.headers = dict(headers or {})
 
 
 def reject(status: int, message: str, outcome: str = "invalid") -> Reject:

@@ -32,6 +32,7 @@ __all__ = [
     "PLACEHOLDER",
     "PLACEHOLDER_FIELD",
     "SERVED_MODELS",
+    "input_tokens",
     "served_model",
     "synthesize",
 ]
@@ -192,6 +193,22 @@ def _output_tokens(question: Mapping[str, Any]) -> int:
     return 4 + (len(criteria) if isinstance(criteria, Mapping | list) else 0)
 
 
+#: The fixed part of every request's ``usage.input_tokens``, and what each image adds.
+INPUT_TOKEN_OVERHEAD = 96
+IMAGE_INPUT_TOKENS = 258
+
+
+def input_tokens(state_key: bytes, questions: Mapping[str, Any], images: int = 0) -> int:
+    """The synthetic model's ``usage.input_tokens`` for a request, and what ``--token-limit``
+    charges it: ``96 + (S + sum(K + Q + 4)) // 4 + 258 * images``, where ``S`` is the byte length
+    of the canonical JSON of the state (an image placeholder counted as its image's 64-digit
+    sha256), and for each question ``K`` its key's length in characters and ``Q`` the byte
+    length of its canonical JSON (the 4 stands for the quotes, colon and comma around it). So
+    about one token per 4 bytes of state and questions, plus a fixed overhead per request."""
+    size = len(state_key) + sum(len(_question_bytes(q)) + len(k) + 4 for k, q in questions.items())
+    return INPUT_TOKEN_OVERHEAD + size // 4 + IMAGE_INPUT_TOKENS * images
+
+
 def synthesize(
     request: Mapping[str, Any],
     *,
@@ -203,19 +220,18 @@ def synthesize(
 
     ``state_key`` is what identifies the state (default: its canonical JSON); the server passes
     the state with placeholders replaced by image hashes. ``images`` counts attached images for
-    ``usage.input_tokens``.
+    ``usage.input_tokens`` (:func:`input_tokens`).
     """
     if state_key is None:
         state_key = canonical_json(request.get("state"))
     questions: Mapping[str, Any] = request["questions"]
     answers = {key: _answer(q, _rng(seed, q, state_key)) for key, q in questions.items()}
-    size = len(state_key) + sum(len(_question_bytes(q)) + len(k) + 4 for k, q in questions.items())
     model = request.get("model")
     return {
         "model": served_model(model) if isinstance(model, str) else "jev-1.13.0",
         "answers": answers,
         "usage": {
-            "input_tokens": 96 + size // 4 + 258 * images,
+            "input_tokens": input_tokens(state_key, questions, images),
             "output_tokens": sum(_output_tokens(q) for q in questions.values()),
         },
     }

@@ -40,12 +40,13 @@ from ..errors import BackendError, ConfigError, DecisionError
 from .adapter import MAX_BODY_BYTES, Adapter, BodyTooLarge, SendError
 from .redaction import (
     ENV_REF,
-    hide_userinfo,
     http_status_error,
     redact,
+    redact_url,
     scrub,
     scrub_bytes,
     transport_error,
+    url_secrets,
     userinfo,
 )
 
@@ -173,7 +174,7 @@ class SystemOneTransport:
         # What is sent keeps a user:pass@ written into the URL; what any message, repr or cache
         # key shows never does.
         self._base_url = base_url.rstrip("/")
-        self.base_url = hide_userinfo(self._base_url)
+        self.base_url = redact_url(self._base_url)
         _check_url(self.base_url, self._base_url)
         self.api_key_env = api_key_env
         self._headers = dict(headers or {})
@@ -202,7 +203,7 @@ class SystemOneTransport:
         """Every value this transport would send as a credential or an expanded reference, as
         the environment holds them now: what a quoted reply must not show."""
         found = [v for v in (os.environ.get(self.api_key_env),) if v]
-        found += userinfo(self._base_url)
+        found += url_secrets(self._base_url)
         for template in (self._base_url, *self._headers.values()):
             for name in ENV_REF.findall(template):
                 value = os.environ.get(name)
@@ -218,6 +219,7 @@ class SystemOneTransport:
     def _prepare(self, path: str) -> tuple[str, dict[str, str], list[str]]:
         secrets: list[str] = []
         url = expand_env(f"{self._base_url}/{path}", "base_url", secrets)
+        secrets += url_secrets(url.removesuffix(f"/{path}"))
         basic = _basic_auth(url, secrets)
         if basic is not None:
             url = _USERINFO_AT.sub(r"\1", url, count=1)

@@ -7,7 +7,7 @@ holds equal to the keys here. Results go to stdout; diagnostics, progress and wa
 stderr and are not written here.
 
 Modules: ``records`` builds decision records (pure), ``decision`` prints them (Rich table,
-JSON, JSONL, CSV), ``csvshape`` is the one CSV shape that ``eval`` and ``batch`` share,
+JSON, JSONL, CSV; the CSV shape is ``records.codec``'s, the one ``batch`` writes too),
 ``formats`` names the choices.
 """
 

@@ -1,11 +1,13 @@
 """The words form of ``toolnexus diff``: one line per change, breaking ones marked, then the
-canonical sha256 before and after and what still applies. Plain text: it reads the same in a
-terminal, a pipe and a code review."""
+request digest and the question-set digest before and after, and what still applies. Plain
+text: it reads the same in a terminal, a pipe and a code review."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import IO, Any
+
+from ...canonical import QUESTIONS_DIGEST, REQUEST_DIGEST
 
 __all__ = ["write_diff"]
 
@@ -38,8 +40,12 @@ def write_diff(data: Mapping[str, Any], out: IO[str]) -> None:
             f"{breaking} breaking change{'s' if breaking != 1 else ''}: re-check labels, "
             "thresholds and recordings tuned on the old set"
         )
-    lines.append(f"canonical sha256 before {old['sha256']}")
-    lines.append(f"canonical sha256 after  {new['sha256']}")
+    # Both named digests (issue 16): the request digest is what `canonical --sha256` prints,
+    # the question-set digest what batch records carry as questions_sha256.
+    lines.append(f"{REQUEST_DIGEST} before {old['sha256']}")
+    lines.append(f"{REQUEST_DIGEST} after  {new['sha256']}")
+    lines.append(f"{QUESTIONS_DIGEST} before {old['questions_sha256']}")
+    lines.append(f"{QUESTIONS_DIGEST} after  {new['questions_sha256']}")
     applies = data["still_apply"]
 
     def yes(flag: bool) -> str:

@@ -1,0 +1,387 @@
+"""Batch records as Arrow tables: the typed schema of a run, and the conversion both ways.
+
+A record here is the JSON-ready dict a JSONL run holds per line (``{"id", "questions_sha256",
+...decision record..., "error"?}``). The schema is derived from the question set, so every
+question key is a typed struct under one ``answers`` column: a question keyed ``id`` or
+``model`` can never collide with a run column.
+
+=================  ==========================================================================
+column             type
+=================  ==========================================================================
+id                 string (an integer id is written as its decimal text; an id that is not
+                   UTF-8, a lone surrogate in it, shows U+FFFD here and is kept in ``extra``)
+questions_sha256   string: the question-set digest
+model              string: what served the request
+calibrated         bool
+cached             bool
+usage              struct<input_tokens int64, output_tokens int64, cost float64>
+thresholds         struct<yes float64, no float64, min_confidence float64>
+answers            struct<one struct per question key, in question order>
+flags              list<string>
+invalid            string: the validation message, null when valid
+error              struct<code string, message string>: null for a decided state
+extra              string: JSON of any other record member (none today), null when none
+=================  ==========================================================================
+
+Per answer: noul ``{type, noul float64, band, flags}``; choice ``{type, choice string,
+probabilities map<string, float64>, confidence float64, near_uniform bool, band, flags}``;
+score ``{type, score float64, legend map<string, string>, probabilities map<string, float64>,
+confidence float64, level int32, label string, band, flags}``; raw (a type the library does not
+model) ``{type, value string (JSON)}``. Every answer struct also has ``json``: the answer as JSON
+text when it does not fit its question's type (an invalid decision), so nothing is lost. A
+legend level that is not a string (a structured level) is its JSON text.
+
+pyarrow is an optional extra: this module imports it when called, and a missing extra is one
+line naming ``pip install 'toolnexus-classifier[parquet]'``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import ConfigError
+from .questions import ChoiceQuestion, NoulQuestion, Question, RawQuestion, ScoreQuestion
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "ROW_GROUP_RECORDS",
+    "RUN_COLUMNS",
+    "answer_kind",
+    "iter_parquet_run",
+    "parquet_row_groups",
+    "records_to_table",
+    "require_pyarrow",
+    "run_schema",
+    "table_to_records",
+    "write_parquet_run",
+]
+
+INSTALL_HINT = "pip install 'toolnexus-classifier[parquet]'"
+
+#: The record members that are columns of their own, in record order; ``answers`` and ``error``
+#: are structs, anything else a record holds goes into ``extra``.
+RUN_COLUMNS = (
+    "id",
+    "questions_sha256",
+    "model",
+    "calibrated",
+    "cached",
+    "usage",
+    "thresholds",
+    "answers",
+    "flags",
+    "invalid",
+    "error",
+    "extra",
+)
+
+#: Each answer kind's fields, in the order a record writes them (``answer_record``).
+_FIELDS: dict[str, tuple[str, ...]] = {
+    "noul": ("type", "noul", "band", "flags"),
+    "choice": ("type", "choice", "probabilities", "confidence", "near_uniform", "band", "flags"),
+    "score": (
+        "type",
+        "score",
+        "legend",
+        "probabilities",
+        "confidence",
+        "level",
+        "label",
+        "band",
+        "flags",
+    ),
+    "raw": ("type", "value"),
+}
+
+
+def require_pyarrow() -> Any:
+    """The pyarrow module, or one line naming the extra that brings it."""
+    try:
+        import pyarrow
+    except ImportError:
+        raise ConfigError(f"classifier: Parquet and Arrow need pyarrow: {INSTALL_HINT}") from None
+    return pyarrow
+
+
+def answer_kind(question: Question) -> str:
+    """The answer struct a question's answers are stored in."""
+    if isinstance(question, NoulQuestion):
+        return "noul"
+    if isinstance(question, ChoiceQuestion):
+        return "choice"
+    if isinstance(question, ScoreQuestion):
+        return "score"
+    assert isinstance(question, RawQuestion)
+    return "raw"
+
+
+def _answer_type(pa: Any, kind: str) -> pa.DataType:
+    probabilities = pa.map_(pa.string(), pa.float64())
+    types: dict[str, pa.DataType] = {
+        "type": pa.string(),
+        "noul": pa.float64(),
+        "choice": pa.string(),
+        "score": pa.float64(),
+        "probabilities": probabilities,
+        "legend": pa.map_(pa.string(), pa.string()),
+        "confidence": pa.float64(),
+        "near_uniform": pa.bool_(),
+        "level": pa.int32(),
+        "label": pa.string(),
+        "band": pa.string(),
+        "flags": pa.list_(pa.string()),
+        "value": pa.string(),
+    }
+    fields = [pa.field(name, types[name]) for name in _FIELDS[kind]]
+    return pa.struct([*fields, pa.field("json", pa.string())])
+
+
+def run_schema(questions: Mapping[str, Question]) -> pa.Schema:
+    """The typed schema of a run of ``questions`` (see the module docstring)."""
+    pa = require_pyarrow()
+    answers = pa.struct(
+        [pa.field(key, _answer_type(pa, answer_kind(q))) for key, q in questions.items()]
+    )
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("questions_sha256", pa.string()),
+            pa.field("model", pa.string()),
+            pa.field("calibrated", pa.bool_()),
+            pa.field("cached", pa.bool_()),
+            pa.field(
+                "usage",
+                pa.struct(
+                    [
+                        pa.field("input_tokens", pa.int64()),
+                        pa.field("output_tokens", pa.int64()),
+                        pa.field("cost", pa.float64()),
+                    ]
+                ),
+            ),
+            pa.field(
+                "thresholds",
+                pa.struct([pa.field(n, pa.float64()) for n in ("yes", "no", "min_confidence")]),
+            ),
+            pa.field("answers", answers),
+            pa.field("flags", pa.list_(pa.string())),
+            pa.field("invalid", pa.string()),
+            pa.field(
+                "error",
+                pa.struct([pa.field("code", pa.string()), pa.field("message", pa.string())]),
+            ),
+            pa.field("extra", pa.string()),
+        ]
+    )
+
+
+def _json(value: Any) -> str:
+    # ASCII escapes: a lone surrogate (legal in a JSON string, not in UTF-8) survives as \udXXX.
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _fits(kind: str, answer: Mapping[str, Any]) -> bool:
+    if kind == "raw":
+        return isinstance(answer.get("type"), str)
+    if answer.get("type") != kind or not set(answer) <= set(_FIELDS[kind]):
+        return False
+    for name in ("probabilities", "legend"):
+        value = answer.get(name)
+        if value is not None and not isinstance(value, Mapping):
+            return False
+    return True
+
+
+def _answer_row(kind: str, answer: Any) -> dict[str, Any] | None:
+    if answer is None:
+        return None
+    if not isinstance(answer, Mapping) or not _fits(kind, answer):
+        return {"json": _json(answer)}
+    if kind == "raw":
+        return {"type": answer["type"], "value": _json(dict(answer))}
+    row = {name: answer.get(name) for name in _FIELDS[kind]}
+    for name in ("probabilities", "legend"):
+        value = row.get(name)
+        if isinstance(value, Mapping):
+            row[name] = [
+                (str(k), v if name == "probabilities" or isinstance(v, str) else _json(v))
+                for k, v in value.items()
+            ]
+    return row
+
+
+def _row(record: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, Any]:
+    answers = record.get("answers")
+    answered = answers if isinstance(answers, Mapping) else {}
+    unasked = {k: v for k, v in answered.items() if k not in kinds}
+    extra = {k: v for k, v in record.items() if k not in RUN_COLUMNS}
+    if unasked:
+        extra["answers"] = unasked
+    row = {name: record.get(name) for name in RUN_COLUMNS if name not in ("answers", "extra")}
+    item_id = str(record["id"])
+    if not _utf8(item_id):
+        # Arrow strings are UTF-8: the column shows the id with U+FFFD for what cannot be
+        # encoded, and `extra` keeps the exact id, which the reader restores.
+        extra["id"] = item_id
+        item_id = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in item_id)
+    row["id"] = item_id
+    row["answers"] = (
+        None
+        if answers is None
+        else {key: _answer_row(kind, answered.get(key)) for key, kind in kinds.items()}
+    )
+    row["extra"] = _json(extra) if extra else None
+    return row
+
+
+def records_to_table(
+    records: Iterable[Mapping[str, Any]], questions: Mapping[str, Question]
+) -> pa.Table:
+    """Records (decision or error) as one table of :func:`run_schema`, in the order given."""
+    pa = require_pyarrow()
+    kinds = {key: answer_kind(q) for key, q in questions.items()}
+    rows = [_row(r, kinds) for r in records]
+    return pa.Table.from_pylist(rows, schema=run_schema(questions))
+
+
+def _answer_back(kind: str, row: Mapping[str, Any] | None) -> Any:
+    if row is None:
+        return None
+    if row.get("json") is not None:
+        return json.loads(row["json"])
+    if kind == "raw":
+        return json.loads(row["value"])
+    out: dict[str, Any] = {}
+    for name in _FIELDS[kind]:
+        value = row.get(name)
+        if name in ("probabilities", "legend") and value is not None:
+            value = dict(value)
+        if value is None and name not in ("label", "level", "band"):
+            continue
+        out[name] = value
+    return out
+
+
+def table_to_records(table: pa.Table | Any) -> Iterator[dict[str, Any]]:
+    """The records of a run table, as the JSONL run would hold them (a record batch reader or
+    a table; read batch by batch, so memory follows one batch, not the file)."""
+    batches = table.to_batches() if hasattr(table, "to_batches") else table
+    for batch in batches:
+        answer_fields = batch.schema.field("answers").type
+        kinds = {f.name: _kind_of(f.type) for f in answer_fields}
+        for row in batch.to_pylist():
+            yield _record_back(row, kinds)
+
+
+def _kind_of(struct: Any) -> str:
+    names = {f.name for f in struct}
+    for kind in ("noul", "choice", "score"):
+        if kind in names:
+            return kind
+    return "raw"
+
+
+def _record_back(row: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, Any]:
+    extra = json.loads(row["extra"]) if row.get("extra") else {}
+    unasked = extra.pop("answers", {})
+    out: dict[str, Any] = {"id": extra.pop("id", row["id"])}
+    if row.get("questions_sha256") is not None:
+        out["questions_sha256"] = row["questions_sha256"]
+    if row.get("error") is not None:
+        out["error"] = dict(row["error"])
+        out.update(extra)
+        return out
+    for name in ("model", "calibrated", "cached", "usage", "thresholds"):
+        value = row.get(name)
+        out[name] = dict(value) if isinstance(value, Mapping) else value
+    answers = row.get("answers") or {}
+    back = {k: _answer_back(kinds[k], answers.get(k)) for k in kinds}
+    out["answers"] = {k: v for k, v in back.items() if v is not None} | unasked
+    out["flags"] = list(row.get("flags") or [])
+    out["invalid"] = row.get("invalid")
+    out.update(extra)
+    return out
+
+
+#: Records per Parquet row group: ``report --jobs`` splits a run by row group, and a group of
+#: 10,000 records is a few MiB of memory on either side.
+ROW_GROUP_RECORDS = 10_000
+
+
+def write_parquet_run(
+    path: str | os.PathLike[str],
+    records: Iterable[Mapping[str, Any]],
+    questions: Mapping[str, Question],
+) -> int:
+    """Write ``records`` as ONE Parquet file at ``path``, atomically: a temporary file beside it
+    is written, flushed to disk and renamed over ``path``, so a reader (or a kill) never sees a
+    half-written run. Returns the number of records written."""
+    pa = require_pyarrow()
+    import pyarrow.parquet as pq
+
+    target = Path(path)
+    schema = run_schema(questions)
+    kinds = {key: answer_kind(q) for key, q in questions.items()}
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    written = 0
+    try:
+        writer = pq.ParquetWriter(tmp, schema)
+        try:
+            chunk: list[dict[str, Any]] = []
+            for record in records:
+                chunk.append(_row(record, kinds))
+                if len(chunk) == ROW_GROUP_RECORDS:
+                    writer.write_table(pa.Table.from_pylist(chunk, schema=schema))
+                    written += len(chunk)
+                    chunk = []
+            if chunk or not written:
+                writer.write_table(pa.Table.from_pylist(chunk, schema=schema))
+                written += len(chunk)
+        finally:
+            writer.close()
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return written
+
+
+def iter_parquet_run(
+    path: str | os.PathLike[str], row_groups: Sequence[int] | None = None
+) -> Iterator[dict[str, Any]]:
+    """The records of a Parquet run, one row group at a time (``row_groups`` picks some)."""
+    require_pyarrow()
+    import pyarrow.parquet as pq
+
+    parquet = pq.ParquetFile(path)
+    groups = range(parquet.num_row_groups) if row_groups is None else row_groups
+    for group in groups:
+        yield from table_to_records(parquet.read_row_group(group))
+
+
+def parquet_row_groups(path: str | os.PathLike[str]) -> int:
+    """How many row groups a Parquet run has (what ``report --jobs`` splits by)."""
+    require_pyarrow()
+    import pyarrow.parquet as pq
+
+    return int(pq.ParquetFile(path).num_row_groups)

@@ -1,0 +1,117 @@
+"""Choice calibration beyond top-1 (issue 24 §3). Pure: the report's own bins.
+
+- ``one_vs_rest``: for each option, the reliability of ``P(option)`` against "the label is this
+  option", with its ECE, for options labelled at least ``MIN_OPTION_LABELS`` times; the others
+  are named with the reason they were left out (a 10-bin diagram of 5 positives is noise).
+- ``accuracy_coverage``: answering only when the confidence is at least ``c``, for each ``c`` on
+  ``COVERAGE_GRID``: the share answered and the accuracy of those answers, so a user sees what a
+  confidence floor buys.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..report.metrics import Reliability
+
+__all__ = [
+    "COVERAGE_GRID",
+    "MIN_OPTION_LABELS",
+    "CoveragePoint",
+    "OptionReliability",
+    "accuracy_coverage",
+    "one_vs_rest",
+]
+
+#: An option needs this many records labelled with it before its reliability is shown.
+MIN_OPTION_LABELS = 30
+#: Confidence floors 0.00, 0.05, ..., 1.00 (exact two-decimal values, as on the wire).
+COVERAGE_GRID: tuple[float, ...] = tuple(i / 20 for i in range(21))
+
+
+@dataclass(frozen=True)
+class OptionReliability:
+    """One option, one-vs-rest: ``labelled`` records carry it as their label; ``ece`` and
+    ``bins`` are over every labelled record (``None``/empty when the option was left out)."""
+
+    option: str
+    labelled: int
+    ece: float | None
+    bins: list[dict[str, Any]]
+    skipped: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"option": self.option, "labelled": self.labelled, "ece": self.ece,
+                "reliability": self.bins, "skipped": self.skipped}  # fmt: skip
+
+
+def one_vs_rest(
+    y_true: Sequence[str],
+    y_prob: Sequence[Mapping[str, float]],
+    options: Sequence[str],
+    *,
+    min_labels: int = MIN_OPTION_LABELS,
+) -> list[OptionReliability]:
+    """Per option in ``options`` order: reliability of ``y_prob[i][option]`` (missing counts 0)
+    against ``y_true[i] == option``, for options with at least ``min_labels`` labels."""
+    if len(y_true) != len(y_prob):
+        raise ValueError(f"{len(y_true)} labels for {len(y_prob)} probability rows")
+    out = []
+    for option in options:
+        labelled = sum(1 for y in y_true if y == option)
+        if labelled < min_labels:
+            out.append(OptionReliability(
+                option, labelled, None, [],
+                f"{labelled} records labelled {option!r}, fewer than {min_labels}",
+            ))  # fmt: skip
+            continue
+        rel = Reliability()
+        for y, probs in zip(y_true, y_prob, strict=True):
+            rel.add(probs.get(option, 0.0), 1 if y == option else 0)
+        out.append(OptionReliability(option, labelled, rel.ece(), rel.bins(), None))
+    return out
+
+
+@dataclass(frozen=True)
+class CoveragePoint:
+    """Answering only when ``confidence >= floor``: the share answered and their accuracy
+    (``None`` when nothing is answered)."""
+
+    floor: float
+    answered: int
+    coverage: float
+    accuracy: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"floor": self.floor, "answered": self.answered, "coverage": self.coverage,
+                "accuracy": self.accuracy}  # fmt: skip
+
+
+def accuracy_coverage(
+    correct: Sequence[bool | int],
+    confidence: Sequence[float],
+    grid: Sequence[float] = COVERAGE_GRID,
+) -> list[CoveragePoint]:
+    """Accuracy against coverage at each confidence floor of ``grid`` (inclusive, like the
+    ``min_confidence`` threshold). One sort, then a bisection per floor."""
+    if len(correct) != len(confidence):
+        raise ValueError(f"{len(correct)} outcomes for {len(confidence)} confidences")
+    n = len(correct)
+    order = sorted(range(n), key=confidence.__getitem__)
+    ranked = [confidence[i] for i in order]
+    # hits_from[j]: correct answers among the j-th lowest confidence and above
+    hits_from = [0] * (n + 1)
+    for j in range(n - 1, -1, -1):
+        hits_from[j] = hits_from[j + 1] + (1 if correct[order[j]] else 0)
+    points = []
+    for floor in grid:
+        start = bisect.bisect_left(ranked, floor)
+        answered = n - start
+        points.append(CoveragePoint(
+            floor, answered, answered / n if n else 0.0,
+            hits_from[start] / answered if answered else None,
+        ))  # fmt: skip
+    return points

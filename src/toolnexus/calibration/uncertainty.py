@@ -1,0 +1,180 @@
+"""How much an ECE means at this sample size: a bootstrap interval and the noise floor.
+
+A bare ECE misleads: a perfectly calibrated sample of 100 still reads an ECE well above 0 (issue
+24 cites a median of 0.087 at 15 bins). So beside every ``ece``:
+
+- ``ece_interval``: the 95% percentile bootstrap interval, records resampled with replacement.
+- ``ece_null``: the median and 95th percentile of the ECE that a perfectly calibrated model
+  shows on these same predicted probabilities, drawing each outcome from its own probability.
+  An ECE at or under the p95 is indistinguishable from calibrated; above it, miscalibrated.
+
+The ECE is the report's (``toolnexus.report.metrics``): 10 equal-width bins, bin
+``b/10 <= p < (b+1)/10``, ``p = 1.0`` in the last. Both resamplings work on *atoms*, the distinct
+``(p, y)`` pairs with their counts: resampling records is a multinomial draw over atoms, and
+drawing outcomes is one binomial per distinct ``p``. Wire probabilities have two decimals, so
+there are at most 202 atoms whatever the record count, and 100,000 records cost what 100 do;
+results do not depend on record order. Continuous probabilities (every record its own atom)
+are drawn record by record instead, the same distributions at a quarter of the cost. A fixed
+seed and draw count make the output reproducible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..report.metrics import N_BINS
+
+__all__ = [
+    "DRAWS",
+    "SEED",
+    "EceInterval",
+    "EceNull",
+    "ece_binned",
+    "ece_interval",
+    "ece_null",
+]
+
+#: Resamples (bootstrap) and outcome draws (floor): a 2.5% percentile then rests on 25 draws.
+DRAWS = 1000
+#: The fixed seed of every resampling, so the same data gives the same interval and floor.
+SEED = 0
+#: Rows of atom counts drawn at once: bounds memory when probabilities are continuous.
+_CELLS_PER_CHUNK = 4_000_000
+
+Floats = npt.NDArray[np.float64]
+
+
+def _bins(p: Floats) -> npt.NDArray[np.intp]:
+    """The report's bin of each ``p`` (``int(p * 10)``, 1.0 in the last bin)."""
+    return np.clip((p * N_BINS).astype(np.intp), 0, N_BINS - 1)
+
+
+def _arrays(y_true: Sequence[float] | Any, y_prob: Sequence[float] | Any) -> tuple[Floats, Floats]:
+    y = np.asarray(y_true, dtype=np.float64)
+    p = np.asarray(y_prob, dtype=np.float64)
+    if y.shape != p.shape or y.ndim != 1:
+        raise ValueError(f"y_true and y_prob must be 1-D of one length, got {y.shape}, {p.shape}")
+    return y, p
+
+
+def ece_binned(y_true: Sequence[float] | Any, y_prob: Sequence[float] | Any) -> float | None:
+    """The report's 10-bin ECE, ``sum_b |sum_y_b - sum_p_b| / N``; ``None`` with no data."""
+    y, p = _arrays(y_true, y_prob)
+    if not len(p):
+        return None
+    per_bin = np.bincount(_bins(p), weights=y - p, minlength=N_BINS)
+    return float(np.abs(per_bin).sum() / len(p))
+
+
+@dataclass(frozen=True)
+class EceInterval:
+    """The sample's ECE and its 95% percentile bootstrap interval."""
+
+    ece: float
+    low: float
+    high: float
+    resamples: int
+    seed: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ece": self.ece, "low": self.low, "high": self.high,
+                "resamples": self.resamples, "seed": self.seed}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EceNull:
+    """The noise floor: the ECE of a perfectly calibrated model on these probabilities."""
+
+    median: float
+    p95: float
+    draws: int
+    seed: int
+
+    def above(self, ece: float) -> bool:
+        """True when ``ece`` is above the floor's 95th percentile (``--fail-on ece>floor``)."""
+        return ece > self.p95
+
+    def to_json(self) -> dict[str, Any]:
+        return {"median": self.median, "p95": self.p95, "draws": self.draws, "seed": self.seed}
+
+
+def _per_bin_matrix(values: Floats, bins: npt.NDArray[np.intp]) -> Floats:
+    """(atoms, bins): each atom's value in its own bin's column, so counts @ M sums by bin."""
+    m = np.zeros((len(values), N_BINS))
+    m[np.arange(len(values)), bins] = values
+    return m
+
+
+def _chunks(total: int, atoms: int) -> list[int]:
+    rows = max(1, _CELLS_PER_CHUNK // max(atoms, 1))
+    return [min(rows, total - start) for start in range(0, total, rows)]
+
+
+def ece_interval(
+    y_true: Sequence[float] | Any,
+    y_prob: Sequence[float] | Any,
+    *,
+    resamples: int = DRAWS,
+    seed: int = SEED,
+) -> EceInterval | None:
+    """The ECE with its 95% percentile bootstrap interval over ``resamples`` resamples of the
+    records (with replacement); ``None`` with no data. ``y_true`` is 0/1 (the label for noul,
+    correctness for a top-1 probability)."""
+    y, p = _arrays(y_true, y_prob)
+    n = len(p)
+    if not n:
+        return None
+    point = ece_binned(y, p)
+    assert point is not None
+    atoms, counts = np.unique(np.column_stack([p, y]), axis=0, return_counts=True)
+    by_bin = _per_bin_matrix(atoms[:, 1] - atoms[:, 0], _bins(atoms[:, 0]))
+    rng = np.random.default_rng(seed)
+    share = counts / n
+    distinct = int(counts.max()) == 1  # continuous probabilities: every record its own atom
+    d, bins = atoms[:, 1] - atoms[:, 0], _bins(atoms[:, 0])
+    samples = []
+    for rows in _chunks(resamples, len(atoms)):
+        if distinct:
+            # A multinomial over n equal atoms is n uniform picks, and picking is ~4x cheaper
+            # than numpy's multinomial (a binomial per atom): 0.9 s, not 7.4, at 100,000.
+            picked = rng.integers(0, n, size=(rows, n))
+            cells = (np.arange(rows)[:, None] * N_BINS + bins[picked]).ravel()
+            sums = np.bincount(cells, weights=d[picked].ravel(), minlength=rows * N_BINS)
+            samples.append(np.abs(sums.reshape(rows, N_BINS)).sum(axis=1) / n)
+        else:
+            drawn = rng.multinomial(n, share, size=rows).astype(np.float64)
+            samples.append(np.abs(drawn @ by_bin).sum(axis=1) / n)
+    low, high = np.percentile(np.concatenate(samples), [2.5, 97.5])
+    return EceInterval(point, float(low), float(high), resamples, seed)
+
+
+def ece_null(
+    y_prob: Sequence[float] | Any, *, draws: int = DRAWS, seed: int = SEED
+) -> EceNull | None:
+    """The median and 95th percentile of the ECE over ``draws`` outcome samples, each outcome
+    drawn from its own predicted probability (a perfectly calibrated model); ``None`` with no
+    data."""
+    p = np.asarray(y_prob, dtype=np.float64)
+    n = len(p)
+    if not n:
+        return None
+    values, counts = np.unique(p, return_counts=True)
+    bins = _bins(values)
+    ones = _per_bin_matrix(np.ones(len(values)), bins)
+    expected = np.bincount(bins, weights=values * counts, minlength=N_BINS)
+    rng = np.random.default_rng(seed)
+    samples = []
+    distinct = int(counts.max()) == 1
+    for rows in _chunks(draws, len(values)):
+        if distinct:  # one trial is a uniform below p: 0.6 s, not 4.1, at 100,000
+            positives = (rng.random((rows, len(values))) < values).astype(np.float64)
+        else:
+            positives = rng.binomial(counts, values, size=(rows, len(values))).astype(np.float64)
+        samples.append(np.abs(positives @ ones - expected).sum(axis=1) / n)
+    median, p95 = np.percentile(np.concatenate(samples), [50.0, 95.0])
+    return EceNull(float(median), float(p95), draws, seed)

@@ -1,0 +1,224 @@
+"""The run's own limiter: slow start, AIMD concurrency, run-wide Retry-After, a hard rate cap.
+
+:class:`Window` is the state machine, driven by explicit times so tests (and a simulated server)
+step it without sleeping; :class:`RunLimiter` is the :class:`~.admission.Admission` member that
+waits on it with an injectable :class:`Clock`.
+
+- **Slow start**: until the first success at most ``slow_start`` requests (default 2) are in
+  flight. Two, not one: one request alone cannot tell a slow server from a dead one, and a wrong
+  key then costs at most ``slow_start - 1`` requests beyond fail fast's threshold (3 + 1 = 4,
+  under issue 19's "at most 5 requests before the run stops"). After the first success the
+  window opens as TCP's slow start does, one slot per success (doubling every round trip), up
+  to the configured concurrency or the first 429: jumping straight to 64 sends a whole window
+  into an exhausted bucket (in the simulation, 4x the 429s at concurrency 256 for no gain).
+- **Riding the limit** (AIMD, as TCP and the ``typesafe-jev`` client do): a 429 halves the
+  window (never below 1) and pauses every admission until its ``Retry-After`` has passed (the
+  SDK's schedule, 0.5 s doubling to 5 s, when the server sent none); each success adds
+  ``1 / window``, about one slot per window of successes. Only a request admitted after the last
+  cut can cut or pause again: a burst of 429s from one window of requests is one signal, not
+  many (each later reply's whole-second ``Retry-After`` would otherwise push the pause on by
+  its own arrival time, idling the run past the moment the server has tokens again).
+- **``rate``** requests per second (and ``token_rate`` estimated input tokens per second, the
+  account's other published limit) are hard caps, as token buckets whose burst is one second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..decision import ClassifierUsage
+from ..errors import ConfigError
+from .admission import Outcome, OutcomeKind, Ticket
+
+__all__ = [
+    "DEFAULT_SLOW_START",
+    "Clock",
+    "MonotonicClock",
+    "RunLimiter",
+    "TokenBucket",
+    "Window",
+]
+
+DEFAULT_SLOW_START = 2
+#: The official SDK's backoff when a 429 carries no Retry-After: 0.5 s doubling, capped at 5 s.
+NO_RETRY_AFTER_BASE = 0.5
+NO_RETRY_AFTER_CAP = 5.0
+
+
+class Clock(Protocol):
+    """Time as the limiter sees it: tests pass a fake one that advances without sleeping."""
+
+    def now(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class MonotonicClock:
+    """The real clock: ``time.monotonic`` and ``asyncio.sleep``."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+@dataclass
+class TokenBucket:
+    """``rate`` units per second, at most ``burst`` saved (default: one second of the rate).
+
+    A cost larger than the burst is let through when the bucket is full (it goes negative), so a
+    single large request is slowed, never refused forever."""
+
+    rate: float
+    burst: float = 0.0
+    level: float = field(init=False, repr=False)
+    last: float | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.rate > 0 or not math.isfinite(self.rate):
+            raise ConfigError(f"classifier: a rate must be a positive number, got {self.rate!r}")
+        if self.burst <= 0:
+            self.burst = max(1.0, self.rate)
+        self.level = self.burst
+
+    def _fill(self, now: float) -> None:
+        if self.last is not None and now > self.last:
+            self.level = min(self.burst, self.level + (now - self.last) * self.rate)
+        self.last = now if self.last is None else max(self.last, now)
+
+    def ready_at(self, now: float, cost: float = 1.0) -> float:
+        """The earliest time ``cost`` can be taken (``now`` when it can be taken now)."""
+        self._fill(now)
+        need = min(cost, self.burst) - self.level
+        return now if need <= 0 else now + need / self.rate
+
+    def take(self, now: float, cost: float = 1.0) -> None:
+        self._fill(now)
+        self.level -= cost
+
+
+@dataclass
+class Window:
+    """The AIMD state of one run; every method takes the current time."""
+
+    max_concurrency: int
+    slow_start: int = DEFAULT_SLOW_START
+    decrease: float = 0.5
+    rate: TokenBucket | None = None
+    token_rate: TokenBucket | None = None
+    window: float = field(init=False)
+    in_flight: int = field(default=0, init=False)
+    opened: bool = field(default=False, init=False)
+    paused_until: float = field(default=float("-inf"), init=False)
+    #: Tickets admitted after this id may cut the window again.
+    cut_after: int = field(default=-1, init=False)
+    last_admitted: int = field(default=-1, init=False)
+    #: Every 429 of the run (reported beside the server's count), and those since the last
+    #: success (the no-Retry-After backoff doubles on them).
+    throttled: int = field(default=0, init=False)
+    consecutive_429s: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        if self.max_concurrency < 1 or self.slow_start < 1:
+            raise ConfigError("classifier: concurrency and slow start must be at least 1")
+        if not 0 < self.decrease < 1:
+            raise ConfigError("classifier: the decrease factor must be between 0 and 1")
+        self.window = float(min(self.slow_start, self.max_concurrency))
+
+    @property
+    def allowed(self) -> int:
+        """Requests that may be in flight now: within [1, max_concurrency], always."""
+        cap = max(1, min(self.max_concurrency, math.floor(self.window)))
+        return cap if self.opened else min(cap, self.slow_start)
+
+    def ready_at(self, now: float, tokens: int = 0) -> float | None:
+        """When a request may be admitted: ``now`` (or earlier) when it may now, a later time to
+        wait for, or None while every allowed slot is in flight (wait for a release)."""
+        if self.in_flight >= self.allowed:
+            return None
+        at = max(now, self.paused_until)
+        if self.rate is not None:
+            at = max(at, self.rate.ready_at(at))
+        if self.token_rate is not None and tokens:
+            at = max(at, self.token_rate.ready_at(at, tokens))
+        return at
+
+    def admit(self, now: float, ticket_id: int, tokens: int = 0) -> None:
+        self.in_flight += 1
+        self.last_admitted = max(self.last_admitted, ticket_id)
+        if self.rate is not None:
+            self.rate.take(now)
+        if self.token_rate is not None and tokens:
+            self.token_rate.take(now, tokens)
+
+    def settle(self, now: float, ticket_id: int, outcome: Outcome) -> None:
+        self.in_flight = max(0, self.in_flight - 1)
+        if outcome.kind is OutcomeKind.SUCCESS:
+            self.consecutive_429s = 0
+            self.opened = True
+            # Exponential opening (one slot per success, doubling per round) until the first
+            # 429; additive (one slot per round) after it.
+            step = 1.0 if self.throttled == 0 else 1.0 / self.window
+            self.window = min(float(self.max_concurrency), self.window + step)
+        elif outcome.kind is OutcomeKind.RATE_LIMITED:
+            self.throttled += 1
+            wait = outcome.retry_after
+            if wait is None:
+                wait = min(NO_RETRY_AFTER_CAP, NO_RETRY_AFTER_BASE * 2**self.consecutive_429s)
+            self.consecutive_429s += 1
+            if ticket_id > self.cut_after:
+                self.paused_until = max(self.paused_until, now + max(0.0, wait))
+                self.window = max(1.0, self.window * self.decrease)
+                self.cut_after = self.last_admitted
+
+
+class RunLimiter:
+    """The run's limiter as an admission member: waits on a :class:`Window` with a clock."""
+
+    def __init__(
+        self,
+        max_concurrency: int,
+        *,
+        slow_start: int = DEFAULT_SLOW_START,
+        rate: float | None = None,
+        token_rate: float | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.window = Window(
+            max_concurrency,
+            slow_start=slow_start,
+            rate=TokenBucket(rate) if rate is not None else None,
+            token_rate=TokenBucket(token_rate) if token_rate is not None else None,
+        )
+        self.clock: Clock = clock or MonotonicClock()
+        self._changed: asyncio.Event | None = None
+
+    def _event(self) -> asyncio.Event:
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        return self._changed
+
+    async def acquire(self, ticket: Ticket) -> None:
+        # The account's tokens-per-second limit bills what is charged: the central estimate.
+        tokens = ticket.estimate.central
+        while True:
+            now = self.clock.now()
+            at = self.window.ready_at(now, tokens)
+            if at is None:
+                await self._event().wait()
+            elif at > now:
+                await self.clock.sleep(at - now)
+            else:
+                self.window.admit(now, ticket.id, tokens)
+                return
+
+    async def release(self, ticket: Ticket, usage: ClassifierUsage, outcome: Outcome) -> None:
+        self.window.settle(self.clock.now(), ticket.id, outcome)
+        # Wake every waiter to re-check; a fresh event for the next round of waiting.
+        event, self._changed = self._event(), None
+        event.set()
