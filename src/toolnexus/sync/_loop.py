@@ -1,0 +1,150 @@
+"""The one background event loop that every synchronous classifier of a process shares.
+
+A sync call hands its coroutine to this loop and blocks the calling thread on the result, so it
+works the same from a script, from a thread among many, and from inside a running event loop (a
+notebook cell, a coroutine): the work never runs on the caller's loop, so it cannot deadlock it.
+
+Why one shared loop and not one per classifier or per call: a classifier's connection pool is
+bound to the loop that opened it, so one loop per process keeps one pool per classifier however
+many threads call it, and costs one thread in all. ``asyncio.run`` per call would open a pool
+per call and could not run inside a loop at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import contextlib
+import contextvars
+import os
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from ..errors import ConfigError
+
+__all__ = ["BackgroundLoop", "background"]
+
+T = TypeVar("T")
+
+#: How long exit waits for open classifiers to close and the loop to stop: a far side that does
+#: not answer a close must not hold the process open.
+_EXIT_GRACE = 5.0
+
+
+class BackgroundLoop:
+    """An event loop on a daemon thread, started on first use (and again after a fork)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        #: closers of the classifiers still open, run at exit so a script that never closed
+        #: its classifier exits quietly (no "Unclosed client session")
+        self._open: dict[int, Callable[[], Coroutine[Any, Any, None]]] = {}
+
+    def _started(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def serve() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                thread = threading.Thread(target=serve, name="toolnexus-sync", daemon=True)
+                thread.start()
+                ready.wait()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    def on_loop_thread(self) -> bool:
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the background loop in a copy of the caller's contextvars and return
+        its result, or raise its exception (the same object). If the calling thread is
+        interrupted (Ctrl-C) the task is cancelled, and the interruption is raised once the
+        cancellation has run: no request of this call is left in flight or started after."""
+        if self.on_loop_thread():
+            coro.close()
+            raise ConfigError(
+                "classifier: a toolnexus.sync call ran on the sync API's own background thread "
+                "(inside a custom evaluate or an on_metric callback), where it would wait on "
+                "itself; use the async API there"
+            )
+        loop = self._started()
+        context = contextvars.copy_context()
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+        tasks: list[asyncio.Task[T]] = []
+
+        def finish(task: asyncio.Task[T]) -> None:
+            if task.cancelled():
+                # Not done.cancel(): a cancelled concurrent Future never wakes wait().
+                done.set_exception(concurrent.futures.CancelledError())
+            elif (e := task.exception()) is not None:
+                done.set_exception(e)
+            else:
+                done.set_result(task.result())
+
+        def start() -> None:
+            task = loop.create_task(coro, context=context)
+            task.add_done_callback(finish)
+            tasks.append(task)
+
+        loop.call_soon_threadsafe(start)
+        try:
+            return done.result()
+        except BaseException:
+            if not done.done():
+                # Ctrl-C (or SystemExit) in the caller while the task runs: cancel it and wait
+                # for the cancellation to unwind (it closes the in-flight requests). A second
+                # Ctrl-C stops the wait.
+                loop.call_soon_threadsafe(lambda: [t.cancel() for t in tasks])
+                concurrent.futures.wait([done])
+            raise
+
+    def run_soon(self, coro: Coroutine[Any, Any, object]) -> None:
+        """Schedule ``coro`` without waiting (from the loop thread itself, where waiting would
+        deadlock)."""
+        self._started().call_soon_threadsafe(lambda: self._started().create_task(coro))
+
+    def track(self, key: int, closer: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        with self._lock:
+            self._open[key] = closer
+
+    def untrack(self, key: int) -> None:
+        with self._lock:
+            self._open.pop(key, None)
+
+    def shutdown(self) -> None:
+        """At exit: close what is still open, stop the loop, join its thread, all bounded."""
+        with self._lock:
+            loop, thread, closers = self._loop, self._thread, list(self._open.values())
+            self._open.clear()
+        if loop is None or thread is None or not thread.is_alive():
+            return
+
+        async def close_all() -> None:
+            await asyncio.gather(*(c() for c in closers), return_exceptions=True)
+
+        # A close that does not finish in time is abandoned: exit must not hang on it.
+        with contextlib.suppress(concurrent.futures.TimeoutError):
+            asyncio.run_coroutine_threadsafe(close_all(), loop).result(_EXIT_GRACE)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(_EXIT_GRACE)
+
+    def forget(self) -> None:
+        """In a forked child: the parent's loop thread does not exist here; start afresh."""
+        self._lock = threading.Lock()
+        self._loop, self._thread, self._open = None, None, {}
+
+
+#: The process's one background loop.
+background = BackgroundLoop()
+atexit.register(background.shutdown)
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=background.forget)
