@@ -91,19 +91,29 @@ class BackgroundLoop:
                 done.set_result(task.result())
 
         def start() -> None:
-            task = loop.create_task(coro, context=context)
-            task.add_done_callback(finish)
-            tasks.append(task)
+            tasks.append(loop.create_task(coro, context=context))
+            tasks[0].add_done_callback(finish)
 
-        loop.call_soon_threadsafe(start)
+        def abandon() -> None:
+            # Runs on the loop after ``start`` if ``start`` was scheduled at all (callbacks run
+            # in order), so an empty ``tasks`` means the interruption came first.
+            if tasks:
+                tasks[0].cancel()
+            else:
+                coro.close()
+                done.set_exception(concurrent.futures.CancelledError())
+
+        # Inside the try: a Ctrl-C may land while the call is being handed over, and the loop
+        # may already be running it (a fast call can even finish first).
         try:
+            loop.call_soon_threadsafe(start)
             return done.result()
         except BaseException:
             if not done.done():
                 # Ctrl-C (or SystemExit) in the caller while the task runs: cancel it and wait
                 # for the cancellation to unwind (it closes the in-flight requests). A second
                 # Ctrl-C stops the wait.
-                loop.call_soon_threadsafe(lambda: [t.cancel() for t in tasks])
+                loop.call_soon_threadsafe(abandon)
                 concurrent.futures.wait([done])
             raise
 
