@@ -19,6 +19,7 @@ import contextlib
 import contextvars
 import os
 import threading
+from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -43,6 +44,10 @@ class BackgroundLoop:
         #: closers of the classifiers still open, run at exit so a script that never closed
         #: its classifier exits quietly (no "Unclosed client session")
         self._open: dict[int, Callable[[], Coroutine[Any, Any, None]]] = {}
+        #: callbacks handed over by calling threads, run in order by ``_drain`` on the loop
+        self._inbox: deque[Callable[[], object]] = deque()
+        self._inbox_lock = threading.Lock()
+        self._drain_pending = False
 
     def _started(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -61,6 +66,25 @@ class BackgroundLoop:
                 self._loop, self._thread = loop, thread
             return self._loop
 
+    def _hand_over(self, loop: asyncio.AbstractEventLoop, callback: Callable[[], object]) -> None:
+        """Run ``callback`` on the loop, after every callback handed over before it. Under load
+        many calls share one wake-up of the loop (``call_soon_threadsafe`` writes to the
+        loop's self-pipe on every call): measured, that write and the wake-up it causes were
+        the largest part of a sync call's CPU beside the async one (bench/sync.py)."""
+        self._inbox.append(callback)
+        with self._inbox_lock:
+            if self._drain_pending:
+                return
+            self._drain_pending = True
+        loop.call_soon_threadsafe(self._drain)
+
+    def _drain(self) -> None:
+        with self._inbox_lock:
+            self._drain_pending = False
+        # A callback handed over after the flag was reset schedules a drain of its own.
+        while self._inbox:
+            self._inbox.popleft()()
+
     def on_loop_thread(self) -> bool:
         return self._thread is not None and threading.current_thread() is self._thread
 
@@ -76,51 +100,50 @@ class BackgroundLoop:
                 "(inside a custom evaluate or an on_metric callback), where it would wait on "
                 "itself; use the async API there"
             )
-        loop = self._started()
+        loop = self._loop or self._started()  # the lock only while there is no loop yet
         context = contextvars.copy_context()
-        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+        # A bare lock, held until the task is done, is the cheapest hand-back there is (a
+        # concurrent Future allocates a Condition and a waiter lock per call); its acquire is
+        # interruptible by Ctrl-C like any lock's.
+        finished = threading.Lock()
+        finished.acquire()
         tasks: list[asyncio.Task[T]] = []
 
-        def finish(task: asyncio.Task[T]) -> None:
-            if task.cancelled():
-                # Not done.cancel(): a cancelled concurrent Future never wakes wait().
-                done.set_exception(concurrent.futures.CancelledError())
-            elif (e := task.exception()) is not None:
-                done.set_exception(e)
-            else:
-                done.set_result(task.result())
+        def finish(_: object) -> None:
+            finished.release()
 
         def start() -> None:
             tasks.append(loop.create_task(coro, context=context))
             tasks[0].add_done_callback(finish)
 
-        def abandon() -> None:
-            # Runs on the loop after ``start`` if ``start`` was scheduled at all (callbacks run
-            # in order), so an empty ``tasks`` means the interruption came first.
-            if tasks:
-                tasks[0].cancel()
-            else:
-                coro.close()
-                done.set_exception(concurrent.futures.CancelledError())
-
         # Inside the try: a Ctrl-C may land while the call is being handed over, and the loop
         # may already be running it (a fast call can even finish first).
         try:
-            loop.call_soon_threadsafe(start)
-            return done.result()
+            self._hand_over(loop, start)
+            finished.acquire()
         except BaseException:
-            if not done.done():
+            if not (tasks and tasks[0].done()):
                 # Ctrl-C (or SystemExit) in the caller while the task runs: cancel it and wait
                 # for the cancellation to unwind (it closes the in-flight requests). A second
                 # Ctrl-C stops the wait.
-                loop.call_soon_threadsafe(abandon)
-                concurrent.futures.wait([done])
+                def abandon() -> None:
+                    # Runs on the loop after ``start`` if ``start`` was scheduled at all
+                    # (callbacks run in order): no task means the interruption came first.
+                    if tasks:
+                        tasks[0].cancel()
+                    else:
+                        coro.close()
+                        finished.release()
+
+                self._hand_over(loop, abandon)
+                finished.acquire()
             raise
+        return tasks[0].result()
 
     def run_soon(self, coro: Coroutine[Any, Any, object]) -> None:
-        """Schedule ``coro`` without waiting (from the loop thread itself, where waiting would
-        deadlock)."""
-        self._started().call_soon_threadsafe(lambda: self._started().create_task(coro))
+        """Start ``coro`` without waiting for it. Only from the loop thread itself, where
+        waiting would deadlock (a stream finalised by a collection that ran there)."""
+        self._started().create_task(coro)
 
     def track(self, key: int, closer: Callable[[], Coroutine[Any, Any, None]]) -> None:
         with self._lock:
@@ -151,6 +174,7 @@ class BackgroundLoop:
         """In a forked child: the parent's loop thread does not exist here; start afresh."""
         self._lock = threading.Lock()
         self._loop, self._thread, self._open = None, None, {}
+        self._inbox, self._inbox_lock, self._drain_pending = deque(), threading.Lock(), False
 
 
 #: The process's one background loop.
