@@ -114,7 +114,7 @@ class SyncClassifier(_Facade):
     def __init__(self, classifier: _async.Classifier) -> None:
         self._target: _async.Classifier = classifier
         self._closed = False
-        background.track(id(self), classifier.aclose)
+        background.track(self)
 
     @property
     def async_classifier(self) -> _async.Classifier:
@@ -141,10 +141,14 @@ class SyncClassifier(_Facade):
 
     def close(self) -> None:
         """Close the connection pool. Safe to call twice."""
-        background.untrack(id(self))
+        background.untrack(self)
         if not self._closed:
             self._closed = True
             background.run(self._target.aclose())
+
+    def _pool_closer(self) -> Coroutine[Any, Any, None]:
+        """The async close of the connection pool, for the background loop to run at exit."""
+        return self._target.aclose()
 
     def prepare(self, questions: Mapping[str, Any]) -> dict[str, Question]:
         """Normalise a question set and enforce the limits; nothing is sent."""

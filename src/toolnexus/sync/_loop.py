@@ -19,19 +19,26 @@ import contextlib
 import contextvars
 import os
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..errors import ConfigError
 
-__all__ = ["BackgroundLoop", "background"]
+__all__ = ["BackgroundLoop", "Closable", "background"]
 
 T = TypeVar("T")
 
 #: How long exit waits for open classifiers to close and the loop to stop: a far side that does
 #: not answer a close must not hold the process open.
 _EXIT_GRACE = 5.0
+
+
+class Closable(Protocol):
+    """What exit closes: a sync classifier, through the async close of its pool."""
+
+    def _pool_closer(self) -> Coroutine[Any, Any, None]: ...
 
 
 class BackgroundLoop:
@@ -41,9 +48,10 @@ class BackgroundLoop:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        #: closers of the classifiers still open, run at exit so a script that never closed
-        #: its classifier exits quietly (no "Unclosed client session")
-        self._open: dict[int, Callable[[], Coroutine[Any, Any, None]]] = {}
+        #: the classifiers still open, closed at exit so a script that never closed its
+        #: classifier exits quietly (no "Unclosed client session"); weak, so one dropped
+        #: without close() is not kept alive by this list
+        self._open: weakref.WeakSet[Closable] = weakref.WeakSet()
         #: callbacks handed over by calling threads, run in order by ``_drain`` on the loop
         self._inbox: deque[Callable[[], object]] = deque()
         self._inbox_lock = threading.Lock()
@@ -137,6 +145,10 @@ class BackgroundLoop:
 
                 self._hand_over(loop, abandon)
                 finished.acquire()
+            if tasks and tasks[0].done() and not tasks[0].cancelled():
+                # It finished anyway: the interruption wins, and asyncio must not log the
+                # result's exception as never retrieved.
+                tasks[0].exception()
             raise
         return tasks[0].result()
 
@@ -145,35 +157,39 @@ class BackgroundLoop:
         waiting would deadlock (a stream finalised by a collection that ran there)."""
         self._started().create_task(coro)
 
-    def track(self, key: int, closer: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    def track(self, closable: Closable) -> None:
         with self._lock:
-            self._open[key] = closer
+            self._open.add(closable)
 
-    def untrack(self, key: int) -> None:
+    def untrack(self, closable: Closable) -> None:
         with self._lock:
-            self._open.pop(key, None)
+            self._open.discard(closable)
 
     def shutdown(self) -> None:
         """At exit: close what is still open, stop the loop, join its thread, all bounded."""
         with self._lock:
-            loop, thread, closers = self._loop, self._thread, list(self._open.values())
+            loop, thread, closers = self._loop, self._thread, list(self._open)
             self._open.clear()
         if loop is None or thread is None or not thread.is_alive():
             return
 
         async def close_all() -> None:
-            await asyncio.gather(*(c() for c in closers), return_exceptions=True)
+            await asyncio.gather(*(c._pool_closer() for c in closers), return_exceptions=True)
 
         # A close that does not finish in time is abandoned: exit must not hang on it.
         with contextlib.suppress(concurrent.futures.TimeoutError):
             asyncio.run_coroutine_threadsafe(close_all(), loop).result(_EXIT_GRACE)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(_EXIT_GRACE)
+        with self._lock:
+            # A call after this (a close() from a late finaliser) starts a loop of its own, or
+            # fails to at interpreter shutdown: it never waits on the stopped one.
+            self._loop, self._thread = None, None
 
     def forget(self) -> None:
         """In a forked child: the parent's loop thread does not exist here; start afresh."""
         self._lock = threading.Lock()
-        self._loop, self._thread, self._open = None, None, {}
+        self._loop, self._thread, self._open = None, None, weakref.WeakSet()
         self._inbox, self._inbox_lock, self._drain_pending = deque(), threading.Lock(), False
 
 
