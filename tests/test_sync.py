@@ -474,8 +474,24 @@ def sigint_raises() -> Iterator[None]:
         signal.signal(signal.SIGINT, before)
 
 
+STATES_40 = [{"i": i} for i in range(40)]
+
+
 @pytest.mark.usefixtures("sigint_raises")
-def test_ctrl_c_cancels_every_in_flight_evaluation_before_raising() -> None:
+@pytest.mark.parametrize(
+    "call",
+    [
+        pytest.param(lambda j: j.evaluate_batch(STATES_40, Q, concurrency=4), id="evaluate_batch"),
+        pytest.param(lambda j: j.states(STATES_40).evaluate(concurrency=4, **Q), id="states"),
+        pytest.param(
+            lambda j: list(j.evaluate_stream(enumerate(STATES_40), Q, concurrency=4)),
+            id="evaluate_stream",
+        ),
+    ],
+)
+def test_ctrl_c_cancels_every_in_flight_evaluation_before_raising(
+    call: Callable[[Any], Any],
+) -> None:
     """issue 18: 'Ctrl-C in the calling thread cancels the in-flight requests and raises
     KeyboardInterrupt promptly (no orphaned requests)': by the time KeyboardInterrupt reaches
     the caller, every evaluation it started has been cancelled."""
@@ -498,7 +514,7 @@ def test_ctrl_c_cancels_every_in_flight_evaluation_before_raising() -> None:
 
     with toolnexus.sync.create_classifier(style="custom", evaluate=evaluate) as judge:
         with pytest.raises(KeyboardInterrupt):
-            judge.evaluate_batch([{"i": i} for i in range(40)], Q, concurrency=4)
+            call(judge)
         assert sorted(cancelled) == sorted(started) == [0, 1, 2, 3]
 
 
