@@ -312,11 +312,12 @@ def test_the_callers_contextvars_reach_evaluate_and_on_metric() -> None:
 
 
 def test_a_sync_call_from_its_own_background_thread_is_refused() -> None:
-    """A sync call inside a custom evaluate would wait on the loop it runs on: refused with a
-    ClassifierError that says to use the async API there, never a hang."""
+    """A sync call inside an async custom evaluate (which runs on the background loop) would
+    wait on the loop it runs on: refused with a ClassifierError that says to use the async API
+    there, never a hang."""
     inner = toolnexus.sync.create_classifier(style="custom", evaluate=stub())
 
-    def nested(state: Any, questions: dict[str, Any]) -> Decision:
+    async def nested(state: Any, questions: dict[str, Any]) -> Decision:
         return inner.evaluate(state, Q)
 
     with (
@@ -324,6 +325,19 @@ def test_a_sync_call_from_its_own_background_thread_is_refused() -> None:
         pytest.raises(ConfigError, match="use the async API there"),
     ):
         in_thread(lambda: outer.evaluate("s", Q))
+    inner.close()
+
+
+def test_a_sync_custom_evaluate_may_call_the_sync_api() -> None:
+    """A synchronous custom evaluate runs on the classifier's own thread pool, not on the
+    background loop, so a sync call inside it has a free loop to answer it."""
+    inner = toolnexus.sync.create_classifier(style="custom", evaluate=stub())
+
+    def nested(state: Any, questions: dict[str, Any]) -> Decision:
+        return inner.evaluate(state, Q)
+
+    with toolnexus.sync.create_classifier(style="custom", evaluate=nested) as outer:
+        assert in_thread(lambda: outer.evaluate("s", Q)) == inner.evaluate("s", Q)
     inner.close()
 
 
@@ -482,7 +496,7 @@ STATES_40 = [{"i": i} for i in range(40)]
     "call",
     [
         pytest.param(lambda j: j.evaluate_batch(STATES_40, Q, concurrency=4), id="evaluate_batch"),
-        pytest.param(lambda j: j.states(STATES_40).evaluate(concurrency=4, **Q), id="states"),
+        pytest.param(lambda j: j.states(STATES_40, concurrency=4).evaluate(**Q), id="states"),
         pytest.param(
             lambda j: list(j.evaluate_stream(enumerate(STATES_40), Q, concurrency=4)),
             id="evaluate_stream",

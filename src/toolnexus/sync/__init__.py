@@ -103,7 +103,7 @@ class SyncBoundStates(_Facade):
     def values(self) -> list[Any]:
         return self._target.values
 
-    evaluate = _blocking(BoundStates.evaluate)  # type: ignore[arg-type]  # as above
+    evaluate = _blocking(BoundStates.evaluate)
 
 
 class SyncClassifier(_Facade):
@@ -175,9 +175,12 @@ class SyncClassifier(_Facade):
         """Bind a state. A VALUE, not a session: nothing is sent until ``evaluate``."""
         return SyncBoundState(self._target.state(value))
 
-    def states(self, values: Iterable[Any]) -> SyncBoundStates:
-        """Bind a batch of states. See ``SyncBoundStates.evaluate``."""
-        return SyncBoundStates(self._target.states(values))
+    def states(
+        self, values: Iterable[Any], *, concurrency: int = DEFAULT_BATCH_CONCURRENCY
+    ) -> SyncBoundStates:
+        """Bind a batch of states and the batch options, as the async ``states`` does. See
+        ``SyncBoundStates.evaluate``."""
+        return SyncBoundStates(self._target.states(values, concurrency=concurrency))
 
 
 #: What ``_step`` returns at the end of the stream (``StopAsyncIteration`` cannot cross a task).
