@@ -45,6 +45,9 @@ class InputItem:
     #: (0 for a state file, whose id is its path). Duplicate ids are reported with it.
     source: int = 0
     line: int = 0
+    #: The record is an object without the ``--state-field``: when no record of the first
+    #: ``batch_run.STATE_FIELD_PROBE`` has it, the field is a typo and the run stops.
+    no_state_field: bool = False
 
     @property
     def key(self) -> str:
@@ -88,6 +91,11 @@ def checked(item_id: str | int, state: Any, where: str) -> InputItem:
     return InputItem(item_id, state=state)
 
 
+def _no_state_field(item_id: str | int, where: str, field_name: str) -> InputItem:
+    message = f"{where}: state field {field_name!r} missing"
+    return InputItem(item_id, error=(MALFORMED, message), no_state_field=True)
+
+
 def _with_image(
     item_id: str | int, value: dict[str, Any], where: str, spec: InputSpec, base: Path
 ) -> InputItem:
@@ -107,9 +115,7 @@ def _with_image(
     if spec.state_field is None:
         return InputItem(item_id, state={**value, field_name: image})
     if spec.state_field not in value:
-        return InputItem(
-            item_id, error=(MALFORMED, f"{where}: state field {spec.state_field!r} missing")
-        )
+        return _no_state_field(item_id, where, spec.state_field)
     if spec.state_field == field_name:
         return InputItem(item_id, state=image)
     item = checked(item_id, value[spec.state_field], where)
@@ -143,7 +149,5 @@ def from_object(
     if spec.state_field is None:
         return checked(item_id, value, where)
     if spec.state_field not in value:
-        return InputItem(
-            item_id, error=(MALFORMED, f"{where}: state field {spec.state_field!r} missing")
-        )
+        return _no_state_field(item_id, where, spec.state_field)
     return checked(item_id, value[spec.state_field], where)

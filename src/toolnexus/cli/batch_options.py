@@ -6,7 +6,7 @@ the parsed forms. Light on purpose: registering ``batch`` imports this module.""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -16,7 +16,7 @@ from .errors import CliError
 from .options import FailOnOpt, ThresholdsOpt
 from .render.formats import BatchFormat
 
-__all__ = ["BatchOptions", "parse_shard"]
+__all__ = ["BatchOptions", "parse_pack", "parse_shard"]
 
 
 @dataclass(frozen=True)
@@ -46,9 +46,22 @@ class BatchOptions:
     concurrency: Annotated[
         int, typer.Option("--concurrency", help="Requests in flight at most.")
     ] = DEFAULT_BATCH_CONCURRENCY
-    rate: Annotated[float | None, typer.Option("--rate", help="At most R requests per minute.")] = (
-        None
-    )
+    rate: Annotated[
+        float | None,
+        typer.Option(
+            "--rate",
+            help="At most R requests per minute, a hard cap (without it the run rides the "
+            "server's 429s).",
+        ),
+    ] = None
+    pack: Annotated[
+        str,
+        typer.Option(
+            "--pack",
+            help="N|auto: states per request (1 sends one request per state).",
+            metavar="N|auto",
+        ),
+    ] = "1"
     output: Annotated[
         str | None,
         typer.Option("--output", "-o", help="Write records to FILE (default stdout)."),
@@ -104,3 +117,18 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     if not sep or count < 1 or not 1 <= index <= count:
         raise CliError(f"--shard takes I/N with 1 <= I <= N (like 2/3), got {text!r}")
     return index, count
+
+
+def parse_pack(text: str) -> int | Literal["auto"]:
+    """``--pack N|auto``, checked as the library checks ``BatchOptions.pack``."""
+    from ..config import MAX_PACK
+
+    if text == "auto":
+        return "auto"
+    try:
+        size = int(text)
+    except ValueError:
+        size = 0
+    if not 1 <= size <= MAX_PACK:
+        raise CliError(f"--pack takes 1..{MAX_PACK} or auto, got {text!r}")
+    return size

@@ -202,6 +202,13 @@ class ReorderBuffer:
                 self._cond.notify_all()
             return ready
 
+    def flush(self) -> list[Any]:
+        """Every record still held, in order: a stopped run leaves gaps (states never sent)
+        that no record will fill."""
+        ready = [self._held[seq] for seq in sorted(self._held)]
+        self._held.clear()
+        return ready
+
 
 def fsync_dir(directory: str) -> None:
     """fsync a directory so a rename in it survives a crash (best effort)."""

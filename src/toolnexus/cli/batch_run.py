@@ -5,9 +5,18 @@ most ``--concurrency`` in flight, per-state results), and each record is written
 completes (``batch_output``). Records go to ``--output`` or stdout; progress, warnings and the
 one-line summary go to stderr.
 
-Exit codes, worst first: 3 when any state failed at the backend (``backend_*`` codes and
-``invalid_decision``); 2 for usage errors and for states the inputs or the options could not
-serve (``malformed_input``, ``duplicate_id``, ``invalid_state``, ``replay_miss``,
+Every request goes through the run's one scheduler (``batch.scheduler_for``: slow start, AIMD on
+429s, Retry-After for the whole run, ``--rate`` as a hard cap, fail fast), with the extra
+admission members ``run_batch(admission=...)`` is given (a spend budget) chained after it, and
+:class:`SentCounter`, which counts what the summary reports. A run that stops scheduling
+(``RunStopped``) lets what is in flight finish, writes every record it has, prints the stop's
+one line and exits 4 (``EXIT_FOR_STOP``); the states never sent have no record, so ``--resume``
+sends them. A ``--state-field`` that none of the first ``STATE_FIELD_PROBE`` records has is the
+same kind of stop.
+
+Exit codes, worst first: 4 when the run stopped scheduling; 3 when any state failed at the
+backend (``backend_*`` codes and ``invalid_decision``); 2 for usage errors and for states the
+inputs or the options could not serve (``malformed_input``, ``duplicate_id``, ``invalid_state``, ``replay_miss``,
 ``config_error``, ...); 1 when a ``--fail-on`` condition holds for any record; 0 otherwise.
 SIGINT exits 130 and SIGTERM 143, after fsyncing what was written.
 
@@ -23,31 +32,61 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import RunStopped
 from ..records import DecisionRecord, ErrorRecord, Record
 from .batch_ids import question_set_sha256
 from .batch_inputs import iter_inputs
 from .batch_items import InputItem, kind_of
 from .batch_output import OutputWriter, ReorderBuffer
-from .batch_safety import check_config, check_existing, lock_output, open_output
+from .batch_safety import check_config, check_existing, check_key, lock_output, open_output
 from .batch_select import select
 from .batch_values import BatchConfig, BatchSummary
 from .errors import CONDITION_FOR_CODE, failure_of, one_line
 
 if TYPE_CHECKING:
     from ..batch import StateResult
+    from ..decision import ClassifierUsage
     from ..errors import ClassifierError
     from ..questions import Question
+    from ..scheduler import Admission, Outcome, Ticket
     from .backend import Backend
     from .options import BackendSettings
 
-__all__ = ["BatchConfig", "BatchSummary", "error_code", "run_batch"]
+__all__ = [
+    "STATE_FIELD_PROBE",
+    "BatchConfig",
+    "BatchSummary",
+    "SentCounter",
+    "error_code",
+    "run_batch",
+]
 
 #: ``--ordered`` holds at most this many finished records per unit of concurrency.
 REORDER_WINDOW_PER_SLOT = 8
+#: A ``--state-field`` none of this many first records has is a typo: the run stops.
+STATE_FIELD_PROBE = 100
+
+
+class SentCounter:
+    """An admission member that only counts: the requests sent and the 429s among them."""
+
+    def __init__(self, summary: BatchSummary) -> None:
+        self.summary = summary
+
+    async def acquire(self, ticket: Ticket) -> None:
+        return None
+
+    async def release(self, ticket: Ticket, usage: ClassifierUsage, outcome: Outcome) -> None:
+        from ..scheduler import OutcomeKind
+
+        if outcome.kind is not OutcomeKind.NOT_SENT:
+            self.summary.requests += 1
+        if outcome.kind is OutcomeKind.RATE_LIMITED:
+            self.summary.throttled += 1
 
 
 def error_code(error: ClassifierError) -> str:
@@ -72,6 +111,7 @@ class _Run:
         progress: Any = None,
         *,
         threaded_input: bool = False,
+        admission: Sequence[Admission] = (),
     ) -> None:
         self.cfg = cfg
         self.backend = backend
@@ -86,6 +126,10 @@ class _Run:
         )
         self.keep_state = backend.settings.record is not None
         self.sha = question_set_sha256(questions)
+        self.admission = (*admission, SentCounter(summary))
+        #: records read so far without the ``--state-field``, and whether any had it
+        self.no_field = 0
+        self.field_seen = cfg.state_field is None
 
     async def _emit(self, seq: int, record: Record) -> None:
         if self.reorder is None:
@@ -110,22 +154,33 @@ class _Run:
         return next(self.items, None)
 
     async def _feed(self) -> AsyncIterator[tuple[tuple[int, str | int, Any], Any]]:
-        interval = 60.0 / self.cfg.rate if self.cfg.rate else 0.0
-        loop = asyncio.get_running_loop()
-        next_at = loop.time()
         while (item := await self._next_item()) is not None:
+            self._probe(item)
             seq = await self.reorder.admit() if self.reorder is not None else -1
             if item.error is not None:
                 code, message = item.error
                 self._count_error(code, item.id)
                 await self._emit(seq, ErrorRecord(item.id, code, message, self.sha))
                 continue
-            if interval:
-                now = loop.time()
-                if next_at > now:
-                    await asyncio.sleep(next_at - now)
-                next_at = max(now, next_at) + interval
             yield (seq, item.id, item.state if self.keep_state else None), item.state
+        self._probe(None)
+
+    def _probe(self, item: InputItem | None) -> None:
+        """Stop the run when the first ``STATE_FIELD_PROBE`` records (or all of them, when
+        there are fewer: ``item`` None is the end) lack the ``--state-field``."""
+        if self.field_seen:
+            return
+        if item is not None and not item.no_state_field:
+            self.field_seen = item.error is None or item.error[0] != "malformed_input"
+            return
+        self.no_field += item is not None
+        if self.no_field and (item is None or self.no_field >= STATE_FIELD_PROBE):
+            raise RunStopped(
+                f"classifier: --state-field {self.cfg.state_field!r}: none of the first "
+                f"{self.no_field} input records has that field; check its spelling "
+                "(nothing was sent)",
+                "input",
+            )
 
     def _record(self, item_id: str | int, result: StateResult, state: Any) -> Record:
         from ..errors import StaticMiss
@@ -172,12 +227,26 @@ class _Run:
         return record
 
     async def run(self) -> None:
+        from ..config import BatchOptions
+
+        options = BatchOptions(
+            concurrency=self.cfg.concurrency,
+            rate=self.cfg.rate,
+            pack=self.cfg.pack_size,
+            admission=self.admission,
+        )
         stream = self.backend.classifier.evaluate_stream(
-            self._feed(), self.questions, concurrency=self.cfg.concurrency
+            self._feed(), self.questions, options=options
         )
         async with self.backend.classifier:
-            async for (seq, item_id, state), result in stream:
-                await self._emit(seq, self._record(item_id, result, state))
+            try:
+                async for (seq, item_id, state), result in stream:
+                    await self._emit(seq, self._record(item_id, result, state))
+            except RunStopped as stop:
+                self.summary.stopped, self.summary.stop_kind = stop.message, stop.kind
+                if self.reorder is not None:
+                    for record in self.reorder.flush():
+                        self.writer.write(record)
 
 
 class _Progress:
@@ -264,14 +333,20 @@ def run_batch(
     *,
     cache: Any = None,
     show_progress: bool | None = None,
+    admission: Sequence[Admission] = (),
 ) -> BatchSummary:
-    """Run the batch and return its summary (the caller prints it and exits with its code)."""
+    """Run the batch and return its summary (the caller prints it and exits with its code).
+
+    ``admission``: extra admission members for the run's scheduler (``--max-cost``'s budget),
+    chained after its limiter and fail fast; a ``RunStopped`` they raise stops the run as fail
+    fast does (``summary.stop_kind`` is its kind)."""
     from .backend import build_backend, warn_to_stderr
     from .batch_output import csv_columns
     from .questionfile import load_question_set
     from .render.records import sample_record
 
     check_config(cfg, questions_path)
+    check_key(settings)
     file_model, questions = load_question_set(questions_path)
     backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr, cache=cache)
     sha = question_set_sha256(questions)
@@ -282,7 +357,7 @@ def run_batch(
     lock = lock_output(cfg.output) if cfg.output is not None else None
     try:
         check_existing(cfg)
-        return _run_locked(cfg, backend, questions, columns, show_progress)
+        return _run_locked(cfg, backend, questions, columns, show_progress, admission)
     finally:
         if lock is not None:
             os.close(lock)
@@ -294,19 +369,28 @@ def _run_locked(
     questions: Mapping[str, Question],
     columns: list[str],
     show_progress: bool | None,
+    admission: Sequence[Admission],
 ) -> BatchSummary:
     """The run once ``--output`` (if any) is locked."""
     from .batch_resume import compact
 
     writer, prior = open_output(cfg, columns, question_set_sha256(questions))
-    summary = BatchSummary()
+    summary = BatchSummary(pack=cfg.pack_size)
     retried: set[str] = set()
     items = select(iter_inputs(cfg.inputs, cfg.spec, note=_once()), cfg, prior, summary, retried)
     if show_progress is None:
         show_progress = _bar_fits(cfg.output)
     progress = _Progress(_count_lines(cfg.inputs)) if show_progress else None
     run = _Run(
-        cfg, backend, questions, writer, items, summary, progress, threaded_input="-" in cfg.inputs
+        cfg,
+        backend,
+        questions,
+        writer,
+        items,
+        summary,
+        progress,
+        threaded_input="-" in cfg.inputs,
+        admission=admission,
     )
     started = time.perf_counter()
 

@@ -8,6 +8,7 @@ import os
 import stat
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .batch_items import kind_of
 from .batch_output import OutputWriter
@@ -15,7 +16,10 @@ from .batch_resume import PriorMismatch, PriorOutput, read_prior
 from .batch_values import BatchConfig
 from .errors import CliError
 
-__all__ = ["check_config", "check_existing", "lock_output", "open_output"]
+if TYPE_CHECKING:
+    from .options import BackendSettings
+
+__all__ = ["check_config", "check_existing", "check_key", "lock_output", "open_output"]
 
 
 def lock_output(path: str) -> int:
@@ -149,3 +153,23 @@ def check_config(cfg: BatchConfig, questions_path: Path) -> None:
         if kind_of(arg) == "missing":
             raise CliError(f"{arg}: no such input file or directory")
     _check_output(cfg, questions_path)
+
+
+def check_key(settings: BackendSettings) -> None:
+    """A batch to a backend's own endpoint with its key's variable unset is refused before the
+    first request (issue 19: unrefused, a missing key wrote one 401 record per state). A
+    ``--base-url`` (or ``$TYPESAFE_BASE_URL``) may be a server that takes no key, or carry its
+    credentials as ``user:pass@``: it is sent to, and fail fast stops a run it refuses."""
+    if settings.style != "systemone" or settings.base_url is not None:
+        return
+    from ..backends import BACKENDS, resolve_backend
+
+    name = settings.backend or "typesafe"
+    resolved = resolve_backend(name, api_key_env=settings.api_key_env)
+    row = next(b for b in BACKENDS if b.name == name)
+    if resolved.base_url != row.base_url or os.environ.get(resolved.api_key_env):
+        return
+    raise CliError(
+        f"${resolved.api_key_env} is not set: export the API key for {resolved.base_url} in it "
+        "(or name the variable that holds it with --api-key-env); nothing was sent"
+    )

@@ -7,11 +7,20 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ..printable import printable
 from .batch_items import InputSpec
-from .batch_options import BatchOptions, parse_shard
-from .errors import EXIT_BACKEND, EXIT_CONDITION, EXIT_FOR_CODE, EXIT_OK, EXIT_USAGE
+from .batch_options import BatchOptions, parse_pack, parse_shard
+from .errors import (
+    EXIT_BACKEND,
+    EXIT_CONDITION,
+    EXIT_FOR_CODE,
+    EXIT_FOR_STOP,
+    EXIT_OK,
+    EXIT_STOPPED,
+    EXIT_USAGE,
+)
 
 __all__ = ["FIRST_IDS", "BatchConfig", "BatchSummary"]
 
@@ -33,6 +42,8 @@ class BatchConfig(BatchOptions):
     conditions: tuple[str, ...] = field(init=False)
     #: ``--thresholds``' cut-points (the names given; the rest keep their defaults)
     cut_points: Mapping[str, float] = field(init=False)
+    #: ``--pack`` as ``BatchOptions.pack`` takes it
+    pack_size: int | Literal["auto"] = field(init=False)
 
     def __post_init__(self) -> None:
         from .options import parse_fail_on, parse_thresholds
@@ -42,6 +53,7 @@ class BatchConfig(BatchOptions):
         object.__setattr__(self, "shard_range", parse_shard(self.shard))
         object.__setattr__(self, "conditions", parse_fail_on(self.fail_on))
         object.__setattr__(self, "cut_points", parse_thresholds(self.thresholds))
+        object.__setattr__(self, "pack_size", parse_pack(self.pack))
 
 
 @dataclass
@@ -70,6 +82,14 @@ class BatchSummary:
     interrupted: str | None = None
     #: ``--overwrite`` did not replace the old output (the run did not finish)
     kept_old_output: bool = False
+    #: the run stopped scheduling: the one line saying why, and ``RunStopped.kind``
+    stopped: str | None = None
+    stop_kind: str | None = None
+    #: requests sent (re-sends after a 429 included) and the 429s among them; ``pack`` is
+    #: ``--pack`` (the line shows the requests beside the states when it is not 1)
+    requests: int = 0
+    throttled: int = 0
+    pack: int | str = 1
 
     def met(self, condition: str, item_id: str | int) -> None:
         """Note that the record of ``item_id`` meets the ``--fail-on`` ``condition``."""
@@ -94,8 +114,11 @@ class BatchSummary:
         return sum(self.codes.values())
 
     def exit_code(self) -> int:
-        """The worst outcome: a backend failure (3) over an input failure (2) over a
-        ``--fail-on`` condition (1); each record code's exit code is ``failure_of``'s."""
+        """The worst outcome: a stopped run (4, or its stop kind's code) over a backend
+        failure (3) over an input failure (2) over a ``--fail-on`` condition (1); each record
+        code's exit code is ``failure_of``'s."""
+        if self.stop_kind is not None:
+            return EXIT_FOR_STOP.get(self.stop_kind, EXIT_STOPPED)
         exits = {EXIT_FOR_CODE.get(c, EXIT_USAGE) for c in self.codes}
         for worst in (EXIT_BACKEND, EXIT_USAGE):
             if worst in exits:
@@ -111,6 +134,11 @@ class BatchSummary:
             f"{self.failed} failed" + (f" ({codes})" if codes else ""),
             f"{self.cached} cached",
         ]
+        if self.pack != 1:
+            per = (self.ok - self.cached) / self.requests if self.requests else 0.0
+            parts.append(f"{self.requests} requests ({per:.2f} states per request)")
+        if self.throttled:
+            parts.append(f"{self.throttled} answered 429 and were sent again")
         if self.skipped:
             parts.append(f"{self.skipped} skipped (already in the output)")
         if self.other_shards:
@@ -124,5 +152,8 @@ class BatchSummary:
             f"cost {cost}",
             f"{self.wall:.2f} s",
         ]
-        head = f"batch interrupted by {self.interrupted}: " if self.interrupted else "batch: "
+        if self.interrupted:
+            head = f"batch interrupted by {self.interrupted}: "
+        else:
+            head = "batch stopped: " if self.stopped else "batch: "
         return head + ", ".join(parts)

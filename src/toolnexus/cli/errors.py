@@ -5,7 +5,8 @@ can raise ``CliError`` without importing ``app.py``, which imports the command m
 register them. The README's exit-code table lists these codes:
 
   0 ok; 1 a ``--fail-on`` condition met (check-criteria: findings); 2 usage or input error;
-  3 backend failure; 130 interrupted (SIGINT); 143 terminated (SIGTERM).
+  3 backend failure; 4 a batch stopped scheduling (a failure every request would repeat, or a
+  ``--state-field`` no record has); 130 interrupted (SIGINT); 143 terminated (SIGTERM).
 
 :func:`failure_of` is the ONE place an exception becomes a CLI outcome: the exit code the
 boundary gives it (``eval``, ``canonical``, every command) AND the ``error.code`` of the record
@@ -27,6 +28,8 @@ EXIT_OK = 0
 EXIT_CONDITION = 1
 EXIT_USAGE = 2
 EXIT_BACKEND = 3
+#: A batch stopped scheduling (``RunStopped``): ranks above 3, the run did not finish its input.
+EXIT_STOPPED = 4
 #: 128 + SIGINT, what a shell reports for Ctrl-C.
 EXIT_INTERRUPTED = 130
 #: 128 + SIGTERM, what a shell reports for a process stopped by ``kill``.
@@ -34,7 +37,8 @@ EXIT_TERMINATED = 143
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 a --fail-on condition met (check-criteria: findings); "
-    "2 usage or input error; 3 backend failure; 130 interrupted; 143 terminated."
+    "2 usage or input error; 3 backend failure; 4 batch stopped (a failure every request "
+    "would repeat); 130 interrupted; 143 terminated."
 )
 
 
@@ -98,6 +102,7 @@ FAILURES: tuple[tuple[type[BaseException], Failure], ...] = (
     (lib.QuestionError, Failure("invalid_question", EXIT_USAGE)),
     (lib.HookError, Failure("hook_error", EXIT_USAGE)),
     (lib.CacheError, Failure("cache_error", EXIT_USAGE)),
+    (lib.RunStopped, Failure("run_stopped", EXIT_STOPPED)),
     (lib.ClassifierError, Failure("classifier_error", EXIT_USAGE)),
 )
 
@@ -111,6 +116,10 @@ DUPLICATE_ID = Failure("duplicate_id", EXIT_USAGE)
 EXIT_FOR_CODE: dict[str, int] = {
     f.code: f.exit_code for f in (*(f for _, f in FAILURES), MALFORMED_INPUT, DUPLICATE_ID)
 }
+
+#: ``RunStopped.kind`` -> the exit code of a batch that stopped for it (a spend cap's code is
+#: issue 23's to add); a kind not listed exits ``EXIT_STOPPED``.
+EXIT_FOR_STOP: dict[str, int] = {"systematic": EXIT_STOPPED, "input": EXIT_STOPPED}
 
 #: Record code -> the ``--fail-on`` condition it meets.
 CONDITION_FOR_CODE: dict[str, str] = {

@@ -229,6 +229,7 @@ def http_status_error(
     api_key_env: str,
     key_is_set: bool,
     attempts: int,
+    retry_after_ms: str | None = None,
 ) -> HTTPStatusError:
     """The error for a non-2xx answer: its message is safe to show anywhere."""
     suffix = f" (request id {request_id})" if request_id else ""
@@ -244,6 +245,7 @@ def http_status_error(
             body="",
             retry_after=retry_after,
             attempts=attempts,
+            retry_after_ms=retry_after_ms,
         )
     body = redact(content.decode("utf-8", errors="replace"), secrets)
     message = server_message(body) or _reason(status)
@@ -255,6 +257,7 @@ def http_status_error(
         body=body,
         retry_after=retry_after,
         attempts=attempts,
+        retry_after_ms=retry_after_ms,
     )
 
 
