@@ -16,8 +16,9 @@ same kind of stop.
 
 Exit codes, worst first: 4 when the run stopped scheduling; 3 when any state failed at the
 backend (``backend_*`` codes and ``invalid_decision``); 2 for usage errors and for states the
-inputs or the options could not serve (``malformed_input``, ``duplicate_id``, ``invalid_state``, ``replay_miss``,
-``config_error``, ...); 1 when a ``--fail-on`` condition holds for any record; 0 otherwise.
+inputs or the options could not serve (``malformed_input``, ``duplicate_id``,
+``invalid_state``, ``replay_miss``, ``config_error``, ...); 1 when a ``--fail-on`` condition
+holds for any record; 0 otherwise.
 SIGINT exits 130 and SIGTERM 143, after fsyncing what was written.
 
 Error record codes and their exit codes come from ``cli/errors.py``'s ``failure_of`` (one table
