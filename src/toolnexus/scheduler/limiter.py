@@ -18,8 +18,9 @@ waits on it with an injectable :class:`Clock`.
   cut can cut or pause again: a burst of 429s from one window of requests is one signal, not
   many (each later reply's whole-second ``Retry-After`` would otherwise push the pause on by
   its own arrival time, idling the run past the moment the server has tokens again).
-- **``rate``** requests per second (and ``token_rate`` estimated input tokens per second, the
-  account's other published limit) are hard caps, as token buckets whose burst is one second.
+- **``rate``** requests per second is a hard cap that spaces requests evenly (a bucket of one);
+  ``token_rate`` estimated input tokens per second (the account's other published limit) is a
+  token bucket whose burst is one second.
 """
 
 from __future__ import annotations
@@ -192,7 +193,9 @@ class RunLimiter:
         self.window = Window(
             max_concurrency,
             slow_start=slow_start,
-            rate=TokenBucket(rate) if rate is not None else None,
+            # ``--rate`` spaces requests evenly, as it did before the scheduler: a cap the user
+            # sets is a promise about every interval, so no one-second burst on top of it.
+            rate=TokenBucket(rate, burst=1.0) if rate is not None else None,
             token_rate=TokenBucket(token_rate) if token_rate is not None else None,
         )
         self.clock: Clock = clock or MonotonicClock()

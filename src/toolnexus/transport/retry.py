@@ -380,6 +380,7 @@ class SystemOneTransport:
                     key_is_set=bool(os.environ.get(self.api_key_env)),
                     attempts=attempt + 1,
                     retry_after_ms=_header(resp_headers, "retry-after-ms", secrets),
+                    url_credentials=bool(userinfo(self._base_url)),
                 )
                 info = ErrorInfo(
                     attempt=attempt,
