@@ -131,20 +131,30 @@ class _Run:
         #: records read so far without the ``--state-field``, and whether any had it
         self.no_field = 0
         self.field_seen = cfg.state_field is None
+        self.key_checked = False
 
     async def _emit(self, seq: int, record: Record) -> None:
         if self.reorder is None:
-            self.writer.write(record)
+            self._write(record)
             return
         for ready in await self.reorder.done(seq, record):
-            self.writer.write(ready)
+            self._write(ready)
+
+    def _write(self, record: Record) -> None:
+        """Write ``record`` and note the ``--fail-on`` conditions it meets, in the order the
+        records are written (with ``--ordered``, input order: the first ids named are those)."""
+        self.writer.write(record)
+        if isinstance(record, ErrorRecord):
+            met = [CONDITION_FOR_CODE.get(record.code)]
+        else:
+            met = [c for c in self.cfg.conditions if c in record.flags]
+        for condition in met:
+            if condition is not None and condition in self.cfg.conditions:
+                self.summary.met(condition, record.id)
 
     def _count_error(self, code: str, item_id: str | int) -> None:
         self.summary.states += 1
         self.summary.codes[code] += 1
-        condition = CONDITION_FOR_CODE.get(code)
-        if condition is not None and condition in self.cfg.conditions:
-            self.summary.met(condition, item_id)
         if self.progress is not None:
             self.progress.update(self.summary)
 
@@ -163,19 +173,22 @@ class _Run:
                 self._count_error(code, item.id)
                 await self._emit(seq, ErrorRecord(item.id, code, message, self.sha))
                 continue
+            if not self.key_checked:
+                # Before the first request, not before the inputs' own errors are written.
+                check_key(self.backend.settings)
+                self.key_checked = True
             yield (seq, item.id, item.state if self.keep_state else None), item.state
-        self._probe(None)
 
-    def _probe(self, item: InputItem | None) -> None:
-        """Stop the run when the first ``STATE_FIELD_PROBE`` records (or all of them, when
-        there are fewer: ``item`` None is the end) lack the ``--state-field``."""
+    def _probe(self, item: InputItem) -> None:
+        """Stop the run when the first ``STATE_FIELD_PROBE`` records lack the
+        ``--state-field`` (a shorter input keeps its ``malformed_input`` records)."""
         if self.field_seen:
             return
-        if item is not None and not item.no_state_field:
+        if not item.no_state_field:
             self.field_seen = item.error is None or item.error[0] != "malformed_input"
             return
-        self.no_field += item is not None
-        if self.no_field and (item is None or self.no_field >= STATE_FIELD_PROBE):
+        self.no_field += 1
+        if self.no_field >= STATE_FIELD_PROBE:
             raise RunStopped(
                 f"classifier: --state-field {self.cfg.state_field!r}: none of the first "
                 f"{self.no_field} input records has that field; check its spelling "
@@ -220,9 +233,6 @@ class _Run:
             s.output_tokens += decision.usage.output_tokens
             if decision.usage.cost is not None and math.isfinite(decision.usage.cost):
                 s.cost = (s.cost or 0.0) + decision.usage.cost
-        for condition in self.cfg.conditions:
-            if condition in record.flags:
-                s.met(condition, item_id)
         if self.progress is not None:
             self.progress.update(s)
         return record
@@ -247,7 +257,7 @@ class _Run:
                 self.summary.stopped, self.summary.stop_kind = stop.message, stop.kind
                 if self.reorder is not None:
                     for record in self.reorder.flush():
-                        self.writer.write(record)
+                        self._write(record)
 
 
 class _Progress:
@@ -347,7 +357,6 @@ def run_batch(
     from .render.records import sample_record
 
     check_config(cfg, questions_path)
-    check_key(settings)
     file_model, questions = load_question_set(questions_path)
     backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr, cache=cache)
     sha = question_set_sha256(questions)
