@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from .batch_options import BatchOptions
-from .errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, CliError
+from .errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, CliError, one_line
 from .options import BackendSettings, backend_options, options_from
 
 
@@ -48,7 +48,8 @@ def batch_command(
     record there is an error (with --resume too: also the missing ones). The last record of an
     id wins, and a finished run rewrites --output atomically to one record per id.
 
-    Exit codes: 0 ok; 1 a --fail-on condition met; 2 usage or input error; 3 backend failure.
+    Exit codes: 0 ok; 1 a --fail-on condition met; 2 usage or input error; 3 backend failure;
+    4 the run stopped scheduling (a failure every request would repeat, like a wrong key).
     """
     from .batch_run import BatchConfig, run_batch
 
@@ -67,6 +68,8 @@ def batch_command(
     finally:
         if cache is not None:
             cache.close()
+    if summary.stopped is not None:
+        sys.stderr.write(f"toolnexus: {one_line(summary.stopped)}\n")
     sys.stderr.write(f"toolnexus: {summary.line()}\n")
     if summary.interrupted is not None:
         sys.stderr.write(f"toolnexus: {_resume_hint(cfg.output, summary.kept_old_output)}\n")
