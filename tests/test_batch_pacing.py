@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from clirun import run_cli
 from serving import ThreadedServer
-
 from toolnexus.cli.batch_run import STATE_FIELD_PROBE
 from toolnexus.cli.errors import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
 from toolnexus.serve import ServeOptions
@@ -150,8 +150,9 @@ def test_kill_9_mid_backoff_then_resume_writes_every_id_once(qfile: Path, tmp_pa
     script, release = _throttle_after(20)
     src, out = _input(tmp_path, 60), tmp_path / "out.jsonl"
     with ThreadedServer(ServeOptions(synthetic=True, script=script)) as server:
+        url = server.url + "/v1"
         args = [sys.executable, "-m", "toolnexus", "batch", str(qfile), str(src), "--id-field",
-                "id", "--state-field", "text", "-o", str(out), "--base-url", server.url + "/v1"]  # fmt: skip
+                "id", "--state-field", "text", "-o", str(out), "--base-url", url]  # fmt: skip
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 60

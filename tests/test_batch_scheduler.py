@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from serving import run_with
 
+from serving import run_with
 from toolnexus import BatchOptions, ClassifierUsage, HTTPStatusError, RunStopped, create_classifier
 from toolnexus.classifier import Classifier
 from toolnexus.config import ErrorInfo, Verdict
