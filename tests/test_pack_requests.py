@@ -324,6 +324,10 @@ def test_an_invalid_reask_is_what_an_invalid_decision_is_at_pack_1(
         assert got.validate(create_classifier().prepare(QUESTIONS)) is not None
 
 
+def _as_pack(body: Any) -> Any:
+    return body if isinstance(body["state"], dict) else {"state": {}}
+
+
 @pytest.mark.parametrize(
     "reply",
     [
@@ -334,10 +338,6 @@ def test_an_invalid_reask_is_what_an_invalid_decision_is_at_pack_1(
         ),
     ],
 )
-def _as_pack(body: Any) -> Any:
-    return body if isinstance(body["state"], dict) else {"state": {}}
-
-
 def test_a_413_or_a_context_error_splits_the_pack(server: Served, reply: ScriptedReply) -> None:
     """Issue 20 item 6: "a 413 or a context-length error splits the pack and retries"."""
 
