@@ -285,6 +285,7 @@ def test_pack_states_prints_the_packed_request(tmp_path: Path) -> None:
     ran = run_cli("canonical", q, "--pack-states", states)
     assert ran.code == 0, ran.stderr
     assert ran.stdout == PACKED_README
+    assert PACKED_README.decode() in (REPO / "README.md").read_text(encoding="utf-8")
     digest = run_cli("canonical", "--sha256", q, "--pack-states", states)
     assert digest.out == hashlib.sha256(PACKED_README).hexdigest() + "\n"
 
