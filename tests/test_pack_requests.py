@@ -529,3 +529,36 @@ def test_the_planned_estimate_is_the_request_sent(server: Served) -> None:
     expected = json.loads(packed_body(MODEL, packed, _wire(qs, len(STATES))))
     assert server.bodies[-1] == expected
     assert canonical_json(server.bodies[-1]) == packed_body(MODEL, packed, _wire(qs, len(STATES)))
+
+
+def test_a_body_that_is_no_packed_answer_reasks_every_state_alone(server: Served) -> None:
+    """One bad response never loses a state: when no state has an answer, each is asked
+    again, once, alone."""
+
+    def broken(request: ScriptedRequest) -> ScriptedReply | None:
+        if isinstance(_request_json(request)["state"], dict):
+            answer = {"model": "jev-1.14.0", "answers": [], "usage": {"input_tokens": 7}}
+            return ScriptedReply(200, json.dumps(answer).encode())
+        return None
+
+    server.script = broken
+    results, requests = _run(server.url, ["a", "b"], QUESTIONS, [2])
+    assert [b["state"] for b in server.bodies] == [{STATES_KEY: ["a", "b"]}, "a", "b"]
+    assert all(isinstance(d, Decision) and d.reasked and d.packed == 1 for d in results)
+    assert [r.packed for r in requests] == [True, False, False]
+    assert (
+        _total([d.usage for d in results])
+        == server.charged()
+        == _total([r.usage for r in requests])
+    )
+
+
+def test_each_packed_state_reports_its_own_metric_event(server: Served) -> None:
+    """One classifier.evaluate event per state, as at pack 1, saying how it was asked."""
+    events: list[dict[str, Any]] = []
+    _run(server.url, ["a", "b", "c"], QUESTIONS, [3], on_metric=events.append)
+    evaluated = [e for e in events if e["event"] == "classifier.evaluate"]
+    assert [(e["packed"], e["calibrated"], e["status"]) for e in evaluated] == [
+        (3, False, "ok")
+    ] * 3
+    assert sum(e["input_tokens"] for e in evaluated) == server.charged().input_tokens

@@ -297,7 +297,6 @@ class _Pack:
         weights = state_weights([p.state for p in parts], self.qs)
         try:
             body, total = await self._admitted(estimate, send)
-            per_state = unpack_decisions(body, self.qs, weights)
         except ClassifierError as e:
             self.requests.append(
                 RequestFacts(tuple(indices), estimate, sent=_sent(e), packed=True, error=e)
@@ -311,8 +310,17 @@ class _Pack:
                 for i in indices:
                     self.results[i] = e
             return
-        self.requests.append(RequestFacts(tuple(indices), estimate, total, packed=True))
         shares = split_usage(total, weights)
+        try:
+            per_state = unpack_decisions(body, self.qs, weights)
+        except DecisionError as e:
+            # Not a packed answer at all, but charged: each state is asked alone, once, and
+            # pays its share of this request too.
+            self.requests.append(RequestFacts(tuple(indices), estimate, total, True, True, e))
+            for i, share in zip(indices, shares, strict=True):
+                await self.alone(i, share)
+            return
+        self.requests.append(RequestFacts(tuple(indices), estimate, total, packed=True))
         for i, got, share in zip(indices, per_state, shares, strict=True):
             if isinstance(got, Decision) and validate_decision(self.qs, got) is None:
                 decision = dataclasses.replace(got, packed=len(indices))
