@@ -40,12 +40,11 @@ from decimal import Decimal
 from typing import Any, Protocol, TypeVar
 
 from .assets import LiftedState
-from .canonical import canonical_json, decision_cache_key
+from .canonical import canonical_json
 from .decision import ClassifierUsage, Decision, parse_decision
 from .errors import ClassifierError, DecisionError, HTTPStatusError, ImageError, TransportError
-from .jsonlimits import loads
+from .packcache import cached, store
 from .packing import (
-    PACKED_CACHE_KIND,
     pack_lifted,
     pack_questions,
     split_usage,
@@ -256,7 +255,7 @@ class _Pack:
             except ClassifierError as e:
                 self.results[i] = e  # as at pack 1: refused before any request
                 continue
-            hit = self._cached(style, i)
+            hit = cached(style, self.lifted[i], self.qs)
             if hit is not None:
                 self.results[i] = hit
             else:
@@ -325,7 +324,7 @@ class _Pack:
             if isinstance(got, Decision) and validate_decision(self.qs, got) is None:
                 decision = dataclasses.replace(got, packed=len(indices))
                 self.results[i] = decision
-                self._store(style, i, decision)
+                store(style, self.lifted[i], self.qs, decision)
                 self._emit(decision, len(indices))
             else:
                 await self.alone(i, share)
@@ -334,47 +333,6 @@ class _Pack:
         middle = len(indices) // 2
         await self._send(style, indices[:middle])
         await self._send(style, indices[middle:])
-
-    # --- cache ------------------------------------------------------------------------------
-
-    def _key(self, style: SystemOneStyle, served: str, index: int) -> str:
-        lifted = self.lifted[index]
-        return decision_cache_key(
-            style.endpoint,
-            served,
-            lifted.state,
-            self.qs,
-            lifted.key_assets(),
-            kind=PACKED_CACHE_KIND,
-        )
-
-    # The style's cache helpers are private to it; this module is its one other user, and
-    # goes through them so a cache failure is the same CacheError as at pack 1.
-    def _cached(self, style: SystemOneStyle, index: int) -> Decision | None:
-        if style._cache is None:
-            return None
-        served = style._cache_get(style._model_key)
-        if not served:
-            return None
-        text = style._cache_get(self._key(style, served, index))
-        if text is None:
-            return None
-        try:
-            obj = loads(text)
-            decision = parse_decision(obj, self.qs)
-        except (DecisionError, ValueError):
-            return None  # a damaged entry is a miss; the live answer overwrites it
-        packed = obj.get("packed")
-        size = packed if isinstance(packed, int) and not isinstance(packed, bool) else 1
-        return dataclasses.replace(decision, cached=True, packed=size)
-
-    def _store(self, style: SystemOneStyle, index: int, decision: Decision) -> None:
-        if style._cache is None:
-            return
-        style._cache_set(style._model_key, decision.model)
-        entry = {**decision.to_wire(), "packed": decision.packed}
-        key = self._key(style, decision.model, index)
-        style._cache_set(key, canonical_json(entry).decode("utf-8"))
 
     # --- metrics ----------------------------------------------------------------------------
 
