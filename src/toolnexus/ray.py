@@ -23,10 +23,11 @@ What it promises, and how:
   it does not compute, and a whole CPU per actor deadlocks a small cluster (the pool's actors
   and the tasks feeding them wait on each other: ``../shared/reference/engines.md``).
 - **One row's failure is an error row**, never a failed job (``arrow.evaluate_rows``).
-- **A worker that dies**: Ray restarts the actor and re-runs the block it held (Ray Data's
-  actor pool defaults: ``max_restarts=-1``, ``max_task_retries=-1``). What is re-paid is the rows
-  of THAT block already evaluated when it died (a block's rows are returned together, so none
-  of them reached the output); other blocks are untouched. Smaller blocks re-pay less.
+- **A worker that dies**: Ray restarts the actor and re-runs the blocks it held (Ray Data's
+  actor pool defaults: ``max_restarts=-1``, ``max_task_retries=-1``; an async actor runs a few
+  blocks at once). What is re-paid is the rows of THOSE blocks already evaluated when it died
+  (a block's rows are returned together, so none of them had reached the output); finished
+  blocks and the other workers' blocks are untouched. Smaller blocks re-pay less.
 - **Re-runs skip what is decided**: ``previous=`` (the Parquet output of an earlier run, a file
   or a directory) is read on the driver for the ids it decided (no error); those rows are
   dropped before scheduling (an anti-join on ``id_column``), so a re-run after a crash pays only
@@ -104,7 +105,7 @@ def check_travel(options: Mapping[str, Any]) -> None:
         if fn is None:
             continue
         try:
-            cloudpickle.dumps(fn)
+            cloudpickle.dumps(fn)  # type: ignore[no-untyped-call]  # ray ships it untyped
         except Exception as e:
             raise _refuse(
                 name,
@@ -204,9 +205,7 @@ def decided_ids(previous: str | os.PathLike[str]) -> pa.Array:
     import pyarrow.dataset as pds
 
     try:
-        table = pds.dataset(os.fspath(previous), format="parquet").to_table(
-            columns=["id", "error"]
-        )
+        table = pds.dataset(os.fspath(previous), format="parquet").to_table(columns=["id", "error"])
     except (OSError, pa.ArrowInvalid) as e:
         raise ConfigError(
             f"classifier: evaluate_dataset: previous={os.fspath(previous)!r} is not a readable "
