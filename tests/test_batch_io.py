@@ -19,17 +19,13 @@ from typing import Any
 import pytest
 
 from toolnexus.cli.batch_inputs import InputItem, InputSpec, iter_inputs, read_jsonl
-from toolnexus.cli.batch_output import (
-    OutputWriter,
-    ReorderBuffer,
-    compact,
-    encode_line,
-    error_record,
-    flatten,
-    read_prior,
-)
-from toolnexus.cli.batch_run import parse_shard, shard_of
+from toolnexus.cli.batch_options import parse_shard
+from toolnexus.cli.batch_output import OutputWriter, ReorderBuffer, encode_line
+from toolnexus.cli.batch_resume import compact, read_prior
+from toolnexus.cli.batch_select import shard_of
 from toolnexus.cli.errors import CliError
+from toolnexus.records import DecisionRecord, ErrorRecord
+from toolnexus.records.codec import flatten
 
 
 def _jsonl(text: str, spec: InputSpec) -> list[InputItem]:
@@ -178,7 +174,10 @@ def test_directory_and_glob(tmp_path: Path) -> None:
     (d / "sub" / "d.json").write_text("42", encoding="utf-8")
     (d / "sub" / "e.json").write_text("{oops", encoding="utf-8")
     (d / ".hidden.txt").write_text("skip me", encoding="utf-8")
-    items = list(iter_inputs([str(d)], InputSpec()))
+    # Issue 17 §9: subfolders only when asked (--recursive).
+    top = list(iter_inputs([str(d)], InputSpec()))
+    assert [Path(str(i.id)).name for i in top] == ["a.json", "b.txt"]
+    items = list(iter_inputs([str(d)], InputSpec(recursive=True)))
     assert [Path(str(i.id)).name for i in items] == [
         "a.json",
         "b.txt",
@@ -223,8 +222,8 @@ def test_bad_shard_is_a_usage_error(text: str) -> None:
 # --- output ------------------------------------------------------------------------------
 
 
-def _ok(i: str) -> dict[str, Any]:
-    return {"id": i, "model": "m", "answers": {"q": {"type": "noul", "noul": 0.5, "flags": []}}}
+def _ok(i: str) -> DecisionRecord:
+    return DecisionRecord(i, model="m", answers={"q": {"type": "noul", "noul": 0.5, "flags": []}})
 
 
 COLUMNS = [
@@ -245,7 +244,7 @@ def test_resume_reads_ids_and_drops_a_cut_short_line(tmp_path: Path, fmt: str) -
     out = tmp_path / f"out.{fmt}"
     w = OutputWriter(str(out), fmt, COLUMNS)
     w.write(_ok("a"))
-    w.write(error_record("b", "backend_http", "HTTP 500"))
+    w.write(ErrorRecord("b", "backend_http", "HTTP 500"))
     w.close(finished=False)  # killed: a json array stays open
     whole = out.read_bytes()
     with open(out, "ab") as f:  # a kill in the middle of a write
@@ -273,7 +272,7 @@ def test_resume_reads_ids_and_drops_a_cut_short_line(tmp_path: Path, fmt: str) -
 
 
 def test_csv_rows_stay_one_physical_line(tmp_path: Path) -> None:
-    record = {"id": "x", "error": {"code": "c", "message": "m"}, "model": "two\nlines"}
+    record = DecisionRecord("x", model="two\nlines")
     line = encode_line(record, "csv", COLUMNS)
     assert line.count(b"\n") == 1 and b"two\\nlines" in line
 
@@ -284,7 +283,7 @@ def test_flatten_keeps_deep_maps_whole() -> None:
 
 
 def test_error_record_is_one_line() -> None:
-    assert error_record(3, "backend_http", "HTTP 500:\n  boom") == {
+    assert ErrorRecord(3, "backend_http", "HTTP 500:\n  boom").to_object() == {
         "id": 3,
         "error": {"code": "backend_http", "message": "HTTP 500: boom"},
     }

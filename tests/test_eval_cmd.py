@@ -635,13 +635,15 @@ def test_classifier_options_follow_the_flags(
     settings: dict[str, Any], file_model: str | None, want: dict[str, Any]
 ) -> None:
     """Style: --replay -> static; --llm-model set -> llm; else systemone."""
-    from toolnexus.cli.options import BackendSettings, classifier_options
+    from toolnexus.cli.backend import classifier_options
+    from toolnexus.cli.options import BackendSettings
 
     assert classifier_options(BackendSettings(**settings), file_model=file_model) == want
 
 
 def test_replay_selects_static_with_every_recording() -> None:
-    from toolnexus.cli.options import BackendSettings, classifier_options
+    from toolnexus.cli.backend import classifier_options
+    from toolnexus.cli.options import BackendSettings
 
     opts = classifier_options(BackendSettings(replay=RECORDINGS, llm_model="ignored"))
     assert opts["style"] == "static"

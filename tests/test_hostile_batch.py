@@ -183,8 +183,9 @@ def test_a_second_process_on_one_output_is_refused_naming_the_file(
     assert str(out) in line and "another" in line
     assert out.read_text() == '{"id": 0, "answers": {}}\n'
     assert server.seen == []
-    # Once the holder is gone, the same run goes through.
-    assert _batch(server, qfile, str(inp), "-o", str(out)).code == 0
+    # Once the holder is gone, the same run goes through (--overwrite: issue 17 §11 refuses a
+    # plain re-run onto a file that holds records).
+    assert _batch(server, qfile, str(inp), "-o", str(out), "--overwrite").code == 0
 
 
 # --- resume onto the wrong file ---------------------------------------------------------------
@@ -240,7 +241,7 @@ HARD_IDS = [
 
 
 def _ids_in(path: Path, fmt: str) -> list[str]:
-    from toolnexus.cli.batch_output import read_ids
+    from toolnexus.cli.batch_resume import read_ids
 
     return read_ids(str(path), fmt)
 

@@ -38,6 +38,7 @@ from toolnexus.cli.render import (
 )
 from toolnexus.questions import normalize_questions
 from toolnexus.recordings import read_recording
+from toolnexus.records import DecisionRecord
 
 GOLDEN = Path(__file__).parent / "golden"
 MIXED = next(
@@ -259,7 +260,8 @@ def test_csv_is_the_one_shape_batch_writes() -> None:
     header, row = text.splitlines()
     batch_columns = csv_columns(record)
     assert header.split(",") == batch_columns
-    assert row + "\n" == encode_line({"id": "", **record}, "csv", batch_columns).decode("utf-8")
+    line = encode_line(DecisionRecord.from_body("", None, record), "csv", batch_columns)
+    assert row + "\n" == line.decode("utf-8")
     (cells,) = csv.DictReader(io.StringIO(text))
     assert cells["id"] == "" and cells["error.code"] == ""
     assert cells["answers.team.choice"] == "billing"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,39 @@ from .memory import Clock, check_item, check_limits, wall_ms
 from .writer import SCHEMA, Writer, connect
 
 __all__ = ["CacheStats", "SqliteCache"]
+
+
+def _open(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """The read connection, with WAL on and the schema in place.
+
+    Two processes opening one new file at once: switching to WAL takes an exclusive lock, and
+    SQLite answers "database is locked" at once instead of calling the busy handler when
+    waiting could deadlock, so ``busy_timeout`` alone does not cover it (measured: one of two
+    processes failed to open). The whole sequence is retried, with a short growing pause,
+    until the busy timeout has passed.
+    """
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    pause = 0.005
+    while True:
+        conn = connect(path, busy_timeout_ms)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            # NORMAL is durable across application crashes in WAL mode; a lost entry after a
+            # power cut costs one request, which is what a cache miss costs anyway.
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(SCHEMA)
+            return conn
+        except sqlite3.OperationalError as e:
+            conn.close()
+            if "locked" not in str(e) and "busy" not in str(e):
+                raise
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+        except BaseException:
+            conn.close()
+            raise
 
 
 @dataclass(frozen=True)
@@ -107,12 +141,7 @@ class SqliteCache:
         self._lock = threading.Lock()  # guards the read connection
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn: sqlite3.Connection | None = connect(self.path, busy_timeout_ms)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            # NORMAL is durable across application crashes in WAL mode; a lost entry after a
-            # power cut costs one request, which is what a cache miss costs anyway.
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(SCHEMA)
+            self._conn: sqlite3.Connection | None = _open(self.path, busy_timeout_ms)
             writes = connect(self.path, busy_timeout_ms)
             writes.execute("PRAGMA synchronous=NORMAL")
         except (OSError, sqlite3.Error) as e:

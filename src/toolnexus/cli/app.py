@@ -23,13 +23,14 @@ Start-up stays fast: registering a command costs only typer. Each command import
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
 
 from .. import __version__
+from ..printable import printable
 from . import (
     batch_cmd,
     cache_cmd,
@@ -71,9 +72,46 @@ def handle(error: BaseException) -> int:
         else:
             hint = f"; see '{ctx.command_path} --help'" if ctx is not None else ""
             message = one_line(error.format_message()).rstrip(".")
+            if type(error).__name__ == "NoSuchOption" and ctx is not None:
+                message = _no_such_option(str(getattr(error, "option_name", "")), ctx)
             sys.stderr.write(f"toolnexus: {message}{hint}\n")
         return EXIT_USAGE if error.exit_code in (1, 2) else int(error.exit_code)
     return handle_error(error)
+
+
+def _long_options(command: Any) -> set[str]:
+    return {
+        o
+        for p in getattr(command, "params", ())
+        for o in (*p.opts, *p.secondary_opts)
+        if o.startswith("--") and o != "--help"
+    }
+
+
+def _commands_with(option: str, group: Any, path: str) -> Iterator[str]:
+    for name, command in sorted(getattr(group, "commands", {}).items()):
+        if option in _long_options(command):
+            yield f"{path} {name}"
+        yield from _commands_with(option, command, f"{path} {name}")
+
+
+def _no_such_option(option: str, ctx: Any) -> str:
+    """``No such option: --cache`` with the suggestions that help: this command's options
+    that read close to it (click's own list, over names with their dashes, once offered
+    ``--backend`` for ``--cache``), and the commands that do take it."""
+    import difflib
+
+    own = sorted(_long_options(ctx.command))
+    bare = {o.lstrip("-"): o for o in own}
+    close = [bare[m] for m in difflib.get_close_matches(option.lstrip("-"), bare, 3, 0.75)]
+    root = ctx.find_root()
+    elsewhere = list(_commands_with(option, root.command, root.info_name or "toolnexus"))
+    message = f"No such option: {printable(option)}"
+    if close:
+        message += f" (did you mean {' or '.join(close)}?)"
+    if elsewhere:
+        message += f"; {', '.join(elsewhere)} takes it"
+    return message
 
 
 class BoundaryGroup(TyperGroup):

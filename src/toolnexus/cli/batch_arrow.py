@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..arrowrecords import require_pyarrow
-from .batch_inputs import MALFORMED, InputItem, InputSpec, _from_object
+from .batch_items import MALFORMED, InputItem, InputSpec, from_object
 from .errors import one_line
 
 __all__ = ["ARROW_SUFFIXES", "PARQUET_SUFFIXES", "is_arrow_input", "read_arrow"]
@@ -151,11 +151,11 @@ def _read_file(path: str, spec: InputSpec, state_fields: Sequence[str]) -> Itera
                 if len(state_fields) > 1:
                     state = {f: value[f] for f in state_fields}
                     value = {**value, "\x00state": state}
-                    item = _from_object(
+                    item = from_object(
                         value, where, where, replace(row_spec, state_field="\x00state")
                     )
                 else:
-                    item = _from_object(value, where, where, row_spec)
+                    item = from_object(value, where, where, row_spec)
                 yield replace(item, line=row)
     except (OSError, pa.ArrowException) as e:
         yield _file_error(

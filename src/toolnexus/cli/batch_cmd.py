@@ -1,6 +1,7 @@
 """``toolnexus batch QUESTIONS INPUT...``: one question set over many states, streamed.
 
-The command parses its options and hands them to ``batch_run.run_batch`` (imported inside the
+Its options are the fields of ``batch_options.BatchOptions`` (and the backend's of
+``options.BackendSettings``); the command hands them to ``batch_run.run_batch`` (imported inside the
 command, so registering ``batch`` costs only typer). Records go to ``--output`` or stdout;
 progress, warnings and the one-line summary go to stderr. Exit codes and error record codes
 are described in ``batch_run``.
@@ -15,19 +16,13 @@ from typing import Annotated, Any
 
 import typer
 
-from ..defaults import DEFAULT_BATCH_CONCURRENCY
-from .cache_cmd import CacheDirOpt
+from .batch_options import BatchOptions
 from .errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, CliError
-from .options import (
-    BackendSettings,
-    FailOnOpt,
-    ThresholdsOpt,
-    backend_options,
-)
-from .render.formats import BatchFormat
+from .options import BackendSettings, backend_options, options_from
 
 
 @backend_options
+@options_from(BatchOptions, "batch_values")
 def batch_command(
     questions: Annotated[
         Path,
@@ -37,59 +32,14 @@ def batch_command(
         list[str],
         typer.Argument(
             help="JSONL file (one state per line), CSV file, directory or glob of state files "
-            "(.png/.jpg files are image states), or - for JSONL on stdin.",
+            "(the suffixes eval reads; .png/.jpg files are image states), or - for JSONL on "
+            "stdin.",
             metavar="INPUT...",
             show_default=False,
         ),
     ],
-    id_field: Annotated[
-        str | None,
-        typer.Option("--id-field", help="JSONL key / CSV column holding each state's id."),
-    ] = None,
-    state_field: Annotated[
-        str | None,
-        typer.Option("--state-field", help="JSONL key / CSV column holding the state."),
-    ] = None,
-    image_field: Annotated[
-        str | None,
-        typer.Option(
-            "--image-field",
-            help="JSONL key / CSV column holding an image path (relative to the input file); "
-            "the image joins the state, or is the state when it is also --state-field.",
-        ),
-    ] = None,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", help="Requests in flight at most.")
-    ] = DEFAULT_BATCH_CONCURRENCY,
-    rate: Annotated[
-        float | None, typer.Option("--rate", help="At most R requests per minute.")
-    ] = None,
-    output: Annotated[
-        str | None,
-        typer.Option("--output", "-o", help="Write records to FILE (default stdout)."),
-    ] = None,
-    fmt: Annotated[BatchFormat, typer.Option("--format", help="Record format.")] = "jsonl",
-    ordered: Annotated[
-        bool, typer.Option("--ordered", help="Write records in input order (bounded buffer).")
-    ] = False,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Skip ids already recorded in --output.")
-    ] = False,
-    retry_errors: Annotated[
-        bool,
-        typer.Option("--retry-errors", help="Re-run the ids whose record in --output is an error."),
-    ] = False,
-    shard: Annotated[
-        str | None,
-        typer.Option("--shard", help="I/N: only the ids whose sha256 falls in shard I of N."),
-    ] = None,
-    fail_on: FailOnOpt = None,
-    thresholds: ThresholdsOpt = None,
-    use_cache: Annotated[
-        bool, typer.Option("--cache", help="Reuse and store decisions in the SQLite cache.")
-    ] = False,
-    cache_dir: CacheDirOpt = None,
     *,
+    batch_values: Mapping[str, Any],
     backend_values: Mapping[str, Any],
 ) -> None:
     """Evaluate every state of INPUT... against QUESTIONS, one record per state.
@@ -100,43 +50,41 @@ def batch_command(
 
     Exit codes: 0 ok; 1 a --fail-on condition met; 2 usage or input error; 3 backend failure.
     """
-    from .batch_inputs import InputSpec
-    from .batch_run import BatchConfig, parse_shard, run_batch
-    from .options import parse_fail_on, parse_thresholds
+    from .batch_run import BatchConfig, run_batch
 
-    cfg = BatchConfig(
-        inputs=list(inputs),
-        spec=InputSpec(id_field=id_field, state_field=state_field, image_field=image_field),
-        concurrency=concurrency,
-        rate=rate,
-        output=output,
-        fmt=fmt,
-        ordered=ordered,
-        resume=resume,
-        retry_errors=retry_errors,
-        shard=parse_shard(shard),
-        fail_on=parse_fail_on(fail_on),
-        thresholds=parse_thresholds(thresholds),
-    )
+    cfg = BatchConfig(inputs=list(inputs), **batch_values)
     settings = BackendSettings(**backend_values)
     cache = None
-    if use_cache:
+    if cfg.use_cache:
         if settings.style != "systemone":
             raise CliError("--cache serves System One only; drop it with --replay or --llm-model")
         from ..cache import SqliteCache
         from .cache_cmd import cache_path
 
-        cache = SqliteCache(cache_path(cache_dir))
+        cache = SqliteCache(cache_path(cfg.cache_dir))
     try:
-        summary = run_batch(cfg, questions, settings, cache=cache)
+        summary = run_batch(cfg, questions, settings, cache=cache, show_progress=cfg.progress)
     finally:
         if cache is not None:
             cache.close()
     sys.stderr.write(f"toolnexus: {summary.line()}\n")
     if summary.interrupted is not None:
+        sys.stderr.write(f"toolnexus: {_resume_hint(cfg.output, summary.kept_old_output)}\n")
         raise typer.Exit(EXIT_INTERRUPTED if summary.interrupted == "SIGINT" else EXIT_TERMINATED)
     if summary.conditions:
-        sys.stderr.write(f"toolnexus: --fail-on met: {', '.join(sorted(summary.conditions))}\n")
+        sys.stderr.write(f"toolnexus: {summary.fail_on_line()}\n")
     code = summary.exit_code()
     if code != EXIT_OK:
         raise typer.Exit(code)
+
+
+def _resume_hint(output: str | None, kept_old_output: bool) -> str:
+    """What to run after an interrupted batch."""
+    if kept_old_output:
+        return f"{output} was left as it was; run again with --overwrite to start over"
+    if output is None:
+        return (
+            "the records so far went to stdout; run again with -o FILE, and after an "
+            "interruption the same command with --resume continues it"
+        )
+    return f"to continue, run the same command with --resume (the records so far are in {output})"

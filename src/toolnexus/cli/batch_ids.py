@@ -1,4 +1,4 @@
-"""Ids for ``toolnexus batch``: duplicates, the question-set hash, and lossless CSV ids.
+"""Ids for ``toolnexus batch``: duplicates and the question-set hash.
 
 - :class:`SeenIds` remembers every id of a run to find duplicates (``7`` and ``"7"`` are one id:
   ids compare by their text). It holds an 8-byte digest and an 8-byte location per id in one
@@ -6,16 +6,13 @@
   states stay within the memory benchmark's 1.2x of 10,000.
 - :func:`question_set_sha256` is what every record carries as ``questions_sha256``, so that
   ``--resume`` can refuse an output written for another question set.
-- :func:`escape_id` / :func:`unescape_id`: a CSV row is always one physical line, so an id's
-  backslashes, CR and LF are written as ``\\\\``, ``\\r`` and ``\\n`` (and text that is not
-  UTF-8, such as a lone surrogate from JSON, as ``\\uXXXX``); reading it back gives the id
-  exactly.
+
+CSV ids are escaped losslessly by the one record codec (``records.codec.escape_id``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from array import array
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -23,7 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..questions import Question
 
-__all__ = ["SeenIds", "escape_id", "question_set_sha256", "unescape_id"]
+__all__ = ["SeenIds", "question_set_sha256"]
 
 
 def _digest(key: str) -> int:
@@ -79,34 +76,3 @@ def question_set_sha256(questions: Mapping[str, Question]) -> str:
     from ..canonical import questions_sha256
 
     return questions_sha256(questions)
-
-
-_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r"}
-_ESCAPE = re.compile(r"[\\\n\r]")
-_UNESCAPE = re.compile(r"\\(\\|n|r|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2})")
-
-
-def escape_id(text: str) -> str:
-    """An id as one CSV-safe line of UTF-8 text, losslessly (see the module docstring)."""
-    text = _ESCAPE.sub(lambda m: _ESCAPES[m.group()], text)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
-
-
-def unescape_id(text: str) -> str:
-    """The id that :func:`escape_id` wrote as ``text``."""
-
-    def one(m: re.Match[str]) -> str:
-        code = m.group(1)
-        if code == "\\":
-            return "\\"
-        if code == "n":
-            return "\n"
-        if code == "r":
-            return "\r"
-        return chr(int(code[1:], 16))
-
-    return _UNESCAPE.sub(one, text) if "\\" in text else text

@@ -14,6 +14,11 @@ Ids (they key ``--resume``, ``--retry-errors`` and ``--shard``, so they must be 
 - A directory or glob: the file's path (directory entries are listed name-only and sorted, so
   the order is stable; the states themselves are read one at a time).
 
+A directory yields its files with a suffix ``eval`` reads (``.txt``, ``.md``, ``.log``,
+``.json``, ``.yaml``, ``.yml``, ``.png``, ``.jpg``, ``.jpeg``), not its subfolders unless
+``--recursive``, and refuses (an error record) a symlink leading out of it. A glob yields the
+files it matches (``**`` recurses); one with another suffix is an error record.
+
 A state is ``F``'s value with ``--state-field F``, else the whole JSON value (JSONL) or the whole
 row as an object of column -> text (CSV).
 
@@ -27,151 +32,58 @@ checked here: the bytes are read when the state is sent, so memory stays flat.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import glob
 import os
 import sys
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..assets import with_images
 from ..images import Image
 from ..jsonlimits import JsonLimitError, loads
-from .errors import MALFORMED_INPUT, CliError, one_line
-from .states import NotAState, check_state, guess_format, is_image_path, parse_state
+from ..printable import printable
+from .batch_items import (
+    INVALID_STATE,
+    MALFORMED,
+    InputItem,
+    InputSpec,
+    from_object,
+    kind_of,
+)
+from .errors import CliError, one_line
+from .states import STATE_SUFFIXES, NotAState, guess_format, is_image_path, parse_state
 
-__all__ = ["InputItem", "InputSpec", "iter_inputs", "kind_of"]
-
-MALFORMED = MALFORMED_INPUT.code
-INVALID_STATE = "invalid_state"
-
-_GLOB_CHARS = frozenset("*?[")
-
-
-@dataclass(frozen=True, slots=True)
-class InputItem:
-    """One state read from an input. Exactly one of ``state`` / ``error`` is meaningful.
-
-    ``id`` is what the output record carries; ``key`` is its text form (``str(id)``), used for
-    resume and shard matching. ``error`` is ``(code, one-line message)``.
-    """
-
-    id: str | int
-    state: Any = None
-    error: tuple[str, str] | None = None
-    #: Where the state was read: the index of its INPUT argument and its 1-based line there
-    #: (0 for a state file, whose id is its path). Duplicate ids are reported with it.
-    source: int = 0
-    line: int = 0
-
-    @property
-    def key(self) -> str:
-        return str(self.id)
+__all__ = ["InputItem", "InputSpec", "iter_inputs", "kind_of", "read_csv", "read_jsonl"]
 
 
-@dataclass(frozen=True)
-class InputSpec:
-    """How to read the inputs: which field carries the id and which the state."""
-
-    id_field: str | None = None
-    state_field: str | None = None
-    image_field: str | None = None
+#: Said once per run when a JSONL object is sent whole with its id in it.
+WHOLE_OBJECT_NOTE = (
+    "without --state-field each JSONL object is sent whole, its {field!r} field included, so "
+    "the model reads the id too; name the state with --state-field to send only that"
+)
 
 
-def kind_of(arg: str) -> str:
-    """``stdin``, ``dir``, ``csv``, ``jsonl`` or ``glob`` for one INPUT argument.
-
-    A path ending ``.csv`` is CSV; any other file is JSONL. A missing path with glob characters
-    is a glob; a missing path without them is reported by the caller as a usage error.
-    """
-    if arg == "-":
-        return "stdin"
-    p = Path(arg)
-    if p.is_dir():
-        return "dir"
-    if p.exists():
-        return "csv" if p.suffix.lower() == ".csv" else "jsonl"
-    if _GLOB_CHARS & set(arg):
-        return "glob"
-    return "missing"
-
-
-def _check(item_id: str | int, state: Any, where: str) -> InputItem:
-    try:
-        check_state(state, where)
-    except CliError as e:
-        return InputItem(item_id, error=(INVALID_STATE, e.message))
-    return InputItem(item_id, state=state)
-
-
-def _with_image(
-    item_id: str | int, value: dict[str, Any], where: str, spec: InputSpec, base: Path
-) -> InputItem:
-    """Apply ``--image-field`` (and ``--state-field``) to one record; see the module docstring."""
-    field_name = spec.image_field
-    assert field_name is not None
-    raw = value.get(field_name)
-    if not isinstance(raw, str) or not raw:
-        what = "missing" if raw is None else f"not a path: {raw!r}"
-        return InputItem(item_id, error=(MALFORMED, f"{where}: image field {field_name!r} {what}"))
-    path = base / raw
-    if not path.is_file():
-        return InputItem(
-            item_id, error=(MALFORMED, f"{where}: image field {field_name!r}: no such file {path}")
-        )
-    image = Image(path)
-    if spec.state_field is None:
-        return InputItem(item_id, state={**value, field_name: image})
-    if spec.state_field not in value:
-        return InputItem(
-            item_id, error=(MALFORMED, f"{where}: state field {spec.state_field!r} missing")
-        )
-    if spec.state_field == field_name:
-        return InputItem(item_id, state=image)
-    item = _check(item_id, value[spec.state_field], where)
-    if item.error is not None:
-        return item
-    return InputItem(item_id, state=with_images(item.state, {field_name: image}))
-
-
-def _from_object(
-    value: Any, fallback_id: str, where: str, spec: InputSpec, base: Path | None = None
-) -> InputItem:
-    """Apply ``--id-field`` / ``--state-field`` / ``--image-field`` to one parsed value."""
-    if spec.id_field is None and spec.state_field is None and spec.image_field is None:
-        return _check(fallback_id, value, where)
-    if not isinstance(value, dict):
-        return InputItem(
-            fallback_id,
-            error=(MALFORMED, f"{where}: expected an object with the id/state fields"),
-        )
-    item_id: str | int = fallback_id
-    if spec.id_field is not None:
-        raw = value.get(spec.id_field)
-        if isinstance(raw, bool) or not isinstance(raw, str | int) or raw == "":
-            what = "missing" if raw is None else f"not a string or integer: {raw!r}"
-            return InputItem(
-                fallback_id, error=(MALFORMED, f"{where}: id field {spec.id_field!r} {what}")
-            )
-        item_id = raw
-    if spec.image_field is not None:
-        return _with_image(item_id, value, where, spec, base or Path("."))
-    if spec.state_field is None:
-        return _check(item_id, value, where)
-    if spec.state_field not in value:
-        return InputItem(
-            item_id, error=(MALFORMED, f"{where}: state field {spec.state_field!r} missing")
-        )
-    return _check(item_id, value[spec.state_field], where)
+def _whole_with_id(value: Any, spec: InputSpec) -> str | None:
+    """The id key a JSONL object sent whole carries (None when it is not sent whole)."""
+    if spec.state_field is not None or not isinstance(value, dict):
+        return None
+    key = spec.id_field or "id"
+    return key if key in value else None
 
 
 def read_jsonl(
-    stream: BinaryIO, name: str, spec: InputSpec, base: Path | None = None
+    stream: BinaryIO,
+    name: str,
+    spec: InputSpec,
+    base: Path | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> Iterator[InputItem]:
     """One state per non-blank line. Blank lines are skipped but still counted. ``base`` is
-    the folder ``--image-field`` paths are relative to."""
+    the folder ``--image-field`` paths are relative to. ``note`` hears
+    :data:`WHOLE_OBJECT_NOTE` the first time an object is sent whole with its id in it."""
     for lineno, raw in enumerate(stream, 1):
         if not raw.strip():
             continue
@@ -187,20 +99,58 @@ def read_jsonl(
         except ValueError as e:
             yield InputItem(where, error=(MALFORMED, f"{where}: invalid JSON: {one_line(str(e))}"))
             continue
-        yield replace(_from_object(value, where, where, spec, base), line=lineno)
+        if note is not None and (key := _whole_with_id(value, spec)) is not None:
+            note(WHOLE_OBJECT_NOTE.format(field=key))
+            note = None
+        yield replace(from_object(value, where, where, spec, base), line=lineno)
 
 
 _EXTRA = "\x00extra"  # DictReader's restkey: a row with more fields than the header
 
+#: A CSV cell has the budget of a JSONL line: none of its own (Python's csv module stops at
+#: 131,072 characters by default). The largest value the C long of every platform holds.
+_CSV_CELL_LIMIT = 2**31 - 1
+
+
+def _shown(name: str) -> str:
+    """A column name as a message shows it: quoted, every invisible character escaped (a BOM,
+    a zero-width space or a bidirectional override would otherwise hide in the line)."""
+    return printable(repr(name))
+
+
+def _csv_text(stream: BinaryIO, bad: list[tuple[int, int]]) -> Iterator[str]:
+    """Each physical line decoded on its own, so a byte that is not UTF-8 is reported at its own
+    line (``(line, byte)`` appended to ``bad``; the line is then decoded with surrogateescape
+    and its row becomes an error). A spreadsheet's byte-order mark before the header is
+    dropped."""
+    for n, raw in enumerate(stream, 1):
+        if n == 1:
+            raw = raw.removeprefix(codecs.BOM_UTF8)
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            bad.append((n, e.start + 1))
+            yield raw.decode("utf-8", "surrogateescape")
+
 
 def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
     """One state per row after the header. The header names the columns."""
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f, restkey=_EXTRA, strict=True)
+    if csv.field_size_limit() < _CSV_CELL_LIMIT:
+        csv.field_size_limit(_CSV_CELL_LIMIT)
+    bad: list[tuple[int, int]] = []
+    with open(path, "rb") as f:
+        reader = csv.DictReader(_csv_text(f, bad), restkey=_EXTRA, strict=True)
         try:
             columns = reader.fieldnames or []
-        except (csv.Error, UnicodeDecodeError) as e:
+        except csv.Error as e:
             yield InputItem(f"{path}:1", error=(MALFORMED, f"{path}:1: bad CSV header: {e}"))
+            return
+        if bad:
+            line, byte = bad[0]
+            yield InputItem(
+                f"{path}:{line}",
+                error=(MALFORMED, f"{path}:{line}: bad CSV header: not UTF-8 (byte {byte})"),
+            )
             return
         for field_name, flag in (
             (spec.id_field, "--id-field"),
@@ -210,7 +160,8 @@ def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
             if field_name is not None and field_name not in columns:
                 # Every row would fail the same way: say it once, as a usage error.
                 raise CliError(
-                    f"{path}: {flag} {field_name!r} is not a column ({', '.join(columns)})"
+                    f"{path}: {flag} {_shown(field_name)} is not a column "
+                    f"({', '.join(_shown(c) for c in columns)})"
                 )
         while True:
             start = reader.line_num + 1
@@ -219,8 +170,15 @@ def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
                 row = next(reader)
             except StopIteration:
                 return
-            except (csv.Error, UnicodeDecodeError) as e:
+            except csv.Error as e:
+                bad.clear()
                 yield InputItem(where, error=(MALFORMED, f"{where}: {one_line(str(e))}"))
+                continue
+            if bad:
+                line, byte = bad[0]
+                bad.clear()
+                where = f"{path}:{line}"
+                yield InputItem(where, error=(MALFORMED, f"{where}: not UTF-8 (byte {byte})"))
                 continue
             if _EXTRA in row or None in row.values():
                 n = len(row.get(_EXTRA, [])) + sum(
@@ -234,25 +192,29 @@ def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
                     ),
                 )
                 continue
-            yield replace(
-                _from_object(dict(row), where, where, spec, Path(path).parent), line=start
-            )
+            yield replace(from_object(dict(row), where, where, spec, Path(path).parent), line=start)
 
 
 def _read_state_file(path: str) -> InputItem:
-    """One state file, read as ``eval`` reads a state file (``states.parse_state``); a suffix
-    eval does not know is read as text, since a directory of tickets rarely names its type. An
-    image is not read here at all: its bytes are read when its state is sent."""
+    """One state file, read as ``eval`` reads a state file (``states.parse_state``). An image is
+    not read here at all: its bytes are read when its state is sent."""
     if is_image_path(path):
         return InputItem(path, state=Image(path))
+    try:
+        fmt = guess_format(path)
+    except CliError:
+        return InputItem(
+            path,
+            error=(
+                MALFORMED,
+                f"{path}: not a state file eval reads (suffixes "
+                f"{', '.join(sorted(STATE_SUFFIXES))}); rename it or narrow the pattern",
+            ),
+        )
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         return InputItem(path, error=(MALFORMED, f"{path}: cannot read: {one_line(str(e))}"))
-    try:
-        fmt = guess_format(path)
-    except CliError:
-        fmt = "text"
     try:
         return InputItem(path, state=parse_state(text, fmt, path))
     except NotAState as e:
@@ -261,45 +223,69 @@ def _read_state_file(path: str) -> InputItem:
         return InputItem(path, error=(MALFORMED, one_line(e.message)))
 
 
-def _walk(root: str) -> Iterator[str]:
-    """Files under ``root`` depth-first, each directory's entries sorted by name; hidden
-    entries (``.git``, editor swap files) are skipped."""
+def _inside(path: str, root: str) -> bool:
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return os.path.commonpath([real, top]) == top
+
+
+def _walk(root: str, top: str, recursive: bool) -> Iterator[str | InputItem]:
+    """The state files of a directory: each entry with a suffix ``eval`` reads
+    (``STATE_SUFFIXES``), sorted by name; hidden entries (``.git``, editor swap files) and other
+    suffixes are skipped, subfolders entered only when ``recursive``. A symlink that leads out
+    of ``top`` becomes an error item and is never read (a link to /etc/passwd was once sent)."""
     with os.scandir(root) as it:
         entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
     for entry in entries:
-        if entry.is_dir():
-            yield from _walk(entry.path)
-        elif entry.is_file():
+        if entry.is_symlink() and not _inside(entry.path, top):
+            yield InputItem(
+                entry.path,
+                error=(
+                    MALFORMED,
+                    f"{entry.path}: a symlink leading out of the input directory {top}; "
+                    "not read (copy the file in, or name it as an input)",
+                ),
+            )
+        elif entry.is_dir():
+            if recursive and not entry.is_symlink():
+                yield from _walk(entry.path, top, recursive)
+        elif entry.is_file() and Path(entry.name).suffix.lower() in STATE_SUFFIXES:
             yield entry.path
 
 
-def read_files(paths: Iterator[str]) -> Iterator[InputItem]:
-    """One state per file; its path is its id."""
+def read_files(paths: Iterable[str | InputItem]) -> Iterator[InputItem]:
+    """One state per file; its path is its id (an item already made passes through)."""
     for path in paths:
-        yield _read_state_file(path)
+        yield path if isinstance(path, InputItem) else _read_state_file(path)
 
 
 def iter_inputs(
-    args: Sequence[str], spec: InputSpec, stdin: BinaryIO | None = None
+    args: Sequence[str],
+    spec: InputSpec,
+    stdin: BinaryIO | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> Iterator[InputItem]:
-    """Every state of every INPUT, in order, read lazily; each item knows its INPUT's index."""
+    """Every state of every INPUT, in order, read lazily; each item knows its INPUT's index.
+    ``note`` hears what the user should know once (``WHOLE_OBJECT_NOTE``)."""
     for source, arg in enumerate(args):
-        items = _read_input(arg, spec, stdin)
+        items = _read_input(arg, spec, stdin, note)
         if source == 0:
             yield from items
         else:
             yield from (replace(item, source=source) for item in items)
 
 
-def _read_input(arg: str, spec: InputSpec, stdin: BinaryIO | None) -> Iterator[InputItem]:
+def _read_input(
+    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Callable[[str], None] | None
+) -> Iterator[InputItem]:
     """Every state of one INPUT argument."""
     kind = kind_of(arg)
     if kind == "stdin":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        yield from read_jsonl(stream, "-", spec)
+        yield from read_jsonl(stream, "-", spec, note=note)
     elif kind == "dir":
-        yield from read_files(_walk(arg))
+        yield from read_files(_walk(arg, arg, spec.recursive))
     elif kind == "glob":
+        # ``**`` in the pattern is how a glob asks for recursion.
         yield from read_files(
             p for p in sorted(glob.iglob(arg, recursive=True)) if os.path.isfile(p)
         )
@@ -307,6 +293,6 @@ def _read_input(arg: str, spec: InputSpec, stdin: BinaryIO | None) -> Iterator[I
         yield from read_csv(arg, spec)
     elif kind == "jsonl":
         with open(arg, "rb") as f:
-            yield from read_jsonl(f, arg, spec, Path(arg).parent)
+            yield from read_jsonl(f, arg, spec, Path(arg).parent, note)
     else:
         raise FileNotFoundError(arg)

@@ -18,70 +18,36 @@ for every command), listed in the README.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import math
 import os
 import signal
 import sys
 import time
-from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..defaults import DEFAULT_BATCH_CONCURRENCY
-from .batch_ids import SeenIds, question_set_sha256
-from .batch_inputs import InputItem, InputSpec, iter_inputs, kind_of
-from .batch_output import (
-    QUESTIONS_SHA256,
-    OutputWriter,
-    PriorOutput,
-    ReorderBuffer,
-    error_record,
-)
-from .errors import (
-    CONDITION_FOR_CODE,
-    DUPLICATE_ID,
-    EXIT_BACKEND,
-    EXIT_CONDITION,
-    EXIT_FOR_CODE,
-    EXIT_OK,
-    EXIT_USAGE,
-    CliError,
-    failure_of,
-    one_line,
-)
+from ..records import DecisionRecord, ErrorRecord, Record
+from .batch_ids import question_set_sha256
+from .batch_inputs import iter_inputs
+from .batch_items import InputItem, kind_of
+from .batch_output import OutputWriter, ReorderBuffer
+from .batch_safety import check_config, check_existing, lock_output, open_output
+from .batch_select import select
+from .batch_values import BatchConfig, BatchSummary
+from .errors import CONDITION_FOR_CODE, failure_of, one_line
 
 if TYPE_CHECKING:
     from ..batch import StateResult
     from ..errors import ClassifierError
     from ..questions import Question
-    from .options import Backend, BackendSettings
+    from .backend import Backend
+    from .options import BackendSettings
+
+__all__ = ["BatchConfig", "BatchSummary", "error_code", "run_batch"]
 
 #: ``--ordered`` holds at most this many finished records per unit of concurrency.
 REORDER_WINDOW_PER_SLOT = 8
-
-
-def shard_of(key: str, count: int) -> int:
-    """The 1-based shard of an id: sha256 of its UTF-8 text, so every machine and every Python
-    agrees (``hash()`` is salted per process)."""
-    digest = hashlib.sha256(key.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") % count + 1
-
-
-def parse_shard(text: str | None) -> tuple[int, int] | None:
-    """``I/N`` with 1 <= I <= N."""
-    if text is None:
-        return None
-    i, sep, n = text.partition("/")
-    try:
-        index, count = int(i), int(n)
-    except ValueError:
-        index = count = 0
-    if not sep or count < 1 or not 1 <= index <= count:
-        raise CliError(f"--shard takes I/N with 1 <= I <= N (like 2/3), got {text!r}")
-    return index, count
 
 
 def error_code(error: ClassifierError) -> str:
@@ -90,122 +56,6 @@ def error_code(error: ClassifierError) -> str:
     failure = failure_of(error)
     assert failure is not None  # every ClassifierError has a row
     return failure.code
-
-
-@dataclass
-class BatchConfig:
-    """Everything ``batch`` was asked to do, after parsing."""
-
-    inputs: list[str]
-    spec: InputSpec = field(default_factory=InputSpec)
-    concurrency: int = DEFAULT_BATCH_CONCURRENCY
-    rate: float | None = None
-    output: str | None = None
-    fmt: str = "jsonl"
-    ordered: bool = False
-    resume: bool = False
-    retry_errors: bool = False
-    shard: tuple[int, int] | None = None
-    fail_on: tuple[str, ...] = ()
-    thresholds: Mapping[str, float] = field(default_factory=dict)
-
-
-@dataclass
-class BatchSummary:
-    """Counts for the one-line summary and the exit code."""
-
-    states: int = 0
-    ok: int = 0
-    cached: int = 0
-    skipped: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: float | None = None
-    codes: Counter[str] = field(default_factory=Counter)
-    conditions: set[str] = field(default_factory=set)
-    wall: float = 0.0
-    interrupted: str | None = None
-
-    @property
-    def failed(self) -> int:
-        return sum(self.codes.values())
-
-    def exit_code(self) -> int:
-        """The worst outcome: a backend failure (3) over an input failure (2) over a
-        ``--fail-on`` condition (1); each record code's exit code is ``failure_of``'s."""
-        exits = {EXIT_FOR_CODE.get(c, EXIT_USAGE) for c in self.codes}
-        for worst in (EXIT_BACKEND, EXIT_USAGE):
-            if worst in exits:
-                return worst
-        return EXIT_CONDITION if self.conditions else EXIT_OK
-
-    def line(self) -> str:
-        codes = ", ".join(f"{c} {n}" for c, n in sorted(self.codes.items()))
-        cost = "not reported" if self.cost is None else f"{self.cost:.6g}"
-        parts = [
-            f"{self.states} states",
-            f"{self.ok} ok",
-            f"{self.failed} failed" + (f" ({codes})" if codes else ""),
-            f"{self.cached} cached",
-        ]
-        if self.skipped:
-            parts.append(f"{self.skipped} skipped (already in the output)")
-        parts += [
-            f"tokens {self.input_tokens} in / {self.output_tokens} out",
-            f"cost {cost}",
-            f"{self.wall:.2f} s",
-        ]
-        head = f"batch interrupted by {self.interrupted}: " if self.interrupted else "batch: "
-        return head + ", ".join(parts)
-
-
-def _where(cfg: BatchConfig, source: int, line: int, key: str) -> str:
-    """``INPUT:line`` for a JSONL/CSV item, the path (its id) for a state file."""
-    return f"{cfg.inputs[source]}:{line}" if line else key
-
-
-def _select(
-    items: Iterator[InputItem],
-    cfg: BatchConfig,
-    prior: PriorOutput | None,
-    summary: BatchSummary,
-    retried: set[str],
-) -> Iterator[InputItem]:
-    """The items this run evaluates: its shard, minus what ``--resume`` already has; with
-    ``--retry-errors``, the ids whose last record is an error (noted in ``retried``).
-
-    A second item with an id already seen (``7`` and ``"7"`` are one id) becomes a
-    ``duplicate_id`` error item naming where the first was read; it is never evaluated."""
-    seen = SeenIds()
-    for item in items:
-        key = item.key
-        if cfg.shard is not None and shard_of(key, cfg.shard[1]) != cfg.shard[0]:
-            continue
-        first = seen.add(key, (item.source << 40) | item.line)
-        if first is not None:
-            if prior is not None and key in prior:
-                summary.skipped += 1  # reported by the run that first met it
-                continue
-            here, there = (
-                _where(cfg, item.source, item.line, key),
-                _where(cfg, first >> 40, first & ((1 << 40) - 1), key),
-            )
-            yield InputItem(
-                item.id,
-                error=(
-                    DUPLICATE_ID.code,
-                    f"{here}: id {item.id!r} was already read at {there}; give each state its "
-                    'own id (7 and "7" are one id)',
-                ),
-            )
-            continue
-        if prior is not None:
-            if key in prior.errors and cfg.retry_errors:
-                retried.add(key)
-            elif key in prior or not cfg.resume:
-                summary.skipped += 1
-                continue
-        yield item
 
 
 class _Run:
@@ -237,19 +87,19 @@ class _Run:
         self.keep_state = backend.settings.record is not None
         self.sha = question_set_sha256(questions)
 
-    async def _emit(self, seq: int, record: dict[str, Any]) -> None:
+    async def _emit(self, seq: int, record: Record) -> None:
         if self.reorder is None:
             self.writer.write(record)
             return
         for ready in await self.reorder.done(seq, record):
             self.writer.write(ready)
 
-    def _count_error(self, code: str) -> None:
+    def _count_error(self, code: str, item_id: str | int) -> None:
         self.summary.states += 1
         self.summary.codes[code] += 1
         condition = CONDITION_FOR_CODE.get(code)
-        if condition is not None and condition in self.cfg.fail_on:
-            self.summary.conditions.add(condition)
+        if condition is not None and condition in self.cfg.conditions:
+            self.summary.met(condition, item_id)
         if self.progress is not None:
             self.progress.update(self.summary)
 
@@ -267,8 +117,8 @@ class _Run:
             seq = await self.reorder.admit() if self.reorder is not None else -1
             if item.error is not None:
                 code, message = item.error
-                self._count_error(code)
-                await self._emit(seq, error_record(item.id, code, message, self.sha))
+                self._count_error(code, item.id)
+                await self._emit(seq, ErrorRecord(item.id, code, message, self.sha))
                 continue
             if interval:
                 now = loop.time()
@@ -277,7 +127,7 @@ class _Run:
                 next_at = max(now, next_at) + interval
             yield (seq, item.id, item.state if self.keep_state else None), item.state
 
-    def _record(self, item_id: str | int, result: StateResult, state: Any) -> dict[str, Any]:
+    def _record(self, item_id: str | int, result: StateResult, state: Any) -> Record:
         from ..errors import StaticMiss
         from .render import decision_record
 
@@ -291,25 +141,32 @@ class _Run:
 
                 message = replay_miss_message(result.error, self.backend.settings.replay)
             s.states -= 1  # _count_error counts it
-            self._count_error(code)
-            return error_record(item_id, code, one_line(message), self.sha)
+            self._count_error(code, item_id)
+            return ErrorRecord(item_id, code, one_line(message), self.sha)
         decision = result.decision
         assert decision is not None
         if self.keep_state:
             self.backend.record(state, self.questions, decision)
         # evaluate_stream validated this decision fail-closed: an invalid one is an error result.
-        record = {
-            "id": item_id,
-            QUESTIONS_SHA256: self.sha,
-            **decision_record(decision, self.questions, self.cfg.thresholds, validated=True),
-        }
+        record = DecisionRecord.from_body(
+            item_id,
+            self.sha,
+            decision_record(decision, self.questions, self.cfg.cut_points, validated=True),
+        )
         s.ok += 1
-        s.cached += decision.cached
-        s.input_tokens += decision.usage.input_tokens
-        s.output_tokens += decision.usage.output_tokens
-        if decision.usage.cost is not None and math.isfinite(decision.usage.cost):
-            s.cost = (s.cost or 0.0) + decision.usage.cost
-        s.conditions.update(f for f in self.cfg.fail_on if f in record["flags"])
+        if decision.cached:
+            # A cached decision's usage was spent by the run that first asked: counted apart.
+            s.cached += 1
+            s.cached_input_tokens += decision.usage.input_tokens
+            s.cached_output_tokens += decision.usage.output_tokens
+        else:
+            s.input_tokens += decision.usage.input_tokens
+            s.output_tokens += decision.usage.output_tokens
+            if decision.usage.cost is not None and math.isfinite(decision.usage.cost):
+                s.cost = (s.cost or 0.0) + decision.usage.cost
+        for condition in self.cfg.conditions:
+            if condition in record.flags:
+                s.met(condition, item_id)
         if self.progress is not None:
             self.progress.update(s)
         return record
@@ -359,6 +216,33 @@ class _Progress:
         self._bar.stop()
 
 
+def _once() -> Callable[[str], None]:
+    """A note sink for the inputs: each note once per run, on stderr."""
+    said: set[str] = set()
+
+    def note(message: str) -> None:
+        if message not in said:
+            said.add(message)
+            sys.stderr.write(f"toolnexus: note: {one_line(message)}\n")
+            sys.stderr.flush()
+
+    return note
+
+
+def _bar_fits(output: str | None) -> bool:
+    """The live bar is shown when stderr is a terminal, unless the records go to that same
+    terminal (stdout without ``-o``): a bar redrawn between records glued itself onto them."""
+    try:
+        if not sys.stderr.isatty():
+            return False
+        if output is not None or not sys.stdout.isatty():
+            return True
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+    return (out.st_dev, out.st_ino, out.st_rdev) != (err.st_dev, err.st_ino, err.st_rdev)
+
+
 def _count_lines(inputs: list[str]) -> int | None:
     """A total for the ETA: the lines of the JSONL/CSV files (a fast byte count, no parsing);
     None when an input is stdin, a directory or a glob."""
@@ -373,146 +257,6 @@ def _count_lines(inputs: list[str]) -> int | None:
     return total
 
 
-def _sample_record(questions: Mapping[str, Question], thresholds: Mapping[str, float]) -> Any:
-    """A decision record for this question set, to learn the CSV columns from the renderer
-    itself (so the header can never drift from ``decision_record``)."""
-    from ..decision import parse_decision
-    from ..questions import ChoiceQuestion, ScoreQuestion
-    from .render import decision_record
-
-    answers: dict[str, Any] = {}
-    for key, q in questions.items():
-        if q.type == "noul":
-            answers[key] = {"type": "noul", "noul": 0.5}
-        elif isinstance(q, ChoiceQuestion):
-            opts = list(q.criteria)
-            probs = {o: 1.0 / len(opts) for o in opts}
-            answers[key] = {
-                "type": "choice",
-                "choice": opts[0],
-                "probabilities": probs,
-                "confidence": 0.5,
-            }
-        elif isinstance(q, ScoreQuestion):
-            levels = list(q.criteria)
-            answers[key] = {
-                "type": "score",
-                "score": 0.0,
-                "legend": {str(i): lv for i, lv in enumerate(levels)},
-                "probabilities": {str(i): float(i == 0) for i in range(len(levels))},
-                "confidence": 0.5,
-            }
-        else:
-            answers[key] = {"type": q.type}
-    body = {"model": "m", "answers": answers, "usage": {"input_tokens": 0, "output_tokens": 0}}
-    return decision_record(parse_decision(body, questions), questions, thresholds)
-
-
-def _lock_output(path: str) -> int:
-    """Hold an advisory lock on ``--output`` for the whole run (released when the returned fd
-    is closed), so a second process aimed at the same file is refused instead of interleaving
-    its records with ours (two shards on one file once lost half the records and exited 0)."""
-    import fcntl
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
-    except OSError as e:
-        raise CliError(f"--output {path}: {e.strerror}") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise CliError(
-            f"--output {path}: another process (a toolnexus batch?) holds its lock and is "
-            "writing it; wait for that run to end, or write to another file"
-        ) from None
-    return fd
-
-
-def _open_output(
-    cfg: BatchConfig, columns: list[str], questions_sha256: str
-) -> tuple[OutputWriter, PriorOutput | None]:
-    from .batch_output import PriorMismatch, read_prior
-
-    prior = None
-    if cfg.output is not None and (cfg.resume or cfg.retry_errors):
-        try:
-            prior = read_prior(cfg.output, cfg.fmt, questions_sha256)
-        except PriorMismatch as e:
-            raise CliError(f"--output {cfg.output}: cannot resume: {e}") from None
-        except (OSError, ValueError) as e:
-            raise CliError(f"--output {cfg.output}: cannot resume from it: {e}") from None
-        if cfg.fmt == "csv" and prior.header is not None and prior.header != columns:
-            raise CliError(
-                f"--output {cfg.output}: its CSV columns differ from this question set's; "
-                "resume with the same question file, or write to a new file"
-            )
-    try:
-        return OutputWriter(cfg.output, cfg.fmt, columns, prior), prior
-    except OSError as e:
-        raise CliError(f"--output {cfg.output}: {e.strerror}") from None
-
-
-def _inside(path: str, directory: str) -> bool:
-    real, root = os.path.realpath(path), os.path.realpath(directory)
-    return os.path.commonpath([real, root]) == root
-
-
-def _check_output(cfg: BatchConfig, questions_path: Path) -> None:
-    """``-o`` onto the question file, onto an input, or into a directory/glob input is refused
-    before anything is written (the question file was once overwritten, exit 0)."""
-    import fnmatch
-    import glob
-
-    output = cfg.output
-    if output is None:
-        return
-    if os.path.isdir(output):
-        raise CliError(f"--output {output} is a directory; name a file")
-    exists = os.path.exists(output)
-    if exists and os.path.exists(questions_path) and os.path.samefile(questions_path, output):
-        raise CliError(f"--output {output} is the question file; it would be overwritten")
-    for arg in cfg.inputs:
-        kind = kind_of(arg)
-        if kind in ("jsonl", "csv") and exists and os.path.samefile(arg, output):
-            raise CliError(f"--output {output} is also an input; it would be overwritten")
-        if kind == "dir" and _inside(output, arg):
-            raise CliError(
-                f"--output {output} is inside the input directory {arg}; its records would be "
-                "read back as states: write it elsewhere"
-            )
-        if kind == "glob" and (
-            fnmatch.fnmatch(os.path.abspath(output), os.path.abspath(arg))
-            or any(os.path.samefile(p, output) for p in glob.glob(arg) if exists)
-        ):
-            raise CliError(
-                f"--output {output} matches the input pattern {arg}; its records would be read "
-                "back as states: write it elsewhere"
-            )
-
-
-def _check_config(cfg: BatchConfig, questions_path: Path) -> None:
-    from ..batch import MAX_CONCURRENCY, MIN_CONCURRENCY
-
-    if not MIN_CONCURRENCY <= cfg.concurrency <= MAX_CONCURRENCY:
-        raise CliError(
-            f"--concurrency takes {MIN_CONCURRENCY}..{MAX_CONCURRENCY} requests in flight, "
-            f"got {cfg.concurrency}"
-        )
-    if cfg.rate is not None and not cfg.rate > 0:
-        raise CliError(f"--rate must be a positive number of requests per minute, got {cfg.rate}")
-    if (cfg.resume or cfg.retry_errors) and cfg.output is None:
-        raise CliError("--resume and --retry-errors need --output FILE (they read it back)")
-    if cfg.inputs.count("-") > 1:
-        raise CliError("stdin (-) can be given only once")
-    if "-" in cfg.inputs and sys.stdin is None:  # fd 0 closed
-        raise CliError("-: stdin is closed; pipe the JSONL states in, or name an input file")
-    for arg in cfg.inputs:
-        if kind_of(arg) == "missing":
-            raise CliError(f"{arg}: no such input file or directory")
-    _check_output(cfg, questions_path)
-
-
 def run_batch(
     cfg: BatchConfig,
     questions_path: Path,
@@ -522,19 +266,22 @@ def run_batch(
     show_progress: bool | None = None,
 ) -> BatchSummary:
     """Run the batch and return its summary (the caller prints it and exits with its code)."""
+    from .backend import build_backend, warn_to_stderr
     from .batch_output import csv_columns
-    from .options import build_backend, warn_to_stderr
     from .questionfile import load_question_set
+    from .render.records import sample_record
 
-    _check_config(cfg, questions_path)
+    check_config(cfg, questions_path)
     file_model, questions = load_question_set(questions_path)
     backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr, cache=cache)
-    columns = csv_columns(_sample_record(questions, cfg.thresholds)) if cfg.fmt == "csv" else []
     sha = question_set_sha256(questions)
-    if cfg.fmt == "csv":  # the header learns the questions_sha256 column from the sample too
-        columns = csv_columns({QUESTIONS_SHA256: sha, **_sample_record(questions, cfg.thresholds)})
-    lock = _lock_output(cfg.output) if cfg.output is not None else None
+    columns: list[str] = []
+    if cfg.fmt == "csv":  # the header learns its columns from a record of this question set
+        sample = DecisionRecord.from_body("", sha, sample_record(questions, cfg.cut_points))
+        columns = csv_columns(sample.to_object())
+    lock = lock_output(cfg.output) if cfg.output is not None else None
     try:
+        check_existing(cfg)
         return _run_locked(cfg, backend, questions, columns, show_progress)
     finally:
         if lock is not None:
@@ -549,14 +296,14 @@ def _run_locked(
     show_progress: bool | None,
 ) -> BatchSummary:
     """The run once ``--output`` (if any) is locked."""
-    from .batch_output import compact
+    from .batch_resume import compact
 
-    writer, prior = _open_output(cfg, columns, question_set_sha256(questions))
+    writer, prior = open_output(cfg, columns, question_set_sha256(questions))
     summary = BatchSummary()
     retried: set[str] = set()
-    items = _select(iter_inputs(cfg.inputs, cfg.spec), cfg, prior, summary, retried)
+    items = select(iter_inputs(cfg.inputs, cfg.spec, note=_once()), cfg, prior, summary, retried)
     if show_progress is None:
-        show_progress = sys.stderr.isatty()
+        show_progress = _bar_fits(cfg.output)
     progress = _Progress(_count_lines(cfg.inputs)) if show_progress else None
     run = _Run(
         cfg, backend, questions, writer, items, summary, progress, threaded_input="-" in cfg.inputs
@@ -580,8 +327,10 @@ def _run_locked(
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
 
+    completed = False
     try:
         asyncio.run(main())
+        completed = True
     except asyncio.CancelledError:
         if summary.interrupted is None:
             raise
@@ -589,7 +338,9 @@ def _run_locked(
         summary.wall = time.perf_counter() - started
         if progress is not None:
             progress.stop()
-        writer.close(finished=summary.interrupted is None)
+        finished = summary.interrupted is None
+        writer.close(finished=finished, replace=completed and finished)
+        summary.kept_old_output = writer.staged and not (completed and finished)
     superseded = retried | (prior.repeated if prior is not None else set())
     if cfg.output is not None and summary.interrupted is None and superseded:
         compact(cfg.output, cfg.fmt, superseded, columns)

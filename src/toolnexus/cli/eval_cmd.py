@@ -23,7 +23,6 @@ from .options import (
     backend_options,
     parse_fail_on,
     parse_thresholds,
-    warn_to_stderr,
 )
 from .render.formats import DecisionFormat
 from .states import STATE_FORMATS, StateFormat
@@ -70,7 +69,7 @@ def run_eval(
 
     from ..errors import InvalidDecision, StaticMiss
     from ..recordings import replay_miss_message
-    from .options import build_backend
+    from .backend import build_backend, warn_to_stderr
     from .questionfile import load_question_set
     from .render import decision_record
 

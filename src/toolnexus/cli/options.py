@@ -1,4 +1,6 @@
-"""Backend options shared by ``eval`` and ``batch``, and the classifier they build.
+"""Options shared by ``eval`` and ``batch``: the backend options (``BackendSettings``, one
+field per option) and the judgment options (``--fail-on``, ``--thresholds``). The classifier
+they build is ``cli/backend.py``'s.
 
 Each option is also read from a ``TOOLNEXUS_*`` environment variable. Precedence, highest
 first: the flag, the environment variable, the question file (``model:``), the default (the
@@ -11,9 +13,7 @@ that holds it, read at call time by the transport.
 
 from __future__ import annotations
 
-import re
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from ..defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT, MODEL_ENV
-from .errors import CliError, one_line
+from ..envname import ENV_NAME
+from .errors import CliError
 
 if TYPE_CHECKING:
-    from ..classifier import Classifier
-    from ..decision import Decision
-    from ..questions import Question
+    pass
 
 _PANEL = "Backend"
 R = TypeVar("R")
@@ -159,13 +158,9 @@ RecordOpt = Annotated[
     ),
 ]
 
-# A POSIX environment variable name. Anything else (a dash, a dot, a space) cannot be a name,
-# and is most likely a pasted key.
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
 
 def _check_env_name(flag: str, value: str | None) -> None:
-    if value is not None and not _ENV_NAME.fullmatch(value):
+    if value is not None and not ENV_NAME.fullmatch(value):
         # Never echo the value: it may be the key itself.
         raise CliError(
             f"{flag} takes the NAME of an environment variable (like TYPESAFE_API_KEY), "
@@ -217,174 +212,59 @@ class BackendSettings:
         return "systemone"
 
 
+def options_from(values: type, keyword: str) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """A decorator: the command with one option per field of the dataclass ``values`` added to
+    its parameters, in field order (what Typer reads to parse and to print ``--help``), each
+    field's ``Annotated`` type being its option. Their values reach the command as one mapping,
+    its keyword-only parameter ``keyword``, from which it builds ``values(**mapping)`` where it
+    checks its other input (so errors keep their order). The option table is the dataclass:
+    a new option is one field there."""
+
+    def decorate(command: Callable[..., R]) -> Callable[..., R]:
+        import functools
+        import inspect
+        from dataclasses import fields
+        from typing import get_type_hints
+
+        names = [f.name for f in fields(values)]
+        defaults = {f.name: f.default for f in fields(values)}
+        types = get_type_hints(values, include_extras=True)
+        hints = get_type_hints(command, include_extras=True)
+        params = [
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in inspect.signature(command).parameters.values()
+            if p.name != keyword
+        ]
+        own = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+        rest = [p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        added = [
+            inspect.Parameter(
+                n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=defaults[n], annotation=types[n]
+            )
+            for n in names
+        ]
+
+        @functools.wraps(command)
+        def with_options(*args: Any, **kwargs: Any) -> R:
+            chosen = {n: kwargs.pop(n, defaults[n]) for n in names}
+            return command(*args, **kwargs, **{keyword: chosen})
+
+        parameters = own + added + rest
+        with_options.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            parameters, return_annotation=hints.get("return", inspect.Signature.empty)
+        )
+        with_options.__annotations__ = {p.name: p.annotation for p in parameters}
+        if "return" in hints:
+            with_options.__annotations__["return"] = hints["return"]
+        return with_options
+
+    return decorate
+
+
 def backend_options(command: Callable[..., R]) -> Callable[..., R]:
-    """``command`` with one option per ``BackendSettings`` field appended to its parameters, in
-    field order (what Typer reads to parse and to print ``--help``). Their values reach
-    ``command`` as one mapping, its keyword-only ``backend_values`` parameter, from which it
-    builds ``BackendSettings(**backend_values)`` where it checks its other input (so errors
-    keep their order)."""
-    import functools
-    import inspect
-    from dataclasses import fields
-    from typing import get_type_hints
-
-    names = [f.name for f in fields(BackendSettings)]
-    types = get_type_hints(BackendSettings, include_extras=True)
-    hints = get_type_hints(command, include_extras=True)
-    own = [
-        p.replace(annotation=hints[p.name])
-        for p in inspect.signature(command).parameters.values()
-        if p.name != "backend_values"
-    ]
-    added = [
-        inspect.Parameter(
-            n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=types[n]
-        )
-        for n in names
-    ]
-
-    @functools.wraps(command)
-    def with_options(*args: Any, **kwargs: Any) -> R:
-        chosen = {n: kwargs.pop(n, None) for n in names}
-        return command(*args, **kwargs, backend_values=chosen)
-
-    parameters = own + added
-    with_options.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        parameters, return_annotation=hints.get("return", inspect.Signature.empty)
-    )
-    with_options.__annotations__ = {p.name: p.annotation for p in parameters}
-    if "return" in hints:
-        with_options.__annotations__["return"] = hints["return"]
-    return with_options
-
-
-def model_for(settings: BackendSettings, file_model: str | None) -> str | None:
-    """flag > env > question file > the backend row's model (None: the library's default)."""
-    from ..defaults import resolve_model
-
-    return resolve_model(settings.model, file_model, default=None)
-
-
-def classifier_options(
-    settings: BackendSettings,
-    *,
-    file_model: str | None = None,
-    on_metric: Callable[[dict[str, Any]], object] | None = None,
-) -> dict[str, Any]:
-    """Keyword arguments for ``create_classifier`` (only the options that were set, so the
-    library's own defaults stay the defaults)."""
-    style = settings.style
-    opts: dict[str, Any] = {"style": style}
-    model = model_for(settings, file_model)
-    if model is not None:
-        opts["model"] = model
-    if on_metric is not None:
-        opts["on_metric"] = on_metric
-    if style == "static":
-        from ..recordings import load_recordings
-
-        assert settings.replay is not None
-        opts["decisions"] = [r.to_recorded_decision() for r in load_recordings(settings.replay)]
-        return opts
-    for name in ("backend", "base_url", "api_key_env", "timeout", "retries"):
-        value = getattr(settings, name)
-        if value is not None:
-            opts[name] = value
-    supports = _supports(settings)
-    if supports is not None:
-        opts["supports"] = supports
-    if style == "llm":
-        for name in ("llm_base_url", "llm_model", "llm_api_key_env"):
-            value = getattr(settings, name)
-            if value is not None:
-                opts[name] = value
-    return opts
-
-
-def _supports(settings: BackendSettings) -> dict[str, bool] | None:
-    """``supports=`` for the classifier: ``--supports-images`` when given; for ``custom``, which
-    must declare it, no images unless the flag says so; else None (the backend row decides)."""
-    if settings.supports_images is not None:
-        return {"images": settings.supports_images}
-    if settings.backend == "custom":
-        return {"images": False}
-    return None
-
-
-def live_target(settings: BackendSettings, model: str | None) -> tuple[str, str]:
-    """``(endpoint, requested model)`` that a recording names; the endpoint keeps its ``${ENV}``
-    references unexpanded, and the model is the backend row's when none was given."""
-    if settings.style == "llm":
-        return settings.llm_base_url or "", settings.llm_model or ""
-    from ..backends import resolve_backend
-
-    row = resolve_backend(
-        settings.backend or "typesafe",
-        base_url=settings.base_url,
-        model=model,
-        supports=_supports(settings),
-    )
-    return f"{row.base_url}/systemone", row.model
-
-
-@dataclass
-class Backend:
-    """A classifier built from the settings, plus the recorder ``--record`` asks for."""
-
-    settings: BackendSettings
-    classifier: Classifier
-    model: str
-    endpoint: str
-
-    def record(self, state: Any, questions: Mapping[str, Question], decision: Decision) -> None:
-        """Write one live exchange when ``--record`` is set (a cached decision sent nothing,
-        so it is not an exchange and is not written)."""
-        if self.settings.record is None or decision.cached:
-            return
-        from ..assets import lift_with_questions
-        from ..recordings import write_recording
-
-        # The state as sent: images become their placeholders and the file keeps each one's
-        # sha256, never its bytes (the Image objects hash once; nothing is read again).
-        lifted = lift_with_questions(state, questions)
-        write_recording(
-            self.settings.record,
-            model=self.model,
-            endpoint=self.endpoint,
-            state=lifted.state,
-            questions=questions,
-            # The decoded body, re-encoded: every wire field the response carried that the
-            # library reads. Unknown extra fields are not kept.
-            response=decision.to_wire(),
-            assets=lifted.key_assets(),
-        )
-
-    async def evaluate(self, state: Any, questions: Mapping[str, Question]) -> Decision:
-        """One decision; recorded when ``--record`` is set."""
-        decision = await self.classifier.evaluate(state, questions)
-        self.record(state, questions, decision)
-        return decision
-
-
-def build_backend(
-    settings: BackendSettings,
-    *,
-    file_model: str | None = None,
-    on_metric: Callable[[dict[str, Any]], object] | None = None,
-    cache: Any = None,
-) -> Backend:
-    """``create_classifier(**classifier_options(...))`` wrapped with its recorder. ``cache``
-    (``batch --cache``) is handed to the classifier as its decision cache."""
-    from ..classifier import create_classifier
-
-    opts = classifier_options(settings, file_model=file_model, on_metric=on_metric)
-    if cache is not None:
-        opts["cache"] = cache
-    classifier = create_classifier(**opts)
-    if settings.style == "static":
-        return Backend(settings, classifier, classifier.model, "")
-    endpoint, model = live_target(settings, opts.get("model"))
-    return Backend(settings, classifier, model, endpoint)
+    """``command`` with one option per ``BackendSettings`` field (:func:`options_from`); the
+    values reach it as its keyword-only ``backend_values`` mapping."""
+    return options_from(BackendSettings, "backend_values")(command)
 
 
 #: The --thresholds names (seed 004 ``default-thresholds``).
@@ -406,7 +286,8 @@ def parse_fail_on(text: str | None) -> tuple[str, ...]:
 
 def parse_thresholds(text: str | None) -> dict[str, float]:
     """``yes=0.8,no=0.2,min_confidence=0.6`` -> a dict of the names given, each within 0..1;
-    the rest keep their defaults (``threshold_band`` merges over ``DEFAULT_THRESHOLDS``)."""
+    the rest keep their defaults (``threshold_band`` merges over ``DEFAULT_THRESHOLDS``). With
+    the defaults merged, ``no`` may not be above ``yes``."""
     if not text:
         return {}
     out: dict[str, float] = {}
@@ -428,13 +309,14 @@ def parse_thresholds(text: str | None) -> dict[str, float]:
         if not 0.0 <= value <= 1.0:
             raise CliError(f"--thresholds: {name} must be within 0..1, got {value}")
         out[name] = value
+    from ..validation import DEFAULT_THRESHOLDS
+
+    merged = {**DEFAULT_THRESHOLDS, **out}
+    if merged["no"] > merged["yes"]:
+        # A probability at or above yes reads "yes" and at or below no reads "no": with no above
+        # yes, one value would be both.
+        raise CliError(
+            f"--thresholds: no ({merged['no']:g}) is above yes ({merged['yes']:g}); "
+            "give no <= yes, e.g. yes=0.8,no=0.2"
+        )
     return out
-
-
-def warn_to_stderr(event: Mapping[str, Any]) -> None:
-    """The classifier's metric sink: warnings to stderr, one line each; other events unused."""
-    from ..classifier import METRIC_WARNING
-
-    if event.get("event") == METRIC_WARNING:
-        sys.stderr.write(f"toolnexus: warning: {one_line(str(event.get('warning', '')))}\n")
-        sys.stderr.flush()

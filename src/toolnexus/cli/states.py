@@ -37,6 +37,9 @@ _SUFFIXES: dict[str, StateFormat] = {
 #: Files read as an image state rather than as text.
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg"})
 
+#: Every suffix ``eval`` reads a state file by: what a ``batch`` directory or glob yields.
+STATE_SUFFIXES = frozenset(_SUFFIXES) | IMAGE_SUFFIXES
+
 #: How a state source is named in messages when it is not a file.
 STDIN_NAME = "<stdin>"
 TEXT_NAME = "--state-text"

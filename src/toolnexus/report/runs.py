@@ -4,6 +4,8 @@ A run is JSONL (one record per line), JSON (an array; batch writes one record pe
 array is read incrementally with ``raw_decode``, never loaded whole) or CSV (batch's flattened
 columns: ``answers.<key>.<field>``, a probability map or a flag list as one JSON cell). The
 format comes from the extension (``.jsonl``, ``.json``, ``.csv``), else from the first byte.
+Lines and rows are decoded by the one record codec (``records.codec``) that ``batch`` wrote
+them with, so a CSV run reads back the same records (escaped ids included) as a JSONL run.
 
 Every problem is a :class:`ReportInputError` whose message starts ``path:line:``.
 """
@@ -22,6 +24,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, NamedTuple
+
+from ..records.codec import CsvCodec, RecordDecodeError, line_loader
 
 __all__ = [
     "LocatedError",
@@ -140,20 +144,13 @@ def iter_records(
 
 
 def _iter_jsonl(path: str, span: Span | None = None) -> Iterator[tuple[int, Any]]:
-    """Each line parsed by orjson (a third of ``json.loads``' time over batch records, measured
-    in bench/report.py). A line orjson refuses goes to ``json.loads`` over its UTF-8 text, so
-    ``json.loads`` decides what is accepted and words every error: NaN, a lone surrogate escape
-    and leading blanks read as before, extra data is refused as before. orjson reads an integer
-    past 64 bits as a float, so a record whose id is a float is read again by ``json.loads``
-    (ids stay exact); elsewhere such an integer reads as the nearest float.
+    """Each line parsed by the record codec's JSON reader (``records.codec.line_loader``: orjson,
+    with ``json.loads`` deciding what is accepted and wording every error; ids stay exact).
 
     With ``span``, only its bytes are read, and lines are numbered from the span's first line.
     A file replaced (``batch`` compacting it) or cut shorter since the span was measured is an
     error, never a chunk read across another file's line ends."""
-    import orjson
-
-    fast = orjson.loads
-    fast_error = orjson.JSONDecodeError
+    load = line_loader()
     n = 0
     with _open(path) as f:
         lines: Iterable[bytes] = f
@@ -167,22 +164,15 @@ def _iter_jsonl(path: str, span: Span | None = None) -> Iterator[tuple[int, Any]
             lines = io.BytesIO(f.read(span.end - span.start))
         for n, line in enumerate(lines, 1):
             try:
-                obj = fast(line)
-            except fast_error:
-                try:
-                    obj = json.loads(line.decode("utf-8"))
-                except UnicodeDecodeError:
-                    raise LocatedError(path, n, "not UTF-8 text") from None
-                except ValueError as e:
-                    if not line.strip():
-                        continue
-                    if not line.endswith(b"\n"):
-                        return  # cut short by a kill: never a complete record
-                    raise LocatedError(path, n, f"not a JSON record: {_reason(e)}") from None
-            else:
-                # An id joins labels and the other run: it must be exact, never a float.
-                if type(obj) is dict and type(obj.get("id")) is float:
-                    obj = json.loads(line.decode("utf-8"))
+                obj = load(line)
+            except UnicodeDecodeError:
+                raise LocatedError(path, n, "not UTF-8 text") from None
+            except ValueError as e:
+                if not line.strip():
+                    continue
+                if not line.endswith(b"\n"):
+                    return  # cut short by a kill: never a complete record
+                raise LocatedError(path, n, f"not a JSON record: {_reason(e)}") from None
             yield n, obj
 
 
@@ -265,31 +255,6 @@ def _text(raw: IO[bytes], path: str, *, csv_file: bool = False) -> IO[str]:
 
 # --- CSV ---------------------------------------------------------------------------------
 
-_FLOATS = frozenset({"noul", "confidence", "score"})
-_JSON_CELLS = frozenset({"probabilities", "legend", "flags"})
-_BOOLS = {"true": True, "false": False}
-
-
-def _cell(field_name: str, value: str, path: str, line: int) -> Any:
-    if value == "":
-        return None
-    try:
-        if field_name in _FLOATS or field_name == "cost" or field_name in ("yes", "no"):
-            return float(value)
-        if field_name in ("level", "input_tokens", "output_tokens"):
-            return int(value)
-        if field_name == "flags" and not value.startswith("["):
-            return value.split()  # batch writes flags as words: "near-uniform uncalibrated"
-        if field_name in _JSON_CELLS:
-            return json.loads(value)
-    except ValueError:
-        raise ReportInputError(
-            f"{path}:{line}: column {field_name!r} holds {value!r}, not a batch value"
-        ) from None
-    if field_name in ("near_uniform", "calibrated", "cached"):
-        return _BOOLS.get(value, value)
-    return value
-
 
 def csv_rows(path: str, what: str) -> Iterator[tuple[int, list[str]]]:
     """``(line, cells)`` for every row of a CSV file, the header first (line 1), blank rows
@@ -352,39 +317,9 @@ def _iter_csv(path: str) -> Iterator[tuple[int, Any]]:
         return
     if "id" not in header[1]:
         raise ReportInputError(f"{path}:1: not a batch CSV file: no 'id' column")
-    plan = [_column_plan(c) for c in header[1]]
+    codec = CsvCodec(header[1])
     for n, row in rows:
-        yield n, _unflatten(plan, row, path, n)
-
-
-def _column_plan(column: str) -> tuple[str, ...]:
-    """Where a flattened column goes: ``answers.<key>.<field>`` keeps dots inside the key."""
-    if column.startswith("answers."):
-        key, _, name = column[len("answers.") :].rpartition(".")
-        return ("answers", key, name)
-    return tuple(column.split(".", 1))
-
-
-def _unflatten(plan: list[tuple[str, ...]], row: list[str], path: str, line: int) -> Any:
-    record: dict[str, Any] = {}
-    answers: dict[str, dict[str, Any]] = {}
-    for where, value in zip(plan, row, strict=True):
-        if where[0] == "answers":
-            if value != "":
-                answers.setdefault(where[1], {})[where[2]] = _cell(where[2], value, path, line)
-        elif len(where) == 1:
-            record[where[0]] = (
-                value
-                if where[0] in ("id", "model", "invalid")
-                else _cell(where[0], value, path, line)
-            )
-        else:
-            record.setdefault(where[0], {})[where[1]] = _cell(where[1], value, path, line)
-    error = record.get("error")
-    if isinstance(error, dict) and error.get("code"):
-        return {"id": record.get("id"), "error": error}
-    record.pop("error", None)
-    if record.get("invalid") == "":
-        record["invalid"] = None
-    record["answers"] = answers
-    return record
+        try:
+            yield n, codec.object_of(row)
+        except RecordDecodeError as e:
+            raise ReportInputError(f"{path}:{n}: {e}") from None

@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from ...printable import printable, printable_data
 from ...questions import Question
-from .csvshape import csv_header, csv_line
+from ...records.codec import csv_header, csv_line
 from .formats import DecisionFormat
 
 _STYLES = {

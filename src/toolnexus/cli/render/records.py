@@ -11,21 +11,10 @@ from typing import Any
 
 from ...decision import Answer, ChoiceAnswer, Decision, ScoreAnswer
 from ...questions import Question
+from ...records.model import RECORD_KEYS
 from ...validation import DEFAULT_THRESHOLDS, FLAGS, threshold_band, validate_decision
 
-__all__ = ["FLAGS", "RECORD_KEYS", "answer_record", "decision_record"]
-
-#: The keys of a decision record, in order (a test pins them).
-RECORD_KEYS = (
-    "model",
-    "calibrated",
-    "cached",
-    "usage",
-    "thresholds",
-    "answers",
-    "flags",
-    "invalid",
-)
+__all__ = ["FLAGS", "RECORD_KEYS", "answer_record", "decision_record", "sample_record"]
 
 
 def _ordered_flags(flags: Iterable[str]) -> list[str]:
@@ -111,3 +100,39 @@ def decision_record(
         "flags": _ordered_flags(flags),
         "invalid": problem.message if problem is not None else None,
     }
+
+
+def sample_record(
+    questions: Mapping[str, Question], thresholds: Mapping[str, float] | None = None
+) -> dict[str, Any]:
+    """A decision record for this question set, to learn the CSV columns from the renderer
+    itself (so the header can never drift from ``decision_record``)."""
+    from ...decision import parse_decision
+    from ...questions import ChoiceQuestion, ScoreQuestion
+
+    answers: dict[str, Any] = {}
+    for key, q in questions.items():
+        if q.type == "noul":
+            answers[key] = {"type": "noul", "noul": 0.5}
+        elif isinstance(q, ChoiceQuestion):
+            opts = list(q.criteria)
+            probs = {o: 1.0 / len(opts) for o in opts}
+            answers[key] = {
+                "type": "choice",
+                "choice": opts[0],
+                "probabilities": probs,
+                "confidence": 0.5,
+            }
+        elif isinstance(q, ScoreQuestion):
+            levels = list(q.criteria)
+            answers[key] = {
+                "type": "score",
+                "score": 0.0,
+                "legend": {str(i): lv for i, lv in enumerate(levels)},
+                "probabilities": {str(i): float(i == 0) for i in range(len(levels))},
+                "confidence": 0.5,
+            }
+        else:
+            answers[key] = {"type": q.type}
+    body = {"model": "m", "answers": answers, "usage": {"input_tokens": 0, "output_tokens": 0}}
+    return decision_record(parse_decision(body, questions), questions, thresholds)

@@ -1,0 +1,168 @@
+"""The classifier ``eval`` and ``batch`` build from their backend options, and its recorder.
+
+Precedence, highest first: the flag, the environment variable, the question file (``model:``),
+the default (the backend row). ``classifier_options`` passes only the options that were set, so
+the library's own defaults stay the defaults.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import one_line
+from .options import BackendSettings
+
+if TYPE_CHECKING:
+    from ..classifier import Classifier
+    from ..decision import Decision
+    from ..questions import Question
+
+__all__ = [
+    "Backend",
+    "build_backend",
+    "classifier_options",
+    "live_target",
+    "model_for",
+    "warn_to_stderr",
+]
+
+
+def model_for(settings: BackendSettings, file_model: str | None) -> str | None:
+    """flag > env > question file > the backend row's model (None: the library's default)."""
+    from ..defaults import resolve_model
+
+    return resolve_model(settings.model, file_model, default=None)
+
+
+def classifier_options(
+    settings: BackendSettings,
+    *,
+    file_model: str | None = None,
+    on_metric: Callable[[dict[str, Any]], object] | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments for ``create_classifier`` (only the options that were set, so the
+    library's own defaults stay the defaults)."""
+    style = settings.style
+    opts: dict[str, Any] = {"style": style}
+    model = model_for(settings, file_model)
+    if model is not None:
+        opts["model"] = model
+    if on_metric is not None:
+        opts["on_metric"] = on_metric
+    if style == "static":
+        from ..recordings import load_recordings
+
+        assert settings.replay is not None
+        opts["decisions"] = [r.to_recorded_decision() for r in load_recordings(settings.replay)]
+        return opts
+    for name in ("backend", "base_url", "api_key_env", "timeout", "retries"):
+        value = getattr(settings, name)
+        if value is not None:
+            opts[name] = value
+    supports = _supports(settings)
+    if supports is not None:
+        opts["supports"] = supports
+    if style == "llm":
+        for name in ("llm_base_url", "llm_model", "llm_api_key_env"):
+            value = getattr(settings, name)
+            if value is not None:
+                opts[name] = value
+    return opts
+
+
+def _supports(settings: BackendSettings) -> dict[str, bool] | None:
+    """``supports=`` for the classifier: ``--supports-images`` when given; for ``custom``, which
+    must declare it, no images unless the flag says so; else None (the backend row decides)."""
+    if settings.supports_images is not None:
+        return {"images": settings.supports_images}
+    if settings.backend == "custom":
+        return {"images": False}
+    return None
+
+
+def live_target(settings: BackendSettings, model: str | None) -> tuple[str, str]:
+    """``(endpoint, requested model)`` that a recording names; the endpoint keeps its ``${ENV}``
+    references unexpanded, and the model is the backend row's when none was given."""
+    if settings.style == "llm":
+        return settings.llm_base_url or "", settings.llm_model or ""
+    from ..backends import resolve_backend
+
+    row = resolve_backend(
+        settings.backend or "typesafe",
+        base_url=settings.base_url,
+        model=model,
+        supports=_supports(settings),
+    )
+    return f"{row.base_url}/systemone", row.model
+
+
+@dataclass
+class Backend:
+    """A classifier built from the settings, plus the recorder ``--record`` asks for."""
+
+    settings: BackendSettings
+    classifier: Classifier
+    model: str
+    endpoint: str
+
+    def record(self, state: Any, questions: Mapping[str, Question], decision: Decision) -> None:
+        """Write one live exchange when ``--record`` is set (a cached decision sent nothing,
+        so it is not an exchange and is not written)."""
+        if self.settings.record is None or decision.cached:
+            return
+        from ..assets import lift_with_questions
+        from ..recordings import write_recording
+
+        # The state as sent: images become their placeholders and the file keeps each one's
+        # sha256, never its bytes (the Image objects hash once; nothing is read again).
+        lifted = lift_with_questions(state, questions)
+        write_recording(
+            self.settings.record,
+            model=self.model,
+            endpoint=self.endpoint,
+            state=lifted.state,
+            questions=questions,
+            # The decoded body, re-encoded: every wire field the response carried that the
+            # library reads. Unknown extra fields are not kept.
+            response=decision.to_wire(),
+            assets=lifted.key_assets(),
+        )
+
+    async def evaluate(self, state: Any, questions: Mapping[str, Question]) -> Decision:
+        """One decision; recorded when ``--record`` is set."""
+        decision = await self.classifier.evaluate(state, questions)
+        self.record(state, questions, decision)
+        return decision
+
+
+def build_backend(
+    settings: BackendSettings,
+    *,
+    file_model: str | None = None,
+    on_metric: Callable[[dict[str, Any]], object] | None = None,
+    cache: Any = None,
+) -> Backend:
+    """``create_classifier(**classifier_options(...))`` wrapped with its recorder. ``cache``
+    (``batch --cache``) is handed to the classifier as its decision cache."""
+    from ..classifier import create_classifier
+
+    opts = classifier_options(settings, file_model=file_model, on_metric=on_metric)
+    if cache is not None:
+        opts["cache"] = cache
+    classifier = create_classifier(**opts)
+    if settings.style == "static":
+        return Backend(settings, classifier, classifier.model, "")
+    endpoint, model = live_target(settings, opts.get("model"))
+    return Backend(settings, classifier, model, endpoint)
+
+
+def warn_to_stderr(event: Mapping[str, Any]) -> None:
+    """The classifier's metric sink: warnings to stderr, one line each; other events unused."""
+    from ..classifier import METRIC_WARNING
+
+    if event.get("event") == METRIC_WARNING:
+        sys.stderr.write(f"toolnexus: warning: {one_line(str(event.get('warning', '')))}\n")
+        sys.stderr.flush()

@@ -1,0 +1,149 @@
+"""What one state read from a ``toolnexus batch`` input is (:class:`InputItem`), how the inputs
+are to be read (:class:`InputSpec`), what kind of input an argument is, and how ``--id-field``,
+``--state-field`` and ``--image-field`` turn one parsed record into an item (see
+``batch_inputs`` for the readers and the rules)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..assets import with_images
+from ..images import Image
+from .errors import MALFORMED_INPUT, CliError
+from .states import check_state
+
+__all__ = [
+    "INVALID_STATE",
+    "MALFORMED",
+    "InputItem",
+    "InputSpec",
+    "checked",
+    "from_object",
+    "kind_of",
+]
+
+MALFORMED = MALFORMED_INPUT.code
+INVALID_STATE = "invalid_state"
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass(frozen=True, slots=True)
+class InputItem:
+    """One state read from an input. Exactly one of ``state`` / ``error`` is meaningful.
+
+    ``id`` is what the output record carries; ``key`` is its text form (``str(id)``), used for
+    resume and shard matching. ``error`` is ``(code, one-line message)``.
+    """
+
+    id: str | int
+    state: Any = None
+    error: tuple[str, str] | None = None
+    #: Where the state was read: the index of its INPUT argument and its 1-based line there
+    #: (0 for a state file, whose id is its path). Duplicate ids are reported with it.
+    source: int = 0
+    line: int = 0
+
+    @property
+    def key(self) -> str:
+        return str(self.id)
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """How to read the inputs: which field carries the id and which the state."""
+
+    id_field: str | None = None
+    state_field: str | None = None
+    image_field: str | None = None
+    #: ``--recursive``: a directory input's subfolders too
+    recursive: bool = False
+
+
+def kind_of(arg: str) -> str:
+    """``stdin``, ``dir``, ``csv``, ``jsonl`` or ``glob`` for one INPUT argument.
+
+    A path ending ``.csv`` is CSV; any other file is JSONL. A missing path with glob characters
+    is a glob; a missing path without them is reported by the caller as a usage error.
+    """
+    if arg == "-":
+        return "stdin"
+    p = Path(arg)
+    if p.is_dir():
+        return "dir"
+    if p.exists():
+        return "csv" if p.suffix.lower() == ".csv" else "jsonl"
+    if _GLOB_CHARS & set(arg):
+        return "glob"
+    return "missing"
+
+
+def checked(item_id: str | int, state: Any, where: str) -> InputItem:
+    try:
+        check_state(state, where)
+    except CliError as e:
+        return InputItem(item_id, error=(INVALID_STATE, e.message))
+    return InputItem(item_id, state=state)
+
+
+def _with_image(
+    item_id: str | int, value: dict[str, Any], where: str, spec: InputSpec, base: Path
+) -> InputItem:
+    """Apply ``--image-field`` (and ``--state-field``) to one record; see the module docstring."""
+    field_name = spec.image_field
+    assert field_name is not None
+    raw = value.get(field_name)
+    if not isinstance(raw, str) or not raw:
+        what = "missing" if raw is None else f"not a path: {raw!r}"
+        return InputItem(item_id, error=(MALFORMED, f"{where}: image field {field_name!r} {what}"))
+    path = base / raw
+    if not path.is_file():
+        return InputItem(
+            item_id, error=(MALFORMED, f"{where}: image field {field_name!r}: no such file {path}")
+        )
+    image = Image(path)
+    if spec.state_field is None:
+        return InputItem(item_id, state={**value, field_name: image})
+    if spec.state_field not in value:
+        return InputItem(
+            item_id, error=(MALFORMED, f"{where}: state field {spec.state_field!r} missing")
+        )
+    if spec.state_field == field_name:
+        return InputItem(item_id, state=image)
+    item = checked(item_id, value[spec.state_field], where)
+    if item.error is not None:
+        return item
+    return InputItem(item_id, state=with_images(item.state, {field_name: image}))
+
+
+def from_object(
+    value: Any, fallback_id: str, where: str, spec: InputSpec, base: Path | None = None
+) -> InputItem:
+    """Apply ``--id-field`` / ``--state-field`` / ``--image-field`` to one parsed value."""
+    if spec.id_field is None and spec.state_field is None and spec.image_field is None:
+        return checked(fallback_id, value, where)
+    if not isinstance(value, dict):
+        return InputItem(
+            fallback_id,
+            error=(MALFORMED, f"{where}: expected an object with the id/state fields"),
+        )
+    item_id: str | int = fallback_id
+    if spec.id_field is not None:
+        raw = value.get(spec.id_field)
+        if isinstance(raw, bool) or not isinstance(raw, str | int) or raw == "":
+            what = "missing" if raw is None else f"not a string or integer: {raw!r}"
+            return InputItem(
+                fallback_id, error=(MALFORMED, f"{where}: id field {spec.id_field!r} {what}")
+            )
+        item_id = raw
+    if spec.image_field is not None:
+        return _with_image(item_id, value, where, spec, base or Path("."))
+    if spec.state_field is None:
+        return checked(item_id, value, where)
+    if spec.state_field not in value:
+        return InputItem(
+            item_id, error=(MALFORMED, f"{where}: state field {spec.state_field!r} missing")
+        )
+    return checked(item_id, value[spec.state_field], where)

@@ -1,0 +1,106 @@
+"""``toolnexus batch``'s own options, as one values class: each field of :class:`BatchOptions`
+IS its command-line option (``options.options_from`` gives the command one parameter per
+field), so the option table is written once. ``batch_values.BatchConfig`` adds the inputs and
+the parsed forms. Light on purpose: registering ``batch`` imports this module."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+import typer
+
+from ..defaults import DEFAULT_BATCH_CONCURRENCY
+from .cache_cmd import CacheDirOpt
+from .errors import CliError
+from .options import FailOnOpt, ThresholdsOpt
+from .render.formats import BatchFormat
+
+__all__ = ["BatchOptions", "parse_shard"]
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """The options of ``batch`` as given (text where the option takes text to parse)."""
+
+    id_field: Annotated[
+        str | None,
+        typer.Option("--id-field", help="JSONL key / CSV column holding each state's id."),
+    ] = None
+    state_field: Annotated[
+        str | None,
+        typer.Option("--state-field", help="JSONL key / CSV column holding the state."),
+    ] = None
+    image_field: Annotated[
+        str | None,
+        typer.Option(
+            "--image-field",
+            help="JSONL key / CSV column holding an image path (relative to the input file); "
+            "the image joins the state, or is the state when it is also --state-field.",
+        ),
+    ] = None
+    recursive: Annotated[
+        bool,
+        typer.Option("--recursive", help="A directory INPUT: its subfolders' files too."),
+    ] = False
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", help="Requests in flight at most.")
+    ] = DEFAULT_BATCH_CONCURRENCY
+    rate: Annotated[float | None, typer.Option("--rate", help="At most R requests per minute.")] = (
+        None
+    )
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", help="Write records to FILE (default stdout)."),
+    ] = None
+    fmt: Annotated[BatchFormat, typer.Option("--format", help="Record format.")] = "jsonl"
+    ordered: Annotated[
+        bool, typer.Option("--ordered", help="Write records in input order (bounded buffer).")
+    ] = False
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Skip ids already recorded in --output.")
+    ] = False
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Start --output over; the old file stays until this run finishes.",
+        ),
+    ] = False
+    retry_errors: Annotated[
+        bool,
+        typer.Option("--retry-errors", help="Re-run the ids whose record in --output is an error."),
+    ] = False
+    shard: Annotated[
+        str | None,
+        typer.Option("--shard", help="I/N: only the ids whose sha256 falls in shard I of N."),
+    ] = None
+    progress: Annotated[
+        bool | None,
+        typer.Option(
+            "--progress/--no-progress",
+            help="A live bar on stderr (default: when stderr is a terminal that the records "
+            "are not written to).",
+            show_default=False,
+        ),
+    ] = None
+    fail_on: FailOnOpt = None
+    thresholds: ThresholdsOpt = None
+    use_cache: Annotated[
+        bool, typer.Option("--cache", help="Reuse and store decisions in the SQLite cache.")
+    ] = False
+    cache_dir: CacheDirOpt = None
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``I/N`` with 1 <= I <= N."""
+    if text is None:
+        return None
+    i, sep, n = text.partition("/")
+    try:
+        index, count = int(i), int(n)
+    except ValueError:
+        index = count = 0
+    if not sep or count < 1 or not 1 <= index <= count:
+        raise CliError(f"--shard takes I/N with 1 <= I <= N (like 2/3), got {text!r}")
+    return index, count

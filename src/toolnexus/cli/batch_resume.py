@@ -1,0 +1,216 @@
+"""Reading an existing ``batch --output`` back: ``--resume``, ``--retry-errors``, compaction.
+
+``--resume`` reads the ids already in ``--output`` through the same codec that wrote them
+(``records.codec``). The LAST record for an id is the one that counts, so ``--retry-errors``
+simply appends the new record after the old error record; when the run finishes, the file is
+rewritten atomically (temp file, fsync, rename) keeping only the last record of each id, so a
+finished file holds exactly one record per id. A run killed before that leaves the superseded
+error records in place, which the next ``--resume`` or ``--retry-errors`` reads correctly (last
+wins) and compacts. A short last line (no newline: a kill mid-write) is never a record.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from ..records import ErrorRecord, Record, codec_for
+from ..records.codec import Codec
+from .batch_output import fsync_dir
+
+__all__ = ["PriorMismatch", "PriorOutput", "compact", "read_ids", "read_prior", "written_format"]
+
+
+@dataclass
+class PriorOutput:
+    """What an existing ``--output`` file already holds (the LAST record of each id counts).
+
+    ``keep_bytes`` is the length of the prefix to keep: complete lines only, and for ``json``
+    without the closing ``]``. ``repeated`` holds ids that appear more than once (a previous
+    ``--retry-errors`` run that did not finish compacting).
+    """
+
+    ok: set[str] = field(default_factory=set)
+    errors: set[str] = field(default_factory=set)
+    repeated: set[str] = field(default_factory=set)
+    keep_bytes: int = 0
+    header: list[str] | None = None
+    records: int = 0
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.ok or key in self.errors
+
+
+class PriorMismatch(ValueError):
+    """An existing ``--output`` that this run must not resume: another format or another
+    question set. ``str(e)`` says which and what to do."""
+
+
+def _lines(path: str) -> Iterator[tuple[int, bytes]]:
+    """``(offset, line)`` for every line, the last one possibly without its newline."""
+    offset = 0
+    with open(path, "rb") as f:
+        for line in f:
+            yield offset, line
+            offset += len(line)
+
+
+def _header(line: bytes) -> list[str]:
+    return next(csv.reader([line.decode("utf-8", "replace")]), [])
+
+
+def _records(path: str, fmt: str, columns: Sequence[str] = ()) -> Iterator[Record | None]:
+    """Every line's record after a CSV header (None for framing or an unreadable line)."""
+    codec: Codec = codec_for(fmt, columns)
+    for i, (_, line) in enumerate(_lines(path)):
+        if fmt == "csv" and i == 0:
+            codec = codec_for(fmt, _header(line))
+            continue
+        yield codec.decode(line)
+
+
+def written_format(path: str) -> str | None:
+    """The format an existing output was written in, from its first line (None when empty):
+    ``[`` opens a json array, ``{`` a jsonl record, anything else is a CSV header."""
+    for _, line in _lines(path):
+        head = line.strip()
+        if not head:
+            continue
+        if head.startswith(b"["):
+            return "json"
+        if head.startswith(b"{"):
+            return "jsonl"
+        return "csv"
+    return None
+
+
+def read_prior(path: str, fmt: str, questions_sha256: str | None = None) -> PriorOutput:
+    """Scan an existing output file for ``--resume`` / ``--retry-errors``. A missing or empty
+    file is an empty prior. Raises ValueError when a CSV file's header is not a batch header,
+    and :class:`PriorMismatch` when the file was written in another format or its records
+    answer another question set than ``questions_sha256``.
+
+    A finished decision is never given up: an id with a decision record counts as done even
+    when an error record for it comes later (a duplicate input line writes one)."""
+    prior = PriorOutput()
+    if not os.path.exists(path):
+        return prior
+    written = written_format(path)
+    if written is not None and written != fmt:
+        raise PriorMismatch(
+            f"it was written as {written}, this run writes {fmt}; resume with --format "
+            f"{written}, or write to a new file"
+        )
+    codec = codec_for(fmt)
+    for offset, line in _lines(path):
+        if not line.endswith(b"\n"):
+            break  # cut short by a kill: this record was never complete
+        if fmt == "csv" and prior.header is None:
+            prior.header = _header(line)
+            if "id" not in prior.header:
+                raise ValueError(f"{path}: not a batch CSV output (no id column)")
+            codec = codec_for(fmt, prior.header)
+            prior.keep_bytes = offset + len(line)
+            continue
+        if fmt == "json" and line.strip() == b"]":
+            break  # the closing bracket of a finished run; appending reopens the array
+        record = codec.decode(line)
+        prior.keep_bytes = offset + len(line)
+        if record is None:
+            continue
+        sha = record.questions_sha256
+        if questions_sha256 is not None and sha is not None and sha != questions_sha256:
+            raise PriorMismatch(
+                f"its records answer another question set (question-set digest {sha[:12]}..., "
+                f"this run's is {questions_sha256[:12]}...); resume with the question file that "
+                "wrote it, or write to a new file"
+            )
+        key = record.key
+        prior.records += 1
+        if key in prior:
+            prior.repeated.add(key)
+        if not isinstance(record, ErrorRecord):
+            prior.ok.add(key)
+            prior.errors.discard(key)
+        elif key not in prior.ok:
+            prior.errors.add(key)
+    return prior
+
+
+def read_ids(path: str, fmt: str) -> list[str]:
+    """The id of every complete record in an output file, in file order, as ``--resume``
+    reads them (CSV ids unescaped)."""
+    return [r.key for r in _records(path, fmt) if r is not None]
+
+
+def compact(path: str, fmt: str, keys: set[str], columns: Sequence[str] = ()) -> None:
+    """Rewrite ``path`` atomically keeping ONE record of each id in ``keys`` (every other line
+    is kept as is): its last decision when it has one, else its last record. No compaction ever
+    drops a finished decision. Two passes, so memory holds counts for ``keys`` only."""
+    if not keys:
+        return
+    # key -> [records seen, index of the one kept, whether that one is a decision]
+    plan: dict[str, list[int]] = {k: [0, -1, 0] for k in keys}
+    for record in _records(path, fmt, columns):
+        if record is None or record.key not in plan:
+            continue
+        entry = plan[record.key]
+        if not isinstance(record, ErrorRecord):
+            entry[1], entry[2] = entry[0], 1
+        elif not entry[2]:
+            entry[1] = entry[0]
+        entry[0] += 1
+    seen: dict[str, int] = dict.fromkeys(keys, 0)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".toolnexus-batch-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            first = True
+            codec: Codec = codec_for(fmt, columns)
+            for i, (_, line) in enumerate(_lines(path)):
+                if fmt == "csv" and i == 0:
+                    out.write(line)
+                    codec = codec_for(fmt, _header(line))
+                    continue
+                first = _copy(out, fmt, line, codec.decode(line), seen, plan, first)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    fsync_dir(directory)
+
+
+def _copy(
+    out: BinaryIO,
+    fmt: str,
+    line: bytes,
+    record: Record | None,
+    seen: dict[str, int],
+    plan: dict[str, list[int]],
+    first: bool,
+) -> bool:
+    """Write ``line`` to ``out`` unless its record is superseded; returns the new ``first``."""
+    write = out.write
+    if record is None:
+        if fmt == "json" and line.strip() == b"]":
+            write(b"]\n")
+        elif fmt == "json" and line.strip() == b"[":
+            write(line)
+        return first
+    if record.key in seen:
+        index = seen[record.key]
+        seen[record.key] += 1
+        if index != plan[record.key][1]:
+            return first  # superseded by the record of this id that is kept
+    if fmt == "json":
+        body = line.strip().removeprefix(b",")
+        line = (b"" if first else b",") + body + b"\n"
+    write(line)
+    return False

@@ -1,0 +1,151 @@
+"""What ``toolnexus batch`` checks before it writes anything, and how it opens ``--output``:
+the options, an output that would overwrite an input, the lock that keeps a second run off the
+same file, and the prior records ``--resume`` / ``--retry-errors`` read back."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+from .batch_items import kind_of
+from .batch_output import OutputWriter
+from .batch_resume import PriorMismatch, PriorOutput, read_prior
+from .batch_values import BatchConfig
+from .errors import CliError
+
+__all__ = ["check_config", "check_existing", "lock_output", "open_output"]
+
+
+def lock_output(path: str) -> int:
+    """Hold an advisory lock on ``--output`` for the whole run (released when the returned fd
+    is closed), so a second process aimed at the same file is refused instead of interleaving
+    its records with ours (two shards on one file once lost half the records and exited 0)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise CliError(f"--output {path}: {e.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise CliError(
+            f"--output {path}: another process (a toolnexus batch?) holds its lock and is "
+            "writing it; wait for that run to end, or write to another file"
+        ) from None
+    return fd
+
+
+def check_existing(cfg: BatchConfig) -> None:
+    """An ``--output`` that already holds records is continued (``--resume``,
+    ``--retry-errors``) or replaced (``--overwrite``), never truncated by a plain re-run (one
+    once cut a finished 300-record file to 20). Checked once the lock is held, so a file
+    another run is writing is named as such."""
+    output = cfg.output
+    if output is None or cfg.resume or cfg.retry_errors or cfg.overwrite:
+        return
+    if _holds_records(output):
+        raise CliError(
+            f"--output {output} already holds records; add --resume to continue it, or "
+            "--overwrite to start over (the old file stays until the new run finishes)"
+        )
+
+
+def open_output(
+    cfg: BatchConfig, columns: list[str], questions_sha256: str
+) -> tuple[OutputWriter, PriorOutput | None]:
+    """The writer of this run, and what ``--output`` already holds when it resumes."""
+    prior = None
+    if cfg.output is not None and (cfg.resume or cfg.retry_errors):
+        try:
+            prior = read_prior(cfg.output, cfg.fmt, questions_sha256)
+        except PriorMismatch as e:
+            raise CliError(f"--output {cfg.output}: cannot resume: {e}") from None
+        except (OSError, ValueError) as e:
+            raise CliError(f"--output {cfg.output}: cannot resume from it: {e}") from None
+        if cfg.fmt == "csv" and prior.header is not None and prior.header != columns:
+            raise CliError(
+                f"--output {cfg.output}: its CSV columns differ from this question set's; "
+                "resume with the same question file, or write to a new file"
+            )
+    staged = cfg.overwrite and cfg.output is not None and _holds_records(cfg.output)
+    try:
+        return OutputWriter(cfg.output, cfg.fmt, columns, prior, staged=staged), prior
+    except OSError as e:
+        raise CliError(f"--output {cfg.output}: {e.strerror}") from None
+
+
+def _holds_records(path: str) -> bool:
+    """A regular file with something in it (``/dev/null`` or a FIFO is never refused)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size > 0
+
+
+def _inside(path: str, directory: str) -> bool:
+    real, root = os.path.realpath(path), os.path.realpath(directory)
+    return os.path.commonpath([real, root]) == root
+
+
+def _check_output(cfg: BatchConfig, questions_path: Path) -> None:
+    """``-o`` onto the question file, onto an input, or into a directory/glob input is refused
+    before anything is written (the question file was once overwritten, exit 0)."""
+    import fnmatch
+    import glob
+
+    output = cfg.output
+    if output is None:
+        return
+    if os.path.isdir(output):
+        raise CliError(f"--output {output} is a directory; name a file")
+    if cfg.overwrite and (cfg.resume or cfg.retry_errors):
+        raise CliError("--overwrite starts over; --resume and --retry-errors continue: pick one")
+
+    exists = os.path.exists(output)
+    if exists and os.path.exists(questions_path) and os.path.samefile(questions_path, output):
+        raise CliError(f"--output {output} is the question file; it would be overwritten")
+    for arg in cfg.inputs:
+        kind = kind_of(arg)
+        if kind in ("jsonl", "csv") and exists and os.path.samefile(arg, output):
+            raise CliError(f"--output {output} is also an input; it would be overwritten")
+        if kind == "dir" and _inside(output, arg):
+            raise CliError(
+                f"--output {output} is inside the input directory {arg}; its records would be "
+                "read back as states: write it elsewhere"
+            )
+        if kind == "glob" and (
+            fnmatch.fnmatch(os.path.abspath(output), os.path.abspath(arg))
+            or any(os.path.samefile(p, output) for p in glob.glob(arg) if exists)
+        ):
+            raise CliError(
+                f"--output {output} matches the input pattern {arg}; its records would be read "
+                "back as states: write it elsewhere"
+            )
+
+
+def check_config(cfg: BatchConfig, questions_path: Path) -> None:
+    """Every option checked before anything is read or written; one line for the first wrong."""
+    from ..batch import MAX_CONCURRENCY, MIN_CONCURRENCY
+
+    if not MIN_CONCURRENCY <= cfg.concurrency <= MAX_CONCURRENCY:
+        raise CliError(
+            f"--concurrency takes {MIN_CONCURRENCY}..{MAX_CONCURRENCY} requests in flight, "
+            f"got {cfg.concurrency}"
+        )
+    if cfg.rate is not None and not cfg.rate > 0:
+        raise CliError(f"--rate must be a positive number of requests per minute, got {cfg.rate}")
+    if (cfg.resume or cfg.retry_errors) and cfg.output is None:
+        raise CliError("--resume and --retry-errors need --output FILE (they read it back)")
+    if cfg.inputs.count("-") > 1:
+        raise CliError("stdin (-) can be given only once")
+    if "-" in cfg.inputs and sys.stdin is None:  # fd 0 closed
+        raise CliError("-: stdin is closed; pipe the JSONL states in, or name an input file")
+    for arg in cfg.inputs:
+        if kind_of(arg) == "missing":
+            raise CliError(f"{arg}: no such input file or directory")
+    _check_output(cfg, questions_path)

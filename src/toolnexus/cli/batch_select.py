@@ -1,0 +1,72 @@
+"""Which states a ``toolnexus batch`` run evaluates: its shard, minus what ``--resume`` already
+has, plus the errors ``--retry-errors`` re-runs; a repeated id becomes a ``duplicate_id`` error."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+
+from .batch_ids import SeenIds
+from .batch_items import InputItem
+from .batch_resume import PriorOutput
+from .batch_values import BatchConfig, BatchSummary
+from .errors import DUPLICATE_ID
+
+__all__ = ["select", "shard_of"]
+
+
+def shard_of(key: str, count: int) -> int:
+    """The 1-based shard of an id: sha256 of its UTF-8 text, so every machine and every Python
+    agrees (``hash()`` is salted per process)."""
+    digest = hashlib.sha256(key.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % count + 1
+
+
+def _where(cfg: BatchConfig, source: int, line: int, key: str) -> str:
+    """``INPUT:line`` for a JSONL/CSV item, the path (its id) for a state file."""
+    return f"{cfg.inputs[source]}:{line}" if line else key
+
+
+def select(
+    items: Iterator[InputItem],
+    cfg: BatchConfig,
+    prior: PriorOutput | None,
+    summary: BatchSummary,
+    retried: set[str],
+) -> Iterator[InputItem]:
+    """The items this run evaluates: its shard, minus what ``--resume`` already has; with
+    ``--retry-errors``, the ids whose last record is an error (noted in ``retried``).
+
+    A second item with an id already seen (``7`` and ``"7"`` are one id) becomes a
+    ``duplicate_id`` error item naming where the first was read; it is never evaluated."""
+    seen = SeenIds()
+    for item in items:
+        key = item.key
+        if cfg.shard_range is not None and shard_of(key, cfg.shard_range[1]) != cfg.shard_range[0]:
+            summary.other_shards += 1
+            continue
+        first = seen.add(key, (item.source << 40) | item.line)
+        if first is not None:
+            if prior is not None and key in prior:
+                summary.skipped += 1  # reported by the run that first met it
+                continue
+            here, there = (
+                _where(cfg, item.source, item.line, key),
+                _where(cfg, first >> 40, first & ((1 << 40) - 1), key),
+            )
+            yield InputItem(
+                item.id,
+                error=(
+                    DUPLICATE_ID.code,
+                    f"{here}: id {item.id!r} was already read at {there}; give each state its "
+                    'own id (7 and "7" are one id)',
+                ),
+            )
+            continue
+        if prior is not None:
+            if key in prior.errors and cfg.retry_errors:
+                retried.add(key)
+            elif key in prior or not cfg.resume:
+                summary.skipped += 1
+                continue
+        yield item

@@ -1,0 +1,128 @@
+"""What ``toolnexus batch`` was asked to do (:class:`BatchConfig`, over the options of
+``batch_options.BatchOptions``) and what it did
+(:class:`BatchSummary`: the counts behind the one-line summary and the exit code)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..printable import printable
+from .batch_items import InputSpec
+from .batch_options import BatchOptions, parse_shard
+from .errors import EXIT_BACKEND, EXIT_CONDITION, EXIT_FOR_CODE, EXIT_OK, EXIT_USAGE
+
+__all__ = ["FIRST_IDS", "BatchConfig", "BatchSummary"]
+
+#: How many ids of each ``--fail-on`` condition the summary names.
+FIRST_IDS = 5
+
+
+@dataclass(frozen=True)
+class BatchConfig(BatchOptions):
+    """Everything ``batch`` was asked to do: its options, its inputs, and the options' parsed
+    forms (a wrong one raises :class:`CliError` here, before anything is read)."""
+
+    inputs: list[str] = field(default_factory=list)
+    #: ``--id-field`` / ``--state-field`` / ``--image-field`` / ``--recursive``
+    spec: InputSpec = field(init=False)
+    #: ``--shard I/N`` as ``(I, N)``
+    shard_range: tuple[int, int] | None = field(init=False)
+    #: ``--fail-on``'s conditions, in ``FLAGS`` order
+    conditions: tuple[str, ...] = field(init=False)
+    #: ``--thresholds``' cut-points (the names given; the rest keep their defaults)
+    cut_points: Mapping[str, float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        from .options import parse_fail_on, parse_thresholds
+
+        spec = InputSpec(self.id_field, self.state_field, self.image_field, self.recursive)
+        object.__setattr__(self, "spec", spec)
+        object.__setattr__(self, "shard_range", parse_shard(self.shard))
+        object.__setattr__(self, "conditions", parse_fail_on(self.fail_on))
+        object.__setattr__(self, "cut_points", parse_thresholds(self.thresholds))
+
+
+@dataclass
+class BatchSummary:
+    """Counts for the one-line summary and the exit code."""
+
+    states: int = 0
+    ok: int = 0
+    cached: int = 0
+    skipped: int = 0
+    #: states of the input that ``--shard`` leaves to the other shards
+    other_shards: int = 0
+    #: tokens and cost this run spent: cached decisions are not in them
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+    #: the usage the cached decisions carry, spent by the run that first asked
+    cached_input_tokens: int = 0
+    cached_output_tokens: int = 0
+    codes: Counter[str] = field(default_factory=Counter)
+    conditions: set[str] = field(default_factory=set)
+    #: per ``--fail-on`` condition met: how many records, and the first ids (``FIRST_IDS``)
+    condition_counts: Counter[str] = field(default_factory=Counter)
+    condition_ids: dict[str, list[str | int]] = field(default_factory=dict)
+    wall: float = 0.0
+    interrupted: str | None = None
+    #: ``--overwrite`` did not replace the old output (the run did not finish)
+    kept_old_output: bool = False
+
+    def met(self, condition: str, item_id: str | int) -> None:
+        """Note that the record of ``item_id`` meets the ``--fail-on`` ``condition``."""
+        self.conditions.add(condition)
+        self.condition_counts[condition] += 1
+        ids = self.condition_ids.setdefault(condition, [])
+        if len(ids) < FIRST_IDS:
+            ids.append(item_id)
+
+    def fail_on_line(self) -> str:
+        """``--fail-on met: uncertain 7 (t0, t1, t2, t3, t4, ...)``: each condition met, its
+        count and its first ids."""
+        parts = []
+        for c in sorted(self.conditions):
+            n, ids = self.condition_counts[c], self.condition_ids.get(c, [])
+            shown = ", ".join(printable(str(i)) for i in ids) + (", ..." if n > len(ids) else "")
+            parts.append(f"{c} {n} ({shown})")
+        return "--fail-on met: " + "; ".join(parts)
+
+    @property
+    def failed(self) -> int:
+        return sum(self.codes.values())
+
+    def exit_code(self) -> int:
+        """The worst outcome: a backend failure (3) over an input failure (2) over a
+        ``--fail-on`` condition (1); each record code's exit code is ``failure_of``'s."""
+        exits = {EXIT_FOR_CODE.get(c, EXIT_USAGE) for c in self.codes}
+        for worst in (EXIT_BACKEND, EXIT_USAGE):
+            if worst in exits:
+                return worst
+        return EXIT_CONDITION if self.conditions else EXIT_OK
+
+    def line(self) -> str:
+        codes = ", ".join(f"{c} {n}" for c, n in sorted(self.codes.items()))
+        cost = "not reported" if self.cost is None else f"{self.cost:.6g}"
+        parts = [
+            f"{self.states} states",
+            f"{self.ok} ok",
+            f"{self.failed} failed" + (f" ({codes})" if codes else ""),
+            f"{self.cached} cached",
+        ]
+        if self.skipped:
+            parts.append(f"{self.skipped} skipped (already in the output)")
+        if self.other_shards:
+            parts.append(f"{self.other_shards} in other shards")
+        parts.append(f"tokens {self.input_tokens} in / {self.output_tokens} out")
+        if self.cached:
+            parts.append(
+                f"cached tokens {self.cached_input_tokens} in / {self.cached_output_tokens} out"
+            )
+        parts += [
+            f"cost {cost}",
+            f"{self.wall:.2f} s",
+        ]
+        head = f"batch interrupted by {self.interrupted}: " if self.interrupted else "batch: "
+        return head + ", ".join(parts)

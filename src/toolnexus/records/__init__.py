@@ -1,0 +1,31 @@
+"""The one record model of a batch run and its codecs: ``model`` (what a record is) and
+``codec`` (how each format writes and reads it). Everything that writes or reads a run goes
+through here: ``batch`` output, ``--resume`` / ``--retry-errors``, and ``report``."""
+
+from .codec import CODECS, Codec, CsvCodec, JsonCodec, JsonlCodec, RecordDecodeError, codec_for
+from .model import (
+    QUESTIONS_SHA256,
+    RECORD_KEYS,
+    DecisionRecord,
+    ErrorRecord,
+    Record,
+    RecordUsage,
+    record_from_object,
+)
+
+__all__ = [
+    "CODECS",
+    "QUESTIONS_SHA256",
+    "RECORD_KEYS",
+    "Codec",
+    "CsvCodec",
+    "DecisionRecord",
+    "ErrorRecord",
+    "JsonCodec",
+    "JsonlCodec",
+    "Record",
+    "RecordDecodeError",
+    "RecordUsage",
+    "codec_for",
+    "record_from_object",
+]

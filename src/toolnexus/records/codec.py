@@ -1,0 +1,392 @@
+"""One encoder and one decoder per run format, over the one record model (``records.model``).
+
+Every format writes one record per physical line, so a run streams, a ``kill -9`` leaves at
+most one short line, and ``--resume`` reads it back line by line:
+
+- ``jsonl``: one JSON object (``Record.to_object()``) per line.
+- ``json``: a JSON array written as ``[`` / ``{record}`` / ``,{record}`` ... / ``]``.
+- ``csv``: a header, then one row per record. The columns are ``id``, ``error.code``,
+  ``error.message``, then a decision record's fields flattened to dotted names in record order
+  (``questions_sha256``, ``model``, ``calibrated``, ``cached``, ``usage.*``, ``thresholds.*``,
+  ``answers.<key>.<field>``, ``flags``, ``invalid``). Cells: ``true``/``false`` for booleans,
+  empty for null, flags as their words separated by spaces (``near-uniform uncalibrated``), any
+  other list or object (a probability map, a legend) as compact JSON; a newline inside a cell is
+  written ``\\n`` so every row is one physical line. The ``id`` cell alone is escaped losslessly
+  (:func:`escape_id`), so that every reader gets every id back exactly.
+
+A codec is chosen by name from :data:`CODECS`; a new format (Parquet) is one more codec there.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from .model import QUESTIONS_SHA256, Record, record_from_object
+
+__all__ = [
+    "CODECS",
+    "ERROR_CODE_COLUMN",
+    "ERROR_MESSAGE_COLUMN",
+    "FLATTEN_DEPTH",
+    "Codec",
+    "CsvCodec",
+    "JsonCodec",
+    "JsonlCodec",
+    "RecordDecodeError",
+    "codec_for",
+    "csv_header",
+    "csv_line",
+    "escape_id",
+    "flatten",
+    "line_loader",
+    "loads_line",
+    "unescape_id",
+]
+
+ERROR_CODE_COLUMN = "error.code"
+ERROR_MESSAGE_COLUMN = "error.message"
+
+#: How deep ``flatten`` opens objects: ``answers.<key>.<field>`` is a column, but a
+#: probability map or a legend stays one JSON cell (a 255-option choice is not 255 columns).
+FLATTEN_DEPTH = 3
+
+
+class RecordDecodeError(ValueError):
+    """A line or cell that is not a batch value; ``str(e)`` says which and what it holds."""
+
+
+class Codec(Protocol):
+    """How one format frames records: ``start`` opens a new file, ``encode`` is one complete
+    line, ``end`` closes a finished run; ``decode`` reads one line back (None for a line that
+    is framing, such as ``[``, or is not a record)."""
+
+    name: str
+
+    def start(self) -> bytes: ...
+
+    def encode(self, record: Record, first: bool = True) -> bytes: ...
+
+    def decode(self, line: bytes) -> Record | None: ...
+
+    def end(self) -> bytes: ...
+
+
+# --- ids -------------------------------------------------------------------------------------
+
+_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r"}
+_ESCAPE = re.compile(r"[\\\n\r]")
+_UNESCAPE = re.compile(r"\\(\\|n|r|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2})")
+
+
+def escape_id(text: str) -> str:
+    """An id as one CSV-safe line of UTF-8 text, losslessly: ``\\``, LF and CR become ``\\\\``,
+    ``\\n`` and ``\\r``, and text that is not UTF-8 (a lone surrogate from JSON) ``\\uXXXX``."""
+    text = _ESCAPE.sub(lambda m: _ESCAPES[m.group()], text)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def unescape_id(text: str) -> str:
+    """The id that :func:`escape_id` wrote as ``text``."""
+
+    def one(m: re.Match[str]) -> str:
+        code = m.group(1)
+        if code == "\\":
+            return "\\"
+        if code == "n":
+            return "\n"
+        if code == "r":
+            return "\r"
+        return chr(int(code[1:], 16))
+
+    return _UNESCAPE.sub(one, text) if "\\" in text else text
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+
+def _json_text(obj: Mapping[str, Any]) -> str:
+    # allow_nan=False: a NaN or Infinity is not JSON, and never reaches an output.
+    try:
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from JSON input: written escaped, losslessly
+        text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    return text
+
+
+def line_loader() -> Callable[[bytes], Any]:
+    """The JSON reader of one line, for a loop over many (orjson imported once, bound locally).
+
+    orjson parses the line (a third of ``json.loads``' time over batch records, measured in
+    bench/report.py); a line orjson refuses goes to ``json.loads`` over its UTF-8 text, which
+    decides what is accepted and words every error (NaN, a lone surrogate escape, leading
+    blanks). orjson reads an integer past 64 bits as a float, so an object whose id is a float
+    is read again by ``json.loads``: ids stay exact. The reader raises UnicodeDecodeError or
+    ValueError."""
+    import orjson
+
+    fast, fast_error, slow = orjson.loads, orjson.JSONDecodeError, json.loads
+
+    def load(line: bytes) -> Any:
+        try:
+            obj = fast(line)
+        except fast_error:
+            return slow(line.decode("utf-8"))
+        if type(obj) is dict and type(obj.get("id")) is float:
+            return slow(line.decode("utf-8"))
+        return obj
+
+    return load
+
+
+def loads_line(line: bytes) -> Any:
+    """One JSON value from one line (:func:`line_loader`'s reader)."""
+    return line_loader()(line)
+
+
+class JsonlCodec:
+    """``jsonl``: one object per line."""
+
+    name = "jsonl"
+
+    def __init__(self) -> None:
+        self._load: Callable[[bytes], Any] | None = None
+
+    def start(self) -> bytes:
+        return b""
+
+    def encode(self, record: Record, first: bool = True) -> bytes:
+        return (_json_text(record.to_object()) + "\n").encode("utf-8")
+
+    def decode(self, line: bytes) -> Record | None:
+        if self._load is None:
+            self._load = line_loader()
+        try:
+            return record_from_object(self._load(line.strip()))
+        except ValueError:  # UnicodeDecodeError too
+            return None
+
+    def end(self) -> bytes:
+        return b""
+
+
+class JsonCodec(JsonlCodec):
+    """``json``: an array, one record per line, each after the first led by a comma."""
+
+    name = "json"
+
+    def start(self) -> bytes:
+        return b"[\n"
+
+    def encode(self, record: Record, first: bool = True) -> bytes:
+        lead = "" if first else ","
+        return (lead + _json_text(record.to_object()) + "\n").encode("utf-8")
+
+    def decode(self, line: bytes) -> Record | None:
+        text = line.strip()
+        if text in (b"[", b"]"):
+            return None
+        return super().decode(text.removeprefix(b","))
+
+    def end(self) -> bytes:
+        return b"]\n"
+
+
+# --- CSV -------------------------------------------------------------------------------------
+
+
+def flatten(record: Mapping[str, Any], prefix: str = "", depth: int = 1) -> dict[str, Any]:
+    """Nested objects become dotted keys down to ``FLATTEN_DEPTH`` segments; deeper objects
+    and arrays stay whole."""
+    out: dict[str, Any] = {}
+    for k, v in record.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, Mapping) and depth < FLATTEN_DEPTH:
+            out.update(flatten(v, name + ".", depth + 1))
+        else:
+            out[name] = v
+    return out
+
+
+def csv_header(sample_record: Mapping[str, Any]) -> list[str]:
+    """The header: ``id``, the error columns, then every column of ``sample_record`` (a
+    decision record for this question set) in its own order."""
+    cols = ["id", ERROR_CODE_COLUMN, ERROR_MESSAGE_COLUMN]
+    cols += [c for c in flatten(sample_record) if c not in cols]
+    return cols
+
+
+def _is_flags(column: str) -> bool:
+    return column == "flags" or column.endswith(".flags")
+
+
+def _cell(column: str, value: Any) -> str:
+    if column == "id":
+        # Ids key --resume and join labels: written losslessly (a newline in an id once came
+        # back as the two characters \n and was re-sent on every resume).
+        return escape_id(str(value))
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if _is_flags(column) and isinstance(value, list | tuple):
+        return " ".join(str(v) for v in value)
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = str(value)
+    return text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n")
+
+
+def _row(cells: Sequence[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(cells)
+    return buf.getvalue()
+
+
+def csv_line(columns: Sequence[str], record: Mapping[str, Any] | Sequence[str]) -> str:
+    """One CSV line: the header itself when ``record`` is the column list, else ``record``
+    (``{"id", ...}``: a record's object, or ``eval``'s decision record) under ``columns``."""
+    if not isinstance(record, Mapping):
+        return _row(list(record))
+    flat = flatten(record)
+    return _row([_cell(c, flat.get(c)) for c in columns])
+
+
+_BOOLS = {"true": True, "false": False}
+
+
+def _words_or_json(value: str) -> Any:
+    return json.loads(value) if value.startswith("[") else value.split()
+
+
+#: How a cell is read back, by its field name (the last dotted segment of its column).
+_READERS: dict[str, Callable[[str], Any]] = {
+    **dict.fromkeys(("noul", "confidence", "score", "cost", "yes", "no", "min_confidence"), float),
+    **dict.fromkeys(("level", "input_tokens", "output_tokens"), int),
+    **dict.fromkeys(("near_uniform", "calibrated", "cached"), lambda v: _BOOLS.get(v, v)),
+    **dict.fromkeys(("probabilities", "legend"), json.loads),
+    "flags": _words_or_json,
+}
+#: Top-level text columns: never converted (an id ``7`` stays the text ``7``).
+_TEXT = frozenset({"id", "model", "invalid", QUESTIONS_SHA256})
+
+
+def _column_plan(column: str) -> tuple[str, ...]:
+    """Where a flattened column goes: ``answers.<key>.<field>`` keeps dots inside the key."""
+    if column.startswith("answers."):
+        key, _, name = column[len("answers.") :].rpartition(".")
+        return ("answers", key, name)
+    return tuple(column.split(".", 1))
+
+
+def _read_cell(field_name: str, value: str) -> Any:
+    reader = _READERS.get(field_name)
+    if reader is None:
+        return value
+    try:
+        return reader(value)
+    except ValueError:  # int() of thousands of digits too
+        shown = value if len(value) <= 40 else value[:40] + "..."
+        raise RecordDecodeError(
+            f"column {field_name!r} holds {shown!r}, not a batch value"
+        ) from None
+
+
+class CsvCodec:
+    """``csv`` under one header (``columns``): the shape ``eval --format csv`` writes too."""
+
+    name = "csv"
+
+    def __init__(self, columns: Sequence[str]) -> None:
+        self.columns = list(columns)
+        self._plan = [_column_plan(c) for c in self.columns]
+        self._fields = {p[2] for p in self._plan if p[0] == "answers"}
+
+    def start(self) -> bytes:
+        return _row(self.columns).encode("utf-8")
+
+    def encode(self, record: Record, first: bool = True) -> bytes:
+        return csv_line(self.columns, record.to_object()).encode("utf-8", "backslashreplace")
+
+    def object_of(self, row: Sequence[str]) -> dict[str, Any]:
+        """The JSON object of one row (what the same record's JSONL line holds). Raises
+        :class:`RecordDecodeError` for a row of another width or a cell of the wrong kind."""
+        if len(row) != len(self._plan):
+            raise RecordDecodeError(f"{len(row)} cells for {len(self._plan)} columns")
+        record: dict[str, Any] = {}
+        answers: dict[str, dict[str, Any]] = {}
+        for where, value in zip(self._plan, row, strict=True):
+            if where[0] == "answers":
+                if value != "":
+                    answers.setdefault(where[1], {})[where[2]] = _read_cell(where[2], value)
+            elif len(where) == 1:
+                name = where[0]
+                if name == "id":
+                    record[name] = unescape_id(value)
+                elif name in _TEXT:
+                    record[name] = value
+                elif value == "":
+                    record[name] = [] if name == "flags" else None
+                else:
+                    record[name] = _read_cell(name, value)
+            else:
+                cell = None if value == "" else _read_cell(where[1], value)
+                record.setdefault(where[0], {})[where[1]] = cell
+        error = record.get("error")
+        if isinstance(error, dict) and error.get("code"):
+            out = {"id": record.get("id")}
+            if record.get(QUESTIONS_SHA256):
+                out[QUESTIONS_SHA256] = record[QUESTIONS_SHA256]
+            out["error"] = error
+            return out
+        record.pop("error", None)
+        for answer in answers.values():
+            # An answer without flags wrote an empty cell: its flags are the empty list.
+            if "flags" not in answer and "flags" in self._fields:
+                answer["flags"] = []
+        if not record.get(QUESTIONS_SHA256):
+            record.pop(QUESTIONS_SHA256, None)
+        if record.get("invalid") == "":
+            record["invalid"] = None
+        record["answers"] = answers
+        return record
+
+    def decode_row(self, row: Sequence[str]) -> Record | None:
+        """The record of one row (None for a row that is not one)."""
+        return record_from_object(self.object_of(row))
+
+    def decode(self, line: bytes) -> Record | None:
+        try:
+            row = next(csv.reader([line.decode("utf-8")]))
+            return self.decode_row(row)
+        except (csv.Error, StopIteration, ValueError):  # UnicodeDecodeError is a ValueError
+            return None
+
+    def end(self) -> bytes:
+        return b""
+
+
+#: Every run format's codec, by ``--format`` name; a CSV codec needs its header.
+CODECS: dict[str, Callable[[Sequence[str]], Codec]] = {
+    "jsonl": lambda columns: JsonlCodec(),
+    "json": lambda columns: JsonCodec(),
+    "csv": CsvCodec,
+}
+
+
+def codec_for(fmt: str, columns: Sequence[str] = ()) -> Codec:
+    """The codec of ``fmt``; ValueError for a format without one."""
+    try:
+        return CODECS[fmt](columns)
+    except KeyError:
+        raise ValueError(f"unknown format {fmt!r}") from None

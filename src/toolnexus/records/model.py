@@ -1,0 +1,199 @@
+"""The batch record: what ``toolnexus batch`` writes per state and every reader of a run reads.
+
+A run holds two kinds of record, each a frozen dataclass:
+
+- :class:`DecisionRecord`: the state's id, the question-set digest (``questions_sha256``) and the
+  decision as ``decision_record`` renders it (wire fields, derived fields, flags).
+- :class:`ErrorRecord`: the id, the digest and ``error: {code, message}``.
+
+``to_object`` is the JSON object written to JSONL and JSON runs, keys in the order pinned by the
+golden files; ``record_from_object`` reads one back. The codecs (``records.codec``) turn these
+objects into lines of each format and back. Pure: no I/O.
+
+``cached`` marks a decision answered from the decision cache: its ``usage`` is what the backend
+billed when the decision was first made, not tokens this run spent, so a reader sums spent and
+cached usage apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+__all__ = [
+    "QUESTIONS_SHA256",
+    "RECORD_KEYS",
+    "DecisionRecord",
+    "ErrorRecord",
+    "Record",
+    "RecordUsage",
+    "record_from_object",
+]
+
+#: The field every record carries: the question-set digest of the questions it answered.
+QUESTIONS_SHA256 = "questions_sha256"
+
+#: The keys of a decision, in order, after ``id`` and ``questions_sha256`` (a test pins them).
+RECORD_KEYS = (
+    "model",
+    "calibrated",
+    "cached",
+    "usage",
+    "thresholds",
+    "answers",
+    "flags",
+    "invalid",
+)
+
+
+@dataclass(frozen=True)
+class RecordUsage:
+    """``usage``: tokens billed for the decision; ``cost`` is None when not reported."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+
+    def to_object(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost": self.cost,
+        }
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """One decided state. ``answers`` maps each question key to its answer's record
+    (``answer_record``: wire fields, ``band``, ``flags`` ...), in question order."""
+
+    id: str | int
+    questions_sha256: str | None = None
+    model: str = ""
+    calibrated: bool = False
+    #: answered from the decision cache: ``usage`` was spent by the run that first asked
+    cached: bool = False
+    usage: RecordUsage = field(default_factory=RecordUsage)
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    answers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    flags: tuple[str, ...] = ()
+    invalid: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The id as text: what ``--resume``, ``--shard`` and duplicate checks compare."""
+        return str(self.id)
+
+    @classmethod
+    def from_body(
+        cls, item_id: str | int, questions_sha256: str | None, body: Mapping[str, Any]
+    ) -> DecisionRecord:
+        """The record of ``decision_record``'s ``body`` for one state."""
+        return _decision(item_id, questions_sha256, body)
+
+    def to_object(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id}
+        if self.questions_sha256 is not None:
+            out[QUESTIONS_SHA256] = self.questions_sha256
+        out["model"] = self.model
+        out["calibrated"] = self.calibrated
+        out["cached"] = self.cached
+        out["usage"] = self.usage.to_object()
+        out["thresholds"] = dict(self.thresholds)
+        out["answers"] = {k: dict(v) for k, v in self.answers.items()}
+        out["flags"] = list(self.flags)
+        out["invalid"] = self.invalid
+        return out
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """One state that got no decision: a stable ``code`` (``cli/errors.py``'s table) and a
+    one-line ``message`` naming where and what to do."""
+
+    id: str | int
+    code: str
+    message: str
+    questions_sha256: str | None = None
+
+    def __post_init__(self) -> None:
+        # One line, always: a CSV row and a JSONL line must stay one physical line.
+        object.__setattr__(self, "message", " ".join(self.message.split()))
+
+    @property
+    def key(self) -> str:
+        return str(self.id)
+
+    def to_object(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id}
+        if self.questions_sha256 is not None:
+            out[QUESTIONS_SHA256] = self.questions_sha256
+        out["error"] = {"code": self.code, "message": self.message}
+        return out
+
+
+Record: TypeAlias = DecisionRecord | ErrorRecord
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _float_or_none(value: Any) -> float | None:
+    # An integer cost stays an integer: a record is written back byte for byte.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value
+
+
+def _decision(item_id: str | int, sha: str | None, obj: Mapping[str, Any]) -> DecisionRecord:
+    usage = obj.get("usage")
+    usage = usage if isinstance(usage, Mapping) else {}
+    thresholds = obj.get("thresholds")
+    answers = obj.get("answers")
+    flags = obj.get("flags")
+    invalid = obj.get("invalid")
+    return DecisionRecord(
+        id=item_id,
+        questions_sha256=sha,
+        model=_text(obj.get("model")),
+        calibrated=obj.get("calibrated") is True,
+        cached=obj.get("cached") is True,
+        usage=RecordUsage(
+            _int(usage.get("input_tokens")),
+            _int(usage.get("output_tokens")),
+            _float_or_none(usage.get("cost")),
+        ),
+        thresholds=dict(thresholds) if isinstance(thresholds, Mapping) else {},
+        answers=(
+            {k: v for k, v in answers.items() if isinstance(v, Mapping)}
+            if isinstance(answers, Mapping)
+            else {}
+        ),
+        flags=tuple(f for f in flags if isinstance(f, str)) if isinstance(flags, list) else (),
+        invalid=invalid if isinstance(invalid, str) else None,
+    )
+
+
+def record_from_object(obj: Any) -> Record | None:
+    """The record a JSON object holds, or None when it is not a record (no ``id``, or an id
+    that is neither a string nor an integer)."""
+    if not isinstance(obj, Mapping):
+        return None
+    item_id = obj.get("id")
+    if isinstance(item_id, bool) or not isinstance(item_id, str | int):
+        return None
+    sha = obj.get(QUESTIONS_SHA256)
+    sha = sha if isinstance(sha, str) else None
+    error = obj.get("error")
+    if error is not None:
+        error = error if isinstance(error, Mapping) else {}
+        return ErrorRecord(
+            item_id, _text(error.get("code")), _text(error.get("message")), questions_sha256=sha
+        )
+    return _decision(item_id, sha, obj)
