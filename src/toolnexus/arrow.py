@@ -27,27 +27,24 @@ pyarrow is the ``parquet`` extra and is imported only here and in ``arrowrecords
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Coroutine, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from .arrowrecords import records_to_table, require_pyarrow
 from .canonical import questions_sha256
 from .classifier import Classifier, create_classifier
-from .cli.batch_output import QUESTIONS_SHA256, error_record
 from .cli.errors import failure_of, one_line
 from .cli.render.records import decision_record
 from .defaults import DEFAULT_BATCH_CONCURRENCY
 from .errors import ConfigError
 from .questions import Question
+from .records import DecisionRecord, ErrorRecord
+from .sync._loop import background
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = ["check_pack", "evaluate_rows", "evaluate_table", "evaluate_table_async"]
-
-T = TypeVar("T")
 
 #: The record code of a row with no state or no id: the one ``batch`` gives a state the
 #: library refuses (``cli/errors.py``), so a reader groups them with it.
@@ -107,13 +104,13 @@ async def evaluate_rows(
     for i, (item_id, state) in enumerate(zip(ids, states, strict=True)):
         if item_id is None:
             message = f"row {i}: the id column {id_column!r} is null; give every row an id"
-            records[i] = error_record(str(i), _NULL_CODE, message, sha)
+            records[i] = ErrorRecord(str(i), _NULL_CODE, message, sha).to_object()
         elif state is None:
             message = (
                 f"row {i} (id {item_id!r}): the state column {state_column!r} is null; "
                 "give every row a state"
             )
-            records[i] = error_record(item_id, _NULL_CODE, message, sha)
+            records[i] = ErrorRecord(item_id, _NULL_CODE, message, sha).to_object()
         else:
             pending.append((i, state))
     if pending:
@@ -121,15 +118,13 @@ async def evaluate_rows(
             if result.error is not None:
                 failure = failure_of(result.error)
                 code = failure.code if failure is not None else "classifier_error"
-                records[i] = error_record(ids[i], code, one_line(result.error.message), sha)
+                message = one_line(result.error.message)
+                records[i] = ErrorRecord(ids[i], code, message, sha).to_object()
             else:
                 assert result.decision is not None  # a result holds a decision or an error
-                records[i] = {
-                    "id": ids[i],
-                    QUESTIONS_SHA256: sha,
-                    # evaluate_stream validated fail-closed: an invalid reply is an error above.
-                    **decision_record(result.decision, qs, validated=True),
-                }
+                # evaluate_stream validated fail-closed: an invalid reply is an error above.
+                body = decision_record(result.decision, qs, validated=True)
+                records[i] = DecisionRecord.from_body(ids[i], sha, body).to_object()
     return records_to_table((r for r in records if r is not None), qs)
 
 
@@ -159,18 +154,6 @@ async def evaluate_table_async(
         )
 
 
-def run_blocking(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to completion from synchronous code, even inside a running event loop (a
-    notebook, an async web handler): there ``asyncio.run`` is refused, so the coroutine runs on
-    a private loop in a thread of its own while the caller waits."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with ThreadPoolExecutor(1, thread_name_prefix="toolnexus-arrow") as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
 def evaluate_table(
     table: Any,
     questions: Mapping[str, Any],
@@ -181,9 +164,10 @@ def evaluate_table(
     concurrency: int = DEFAULT_BATCH_CONCURRENCY,
     **classifier_options: Any,
 ) -> pa.Table:
-    """The synchronous form of :func:`evaluate_table_async`: same keywords, same table. Safe to
-    call inside a running event loop (the work then runs on a private loop thread)."""
-    return run_blocking(
+    """The synchronous form of :func:`evaluate_table_async`: same keywords, same table. It runs
+    on the sync API's background loop (``toolnexus.sync``), so it also works inside a running
+    event loop (a notebook, an async handler)."""
+    return background.run(
         evaluate_table_async(
             table,
             questions,

@@ -49,7 +49,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .arrow import check_pack, evaluate_rows, run_blocking
+from .arrow import check_pack, evaluate_rows
 from .arrowrecords import require_pyarrow, run_schema
 from .classifier import Classifier, create_classifier
 from .decision import ClassifierUsage, Decision
@@ -58,6 +58,7 @@ from .errors import ConfigError
 from .questions import Question
 from .ray_limiter import LimiterCore, SharedLimit, require_ray, shared_limiter
 from .scheduler import Admission, Outcome, Ticket, TokenEstimate, outcome_of
+from .sync._loop import background
 from .transport.redaction import ENV_REF, url_secrets
 
 if TYPE_CHECKING:
@@ -271,7 +272,7 @@ def evaluate_dataset(
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"classifier: evaluate_dataset: workers must be >= 1, got {workers!r}")
     check_travel(classifier_options)
-    qs = run_blocking(_checked_questions(questions, concurrency, classifier_options))
+    qs = background.run(_checked_questions(questions, concurrency, classifier_options))
     # The limiter's own checks (a rate above 0), on the driver rather than in the actor.
     LimiterCore(rate_per_minute=rate_per_minute, max_concurrency=concurrency * workers)
     run_schema(qs)  # the question set has a schema before any worker relies on it
