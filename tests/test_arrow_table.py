@@ -148,3 +148,18 @@ def test_the_keywords_are_create_classifiers_checked_by_the_same_typed_options(
 def test_pack_above_one_is_refused_until_the_batch_path_packs() -> None:
     with pytest.raises(ConfigError, match=r"pack=4 is not supported here yet"):
         evaluate_table(_table(3), QUESTIONS, state_column="text", pack=4)
+
+
+def test_a_null_id_is_an_error_row_naming_the_row(server: ThreadedServer) -> None:
+    """One row's bad input is that row's error, never an exception for the table."""
+    table = pa.table({"ticket": ["a", None, "c"], "text": ["one", "two", "three"]})
+    out = evaluate_table(
+        table, QUESTIONS, state_column="text", id_column="ticket", **_options(server)
+    )
+    rows = out.to_pylist()
+    assert [r["id"] for r in rows] == ["a", "1", "c"]
+    assert rows[1]["error"] == {
+        "code": "invalid_state",
+        "message": "row 1: the id column 'ticket' is null; give every row an id",
+    }
+    assert rows[0]["error"] is None and rows[2]["error"] is None

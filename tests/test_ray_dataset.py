@@ -277,6 +277,11 @@ class _Unpicklable:
             id="no-id-column",
         ),
         pytest.param(
+            {"rate_per_minute": 0},
+            "classifier: rate_per_minute must be positive",
+            id="no-rate",
+        ),
+        pytest.param(
             {"modle": "jev-1.13.0"},
             None,
             id="unknown-keyword",
