@@ -171,3 +171,15 @@ def test_kill_9_mid_backoff_then_resume_writes_every_id_once(qfile: Path, tmp_pa
     records = _records(out)
     assert sorted(r["id"] for r in records) == sorted(f"t{i}" for i in range(60))
     assert not [r for r in records if "error" in r]
+
+
+def test_pack_shows_states_and_requests_in_the_summary(qfile: Path, tmp_path: Path) -> None:
+    """'--pack N|auto (shown in the summary: states, requests, states per request)'."""
+    src, out = _input(tmp_path, 24), tmp_path / "out.jsonl"
+    with ThreadedServer(ServeOptions(synthetic=True)) as server:
+        ran = _batch(qfile, src, out, server, "--pack", "4")
+        sent = sum(_statuses(server).values())
+    assert ran.code == EXIT_OK, ran.stderr
+    assert sent == 6
+    assert "24 states, 24 ok" in ran.stderr and "6 requests (4.00 states per request)" in ran.stderr
+    assert len(_records(out)) == 24

@@ -270,3 +270,19 @@ def test_on_error_fail_on_a_429_still_makes_it_that_state_s_error() -> None:
     assert isinstance(results[0].error, HTTPStatusError) and results[0].error.status == 429
     assert all(r.ok for r in results[1:])
     assert received == 6
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_a_pack_is_one_ticket_and_one_request(entry: Entry) -> None:
+    """Issue 20 through the one loop: ``pack=4`` sends 24 states as 6 packed requests, each
+    admitted once (the estimate of its packed bytes), every state answered."""
+    counting = Counting()
+
+    async def scenario(server: Server) -> int:
+        async with create_classifier(base_url=server.url + "/v1") as c:
+            options = BatchOptions(concurrency=4, pack=4, admission=(counting,))
+            return await entry(c, _states(24), options)
+
+    ok, received = _serve(ServeOptions(synthetic=True), scenario)
+    assert ok == 24
+    assert received == counting.acquired == 6

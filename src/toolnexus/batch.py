@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from .config import MAX_CONCURRENCY, MIN_CONCURRENCY, BatchOptions
 from .decision import Decision
 from .errors import BatchError, ClassifierError, ConfigError, RunStopped
+from .packing import PACK_CAP
 from .questions import Question
 from .scheduler import Scheduler, under
 from .state import check_state
@@ -57,8 +58,13 @@ K = TypeVar("K")
 
 
 class Evaluator(Protocol):
-    """What a batch drives: a ``Classifier``, seen through the two methods it needs. A protocol
-    rather than an import, so ``classifier.py`` imports this module and not the other way round."""
+    """What a batch drives: a ``Classifier``, seen through what it needs. A protocol rather
+    than an import, so ``classifier.py`` imports this module and not the other way round."""
+
+    @property
+    def style(self) -> str:
+        """The style's name (``packed`` packs the systemone style only)."""
+        ...
 
     def prepare(self, questions: Mapping[str, Any]) -> dict[str, Question]:
         """The normalised question set, limits checked; nothing sent."""
@@ -95,29 +101,44 @@ def scheduler_for(options: BatchOptions) -> Scheduler:
     )
 
 
-def plan(count: int, options: BatchOptions) -> list[list[int]]:
-    """The requests of a batch of ``count`` states, as the state positions each one asks."""
-    if options.pack != 1:
-        raise ConfigError(
-            f"classifier: pack={options.pack!r} asks several states per request, which this "
-            "build cannot send yet; use pack=1"
-        )
-    return [[i] for i in range(count)]
+def plan(
+    classifier: Evaluator, states: Sequence[Any], qs: dict[str, Question], options: BatchOptions
+) -> list[list[int]]:
+    """The requests for ``states``, as the positions each one asks: one state each at
+    ``pack=1`` (or a style that does not pack), else ``packplan.plan_packs``' packs."""
+    if options.pack == 1:
+        return [[i] for i in range(len(states))]
+    from .images import ImageLimits
+    from .packed import packs
+    from .packplan import plan_packs
+
+    if not packs(classifier):
+        return [[i] for i in range(len(states))]
+    limits = ImageLimits.of(getattr(getattr(classifier, "options", None), "image_limits", None))
+    model = str(getattr(classifier, "model", "jev-latest"))
+    return plan_packs(states, qs, options.pack, model=model, image_limits=limits)
 
 
 async def evaluate_group(
     classifier: Evaluator, states: Sequence[Any], qs: dict[str, Question], *, fail_closed: bool
 ) -> list[StateResult]:
-    """One request's states, one result each: THE call site every batch loop sends through.
-    A group of one is exactly the per-state evaluate, byte for byte."""
-    results = []
-    for state in states:
+    """One request's states (one pack of :func:`plan`), one result each: THE call site every
+    batch loop sends through. A group of one is exactly the per-state evaluate, byte for byte;
+    a larger one is ``packed.evaluate_pack``'s one packed request. Neither is given a gate:
+    the transport admits every request they send through the run's scheduler."""
+    if len(states) == 1:
         try:
-            d = await classifier.evaluate_prepared(state, qs, fail_closed=fail_closed)
-            results.append(StateResult(decision=d))
+            d = await classifier.evaluate_prepared(states[0], qs, fail_closed=fail_closed)
         except ClassifierError as e:
-            results.append(StateResult(error=e))
-    return results
+            return [StateResult(error=e)]
+        return [StateResult(decision=d)]
+    from .packed import evaluate_pack
+
+    outcome = await evaluate_pack(classifier, states, qs, fail_closed=fail_closed)
+    return [
+        StateResult(error=r) if isinstance(r, ClassifierError) else StateResult(decision=r)
+        for r in outcome.results
+    ]
 
 
 def _refused(result: StateResult, scheduler: Scheduler) -> bool:
@@ -141,7 +162,7 @@ async def run_states(
 
     classifier.reserve(options)
     scheduler = scheduler_for(options)
-    groups = plan(len(states), options)
+    groups = plan(classifier, states, qs, options)
     results: list[StateResult | None] = [None] * len(states)
     pending = iter(groups)
 
@@ -215,7 +236,8 @@ async def evaluate_stream(
     qs = classifier.prepare(questions)
     classifier.reserve(options)
     scheduler = scheduler_for(options)
-    plan(1, options)  # the same options check as a list batch's, before anything is pulled
+    # A worker pulls up to a pack's worth of states, then sends them as ``plan`` packs them.
+    chunk = 1 if options.pack == 1 else PACK_CAP if options.pack == "auto" else options.pack
     source = _pull(states)
     done: asyncio.Queue[tuple[K, StateResult] | None] = asyncio.Queue(maxsize=concurrency)
     failed: list[Exception] = []
@@ -225,6 +247,21 @@ async def evaluate_stream(
     def spawn() -> None:
         workers.append(asyncio.create_task(worker(), context=under(scheduler)))
 
+    async def take() -> list[tuple[K, Any]]:
+        """Up to ``chunk`` valid states; an invalid one is its error result, nothing sent."""
+        taken: list[tuple[K, Any]] = []
+        while len(taken) < chunk:
+            item = await source()
+            if item is None:
+                break
+            try:
+                check_state(item[1])
+            except ClassifierError as e:
+                await done.put((item[0], StateResult(error=e)))
+                continue
+            taken.append(item)
+        return taken
+
     async def worker() -> None:
         # Workers are started one at a time, each time every running worker has taken a state,
         # so their number is bounded by the states actually pending, never by ``concurrency``.
@@ -233,21 +270,20 @@ async def evaluate_stream(
         try:
             while scheduler.stopped is None:
                 idle += 1
-                item = await source()
+                taken = await take()
                 idle -= 1
-                if item is None:
+                if not taken:
                     break
                 if idle == 0 and len(workers) < concurrency:
                     spawn()
-                key, value = item
-                try:
-                    check_state(value)
-                except ClassifierError as e:
-                    await done.put((key, StateResult(error=e)))
-                    continue
-                (result,) = await evaluate_group(classifier, [value], qs, fail_closed=True)
-                if not _refused(result, scheduler):  # not sent: no result (resume sends it)
-                    await done.put((key, result))
+                values = [value for _, value in taken]
+                for group in plan(classifier, values, qs, options):
+                    got = await evaluate_group(
+                        classifier, [values[i] for i in group], qs, fail_closed=True
+                    )
+                    for i, result in zip(group, got, strict=True):
+                        if not _refused(result, scheduler):  # not sent: no result (resume)
+                            await done.put((taken[i][0], result))
         except Exception as e:  # from the SOURCE iterable: re-raised to the consumer
             failed.append(e)
         await done.put(None)

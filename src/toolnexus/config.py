@@ -8,8 +8,9 @@ A value is checked when it is built, so everything that receives one trusts it:
 ``timeout_ms``), converting milliseconds to seconds there and nowhere else, and the style and the
 transport receive those two objects unchanged. Every batch entry point builds a ``BatchOptions``.
 
-Imports only ``defaults`` and ``errors`` at run time (the admission protocol only for type
-checking), so every other module can import it without a cycle.
+Imports only ``defaults`` and ``errors`` at module level (the admission protocol only for type
+checking; ``packplan``'s rule for ``pack`` when one is given), so every other module can import
+it without a cycle.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_CONCURRENCY",
-    "MAX_PACK",
     "MAX_TIMEOUT",
     "MIN_CONCURRENCY",
     "BatchOptions",
@@ -251,10 +251,6 @@ MIN_CONCURRENCY = 1
 MAX_CONCURRENCY = 1000
 
 
-#: The most states one packed request may carry (``pack``): the packing planner's cap.
-MAX_PACK = 20
-
-
 @dataclass(frozen=True, slots=True)
 class BatchOptions:
     """What every batch entry point (``evaluate_batch``, ``evaluate_stream``, ``states(...)``,
@@ -266,8 +262,8 @@ class BatchOptions:
       ``default-batch-concurrency``); the scheduler starts at 2 and opens up to it.
     - ``rate``: a hard cap in requests per minute (the CLI's ``--rate``), or None for none:
       the scheduler rides the server's 429s without it.
-    - ``pack``: states per request, or ``"auto"`` (as many as fit, up to ``MAX_PACK``); 1 sends
-      one request per state, byte for byte the per-state evaluate.
+    - ``pack``: states per request, or ``"auto"`` (as many as fit, up to ``packing.PACK_CAP``);
+      1 sends one request per state, byte for byte the per-state evaluate (``packplan``).
     - ``admission``: extra admission members (a limiter shared by workers, a spend budget),
       chained after the run's own limiter and fail fast; each sees every request of the batch.
     """
@@ -291,12 +287,10 @@ class BatchOptions:
             raise ConfigError(
                 f"classifier: rate takes a number of requests per minute above 0, got {_shown(r)}"
             )
-        p = self.pack
-        if p != "auto" and (not _is_int(p) or not 1 <= p <= MAX_PACK):
-            raise ConfigError(
-                f"classifier: pack takes 1..{MAX_PACK} states per request or 'auto', "
-                f"got {_shown(p)}"
-            )
+        if self.pack != 1:
+            from .packplan import check_pack  # the one rule for pack=; loaded only when packing
+
+            check_pack(self.pack)
         members = self.admission
         if isinstance(members, str | bytes) or not isinstance(members, Iterable):
             raise ConfigError(

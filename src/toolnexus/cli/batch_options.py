@@ -120,15 +120,19 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 
 
 def parse_pack(text: str) -> int | Literal["auto"]:
-    """``--pack N|auto``, checked as the library checks ``BatchOptions.pack``."""
-    from ..config import MAX_PACK
-
+    """``--pack N|auto``, checked by the library's one rule (``packplan.check_pack``)."""
     if text == "auto":
         return "auto"
     try:
         size = int(text)
     except ValueError:
         size = 0
-    if not 1 <= size <= MAX_PACK:
-        raise CliError(f"--pack takes 1..{MAX_PACK} or auto, got {text!r}")
+    if size != 1:
+        from ..errors import ConfigError
+        from ..packplan import check_pack
+
+        try:
+            check_pack(size)
+        except ConfigError:
+            raise CliError(f"--pack takes a whole number >= 1 or auto, got {text!r}") from None
     return size
