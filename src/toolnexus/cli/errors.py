@@ -102,7 +102,6 @@ FAILURES: tuple[tuple[type[BaseException], Failure], ...] = (
     (lib.QuestionError, Failure("invalid_question", EXIT_USAGE)),
     (lib.HookError, Failure("hook_error", EXIT_USAGE)),
     (lib.CacheError, Failure("cache_error", EXIT_USAGE)),
-    (lib.RunStopped, Failure("run_stopped", EXIT_STOPPED)),
     (lib.ClassifierError, Failure("classifier_error", EXIT_USAGE)),
 )
 
@@ -135,6 +134,9 @@ def failure_of(error: BaseException) -> Failure | None:
         return Failure("usage", error.code)
     if isinstance(error, lib.BatchError):
         return failure_of(error.cause)
+    if isinstance(error, lib.RunStopped):
+        # Not a record code: a stopped run writes no record for the states it did not send.
+        return Failure("run_stopped", EXIT_FOR_STOP.get(error.kind, EXIT_STOPPED))
     for cls, failure in FAILURES:
         if isinstance(error, cls):
             return failure
