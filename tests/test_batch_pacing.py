@@ -183,3 +183,51 @@ def test_pack_shows_states_and_requests_in_the_summary(qfile: Path, tmp_path: Pa
     assert sent == 6
     assert "24 states, 24 ok" in ran.stderr and "6 requests (4.00 states per request)" in ran.stderr
     assert len(_records(out)) == 24
+
+
+def test_extra_admission_members_given_to_run_batch_see_every_request(
+    qfile: Path, tmp_path: Path
+) -> None:
+    """The CLI's seam for issue 23's budget: ``run_batch(admission=...)`` chains the members
+    after the run's limiter, and each sees every request the server received."""
+    from toolnexus.cli.batch_run import run_batch
+    from toolnexus.cli.batch_values import BatchConfig
+    from toolnexus.cli.options import BackendSettings
+
+    seen: list[str] = []
+
+    class Member:
+        async def acquire(self, ticket: Any) -> None:
+            seen.append("acquire")
+
+        async def release(self, ticket: Any, usage: Any, outcome: Any) -> None:
+            seen.append(outcome.kind.value)
+
+    src, out = _input(tmp_path, 30), tmp_path / "out.jsonl"
+    with ThreadedServer(ServeOptions(synthetic=True)) as server:
+        cfg = BatchConfig(
+            inputs=[str(src)], id_field="id", state_field="text", output=str(out), progress=False
+        )
+        settings = BackendSettings(base_url=server.url + "/v1")
+        summary = run_batch(cfg, qfile, settings, admission=(Member(),))
+        sent = sum(_statuses(server).values())
+    assert summary.ok == 30 and summary.exit_code() == EXIT_OK
+    assert sent == 30 == seen.count("acquire") == seen.count("success") == summary.requests
+
+
+def test_evaluate_table_rides_the_limit_through_the_same_scheduler(tmp_path: Path) -> None:
+    """'later the engine adapters' send through the one scheduler: ``evaluate_table`` at
+    concurrency 64 against a limited server, ``retries=0``, gives no error row."""
+    pa = pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
+    from toolnexus.arrow import evaluate_table
+
+    questions = {"refund": {"type": "noul", "instructions": "Is a refund requested?"}}
+    table = pa.table({"text": [f"ticket {i}: charged twice" for i in range(120)]})
+    with ThreadedServer(ServeOptions(synthetic=True, rate_limit="6000/min")) as server:
+        out = evaluate_table(
+            table, questions, state_column="text", concurrency=64, base_url=server.url, retries=0
+        )
+        throttled = _statuses(server).get("429", 0)
+    assert throttled > 0, "the server never limited the run: the test proves nothing"
+    assert out.num_rows == 120
+    assert out.column("error").null_count == 120
