@@ -286,3 +286,33 @@ def test_a_pack_is_one_ticket_and_one_request(entry: Entry) -> None:
     ok, received = _serve(ServeOptions(synthetic=True), scenario)
     assert ok == 24
     assert received == counting.acquired == 6
+
+
+class Cap:
+    """A spend cap's shape (issue 23's ``Budget``): refuses every request after ``n``."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    async def acquire(self, ticket: Ticket) -> None:
+        if self.n == 0:
+            raise RunStopped("classifier: --max-requests reached; raise it to go on", "budget")
+        self.n -= 1
+
+    async def release(self, ticket: Ticket, usage: ClassifierUsage, outcome: Outcome) -> None:
+        return None
+
+
+def test_a_budget_stop_flows_like_a_systematic_one() -> None:
+    """'RunStopped(kind="budget") must flow like a systematic stop (stop scheduling, in-flight
+    finish and are written)': 5 sent and decided, the other 35 hold the budget's stop."""
+
+    async def scenario(server: Server) -> list[Any]:
+        async with create_classifier(base_url=server.url + "/v1") as c:
+            options = BatchOptions(concurrency=4, admission=(Cap(5),))
+            return await c.states(_states(40), options=options).evaluate(**QUESTIONS)
+
+    results, received = _serve(ServeOptions(synthetic=True), scenario)
+    assert received == 5 == sum(r.ok for r in results)
+    stops = [r.error for r in results if isinstance(r.error, RunStopped)]
+    assert len(stops) == 35 and {s.kind for s in stops} == {"budget"}
