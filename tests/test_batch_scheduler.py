@@ -316,3 +316,24 @@ def test_a_budget_stop_flows_like_a_systematic_one() -> None:
     assert received == 5 == sum(r.ok for r in results)
     stops = [r.error for r in results if isinstance(r.error, RunStopped)]
     assert len(stops) == 35 and {s.kind for s in stops} == {"budget"}
+
+
+def test_a_limit_that_never_lets_up_stops_the_run_instead_of_re_sending_forever() -> None:
+    """A 429 goes back to the queue, but a server that answers nothing else (a spent quota)
+    must not keep a batch re-sending forever: 4 run-wide waits without one success stop it."""
+    always = _reply(429)
+
+    def script(req: ScriptedRequest) -> ScriptedReply:
+        reply = always(req)
+        reply.headers["retry-after-ms"] = "5"
+        return reply
+
+    async def scenario(server: Server) -> RunStopped:
+        async with create_classifier(base_url=server.url + "/v1") as c:
+            with pytest.raises(RunStopped) as raised:
+                await c.evaluate_batch(_states(40), QUESTIONS, 16)
+        return raised.value
+
+    stop, received = _serve(ServeOptions(synthetic=True, script=script), scenario)
+    assert "4 waits on HTTP 429 in a row without one success" in stop.message
+    assert stop.kind == "systematic" and received <= 16
