@@ -22,9 +22,9 @@ waits on it with an injectable :class:`Clock`.
   after ``STALLED_WAITS`` (4) run-wide waits in a row without one success, the run stops
   (``RunStopped``, systematic) instead of re-sending forever; with the live API's Retry-After
   that is minutes of waiting, and 7.5 s on the no-Retry-After schedule.
-- **``rate``** requests per second is a hard cap that spaces requests evenly (a bucket of one);
-  ``token_rate`` estimated input tokens per second (the account's other published limit) is a
-  token bucket whose burst is one second.
+- **``rate``** requests per second (and ``token_rate`` estimated input tokens per second, the
+  account's other published limit) are hard caps, as token buckets whose burst is one second
+  (a batch's ``--rate`` has none: ``Scheduler.for_run``).
 """
 
 from __future__ import annotations
@@ -204,9 +204,7 @@ class RunLimiter:
         self.window = Window(
             max_concurrency,
             slow_start=slow_start,
-            # ``--rate`` spaces requests evenly, as it did before the scheduler: a cap the user
-            # sets is a promise about every interval, so no one-second burst on top of it.
-            rate=TokenBucket(rate, burst=1.0) if rate is not None else None,
+            rate=TokenBucket(rate) if rate is not None else None,
             token_rate=TokenBucket(token_rate) if token_rate is not None else None,
         )
         self.clock: Clock = clock or MonotonicClock()

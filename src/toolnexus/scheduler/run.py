@@ -39,7 +39,7 @@ from ..decision import ClassifierUsage
 from ..errors import ConfigError
 from .admission import Admission, Chain, Outcome, OutcomeKind, RunStopped, Ticket
 from .failfast import DEFAULT_THRESHOLD, FailFast, outcome_of
-from .limiter import DEFAULT_SLOW_START, Clock, MonotonicClock, RunLimiter
+from .limiter import DEFAULT_SLOW_START, Clock, MonotonicClock, RunLimiter, TokenBucket
 from .tokens import TokenEstimate
 
 __all__ = ["Scheduler", "Settled", "Slot", "current", "under"]
@@ -111,6 +111,10 @@ class Scheduler:
         limiter = RunLimiter(
             concurrency, slow_start=slow_start, rate=rate, token_rate=token_rate, clock=clock
         )
+        if rate is not None:
+            # ``--rate`` spaces requests evenly, as it did before the scheduler: a cap the user
+            # sets is a promise about every interval, so no one-second burst on top of it.
+            limiter.window.rate = TokenBucket(rate, burst=1.0)
         scheduler = cls(Chain([limiter, FailFast(fail_fast), *extra]), clock)
         scheduler.limiter = limiter
         return scheduler
