@@ -137,6 +137,18 @@ ThresholdsOpt = Annotated[
         help="Band cut-points, e.g. yes=0.8,no=0.2,min_confidence=0.6 (inclusive).",
     ),
 ]
+#: Shared by eval and batch: a calibration file from ``report --fit-calibration`` (issue 24).
+CalibrationOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--calibration",
+        help="Recalibrate answers with the maps of FILE (report --fit-calibration): the "
+        "recalibrated probabilities go beside the wire's. Refused for another model, question "
+        "set or way of asking.",
+        metavar="FILE",
+        show_default=False,
+    ),
+]
 SupportsImagesOpt = Annotated[
     bool | None,
     typer.Option(

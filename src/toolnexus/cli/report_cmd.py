@@ -89,14 +89,34 @@ def report_command(
             show_default=False,
         ),
     ] = None,
+    intervals: Annotated[
+        bool,
+        typer.Option(
+            "--intervals/--no-intervals",
+            help="Every ece with its 95% bootstrap interval and the noise floor a perfectly "
+            "calibrated model shows on the same probabilities (fixed seed; needs numpy).",
+        ),
+    ] = True,
+    fit_calibration: Annotated[
+        str | None,
+        typer.Option(
+            "--fit-calibration",
+            help="Fit a recalibration map per question key with at least 50 labelled answers "
+            "(noul: Platt or isotonic; choice, score: temperature) and write them to FILE, "
+            "for eval/batch --calibration FILE.",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ] = None,
     fail_on: Annotated[
         str | None,
         typer.Option(
             "--fail-on",
             help="Exit 1 when a condition holds for any question of the (last) run, e.g. "
-            '"ece>0.1,near-uniform>0.05,errors>0". Names: the scalar metrics, near-uniform, '
-            "uncertain, uncalibrated (shares), errors, invalid (counts), changed (two runs); "
-            "KEY.NAME limits one to a question.",
+            '"ece>0.1,near-uniform>0.05,errors>0". Names: the scalar metrics (rps for score), '
+            "near-uniform, uncertain, uncalibrated (shares), errors, invalid (counts), "
+            "changed (two runs); ece>floor: above the noise floor's p95; KEY.NAME limits one "
+            "to a question.",
             show_default=False,
         ),
     ] = None,
@@ -120,6 +140,8 @@ def report_command(
         raise CliError(f"--jobs takes 1..{MAX_JOBS} processes, got {jobs}")
     if target_precision is not None and labels is None:
         raise CliError("--target-precision needs --labels: precision is measured on labels")
+    if fit_calibration is not None and labels is None:
+        raise CliError("--fit-calibration needs --labels: a map is fitted on labelled answers")
     try:
         conditions = parse_conditions(fail_on)
         report = build_report(
@@ -128,6 +150,8 @@ def report_command(
             id_field=id_field,
             target_precision=target_precision,
             jobs=jobs,
+            intervals=intervals,
+            fit_calibration=fit_calibration,
         )
         met = evaluate(conditions, report)
     except ReportInputError as e:

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .extras import ece_uncertainty, noul_threshold_pair, noul_threshold_table
 from .metrics import (
     N_BINS,
     Reliability,
@@ -36,6 +37,7 @@ from .model import (
     NoulMetrics,
     QuestionMetrics,
     QuestionReport,
+    Recalibration,
     ReliabilityBin,
     Threshold,
 )
@@ -125,6 +127,10 @@ class QuestionStats:
         self.conf_sum = 0.0
         self.conf_n = 0
         self.labelled = 0
+        #: a recalibrated run: the wire's answers, counted apart (``None`` until one is met)
+        self.wire: Any = None
+        #: answers that carried recalibrated probabilities
+        self.recalibrated = 0
 
     def add(self, answer: Mapping[str, Any], label: str | None, sid: str = "") -> None:
         """Count one answer of the record whose id is ``sid``, against ``label``."""
@@ -143,6 +149,11 @@ class QuestionStats:
         self.conf_sum += other.conf_sum
         self.conf_n += other.conf_n
         self.labelled += other.labelled
+        self.recalibrated += other.recalibrated
+        if other.wire is not None:
+            if self.wire is None:
+                self.wire = type(other.wire)(self.key)
+            self.wire.merge(other.wire)
 
     def _count_common(self, answer: Mapping[str, Any], sid: str) -> None:
         """The answer itself and its flags: every type counts these."""
@@ -168,9 +179,12 @@ class QuestionStats:
     def distribution(self) -> Distribution | None:
         return None
 
-    def metrics(self, target_precision: float | None = None) -> QuestionMetrics | None:
+    def metrics(
+        self, target_precision: float | None = None, intervals: bool = True
+    ) -> QuestionMetrics | None:
         """The metrics against the labels (only called with at least one label);
-        ``target_precision`` asks a noul for its threshold search."""
+        ``target_precision`` asks a noul for its threshold search, ``intervals`` for each
+        ECE's bootstrap interval and noise floor."""
         return None
 
     def reliability(self) -> tuple[ReliabilityBin, ...]:
@@ -183,10 +197,36 @@ class QuestionStats:
     def probabilities(self, answer: Mapping[str, Any]) -> Mapping[str, float]:
         return {}
 
+    def _recalibrated(
+        self, answer: Mapping[str, Any], rec: Any, label: str | None, sid: str
+    ) -> Mapping[str, Any]:
+        """An answer recalibrated by ``--calibration``: the wire's answer is counted by the
+        wire's own accumulator, and the answer this one measures is the wire's with the
+        recalibrated fields (``noul``, or ``probabilities`` and ``confidence``) put in."""
+        if type(rec) is not dict:
+            raise RecordError(f"recalibrated is {_shown(rec)}, not an object")
+        wire = {k: v for k, v in answer.items() if k != "recalibrated"}
+        if self.wire is None:
+            self.wire = type(self)(self.key)
+        self.wire.add(wire, label, sid)
+        self.recalibrated += 1
+        return {**wire, **rec}
+
     def report(
-        self, errors: Mapping[str, int], target_precision: float | None = None
+        self,
+        errors: Mapping[str, int],
+        target_precision: float | None = None,
+        intervals: bool = True,
     ) -> QuestionReport:
         """This question over the run whose error records by code are ``errors``."""
+        recalibration = None
+        if self.wire is not None:
+            w = self.wire
+            recalibration = Recalibration(
+                self.recalibrated,
+                w.metrics(target_precision, intervals) if w.labelled else None,
+                w.reliability() if w.labelled else (),
+            )
         return QuestionReport(
             type=self.type,
             n=self.n,
@@ -201,9 +241,10 @@ class QuestionStats:
             },
             mean_confidence=_mean(self.conf_sum, self.conf_n),
             labelled=self.labelled,
-            metrics=self.metrics(target_precision) if self.labelled else None,
+            metrics=self.metrics(target_precision, intervals) if self.labelled else None,
             reliability=self.reliability() if self.labelled else (),
             invalid_ids=tuple(self.flag_ids.get("invalid", ())),
+            recalibrated=recalibration,
         )
 
 
@@ -241,6 +282,9 @@ class NoulStats(QuestionStats):
 
     # The hot path of a report: one call per answer, so bins and counters are inlined here.
     def add(self, answer: Mapping[str, Any], label: str | None, sid: str = "") -> None:
+        rec = answer.get("recalibrated")
+        if rec is not None:
+            answer = self._recalibrated(answer, rec, label, sid)
         self._count_common(answer, sid)
         p = answer["noul"]
         if type(p) is not float or not 0.0 <= p <= 1.0:
@@ -292,7 +336,7 @@ class NoulStats(QuestionStats):
             },
         )
 
-    def metrics(self, target_precision: float | None = None) -> NoulMetrics:
+    def metrics(self, target_precision: float | None = None, intervals: bool = True) -> NoulMetrics:
         y_true, y_prob = self.y_true, self.y_prob
         n = len(y_true)
         pos = sum(y_true)
@@ -319,6 +363,13 @@ class NoulStats(QuestionStats):
                 uncertain=Count(unsure, _share(unsure, n)),
             ),
             threshold=None if target_precision is None else self.threshold(target_precision),
+            ece_uncertainty=ece_uncertainty(y_true, y_prob) if intervals else None,
+            threshold_table=noul_threshold_table(y_true, y_prob),
+            thresholds=(
+                None
+                if target_precision is None
+                else noul_threshold_pair(y_true, y_prob, target_precision)
+            ),
         )
 
     def threshold(self, target: float) -> Threshold:
