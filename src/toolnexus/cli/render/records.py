@@ -33,30 +33,30 @@ __all__ = [
 class Recalibrator:
     """``--calibration FILE`` for answers of this question set asked this way: the maps that
     ``report --fit-calibration`` wrote, refused (one line naming both sides) for answers of
-    another question set, style or pack size before anything is sent, and for another model
-    at the first decision (seed 000: a threshold tuned against one backend does not transfer
-    to another)."""
+    another question set or style before anything is sent, and for another model or pack size
+    (the decision's ``packed``) at the first decision (seed 000: a threshold tuned against one
+    backend does not transfer to another)."""
 
     loaded: LoadedCalibration
     questions_sha256: str
     style: str
-    pack_size: int = 1
 
     @classmethod
-    def load(cls, path: str, questions_sha256: str, style: str, pack_size: int = 1) -> Recalibrator:
+    def load(cls, path: str, questions_sha256: str, style: str) -> Recalibrator:
         from ...calibration.maps import load_calibration
 
         # A replay answers what System One answered when it was recorded.
         asked = "systemone" if style == "static" else style
-        out = cls(load_calibration(path), questions_sha256, asked, pack_size)
+        out = cls(load_calibration(path), questions_sha256, asked)
         for key, qmap in out.loaded.file.maps.items():
-            out.loaded.map_for(key, out.provenance(qmap.provenance.model))
+            fitted = qmap.provenance
+            out.loaded.map_for(key, out.provenance(fitted.model, fitted.pack_size))
         return out
 
-    def provenance(self, model: str) -> Provenance:
+    def provenance(self, model: str, pack_size: int) -> Provenance:
         from ...calibration.maps import Provenance
 
-        return Provenance(self.questions_sha256, model, self.style, self.pack_size)
+        return Provenance(self.questions_sha256, model, self.style, pack_size)
 
     def apply(
         self,
@@ -75,8 +75,10 @@ class Recalibrator:
             qmap = self.loaded.file.maps.get(key)
             if qmap is None:
                 continue
-            model = qmap.provenance.model if any_model else decision.model
-            qmap = self.loaded.map_for(key, self.provenance(model))
+            fitted = qmap.provenance
+            asked = (fitted.model, fitted.pack_size) if any_model else (decision.model,
+                                                                      decision.packed)  # fmt: skip
+            qmap = self.loaded.map_for(key, self.provenance(*asked))
             if qmap is None or qmap.type != record.get("type"):
                 continue
             rec = qmap.recalibrated(record)
