@@ -221,3 +221,37 @@ def test_a_map_for_other_answers_is_refused_with_one_line_naming_both(
     assert ran.code == 2, ran.stderr
     line = error_line(ran.stderr)
     assert "other-cal.json" in line and named in line and "does not transfer" in line
+
+
+def test_written_thresholds_are_a_consistent_pair_that_batch_reads_back(
+    fitted: tuple[Path, str, dict[str, Any]],
+) -> None:
+    """Issue 24 §6: "report --target-precision P --write-thresholds t.yaml writes, per
+    question, a consistent pair of cut-points (yes from the search, no <= yes) in the form
+    eval/batch --thresholds @t.yaml read"."""
+    d, url, _ = fitted
+    ran = run_cli(
+        "report", str(d / "fit-run.jsonl"), "--labels", str(d / "labels.csv"),
+        "--target-precision", "0.8", "--write-thresholds", str(d / "t.yaml"), "--format", "json",
+    )  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    pair = json.loads(ran.out)["questions"]["urgent"]["metrics"]["thresholds"]
+    assert pair["no"] <= pair["yes"] and pair["yes_precision"] >= 0.8
+    assert f"yes: {pair['yes']!r}" in (d / "t.yaml").read_text(encoding="utf-8")
+    ran = _batch(d, url, "held.jsonl", "held-t.jsonl", "--thresholds", f"@{d / 't.yaml'}")
+    assert ran.code == 0, ran.stderr
+    for line in (d / "held-t.jsonl").read_text(encoding="utf-8").splitlines():
+        a = json.loads(line)["answers"]["urgent"]
+        expected = "yes" if a["noul"] >= pair["yes"] else "no" if a["noul"] <= pair["no"] else (
+            "uncertain")  # fmt: skip
+        assert a["band"] == expected
+
+
+def test_a_thresholds_file_with_an_inverted_pair_is_refused(tmp_path: Path) -> None:
+    """The rule that refuses inverted thresholds (issue 17) holds for @FILE, per question."""
+    (tmp_path / "q.yaml").write_text(QUESTIONS, encoding="utf-8")
+    (tmp_path / "t.yaml").write_text("questions:\n  urgent: {yes: 0.4, no: 0.6}\n", "utf-8")
+    ran = run_cli("eval", str(tmp_path / "q.yaml"), "--state-text", "x", "--thresholds",
+                  f"@{tmp_path / 't.yaml'}", "--replay", str(tmp_path))  # fmt: skip
+    assert ran.code == 2
+    assert "question 'urgent': no (0.6) is above yes (0.4)" in error_line(ran.stderr)

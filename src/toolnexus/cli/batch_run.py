@@ -160,6 +160,7 @@ class _Run:
                 self.cfg.cut_points,
                 validated=True,
                 recalibrator=self.recalibrator,
+                question_thresholds=self.cfg.question_cut_points,
             ),
         )
         s.ok += 1

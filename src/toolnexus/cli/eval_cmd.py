@@ -23,6 +23,7 @@ from .options import (
     ThresholdsOpt,
     backend_options,
     parse_fail_on,
+    parse_question_thresholds,
     parse_thresholds,
 )
 from .render.formats import DecisionFormat
@@ -64,6 +65,7 @@ def run_eval(
     thresholds: Mapping[str, float] | None = None,
     fail_on: tuple[str, ...] = (),
     calibration: str | None = None,
+    question_thresholds: Mapping[str, Mapping[str, float]] | None = None,
 ) -> EvalResult:
     """Load the question set, evaluate ``state`` once, and build the result. Raises CliError
     (input), ClassifierError (backend or input) for the boundary to report."""
@@ -99,7 +101,10 @@ def run_eval(
         failure = failure_of(invalid)
         assert failure is not None
         raise CliError(invalid.message, failure.exit_code_under(fail_on)) from None
-    record = decision_record(decision, questions, thresholds, recalibrator=recalibrator)
+    record = decision_record(
+        decision, questions, thresholds, recalibrator=recalibrator,
+        question_thresholds=question_thresholds,
+    )  # fmt: skip
     failed = tuple(f for f in fail_on if f in record["flags"])
     return EvalResult(decision, questions, record, failed)
 
@@ -166,7 +171,7 @@ def eval_command(
     )
     result = run_eval(
         questions, value, settings, thresholds=cut_points, fail_on=conditions,
-        calibration=calibration,
+        calibration=calibration, question_thresholds=parse_question_thresholds(thresholds),
     )  # fmt: skip
     render(
         DecisionResult(result.record, result.questions, item_id=state or ""),

@@ -62,12 +62,13 @@ class Recalibrator:
         self,
         answers: dict[str, dict[str, Any]],
         decision: Decision,
-        thresholds: Mapping[str, float],
+        thresholds: Mapping[str, Mapping[str, float]],
         *,
         any_model: bool = False,
     ) -> dict[str, str] | None:
         """Put ``recalibrated: {noul | probabilities, confidence, band}`` beside each mapped
-        wire answer (which stays as it was: ``near_uniform`` is still the wire's); the
+        wire answer (which stays as it was: ``near_uniform`` is still the wire's), its band
+        under that key's ``thresholds``; the
         record's ``recalibrated`` (file and sha256), or ``None`` when no answer had a map.
         ``any_model``: a sample record (the CSV header), whose model is made up."""
         applied = False
@@ -83,7 +84,7 @@ class Recalibrator:
                 continue
             rec = qmap.recalibrated(record)
             moved = dataclasses.replace(decision.answers[key], **rec)
-            rec["band"] = threshold_band(moved, thresholds)
+            rec["band"] = threshold_band(moved, thresholds[key])
             record["recalibrated"] = rec
             applied = True
         if not applied:
@@ -133,6 +134,7 @@ def decision_record(
     validated: bool = False,
     recalibrator: Recalibrator | None = None,
     any_model: bool = False,
+    question_thresholds: Mapping[str, Mapping[str, float]] | None = None,
 ) -> dict[str, Any]:
     """A decision as one JSON-ready record: the wire fields (model, calibrated, usage, each
     answer's fields) plus the derived ones (near_uniform, level, label, band), a ``flags`` list
@@ -148,11 +150,14 @@ def decision_record(
     bad_key = problem.key if problem is not None else None
     keys = [k for k in questions if k in decision.answers]
     keys += [k for k in decision.answers if k not in questions]
+    # ``--thresholds @FILE`` may give a question its own cut-points (report --write-thresholds)
+    per_key = {k: {**t, **question_thresholds[k]} if question_thresholds and k in
+               question_thresholds else t for k in keys}  # fmt: skip
     answers = {
         k: answer_record(
             decision.answers[k],
             calibrated=decision.calibrated,
-            thresholds=t,
+            thresholds=per_key[k],
             invalid=k == bad_key,
         )
         for k in keys
@@ -163,7 +168,9 @@ def decision_record(
     if problem is not None:
         flags.add("invalid")
     recalibrated = (
-        recalibrator.apply(answers, decision, t, any_model=any_model) if recalibrator else None
+        recalibrator.apply(answers, decision, per_key, any_model=any_model)
+        if recalibrator
+        else None
     )
     out: dict[str, Any] = {
         "model": decision.model,
