@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from clirun import error_line, run_cli
+from htmlcheck import check_self_contained
 from serving import ThreadedServer
 from toolnexus.records.codec import CsvCodec, JsonlCodec, csv_header
 from toolnexus.records.model import DecisionRecord
@@ -255,3 +256,23 @@ def test_a_thresholds_file_with_an_inverted_pair_is_refused(tmp_path: Path) -> N
                   f"@{tmp_path / 't.yaml'}", "--replay", str(tmp_path))  # fmt: skip
     assert ran.code == 2
     assert "question 'urgent': no (0.6) is above yes (0.4)" in error_line(ran.stderr)
+
+
+def test_the_html_of_a_recalibrated_run_draws_before_after_and_per_option(
+    fitted: tuple[Path, str, dict[str, Any]],
+) -> None:
+    """Issue 24 §7: the interval and floor on each reliability diagram, a before/after diagram
+    when a map is applied, the RPS, per-option reliability for choice; static checks."""
+    d, url, _ = fitted
+    if not (d / "held-cal.jsonl").exists():
+        assert _batch(d, url, "held.jsonl", "held-cal.jsonl", "--calibration",
+                      str(d / "cal.json")).code == 0  # fmt: skip
+    out = d / "report.html"
+    ran = run_cli("report", str(d / "held-cal.jsonl"), "--labels", str(d / "labels.csv"),
+                  "--format", "html", "-o", str(out))  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    page = out.read_text(encoding="utf-8")
+    # per question: distribution, reliability, before/after; choice: confusion, one-vs-rest
+    assert check_self_contained(page) == 2 * 3 + 2
+    assert page.count("floor p95") >= 2 and "before and after recalibration" in page
+    assert "one-vs-rest reliability" in page and "the wire's beside them" in page
