@@ -155,3 +155,23 @@ def test_ece_above_floor_without_the_intervals_is_a_usage_error(
                   "--fail-on", "ece>floor")  # fmt: skip
     assert ran.code == 2
     assert "not --no-intervals" in error_line(ran.stderr)
+
+
+def test_an_option_offered_only_to_unlabelled_answers_reads_zero_per_option(
+    tmp_path: Path,
+) -> None:
+    """One-vs-rest over every option of the question: an option that no labelled answer was
+    offered is left out with its count (0), not a crash."""
+    rows = [
+        ("u0", {"a": 0.2, "b": 0.3, "c": 0.5}, None),
+        ("l1", {"a": 0.7, "b": 0.3}, "a"),
+    ]
+    (tmp_path / "run.jsonl").write_text("".join(
+        json.dumps({"id": i, "model": "m", "calibrated": True, "answers": {"d": {
+            "type": "choice", "choice": max(p, key=p.__getitem__), "probabilities": p,
+            "confidence": max(p.values())}}}) + "\n" for i, p, _ in rows
+    ), "utf-8")  # fmt: skip
+    (tmp_path / "labels.csv").write_text("id,d\nl1,a\n", "utf-8")
+    data = _json((tmp_path / "run.jsonl", tmp_path / "labels.csv", None))
+    per_option = data["questions"]["d"]["metrics"]["per_option"]
+    assert [(o["option"], o["labelled"]) for o in per_option] == [("a", 1), ("b", 0), ("c", 0)]

@@ -293,7 +293,9 @@ class ChoiceStats(_Ranked):
         confusion = self._confusion(options)
         finish = self._finish()
         rows = finish.rows
-        columns = {o: [_p_at(r, self.classes[o]) for r in rows] for o in options}
+        # an option offered only in unlabelled answers has no class: it reads 0 everywhere
+        index = {o: self.classes.get(o, -1) for o in options}
+        columns = {o: [_p_at(r, index[o]) for r in rows] for o in options}
         return ChoiceMetrics(
             accuracy=accuracy_score(self.y_true, self.y_pred),
             brier=self._brier(),
@@ -303,7 +305,7 @@ class ChoiceStats(_Ranked):
             confusion=confusion,
             accuracy_by_near_uniform=NearUniformSplit(self._split(True), self._split(False)),
             ece_uncertainty=self._ece_uncertainty() if intervals else None,
-            per_option=option_calibration(self.y_true, columns, self.classes),
+            per_option=option_calibration(self.y_true, columns, index),
             accuracy_coverage=choice_coverage(finish.correct, self.p_pick),
         )
 
@@ -423,7 +425,7 @@ class ScoreStats(_Ranked):
 
 
 def _p_at(row: Sequence[float], k: int) -> float:
-    return row[k] if k < len(row) else 0.0
+    return row[k] if 0 <= k < len(row) else 0.0
 
 
 def _score_value(score: Any) -> float:
