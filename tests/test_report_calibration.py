@@ -175,3 +175,17 @@ def test_an_option_offered_only_to_unlabelled_answers_reads_zero_per_option(
     data = _json((tmp_path / "run.jsonl", tmp_path / "labels.csv", None))
     per_option = data["questions"]["d"]["metrics"]["per_option"]
     assert [(o["option"], o["labelled"]) for o in per_option] == [("a", 1), ("b", 0), ("c", 0)]
+
+
+def test_by_default_the_intervals_stop_past_a_sample_size_and_intervals_forces_them(
+    run: tuple[Path, Path, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24: 100,000 labelled records within 2.0x json.loads "or intervals opt-in behind a
+    flag": by default they are computed where a bare ECE misleads (a small sample)."""
+    from toolnexus.report import accumulators
+
+    monkeypatch.setattr(accumulators, "AUTO_INTERVALS_MAX", N - 1)
+    auto = _json(run)
+    assert all("ece_uncertainty" not in q["metrics"] for q in auto["questions"].values())
+    forced = _json(run, "--intervals")
+    assert all("ece_uncertainty" in q["metrics"] for q in forced["questions"].values())

@@ -128,13 +128,15 @@ def report_command(
         ),
     ] = None,
     intervals: Annotated[
-        bool,
+        bool | None,
         typer.Option(
             "--intervals/--no-intervals",
             help="Every ece with its 95% bootstrap interval and the noise floor a perfectly "
-            "calibrated model shows on the same probabilities (fixed seed; needs numpy).",
+            "calibrated model shows on the same probabilities (fixed seed; numpy). Default: "
+            "for questions of at most 20,000 labelled answers.",
+            show_default=False,
         ),
-    ] = True,
+    ] = None,
     fit_calibration: Annotated[
         str | None,
         typer.Option(

@@ -43,6 +43,7 @@ from .model import (
 )
 
 __all__ = [
+    "AUTO_INTERVALS_MAX",
     "BANDS",
     "LabelError",
     "NoulStats",
@@ -59,6 +60,9 @@ _LEVEL_KEYS = tuple(str(i) for i in range(10))
 REPORT_FLAGS = ("near-uniform", "uncertain", "uncalibrated")
 #: How many ids of a flag's first answers are kept (``--fail-on`` names them).
 FIRST_IDS = 5
+#: ``report``'s default computes an ECE's interval and floor up to this many labelled answers
+#: (``--intervals`` at any count, ``--no-intervals`` never).
+AUTO_INTERVALS_MAX = 20_000
 _TRUTH = {"true": 1, "yes": 1, "1": 1, "false": 0, "no": 0, "0": 0}
 
 
@@ -216,9 +220,14 @@ class QuestionStats:
         self,
         errors: Mapping[str, int],
         target_precision: float | None = None,
-        intervals: bool = True,
+        intervals: bool | None = None,
     ) -> QuestionReport:
-        """This question over the run whose error records by code are ``errors``."""
+        """This question over the run whose error records by code are ``errors``; ``intervals``
+        ``None``: each ECE's interval and floor while the labelled answers are at most
+        :data:`AUTO_INTERVALS_MAX` (where a bare ECE misleads; far past it the interval is
+        narrow and the floor near 0, and the resampling is what a long report would wait for)."""
+        if intervals is None:
+            intervals = self.labelled <= AUTO_INTERVALS_MAX
         recalibration = None
         if self.wire is not None:
             w = self.wire

@@ -351,10 +351,11 @@ class RunStats:
         )
 
     def question_reports(
-        self, target_precision: float | None = None, intervals: bool = True
+        self, target_precision: float | None = None, intervals: bool | None = None
     ) -> dict[str, QuestionReport]:
         """Per question key, in the order first met: its report over this run (``intervals``:
-        each ECE with its bootstrap interval and noise floor)."""
+        each ECE with its bootstrap interval and noise floor; ``None``: up to
+        ``AUTO_INTERVALS_MAX`` labelled answers)."""
         return {
             key: st.report(self.errors, target_precision, intervals)
             for key, st in self.questions.items()

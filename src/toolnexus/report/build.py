@@ -18,12 +18,13 @@ def build_report(
     id_field: str = "id",
     target_precision: float | None = None,
     jobs: int | None = None,
-    intervals: bool = True,
+    intervals: bool | None = None,
     fit_calibration: str | None = None,
 ) -> Report:
     """Read ``runs`` (one or two files) and, with ``labels_path``, join labels by id; ``jobs``
     processes count a long run's chunks (default: one per CPU, at most 8); ``intervals``: every ECE
-    with its bootstrap interval and noise floor (issue 24; numpy); ``fit_calibration``: fit a
+    with its bootstrap interval and noise floor (issue 24; numpy; ``None``: for a question of at
+    most ``AUTO_INTERVALS_MAX`` labelled answers); ``fit_calibration``: fit a
     recalibration map per labelled key of the first run and write them to that file."""
     labels = read_labels(labels_path, id_field) if labels_path else None
     two = len(runs) == 2

@@ -167,7 +167,8 @@ def evaluate(conditions: list[Condition], report: Report) -> list[str]:
                 hits.append(m.text(key))
         if not measured:
             why = (
-                "it needs --labels and the intervals (not --no-intervals)"
+                "it needs --labels and the intervals (--intervals past 20,000 labels; not "
+                "--no-intervals)"
                 if c.floor
                 else "it needs two runs"
                 if c.name == "changed"

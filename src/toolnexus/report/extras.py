@@ -99,13 +99,14 @@ def choice_coverage(
 
 
 def rps_in_level_order(
-    y_level: Sequence[int], rows: Sequence[Sequence[float]], columns: Sequence[int]
+    y_level: Sequence[int], rows: Sequence[Sequence[float]], columns: Sequence[int], width: int
 ) -> float | None:
     """The RPS of rows whose level ``k`` probability sits at ``columns[k]`` of each row (a
-    level a row lacks counts 0); ``None`` without records or with fewer than two levels."""
+    level a row lacks counts 0; ``width``: every row's length, 0 when they differ); ``None``
+    without records or with fewer than two levels."""
     if len(columns) < 2 or not y_level:
         return None
-    if list(columns) == list(range(len(columns))) and all(len(r) == len(columns) for r in rows):
+    if list(columns) == list(range(len(columns))) and width == len(columns):
         return rps(y_level, rows)
     ordered = [[r[c] if 0 <= c < len(r) else 0.0 for c in columns] for r in rows]
     return rps(y_level, ordered)

@@ -295,7 +295,7 @@ class ChoiceStats(_Ranked):
         rows = finish.rows
         # an option offered only in unlabelled answers has no class: it reads 0 everywhere
         index = {o: self.classes.get(o, -1) for o in options}
-        columns = {o: [_p_at(r, index[o]) for r in rows] for o in options}
+        columns = {o: _column(rows, index[o]) for o in options}
         return ChoiceMetrics(
             accuracy=accuracy_score(self.y_true, self.y_pred),
             brier=self._brier(),
@@ -419,9 +419,19 @@ class ScoreStats(_Ranked):
             log_loss=self._log_loss(),
             ece=self._ece(),
             confusion=self._confusion(self._levels()),
-            rps=rps_in_level_order(self.y_level, self._finish().rows, columns),
+            rps=rps_in_level_order(
+                self.y_level, self._finish().rows, columns, self._finish().rows.width
+            ),
             ece_uncertainty=self._ece_uncertainty() if intervals else None,
         )
+
+
+def _column(rows: ProbabilityRows, k: int) -> Sequence[float]:
+    """Each row's probability of class ``k`` (0 where a row lacks it); rows of one width are
+    sliced from the values array directly (a stride, not a call per row)."""
+    if rows.width and 0 <= k < rows.width:
+        return rows.values[k :: rows.width]
+    return [_p_at(r, k) for r in rows]
 
 
 def _p_at(row: Sequence[float], k: int) -> float:
