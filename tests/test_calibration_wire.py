@@ -12,6 +12,7 @@ the wire's metrics beside them".
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -276,3 +277,16 @@ def test_the_html_of_a_recalibrated_run_draws_before_after_and_per_option(
     assert check_self_contained(page) == 2 * 3 + 2
     assert page.count("floor p95") >= 2 and "before and after recalibration" in page
     assert "one-vs-rest reliability" in page and "the wire's beside them" in page
+
+
+def test_eval_takes_the_calibration_too(fitted: tuple[Path, str, dict[str, Any]]) -> None:
+    """Issue 24 §5: "eval and batch take --calibration cal.json"."""
+    d, url, _ = fitted
+    ran = run_cli("eval", str(d / "q.yaml"), "--state-text", "ticket 7", "--base-url", url,
+                  "--calibration", str(d / "cal.json"), "--format", "json")  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    record = json.loads(ran.out)
+    assert record["answers"]["urgent"]["noul"] == WORLD[7]["p"]
+    assert record["answers"]["urgent"]["recalibrated"]["noul"] != WORLD[7]["p"]
+    sha = hashlib.sha256((d / "cal.json").read_bytes()).hexdigest()
+    assert record["recalibrated"] == {"file": str(d / "cal.json"), "sha256": sha}
