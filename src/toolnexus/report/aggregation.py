@@ -117,11 +117,14 @@ class RunStats:
         #: the ids of the first error records, in file order
         self.error_ids: list[str] = []
         self.models: Counter[Any] = Counter()
-        #: answered records by question-set digest, style and pack size (what a calibration
-        #: map fitted on this run holds for; ``None``: the record does not say)
-        self.digests: Counter[Any] = Counter()
-        self.styles: Counter[Any] = Counter()
-        self.packs: Counter[Any] = Counter()
+        #: the question-set digests, styles and pack sizes the answered records carry (what a
+        #: calibration map fitted on this run holds for; ``None``: a record does not say).
+        #: Sets, not counts: the hot path adds a digest only when it differs from the last.
+        self.digests: set[Any] = set()
+        self.styles: set[Any] = set()
+        self.packs: set[Any] = set()
+        self._last_digest: Any = ()
+        self.unasked = False
         #: recalibrated records by the sha256 of their calibration file
         self.recalibrated_by: Counter[str] = Counter()
         self.uncalibrated = 0
@@ -182,7 +185,10 @@ class RunStats:
         if model is not None and type(model) is not str:
             raise RecordError(f"model is {_shown(model)}, not a model name")
         self.models[model] += 1
-        self.digests[record.get("questions_sha256")] += 1
+        digest = record.get("questions_sha256")
+        if digest != self._last_digest:
+            self.digests.add(digest)
+            self._last_digest = digest
         recalibrated = record.get("recalibrated")
         if recalibrated is not None:
             sha = recalibrated.get("sha256") if type(recalibrated) is dict else None
@@ -192,8 +198,8 @@ class RunStats:
         style, packed = record.get("style"), record.get("packed")
         if style is not None or packed is not None:
             self._asked(style, packed)
-        else:
-            self.styles[None] += 1
+        elif not self.unasked:
+            self.unasked = True  # a record that does not say how it was asked
         if not record.get("calibrated"):
             self.uncalibrated += 1
         cached = record.get("cached")
@@ -264,8 +270,8 @@ class RunStats:
             packed = packed.get("size")
         if packed is not None and (type(packed) is not int or packed < 1):
             raise RecordError(f"packed is {_shown(packed)}, not a pack size")
-        self.styles[style] += 1
-        self.packs[packed] += 1
+        self.styles.add(style)
+        self.packs.add(packed)
 
     def _step(
         self, key: str, answer: Mapping[str, Any]
@@ -307,9 +313,10 @@ class RunStats:
         self.errors.update(other.errors)
         self.error_ids.extend(other.error_ids[: FIRST_IDS - len(self.error_ids)])
         self.models.update(other.models)
-        self.digests.update(other.digests)
-        self.styles.update(other.styles)
-        self.packs.update(other.packs)
+        self.digests |= other.digests
+        self.styles |= other.styles
+        self.packs |= other.packs
+        self.unasked = self.unasked or other.unasked
         self.recalibrated_by.update(other.recalibrated_by)
         self.uncalibrated += other.uncalibrated
         self.spent.merge(other.spent)

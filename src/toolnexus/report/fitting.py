@@ -12,7 +12,7 @@ several models or question sets has no one provenance: the fit is refused with o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from .accumulators import NoulStats, QuestionStats
@@ -28,9 +28,9 @@ DEFAULT_STYLE = "systemone"
 DEFAULT_PACK_SIZE = 1
 
 
-def _one(counts: Mapping[Any, int], what: str, path: str) -> Any:
+def _one(seen: Iterable[Any], what: str, path: str) -> Any:
     """The one value a run holds for ``what``, refused with one line when it holds several."""
-    values = [v for v in counts if v is not None]
+    values = sorted((v for v in seen if v is not None), key=str)
     if len(values) > 1:
         shown = ", ".join(str(v)[:16] for v in values[:4])
         raise ReportInputError(
@@ -43,8 +43,9 @@ def _one(counts: Mapping[Any, int], what: str, path: str) -> Any:
 def _provenance(stats: RunStats) -> tuple[dict[str, Any], str | None]:
     sha = _one(stats.digests, "question set", stats.path)
     model = _one(stats.models, "model", stats.path)
-    style = _one(stats.styles, "style", stats.path)
-    pack = _one(stats.packs, "pack size", stats.path)
+    unsaid = {None} if stats.unasked else set()
+    style = _one(stats.styles | unsaid, "style", stats.path)
+    pack = _one(stats.packs | unsaid, "pack size", stats.path)
     if sha is None or model is None:
         missing = "questions_sha256" if sha is None else "model"
         raise ReportInputError(
