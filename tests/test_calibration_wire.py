@@ -290,3 +290,41 @@ def test_eval_takes_the_calibration_too(fitted: tuple[Path, str, dict[str, Any]]
     assert record["answers"]["urgent"]["recalibrated"]["noul"] != WORLD[7]["p"]
     sha = hashlib.sha256((d / "cal.json").read_bytes()).hexdigest()
     assert record["recalibrated"] == {"file": str(d / "cal.json"), "sha256": sha}
+
+
+def test_the_library_takes_calibration_and_puts_recalibrated_answers_beside_the_wire(
+    fitted: tuple[Path, str, dict[str, Any]],
+) -> None:
+    """Issue 24 §5: "the library calibration=": a Decision keeps its wire answers and carries
+    the recalibrated ones beside them, with the file's sha256; a map for another question set
+    is refused with one line; a file that is not a calibration fails at build."""
+    import asyncio
+
+    from toolnexus import create_classifier
+    from toolnexus.calibration.maps import (
+        CalibrationFileError,
+        CalibrationMismatch,
+        load_calibration,
+    )
+    from toolnexus.calibration.transforms import platt_apply
+    from toolnexus.cli.questionfile import load_question_set
+
+    d, url, _ = fitted
+    _, questions = load_question_set(d / "q.yaml")
+    _, other = load_question_set(d / "q-other.yaml")
+    cal = load_calibration(d / "cal.json")
+    slope, intercept = (cal.file.maps["urgent"].fit.params[k] for k in ("slope", "intercept"))
+
+    async def go(qs: Any) -> Any:
+        async with create_classifier(base_url=url, calibration=str(d / "cal.json")) as c:
+            return await c.evaluate("ticket 9", qs)
+
+    decision = asyncio.run(go(questions))
+    assert decision.noul("urgent").noul == WORLD[9]["p"]
+    assert decision.recalibrated["urgent"].noul == platt_apply(WORLD[9]["p"], slope, intercept)
+    assert decision.recalibrated["desk"].choice == decision.choice("desk").choice
+    assert decision.calibration_sha256 == cal.sha256
+    with pytest.raises(CalibrationMismatch, match="questions sha256"):
+        asyncio.run(go(other))
+    with pytest.raises(CalibrationFileError, match="not a JSON calibration file"):
+        create_classifier(base_url=url, calibration=str(d / "q.yaml"))
