@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from ..scheduler import Admission, Outcome, Ticket
     from .backend import Backend
     from .options import BackendSettings
+    from .render.records import Recalibrator
 
 __all__ = [
     "STATE_FIELD_PROBE",
@@ -113,8 +114,10 @@ class _Run:
         *,
         threaded_input: bool = False,
         admission: Sequence[Admission] = (),
+        recalibrator: Recalibrator | None = None,
     ) -> None:
         self.cfg = cfg
+        self.recalibrator = recalibrator
         self.backend = backend
         self.questions = questions
         self.writer = writer
@@ -220,7 +223,14 @@ class _Run:
         record = DecisionRecord.from_body(
             item_id,
             self.sha,
-            decision_record(decision, self.questions, self.cfg.cut_points, validated=True),
+            decision_record(
+                decision,
+                self.questions,
+                self.cfg.cut_points,
+                validated=True,
+                recalibrator=self.recalibrator,
+                question_thresholds=self.cfg.question_cut_points,
+            ),
         )
         s.ok += 1
         if decision.cached:
@@ -360,14 +370,21 @@ def run_batch(
     file_model, questions = load_question_set(questions_path)
     backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr, cache=cache)
     sha = question_set_sha256(questions)
+    recalibrator = None
+    if cfg.calibration is not None:
+        from .render.records import Recalibrator
+
+        recalibrator = Recalibrator.load(cfg.calibration, sha, settings.style)
     columns: list[str] = []
     if cfg.fmt == "csv":  # the header learns its columns from a record of this question set
-        sample = DecisionRecord.from_body("", sha, sample_record(questions, cfg.cut_points))
+        sample = DecisionRecord.from_body(
+            "", sha, sample_record(questions, cfg.cut_points, recalibrator)
+        )
         columns = csv_columns(sample.to_object())
     lock = lock_output(cfg.output) if cfg.output is not None else None
     try:
         check_existing(cfg)
-        return _run_locked(cfg, backend, questions, columns, show_progress, admission)
+        return _run_locked(cfg, backend, questions, columns, show_progress, admission, recalibrator)
     finally:
         if lock is not None:
             os.close(lock)
@@ -380,6 +397,7 @@ def _run_locked(
     columns: list[str],
     show_progress: bool | None,
     admission: Sequence[Admission],
+    recalibrator: Recalibrator | None = None,
 ) -> BatchSummary:
     """The run once ``--output`` (if any) is locked."""
     from .batch_resume import compact
@@ -392,16 +410,9 @@ def _run_locked(
         show_progress = _bar_fits(cfg.output)
     progress = _Progress(_count_lines(cfg.inputs)) if show_progress else None
     run = _Run(
-        cfg,
-        backend,
-        questions,
-        writer,
-        items,
-        summary,
-        progress,
-        threaded_input="-" in cfg.inputs,
-        admission=admission,
-    )
+        cfg, backend, questions, writer, items, summary, progress,
+        threaded_input="-" in cfg.inputs, admission=admission, recalibrator=recalibrator,
+    )  # fmt: skip
     started = time.perf_counter()
 
     async def main() -> None:
