@@ -20,7 +20,7 @@ import pytest
 
 from clirun import run_cli
 from serving import ThreadedServer
-from toolnexus.cli.batch_run import STATE_FIELD_PROBE
+from toolnexus.cli.batch_pace import STATE_FIELD_PROBE
 from toolnexus.cli.errors import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
 from toolnexus.serve import ServeOptions
 from toolnexus.serve.script import ScriptedReply, ScriptedRequest

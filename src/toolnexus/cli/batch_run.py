@@ -8,11 +8,11 @@ one-line summary go to stderr.
 Every request goes through the run's one scheduler (``batch.scheduler_for``: slow start, AIMD on
 429s, Retry-After for the whole run, ``--rate`` as a hard cap, fail fast), with the extra
 admission members ``run_batch(admission=...)`` is given (a spend budget) chained after it, and
-:class:`SentCounter`, which counts what the summary reports. A run that stops scheduling
+``batch_pace.SentCounter``, which counts what the summary reports. A run that stops scheduling
 (``RunStopped``) lets what is in flight finish, writes every record it has, prints the stop's
 one line and exits 4 (``EXIT_FOR_STOP``); the states never sent have no record, so ``--resume``
-sends them. A ``--state-field`` that none of the first ``STATE_FIELD_PROBE`` records has is the
-same kind of stop.
+sends them. A ``--state-field`` that none of the first ``batch_pace.STATE_FIELD_PROBE`` records
+has is the same kind of stop.
 
 Exit codes, worst first: 4 when the run stopped scheduling; 3 when any state failed at the
 backend (``backend_*`` codes and ``invalid_decision``); 2 for usage errors and for states the
@@ -43,6 +43,7 @@ from .batch_ids import question_set_sha256
 from .batch_inputs import iter_inputs
 from .batch_items import InputItem, kind_of
 from .batch_output import OutputWriter, ReorderBuffer
+from .batch_pace import SentCounter, StateFieldProbe
 from .batch_safety import check_config, check_existing, check_key, lock_output, open_output
 from .batch_select import select
 from .batch_values import BatchConfig, BatchSummary
@@ -50,45 +51,17 @@ from .errors import CONDITION_FOR_CODE, failure_of, one_line
 
 if TYPE_CHECKING:
     from ..batch import StateResult
-    from ..decision import ClassifierUsage
     from ..errors import ClassifierError
     from ..questions import Question
-    from ..scheduler import Admission, Outcome, Ticket
+    from ..scheduler import Admission
     from .backend import Backend
     from .options import BackendSettings
     from .render.records import Recalibrator
 
-__all__ = [
-    "STATE_FIELD_PROBE",
-    "BatchConfig",
-    "BatchSummary",
-    "SentCounter",
-    "error_code",
-    "run_batch",
-]
+__all__ = ["BatchConfig", "BatchSummary", "error_code", "run_batch"]
 
 #: ``--ordered`` holds at most this many finished records per unit of concurrency.
 REORDER_WINDOW_PER_SLOT = 8
-#: A ``--state-field`` none of this many first records has is a typo: the run stops.
-STATE_FIELD_PROBE = 100
-
-
-class SentCounter:
-    """An admission member that only counts: the requests sent and the 429s among them."""
-
-    def __init__(self, summary: BatchSummary) -> None:
-        self.summary = summary
-
-    async def acquire(self, ticket: Ticket) -> None:
-        return None
-
-    async def release(self, ticket: Ticket, usage: ClassifierUsage, outcome: Outcome) -> None:
-        from ..scheduler import OutcomeKind
-
-        if outcome.kind is not OutcomeKind.NOT_SENT:
-            self.summary.requests += 1
-        if outcome.kind is OutcomeKind.RATE_LIMITED:
-            self.summary.throttled += 1
 
 
 def error_code(error: ClassifierError) -> str:
@@ -131,9 +104,7 @@ class _Run:
         self.keep_state = backend.settings.record is not None
         self.sha = question_set_sha256(questions)
         self.admission = (*admission, SentCounter(summary))
-        #: records read so far without the ``--state-field``, and whether any had it
-        self.no_field = 0
-        self.field_seen = cfg.state_field is None
+        self.probe = StateFieldProbe(cfg.state_field)
         self.key_checked = False
 
     async def _emit(self, seq: int, record: Record) -> None:
@@ -169,7 +140,7 @@ class _Run:
 
     async def _feed(self) -> AsyncIterator[tuple[tuple[int, str | int, Any], Any]]:
         while (item := await self._next_item()) is not None:
-            self._probe(item)
+            self.probe.see(item)
             seq = await self.reorder.admit() if self.reorder is not None else -1
             if item.error is not None:
                 code, message = item.error
@@ -181,23 +152,6 @@ class _Run:
                 check_key(self.backend.settings)
                 self.key_checked = True
             yield (seq, item.id, item.state if self.keep_state else None), item.state
-
-    def _probe(self, item: InputItem) -> None:
-        """Stop the run when the first ``STATE_FIELD_PROBE`` records lack the
-        ``--state-field`` (a shorter input keeps its ``malformed_input`` records)."""
-        if self.field_seen:
-            return
-        if not item.no_state_field:
-            self.field_seen = item.error is None or item.error[0] != "malformed_input"
-            return
-        self.no_field += 1
-        if self.no_field >= STATE_FIELD_PROBE:
-            raise RunStopped(
-                f"classifier: --state-field {self.cfg.state_field!r}: none of the first "
-                f"{self.no_field} input records has that field; check its spelling "
-                "(nothing was sent)",
-                "input",
-            )
 
     def _record(self, item_id: str | int, result: StateResult, state: Any) -> Record:
         from ..errors import StaticMiss
