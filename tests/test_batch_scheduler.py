@@ -337,3 +337,26 @@ def test_a_limit_that_never_lets_up_stops_the_run_instead_of_re_sending_forever(
     stop, received = _serve(ServeOptions(synthetic=True, script=script), scenario)
     assert "4 waits on HTTP 429 in a row without one success" in stop.message
     assert stop.kind == "systematic" and received <= 16
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        pytest.param("rate", 0, "rate takes a number of requests per minute", id="rate-0"),
+        pytest.param("rate", float("nan"), "rate takes", id="rate-nan"),
+        pytest.param("rate", True, "rate takes", id="rate-bool"),
+        pytest.param("pack", 0, "pack takes a whole number >= 1 or 'auto'", id="pack-0"),
+        pytest.param("pack", "big", "pack takes", id="pack-text"),
+        pytest.param("admission", (object(),), "has no acquire/release methods", id="member"),
+        pytest.param("admission", "limiter", "admission takes a tuple", id="admission-text"),
+    ],
+)
+def test_batch_options_are_checked_once_for_every_entry_point(
+    field: str, value: Any, says: str
+) -> None:
+    """config.py: 'A value is checked when it is built, so everything that receives one trusts
+    it': the scheduler's options are refused when the BatchOptions is built."""
+    from toolnexus import ConfigError
+
+    with pytest.raises(ConfigError, match=says):
+        BatchOptions(**{field: value})
