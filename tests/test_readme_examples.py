@@ -115,7 +115,9 @@ def server() -> Iterator[ThreadedServer]:
 def _env(server: ThreadedServer) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update(
-        TYPESAFE_BASE_URL=f"{server.url}/v1",
+        # The official SDK's variable is a host root (create_classifier appends /v1); the CLI's
+        # is the full base.
+        TYPESAFE_BASE_URL=server.url,
         TOOLNEXUS_BASE_URL=f"{server.url}/v1",
         TYPESAFE_API_KEY=DUMMY_KEY,
         PATH=os.pathsep.join([str(BIN), env.get("PATH", "")]),
