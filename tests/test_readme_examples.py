@@ -38,7 +38,6 @@ DUMMY_KEY = "sk-readme-example-key"
 #: Lines the test cannot run, by a prefix of the command, with the reason.
 NOT_RUNNABLE: dict[str, str] = {
     "make ": "the Makefile itself: `make test` runs this test",
-    "pip install": "installs from the package index: no network in the suite",
     "git config": "changes the developer's git configuration",
     "toolnexus serve --proxy https://": "forwards to a remote host: no network in the suite",
     "questions/*.yaml diff=toolnexus": "a line of .gitattributes, not a command",
@@ -99,9 +98,13 @@ def _not_runnable(command: str) -> str | None:
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh clone's files, committed on ``main`` (``diff REV:path`` reads git)."""
     work = tmp_path_factory.mktemp("readme")
     for name in SHIPPED:
-        shutil.copytree(ROOT / name, work / name)
+        shutil.copytree(ROOT / name, work / name, ignore=shutil.ignore_patterns("__pycache__"))
+    who = ["-c", "user.name=readme", "-c", "user.email=readme@example.invalid"]
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], [*who, "commit", "-q", "-m", "clone"]):
+        subprocess.run(["git", *args], cwd=work, check=True, capture_output=True)
     return work
 
 
@@ -188,25 +191,22 @@ def _check_serve(line: int, command: str, workdir: Path, server: ThreadedServer)
     if "--port" in args:
         at = args.index("--port")
         del args[at : at + 2]
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [*args, "--port", "0"],
         cwd=workdir,
         env=_env(server),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    try:
+    ) as proc:
         assert proc.stdout is not None
         first = proc.stdout.readline()
-        assert first.startswith("http://127.0.0.1:"), (
-            f"README.md:{line}: `{command}` printed {first!r}; stderr: {proc.stderr.read()}"
-            if proc.stderr
-            else ""
-        )
-    finally:
         proc.terminate()
-        proc.wait(30)
+        _, err = proc.communicate(timeout=30)
+    assert first.startswith("http://127.0.0.1:"), (
+        f"README.md:{line}: `{command}` printed {first!r}; stderr: {err}"
+    )
+    assert "Traceback" not in err
 
 
 def test_the_not_runnable_list_still_matches_the_readme() -> None:
