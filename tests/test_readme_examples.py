@@ -103,7 +103,11 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in SHIPPED:
         shutil.copytree(ROOT / name, work / name, ignore=shutil.ignore_patterns("__pycache__"))
     who = ["-c", "user.name=readme", "-c", "user.email=readme@example.invalid"]
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], [*who, "commit", "-q", "-m", "clone"]):
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        [*who, "commit", "-q", "-m", "clone"],
+    ):
         subprocess.run(["git", *args], cwd=work, check=True, capture_output=True)
     return work
 
