@@ -1,0 +1,139 @@
+"""Hostile round 3 (issue 17, acceptance: "attack the result once more as a hostile user and a
+hostile server would, with inputs that are not in this list").
+
+Each test says in its docstring what it tried and what held (or what was fixed with it). The
+server side is ``hostile_server.HostileServer`` (``toolnexus serve`` with a script hook); the
+user side is the CLI in-process (``clirun.run_cli``) or the library.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from clirun import Ran, error_line, run_cli
+from hostile_server import HostileServer, Reply, valid_answer
+
+Q = "questions:\n  refund:\n    type: noul\n    instructions: Refund?\n"
+
+
+@pytest.fixture
+def server() -> HostileServer:
+    with HostileServer() as s:
+        yield s
+
+
+def _qfile(tmp_path: Path, text: str = Q) -> Path:
+    path = tmp_path / "q.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _jsonl(tmp_path: Path, n: int) -> Path:
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps({"id": f"t{i}", "text": "x"}) + "\n" for i in range(n)))
+    return path
+
+
+def _batch(q: Path, inp: Path, server: HostileServer, *extra: str) -> Ran:
+    return run_cli(
+        "batch", str(q), str(inp), "--id-field", "id", "--state-field", "text",
+        "--base-url", server.base_url, "--retries", "0", *extra,
+    )  # fmt: skip
+
+
+# --- CSV: a row is one line, the header too ---------------------------------------------------
+
+NEWLINE_KEY = 'questions:\n  "a\\nb\\\\c":\n    type: noul\n    instructions: Refund?\n'
+
+
+def test_a_question_key_with_a_newline_keeps_the_csv_header_one_line(
+    tmp_path: Path, server: HostileServer
+) -> None:
+    """Tried: a question key holding a newline and a backslash (``"a\\nb\\\\c"``), written by
+    ``batch --format csv`` and ``eval --format csv``, then ``--resume`` and ``report`` on it.
+    Found: the header wrote the key raw inside a quoted cell, so the header took two physical
+    lines (the README: "a newline inside a cell is written \\n, so a row is always one line"),
+    and ``--resume``, which reads line by line, read a broken header. Fixed: header cells are
+    escaped as ids are (losslessly) and read back unescaped."""
+    q = _qfile(tmp_path, NEWLINE_KEY)
+    out = tmp_path / "out.csv"
+    ran = _batch(q, _jsonl(tmp_path, 3), server, "--format", "csv", "-o", str(out))
+    assert ran.code == 0, ran.stderr
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 4, lines  # a header and three rows, each one line
+    assert "answers.a\\nb\\\\c.noul" in lines[0]
+    ran = _batch(q, _jsonl(tmp_path, 5), server, "--format", "csv", "-o", str(out), "--resume")
+    assert ran.code == 0, ran.stderr
+    assert "3 skipped" in ran.stderr
+    rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
+    assert [r["answers.a\\nb\\\\c.noul"] for r in rows] == ["0.9"] * 5
+    report = run_cli("report", str(out), "--format", "json")
+    assert report.code == 0, report.stderr
+    assert list(json.loads(report.out)["questions"]) == ["a\nb\\c"]
+    ran = run_cli(
+        "eval", str(q), "--state-text", "x", "--base-url", server.base_url, "--format", "csv"
+    )
+    assert ran.code == 0 and ran.out.count("\n") == 2, ran.out
+
+
+# --- check-criteria: a question key is shown as its options are -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "code", "words"),
+    [
+        pytest.param("a\\nb", "TN028", "question key 'a\\nb' contains a newline", id="lf"),
+        pytest.param("ok\\u202Eevil", "TN026", "bidirectional character (U+202E)", id="bidi"),
+        pytest.param("a\\0b", "TN026", "control character (U+0000)", id="nul"),
+        pytest.param("\\x1b[2J", "TN026", "control character (U+001B)", id="escape"),
+        pytest.param("   ", "TN027", "question key '   ' is whitespace only", id="spaces"),
+    ],
+)
+def test_a_question_key_with_invisible_or_line_breaking_characters_is_flagged(
+    tmp_path: Path, key: str, code: str, words: str
+) -> None:
+    """Tried: question KEYS (not option ids, item 16's case) holding a newline, U+202E, NUL, an
+    escape sequence, or only spaces. Found: ``check-criteria`` passed them all with exit 0,
+    while a key becomes a CSV column, a table row and a ``--fail-on`` name. Fixed: TN026-8 apply
+    to question keys too (advisory: the file still loads)."""
+    q = _qfile(tmp_path, f'questions:\n  "{key}":\n    type: noul\n    instructions: Refund?\n')
+    ran = run_cli("check-criteria", str(q))
+    assert ran.code == 1, ran.out + ran.stderr
+    assert f": {code} " in ran.out and words in ran.out, ran.out
+    assert ran.out.count("\n") == 1 and "Traceback" not in ran.stderr
+
+
+# --- a cache from a newer toolnexus -----------------------------------------------------------
+
+
+def test_a_cache_file_written_by_a_newer_schema_is_refused_not_used(
+    tmp_path: Path, server: HostileServer
+) -> None:
+    """Tried: a cache file whose SQLite ``user_version`` says a later schema wrote it (a newer
+    toolnexus sharing ``~/.cache``), then ``batch --cache``. Found: it was read and written as
+    if it were this schema's (the schema carried no number). Fixed: the schema is numbered
+    (``SCHEMA_VERSION``); a higher number is one line naming the file and the fix, exit 2, and
+    ``cache clear`` removes it. A file from before the number (user_version 0) still opens."""
+    import sqlite3
+
+    q, inp, cdir = _qfile(tmp_path), _jsonl(tmp_path, 1), tmp_path / "cache"
+    args = ("--cache", "--cache-dir", str(cdir), "--overwrite", "-o", str(tmp_path / "o.jsonl"))
+    assert _batch(q, inp, server, *args).code == 0
+    db = cdir / "decisions.sqlite3"
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] >= 1
+        conn.execute("PRAGMA user_version=0")  # a file from before the schema had a number
+    assert "1 cached" in _batch(q, inp, server, *args).stderr
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA user_version=999")
+    ran = _batch(q, inp, server, *args)
+    assert ran.code == 2
+    line = error_line(ran.stderr)
+    assert str(db) in line and "newer toolnexus" in line and "cache clear" in line, line
+    cleared = run_cli("cache", "clear", "--cache-dir", str(cdir))
+    assert cleared.code == 0 and not db.exists()
