@@ -137,3 +137,49 @@ def test_a_cache_file_written_by_a_newer_schema_is_refused_not_used(
     assert str(db) in line and "newer toolnexus" in line and "cache clear" in line, line
     cleared = run_cli("cache", "clear", "--cache-dir", str(cdir))
     assert cleared.code == 0 and not db.exists()
+
+
+# --- ids of every JSON type --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("label_id", "words"),
+    [
+        pytest.param("[1]", "not a string or integer: [1]", id="list"),
+        pytest.param('{"a": 1}', "not a string or integer: {'a': 1}", id="object"),
+        pytest.param("3.0", "not a string or integer: 3.0", id="float"),
+        pytest.param("true", "not a string or integer: True", id="bool"),
+        pytest.param("1e400", "not a string or integer: inf", id="overflowing-number"),
+        pytest.param(
+            json.dumps(list(range(10_000))), "not a string or integer: [0, 1, 2", id="huge"
+        ),
+    ],
+)
+def test_label_ids_of_every_json_type_follow_the_batch_id_rule(
+    tmp_path: Path, server: HostileServer, label_id: str, words: str
+) -> None:
+    """Tried: a JSONL labels file whose ids are a list, an object, 3.0, true, 1e400 and a list
+    of 10,000 numbers, against a run whose ids are 1, "2" and 3. Found: a list, an object or
+    1e400 was called "no 'id'" (it was there), 3.0 and true were accepted as the ids "3.0" and
+    "true" that no batch id can be, so they silently labelled nothing. Fixed: labels follow
+    batch's rule (an id is a string or an integer, records.model.id_problem, one definition for
+    both), naming the line; the value shown is cut, never 10,000 numbers long."""
+    q = _qfile(tmp_path)
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps({"id": i, "text": "x"}) + "\n" for i in [1, "2", 3]))
+    out = tmp_path / "out.jsonl"
+    assert _batch(q, inp, server, "-o", str(out)).code == 0
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(f'{{"id": 1, "refund": "yes"}}\n{{"id": {label_id}, "refund": "no"}}\n')
+    ran = run_cli("report", str(out), "--labels", str(labels), "--format", "json")
+    assert ran.code == 2
+    line = error_line(ran.stderr)
+    assert line.startswith(f"{labels}:2: id ") and words in line and len(line) < 300, line
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(f'{{"id": {label_id}, "text": "x"}}\n')
+    bad_out = tmp_path / "bad-out.jsonl"
+    assert _batch(q, bad, server, "-o", str(bad_out)).code == 2
+    record = json.loads(bad_out.read_text())
+    message = record["error"]["message"]
+    assert record["error"]["code"] == "malformed_input" and message.startswith(f"{bad}:1: ")
+    assert len(message) < 300, message  # the 10,000 numbers are not repeated back

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..assets import with_images
 from ..images import Image
+from ..records.model import id_problem
 from .errors import MALFORMED_INPUT, CliError
 from .states import check_state
 
@@ -132,8 +133,8 @@ def from_object(
     item_id: str | int = fallback_id
     if spec.id_field is not None:
         raw = value.get(spec.id_field)
-        if isinstance(raw, bool) or not isinstance(raw, str | int) or raw == "":
-            what = "missing" if raw is None else f"not a string or integer: {raw!r}"
+        what = id_problem(raw)
+        if what is not None:
             return InputItem(
                 fallback_id, error=(MALFORMED, f"{where}: id field {spec.id_field!r} {what}")
             )
