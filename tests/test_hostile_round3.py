@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from clirun import Ran, error_line, run_cli
-from hostile_server import HostileServer, Reply, valid_answer
+from hostile_server import HostileServer, Reply, Request, valid_answer
 
 Q = "questions:\n  refund:\n    type: noul\n    instructions: Refund?\n"
 
@@ -183,3 +183,210 @@ def test_label_ids_of_every_json_type_follow_the_batch_id_rule(
     message = record["error"]["message"]
     assert record["error"]["code"] == "malformed_input" and message.startswith(f"{bad}:1: ")
     assert len(message) < 300, message  # the 10,000 numbers are not repeated back
+
+
+# --- what held ---------------------------------------------------------------------------------
+
+ESCAPES = "\x1b[2J\x1b]0;owned\x07\u202e"
+
+
+def test_terminal_escapes_from_a_server_are_shown_escaped(
+    tmp_path: Path, server: HostileServer
+) -> None:
+    """Tried: a server that puts a clear-screen, a window-title OSC sequence, BEL and U+202E in
+    a 400 body, in an answer key it was never asked, and in the model name of a 200. Held: the
+    one error line and the table show each as an escape (``\\x1b``, ``\\u202e``), never raw, so
+    a server cannot repaint or retitle the user's terminal."""
+    q = _qfile(tmp_path)
+    base = ("--base-url", server.base_url, "--retries", "0")
+    server.answer = lambda r: Reply(400, json.dumps({"detail": ESCAPES}).encode())
+    ran = run_cli("eval", str(q), "--state-text", "x", *base)
+    assert ran.code == 3 and "\\x1b" in error_line(ran.stderr)
+
+    def extra_key(r: Request) -> Reply:
+        body = valid_answer(r.json)
+        body["model"] = "jev" + ESCAPES
+        body["answers"][ESCAPES] = {"type": "noul", "noul": 0.5}
+        return Reply(200, json.dumps(body).encode())
+
+    server.answer = extra_key
+    ran = run_cli("eval", str(q), "--state-text", "x", *base, "--format", "table")
+    assert ran.code == 3 and "\\x1b" in ran.out
+    for shown in (ran.out, ran.stderr):
+        assert not any(c in shown for c in "\x1b\x07\u202e"), repr(shown)
+
+
+@pytest.mark.parametrize(
+    "returned",
+    [
+        pytest.param(None, id="none"),
+        pytest.param([{"answers": {}}], id="list"),
+        pytest.param("refund: yes", id="str"),
+        pytest.param(0.9, id="float"),
+        pytest.param(object(), id="object"),
+    ],
+)
+def test_a_custom_evaluate_returning_no_decision_is_one_backend_error(returned: object) -> None:
+    """Tried: a ``custom`` evaluate that returns None, a list, a string, a number or an
+    arbitrary object. Held: ``evaluate`` raises ``HostBackendError`` (a ``BackendError``) that
+    names the type it got and what was expected; ``states(...)`` turns it into that state's
+    error, never an exception out of the batch."""
+    from toolnexus import HostBackendError, NoulQuestion
+    from toolnexus.sync import create_classifier
+
+    questions = {"refund": NoulQuestion("Refund?")}
+    with create_classifier(style="custom", evaluate=lambda s, q: returned) as judge:
+        with pytest.raises(HostBackendError, match="expected a Decision or a response body"):
+            judge.evaluate("x", questions)
+        results = judge.states(["x", "y"]).evaluate(**questions)
+    assert [type(r.error) for r in results] == [HostBackendError, HostBackendError]
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "wait"),
+    [
+        pytest.param("999999999", 999999999.0, id="a-billion-seconds"),
+        pytest.param("-5", 0.5, id="negative"),
+        pytest.param("Thu, 01 Jan 1970 00:00:00 GMT", 0.5, id="http-date-1970"),
+        pytest.param("1e9", 0.5, id="exponent"),
+        pytest.param("9" * 5000, 0.5, id="5000-digits"),
+    ],
+)
+def test_a_hostile_retry_after_is_shown_to_on_error_before_any_wait(
+    retry_after: str, wait: float
+) -> None:
+    """Tried: a 503 with ``Retry-After`` of 10^9 seconds, negative, an HTTP date in 1970, an
+    exponent, and 5,000 digits. Held: the delay-seconds rule (SPEC-8B Appendix A: digits in
+    0..2147483647 are waited exactly; any other form falls back to backoff, never negative, never
+    raises) gives ``info.wait`` BEFORE the wait, so an ``on_error`` can refuse a 31-year sleep;
+    "fail" ends the call after one attempt with the raw header (cut if huge) kept on the error."""
+    import httpx
+
+    from toolnexus import ErrorInfo, HTTPStatusError, NoulQuestion, Verdict
+    from toolnexus.sync import create_classifier
+
+    seen: list[tuple[float, str | None]] = []
+
+    def on_error(info: ErrorInfo) -> Verdict:
+        seen.append((info.wait, info.retry_after))
+        return "fail" if info.wait > 60 else "retry"
+
+    sent: list[int] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(1)
+        return httpx.Response(503, content=b"{}", headers={"retry-after": retry_after})
+
+    judge = create_classifier(
+        base_url="http://127.0.0.1:9/v1",
+        api_key_env="PATH",
+        transport=httpx.MockTransport(handler),
+        on_error=on_error,
+        retries=0,
+    )
+    with judge, pytest.raises(HTTPStatusError) as caught:
+        judge.evaluate("x", {"refund": NoulQuestion("Refund?")})
+    assert len(seen) == 1 and seen[0][0] == wait and len(sent) == 1
+    shown = caught.value.retry_after  # raw, cut to a bounded length (5,000 digits are not kept)
+    assert shown == seen[0][1] and shown and retry_after.startswith(shown) and len(shown) <= 300
+
+
+def test_an_image_that_claims_a_billion_pixels_a_side_is_refused_before_sending(
+    tmp_path: Path, server: HostileServer
+) -> None:
+    """Tried: a 133-byte PNG whose IHDR claims 10^9 x 10^9 pixels (a decompression bomb by its
+    header). Held: ``eval`` reads only the header, refuses it naming the file, its size and the
+    image_max_side limit, exit 2, and nothing is sent."""
+    import struct
+    import zlib
+
+    ihdr = struct.pack(">IIBBBBB", 10**9, 10**9, 8, 2, 0, 0, 0)
+    chunk = struct.pack(">I", 13) + b"IHDR" + ihdr + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+    image = tmp_path / "bomb.png"
+    image.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk + b"\0" * 100)
+    q = _qfile(tmp_path)
+    ran = run_cli(
+        "eval", str(q), str(image), "--base-url", server.base_url, "--model", "jev-1.14.0"
+    )
+    assert ran.code == 2
+    line = error_line(ran.stderr)
+    assert str(image) in line and "1000000000x1000000000" in line and "image_max_side" in line
+    assert server.seen == []
+
+
+def test_resume_after_a_kill_mid_line_drops_the_short_line_and_reruns_its_state(
+    tmp_path: Path, server: HostileServer
+) -> None:
+    """Tried: an output whose last record was cut mid-line (what a SIGKILL during a write
+    leaves), then ``--resume``. Held: the short line is not glued to the next record: the file
+    ends as one complete record per id, the cut one re-run, and ``report`` reads it whole."""
+    q, inp, out = _qfile(tmp_path), _jsonl(tmp_path, 4), tmp_path / "out.jsonl"
+    assert _batch(q, inp, server, "-o", str(out)).code == 0
+    lines = out.read_bytes().splitlines(keepends=True)
+    out.write_bytes(b"".join(lines[:2]) + lines[2][:30])
+    ran = _batch(q, inp, server, "-o", str(out), "--resume")
+    assert ran.code == 0 and "2 skipped" in ran.stderr, ran.stderr
+    records = [json.loads(line) for line in out.read_bytes().splitlines()]
+    assert sorted(r["id"] for r in records) == ["t0", "t1", "t2", "t3"]
+    assert run_cli("report", str(out), "--format", "json").code == 0
+
+
+def test_a_reply_with_100000_unexpected_answers_is_one_short_line(
+    tmp_path: Path, server: HostileServer
+) -> None:
+    """Tried: a 200 whose decision answers the question asked plus 100,000 it was never asked
+    (4 MB, under the 8 MB body cap). Held: exit 3 and one error line that names the first
+    unexpected key, not a megabyte listing all of them."""
+
+    def flood(r: Request) -> Reply:
+        body = valid_answer(r.json)
+        body["answers"].update({f"k{i}": {"type": "noul", "noul": 0.5} for i in range(100_000)})
+        return Reply(200, json.dumps(body).encode())
+
+    server.answer = flood
+    q = _qfile(tmp_path)
+    ran = run_cli(
+        "eval", str(q), "--state-text", "x", "--base-url", server.base_url, "--format", "json"
+    )
+    assert ran.code == 3
+    line = error_line(ran.stderr)
+    assert 'unexpected answer "k0"' in line and len(line) < 300, line[:300]
+
+
+@pytest.mark.parametrize("kind", ["symlink-out", "not-json", "invalid-response"])
+def test_a_hostile_recording_is_one_line_that_never_shows_its_content(
+    tmp_path: Path, kind: str
+) -> None:
+    """Tried: a recordings directory holding a symlink to a file outside it (with a secret in
+    it), a file that is not JSON, and a recording whose response is not a decision; then
+    ``eval --replay`` and ``serve --replay``. Held: each is one line naming the recording, exit
+    2, and no byte of the target's content is shown."""
+    import subprocess
+    import sys
+
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    secret = "root-secret-0123456789"
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"password": secret}))
+    target = rec / "zz.json"
+    if kind == "symlink-out":
+        target.symlink_to(outside)
+    elif kind == "not-json":
+        target.write_text(f"password={secret}\n")
+    else:
+        recording = {"model": "m", "endpoint": "e", "state": "x", "questions": {}}
+        target.write_text(json.dumps({**recording, "response": {"answers": secret}}))
+    q = _qfile(tmp_path)
+    ran = run_cli("eval", str(q), "--state-text", "x", "--replay", str(rec))
+    assert ran.code == 2
+    line = error_line(ran.stderr)
+    assert "zz.json" in line and secret not in line, line
+    served = subprocess.run(
+        [sys.executable, "-m", "toolnexus", "serve", "--replay", str(rec), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert served.returncode == 2 and served.stdout == ""
+    assert "zz.json" in error_line(served.stderr) and secret not in served.stderr

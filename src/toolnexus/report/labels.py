@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records.model import id_problem
-
 from .runs import (
     ReportInputError,
     _iter_json,
