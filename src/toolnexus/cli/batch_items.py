@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..assets import with_images
 from ..images import Image
@@ -138,7 +138,7 @@ def from_object(
             return InputItem(
                 fallback_id, error=(MALFORMED, f"{where}: id field {spec.id_field!r} {what}")
             )
-        item_id = raw
+        item_id = cast(str | int, raw)  # what id_problem accepts
     if spec.image_field is not None:
         return _with_image(item_id, value, where, spec, base or Path("."))
     if spec.state_field is None:
