@@ -390,3 +390,37 @@ def test_a_hostile_recording_is_one_line_that_never_shows_its_content(
     )
     assert served.returncode == 2 and served.stdout == ""
     assert "zz.json" in error_line(served.stderr) and secret not in served.stderr
+
+
+# --- --overwrite onto a file with its own mode, or through a symlink --------------------------
+
+
+def test_overwrite_keeps_the_outputs_mode_and_writes_through_a_symlink(
+    tmp_path: Path, server: HostileServer
+) -> None:
+    """Tried: ``--overwrite`` onto an output that is mode 0644 (a CI job's other users read it)
+    and onto ``-o link.jsonl``, a symlink to the real output elsewhere. Found: the new file
+    took the temporary file's mode (0600: nobody else could read the results any more), and
+    the symlink itself was replaced by a regular file while its target kept the old records.
+    Fixed: the temporary file is made beside the symlink's target with the old file's mode, and
+    replaces the target."""
+    import os
+    import stat
+
+    q, inp = _qfile(tmp_path), _jsonl(tmp_path, 2)
+    old = b'{"id":"old","error":{"code":"backend_http","message":"x"}}\n'
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(old)
+    out.chmod(0o644)
+    assert _batch(q, inp, server, "-o", str(out), "--overwrite").code == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
+    assert out.read_bytes() != old
+    real = tmp_path / "elsewhere" / "real.jsonl"
+    real.parent.mkdir()
+    real.write_bytes(old)
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    assert _batch(q, inp, server, "-o", str(link), "--overwrite").code == 0
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert [json.loads(line)["id"] for line in real.read_bytes().splitlines()] == ["t0", "t1"]
+    assert sorted(p.name for p in real.parent.iterdir()) == ["real.jsonl"]  # no temporary left
