@@ -424,3 +424,28 @@ def test_overwrite_keeps_the_outputs_mode_and_writes_through_a_symlink(
     assert link.is_symlink() and os.readlink(link) == str(real)
     assert [json.loads(line)["id"] for line in real.read_bytes().splitlines()] == ["t0", "t1"]
     assert sorted(p.name for p in real.parent.iterdir()) == ["real.jsonl"]  # no temporary left
+
+
+@pytest.mark.parametrize("encoding", ["zstd", "deflate"])
+def test_a_zstd_or_deflate_bomb_stops_at_the_decoded_body_cap(
+    tmp_path: Path, server: HostileServer, encoding: str
+) -> None:
+    """Tried: a 200 whose body is 64 MiB of spaces compressed to a few kilobytes, under
+    ``Content-Encoding: zstd`` and ``deflate`` (the client accepts both; issue 9 tried gzip).
+    Held: decoding stops at the 8 MB cap and the call is one line naming the status and the
+    request id, exit 3; memory never holds the 64 MiB."""
+    import zlib
+
+    from backports import zstd
+
+    raw = b" " * (64 << 20)
+    body = zstd.compress(raw) if encoding == "zstd" else zlib.compress(raw, 9)
+    headers = {"Content-Encoding": encoding, "x-typesafe-request-id": "req-bomb"}
+    server.answer = lambda r: Reply(200, body, headers)
+    q = _qfile(tmp_path)
+    ran = run_cli(
+        "eval", str(q), "--state-text", "x", "--base-url", server.base_url, "--retries", "0"
+    )
+    assert ran.code == 3
+    line = error_line(ran.stderr)
+    assert "HTTP 200" in line and "larger than 8 MB once decoded" in line and "req-bomb" in line
