@@ -449,3 +449,48 @@ def test_a_zstd_or_deflate_bomb_stops_at_the_decoded_body_cap(
     assert ran.code == 3
     line = error_line(ran.stderr)
     assert "HTTP 200" in line and "larger than 8 MB once decoded" in line and "req-bomb" in line
+
+
+# --- the sync API used after close() ------------------------------------------------------------
+
+AFTER_CLOSE = """
+import sys
+from toolnexus import NoulQuestion
+from toolnexus.sync import create_classifier
+
+judge = create_classifier(base_url=sys.argv[1], api_key_env="PATH", retries=0)
+questions = {"refund": NoulQuestion("Refund?")}
+judge.evaluate("x", questions)
+judge.close()
+print(judge.evaluate("x", questions).noul("refund").noul)  # a pool opened after close()
+judge.close()
+bound = judge.state("y")
+judge.close()
+print(bound.evaluate(**questions).noul("refund").noul)  # and one never closed by hand
+"""
+
+
+def test_the_sync_api_used_after_close_leaves_no_unclosed_pool_at_exit(
+    tmp_path: Path, server: HostileServer
+) -> None:
+    """Tried: a ``toolnexus.sync`` classifier called after ``close()``, closed again, and
+    called once more through a state bound before the last close. Found: the second
+    ``close()`` did nothing (a one-shot flag) and a closed classifier was no longer closed at
+    exit, so the pool the later call opened leaked: "Unclosed client session" and "Unclosed
+    connector" at exit, which the README says never happens. Fixed: ``close()`` closes the
+    pool every time it is called, and exit still closes a classifier that was closed and then
+    used again. Each call after close() answers (a pool per use, as per loop)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "after_close.py"
+    script.write_text(AFTER_CLOSE)
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-W", "default", str(script), server.base_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0.9", "0.9"]
+    assert "Unclosed" not in done.stderr and "ResourceWarning" not in done.stderr, done.stderr
