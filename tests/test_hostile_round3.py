@@ -8,6 +8,8 @@ user side is the CLI in-process (``clirun.run_cli``) or the library.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import csv
 import io
 import json
@@ -494,3 +496,85 @@ def test_the_sync_api_used_after_close_leaves_no_unclosed_pool_at_exit(
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0.9", "0.9"]
     assert "Unclosed" not in done.stderr and "ResourceWarning" not in done.stderr, done.stderr
+
+
+# --- a server that drips its answer -------------------------------------------------------------
+
+
+class _Dripper:
+    """A raw HTTP server on 127.0.0.1 that answers 200 with a chunked body of ``chunks`` bytes,
+    one every ``gap`` seconds: each read waits less than any timeout, the whole never ends."""
+
+    def __init__(self, chunks: int, gap: float) -> None:
+        import asyncio
+        import threading
+
+        self.chunks, self.gap = chunks, gap
+        self.loop = asyncio.new_event_loop()
+        self.ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.port = 0
+
+    def _run(self) -> None:
+        import asyncio
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                await reader.readuntil(b"\r\n\r\n")
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+                writer.write(b"Transfer-Encoding: chunked\r\n\r\n")
+                for _ in range(self.chunks):
+                    writer.write(b"1\r\n \r\n")
+                    await writer.drain()
+                    await asyncio.sleep(self.gap)
+                writer.write(b"0\r\n\r\n")
+                await writer.drain()
+            except (ConnectionError, asyncio.IncompleteReadError):
+                pass
+            finally:
+                writer.close()
+
+        async def main() -> None:
+            server = await asyncio.start_server(handle, "127.0.0.1", 0)
+            self.port = server.sockets[0].getsockname()[1]
+            self.ready.set()
+            async with server:
+                await server.serve_forever()
+
+        asyncio.set_event_loop(self.loop)
+        with contextlib.suppress(asyncio.CancelledError):
+            self.loop.run_until_complete(main())
+
+    def __enter__(self) -> _Dripper:
+        self.thread.start()
+        self.ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for task in asyncio.all_tasks(self.loop):
+            self.loop.call_soon_threadsafe(task.cancel)
+        self.thread.join(10)
+        self.loop.close()
+
+
+@pytest.mark.parametrize("adapter", ["aiohttp", "httpx"])
+def test_a_server_that_drips_its_answer_meets_the_per_request_timeout(adapter: str) -> None:
+    """Tried: a server that sends its 200 one byte every 50 ms for 40 s, with ``timeout=0.5``:
+    every read arrives well inside the timeout, so a per-read timeout alone would never fire.
+    Held, through the aiohttp adapter and an injected httpx transport: the attempt is bounded as
+    a whole (seed 004: ``timeout-ms`` is "per REQUEST"), and the drip is one transport error of
+    kind ``timeout``, not a 40-second wait."""
+    import httpx
+
+    from toolnexus import NoulQuestion, TransportError
+    from toolnexus.sync import create_classifier
+
+    with _Dripper(chunks=800, gap=0.05) as drip:
+        base = f"http://127.0.0.1:{drip.port}/v1"
+        extra = {"transport": httpx.AsyncHTTPTransport()} if adapter == "httpx" else {}
+        judge = create_classifier(
+            base_url=base, api_key_env="PATH", timeout=0.5, retries=0, **extra
+        )
+        with judge, pytest.raises(TransportError) as caught:
+            judge.evaluate("x", {"refund": NoulQuestion("Refund?")})
+    assert caught.value.kind == "timeout", caught.value
