@@ -506,7 +506,6 @@ class _Dripper:
     one every ``gap`` seconds: each read waits less than any timeout, the whole never ends."""
 
     def __init__(self, chunks: int, gap: float) -> None:
-        import asyncio
         import threading
 
         self.chunks, self.gap = chunks, gap
@@ -514,11 +513,13 @@ class _Dripper:
         self.ready = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.port = 0
+        self.handlers: set[asyncio.Task[None]] = set()
 
     def _run(self) -> None:
-        import asyncio
-
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            self.handlers.add(task)
             try:
                 await reader.readuntil(b"\r\n\r\n")
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
@@ -538,12 +539,18 @@ class _Dripper:
             server = await asyncio.start_server(handle, "127.0.0.1", 0)
             self.port = server.sockets[0].getsockname()[1]
             self.ready.set()
-            async with server:
-                await server.serve_forever()
+            try:
+                async with server:
+                    await server.serve_forever()
+            finally:  # the drips still running end here, before the loop closes
+                for task in self.handlers:
+                    task.cancel()
+                await asyncio.gather(*self.handlers, return_exceptions=True)
 
         asyncio.set_event_loop(self.loop)
+        self.main = self.loop.create_task(main())
         with contextlib.suppress(asyncio.CancelledError):
-            self.loop.run_until_complete(main())
+            self.loop.run_until_complete(self.main)
 
     def __enter__(self) -> _Dripper:
         self.thread.start()
@@ -551,8 +558,7 @@ class _Dripper:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for task in asyncio.all_tasks(self.loop):
-            self.loop.call_soon_threadsafe(task.cancel)
+        self.loop.call_soon_threadsafe(self.main.cancel)
         self.thread.join(10)
         self.loop.close()
 
