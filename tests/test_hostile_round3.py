@@ -584,3 +584,44 @@ def test_a_server_that_drips_its_answer_meets_the_per_request_timeout(adapter: s
         with judge, pytest.raises(TransportError) as caught:
             judge.evaluate("x", {"refund": NoulQuestion("Refund?")})
     assert caught.value.kind == "timeout", caught.value
+
+
+# --- usage a server made up ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        pytest.param({"input_tokens": -5, "output_tokens": 1}, id="negative-tokens"),
+        pytest.param({"input_tokens": 2**53 + 1, "output_tokens": 1}, id="tokens-past-2**53"),
+        pytest.param({"input_tokens": 1, "output_tokens": 1, "cost": -1.0}, id="negative-cost"),
+        pytest.param({"input_tokens": 1, "output_tokens": 1, "cost": 1e308}, id="cost-1e308"),
+    ],
+)
+def test_usage_a_server_made_up_never_reaches_a_record_report_refuses(
+    tmp_path: Path, server: HostileServer, usage: dict[str, object]
+) -> None:
+    """Tried: a 200 whose ``usage`` is negative, past 2**53 tokens, a negative cost, or a cost
+    of 1e308 (two of them sum to infinity). Found: the decoder took them; ``batch`` wrote them
+    and printed ``tokens -10 in`` or ``cost inf``, and ``report`` then refused batch's own
+    output (``usage.input_tokens is -5, not a token count``) or printed ``Infinity`` into its
+    JSON. Fixed: one rule for a usage figure (``decision.MAX_USAGE``: 0..2**53), which the
+    decoder and the report both apply: such a reply is a ``backend_response`` error record,
+    and the run reads back."""
+
+    def reply(r: Request) -> Reply:
+        body = valid_answer(r.json)
+        body["usage"] = usage
+        return Reply(200, json.dumps(body).encode())
+
+    server.answer = reply
+    q, inp, out = _qfile(tmp_path), _jsonl(tmp_path, 2), tmp_path / "out.jsonl"
+    ran = _batch(q, inp, server, "-o", str(out))
+    assert ran.code == 3 and "backend_response 2" in ran.stderr, ran.stderr
+    assert "-10" not in ran.stderr and "inf" not in ran.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["error"]["code"] for r in records} == {"backend_response"}
+    assert "usage." in records[0]["error"]["message"]
+    report = run_cli("report", str(out), "--format", "json")
+    assert report.code == 0, report.stderr
+    assert "Infinity" not in report.out
