@@ -625,3 +625,25 @@ def test_usage_a_server_made_up_never_reaches_a_record_report_refuses(
     report = run_cli("report", str(out), "--format", "json")
     assert report.code == 0, report.stderr
     assert "Infinity" not in report.out
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_a_redirect_is_never_followed_so_the_key_stays_home(
+    tmp_path: Path, server: HostileServer, monkeypatch: pytest.MonkeyPatch, status: int
+) -> None:
+    """Tried: a server that answers every POST with a redirect to another server (a thief on
+    another port), the key in ``$TYPESAFE_API_KEY``. Held: the redirect is not followed (one
+    line naming the status and the request id, exit 3), the thief receives nothing, and no
+    part of the key is printed."""
+    key = "sk-redirect-secret-0123456789"
+    monkeypatch.setenv("TYPESAFE_API_KEY", key)
+    with HostileServer() as thief:
+        location = f"{thief.base_url}/systemone"
+        server.answer = lambda r: Reply(status, b"", {"Location": location})
+        q = _qfile(tmp_path)
+        ran = run_cli("eval", str(q), "--state-text", "x", "--base-url", server.base_url)
+        assert thief.seen == []
+    assert ran.code == 3
+    line = error_line(ran.stderr)
+    assert f"HTTP {status}" in line and "request id" in line
+    assert key[3:11] not in line
