@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..assets import with_images
 from ..images import Image
+from ..records.model import id_problem
 from .errors import MALFORMED_INPUT, CliError
 from .states import check_state
 
@@ -138,12 +139,12 @@ def from_object(
     item_id: str | int = fallback_id
     if spec.id_field is not None:
         raw = value.get(spec.id_field)
-        if isinstance(raw, bool) or not isinstance(raw, str | int) or raw == "":
-            what = "missing" if raw is None else f"not a string or integer: {raw!r}"
+        what = id_problem(raw)
+        if what is not None:
             return InputItem(
                 fallback_id, error=(MALFORMED, f"{where}: id field {spec.id_field!r} {what}")
             )
-        item_id = raw
+        item_id = cast(str | int, raw)  # what id_problem accepts
     if spec.image_field is not None:
         return _with_image(item_id, value, where, spec, base or Path("."))
     if spec.state_field is None:

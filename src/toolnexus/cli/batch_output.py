@@ -86,6 +86,7 @@ class OutputWriter:
         self.written = 0
         self._closed = False
         self._staged: str | None = None
+        self._target = ""  # the file a staged run replaces: path with its symlinks resolved
         if path is None:
             self._fd = stdout_fd
             self._owns = False
@@ -93,9 +94,15 @@ class OutputWriter:
             has_start = False
         else:
             if staged:
-                directory = os.path.dirname(os.path.abspath(path))
+                # Beside the file itself (through a symlink -o), with its mode: mkstemp's 0600
+                # once left a shared output readable by its owner alone.
+                self._target = os.path.realpath(path)
+                directory = os.path.dirname(self._target)
                 fd, self._staged = tempfile.mkstemp(prefix=".toolnexus-batch-", dir=directory)
-                os.close(fd)
+                try:
+                    os.fchmod(fd, stat.S_IMODE(os.stat(self._target).st_mode))
+                finally:
+                    os.close(fd)
             self._fd = os.open(self._staged or path, os.O_WRONLY | os.O_CREAT, 0o644)
             self._owns = True
             keep = prior.keep_bytes if prior is not None else 0
@@ -160,8 +167,8 @@ class OutputWriter:
             with contextlib.suppress(OSError):
                 os.unlink(self._staged)
             return
-        os.replace(self._staged, self.path)
-        fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+        os.replace(self._staged, self._target)
+        fsync_dir(os.path.dirname(self._target))
 
 
 class ReorderBuffer:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ..records import ErrorRecord, Record, codec_for
-from ..records.codec import Codec
+from ..records.codec import Codec, read_csv_header
 from .batch_output import fsync_dir
 
 __all__ = ["PriorMismatch", "PriorOutput", "compact", "read_ids", "read_prior", "written_format"]
@@ -60,7 +60,7 @@ def _lines(path: str) -> Iterator[tuple[int, bytes]]:
 
 
 def _header(line: bytes) -> list[str]:
-    return next(csv.reader([line.decode("utf-8", "replace")]), [])
+    return read_csv_header(next(csv.reader([line.decode("utf-8", "replace")]), []))
 
 
 def _records(path: str, fmt: str, columns: Sequence[str] = ()) -> Iterator[Record | None]:

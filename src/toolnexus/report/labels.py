@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..records.model import id_problem
 from .runs import (
     ReportInputError,
     _iter_json,
@@ -107,10 +108,14 @@ def _read_labels(path: str, id_field: str) -> Labels:
 def _label_id(
     labels: Labels, seen: Mapping[str, tuple[Any, ...]], value: Any, id_field: str, line: int
 ) -> str:
-    """The id of a label row, refused when missing or already labelled."""
-    item_id = _label_text(value)
-    if item_id is None:
+    """The id of a label row, refused when missing, not an id as batch reads ids, or already
+    labelled."""
+    if value is None or (isinstance(value, str) and not value.strip()):
         raise ReportInputError(f"{labels.path}:{line}: no {id_field!r} (use --id-field to name it)")
+    problem = id_problem(value)
+    if problem is not None:
+        raise ReportInputError(f"{labels.path}:{line}: id field {id_field!r} {problem}")
+    item_id = str(value).strip()
     first = seen.get(item_id)
     if first is not None:
         raise ReportInputError(

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from ..records.codec import CsvCodec, RecordDecodeError, line_loader
+from ..records.codec import CsvCodec, RecordDecodeError, line_loader, read_csv_header
 
 __all__ = [
     "LocatedError",
@@ -317,7 +317,7 @@ def _iter_csv(path: str) -> Iterator[tuple[int, Any]]:
         return
     if "id" not in header[1]:
         raise ReportInputError(f"{path}:1: not a batch CSV file: no 'id' column")
-    codec = CsvCodec(header[1])
+    codec = CsvCodec(read_csv_header(header[1]))
     for n, row in rows:
         try:
             yield n, codec.object_of(row)

@@ -114,7 +114,6 @@ class SyncClassifier(_Facade):
 
     def __init__(self, classifier: _async.Classifier) -> None:
         self._target: _async.Classifier = classifier
-        self._closed = False
         background.track(self)
 
     @property
@@ -141,11 +140,9 @@ class SyncClassifier(_Facade):
         self.close()
 
     def close(self) -> None:
-        """Close the connection pool. Safe to call twice."""
-        background.untrack(self)
-        if not self._closed:
-            self._closed = True
-            background.run(self._target.aclose())
+        """Close the connection pool. Safe to call twice. A call after it opens a pool again,
+        so this closes every time, and the classifier stays tracked for exit to close."""
+        background.run(self._target.aclose())
 
     def _pool_closer(self) -> Coroutine[Any, Any, None]:
         """The async close of the connection pool, for the background loop to run at exit."""
