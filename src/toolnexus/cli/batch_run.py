@@ -244,11 +244,20 @@ def _bar_fits(output: str | None) -> bool:
 
 
 def _count_lines(inputs: list[str]) -> int | None:
-    """A total for the ETA: the lines of the JSONL/CSV files (a fast byte count, no parsing);
-    None when an input is stdin, a directory or a glob."""
+    """A total for the ETA: the lines of the JSONL/CSV files (a fast byte count, no parsing),
+    the rows of the Parquet/Arrow ones (their footers); None when an input is stdin, a
+    directory of state files or a glob."""
     total = 0
     for arg in inputs:
         kind = kind_of(arg)
+        if kind == "arrow":
+            from .batch_arrow import parquet_rows
+
+            rows = parquet_rows(arg)
+            if rows is None:
+                return None
+            total += rows
+            continue
         if kind not in ("jsonl", "csv"):
             return None
         with open(arg, "rb") as f:

@@ -111,9 +111,11 @@ def _check_output(cfg: BatchConfig, questions_path: Path) -> None:
         raise CliError(f"--output {output} is the question file; it would be overwritten")
     for arg in cfg.inputs:
         kind = kind_of(arg)
-        if kind in ("jsonl", "csv") and exists and os.path.samefile(arg, output):
-            raise CliError(f"--output {output} is also an input; it would be overwritten")
-        if kind == "dir" and _inside(output, arg):
+        is_dir = kind == "dir" or (kind == "arrow" and os.path.isdir(arg))
+        if not is_dir and kind in ("jsonl", "csv", "arrow") and exists:
+            if os.path.samefile(arg, output):
+                raise CliError(f"--output {output} is also an input; it would be overwritten")
+        if is_dir and _inside(output, arg):
             raise CliError(
                 f"--output {output} is inside the input directory {arg}; its records would be "
                 "read back as states: write it elsewhere"
