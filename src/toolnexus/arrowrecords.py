@@ -357,6 +357,13 @@ def write_parquet_run(
         finally:
             writer.close()
         with open(tmp, "rb+") as f:
+            # mkstemp makes the file 0600: the run keeps the mode of the file it replaces
+            # (``batch`` creates its output 0644 under the umask to lock it), else 0644.
+            try:
+                mode = os.stat(target).st_mode & 0o777
+            except OSError:
+                mode = 0o644
+            os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
         os.replace(tmp, target)
     except BaseException:

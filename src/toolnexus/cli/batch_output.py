@@ -43,7 +43,7 @@ class _Prior(Protocol):
 
 
 #: The ``batch --format`` choices (``render.BatchFormat``, checked by a test).
-FORMATS: tuple[BatchFormat, ...] = ("jsonl", "csv", "json")
+FORMATS: tuple[BatchFormat, ...] = ("jsonl", "csv", "json", "parquet")
 
 
 def csv_columns(sample_record: Mapping[str, Any]) -> list[str]:
@@ -77,8 +77,8 @@ class OutputWriter:
         *,
         staged: bool = False,
     ) -> None:
-        if fmt not in FORMATS:
-            raise ValueError(f"unknown format {fmt!r}")
+        if fmt not in FORMATS or fmt == "parquet":
+            raise ValueError(f"not a line format: {fmt!r} (a Parquet run is batch_parquet's)")
         self.path = path
         self.fmt = fmt
         self.columns = list(columns)

@@ -32,6 +32,7 @@ from .batch_ids import question_set_sha256
 from .batch_inputs import iter_inputs
 from .batch_items import InputItem, kind_of
 from .batch_output import OutputWriter, ReorderBuffer
+from .batch_parquet import ParquetOutput
 from .batch_safety import check_config, check_existing, lock_output, open_output
 from .batch_select import select
 from .batch_values import BatchConfig, BatchSummary
@@ -66,7 +67,7 @@ class _Run:
         cfg: BatchConfig,
         backend: Backend,
         questions: Mapping[str, Question],
-        writer: OutputWriter,
+        writer: OutputWriter | ParquetOutput,
         items: Iterator[InputItem],
         summary: BatchSummary,
         progress: Any = None,
@@ -307,7 +308,7 @@ def _run_locked(
     """The run once ``--output`` (if any) is locked."""
     from .batch_resume import compact
 
-    writer, prior = open_output(cfg, columns, question_set_sha256(questions))
+    writer, prior = open_output(cfg, columns, questions)
     summary = BatchSummary()
     retried: set[str] = set()
     items = select(iter_inputs(cfg.inputs, cfg.spec, note=_once()), cfg, prior, summary, retried)
@@ -351,6 +352,9 @@ def _run_locked(
         writer.close(finished=finished, replace=completed and finished)
         summary.kept_old_output = writer.staged and not (completed and finished)
     superseded = retried | (prior.repeated if prior is not None else set())
-    if cfg.output is not None and summary.interrupted is None and superseded:
+    if isinstance(writer, ParquetOutput):
+        # Finished or interrupted (a signal): either way a clean end folds the journal in.
+        writer.settle(superseded)
+    elif cfg.output is not None and summary.interrupted is None and superseded:
         compact(cfg.output, cfg.fmt, superseded, columns)
     return summary
