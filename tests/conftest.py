@@ -20,7 +20,7 @@ settings.load_profile("toolnexus")
 def _isolate_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """No test sees the developer's credentials, TOOLNEXUS_* settings or cache directory."""
     for name in list(os.environ):
-        if name.startswith("TOOLNEXUS_") or name.endswith("_API_KEY"):
+        if name.startswith(("TOOLNEXUS_", "TYPESAFE_")) or name.endswith("_API_KEY"):
             monkeypatch.delenv(name, raising=False)
     cache = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("TOOLNEXUS_CACHE_DIR", str(cache))

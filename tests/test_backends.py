@@ -137,3 +137,61 @@ def test_the_classifier_reports_the_rows_model() -> None:
     """The metric event and repr name the model actually requested, the row's unit."""
     assert create_classifier(backend="openrouter").model == "typesafe/jev-1.13"
     assert create_classifier().model == "jev-latest"
+
+
+# --- $TYPESAFE_BASE_URL (issue 17 item 17) ------------------------------------------------------
+
+
+def _sent_url(monkeypatch: pytest.MonkeyPatch, value: str | None, **options: Any) -> str:
+    """The URL one evaluate POSTs to with ``$TYPESAFE_BASE_URL`` set to ``value``."""
+    import asyncio
+
+    import httpx
+
+    if value is not None:
+        monkeypatch.setenv("TYPESAFE_BASE_URL", value)
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(
+            200, json={"model": "m", "answers": {"q": {"type": "noul", "noul": 0.5}}}
+        )
+
+    judge = create_classifier(transport=httpx.MockTransport(handler), **options)
+    asyncio.run(judge.evaluate("s", {"q": {"type": "noul", "instructions": "Holds?"}}))
+    return seen[0]
+
+
+@pytest.mark.parametrize(
+    ("value", "options", "expected"),
+    [
+        pytest.param(
+            "http://127.0.0.1:8123", {}, "http://127.0.0.1:8123/v1/systemone", id="host-root"
+        ),
+        pytest.param(
+            "http://127.0.0.1:8123/", {}, "http://127.0.0.1:8123/v1/systemone", id="slash"
+        ),
+        pytest.param(None, {}, "https://api.typesafe.ai/v1/systemone", id="unset"),
+        pytest.param("", {}, "https://api.typesafe.ai/v1/systemone", id="empty-is-unset"),
+        pytest.param(
+            "http://127.0.0.1:8123",
+            {"base_url": "http://127.0.0.1:9/v1"},
+            "http://127.0.0.1:9/v1/systemone",
+            id="base_url-wins",
+        ),
+        pytest.param(
+            "http://127.0.0.1:8123",
+            {"backend": "openrouter"},
+            "https://openrouter.ai/api/v1/systemone",
+            id="other-backends-ignore-it",
+        ),
+    ],
+)
+def test_typesafe_base_url_is_read_as_the_official_sdk_reads_it(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, options: dict[str, Any], expected: str
+) -> None:
+    """Issue 17 item 17: the library honours "the official SDK's TYPESAFE_BASE_URL convention"
+    when no base_url is given. The SDK reads it as a host root and appends /v1/systemone
+    (reference/system-one-wire.md), so one variable points both at the same server."""
+    assert _sent_url(monkeypatch, value, **options) == expected

@@ -5,6 +5,8 @@ buys"."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -16,7 +18,12 @@ from toolnexus.calibration.choice import (
     accuracy_coverage,
     one_vs_rest,
 )
-from toolnexus.report.metrics import ece
+from toolnexus.report.metrics import expected_calibration_error
+
+
+def ece(ps: Sequence[float], ys: Sequence[int]) -> float | None:
+    """The report's ECE, in this file's (probabilities, labels) order."""
+    return expected_calibration_error(ys, ps)
 
 
 def _sample(n: int, seed: int) -> tuple[list[str], list[dict[str, float]]]:

@@ -9,6 +9,7 @@ fewer than 50 labelled records: "that key is skipped with one line"."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -38,7 +39,22 @@ from toolnexus.calibration.transforms import (
     sigmoid,
     temperature_apply,
 )
-from toolnexus.report.metrics import ece, log_loss_binary, log_loss_multiclass
+from toolnexus.report.metrics import expected_calibration_error, log_loss, multiclass_log_loss
+
+
+def ece(ps: Sequence[float], ys: Sequence[int]) -> float | None:
+    """The report's ECE, in this file's (probabilities, labels) order."""
+    return expected_calibration_error(ys, ps)
+
+
+def log_loss_binary(ps: Sequence[float], ys: Sequence[int]) -> float | None:
+    return log_loss(ys, ps)
+
+
+def log_loss_multiclass(p_of_label: Sequence[float]) -> float | None:
+    """Mean -log p of each record's label (clipped as the report clips)."""
+    return multiclass_log_loss([0] * len(p_of_label), [[p] for p in p_of_label])
+
 
 wire = st.integers(0, 100).map(lambda i: i / 100)
 samples = st.lists(st.tuples(wire, st.integers(0, 1)), min_size=12, max_size=80)

@@ -27,7 +27,7 @@ def test_the_pair_is_consistent_and_reaches_the_target(
     when they are found, measured through ``threshold_band`` itself (inclusive cut-points)."""
     ps, ys = [p for p, _ in data], [y for _, y in data]
     pair = threshold_pair(ys, ps, target)
-    found = threshold_for_precision(ps, ys, target)
+    found = threshold_for_precision(ys, ps, target)
     assert pair.yes == found.threshold
     if pair.yes is None:
         assert pair.thresholds() is None and pair.reason is not None

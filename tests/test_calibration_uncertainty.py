@@ -5,6 +5,8 @@ show on these same predicted probabilities, by drawing outcomes from them)"."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -17,7 +19,13 @@ from toolnexus.calibration.uncertainty import (
     ece_interval,
     ece_null,
 )
-from toolnexus.report.metrics import ece
+from toolnexus.report.metrics import expected_calibration_error
+
+
+def ece(ps: Sequence[float], ys: Sequence[int]) -> float | None:
+    """The report's ECE, in this file's (probabilities, labels) order."""
+    return expected_calibration_error(ys, ps)
+
 
 wire = st.integers(0, 100).map(lambda i: i / 100)
 probability = st.floats(0.0, 1.0, allow_nan=False)

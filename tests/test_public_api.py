@@ -92,14 +92,39 @@ def test_all_is_complete_and_importable() -> None:
         assert hasattr(toolnexus, name), name
 
 
-def test_lazy_table_is_the_typed_imports() -> None:
-    """What mypy and a reader see (the TYPE_CHECKING imports) is what runs (``_LAZY``)."""
-    tree = ast.parse(Path(toolnexus.__file__).read_text(encoding="utf-8"))
-    (guard,) = [
-        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
-    ]
+INIT = Path(toolnexus.__file__)
+_BEGIN = "# --- generated from _LAZY by tests/test_public_api.py; do not edit by hand ---"
+_END = "# --- end of generated imports ---"
+
+
+def typed_imports(lazy: dict[str, tuple[str, ...]]) -> str:
+    """The TYPE_CHECKING block that ``_LAZY`` implies: one explicit re-export per name."""
+    lines = ["if TYPE_CHECKING:"]
+    for module, names in lazy.items():
+        lines += [f"    from .{module} import {name} as {name}" for name in names]
+    return "\n".join(lines) + "\n"
+
+
+def _generated(text: str) -> tuple[int, int]:
+    """Where the generated block starts and ends in ``__init__.py``'s text."""
+    start = text.index("\n", text.index(_BEGIN)) + 1
+    return start, text.index(_END, start)
+
+
+def test_lazy_table_is_the_one_list() -> None:
+    """Issue 16: 'the lazy-import table is generated from one list, not written three times'.
+    ``_LAZY`` is that list: ``__all__`` is derived from it at import, and the typed imports
+    are generated from it (``python tests/test_public_api.py`` rewrites them)."""
+    text = INIT.read_text(encoding="utf-8")
+    start, end = _generated(text)
+    assert text[start:end] == typed_imports(toolnexus._LAZY), (
+        "run `python tests/test_public_api.py` to regenerate the typed imports"
+    )
+    tree = ast.parse(text)
     typed = {
         (node.module, alias.name)
+        for guard in tree.body
+        if isinstance(guard, ast.If) and ast.unparse(guard.test) == "TYPE_CHECKING"
         for node in guard.body
         if isinstance(node, ast.ImportFrom)
         for alias in node.names
@@ -107,6 +132,7 @@ def test_lazy_table_is_the_typed_imports() -> None:
     lazy = {(module, name) for module, names in toolnexus._LAZY.items() for name in names}
     assert typed == lazy
     assert {name for _, name in lazy} | {"__version__"} == set(toolnexus.__all__)
+    assert list(toolnexus._LAZY) == sorted(toolnexus._LAZY)
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
@@ -125,3 +151,10 @@ def test_every_raised_type_is_a_classifier_error() -> None:
         obj = getattr(errors, name)
         if inspect.isclass(obj):
             assert issubclass(obj, toolnexus.ClassifierError), name
+
+
+if __name__ == "__main__":
+    # Rewrite the generated typed imports of src/toolnexus/__init__.py from its _LAZY table.
+    source = INIT.read_text(encoding="utf-8")
+    begin, finish = _generated(source)
+    INIT.write_text(source[:begin] + typed_imports(toolnexus._LAZY) + source[finish:], "utf-8")

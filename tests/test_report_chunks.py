@@ -26,6 +26,7 @@ import pytest
 from clirun import error_line, run_cli
 from toolnexus.report.compare import compare_runs
 from toolnexus.report.labels import read_labels
+from toolnexus.report.model import to_json
 from toolnexus.report.reader import CHUNK_BYTES, _spans, read_run, read_whole
 from toolnexus.report.runs import ReportInputError, iter_records
 
@@ -36,7 +37,7 @@ SMALL = 3000  # bytes: about four records a chunk
 
 
 def _report(stats: Any) -> Any:
-    return {"runs": stats.summary(), "questions": stats.questions_json(0.6)}
+    return to_json({"runs": stats.summary(), "questions": stats.question_reports(0.6)})
 
 
 def _close(a: Any, b: Any) -> bool:
@@ -92,8 +93,8 @@ def test_two_runs_compare_alike_in_chunks() -> None:
         assert a.snapshots is not None
         b = read_run(AFTER, labels, against=a.snapshots, **kw)
         assert b.deltas is not None
-        qa, qb = a.questions_json(), b.questions_json()
-        return compare_runs(a.snapshots, b.deltas, qa, qb, (RUN, AFTER))
+        qa, qb = a.question_reports(), b.question_reports()
+        return to_json(compare_runs(a.snapshots, b.deltas, qa, qb, (RUN, AFTER)))
 
     chunked = comparison(jobs=2, chunk_bytes=SMALL)
     assert chunked == comparison(jobs=1, chunk_bytes=SMALL)

@@ -546,7 +546,7 @@ def test_error_records_are_counted_by_code(tmp_path: Path) -> None:
         )
     assert ran.code == 3
     code, data, err = _report(str(out), "--fail-on", "errors>1")
-    assert code == 1 and "errors>1 (urgent 2, desk 2, impact 2)" in err
+    assert code == 1 and "errors>1 (urgent 2 [first ids e0, e1], desk 2 [first ids e0, e1]" in err
     assert data["runs"][0]["errors"] == {"backend_http": 2}
     assert data["questions"]["desk"]["n"] == 3
     assert data["questions"]["desk"]["errors"] == {"backend_http": 2}

@@ -14,13 +14,19 @@ from typing import Any
 import httpx
 import pytest
 
-from toolnexus.errors import ClassifierError, HookError, HTTPStatusError, TransportError
+from toolnexus.config import RetryPolicy, Timeout
+from toolnexus.errors import (
+    ClassifierError,
+    ConfigError,
+    HookError,
+    HTTPStatusError,
+    TransportError,
+)
 from toolnexus.options import ErrorInfo, Verdict
 from toolnexus.transport import (
     RETRY_COUNT_HEADER,
     SystemOneTransport,
     redact,
-    retry_delay,
     server_message,
 )
 
@@ -55,15 +61,24 @@ def scripted(*responses: httpx.Response | Exception) -> tuple[Handler, list[http
     return handler, seen
 
 
+#: The seed-named options a test may give ``make``: they become one RetryPolicy, as
+#: ``ClassifierOptions`` builds it.
+_RETRY_OPTIONS = ("retries", "retry_base_ms", "retryable_statuses", "on_error")
+
+
 def make(handler: Handler, **kw: Any) -> tuple[SystemOneTransport, Recorder]:
     sleep = Recorder()
-    opts: dict[str, Any] = {
-        "base_url": BASE,
-        "api_key_env": "TYPESAFE_API_KEY",
-        "retry_base_ms": 10,
-    }
+    retry: dict[str, Any] = {"retry_base_ms": 10}
+    retry.update({k: kw.pop(k) for k in _RETRY_OPTIONS if k in kw})
+    opts: dict[str, Any] = {"base_url": BASE, "api_key_env": "TYPESAFE_API_KEY"}
     opts.update(kw)
-    return SystemOneTransport(transport=httpx.MockTransport(handler), sleep=sleep, **opts), sleep
+    transport = SystemOneTransport(
+        transport=httpx.MockTransport(handler),
+        sleep=sleep,
+        retry=RetryPolicy.of(**retry),
+        **opts,
+    )
+    return transport, sleep
 
 
 def post(t: SystemOneTransport, body: bytes = b"{}") -> Any:
@@ -178,7 +193,7 @@ def test_retry_after_delay_seconds_wins_every_other_form_falls_back(
 
 def test_retry_after_non_ascii_digits_fall_back() -> None:
     """Appendix A: 'a run of ASCII digits' (str.isdigit would accept ARABIC-INDIC ONE)."""
-    assert retry_delay(0, "\u0661", 10) == 0.01
+    assert RetryPolicy.of(retry_base_ms=10).delay(0, "\u0661") == 0.01
 
 
 @pytest.mark.parametrize(
@@ -186,13 +201,18 @@ def test_retry_after_non_ascii_digits_fall_back() -> None:
     [
         pytest.param(None, 0, 0.5, id="absent-is-500ms"),
         pytest.param(0, 1, 1.0, id="zero-is-500ms"),
-        pytest.param(-3, 2, 2.0, id="negative-is-500ms"),
         pytest.param(100, 3, 0.8, id="base-times-2-pow-attempt"),
     ],
 )
 def test_backoff_base(base: int | None, attempt: int, expected: float) -> None:
-    """seed 004: 'absent, zero or negative => 500'."""
-    assert retry_delay(attempt, None, base) == expected
+    """seed 004: 'absent, zero or negative => 500'; the value is given in ms and held in s."""
+    assert RetryPolicy.of(retry_base_ms=base).delay(attempt) == expected
+
+
+def test_a_negative_backoff_base_is_refused_where_it_is_given() -> None:
+    """A negative base is a typo: refused once, at the edge, rather than silently 500 ms."""
+    with pytest.raises(ConfigError, match="retry_base_ms must be a whole number"):
+        RetryPolicy.of(retry_base_ms=-3)
 
 
 # --- on_error and retryable_statuses ---------------------------------------------------------
@@ -536,8 +556,8 @@ def test_timeout_bounds_one_request() -> None:
     t = SystemOneTransport(
         base_url=BASE,
         api_key_env="K",
-        timeout=0.05,
-        retries=0,
+        timeout=Timeout(0.05),
+        retry=RetryPolicy(retries=0),
         transport=httpx.MockTransport(handler),
     )
     with pytest.raises(TransportError) as info:

@@ -81,6 +81,11 @@ EXAMPLES: dict[str, Callable[[], Any]] = {
     "ChoiceAnswer": lambda: DECISION.choice("team"),
     "ChoiceQuestion": lambda: toolnexus.choice_over("Which desk?", [("billing", "money moved")]),
     "ClassifierOptions": lambda: ClassifierOptions(model="jev-1.13.0", retries=0),
+    "BatchOptions": lambda: toolnexus.BatchOptions(concurrency=4),
+    "RetryPolicy": lambda: toolnexus.RetryPolicy(
+        retries=3, base=0.25, retryable_statuses=frozenset({520})
+    ),
+    "Timeout": lambda: toolnexus.Timeout(2.5),
     "ClassifierUsage": lambda: DECISION.usage,
     "Decision": lambda: DECISION,
     "ErrorInfo": lambda: ErrorInfo(

@@ -9,7 +9,10 @@ The table is a fail-fast for WHAT THE TABLE SAYS, never a claim about the vendor
 confirm (seed 004: "Every default here is a PROPOSED default"). Facts vs proposals, from
 ``tests/fixtures/reference/system-one-wire.md``:
 
-- ``typesafe``: the direct API, ``https://api.typesafe.ai/v1`` (fact). Images only on Jev 1.14 and
+- ``typesafe``: the direct API, ``https://api.typesafe.ai/v1`` (fact), or ``$TYPESAFE_BASE_URL``
+  + ``/v1`` when that is set and no ``base_url`` is given: the official SDK reads the same
+  variable as a host root and appends ``/v1/systemone`` (fact), so one variable points both at
+  one server (e.g. ``toolnexus serve``). Images only on Jev 1.14 and
   ``jev-preview`` (proposal: the wire notes call images "Jev 1.14, experimental").
 - ``openrouter``: ``https://openrouter.ai/api/v1`` and the ``typesafe/jev-1.13`` spelling (facts);
   ``OPENROUTER_API_KEY`` (proposal, the name OpenRouter's own docs use); no images (proposal).
@@ -23,11 +26,12 @@ confirm (seed 004: "Every default here is a PROPOSED default"). Facts vs proposa
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .defaults import DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
+from .defaults import BASE_URL_ENV, DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
 from .errors import ConfigError
 from .transport.redaction import redact_url
 
@@ -154,6 +158,14 @@ def _openrouter_spelling(model: str) -> str | None:
     return _BY_NAME["openrouter"].model
 
 
+def _default_base_url(row: Backend) -> str | None:
+    """The row's base URL; for typesafe, ``$TYPESAFE_BASE_URL`` + ``/v1`` when it is set, read
+    as the official SDK reads it (a host root: ``http://127.0.0.1:8000`` means
+    ``http://127.0.0.1:8000/v1/systemone`` for both)."""
+    root = os.environ.get(BASE_URL_ENV) if row.name == "typesafe" else None
+    return f"{root.rstrip('/')}/v1" if root else row.base_url
+
+
 def resolve_backend(
     backend: str = "typesafe",
     *,
@@ -162,10 +174,11 @@ def resolve_backend(
     api_key_env: str | None = None,
     supports: Mapping[str, bool] | None = None,
 ) -> ResolvedBackend:
-    """The row named ``backend`` with an explicit ``base_url`` / ``model`` / ``api_key_env``
-    winning over it, and ``supports`` overriding its image column. Raises ConfigError for an
-    unknown backend, a ``custom`` backend without ``base_url`` and ``supports``, and a
-    TypeSafe-only model spelling sent to OpenRouter (naming the spelling to use instead)."""
+    """The row named ``backend`` (for typesafe, with ``$TYPESAFE_BASE_URL``) with an explicit
+    ``base_url`` / ``model`` / ``api_key_env`` winning over it, and ``supports`` overriding its
+    image column. Raises ConfigError for an unknown backend, a ``custom`` backend without
+    ``base_url`` and ``supports``, and a TypeSafe-only model spelling sent to OpenRouter (naming
+    the spelling to use instead)."""
     row = _BY_NAME.get(backend) if isinstance(backend, str) else None
     if row is None:
         raise ConfigError(
@@ -179,7 +192,7 @@ def resolve_backend(
                 + " and ".join(f"{n}=" for n in missing)
                 + ' (e.g. base_url="https://host/v1", supports={"images": False})'
             )
-    url = base_url if base_url is not None else row.base_url
+    url = base_url if base_url is not None else _default_base_url(row)
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         # Shown without any user:pass@ it carries: a credential never reaches a message.
         shown = redact_url(url) if isinstance(url, str) else url

@@ -1,10 +1,12 @@
 """Batches, streams and bound states (seed 004 ``evaluate-batch``, ``state``, ``states``).
 
 Everything here goes through the per-state evaluate of ``classifier.py``, so every style
-batches the same way. A fixed pool of ``concurrency`` workers pulls states, so memory holds one
-task per worker, never one per state. ``asyncio`` is imported inside the functions that run a
-batch: it is ~45 ms of start-up that ``import toolnexus`` and a CLI command like
-``check-criteria`` never need (``tests/test_cli_start.py`` measures the import set).
+batches the same way. Every entry point takes its batch options as one ``config.BatchOptions``,
+checked when it was built, and calls ``reserve`` with it before anything runs. A fixed pool of
+``concurrency`` workers pulls states, so memory holds one task per worker, never one per state.
+``asyncio`` is imported inside the functions that run a batch: it is ~45 ms of start-up that
+``import toolnexus`` and a CLI command like ``check-criteria`` never need
+(``tests/test_cli_start.py`` measures the import set).
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from collections.abc import (
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from .config import MAX_CONCURRENCY, MIN_CONCURRENCY, BatchOptions
 from .decision import Decision
-from .defaults import DEFAULT_BATCH_CONCURRENCY
 from .errors import BatchError, ClassifierError, ConfigError
 from .questions import Question
 from .state import check_state
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
     import asyncio
 
 __all__ = [
+    "MAX_CONCURRENCY",
+    "MIN_CONCURRENCY",
     "BoundState",
     "BoundStates",
     "Evaluator",
@@ -48,6 +52,10 @@ class Evaluator(Protocol):
 
     def prepare(self, questions: Mapping[str, Any]) -> dict[str, Question]:
         """The normalised question set, limits checked; nothing sent."""
+        ...
+
+    def reserve(self, options: BatchOptions) -> None:
+        """Ready the evaluator for ``options.concurrency`` evaluations at once."""
         ...
 
     async def evaluate_prepared(
@@ -69,36 +77,20 @@ class StateResult:
         return self.error is None
 
 
-#: The accepted ``concurrency`` range. Above it a value is a typo, not a plan: the connection
-#: pool holds 100 sockets, and a worker per unit of 99999999999 once ran a machine out of memory.
-MIN_CONCURRENCY = 1
-MAX_CONCURRENCY = 1000
-
-
-def _check_concurrency(concurrency: int) -> None:
-    if (
-        isinstance(concurrency, bool)
-        or not isinstance(concurrency, int)
-        or not MIN_CONCURRENCY <= concurrency <= MAX_CONCURRENCY
-    ):
-        raise ConfigError(
-            f"classifier: concurrency takes {MIN_CONCURRENCY}..{MAX_CONCURRENCY}, "
-            f"got {concurrency!r}"
-        )
-
-
 async def run_states(
     classifier: Evaluator,
     states: Sequence[Any],
     qs: dict[str, Question],
-    concurrency: int,
+    options: BatchOptions,
     *,
     fail_closed: bool,
 ) -> list[StateResult]:
-    """Every state through the per-state evaluate, at most ``concurrency`` in flight, one
-    result per state in state order. Per-state failures are results, never raised."""
+    """Every state through the per-state evaluate, at most ``options.concurrency`` in flight,
+    one result per state in state order. Per-state failures are results, never raised. The one
+    loop every list batch runs (``evaluate_batch``, ``states(...)``)."""
     import asyncio
 
+    classifier.reserve(options)
     results: list[StateResult] = [StateResult()] * len(states)
     next_index = iter(range(len(states)))
 
@@ -110,7 +102,7 @@ async def run_states(
             except ClassifierError as e:
                 results[i] = StateResult(error=e)
 
-    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(states)))))
+    await asyncio.gather(*(worker() for _ in range(min(options.concurrency, len(states)))))
     return results
 
 
@@ -118,7 +110,7 @@ async def evaluate_batch(
     classifier: Evaluator,
     states: Sequence[Any],
     questions: Mapping[str, Any],
-    concurrency: int = DEFAULT_BATCH_CONCURRENCY,
+    options: BatchOptions,
 ) -> list[Decision]:
     """See ``Classifier.evaluate_batch``: fail closed on the LOWEST failing index."""
     if isinstance(states, str | bytes | Mapping) or not isinstance(states, Iterable):
@@ -128,14 +120,13 @@ async def evaluate_batch(
     states = list(states)
     if not states:
         raise ConfigError("classifier: evaluate_batch: no states to evaluate")
-    _check_concurrency(concurrency)
     qs = classifier.prepare(questions)
     for i, s in enumerate(states):
         try:
             check_state(s)
         except ClassifierError as e:
             raise BatchError(f"classifier: state {i}: {e.detail}", i, e) from None
-    results = await run_states(classifier, states, qs, concurrency, fail_closed=False)
+    results = await run_states(classifier, states, qs, options, fail_closed=False)
     decisions: list[Decision] = []
     for i, r in enumerate(results):
         if r.decision is None:
@@ -150,13 +141,14 @@ async def evaluate_stream(
     classifier: Evaluator,
     states: Iterable[tuple[K, Any]] | AsyncIterable[tuple[K, Any]],
     questions: Mapping[str, Any],
-    concurrency: int = DEFAULT_BATCH_CONCURRENCY,
+    options: BatchOptions,
 ) -> AsyncIterator[tuple[K, StateResult]]:
     """See ``Classifier.evaluate_stream``."""
     import asyncio
 
-    _check_concurrency(concurrency)
+    concurrency = options.concurrency
     qs = classifier.prepare(questions)
+    classifier.reserve(options)
     source = _pull(states)
     done: asyncio.Queue[tuple[K, StateResult] | None] = asyncio.Queue(maxsize=concurrency)
     failed: list[Exception] = []
@@ -253,16 +245,24 @@ class BoundState:
 
 @dataclass(frozen=True)
 class BoundStates:
-    """``classifier.states(vs)``: per-state results in order; one failure never fails the batch."""
+    """``classifier.states(vs, concurrency=...)``: per-state results in order; one failure never
+    fails the batch. The batch options are bound here, so ``evaluate`` takes questions only."""
 
     classifier: Evaluator
     values: list[Any] = field(default_factory=list)
+    options: BatchOptions = field(default_factory=BatchOptions)
 
-    async def evaluate(
-        self, concurrency: int = DEFAULT_BATCH_CONCURRENCY, **questions: Any
-    ) -> list[StateResult]:
-        """One ``StateResult`` per state, in state order. A question-set error is raised once
-        before any request; no states gives ``[]``."""
+    async def evaluate(self, /, **questions: Any) -> list[StateResult]:
+        """One ``StateResult`` per state, in state order, over the NAMED questions (any key is a
+        question key, ``concurrency`` included). A question-set error is raised once before any
+        request; no states gives ``[]``."""
+        old = questions.get("concurrency")
+        if isinstance(old, int) and not isinstance(old, bool):
+            # The spelling before issue 16: say where the option went instead of "not a question".
+            raise ConfigError(
+                "classifier: states(...).evaluate takes questions only; bind the concurrency "
+                f"with states(values, concurrency={old}) instead"
+            )
         if not self.values:
             return []
         qs = self.classifier.prepare(questions)
@@ -275,7 +275,7 @@ class BoundStates:
                 bad[i] = e
         good = [i for i in range(len(self.values)) if i not in bad]
         ran = await run_states(
-            self.classifier, [self.values[i] for i in good], qs, concurrency, fail_closed=True
+            self.classifier, [self.values[i] for i in good], qs, self.options, fail_closed=True
         )
         by_index = dict(zip(good, ran, strict=True))
         for i in range(len(self.values)):

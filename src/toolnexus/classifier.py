@@ -1,57 +1,45 @@
-"""``create_classifier``: the styles, metric events, and the per-state evaluate.
+"""``create_classifier``: the classifier, its metric events, and the per-state evaluate.
 
 Batches, streams and bound states live in ``batch.py``, which never imports this module back: it
-drives any object with ``prepare`` and ``evaluate_prepared`` (``batch.Evaluator``).
+drives any object with ``prepare``, ``reserve`` and ``evaluate_prepared`` (``batch.Evaluator``).
+The styles (seed 004: ``systemone``, ``llm``, ``custom``, ``static``) live in ``styles.py``; the
+one option list, checked when built, is ``options.ClassifierOptions``.
 
 A classifier interprets; it never authorises. Its output is a reading of intent inside a
 boundary, never the boundary: numeric limits, permission checks and allowlists stay in code.
-
-Styles (seed 004): ``systemone`` (default, the HTTP wire, ``systemone.py``), ``llm`` (deprecated,
-kept working, ``llm.py``), ``custom`` (the host's own function) and ``static`` (recorded
-decisions: what CI runs, no network, no credential).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
+import functools
 import inspect
-import re
 import time
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
+    Callable,
     Iterable,
     Mapping,
     Sequence,
 )
-from typing import Any, Protocol, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-from .assets import LiftedState, lift_with_questions
 from .batch import BoundState, BoundStates, StateResult, evaluate_batch, evaluate_stream
-from .canonical import QUESTIONS_DIGEST, canonical_json, questions_sha256, sha256_hex
-from .decision import Decision, parse_decision
-from .defaults import (
-    DEFAULT_BATCH_CONCURRENCY,
-)
-from .errors import ClassifierError, ConfigError, HostBackendError, StaticMiss
-from .images import ImageLimits
-from .options import (
-    STYLES,
-    ClassifierOptions,
-    CustomEvaluate,
-    Metric,
-    RecordedDecision,
-)
+from .config import BatchOptions
+from .decision import Decision
+from .defaults import DEFAULT_BATCH_CONCURRENCY
+from .errors import ClassifierError, ConfigError
+from .options import ClassifierOptions, Metric, RecordedDecision, option_names
 from .questions import (
     ChoiceQuestion,
     Question,
     check_limits,
     degenerate_criteria,
     normalize_questions,
-    questions_to_wire,
 )
 from .state import check_state
+from .styles import CustomStyle, Style, make_style
 from .validation import Checked, validate_decision
 
 __all__ = [
@@ -68,253 +56,7 @@ METRIC_EVALUATE = "classifier.evaluate"
 METRIC_WARNING = "classifier.warning"
 
 K = TypeVar("K")
-
-
-class Style(Protocol):
-    """What a style provides to the classifier."""
-
-    name: str
-
-    async def decide(self, state: Any, questions: dict[str, Question]) -> Decision | Checked:
-        """The decision; ``Checked`` when the style already ran ``validate_decision`` on it."""
-        ...
-
-    async def aclose(self) -> None: ...
-
-
-class _CustomStyle:
-    name = "custom"
-
-    def __init__(self, fn: CustomEvaluate) -> None:
-        self._fn = fn
-
-    async def decide(self, state: Any, questions: dict[str, Question]) -> Decision:
-        try:
-            result = self._fn(state, questions)
-            if inspect.isawaitable(result):
-                result = await result
-        except ClassifierError:
-            raise
-        except Exception as e:
-            raise HostBackendError(
-                f"classifier: custom evaluate failed: {type(e).__name__}: {e}"
-            ) from e
-        if isinstance(result, Decision):
-            return result
-        if isinstance(result, Mapping):
-            return parse_decision(result, questions)
-        raise HostBackendError(
-            "classifier: custom evaluate returned "
-            f"{type(result).__name__}, expected a Decision or a response body"
-        )
-
-    async def aclose(self) -> None:
-        return None
-
-
-def _static_key(
-    questions: Mapping[str, Question], state: Any, assets: Mapping[str, Any] | None = None
-) -> str:
-    # Keyed on the canonical question set AND the canonical state: decisions.json's three
-    # entries share one question payload and differ only in state. Images add each one's
-    # sha256 under its placeholder (omitted when there are none: old keys are unchanged).
-    keyed: dict[str, Any] = {"questions": questions_to_wire(questions), "state": state}
-    if assets:
-        keyed["assets"] = dict(assets)
-    return sha256_hex(canonical_json(keyed))
-
-
-def _lifted(state: Any, questions: dict[str, Question]) -> LiftedState:
-    return lift_with_questions(state, questions)
-
-
-def _preview(state: Any, width: int = 60) -> str:
-    text = state if isinstance(state, str) else canonical_json(state).decode("utf-8")
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-class _StaticStyle:
-    name = "static"
-
-    def __init__(self, decisions: Iterable[RecordedDecision | Mapping[str, Any]]) -> None:
-        self._entries: dict[str, tuple[dict[str, Question], Any]] = {}
-        for i, entry in enumerate(decisions):
-            if isinstance(entry, Mapping):
-                if "state" not in entry or "questions" not in entry:
-                    raise ConfigError(
-                        f"classifier: static decision {i} needs 'state' and 'questions'"
-                    )
-                entry = RecordedDecision(
-                    state=entry["state"],
-                    questions=entry["questions"],
-                    response=entry.get("response"),
-                    answers=entry.get("answers"),
-                    assets=entry.get("assets"),
-                )
-            if not isinstance(entry, RecordedDecision):
-                raise ConfigError(
-                    f"classifier: static decision {i} must be a RecordedDecision or a mapping"
-                )
-            qs = normalize_questions(entry.questions)
-            if entry.response is not None:
-                body = entry.response
-            elif entry.answers is not None:
-                body = {"model": "static", "answers": dict(entry.answers)}
-            else:
-                raise ConfigError(f"classifier: static decision {i} needs 'response' or 'answers'")
-            lifted = _lifted(entry.state, qs)
-            assets = {**lifted.key_assets(), **dict(entry.assets or {})}
-            self._entries[_static_key(qs, lifted.state, assets)] = (qs, body)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    async def decide(self, state: Any, questions: dict[str, Question]) -> Decision:
-        lifted = _lifted(state, questions)
-        hit = self._entries.get(_static_key(questions, lifted.state, lifted.key_assets()))
-        if hit is None:
-            digest = questions_sha256(questions)
-            preview = _preview(lifted.state)
-            raise StaticMiss(
-                "classifier: static: no recorded decision for state "
-                f"{preview!r} with {QUESTIONS_DIGEST} {digest[:12]}; "
-                "record one for this exact state and question set",
-                questions_sha256=digest,
-                state_preview=preview,
-            )
-        qs, body = hit
-        if isinstance(body, bytes | bytearray | str):
-            return Decision.from_json(body, qs)
-        return parse_decision(body, qs)
-
-    async def aclose(self) -> None:
-        return None
-
-
-#: A timeout past a day is a typo (or ``inf``/``nan``), not a plan: the event loop's timers
-#: overflow on inf and nan compares false with everything.
-_MAX_TIMEOUT = 86_400.0
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _validate_values(opts: ClassifierOptions) -> None:
-    """Options of the wrong kind are ConfigErrors now, never a TypeError at the first request.
-    An ``api_key_env`` that is not a variable name is refused WITHOUT quoting it: a key pasted
-    there by mistake must not reach a message or a repr."""
-    for name in ("api_key_env", "llm_api_key_env"):
-        value = getattr(opts, name)
-        if value is not None and not (isinstance(value, str) and _ENV_NAME.fullmatch(value)):
-            raise ConfigError(
-                f"classifier: {name} takes the NAME of an environment variable (letters, digits "
-                "and _, like TYPESAFE_API_KEY); the value given is not one, and is not shown in "
-                "case it is a key"
-            )
-    for name in ("base_url", "model", "llm_base_url", "llm_model"):
-        value = getattr(opts, name)
-        if value is not None and not isinstance(value, str):
-            raise ConfigError(f"classifier: {name} must be a string, got {type(value).__name__}")
-    for name in ("headers", "supports", "request_params"):
-        value = getattr(opts, name)
-        if value is not None and not isinstance(value, Mapping):
-            raise ConfigError(f"classifier: {name} must be a mapping, got {type(value).__name__}")
-    base = opts.retry_base_ms
-    if base is not None and (isinstance(base, bool) or not isinstance(base, int) or base < 0):
-        raise ConfigError(
-            f"classifier: retry_base_ms must be a whole number of milliseconds >= 0, got {base!r}"
-        )
-    decisions = opts.decisions
-    if decisions is not None and (
-        isinstance(decisions, str | bytes | Mapping) or not isinstance(decisions, Iterable)
-    ):
-        raise ConfigError(
-            "classifier: decisions must be a list of RecordedDecision (or recorded mappings), "
-            f"got {type(decisions).__name__}"
-        )
-    if not isinstance(opts.retryable_statuses, Iterable):
-        raise ConfigError(
-            "classifier: retryable_statuses must be a list of HTTP statuses, got "
-            f"{type(opts.retryable_statuses).__name__}"
-        )
-
-
-def _validate_options(opts: ClassifierOptions) -> None:
-    if opts.style not in STYLES:
-        raise ConfigError(
-            f"classifier: unknown style {opts.style!r}: use one of {', '.join(STYLES)}"
-        )
-    if opts.style == "custom" and not callable(opts.evaluate):
-        raise ConfigError("classifier: style 'custom' requires evaluate=<callable>")
-    if opts.style == "static" and opts.decisions is None:
-        raise ConfigError("classifier: style 'static' requires decisions=[RecordedDecision, ...]")
-    _validate_values(opts)
-    if isinstance(opts.retries, bool) or not isinstance(opts.retries, int) or opts.retries < 0:
-        raise ConfigError(f"classifier: retries must be a whole number >= 0, got {opts.retries!r}")
-    if (
-        isinstance(opts.timeout, bool)
-        or not isinstance(opts.timeout, int | float)
-        or not 0 < opts.timeout < _MAX_TIMEOUT
-    ):
-        raise ConfigError(
-            "classifier: timeout must be a number of seconds above 0 and below "
-            f"{_MAX_TIMEOUT:g}, got {opts.timeout!r}"
-        )
-    for s in opts.retryable_statuses:
-        if isinstance(s, bool) or not isinstance(s, int) or not 100 <= s <= 599:
-            raise ConfigError(f"classifier: retryable_statuses holds {s!r}, not an HTTP status")
-    ImageLimits.of(opts.image_limits)
-    if opts.on_metric is not None and not callable(opts.on_metric):
-        raise ConfigError("classifier: on_metric must be callable")
-    if opts.cache is not None and not (
-        callable(getattr(opts.cache, "get", None)) and callable(getattr(opts.cache, "set", None))
-    ):
-        raise ConfigError("classifier: cache must have get(key) and set(key, value)")
-
-
-def _make_style(opts: ClassifierOptions) -> Style:
-    if opts.style == "custom":
-        assert opts.evaluate is not None
-        return _CustomStyle(opts.evaluate)
-    if opts.style == "static":
-        assert opts.decisions is not None
-        return _StaticStyle(opts.decisions)
-    if opts.style == "llm":
-        from .llm import LlmStyle  # imported lazily: httpx is not a start-up cost
-
-        return LlmStyle(
-            llm_model=opts.llm_model,
-            llm_base_url=opts.llm_base_url,
-            llm_api_key_env=opts.llm_api_key_env,
-            client=opts.client,
-            timeout=opts.timeout,
-            retries=opts.retries,
-            retry_base_ms=opts.retry_base_ms,
-            retryable_statuses=opts.retryable_statuses,
-            on_error=opts.on_error,
-            transport=opts.transport,
-            image_limits=opts.image_limits,
-        )
-    from .systemone import SystemOneStyle
-
-    return SystemOneStyle(
-        backend=opts.backend,
-        base_url=opts.base_url,
-        model=opts.model,
-        api_key_env=opts.api_key_env,
-        supports=opts.supports,
-        headers=opts.headers,
-        timeout=opts.timeout,
-        retries=opts.retries,
-        retry_base_ms=opts.retry_base_ms,
-        retryable_statuses=opts.retryable_statuses,
-        on_error=opts.on_error,
-        transport=opts.transport,
-        http_client=opts.http_client,
-        request_params=opts.request_params,
-        body_transform=opts.body_transform,
-        cache=opts.cache,
-        image_limits=opts.image_limits,
-    )
+P = ParamSpec("P")
 
 
 class Classifier:
@@ -324,9 +66,13 @@ class Classifier:
     """
 
     def __init__(self, options: ClassifierOptions) -> None:
-        _validate_options(options)
-        self.options = options
-        self._style: Style = _make_style(options)
+        if not isinstance(options, ClassifierOptions):
+            raise ConfigError(
+                "classifier: Classifier takes ClassifierOptions (or use create_classifier(...)), "
+                f"got {type(options).__name__}"
+            )
+        self.options = options  # checked when it was built
+        self._style: Style = make_style(options)
         # A backend row may set the model (openrouter: "typesafe/jev-1.13"); the style knows.
         self.model: str = getattr(self._style, "model", None) or options.resolved_model
         self._warned: set[str] = set()
@@ -354,6 +100,12 @@ class Classifier:
             # outcome of an evaluate is the same with or without it (issue 9).
             with contextlib.suppress(Exception):
                 self.options.on_metric(event)
+
+    def reserve(self, options: BatchOptions) -> None:
+        """Make room for ``options.concurrency`` evaluations at once: a synchronous custom
+        evaluate gets that many threads. Every batch entry point calls it before it starts."""
+        if isinstance(self._style, CustomStyle):
+            self._style.reserve(options.concurrency)
 
     def prepare(self, questions: Mapping[str, Any]) -> dict[str, Question]:
         """Normalise a question set and enforce the limits; no request is sent. Degenerate
@@ -437,7 +189,7 @@ class Classifier:
         """The same questions over many states, at most ``concurrency`` in flight, decisions
         IN STATE ORDER. FAIL CLOSED: any failure raises a BatchError naming the LOWEST failing
         state's index, and no decisions are returned. No states is an error; nothing is sent."""
-        return await evaluate_batch(self, states, questions, concurrency)
+        return await evaluate_batch(self, states, questions, BatchOptions(concurrency))
 
     def evaluate_stream(
         self,
@@ -456,36 +208,121 @@ class Classifier:
         ``__anext__``). Closing the iterator early (``aclose``, ``break``) cancels the
         evaluations still in flight.
         """
-        return evaluate_stream(self, states, questions, concurrency)
+        return evaluate_stream(self, states, questions, BatchOptions(concurrency))
 
     def state(self, value: Any) -> BoundState:
         """Bind a state. A VALUE, not a session: nothing is sent until ``evaluate``."""
         return BoundState(self, value)
 
-    def states(self, values: Iterable[Any]) -> BoundStates:
-        """Bind a batch of states. See ``BoundStates.evaluate``."""
+    def states(
+        self, values: Iterable[Any], *, concurrency: int = DEFAULT_BATCH_CONCURRENCY
+    ) -> BoundStates:
+        """Bind a batch of states and the batch options (``concurrency``: at most this many in
+        flight). ``.evaluate(**questions)`` then takes questions only, so any key is a question
+        key. See ``BoundStates.evaluate``."""
         if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
             raise ConfigError(
                 "classifier: states() takes an iterable of states (a list), got "
                 f"{type(values).__name__}"
             )
-        return BoundStates(self, list(values))
+        return BoundStates(self, list(values), BatchOptions(concurrency))
 
 
-_OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(ClassifierOptions))
+_OPTION_NAMES = frozenset(option_names())
 
 
-def create_classifier(**options: Any) -> Classifier:
-    """Build a classifier. Options mirror seed 004's ``create-classifier`` (see
-    ``ClassifierOptions``). An unknown option, an unknown style and a style missing its
-    required option are rejected HERE rather than at the first call."""
-    unknown = sorted(set(options) - _OPTION_NAMES)
-    if unknown:
-        raise ConfigError(
-            f"classifier: unknown option {unknown[0]!r}; known options: "
-            + ", ".join(sorted(_OPTION_NAMES))
-        )
-    return Classifier(ClassifierOptions(**options))
+def _takes_options(
+    options: Callable[P, ClassifierOptions],
+) -> Callable[[Callable[[ClassifierOptions], Classifier]], Callable[P, Classifier]]:
+    """``create_classifier``'s signature IS ``ClassifierOptions``'s: keyword-only, typed, one
+    list (mypy checks callers against it; ``inspect.signature`` and editors show it). The
+    wrapper only turns an unknown option into a ConfigError naming the known ones."""
+
+    def decorate(build: Callable[[ClassifierOptions], Classifier]) -> Callable[P, Classifier]:
+        @functools.wraps(build)
+        def create(*args: P.args, **kwargs: P.kwargs) -> Classifier:
+            if args:
+                raise ConfigError("classifier: create_classifier takes keyword options only")
+            unknown = sorted(set(kwargs) - _OPTION_NAMES)
+            if unknown:
+                raise ConfigError(
+                    f"classifier: unknown option {unknown[0]!r}; known options: "
+                    + ", ".join(sorted(_OPTION_NAMES))
+                )
+            return build(options(*args, **kwargs))
+
+        signature = inspect.signature(options)
+        create.__dict__["__signature__"] = signature.replace(return_annotation="Classifier")
+        return create
+
+    return decorate
+
+
+@_takes_options(ClassifierOptions)
+def create_classifier(options: ClassifierOptions) -> Classifier:
+    """Build a classifier. Every option is keyword-only and mirrors seed 004's
+    ``create-classifier``; an unknown option, an unknown style, a value of the wrong kind and a
+    style missing its required option are rejected HERE rather than at the first call.
+
+    Style:
+
+    - ``style``: "systemone" (default, the System One wire) | "llm" (deprecated, kept working) |
+      "custom" | "static".
+    - ``backend``: a row of ``BACKENDS``, "typesafe" (default) | "openrouter" | "cloudflare" |
+      "vercel" | "custom"; it presets ``base_url`` + ``model`` + ``api_key_env`` as a unit, and
+      an explicit option still wins. "custom" requires ``base_url`` and ``supports``.
+    - ``supports``: ``{"images": bool}``, overriding the backend row's image column.
+
+    Endpoint and credential:
+
+    - ``base_url``: default the backend row's (``https://api.typesafe.ai/v1``). For the typesafe
+      backend, ``$TYPESAFE_BASE_URL`` (the official SDK's variable: a host root, to which
+      ``/v1`` is appended, as the SDK does) is used when no ``base_url`` is given. ``${NAME}``
+      expands at call time; errors name it unexpanded.
+    - ``model``: default "jev-latest" (the floating alias: pin it once thresholds are tuned).
+    - ``api_key_env``: the NAME of the environment variable holding the key, never a value; read
+      at call time and never logged. Default "TYPESAFE_API_KEY".
+    - ``headers``: extra request headers; values expand ``${NAME}`` at call time, never logged.
+
+    Transport (the seed names keep working; they become one ``RetryPolicy`` and one
+    ``Timeout``, which the style and the transport receive unchanged):
+
+    - ``timeout``: seconds ONE request may take (a number or a ``Timeout``), default 10;
+      ``timeout_ms``: the same bound in milliseconds, seed 004's spelling (give one of the two).
+    - ``retries``: the transient-failure budget, default 2; 0 means exactly one attempt.
+    - ``retry_base_ms``: the backoff base, default 500: the wait is ``base * 2**attempt`` ms
+      with no jitter, and a ``Retry-After`` in delay-seconds form wins.
+    - ``retryable_statuses``: extra statuses ADDED to 408/429/500/502/503/504/529 (it can only
+      widen); network errors are always retryable.
+    - ``on_error``: ``on_error(ErrorInfo) -> "retry" | "fail"``, run on every failed attempt,
+      with the final say (still bounded by ``retries``).
+    - ``transport``: an httpx async transport (``httpx.MockTransport`` in tests) instead of the
+      default aiohttp pool; ``http_client``: a ready ``httpx.AsyncClient`` the host closes.
+
+    Body and observation:
+
+    - ``request_params``: extra top-level body keys, shallow-merged after the classifier's own;
+      a param wins on collision. ``body_transform``: runs last on the assembled body; its
+      return value is sent.
+    - ``on_metric``: the metric sink, "classifier.evaluate" events and the degenerate-criteria
+      "classifier.warning"; a sink that raises is ignored.
+    - ``cache``: opt-in, any object with ``get(key) -> str | None`` and ``set(key, value)``;
+      systemone style only (see ``memory_cache``, ``SqliteCache``).
+    - ``image_limits``: the image limits checked before any request (an ``ImageLimits`` or a
+      mapping of its fields); default seed 004's byte limits.
+
+    Per style:
+
+    - ``evaluate`` (style "custom", required): ``(state, questions) -> Decision | body``, sync
+      or async; a sync one runs on a thread pool sized to the batch's concurrency. Every wire
+      option is ignored.
+    - ``decisions`` (style "static", required): ``RecordedDecision``s, or mappings with
+      ``state``, ``questions`` and ``response`` (or the ``answers`` shorthand).
+    - ``client``, ``llm_base_url``, ``llm_model``, ``llm_api_key_env`` (style "llm"): a ready
+      chat client, or the chat endpoint (default https://api.openai.com/v1), its model
+      (required without a ``ChatClient``) and the NAME of its key's variable (OPENAI_API_KEY).
+    """
+    return Classifier(options)
 
 
 def static_classifier(

@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 
 __all__ = [
+    "BASE_URL_ENV",
     "DEFAULT_API_KEY_ENV",
     "DEFAULT_BASE_URL",
     "DEFAULT_BATCH_CONCURRENCY",
@@ -29,6 +30,9 @@ __all__ = [
 
 #: The System One endpoint base.
 DEFAULT_BASE_URL = "https://api.typesafe.ai/v1"
+#: The official SDK's variable for the endpoint: a host ROOT (the SDK appends ``/v1/systemone``),
+#: honoured by the typesafe backend when no ``base_url`` is given.
+BASE_URL_ENV = "TYPESAFE_BASE_URL"
 #: The floating alias. PIN IT (e.g. "jev-1.13.0") once thresholds are tuned.
 DEFAULT_MODEL = "jev-latest"
 #: The NAME of the environment variable holding the credential, never a value.

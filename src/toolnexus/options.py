@@ -1,19 +1,31 @@
-"""Small things shared by the classifier, its styles, batches and the transport: the option
-types (``ClassifierOptions``, ``RecordedDecision``, ``ErrorInfo``, the callables' types) and the
-styles. (The state check knows about images, so it lives in ``state.py``.)
+"""The classifier's options: ``ClassifierOptions`` (the one field list, checked when built),
+``RecordedDecision``, the callables' types and the styles. The typed values that cross layers
+(``RetryPolicy``, ``Timeout``, ``ErrorInfo``) live in ``config.py`` and are re-exported here.
+(The state check knows about images, so it lives in ``state.py``.)
 
-Small and low on purpose: it imports only ``defaults`` from the package, which imports nothing,
-so every other module can import it without forming a cycle (``tests/test_import_graph.py``
-checks the module graph).
+Low on purpose: it imports only ``config``, ``defaults``, ``envname``, ``errors`` (and ``images``
+for its limits), so every other module can import it without forming a cycle
+(``tests/test_import_graph.py`` checks the module graph).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeAlias
 
-from .defaults import DEFAULT_MODEL, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT
+from .config import (
+    ErrorInfo,
+    FailureKind,
+    OnError,
+    RetryPolicy,
+    Timeout,
+    TransportKind,
+    Verdict,
+)
+from .defaults import DEFAULT_MODEL, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS
+from .envname import ENV_NAME
+from .errors import ConfigError
 
 __all__ = [
     "STYLES",
@@ -25,8 +37,11 @@ __all__ = [
     "OnError",
     "OnMetric",
     "RecordedDecision",
+    "RetryPolicy",
+    "Timeout",
     "TransportKind",
     "Verdict",
+    "option_names",
 ]
 
 #: The four styles; "systemone" is the default, "static" is what CI runs, "llm" is deprecated.
@@ -37,46 +52,6 @@ Metric: TypeAlias = dict[str, Any]
 OnMetric: TypeAlias = Callable[[Metric], object]
 #: The custom style's function: ``(state, questions) -> Decision | response body``, sync or async.
 CustomEvaluate: TypeAlias = Callable[[Any, dict[str, Any]], Any]
-
-#: What ``on_error`` answers: retry (still bounded by ``retries``) or fail now.
-Verdict: TypeAlias = Literal["retry", "fail"]
-
-#: Why an attempt got no HTTP answer (``TransportError.kind``).
-TransportKind: TypeAlias = Literal[
-    "timeout",
-    "connection refused",
-    "connection reset",
-    "network error",
-    "protocol error",
-]
-#: Why an attempt failed: a non-2xx HTTP status, or a transport failure.
-FailureKind: TypeAlias = Literal["http status", TransportKind]
-
-
-@dataclass(frozen=True, slots=True)
-class ErrorInfo:
-    """One failed attempt, as ``on_error`` sees it. Typed and frozen: a hook reads fields, it
-    cannot change what the retry loop does next except through its verdict.
-
-    ``attempt`` is zero-based (0 = the first request). ``retryable`` is the default verdict: the
-    status is in the retryable set (``DEFAULT_RETRYABLE_STATUSES`` plus ``retryable_statuses``),
-    or the failure is a network error. ``wait`` is the seconds the loop sleeps before the next
-    attempt if the verdict is "retry" (a numeric ``Retry-After`` wins, else the backoff).
-    ``status``, ``retry_after`` (the raw header, verbatim) and ``request_id`` are ``None`` when
-    there was no HTTP answer.
-    """
-
-    attempt: int
-    kind: FailureKind
-    retryable: bool
-    wait: float
-    status: int | None = None
-    retry_after: str | None = None
-    request_id: str | None = None
-
-
-#: ``on_error(info) -> "retry" | "fail"``: runs on EVERY failed attempt and has the final say.
-OnError: TypeAlias = Callable[[ErrorInfo], Verdict]
 
 
 @dataclass(frozen=True)
@@ -97,13 +72,19 @@ class RecordedDecision:
     assets: Mapping[str, Any] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ClassifierOptions:
-    """Every option of seed 004's ``create-classifier``, in Python spelling.
+    """Every option of seed 004's ``create-classifier``, in Python spelling: the ONE field list.
+    ``create_classifier`` takes exactly these keywords (its signature is derived from this class).
 
+    Built, it is checked: a wrong kind of value, an unknown style and a style missing its required
+    option are ConfigErrors HERE, never a TypeError at the first request. The seed-named transport
+    options become two typed values, once: ``retry_policy`` (a ``RetryPolicy``) and
+    ``request_timeout`` (a ``Timeout``); the style and the transport receive those.
+
+    Each option is documented in ``create_classifier``'s docstring (a test keeps it complete).
     Secrets: ``api_key_env`` is the NAME of an environment variable, read at call time and never
     logged; ``headers`` values expand ``${NAME}`` at call time and are never logged either.
-    ``retries=0`` means exactly one attempt, no retry at all; unset means 2.
     """
 
     style: str = "systemone"
@@ -113,7 +94,8 @@ class ClassifierOptions:
     api_key_env: str | None = None
     # Header values may hold a literal credential: they never appear in a repr.
     headers: Mapping[str, str] | None = field(default=None, repr=False)
-    timeout: float = DEFAULT_TIMEOUT
+    timeout: float | Timeout | None = None
+    timeout_ms: int | None = None
     transport: Any = None
     http_client: Any = None
     retries: int = DEFAULT_RETRIES
@@ -127,13 +109,32 @@ class ClassifierOptions:
     evaluate: CustomEvaluate | None = None
     decisions: Sequence[RecordedDecision | Mapping[str, Any]] | None = None
     supports: Mapping[str, bool] | None = None
-    #: The image limits checked before any request (``ImageLimits`` or a mapping of its fields);
-    #: unset means seed 004's byte limits and the proposed side limits.
     image_limits: Any = None
     cache: Any = None
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key_env: str | None = None
+
+    #: Derived from ``retries``, ``retry_base_ms``, ``retryable_statuses``, ``on_error``.
+    retry_policy: RetryPolicy = field(init=False, repr=False, compare=False)
+    #: Derived from ``timeout`` / ``timeout_ms``.
+    request_timeout: Timeout = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check_style(self)
+        _check_values(self)
+        object.__setattr__(
+            self,
+            "retry_policy",
+            RetryPolicy.of(
+                retries=self.retries,
+                retry_base_ms=self.retry_base_ms,
+                retryable_statuses=self.retryable_statuses,
+                on_error=self.on_error,
+            ),
+        )
+        object.__setattr__(self, "request_timeout", Timeout.of(self.timeout, self.timeout_ms))
+        _check_hooks(self)
 
     @property
     def resolved_model(self) -> str:
@@ -142,3 +143,60 @@ class ClassifierOptions:
             # metric events and repr would be a lie. "llm" when a ready chat client picks it.
             return self.llm_model or "llm"
         return self.model or DEFAULT_MODEL
+
+
+def option_names() -> tuple[str, ...]:
+    """The options ``create_classifier`` takes, in declaration order: the init fields."""
+    return tuple(f.name for f in fields(ClassifierOptions) if f.init)
+
+
+def _check_style(opts: ClassifierOptions) -> None:
+    if opts.style not in STYLES:
+        raise ConfigError(
+            f"classifier: unknown style {opts.style!r}: use one of {', '.join(STYLES)}"
+        )
+    if opts.style == "custom" and not callable(opts.evaluate):
+        raise ConfigError("classifier: style 'custom' requires evaluate=<callable>")
+    if opts.style == "static" and opts.decisions is None:
+        raise ConfigError("classifier: style 'static' requires decisions=[RecordedDecision, ...]")
+
+
+def _check_values(opts: ClassifierOptions) -> None:
+    """An ``api_key_env`` that is not a variable name is refused WITHOUT quoting it: a key pasted
+    there by mistake must not reach a message or a repr."""
+    for name in ("api_key_env", "llm_api_key_env"):
+        value = getattr(opts, name)
+        if value is not None and not (isinstance(value, str) and ENV_NAME.fullmatch(value)):
+            raise ConfigError(
+                f"classifier: {name} takes the NAME of an environment variable (letters, digits "
+                "and _, like TYPESAFE_API_KEY); the value given is not one, and is not shown in "
+                "case it is a key"
+            )
+    for name in ("base_url", "model", "llm_base_url", "llm_model"):
+        value = getattr(opts, name)
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"classifier: {name} must be a string, got {type(value).__name__}")
+    for name in ("headers", "supports", "request_params"):
+        value = getattr(opts, name)
+        if value is not None and not isinstance(value, Mapping):
+            raise ConfigError(f"classifier: {name} must be a mapping, got {type(value).__name__}")
+    decisions = opts.decisions
+    if decisions is not None and (
+        isinstance(decisions, str | bytes | Mapping) or not isinstance(decisions, Iterable)
+    ):
+        raise ConfigError(
+            "classifier: decisions must be a list of RecordedDecision (or recorded mappings), "
+            f"got {type(decisions).__name__}"
+        )
+
+
+def _check_hooks(opts: ClassifierOptions) -> None:
+    from .images import ImageLimits  # the pure image module; only its limits are needed here
+
+    ImageLimits.of(opts.image_limits)
+    if opts.on_metric is not None and not callable(opts.on_metric):
+        raise ConfigError("classifier: on_metric must be callable")
+    if opts.cache is not None and not (
+        callable(getattr(opts.cache, "get", None)) and callable(getattr(opts.cache, "set", None))
+    ):
+        raise ConfigError("classifier: cache must have get(key) and set(key, value)")

@@ -26,7 +26,7 @@ image's sha256 under ``assets``, and is unchanged when there are none.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,6 @@ from .assets import LiftedState, lift_with_questions
 from .backends import IMAGES_HEADER, ResolvedBackend, resolve_backend
 from .canonical import canonical_json, decision_cache_key, model_cache_key, sha256_hex
 from .decision import Decision, parse_decision
-from .defaults import DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS, DEFAULT_TIMEOUT
 from .errors import (
     CacheError,
     ClassifierError,
@@ -45,7 +44,7 @@ from .errors import (
 )
 from .images import ImageLimits
 from .jsonlimits import JsonLimitError, loads
-from .options import OnError
+from .options import ClassifierOptions
 from .questions import Question, questions_to_wire
 from .transport import SystemOneTransport
 from .validation import Checked, validate_decision
@@ -74,60 +73,36 @@ class PreparedRequest:
 
 
 class SystemOneStyle:
-    """The System One wire. Takes the options it uses, with ``create_classifier``'s meaning;
-    backend and transport options are checked HERE, so a bad configuration fails at construction,
-    not at the first call."""
+    """The System One wire, built from the classifier's (already checked) options; the backend
+    row and the transport's URL and adapter are resolved HERE, so a bad configuration fails at
+    construction, not at the first call."""
 
     name = "systemone"
 
-    def __init__(
-        self,
-        *,
-        backend: str = "typesafe",
-        base_url: str | None = None,
-        model: str | None = None,
-        api_key_env: str | None = None,
-        supports: Mapping[str, bool] | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        retries: int = DEFAULT_RETRIES,
-        retry_base_ms: int = DEFAULT_RETRY_BASE_MS,
-        retryable_statuses: Collection[int] = (),
-        on_error: OnError | None = None,
-        transport: Any = None,
-        http_client: Any = None,
-        request_params: Mapping[str, Any] | None = None,
-        body_transform: Callable[[dict[str, Any]], Any] | None = None,
-        cache: Any = None,
-        image_limits: Any = None,
-    ) -> None:
+    def __init__(self, options: ClassifierOptions) -> None:
         self.backend: ResolvedBackend = resolve_backend(
-            backend,
-            base_url=base_url,
-            model=model,
-            api_key_env=api_key_env,
-            supports=supports,
+            options.backend,
+            base_url=options.base_url,
+            model=options.model,
+            api_key_env=options.api_key_env,
+            supports=options.supports,
         )
-        if request_params is not None and not isinstance(request_params, Mapping):
-            raise ConfigError("classifier: request_params must be a mapping of body keys")
-        if body_transform is not None and not callable(body_transform):
+        if options.body_transform is not None and not callable(options.body_transform):
             raise ConfigError("classifier: body_transform must be callable")
         self.model = self.backend.model
-        self._params = dict(request_params or {})
-        self._transform = body_transform
-        self._cache = cache
-        self.image_limits = ImageLimits.of(image_limits)
+        self._params = dict(options.request_params or {})
+        self._transform = options.body_transform
+        self._cache = options.cache
+        self.image_limits = ImageLimits.of(options.image_limits)
+        # The typed values go on as the options built them.
         self.transport = SystemOneTransport(
             base_url=self.backend.base_url,
             api_key_env=self.backend.api_key_env,
-            headers=headers,
-            timeout=timeout,
-            retries=retries,
-            retry_base_ms=retry_base_ms,
-            retryable_statuses=retryable_statuses,
-            on_error=on_error,
-            transport=transport,
-            http_client=http_client,
+            headers=options.headers,
+            timeout=options.request_timeout,
+            retry=options.retry_policy,
+            transport=options.transport,
+            http_client=options.http_client,
         )
         #: The endpoint as configured (``${NAME}`` unexpanded): what cache keys are built on.
         self.endpoint = self.transport.base_url

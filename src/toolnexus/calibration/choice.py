@@ -11,11 +11,12 @@
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..report.metrics import Reliability
+from ..report.metrics import reliability
 
 __all__ = [
     "COVERAGE_GRID",
@@ -68,10 +69,11 @@ def one_vs_rest(
                 f"{labelled} records labelled {option!r}, fewer than {min_labels}",
             ))  # fmt: skip
             continue
-        rel = Reliability()
-        for y, probs in zip(y_true, y_prob, strict=True):
-            rel.add(probs.get(option, 0.0), 1 if y == option else 0)
-        out.append(OptionReliability(option, labelled, rel.ece(), rel.bins(), None))
+        rel = reliability(
+            [1 if y == option else 0 for y in y_true], [probs.get(option, 0.0) for probs in y_prob]
+        )
+        bins = [dataclasses.asdict(b) for b in rel.bins()]
+        out.append(OptionReliability(option, labelled, rel.ece(), bins, None))
     return out
 
 

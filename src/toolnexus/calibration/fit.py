@@ -28,7 +28,13 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ClassifierError
-from ..report.metrics import brier_binary, brier_term, ece, log_loss_binary, log_loss_multiclass
+from ..report.metrics import (
+    brier_score_loss,
+    expected_calibration_error,
+    log_loss,
+    multiclass_brier_score,
+    multiclass_log_loss,
+)
 from .maps import MapFit
 from .transforms import CLIP_EPS, isotonic_apply, logit, platt_apply, temperature_apply
 
@@ -161,7 +167,11 @@ def _folds(groups: Sequence[Hashable], k: int, seed: int) -> npt.NDArray[np.intp
 
 
 def _noul_metrics(y: Sequence[int], p: Sequence[float]) -> dict[str, float | None]:
-    return {"ece": ece(p, y), "brier": brier_binary(p, y), "log_loss": log_loss_binary(p, y)}
+    return {
+        "ece": expected_calibration_error(y, p),
+        "brier": brier_score_loss(y, p),
+        "log_loss": log_loss(y, p),
+    }
 
 
 def _predict_noul(kind: str, y: list[int], p: list[float]) -> Any:
@@ -269,13 +279,19 @@ def _distribution_metrics(
 ) -> dict[str, float | None]:
     """The report's choice/score metrics: top-1 ECE, multi-class Brier, log loss of the label."""
     picked = [max(r, key=r.__getitem__) for r in rows]
+    # Class indices over ``options``; a label outside them indexes past every row, where the
+    # report's metrics read a probability of 0, as it counts a missing option.
+    index = {o: i for i, o in enumerate(options)}
+    y_index = [index.get(y, len(options)) for y in y_true]
+    matrix = [[r.get(o, 0.0) for o in options] for r in rows]
+    correct = [int(k == y) for k, y in zip(picked, y_true, strict=True)]
     return {
-        "ece": ece([r[k] for r, k in zip(rows, picked, strict=True)],
-                   [int(k == y) for k, y in zip(picked, y_true, strict=True)]),
-        "brier": sum(brier_term(r, options, y) for r, y in zip(rows, y_true, strict=True))
-        / len(rows),
-        "log_loss": log_loss_multiclass([r.get(y, 0.0) for r, y in zip(rows, y_true, strict=True)]),
-    }  # fmt: skip
+        "ece": expected_calibration_error(
+            correct, [r[k] for r, k in zip(rows, picked, strict=True)]
+        ),
+        "brier": multiclass_brier_score(y_index, matrix),
+        "log_loss": multiclass_log_loss(y_index, matrix),
+    }
 
 
 def fit_temperature_map(

@@ -80,14 +80,14 @@ def _no_side(
 
 def threshold_pair(y_true: Sequence[int], y_prob: Sequence[float], target: float) -> ThresholdPair:
     """The consistent ``(yes, no)`` pair reaching ``target`` precision on both sides."""
-    found = threshold_for_precision(y_prob, y_true, target)
+    found = threshold_for_precision(y_true, y_prob, target)
     if found.threshold is None:
         return ThresholdPair(target, None, None, None, None, None, None,
                              f"no cut-point reaches precision {target} for yes")  # fmt: skip
     yes = found.threshold
     # The no side is the yes search on (1 - p, 1 - y); map its cut-point back to the observed
     # p it came from, since 1 - (1 - p) is not always p in floating point.
-    flipped = threshold_for_precision([1.0 - p for p in y_prob], [1 - y for y in y_true], target)
+    flipped = threshold_for_precision([1 - y for y in y_true], [1.0 - p for p in y_prob], target)
     if flipped.threshold is None:
         no = 0.0
     else:

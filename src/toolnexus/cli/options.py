@@ -13,7 +13,6 @@ that holds it, read at call time by the transport.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from ..defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT, MODEL_ENV
+from ..envname import ENV_NAME
 from .errors import CliError
 
 if TYPE_CHECKING:
@@ -158,13 +158,9 @@ RecordOpt = Annotated[
     ),
 ]
 
-# A POSIX environment variable name. Anything else (a dash, a dot, a space) cannot be a name,
-# and is most likely a pasted key.
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
 
 def _check_env_name(flag: str, value: str | None) -> None:
-    if value is not None and not _ENV_NAME.fullmatch(value):
+    if value is not None and not ENV_NAME.fullmatch(value):
         # Never echo the value: it may be the key itself.
         raise CliError(
             f"{flag} takes the NAME of an environment variable (like TYPESAFE_API_KEY), "

@@ -129,13 +129,13 @@ def report_command(
             target_precision=target_precision,
             jobs=jobs,
         )
-        met = evaluate(conditions, report.data)
+        met = evaluate(conditions, report)
     except ReportInputError as e:
         raise CliError(str(e)) from None
     for warning in report.warnings:
         sys.stderr.write(f"toolnexus: warning: {one_line(warning)}\n")
     chosen = fmt or _format_for(output) or default_format()
-    result = ReportResult(report.data)
+    result = ReportResult(report)
     try:
         if output is None:
             render(result, chosen)
@@ -143,9 +143,11 @@ def report_command(
             with open(output, "w", encoding="utf-8", newline="\n") as f:
                 render(result, chosen, f)
     except OSError as e:
-        raise CliError(f"{output}: cannot write: {e.strerror or type(e).__name__}") from None
+        # The same words as the error boundary's for every other command: stdout by name.
+        target = output if output is not None else "stdout"
+        raise CliError(f"{target}: cannot write: {e.strerror or type(e).__name__}") from None
     except MissingChartLibrary as e:
         raise CliError(str(e)) from None
     if met:
-        sys.stderr.write(f"toolnexus: --fail-on met: {'; '.join(met)}\n")
+        sys.stderr.write(f"toolnexus: --fail-on met: {one_line('; '.join(met))}\n")
         raise typer.Exit(EXIT_CONDITION)

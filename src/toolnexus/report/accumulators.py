@@ -1,6 +1,6 @@
 """Streaming statistics over one question's answers: what every type counts, and the noul
-accumulator. A record's answer is counted and dropped; only counters and the (probability,
-label) pairs that AUROC and the threshold search need are kept.
+accumulator. A record's answer is counted and dropped; only counters and, per labelled answer,
+the ``(y_true, y_prob)`` arrays that every metric of :mod:`.metrics` is computed over are kept.
 
 Every accumulator can ``merge`` the same accumulator of a later chunk of the run
 (:mod:`.reader` counts chunks side by side). A field that ``toolnexus batch`` never writes is a
@@ -10,13 +10,35 @@ live in :mod:`.ranked`.
 
 from __future__ import annotations
 
-import math
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .metrics import EPS, N_BINS, Reliability, auroc, threshold_for_precision
+from .metrics import (
+    N_BINS,
+    Reliability,
+    accuracy_score,
+    brier_score_loss,
+    log_loss,
+    reliability,
+    roc_auc_score,
+    threshold_for_precision,
+)
+from .model import (
+    BandPrecision,
+    Count,
+    Distribution,
+    FlagCount,
+    HistogramBin,
+    NoulBands,
+    NoulDistribution,
+    NoulMetrics,
+    QuestionMetrics,
+    QuestionReport,
+    ReliabilityBin,
+    Threshold,
+)
 
 __all__ = [
     "BANDS",
@@ -33,6 +55,8 @@ _BAND_INDEX: dict[Any, int] = {b: i for i, b in enumerate(BANDS)}
 _LEVEL_KEYS = tuple(str(i) for i in range(10))
 #: The flags a report counts per question, in the renderer's order.
 REPORT_FLAGS = ("near-uniform", "uncertain", "uncalibrated")
+#: How many ids of a flag's first answers are kept (``--fail-on`` names them).
+FIRST_IDS = 5
 _TRUTH = {"true": 1, "yes": 1, "1": 1, "false": 0, "no": 0, "0": 0}
 
 
@@ -96,49 +120,61 @@ class QuestionStats:
         self.n = 0
         self.invalid = 0
         self.flags: Counter[str] = Counter()
+        #: per flag, the ids of its first FIRST_IDS answers in file order
+        self.flag_ids: dict[str, list[str]] = {}
         self.conf_sum = 0.0
         self.conf_n = 0
         self.labelled = 0
 
-    def add(self, answer: Mapping[str, Any], label: str | None) -> None:
+    def add(self, answer: Mapping[str, Any], label: str | None, sid: str = "") -> None:
+        """Count one answer of the record whose id is ``sid``, against ``label``."""
         raise NotImplementedError
 
     def merge(self, other: Any) -> None:
         """Add the counts of ``other`` (the same question, counted over a later chunk of the
-        run). Sums are added chunk by chunk in file order, so the result does not depend on
-        how many processes counted the chunks."""
+        run). Counts and the labelled arrays are joined in file order, so the result does not
+        depend on how many processes counted the chunks."""
         self.n += other.n
         self.invalid += other.invalid
         self.flags.update(other.flags)
+        for f, ids in other.flag_ids.items():
+            mine = self.flag_ids.setdefault(f, [])
+            mine.extend(ids[: FIRST_IDS - len(mine)])
         self.conf_sum += other.conf_sum
         self.conf_n += other.conf_n
         self.labelled += other.labelled
 
-    def _count_common(self, answer: Mapping[str, Any]) -> None:
+    def _count_common(self, answer: Mapping[str, Any], sid: str) -> None:
         """The answer itself and its flags: every type counts these."""
         self.n += 1
         flags = answer.get("flags")
         if flags:
-            self._count_flags(flags)
+            self._count_flags(flags, sid)
 
-    def _count_flags(self, flags: Iterable[str]) -> None:
+    def _count_flags(self, flags: Iterable[str], sid: str) -> None:
         if type(flags) is not list:
             raise RecordError(f"flags is {_shown(flags)}, not a list of flag names")
+        counts = self.flags
         for f in flags:
             if type(f) is not str:
                 raise RecordError(f"flags holds {_shown(f)}, not a flag name")
-            self.flags[f] += 1
+            n = counts[f] + 1
+            counts[f] = n
+            if n <= FIRST_IDS:
+                self.flag_ids.setdefault(f, []).append(sid)
             if f == "invalid":
                 self.invalid += 1
 
-    def distribution(self) -> dict[str, Any]:
-        return {}
+    def distribution(self) -> Distribution | None:
+        return None
 
-    def metrics(self) -> dict[str, Any]:
-        return {}
+    def metrics(self, target_precision: float | None = None) -> QuestionMetrics | None:
+        """The metrics against the labels (only called with at least one label);
+        ``target_precision`` asks a noul for its threshold search."""
+        return None
 
-    def reliability(self) -> list[dict[str, Any]]:
-        return []
+    def reliability(self) -> tuple[ReliabilityBin, ...]:
+        return ()
 
     def category(self, answer: Mapping[str, Any]) -> Any:
         """What counts as "the answer changed" between two runs."""
@@ -147,22 +183,28 @@ class QuestionStats:
     def probabilities(self, answer: Mapping[str, Any]) -> Mapping[str, float]:
         return {}
 
-    def to_json(self, errors: Mapping[str, int]) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "n": self.n,
-            "errors": dict(sorted(errors.items())),
-            "invalid": self.invalid,
-            "distribution": self.distribution(),
-            "flags": {
-                f: {"n": self.flags[f], "share": _share(self.flags[f], self.n)}
+    def report(
+        self, errors: Mapping[str, int], target_precision: float | None = None
+    ) -> QuestionReport:
+        """This question over the run whose error records by code are ``errors``."""
+        return QuestionReport(
+            type=self.type,
+            n=self.n,
+            errors=dict(sorted(errors.items())),
+            invalid=self.invalid,
+            distribution=self.distribution(),
+            flags={
+                f: FlagCount(
+                    self.flags[f], _share(self.flags[f], self.n), tuple(self.flag_ids.get(f, ()))
+                )
                 for f in REPORT_FLAGS
             },
-            "mean_confidence": _mean(self.conf_sum, self.conf_n),
-            "labelled": self.labelled,
-            "metrics": self.metrics() if self.labelled else {},
-            "reliability": self.reliability() if self.labelled else [],
-        }
+            mean_confidence=_mean(self.conf_sum, self.conf_n),
+            labelled=self.labelled,
+            metrics=self.metrics(target_precision) if self.labelled else None,
+            reliability=self.reliability() if self.labelled else (),
+            invalid_ids=tuple(self.flag_ids.get("invalid", ())),
+        )
 
 
 class OtherStats(QuestionStats):
@@ -172,8 +214,8 @@ class OtherStats(QuestionStats):
         super().__init__(key)
         self.type = qtype
 
-    def add(self, answer: Mapping[str, Any], label: str | None) -> None:
-        self._count_common(answer)
+    def add(self, answer: Mapping[str, Any], label: str | None, sid: str = "") -> None:
+        self._count_common(answer, sid)
 
 
 class NoulStats(QuestionStats):
@@ -183,14 +225,11 @@ class NoulStats(QuestionStats):
         super().__init__(key)
         self.hist = [0] * N_BINS
         self.band_n = [0] * (len(BANDS) + 1)  # yes, no, uncertain, anything else
-        self.ps = array("d")
-        self.ys = array("b")
-        self.rel = Reliability()
+        #: per labelled answer, its label and its p: what every metric is computed over
+        self.y_true = array("b")
+        self.y_prob = array("d")
         self.band_truth = [0] * (2 * len(BANDS) + 2)  # band index * 2 + label
-        # accuracy, Brier and log loss, summed as labelled answers arrive (no second pass)
-        self.hits = 0
-        self.brier_sum = 0.0
-        self.loss_sum = 0.0
+        self._bins: tuple[int, Reliability] | None = None
 
     def _truth(self, label: str) -> int:
         y = _TRUTH.get(label.lower())
@@ -201,8 +240,8 @@ class NoulStats(QuestionStats):
         return y
 
     # The hot path of a report: one call per answer, so bins and counters are inlined here.
-    def add(self, answer: Mapping[str, Any], label: str | None) -> None:
-        self._count_common(answer)
+    def add(self, answer: Mapping[str, Any], label: str | None, sid: str = "") -> None:
+        self._count_common(answer, sid)
         p = answer["noul"]
         if type(p) is not float or not 0.0 <= p <= 1.0:
             p = _probability(p, "noul")
@@ -221,17 +260,8 @@ class NoulStats(QuestionStats):
         if y is None:
             y = self._truth(label)
         self.labelled += 1
-        self.ps.append(p)
-        self.ys.append(y)
-        if (p >= 0.5) == bool(y):
-            self.hits += 1
-        self.brier_sum += (p - y) ** 2
-        c = EPS if p < EPS else 1.0 - EPS if p > 1.0 - EPS else p  # clip p, then log c or 1 - c
-        self.loss_sum -= math.log(c) if y else math.log(1.0 - c)
-        rel = self.rel
-        rel.n[b] += 1
-        rel.sum_p[b] += p
-        rel.sum_y[b] += y
+        self.y_prob.append(p)
+        self.y_true.append(y)
         self.band_truth[band * 2 + y] += 1
 
     def merge(self, other: Any) -> None:
@@ -242,12 +272,8 @@ class NoulStats(QuestionStats):
             self.band_n[i] += n
         for i, n in enumerate(other.band_truth):
             self.band_truth[i] += n
-        self.ps.extend(other.ps)
-        self.ys.extend(other.ys)
-        self.rel.merge(other.rel)
-        self.hits += other.hits
-        self.brier_sum += other.brier_sum
-        self.loss_sum += other.loss_sum
+        self.y_prob.extend(other.y_prob)
+        self.y_true.extend(other.y_true)
 
     def category(self, answer: Mapping[str, Any]) -> Any:
         return answer.get("band")
@@ -255,21 +281,21 @@ class NoulStats(QuestionStats):
     def probabilities(self, answer: Mapping[str, Any]) -> Mapping[str, float]:
         return {"yes": answer["noul"]}
 
-    def distribution(self) -> dict[str, Any]:
-        return {
-            "histogram": [
-                {"lo": b / N_BINS, "hi": (b + 1) / N_BINS, "n": self.hist[b]} for b in range(N_BINS)
-            ],
-            "bands": {
-                b: {"n": self.band_n[i], "share": _share(self.band_n[i], self.n)}
+    def distribution(self) -> NoulDistribution:
+        return NoulDistribution(
+            histogram=tuple(
+                HistogramBin(b / N_BINS, (b + 1) / N_BINS, self.hist[b]) for b in range(N_BINS)
+            ),
+            bands={
+                b: Count(self.band_n[i], _share(self.band_n[i], self.n))
                 for i, b in enumerate(BANDS)
             },
-        }
+        )
 
-    def metrics(self) -> dict[str, Any]:
-        ps, ys = self.ps, self.ys
-        n = len(ys)
-        pos = sum(ys)
+    def metrics(self, target_precision: float | None = None) -> NoulMetrics:
+        y_true, y_prob = self.y_true, self.y_prob
+        n = len(y_true)
+        pos = sum(y_true)
         neg = n - pos
         truth = self.band_truth
 
@@ -279,30 +305,30 @@ class NoulStats(QuestionStats):
         said_yes = bt("yes", 1) + bt("yes", 0)
         said_no = bt("no", 1) + bt("no", 0)
         unsure = bt("uncertain", 1) + bt("uncertain", 0)
-        out: dict[str, Any] = {
-            "accuracy": self.hits / n,
-            "brier": self.brier_sum / n,
-            "log_loss": self.loss_sum / n,
-            "auroc": auroc(ps, ys),
-            "ece": self.rel.ece(),
-            "bands": {
-                "yes": {
-                    "n": said_yes,
-                    "precision": _share(bt("yes", 1), said_yes),
-                    "recall": _share(bt("yes", 1), pos),
-                },
-                "no": {
-                    "n": said_no,
-                    "precision": _share(bt("no", 0), said_no),
-                    "recall": _share(bt("no", 0), neg),
-                },
-                "uncertain": {"n": unsure, "share": _share(unsure, n)},
-            },
-        }
-        return out
+        return NoulMetrics(
+            accuracy=accuracy_score(y_true, [p >= 0.5 for p in y_prob]),
+            brier=brier_score_loss(y_true, y_prob),
+            log_loss=log_loss(y_true, y_prob),
+            auroc=roc_auc_score(y_true, y_prob),
+            ece=self._reliability().ece(),
+            bands=NoulBands(
+                yes=BandPrecision(
+                    said_yes, _share(bt("yes", 1), said_yes), _share(bt("yes", 1), pos)
+                ),
+                no=BandPrecision(said_no, _share(bt("no", 0), said_no), _share(bt("no", 0), neg)),
+                uncertain=Count(unsure, _share(unsure, n)),
+            ),
+            threshold=None if target_precision is None else self.threshold(target_precision),
+        )
 
-    def threshold(self, target: float) -> dict[str, Any]:
-        return threshold_for_precision(self.ps, self.ys, target).to_json()
+    def threshold(self, target: float) -> Threshold:
+        return threshold_for_precision(self.y_true, self.y_prob, target)
 
-    def reliability(self) -> list[dict[str, Any]]:
-        return self.rel.bins()
+    def _reliability(self) -> Reliability:
+        """The bins over the labelled answers, built once per count (ece and the bins)."""
+        if self._bins is None or self._bins[0] != self.labelled:
+            self._bins = (self.labelled, reliability(self.y_true, self.y_prob))
+        return self._bins[1]
+
+    def reliability(self) -> tuple[ReliabilityBin, ...]:
+        return self._reliability().bins()

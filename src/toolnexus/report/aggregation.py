@@ -16,19 +16,82 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .accumulators import LabelError, NoulStats, OtherStats, QuestionStats, RecordError, _shown
+from .accumulators import (
+    FIRST_IDS,
+    LabelError,
+    NoulStats,
+    OtherStats,
+    QuestionStats,
+    RecordError,
+    _shown,
+)
 from .compare import Delta, Snapshot
 from .labels import Labels
+from .model import QuestionReport, RunSummary
+from .model import Usage as UsageSummary
 from .ranked import ChoiceStats, ScoreStats
 from .runs import ReportInputError
 
-__all__ = ["RunStats", "record_id"]
+__all__ = ["RunStats", "Usage", "record_id"]
 
 _TYPES: dict[str, type[QuestionStats]] = {
     "noul": NoulStats,
     "choice": ChoiceStats,
     "score": ScoreStats,
 }
+
+
+#: A record's token count at most: the largest integer every JSON reader reads exactly. A
+#: count of thousands of digits would sum past what Python turns into text (4300 digits), and
+#: the report could not be printed (issue 17 item 3).
+MAX_TOKENS = 2**53
+
+
+class Usage:
+    """Tokens and cost summed over records (``usage`` of a batch record)."""
+
+    __slots__ = ("cost", "cost_reported", "input_tokens", "output_tokens")
+
+    def __init__(self) -> None:
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost = 0.0
+        self.cost_reported = 0
+
+    def add(self, usage: Any) -> None:
+        """The slow path: a record's ``usage`` checked field by field."""
+        if type(usage) is not dict:
+            raise RecordError(f"usage is {_shown(usage)}, not an object")
+        for name in ("input_tokens", "output_tokens"):
+            n = usage.get(name)
+            if n is None:
+                continue
+            if type(n) is not int or not 0 <= n <= MAX_TOKENS:
+                raise RecordError(f"usage.{name} is {_shown(n)}, not a token count")
+            if name == "input_tokens":
+                self.input_tokens += n
+            else:
+                self.output_tokens += n
+        cost = usage.get("cost")
+        if cost is not None:
+            if type(cost) not in (float, int) or not 0 <= cost < math.inf:
+                raise RecordError(f"usage.cost is {_shown(cost)}, not a cost")
+            self.cost += cost
+            self.cost_reported += 1
+
+    def merge(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cost += other.cost
+        self.cost_reported += other.cost_reported
+
+    def summary(self) -> UsageSummary:
+        return UsageSummary(
+            self.input_tokens,
+            self.output_tokens,
+            self.cost if self.cost_reported else None,
+            self.cost_reported,
+        )
 
 
 class RunStats:
@@ -51,12 +114,15 @@ class RunStats:
         self.answered = 0
         self.labelled = 0
         self.errors: Counter[str] = Counter()
+        #: the ids of the first error records, in file order
+        self.error_ids: list[str] = []
         self.models: Counter[Any] = Counter()
         self.uncalibrated = 0
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.cost = 0.0
-        self.cost_reported = 0
+        #: what the run spent, and apart from it what cached answers had cost when first
+        #: asked (issue 17: spent and cached usage are separate figures)
+        self.spent = Usage()
+        self.cached = Usage()
+        self.cached_records = 0
         self.questions: dict[str, QuestionStats] = {}
         #: the first of two runs: per question, what a comparison needs of each id
         self.snapshots: dict[str, Snapshot] | None = {} if snapshot else None
@@ -71,7 +137,7 @@ class RunStats:
             str,
             tuple[
                 QuestionStats,
-                Callable[[Mapping[str, Any], str | None], None],
+                Callable[[Mapping[str, Any], str | None, str], None],
                 str,
                 int,
                 Snapshot | Delta | None,
@@ -98,6 +164,8 @@ class RunStats:
             if type(error) is not dict or "code" not in error:
                 raise RecordError(f"error is {_shown(error)}, not an object with a code")
             self.errors[str(error["code"])] += 1
+            if len(self.error_ids) < FIRST_IDS:
+                self.error_ids.append(sid)
             return
         answers = record["answers"]
         if type(answers) is not dict:
@@ -109,6 +177,14 @@ class RunStats:
         self.models[model] += 1
         if not record.get("calibrated"):
             self.uncalibrated += 1
+        cached = record.get("cached")
+        if cached is True:
+            self.cached_records += 1
+            spent = self.cached
+        elif cached is False or cached is None:
+            spent = self.spent
+        else:
+            raise RecordError(f"cached is {_shown(cached)}, not true or false")
         usage = record.get("usage")
         if usage:
             n_in = usage.get("input_tokens") if type(usage) is dict else None
@@ -116,14 +192,14 @@ class RunStats:
             if (
                 type(n_in) is int
                 and type(n_out) is int
-                and n_in >= 0
-                and n_out >= 0
+                and 0 <= n_in <= MAX_TOKENS
+                and 0 <= n_out <= MAX_TOKENS
                 and usage.get("cost") is None
             ):
-                self.input_tokens += n_in
-                self.output_tokens += n_out
+                spent.input_tokens += n_in
+                spent.output_tokens += n_out
             else:
-                self._add_usage(usage)
+                spent.add(usage)
         labelled = False
         plan = self._plan
         row = self._rows.get(sid)
@@ -145,7 +221,7 @@ class RunStats:
             else:
                 label = None
             try:
-                st_add(answer, label)
+                st_add(answer, label, sid)
             except LabelError as e:
                 assert self.labels is not None
                 raise ReportInputError(f"{self.labels.where(sid)}: {e}") from None
@@ -164,7 +240,7 @@ class RunStats:
         self, key: str, answer: Mapping[str, Any]
     ) -> tuple[
         QuestionStats,
-        Callable[[Mapping[str, Any], str | None], None],
+        Callable[[Mapping[str, Any], str | None, str], None],
         str,
         int,
         Snapshot | Delta | None,
@@ -179,26 +255,6 @@ class RunStats:
             before = self.against.get(key) if self.against is not None else None
             track = self.deltas.setdefault(key, Delta(before))
         return st, st.add, st.type, column or 0, track
-
-    def _add_usage(self, usage: Any) -> None:
-        if type(usage) is not dict:
-            raise RecordError(f"usage is {_shown(usage)}, not an object")
-        for name in ("input_tokens", "output_tokens"):
-            n = usage.get(name)
-            if n is None:
-                continue
-            if type(n) is not int or n < 0:
-                raise RecordError(f"usage.{name} is {_shown(n)}, not a token count")
-            if name == "input_tokens":
-                self.input_tokens += n
-            else:
-                self.output_tokens += n
-        cost = usage.get("cost")
-        if cost is not None:
-            if type(cost) not in (float, int) or not 0 <= cost < math.inf:
-                raise RecordError(f"usage.cost is {_shown(cost)}, not a cost")
-            self.cost += cost
-            self.cost_reported += 1
 
     def detach(self) -> None:
         """Drop what only counting needs (the labels, the per-key plan) before this is sent to
@@ -218,12 +274,12 @@ class RunStats:
         self.answered += other.answered
         self.labelled += other.labelled
         self.errors.update(other.errors)
+        self.error_ids.extend(other.error_ids[: FIRST_IDS - len(self.error_ids)])
         self.models.update(other.models)
         self.uncalibrated += other.uncalibrated
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.cost += other.cost
-        self.cost_reported += other.cost_reported
+        self.spent.merge(other.spent)
+        self.cached.merge(other.cached)
+        self.cached_records += other.cached_records
         self._plan = {}
         for key, st in other.questions.items():
             mine = self.questions.get(key)
@@ -242,32 +298,25 @@ class RunStats:
         if self.label_ids_seen is not None and other.label_ids_seen is not None:
             self.label_ids_seen |= other.label_ids_seen
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> RunSummary:
         """The run's line in the report's ``runs`` list."""
-        return {
-            "path": self.path,
-            "records": self.records,
-            "answered": self.answered,
-            "labelled": self.labelled,
-            "errors": dict(sorted(self.errors.items())),
-            "models": {str(m): n for m, n in self.models.most_common()},
-            "uncalibrated_records": self.uncalibrated,
-            "usage": {
-                "input_tokens": self.input_tokens,
-                "output_tokens": self.output_tokens,
-                "cost": self.cost if self.cost_reported else None,
-                "cost_reported": self.cost_reported,
-            },
-        }
+        return RunSummary(
+            path=self.path,
+            records=self.records,
+            answered=self.answered,
+            labelled=self.labelled,
+            errors=dict(sorted(self.errors.items())),
+            models={str(m): n for m, n in self.models.most_common()},
+            uncalibrated_records=self.uncalibrated,
+            usage=self.spent.summary(),
+            cached_records=self.cached_records,
+            cached_usage=self.cached.summary(),
+            error_ids=tuple(self.error_ids),
+        )
 
-    def questions_json(self, target_precision: float | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, st in self.questions.items():
-            block = st.to_json(self.errors)
-            if target_precision is not None and isinstance(st, NoulStats) and st.labelled:
-                block["metrics"]["threshold"] = st.threshold(target_precision)
-            out[key] = block
-        return out
+    def question_reports(self, target_precision: float | None = None) -> dict[str, QuestionReport]:
+        """Per question key, in the order first met: its report over this run."""
+        return {key: st.report(self.errors, target_precision) for key, st in self.questions.items()}
 
 
 def record_id(record: Any) -> str:

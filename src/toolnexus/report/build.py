@@ -1,24 +1,14 @@
-"""One report from one or two runs and an optional labels file: the JSON object that every
-output format renders (``report.schema.json`` describes it)."""
+"""One report from one or two runs and an optional labels file: the typed :class:`Report`
+that every output format renders (``report.schema.json`` describes its JSON)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 from .compare import compare_runs
 from .labels import read_labels
+from .model import Comparison, Report
 from .reader import read_run
 
 __all__ = ["Report", "build_report"]
-
-
-@dataclass
-class Report:
-    """The report object (``data``) and what a person should hear about on stderr."""
-
-    data: dict[str, Any]
-    warnings: list[str] = field(default_factory=list)
 
 
 def build_report(
@@ -34,25 +24,20 @@ def build_report(
     labels = read_labels(labels_path, id_field) if labels_path else None
     two = len(runs) == 2
     first = read_run(runs[0], labels, snapshot=two, jobs=jobs)
-    questions = first.questions_json(target_precision)
-    data: dict[str, Any] = {
-        "records": first.records,
-        "labelled": first.labelled,
-        "runs": [first.summary()],
-        "questions": questions,
-        "comparison": None,
-    }
+    questions = first.question_reports(target_precision)
+    summaries = [first.summary()]
+    comparison: Comparison | None = None
     stats = [first]
     if two:
         second = read_run(runs[1], labels, against=first.snapshots, jobs=jobs)
         stats.append(second)
-        data["runs"].append(second.summary())
+        summaries.append(second.summary())
         assert first.snapshots is not None and second.deltas is not None
-        data["comparison"] = compare_runs(
+        comparison = compare_runs(
             first.snapshots,
             second.deltas,
             questions,
-            second.questions_json(target_precision),
+            second.question_reports(target_precision),
             (first.path, second.path),
         )
         first.snapshots = second.deltas = None  # the comparison holds what it needs
@@ -72,4 +57,11 @@ def build_report(
             unused = sum(1 for _ in labels.labelled_ids()) - first.labelled
         if unused:
             warnings.append(f"{labels.path}: {unused} labelled ids have no answered record")
-    return Report(data, warnings)
+    return Report(
+        records=first.records,
+        labelled=first.labelled,
+        runs=tuple(summaries),
+        questions=questions,
+        comparison=comparison,
+        warnings=tuple(warnings),
+    )

@@ -15,8 +15,15 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Mapping, Sequence
 from typing import Any
+
+from .model import (
+    ChoiceDistribution,
+    Confusion,
+    NoulDistribution,
+    QuestionReport,
+    ScoreDistribution,
+)
 
 __all__ = [
     "MissingChartLibrary",
@@ -81,17 +88,17 @@ def _short(name: str, limit: int = 18) -> str:
     return name if len(name) <= limit else name[: limit - 1] + "…"
 
 
-def distribution_chart(key: str, q: Mapping[str, Any]) -> str:
+def distribution_chart(key: str, q: QuestionReport) -> str:
     """Noul: the 10-bin histogram of p. Choice: share per option. Score: share per level."""
-    d = q["distribution"]
+    d = q.distribution
     fig = _figure(6.0, 2.6)
     ax = fig.add_subplot()
     _style(ax)
-    if q["type"] == "noul":
-        hist = d["histogram"]
+    if isinstance(d, NoulDistribution):
+        hist = d.histogram
         ax.bar(
-            [b["lo"] for b in hist],
-            [b["n"] for b in hist],
+            [b.lo for b in hist],
+            [b.n for b in hist],
             width=0.1,
             align="edge",
             color=BLUE,
@@ -102,10 +109,11 @@ def distribution_chart(key: str, q: Mapping[str, Any]) -> str:
         ax.set_ylabel("answers", fontsize=8)
         _integer_ticks(ax.yaxis)
     else:
-        if q["type"] == "choice":
-            items = [(o, v["n"]) for o, v in d["options"].items()]
-        else:
-            items = [(f"{k} {v['label']}", v["n"]) for k, v in d["levels"].items()]
+        items: list[tuple[str, int]] = []
+        if isinstance(d, ChoiceDistribution):
+            items = [(o, v.n) for o, v in d.options.items()]
+        elif isinstance(d, ScoreDistribution):
+            items = [(f"{k} {v.label}", v.n) for k, v in d.levels.items()]
         names = [_short(name, 26) for name, _ in items][::-1]
         counts = [n for _, n in items][::-1]
         ax.barh(range(len(items)), counts, color=BLUE)
@@ -117,27 +125,26 @@ def distribution_chart(key: str, q: Mapping[str, Any]) -> str:
     return _svg(fig)
 
 
-def reliability_diagram(key: str, q: Mapping[str, Any]) -> str:
+def reliability_diagram(key: str, q: QuestionReport) -> str:
     """Accuracy per confidence bin against the diagonal of perfect calibration, with the bin's
     mean confidence marked and its count written above the bar."""
-    bins = q["reliability"]
     fig = _figure(4.2, 3.6)
     ax = fig.add_subplot()
     _style(ax)
     ax.plot([0, 1], [0, 1], linestyle="--", color=GREY, linewidth=1, label="perfectly calibrated")
-    full = [b for b in bins if b["n"]]
+    full = [b for b in q.reliability if b.n]
     ax.bar(
-        [b["lo"] for b in full],
-        [b["accuracy"] for b in full],
+        [b.lo for b in full],
+        [b.accuracy for b in full],
         width=0.1,
         align="edge",
         color=BLUE,
         edgecolor="white",
-        label="accuracy" if q["type"] != "noul" else "share labelled yes",
+        label="accuracy" if q.type != "noul" else "share labelled yes",
     )
     ax.scatter(
-        [b["confidence"] for b in full],
-        [b["confidence"] for b in full],
+        [b.confidence for b in full],
+        [b.confidence for b in full],
         color=ORANGE,
         s=14,
         zorder=3,
@@ -145,8 +152,8 @@ def reliability_diagram(key: str, q: Mapping[str, Any]) -> str:
     )
     for b in full:
         ax.annotate(
-            str(b["n"]),
-            (b["lo"] + 0.05, b["accuracy"]),
+            str(b.n),
+            (b.lo + 0.05, b.accuracy),
             textcoords="offset points",
             xytext=(0, 2),
             ha="center",
@@ -155,10 +162,10 @@ def reliability_diagram(key: str, q: Mapping[str, Any]) -> str:
         )
     ax.set_xlim(-0.02, 1.02)  # a mean p of exactly 0 or 1 stays visible
     ax.set_ylim(0, 1.1)
-    what = "p" if q["type"] == "noul" else "top-1 probability"
+    what = "p" if q.type == "noul" else "top-1 probability"
     ax.set_xlabel(what, fontsize=8)
     ax.set_ylabel("observed", fontsize=8)
-    ece = q["metrics"].get("ece")
+    ece = q.metrics.scalar("ece") if q.metrics is not None else None
     ax.set_title(
         f"{key}: reliability" + (f" (ECE {ece:.3f})" if ece is not None else ""),
         fontsize=9,
@@ -168,10 +175,9 @@ def reliability_diagram(key: str, q: Mapping[str, Any]) -> str:
     return _svg(fig)
 
 
-def confusion_heatmap(key: str, confusion: Mapping[str, Any]) -> str:
+def confusion_heatmap(key: str, confusion: Confusion) -> str:
     """Rows are labels, columns answers; each cell's count written in it."""
-    labels: Sequence[str] = confusion["labels"]
-    matrix: Sequence[Sequence[int]] = confusion["matrix"]
+    labels, matrix = confusion.labels, confusion.matrix
     n = len(labels)
     side = min(7.0, 1.6 + 0.5 * n)
     fig = _figure(side + 1.0, side)
@@ -207,9 +213,7 @@ def confusion_heatmap(key: str, confusion: Mapping[str, Any]) -> str:
     return _svg(fig)
 
 
-def comparison_chart(
-    key: str, before: Mapping[str, Any] | None, after: Mapping[str, Any] | None
-) -> str:
+def comparison_chart(key: str, before: QuestionReport | None, after: QuestionReport | None) -> str:
     """The answer distribution of the two runs side by side (shares, so runs of different sizes
     compare)."""
     fig = _figure(6.0, 2.6)
@@ -219,16 +223,15 @@ def comparison_chart(
     shares: list[dict[str, float]] = []
     for q in (before, after):
         row: dict[str, float] = {}
-        if q is not None:
-            d = q["distribution"]
-            if q["type"] == "noul":
-                total = sum(b["n"] for b in d["histogram"]) or 1
-                for b in d["histogram"]:
-                    row[f"{b['lo']:.1f}–{b['hi']:.1f}"] = b["n"] / total
-            elif q["type"] == "choice":
-                row = {o: v["share"] or 0.0 for o, v in d["options"].items()}
-            elif q["type"] == "score":
-                row = {f"{k} {v['label']}": v["share"] or 0.0 for k, v in d["levels"].items()}
+        d = q.distribution if q is not None else None
+        if isinstance(d, NoulDistribution):
+            total = sum(b.n for b in d.histogram) or 1
+            for b in d.histogram:
+                row[f"{b.lo:.1f}–{b.hi:.1f}"] = b.n / total
+        elif isinstance(d, ChoiceDistribution):
+            row = {o: v.share or 0.0 for o, v in d.options.items()}
+        elif isinstance(d, ScoreDistribution):
+            row = {f"{k} {v.label}": v.share or 0.0 for k, v in d.levels.items()}
         names += [k for k in row if k not in names]
         shares.append(row)
     xs = range(len(names))

@@ -21,19 +21,17 @@ from array import array
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["SCALAR_METRICS", "TOP_CHANGED", "Delta", "Snapshot", "compare_runs", "total_variation"]
-
-#: The metrics a comparison subtracts (the nested ones, confusion and bands, are not scalars).
-SCALAR_METRICS = (
-    "accuracy",
-    "brier",
-    "log_loss",
-    "auroc",
-    "ece",
-    "macro_f1",
-    "within_one",
-    "mae",
+from .model import (
+    SCALAR_METRICS,
+    ChangedId,
+    Comparison,
+    QuestionComparison,
+    QuestionMetrics,
+    QuestionReport,
 )
+
+__all__ = ["TOP_CHANGED", "Delta", "Snapshot", "compare_runs", "total_variation"]
+
 TOP_CHANGED = 10
 #: Moved ids held before the list is cut back to the top 10 (exact: the top 10 of all ids is
 #: the top 10 of the tops).
@@ -145,13 +143,15 @@ class Delta:
             self.moved = self.top()
 
 
-def _deltas(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, float] | None:
-    if not before or not after:
+def _deltas(
+    before: QuestionMetrics | None, after: QuestionMetrics | None
+) -> dict[str, float] | None:
+    if before is None or after is None:
         return None
     out = {}
     for name in SCALAR_METRICS:
-        x, y = before.get(name), after.get(name)
-        if isinstance(x, int | float) and isinstance(y, int | float):
+        x, y = before.scalar(name), after.scalar(name)
+        if x is not None and y is not None:
             out[name] = y - x
     return out
 
@@ -159,36 +159,32 @@ def _deltas(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, fl
 def compare_runs(
     before: Mapping[str, Snapshot],
     after: Mapping[str, Delta],
-    before_questions: Mapping[str, Any],
-    after_questions: Mapping[str, Any],
+    before_questions: Mapping[str, QuestionReport],
+    after_questions: Mapping[str, QuestionReport],
     paths: tuple[str, str],
-) -> dict[str, Any]:
-    """The ``comparison`` object of a two-run report: the first run's snapshots, the second
-    run's deltas against them (per question key), each run's ``questions`` block."""
+) -> Comparison:
+    """The comparison of a two-run report: the first run's snapshots, the second run's deltas
+    against them (per question key), each run's question reports."""
     keys = list(before_questions) + [k for k in after_questions if k not in before_questions]
-    questions: dict[str, Any] = {}
+    questions: dict[str, QuestionComparison] = {}
     for key in keys:
         snapshot, delta = before.get(key), after.get(key)
         n = delta.compared if delta is not None else 0
         changed = delta.changed if delta is not None else 0
         top = delta.top() if delta is not None else []
         qa, qb = before_questions.get(key), after_questions.get(key)
-        questions[key] = {
-            "type": (qa or qb or {}).get("type"),
-            "compared": n,
-            "only_before": (len(snapshot) if snapshot is not None else 0) - n,
-            "only_after": (delta.seen if delta is not None else 0) - n,
-            "changed": changed,
-            "changed_share": changed / n if n else None,
-            "mean_abs_delta_p": delta.distance_sum / n if delta is not None and n else None,
-            "metric_deltas": _deltas((qa or {}).get("metrics", {}), (qb or {}).get("metrics", {})),
-            "top_changed": [
-                {"id": sid, "before": ca, "after": cb, "delta_p": d} for d, sid, ca, cb in top
-            ],
-        }
-    return {
-        "before": paths[0],
-        "after": paths[1],
-        "questions": questions,
-        "after_questions": dict(after_questions),
-    }
+        either = qa or qb
+        questions[key] = QuestionComparison(
+            type=either.type if either is not None else None,
+            compared=n,
+            only_before=(len(snapshot) if snapshot is not None else 0) - n,
+            only_after=(delta.seen if delta is not None else 0) - n,
+            changed=changed,
+            changed_share=changed / n if n else None,
+            mean_abs_delta_p=delta.distance_sum / n if delta is not None and n else None,
+            metric_deltas=_deltas(
+                qa.metrics if qa is not None else None, qb.metrics if qb is not None else None
+            ),
+            top_changed=tuple(ChangedId(sid, ca, cb, d) for d, sid, ca, cb in top),
+        )
+    return Comparison(paths[0], paths[1], questions, dict(after_questions))

@@ -7,17 +7,19 @@ when ANY question meets it. NAME is a scalar metric (``accuracy``, ``brier``, ``
 ``uncertain``, ``uncalibrated``), a count (``errors``, ``invalid``) or, with two runs,
 ``changed`` (the share of ids whose answer changed). The judged run is the last one given.
 A condition that no question can be measured on (``ece`` without labels) is a usage error,
-never a silent pass.
+never a silent pass. A condition met names, per question, the value and, for a flag, a count or
+``changed``, how many answers that is and the first ids (issue 17: "``--fail-on met:
+near-uniform`` gives no count and no ids").
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from .compare import SCALAR_METRICS
+from .accumulators import FIRST_IDS
+from .model import SCALAR_METRICS, QuestionComparison, QuestionReport, Report, RunSummary
 from .runs import ReportInputError
 
 __all__ = ["NAMES", "Condition", "evaluate", "parse_conditions"]
@@ -77,23 +79,55 @@ def parse_conditions(text: str | None) -> list[Condition]:
     return [_parse_one(part) for part in text.split(",") if part.strip()]
 
 
-def _measure(name: str, block: Mapping[str, Any], compared: Mapping[str, Any] | None) -> Any:
+@dataclass(frozen=True)
+class _Measured:
+    """A condition's value on one question, and the answers behind it (none for a metric)."""
+
+    value: float
+    count: str = ""
+    ids: Sequence[str] = ()
+    ids_are: str = "first ids"
+
+    def text(self, key: str) -> str:
+        """``desk 0.15 [6 of 40 answers; first ids t0, t3]``: the value as before, then what
+        the answers behind it are."""
+        detail = [self.count] if self.count else []
+        if self.ids:
+            detail.append(f"{self.ids_are} {', '.join(self.ids)}")
+        return f"{key} {self.value:.4g}" + (f" [{'; '.join(detail)}]" if detail else "")
+
+
+def _measure(
+    name: str, q: QuestionReport, compared: QuestionComparison | None, run: RunSummary
+) -> _Measured | None:
     if name in SCALAR_METRICS:
-        return block.get("metrics", {}).get(name)
+        value = q.metrics.scalar(name) if q.metrics is not None else None
+        return _Measured(value) if value is not None else None
     if name in _FLAG_NAMES:
-        return block["flags"][name]["share"]
+        flag = q.flags[name]
+        if flag.share is None:
+            return None
+        return _Measured(flag.share, f"{flag.n} of {q.n} answers", flag.ids)
     if name == "errors":
-        return sum(block["errors"].values())
+        return _Measured(sum(q.errors.values()), ids=run.error_ids)
     if name == "invalid":
-        return block["invalid"]
-    return compared.get("changed_share") if compared is not None else None
+        return _Measured(q.invalid, ids=q.invalid_ids)
+    if compared is None or compared.changed_share is None:
+        return None
+    return _Measured(
+        compared.changed_share,
+        f"{compared.changed} of {compared.compared} ids",
+        [t.id for t in compared.top_changed if t.before != t.after][:FIRST_IDS],
+        "most moved ids",
+    )
 
 
-def evaluate(conditions: list[Condition], report: Mapping[str, Any]) -> list[str]:
-    """The conditions met, each as ``text (key value, ...)``. Raises ReportInputError for a
-    condition that nothing in the report can measure."""
-    comparison = report.get("comparison")
-    judged = comparison["after_questions"] if comparison else report["questions"]
+def evaluate(conditions: list[Condition], report: Report) -> list[str]:
+    """The conditions met, each as ``text (key value [count; first ids ...], ...)``. Raises
+    ReportInputError for a condition that nothing in the report can measure."""
+    comparison = report.comparison
+    judged = report.judged
+    run = report.runs[-1]
     met: list[str] = []
     for c in conditions:
         keys = [c.key] if c.key is not None else list(judged)
@@ -102,13 +136,13 @@ def evaluate(conditions: list[Condition], report: Mapping[str, Any]) -> list[str
         hits: list[str] = []
         measured = 0
         for key in keys:
-            compared = comparison["questions"].get(key) if comparison else None
-            value = _measure(c.name, judged[key], compared)
-            if not isinstance(value, int | float):
+            compared = comparison.questions.get(key) if comparison else None
+            m = _measure(c.name, judged[key], compared, run)
+            if m is None:
                 continue
             measured += 1
-            if c.holds(value):
-                hits.append(f"{key} {value:.4g}")
+            if c.holds(m.value):
+                hits.append(m.text(key))
         if not measured:
             why = (
                 "it needs two runs"

@@ -14,6 +14,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from .model import (
+    ChoiceDistribution,
+    ChoiceMetrics,
+    Comparison,
+    NoulDistribution,
+    NoulMetrics,
+    QuestionReport,
+    Report,
+    RunSummary,
+    ScoreDistribution,
+)
+
 __all__ = ["report_html"]
 
 _CSS = """
@@ -75,22 +87,22 @@ def _chart(svg: str, caption: str) -> str:
     return f'<figure class="chart" aria-label="{escape(caption)}">{svg}</figure>'
 
 
-def _runs(data: Mapping[str, Any]) -> str:
+def _runs(report: Report) -> str:
     rows = []
-    for run in data["runs"]:
-        usage = run["usage"]
-        cost = "not reported" if usage["cost"] is None else f"${usage['cost']:.4f}"
-        errors = ", ".join(f"{escape(k)} {v}" for k, v in run["errors"].items()) or "0"
-        models = ", ".join(f"{escape(k)} ({v})" for k, v in run["models"].items()) or "–"
+    for run in report.runs:
+        usage = run.usage
+        cost = "not reported" if usage.cost is None else f"${usage.cost:.4f}"
+        errors = ", ".join(f"{escape(k)} {v}" for k, v in run.errors.items()) or "0"
+        models = ", ".join(f"{escape(k)} ({v})" for k, v in run.models.items()) or "–"
         rows.append(
             [
-                f"<code>{escape(run['path'])}</code>",
-                str(run["records"]),
-                str(run["answered"]),
+                f"<code>{escape(run.path)}</code>",
+                str(run.records),
+                str(run.answered),
                 errors,
-                str(run["labelled"]),
+                str(run.labelled),
                 models,
-                f"{usage['input_tokens']} in / {usage['output_tokens']} out",
+                f"{usage.input_tokens} in / {usage.output_tokens} out" + _cached(run),
                 cost,
             ]
         )
@@ -98,26 +110,37 @@ def _runs(data: Mapping[str, Any]) -> str:
     return _table(head, rows)
 
 
-def _flags(q: Mapping[str, Any]) -> str:
+def _cached(run: RunSummary) -> str:
+    """Cached answers apart from what the run spent (issue 17)."""
+    if not run.cached_records:
+        return ""
+    cached = run.cached_usage
+    return (
+        f"; {run.cached_records} cached records ({cached.input_tokens} in / "
+        f"{cached.output_tokens} out, not spent)"
+    )
+
+
+def _flags(q: QuestionReport) -> str:
     words = [
-        f'<span class="flag">{escape(name)}</span> {_pct(v["share"])}'
-        for name, v in q["flags"].items()
-        if v["n"]
+        f'<span class="flag">{escape(name)}</span> {_pct(v.share)}'
+        for name, v in q.flags.items()
+        if v.n
     ]
-    if q["invalid"]:
-        words.append(f'<span class="flag">invalid</span> {q["invalid"]}')
+    if q.invalid:
+        words.append(f'<span class="flag">invalid</span> {q.invalid}')
     return ", ".join(words) or '<span class="muted">none</span>'
 
 
-def _overview(questions: Mapping[str, Any]) -> str:
+def _overview(questions: Mapping[str, QuestionReport]) -> str:
     rows = [
         [
             escape(key),
-            escape(q["type"]),
-            str(q["n"]),
-            str(sum(q["errors"].values())),
-            _num(q["mean_confidence"], 2),
-            str(q["labelled"]),
+            escape(q.type),
+            str(q.n),
+            str(sum(q.errors.values())),
+            _num(q.mean_confidence, 2),
+            str(q.labelled),
             _flags(q),
         ]
         for key, q in questions.items()
@@ -127,95 +150,86 @@ def _overview(questions: Mapping[str, Any]) -> str:
     )
 
 
-def _distribution_table(q: Mapping[str, Any]) -> str:
-    d = q["distribution"]
-    if q["type"] == "noul":
-        rows = [[f"{b['lo']:.1f}–{b['hi']:.1f}", str(b["n"])] for b in d["histogram"]]
+def _distribution_table(q: QuestionReport) -> str:
+    d = q.distribution
+    if isinstance(d, NoulDistribution):
+        rows = [[f"{b.lo:.1f}–{b.hi:.1f}", str(b.n)] for b in d.histogram]
         bands = _table(
             ["band", "answers", "share"],
-            [[escape(b), str(v["n"]), _pct(v["share"])] for b, v in d["bands"].items()],
+            [[escape(b), str(v.n), _pct(v.share)] for b, v in d.bands.items()],
         )
         return _table(["p", "answers"], rows) + bands
-    if q["type"] == "choice":
+    if isinstance(d, ChoiceDistribution):
         return _table(
             ["option", "answers", "share"],
-            [[escape(o), str(v["n"]), _pct(v["share"])] for o, v in d["options"].items()],
+            [[escape(o), str(v.n), _pct(v.share)] for o, v in d.options.items()],
         )
-    if q["type"] == "score":
+    if isinstance(d, ScoreDistribution):
         table = _table(
             ["level", "label", "answers", "share"],
-            [
-                [escape(k), escape(v["label"]), str(v["n"]), _pct(v["share"])]
-                for k, v in d["levels"].items()
-            ],
+            [[escape(k), escape(v.label), str(v.n), _pct(v.share)] for k, v in d.levels.items()],
         )
-        return table + f"<p>mean score {_num(d['mean_score'], 2)}</p>"
+        return table + f"<p>mean score {_num(d.mean_score, 2)}</p>"
     return '<p class="muted">a type the library does not model: counted only</p>'
 
 
-def _metrics(key: str, q: Mapping[str, Any], charts: Any) -> str:
-    m = q["metrics"]
-    names = _METRICS.get(q["type"], ())
+def _metrics(key: str, q: QuestionReport, charts: Any) -> str:
+    m = q.metrics
+    assert m is not None, "called for labelled questions only"
+    names = _METRICS.get(q.type, ())
     parts = [
-        f"<h3>{escape(key)}: against {q['labelled']} labels</h3>",
-        _table(list(names), [[_num(m.get(n)) for n in names]]),
+        f"<h3>{escape(key)}: against {q.labelled} labels</h3>",
+        _table(list(names), [[_num(m.scalar(n)) for n in names]]),
     ]
-    if q["type"] == "noul":
-        bands = m["bands"]
+    if isinstance(m, NoulMetrics):
+        bands = m.bands
         rows = [
-            [b, str(bands[b]["n"]), _num(bands[b]["precision"], 2), _num(bands[b]["recall"], 2)]
-            for b in ("yes", "no")
+            [name, str(b.n), _num(b.precision, 2), _num(b.recall, 2)]
+            for name, b in (("yes", bands.yes), ("no", bands.no))
         ]
         parts.append(_table(["band", "answers", "precision", "recall"], rows))
-        parts.append(
-            f"<p>uncertain band: {_pct(bands['uncertain']['share'])} of labelled answers</p>"
-        )
-        t = m.get("threshold")
+        parts.append(f"<p>uncertain band: {_pct(bands.uncertain.share)} of labelled answers</p>")
+        t = m.threshold
         if t is not None:
-            if t["threshold"] is None:
+            if t.threshold is None:
                 parts.append(
-                    f"<p>No yes-threshold reaches precision {t['target_precision']:g} on these "
+                    f"<p>No yes-threshold reaches precision {t.target_precision:g} on these "
                     "labels.</p>"
                 )
             else:
                 parts.append(
-                    f"<p>Precision ≥ {t['target_precision']:g} from p ≥ {t['threshold']:g}: "
-                    f"precision {_num(t['precision'], 2)}, recall {_num(t['recall'], 2)} "
-                    f"({t['yes']} yes).</p>"
+                    f"<p>Precision ≥ {t.target_precision:g} from p ≥ {t.threshold:g}: "
+                    f"precision {_num(t.precision, 2)}, recall {_num(t.recall, 2)} "
+                    f"({t.yes} yes).</p>"
                 )
-    if "accuracy_by_near_uniform" in m:
-        split = m["accuracy_by_near_uniform"]
+    if isinstance(m, ChoiceMetrics):
+        split = m.accuracy_by_near_uniform
         parts.append(
             _table(
                 ["answers", "n", "accuracy"],
                 [
                     [
                         "near-uniform",
-                        str(split["near_uniform"]["n"]),
-                        _num(split["near_uniform"]["accuracy"], 2),
+                        str(split.near_uniform.n),
+                        _num(split.near_uniform.accuracy, 2),
                     ],
                     [
                         "not near-uniform",
-                        str(split["not_near_uniform"]["n"]),
-                        _num(split["not_near_uniform"]["accuracy"], 2),
+                        str(split.not_near_uniform.n),
+                        _num(split.not_near_uniform.accuracy, 2),
                     ],
                 ],
             )
         )
     figures = [_chart(charts.reliability_diagram(key, q), f"{key}: reliability diagram")]
-    if "confusion" in m:
-        figures.append(_chart(charts.confusion_heatmap(key, m["confusion"]), f"{key}: confusion"))
+    if not isinstance(m, NoulMetrics):
+        figures.append(_chart(charts.confusion_heatmap(key, m.confusion), f"{key}: confusion"))
     bins = _table(
         ["bin", "n", "mean p", "accuracy"],
         [
-            [
-                f"{b['lo']:.1f}–{b['hi']:.1f}",
-                str(b["n"]),
-                _num(b["confidence"], 2),
-                _num(b["accuracy"], 2),
-            ]
-            for b in q["reliability"]
-            if b["n"]
+            [f"{b.lo:.1f}–{b.hi:.1f}", str(b.n), _num(b.confidence, 2), _num(b.accuracy, 2)]
+            for b in q.reliability
+            if b.n
         ],
     )
     parts.append(f'<div class="charts">{"".join(figures)}</div>')
@@ -223,22 +237,22 @@ def _metrics(key: str, q: Mapping[str, Any], charts: Any) -> str:
     return "".join(parts)
 
 
-def _comparison(comparison: Mapping[str, Any], before: Mapping[str, Any], charts: Any) -> str:
-    after = comparison["after_questions"]
+def _comparison(comparison: Comparison, before: Mapping[str, QuestionReport], charts: Any) -> str:
+    after = comparison.after_questions
     parts = [
         "<h2>Before and after</h2>",
-        f"<p>before <code>{escape(comparison['before'])}</code>, after "
-        f"<code>{escape(comparison['after'])}</code></p>",
+        f"<p>before <code>{escape(comparison.before)}</code>, after "
+        f"<code>{escape(comparison.after)}</code></p>",
     ]
     rows = []
-    for key, c in comparison["questions"].items():
-        deltas = c["metric_deltas"] or {}
+    for key, c in comparison.questions.items():
+        deltas = c.metric_deltas or {}
         rows.append(
             [
                 escape(key),
-                str(c["compared"]),
-                f"{c['changed']} ({_pct(c['changed_share'])})",
-                _num(c["mean_abs_delta_p"]),
+                str(c.compared),
+                f"{c.changed} ({_pct(c.changed_share)})",
+                _num(c.mean_abs_delta_p),
                 *(_signed(deltas.get(n)) for n in ("accuracy", "brier", "ece")),
             ]
         )
@@ -248,22 +262,22 @@ def _comparison(comparison: Mapping[str, Any], before: Mapping[str, Any], charts
             rows,
         )
     )
-    for key, c in comparison["questions"].items():
+    for key, c in comparison.questions.items():
         parts.append(f"<h3>{escape(key)}</h3>")
         svg = charts.comparison_chart(key, before.get(key), after.get(key))
         parts.append(f'<div class="charts">{_chart(svg, f"{key}: before and after")}</div>')
-        if c["top_changed"]:
+        if c.top_changed:
             parts.append(
                 _table(
                     ["id that changed most", "before", "after", "|Δp|"],
                     [
                         [
-                            escape(str(t["id"])),
-                            escape(str(t["before"])),
-                            escape(str(t["after"])),
-                            _num(t["delta_p"]),
+                            escape(str(t.id)),
+                            escape(str(t.before)),
+                            escape(str(t.after)),
+                            _num(t.delta_p),
                         ]
-                        for t in c["top_changed"]
+                        for t in c.top_changed
                     ],
                 )
             )
@@ -276,11 +290,11 @@ def _signed(value: Any) -> str:
     return f"{value:+.3f}"
 
 
-def report_html(data: Mapping[str, Any]) -> str:
+def report_html(report: Report) -> str:
     """The whole page. Raises ``charts.MissingChartLibrary`` without matplotlib."""
     from . import charts
 
-    questions = data["questions"]
+    questions = report.questions
     title = "toolnexus report"
     parts = [
         "<!DOCTYPE html>",
@@ -288,24 +302,24 @@ def report_html(data: Mapping[str, Any]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{title}</title><style>{_CSS}</style></head><body>",
         f"<h1>{title}</h1>",
-        f'<p class="muted">{data["records"]} records, {data["labelled"]} labelled</p>',
+        f'<p class="muted">{report.records} records, {report.labelled} labelled</p>',
         "<h2>Runs</h2>",
-        _runs(data),
+        _runs(report),
         "<h2>Questions</h2>",
         _overview(questions),
     ]
     for key, q in questions.items():
-        parts.append(f'<h3>{escape(key)} <span class="muted">({escape(q["type"])})</span></h3>')
+        parts.append(f'<h3>{escape(key)} <span class="muted">({escape(q.type)})</span></h3>')
         chart = ""
-        if q["type"] in _METRICS:
+        if q.type in _METRICS:
             chart = _chart(charts.distribution_chart(key, q), f"{key}: answers")
         parts.append(f'<div class="charts">{chart}<div>{_distribution_table(q)}</div></div>')
-    labelled = [(k, q) for k, q in questions.items() if q["labelled"]]
+    labelled = [(k, q) for k, q in questions.items() if q.labelled]
     if labelled:
         parts.append("<h2>Against labels</h2>")
         for key, q in labelled:
             parts.append(_metrics(key, q, charts))
-    if data.get("comparison"):
-        parts.append(_comparison(data["comparison"], questions, charts))
+    if report.comparison:
+        parts.append(_comparison(report.comparison, questions, charts))
     parts.append("</body></html>\n")
     return "\n".join(parts)

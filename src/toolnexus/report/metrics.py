@@ -1,51 +1,60 @@
-"""Accuracy and calibration metrics, exactly as issue 12 defines them. Pure: no I/O.
+"""Accuracy and calibration metrics, exactly as issue 12 defines them: the ONE definition of
+each, used by the accumulators over the arrays they keep (and by a bootstrap over resamples of
+them). Pure: no I/O.
 
-Each function takes plain sequences and returns ``None`` where the metric is undefined (no
-labelled data; AUROC with one class only), never a made-up 0. The definitions:
+Every function takes ``(y_true, y_prob)`` (or ``y_pred``, ``y_score``) in scikit-learn's
+argument order and names, and returns ``None`` where the metric is undefined (no labelled
+data; AUROC with one class only), never a made-up 0. Multi-class probabilities are rows, one
+per record, over the classes in index order; a row may be shorter than the class list (a class
+first seen after it), its missing entries counting 0. The definitions:
 
-- ``accuracy``: the share of predictions equal to their label (noul: ``p >= 0.5`` is yes).
-- ``brier`` (noul): mean ``(p - y)^2``. Multi-class (choice, score): the mean over records of
-  the sum over the offered options of ``(p_k - y_k)^2``, an option missing from a record's
-  probabilities counting ``p_k = 0``.
-- ``log_loss``: mean ``-log`` of the probability given to what the label says, ``p`` clipped to
-  ``[1e-15, 1 - 1e-15]``.
-- ``auroc``: the probability that a random positive outranks a random negative, ties counted
-  half (the Mann-Whitney statistic over average ranks).
-- ``ece``: the sum over 10 equal-width bins of ``(n_b / N) * |mean(y)_b - mean(p)_b|``; bin ``b``
-  holds ``b/10 <= p < (b+1)/10`` and ``p = 1.0`` falls in the last bin.
-- ``macro_f1``: the unweighted mean over classes (every class seen as a label or a prediction)
-  of ``2 TP / (2 TP + FP + FN)``.
-- ``within_one``: the share of score answers whose level is at most one level off the label;
-  ``mae``: mean ``|score - label|`` over the expected score, not the level.
+- ``accuracy_score``: the share of predictions equal to their label (noul: ``p >= 0.5`` is yes).
+- ``brier_score_loss`` (binary): mean ``(p - y)^2``. ``multiclass_brier_score``: the mean over
+  records of the sum over the classes of ``(p_k - y_k)^2``.
+- ``log_loss``, ``multiclass_log_loss``: mean ``-log`` of the probability given to what the
+  label says, ``p`` clipped to ``[1e-15, 1 - 1e-15]``.
+- ``roc_auc_score``: the probability that a random positive outranks a random negative, ties
+  counted half (the Mann-Whitney statistic over average ranks).
+- ``expected_calibration_error``: the sum over 10 equal-width bins of
+  ``(n_b / N) * |mean(y)_b - mean(p)_b|``; bin ``b`` holds ``b/10 <= p < (b+1)/10`` and
+  ``p = 1.0`` falls in the last bin. ``y`` is the label (noul) or correctness (top-1).
+- ``macro_f1_score``: the unweighted mean over ``labels`` (default: every class seen as a label
+  or a prediction) of ``2 TP / (2 TP + FP + FN)``, a class with none of the three left out.
+- ``within_one``: the share of ``|y_pred - y_true| <= 1`` (score levels);
+  ``mean_absolute_error``: mean ``|y_true - y_pred|`` (the label against the expected score).
 - ``threshold_for_precision``: the lowest yes-threshold ``t`` (predict yes when ``p >= t``)
   whose precision on the labels reaches the target, with its recall.
+
+Sums run in record order, so a run gives the same last digit however it was read.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+import operator
+from collections import Counter
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import repeat, tee
+
+from .model import ReliabilityBin, Threshold
 
 __all__ = [
     "EPS",
     "N_BINS",
     "Reliability",
-    "ThresholdResult",
-    "accuracy",
-    "auroc",
+    "accuracy_score",
     "bin_index",
-    "brier_binary",
-    "brier_multiclass",
-    "brier_term",
+    "brier_score_loss",
     "confusion_matrix",
-    "ece",
-    "f1_from_confusion",
-    "log_loss_binary",
-    "log_loss_multiclass",
-    "macro_f1",
-    "mae",
+    "expected_calibration_error",
+    "log_loss",
+    "macro_f1_score",
+    "mean_absolute_error",
+    "multiclass_brier_score",
+    "multiclass_log_loss",
+    "reliability",
+    "roc_auc_score",
     "threshold_for_precision",
     "within_one",
 ]
@@ -62,147 +71,150 @@ def bin_index(p: float) -> int:
     return N_BINS - 1 if b >= N_BINS else max(b, 0)
 
 
-def _clip(p: float) -> float:
-    return EPS if p < EPS else 1.0 - EPS if p > 1.0 - EPS else p
-
-
 def _mean(total: float, n: int) -> float | None:
     return total / n if n else None
 
 
-def accuracy(predicted: Sequence[Hashable], labels: Sequence[Hashable]) -> float | None:
-    """The share of ``predicted[i] == labels[i]``."""
-    n = len(labels)
-    return _mean(sum(1 for a, b in zip(predicted, labels, strict=True) if a == b), n)
+def accuracy_score(y_true: Sequence[Hashable], y_pred: Sequence[Hashable]) -> float | None:
+    """The share of ``y_pred[i] == y_true[i]``."""
+    return _mean(sum(map(operator.eq, y_true, y_pred)), len(y_true))
 
 
-def brier_binary(ps: Sequence[float], ys: Sequence[int]) -> float | None:
+def brier_score_loss(y_true: Sequence[int], y_prob: Sequence[float]) -> float | None:
     """Mean ``(p - y)^2`` for binary labels ``y`` in {0, 1}."""
-    return _mean(sum((p - y) ** 2 for p, y in zip(ps, ys, strict=True)), len(ys))
+    total = 0.0
+    for y, p in zip(y_true, y_prob, strict=True):
+        total += (p - y) ** 2
+    return _mean(total, len(y_true))
 
 
-def log_loss_binary(ps: Sequence[float], ys: Sequence[int]) -> float | None:
+def log_loss(y_true: Sequence[int], y_prob: Sequence[float]) -> float | None:
     """Mean ``-(y log p + (1 - y) log(1 - p))`` with ``p`` clipped to ``[1e-15, 1 - 1e-15]``."""
     total = 0.0
-    for p, y in zip(ps, ys, strict=True):
-        c = _clip(p)
-        total -= math.log(c) if y else math.log(1.0 - c)
-    return _mean(total, len(ys))
+    log = math.log
+    for y, p in zip(y_true, y_prob, strict=True):
+        c = EPS if p < EPS else 1.0 - EPS if p > 1.0 - EPS else p  # clipped
+        total -= log(c) if y else log(1.0 - c)
+    return _mean(total, len(y_true))
 
 
-def log_loss_multiclass(p_of_label: Sequence[float]) -> float | None:
-    """Mean ``-log p_label`` (clipped), given the probability each record put on its label."""
-    return _mean(sum(-math.log(_clip(p)) for p in p_of_label), len(p_of_label))
+def _p_of(row: Sequence[float], k: int) -> float:
+    return row[k] if k < len(row) else 0.0
 
 
-def auroc(ps: Sequence[float], ys: Sequence[int]) -> float | None:
+def _p_true(y_true: Sequence[int], y_prob: Sequence[Sequence[float]]) -> Iterator[float]:
+    """Per record, the probability its row gives its label (0 for a class the row lacks)."""
+    if len(y_true) != len(y_prob):
+        raise ValueError(f"{len(y_true)} labels for {len(y_prob)} probability rows")
+    if y_true and max(y_true) < min(map(len, y_prob)):  # every label inside its row
+        return map(operator.getitem, y_prob, y_true)
+    return map(_p_of, y_prob, y_true)
+
+
+def multiclass_brier_score(
+    y_true: Sequence[int], y_prob: Sequence[Sequence[float]]
+) -> float | None:
+    """Mean over records of ``sum_k (p_k - y_k)^2``; ``y_true`` holds class indices."""
+    # sum_k p_k^2 - 2 p_y + 1 per record: the label's own term expanded, a missing class
+    # being 0. Written as maps so the loop runs in C (a report's finish is serial); the sum
+    # still adds the records' terms one by one, in record order.
+    rows, again = tee(y_prob)
+    squares = map(sum, map(map, repeat(operator.mul), rows, again))
+    twice = map(operator.mul, repeat(2.0), _p_true(y_true, y_prob))
+    return _mean(
+        sum(map(operator.add, map(operator.sub, squares, twice), repeat(1.0))), len(y_true)
+    )
+
+
+def multiclass_log_loss(y_true: Sequence[int], y_prob: Sequence[Sequence[float]]) -> float | None:
+    """Mean ``-log p_label`` (clipped); ``y_true`` holds class indices."""
+    clipped = map(max, repeat(EPS), map(min, repeat(1.0 - EPS), _p_true(y_true, y_prob)))
+    return _mean(-sum(map(math.log, clipped)), len(y_true))
+
+
+def roc_auc_score(y_true: Sequence[int], y_score: Sequence[float]) -> float | None:
     """Area under the ROC curve, ties counted half; ``None`` unless both classes occur."""
-    n_pos = sum(1 for y in ys if y)
-    n_neg = len(ys) - n_pos
+    n_pos = sum(1 for y in y_true if y)
+    n_neg = len(y_true) - n_pos
     if n_pos == 0 or n_neg == 0:
         return None
-    order = sorted(range(len(ps)), key=ps.__getitem__)
+    order = sorted(range(len(y_score)), key=y_score.__getitem__)
     rank_sum = 0.0  # sum of the (1-based, tie-averaged) ranks of the positives
     i = 0
     while i < len(order):
         j = i
-        p = ps[order[i]]
-        while j < len(order) and ps[order[j]] == p:
+        p = y_score[order[i]]
+        while j < len(order) and y_score[order[j]] == p:
             j += 1
         average_rank = (i + 1 + j) / 2  # ranks i+1 .. j share their mean
-        rank_sum += average_rank * sum(1 for k in range(i, j) if ys[order[k]])
+        rank_sum += average_rank * sum(1 for k in range(i, j) if y_true[order[k]])
         i = j
     return (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
 
 
 @dataclass
 class Reliability:
-    """Streaming calibration bins: per bin the count, the sum of ``p`` and the sum of ``y``
-    (``y`` is the label for noul, correctness for a top-1 probability)."""
+    """Calibration bins: per bin the count, the sum of ``p`` and the sum of ``y``."""
 
     n: list[int] = field(default_factory=lambda: [0] * N_BINS)
     sum_p: list[float] = field(default_factory=lambda: [0.0] * N_BINS)
     sum_y: list[float] = field(default_factory=lambda: [0.0] * N_BINS)
 
-    def add(self, p: float, y: int | float) -> None:
-        b = bin_index(p)
-        self.n[b] += 1
-        self.sum_p[b] += p
-        self.sum_y[b] += y
-
-    def merge(self, other: Reliability) -> None:
-        """Add ``other``'s bins to these (a chunk counted on its own)."""
-        for b in range(N_BINS):
-            self.n[b] += other.n[b]
-            self.sum_p[b] += other.sum_p[b]
-            self.sum_y[b] += other.sum_y[b]
-
-    @property
-    def total(self) -> int:
-        return sum(self.n)
-
     def ece(self) -> float | None:
         """``sum_b (n_b / N) * |mean(y)_b - mean(p)_b|``, ``None`` with no data."""
-        total = self.total
+        total = sum(self.n)
         if not total:
             return None
         # (n_b / N) * |sum_y/n_b - sum_p/n_b| == |sum_y - sum_p| / N
         return sum(abs(self.sum_y[b] - self.sum_p[b]) for b in range(N_BINS)) / total
 
-    def bins(self) -> list[dict[str, Any]]:
+    def bins(self) -> tuple[ReliabilityBin, ...]:
         """Per bin: its range, ``n``, the mean confidence and the accuracy (mean ``y``)."""
-        return [
-            {
-                "lo": b / N_BINS,
-                "hi": (b + 1) / N_BINS,
-                "n": self.n[b],
-                "confidence": _mean(self.sum_p[b], self.n[b]),
-                "accuracy": _mean(self.sum_y[b], self.n[b]),
-            }
+        return tuple(
+            ReliabilityBin(
+                b / N_BINS,
+                (b + 1) / N_BINS,
+                self.n[b],
+                _mean(self.sum_p[b], self.n[b]),
+                _mean(self.sum_y[b], self.n[b]),
+            )
             for b in range(N_BINS)
-        ]
+        )
 
 
-def ece(ps: Sequence[float], ys: Sequence[int | float]) -> float | None:
-    """Expected calibration error over 10 equal-width bins."""
+def reliability(y_true: Sequence[int | float], y_prob: Sequence[float]) -> Reliability:
+    """The 10 equal-width bins of ``y_prob`` with the ``y_true`` falling in each."""
     r = Reliability()
-    for p, y in zip(ps, ys, strict=True):
-        r.add(p, y)
-    return r.ece()
+    n, sum_p, sum_y = r.n, r.sum_p, r.sum_y
+    for y, p in zip(y_true, y_prob, strict=True):
+        b = int(p * N_BINS)  # bin_index, inlined: one call per labelled answer
+        if b >= N_BINS:
+            b = N_BINS - 1
+        elif b < 0:
+            b = 0
+        n[b] += 1
+        sum_p[b] += p
+        sum_y[b] += y
+    return r
 
 
-def brier_term(probabilities: Mapping[str, float], options: Iterable[str], label: str) -> float:
-    """One record's multi-class Brier term: the sum over ``options`` of ``(p_k - y_k)^2``,
-    ``p_k = 0`` for an option missing from ``probabilities``."""
-    total = 0.0
-    for k in options:
-        p = probabilities.get(k, 0.0)
-        total += (p - (1.0 if k == label else 0.0)) ** 2
-    return total
-
-
-def brier_multiclass(
-    rows: Sequence[Mapping[str, float]], labels: Sequence[str], options: Sequence[str]
+def expected_calibration_error(
+    y_true: Sequence[int | float], y_prob: Sequence[float]
 ) -> float | None:
-    """Mean of :func:`brier_term` over records."""
-    terms = [brier_term(r, options, y) for r, y in zip(rows, labels, strict=True)]
-    return _mean(sum(terms), len(terms))
+    """Expected calibration error over 10 equal-width bins."""
+    return reliability(y_true, y_prob).ece()
 
 
 def confusion_matrix(
-    labels: Sequence[str], predicted: Sequence[str], classes: Sequence[str]
-) -> list[list[int]]:
-    """Rows are labels, columns predictions, both in ``classes`` order."""
-    index = {c: i for i, c in enumerate(classes)}
-    m = [[0] * len(classes) for _ in classes]
-    for y, p in zip(labels, predicted, strict=True):
-        m[index[y]][index[p]] += 1
-    return m
+    y_true: Sequence[Hashable], y_pred: Sequence[Hashable], labels: Sequence[Hashable]
+) -> tuple[tuple[int, ...], ...]:
+    """Rows are labels, columns predictions, both in ``labels`` order; a pair naming a class
+    outside ``labels`` is not counted."""
+    pairs = Counter(zip(y_true, y_pred, strict=True))
+    return tuple(tuple(pairs[(y, p)] for p in labels) for y in labels)
 
 
-def f1_from_confusion(matrix: Sequence[Sequence[int]]) -> float | None:
-    """Macro F1 from a square confusion matrix (rows labels, columns predictions), over the
-    classes that occur as a label or a prediction."""
+def _f1_from_confusion(matrix: Sequence[Sequence[int]]) -> float | None:
     scores = []
     for i in range(len(matrix)):
         tp = matrix[i][i]
@@ -213,61 +225,49 @@ def f1_from_confusion(matrix: Sequence[Sequence[int]]) -> float | None:
     return sum(scores) / len(scores) if scores else None
 
 
-def macro_f1(labels: Sequence[str], predicted: Sequence[str]) -> float | None:
-    """Macro F1 over every class seen as a label or a prediction."""
-    classes = sorted(set(labels) | set(predicted))
-    return f1_from_confusion(confusion_matrix(labels, predicted, classes))
+def macro_f1_score(
+    y_true: Sequence[Hashable],
+    y_pred: Sequence[Hashable],
+    labels: Sequence[Hashable] | None = None,
+) -> float | None:
+    """Macro F1 over ``labels`` (default: every class seen as a label or a prediction)."""
+    if labels is None:
+        labels = sorted(set(y_true) | set(y_pred), key=repr)
+    return _f1_from_confusion(confusion_matrix(y_true, y_pred, labels))
 
 
-def within_one(levels: Sequence[int], labels: Sequence[int]) -> float | None:
-    """The share of ``|level - label| <= 1``."""
-    hits = sum(1 for a, b in zip(levels, labels, strict=True) if abs(a - b) <= 1)
-    return _mean(hits, len(labels))
+def within_one(y_true: Sequence[int], y_pred: Sequence[int]) -> float | None:
+    """The share of ``|y_pred - y_true| <= 1``."""
+    hits = sum(1 for y, p in zip(y_true, y_pred, strict=True) if -1 <= p - y <= 1)
+    return _mean(hits, len(y_true))
 
 
-def mae(scores: Sequence[float], labels: Sequence[int]) -> float | None:
-    """Mean ``|score - label|``."""
-    return _mean(sum(abs(s - y) for s, y in zip(scores, labels, strict=True)), len(labels))
-
-
-@dataclass(frozen=True)
-class ThresholdResult:
-    """The lowest yes-threshold reaching ``target`` precision (``None`` when none does)."""
-
-    target: float
-    threshold: float | None
-    precision: float | None
-    recall: float | None
-    yes: int  # records at or above the threshold
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "target_precision": self.target,
-            "threshold": self.threshold,
-            "precision": self.precision,
-            "recall": self.recall,
-            "yes": self.yes,
-        }
+def mean_absolute_error(y_true: Sequence[float], y_pred: Sequence[float]) -> float | None:
+    """Mean ``|y_pred - y_true|``."""
+    total = 0.0
+    for y, p in zip(y_true, y_pred, strict=True):
+        total += abs(p - y)
+    return _mean(total, len(y_true))
 
 
 def threshold_for_precision(
-    ps: Sequence[float], ys: Sequence[int], target: float
-) -> ThresholdResult:
+    y_true: Sequence[int], y_prob: Sequence[float], target: float
+) -> Threshold:
     """The lowest ``t`` among the observed probabilities such that predicting yes for
     ``p >= t`` has precision ``>= target`` on these labels, with its recall.
 
     Precision is not monotonic in ``t``, so every distinct ``t`` is tried (one sort, one sweep
     from the highest ``p`` down, keeping the last ``t`` that qualifies).
     """
-    positives = sum(1 for y in ys if y)
-    order = sorted(range(len(ps)), key=ps.__getitem__, reverse=True)
+    positives = sum(1 for y in y_true if y)
+    order = sorted(range(len(y_prob)), key=y_prob.__getitem__, reverse=True)
     tp = fp = 0
-    best: ThresholdResult = ThresholdResult(target, None, None, None, 0)
+    best = Threshold(target, None, None, None, 0)
     i = 0
     while i < len(order):
-        t = ps[order[i]]
-        while i < len(order) and ps[order[i]] == t:
-            if ys[order[i]]:
+        t = y_prob[order[i]]
+        while i < len(order) and y_prob[order[i]] == t:
+            if y_true[order[i]]:
                 tp += 1
             else:
                 fp += 1
@@ -275,5 +275,5 @@ def threshold_for_precision(
         precision = tp / (tp + fp)
         if precision >= target:
             recall = tp / positives if positives else None
-            best = ThresholdResult(target, t, precision, recall, tp + fp)
+            best = Threshold(target, t, precision, recall, tp + fp)
     return best

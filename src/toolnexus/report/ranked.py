@@ -1,15 +1,22 @@
 """The choice and score accumulators: a probability per option, a top-1 pick, a confusion
 matrix over the options in first-seen order (see :mod:`.accumulators` for what every type
-counts)."""
+counts).
+
+Per labelled answer they keep the arrays the metrics are computed over: the label and the pick
+as class indices, the pick's probability and the probability row over the classes (in
+first-seen order; a row is as long as the class list was when it was counted).
+"""
 
 from __future__ import annotations
 
-import math
 import operator
+from array import array
 from collections import Counter
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import compress
+from typing import Any, NamedTuple, overload
 
+from ..questions import level_label
 from .accumulators import (
     _LEVEL_KEYS,
     LabelError,
@@ -21,7 +28,29 @@ from .accumulators import (
     _share,
     _shown,
 )
-from .metrics import EPS, N_BINS, Reliability, f1_from_confusion
+from .metrics import (
+    Reliability,
+    accuracy_score,
+    confusion_matrix,
+    macro_f1_score,
+    mean_absolute_error,
+    multiclass_brier_score,
+    multiclass_log_loss,
+    reliability,
+    within_one,
+)
+from .model import (
+    AccuracySplit,
+    ChoiceDistribution,
+    ChoiceMetrics,
+    Confusion,
+    Count,
+    LevelCount,
+    NearUniformSplit,
+    ReliabilityBin,
+    ScoreDistribution,
+    ScoreMetrics,
+)
 
 __all__ = ["ChoiceStats", "ScoreStats"]
 
@@ -35,11 +64,18 @@ class _Ranked(QuestionStats):
         self.options: dict[str, None] = {}
         self._scanned = -1
         self.counts: Counter[str] = Counter()
-        self.rel = Reliability()
-        self.hits = 0
-        self.brier_sum = 0.0
-        self.loss_sum = 0.0
-        self.confusion: Counter[tuple[str, str]] = Counter()
+        #: every class met (an option, or a pick outside its own probabilities) -> its index
+        self.classes: dict[str, int] = {}
+        self._row_names: tuple[str, ...] = ()
+        self._row_direct = False
+        # per labelled answer: label and pick (class indices), the pick's probability, and
+        # the probability row (row i is y_prob_values[y_prob_ends[i - 1]:y_prob_ends[i]])
+        self.y_true = array("l")
+        self.y_pred = array("l")
+        self.p_pick = array("d")
+        self.y_prob_values = array("d")
+        self.y_prob_ends = array("q")
+        self._labelled_cache: tuple[int, _Labelled] | None = None
 
     def _see_options(self, probs: Mapping[str, float]) -> None:
         """Add options first seen in ``probs`` (callers skip this while the record has as
@@ -49,17 +85,36 @@ class _Ranked(QuestionStats):
                 self.options[k] = None
         self._scanned = len(probs)
 
+    def _class(self, name: str) -> int:
+        index = self.classes.get(name)
+        if index is None:
+            index = self.classes[name] = len(self.classes)
+        return index
+
     def merge(self, other: Any) -> None:
         super().merge(other)
         for k in other.options:
             self.options.setdefault(k)
         self._scanned = -1
         self.counts.update(other.counts)
-        self.rel.merge(other.rel)
-        self.hits += other.hits
-        self.brier_sum += other.brier_sum
-        self.loss_sum += other.loss_sum
-        self.confusion.update(other.confusion)
+        remap = [self._class(name) for name in other.classes]
+        base = len(self.y_prob_values)
+        if remap == list(range(len(remap))):  # the same classes in the same order
+            self.y_true.extend(other.y_true)
+            self.y_pred.extend(other.y_pred)
+            self.y_prob_values.extend(other.y_prob_values)
+            self.y_prob_ends.extend(end + base for end in other.y_prob_ends)
+        else:
+            self.y_true.extend(remap[i] for i in other.y_true)
+            self.y_pred.extend(remap[i] for i in other.y_pred)
+            for row in ProbabilityRows(other.y_prob_values, other.y_prob_ends):
+                moved = [0.0] * (max(remap[: len(row)], default=-1) + 1)
+                for i, p in enumerate(row):
+                    moved[remap[i]] = p
+                self.y_prob_values.extend(moved)
+                self.y_prob_ends.append(len(self.y_prob_values))
+        self.p_pick.extend(other.p_pick)
+        self._row_names = ()
 
     def _count_confidence(self, answer: Mapping[str, Any]) -> None:
         conf = answer.get("confidence")
@@ -70,51 +125,102 @@ class _Ranked(QuestionStats):
             self.conf_n += 1
 
     def _score(self, probs: Mapping[str, float], picked: str, truth: str) -> bool:
-        """Count one labelled answer; True when the pick is right."""
+        """Keep one labelled answer; True when the pick is right."""
         self.labelled += 1
-        p_truth = probs.get(truth, 0.0)
-        values = probs.values()
-        # sum_k (p_k - y_k)^2 over the offered options, a missing option being 0
-        self.brier_sum += sum(map(operator.mul, values, values)) - 2.0 * p_truth + 1.0
-        c = EPS if p_truth < EPS else 1.0 - EPS if p_truth > 1.0 - EPS else p_truth
-        self.loss_sum -= math.log(c)
-        correct = picked == truth
-        p = probs.get(picked, 0.0)
-        b = int(p * N_BINS)  # bin_index, inlined
-        if b >= N_BINS:
-            b = N_BINS - 1
-        elif b < 0:
-            b = 0
-        rel = self.rel
-        rel.n[b] += 1
-        rel.sum_p[b] += p
-        if correct:
-            rel.sum_y[b] += 1
-            self.hits += 1
-        self.confusion[(truth, picked)] += 1
-        return correct
+        names = tuple(probs)
+        if names != self._row_names:
+            for name in names:
+                self._class(name)
+            self._row_names = names
+            self._row_direct = names == tuple(self.classes)[: len(names)]
+        values = self.y_prob_values
+        if self._row_direct:
+            values.extend(probs.values())
+        else:
+            values.extend([probs.get(c, 0.0) for c in self.classes])
+        self.y_prob_ends.append(len(values))
+        classes = self.classes
+        pick = classes.get(picked)
+        if pick is None:
+            pick = self._class(picked)
+        self.y_pred.append(pick)
+        self.y_true.append(classes[truth] if truth in classes else self._class(truth))
+        self.p_pick.append(probs.get(picked, 0.0))
+        return picked == truth
 
     def probabilities(self, answer: Mapping[str, Any]) -> Mapping[str, float]:
         probs: Mapping[str, float] = answer["probabilities"]
         return probs
 
-    def _matrix(self, classes: list[str]) -> dict[str, Any]:
-        return {
-            "labels": classes,
-            "matrix": [[self.confusion[(t, p)] for p in classes] for t in classes],
-        }
+    def _finish(self) -> _Labelled:
+        """The labelled arrays in the form the metrics take, built once per count."""
+        if self._labelled_cache is None or self._labelled_cache[0] != self.labelled:
+            rows = ProbabilityRows(self.y_prob_values, self.y_prob_ends)
+            correct = list(map(operator.eq, self.y_true, self.y_pred))
+            bins = reliability(correct, self.p_pick)
+            self._labelled_cache = (self.labelled, _Labelled(rows, correct, bins))
+        return self._labelled_cache[1]
 
-    def _common_metrics(self) -> dict[str, Any]:
-        n = self.labelled
-        return {
-            "accuracy": self.hits / n,
-            "brier": self.brier_sum / n,
-            "log_loss": self.loss_sum / n,
-            "ece": self.rel.ece(),
-        }
+    def _label_indices(self, labels: Sequence[str]) -> list[int]:
+        """Class indices of ``labels``; a label no answer met gets an index nothing has."""
+        return [self.classes.get(name, -1 - i) for i, name in enumerate(labels)]
 
-    def reliability(self) -> list[dict[str, Any]]:
-        return self.rel.bins()
+    def _confusion(self, labels: list[str]) -> Confusion:
+        matrix = confusion_matrix(self.y_true, self.y_pred, self._label_indices(labels))
+        return Confusion(tuple(labels), matrix)
+
+    def _ece(self) -> float | None:
+        return self._reliability().ece()
+
+    def _reliability(self) -> Reliability:
+        return self._finish().bins
+
+    def _brier(self) -> float | None:
+        return multiclass_brier_score(self.y_true, self._finish().rows)
+
+    def _log_loss(self) -> float | None:
+        return multiclass_log_loss(self.y_true, self._finish().rows)
+
+    def reliability(self) -> tuple[ReliabilityBin, ...]:
+        return self._reliability().bins()
+
+
+class _Labelled(NamedTuple):
+    rows: ProbabilityRows
+    correct: list[bool]
+    bins: Reliability
+
+
+class ProbabilityRows(Sequence[Sequence[float]]):
+    """The probability rows of the labelled answers, over one array of values and the end of
+    each row: what the multi-class metrics take as ``y_prob``, without a tuple per record in
+    memory. Rows of one width (every record offered the same options) iterate in C."""
+
+    def __init__(self, values: array[float], ends: array[int]) -> None:
+        self.values, self.ends = values, ends
+        width = ends[0] if ends else 0
+        same = width and ends == array("q", range(width, len(values) + 1, width))
+        self.width = width if same else 0
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    @overload
+    def __getitem__(self, i: int) -> Sequence[float]: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Sequence[float]]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        start = self.ends[i - 1] if i > 0 else 0
+        return self.values[start : self.ends[i]]
+
+    def __iter__(self) -> Iterator[Sequence[float]]:
+        if self.width:
+            return zip(*[iter(self.values)] * self.width, strict=True)
+        return map(self.__getitem__, range(len(self)))
 
 
 class ChoiceStats(_Ranked):
@@ -122,10 +228,10 @@ class ChoiceStats(_Ranked):
 
     def __init__(self, key: str) -> None:
         super().__init__(key)
-        self.by_uniform = [0, 0, 0, 0]  # near_uniform * 2 + correct
+        self.near_uniform = array("b")  # per labelled answer
 
-    def add(self, answer: Mapping[str, Any], label: str | None) -> None:
-        self._count_common(answer)
+    def add(self, answer: Mapping[str, Any], label: str | None, sid: str = "") -> None:
+        self._count_common(answer, sid)
         choice = answer["choice"]
         probs = answer["probabilities"]
         _probabilities(probs)
@@ -144,37 +250,40 @@ class ChoiceStats(_Ranked):
                     f"question {self.key!r}: {label!r} is not one of its options "
                     f"({', '.join(self.options)})"
                 )
-        correct = self._score(probs, choice, label)
-        self.by_uniform[2 * bool(answer.get("near_uniform")) + correct] += 1
+        self._score(probs, choice, label)
+        self.near_uniform.append(bool(answer.get("near_uniform")))
 
     def merge(self, other: Any) -> None:
         super().merge(other)
-        for i, n in enumerate(other.by_uniform):
-            self.by_uniform[i] += n
+        self.near_uniform.extend(other.near_uniform)
 
     def category(self, answer: Mapping[str, Any]) -> Any:
         return answer["choice"]
 
-    def distribution(self) -> dict[str, Any]:
+    def distribution(self) -> ChoiceDistribution:
         names = list(self.options) + [c for c in self.counts if c not in self.options]
-        return {
-            "options": {
-                o: {"n": self.counts[o], "share": _share(self.counts[o], self.n)} for o in names
-            }
-        }
+        return ChoiceDistribution(
+            {o: Count(self.counts[o], _share(self.counts[o], self.n)) for o in names}
+        )
 
-    def metrics(self) -> dict[str, Any]:
-        classes = list(self.options)
-        matrix = self._matrix(classes)
-        out = self._common_metrics()
-        out["macro_f1"] = f1_from_confusion(matrix["matrix"])
-        out["confusion"] = matrix
-        split = {}
-        for name, flag in (("near_uniform", True), ("not_near_uniform", False)):
-            right, wrong = self.by_uniform[2 * flag + 1], self.by_uniform[2 * flag]
-            split[name] = {"n": right + wrong, "accuracy": _share(right, right + wrong)}
-        out["accuracy_by_near_uniform"] = split
-        return out
+    def _split(self, near_uniform: bool) -> AccuracySplit:
+        """Accuracy over the labelled answers that were (or were not) near-uniform."""
+        mask = self.near_uniform if near_uniform else [not nu for nu in self.near_uniform]
+        y_true = list(compress(self.y_true, mask))
+        return AccuracySplit(len(y_true), accuracy_score(y_true, list(compress(self.y_pred, mask))))
+
+    def metrics(self, target_precision: float | None = None) -> ChoiceMetrics:
+        options = list(self.options)
+        confusion = self._confusion(options)
+        return ChoiceMetrics(
+            accuracy=accuracy_score(self.y_true, self.y_pred),
+            brier=self._brier(),
+            log_loss=self._log_loss(),
+            ece=self._ece(),
+            macro_f1=macro_f1_score(self.y_true, self.y_pred, self._label_indices(options)),
+            confusion=confusion,
+            accuracy_by_near_uniform=NearUniformSplit(self._split(True), self._split(False)),
+        )
 
 
 class ScoreStats(_Ranked):
@@ -184,8 +293,10 @@ class ScoreStats(_Ranked):
         super().__init__(key)
         self.legend: dict[str, str] = {}
         self.score_sum = 0.0
-        self.within = 0
-        self.abs_err = 0.0
+        # per labelled answer: the labelled level, the level picked, the expected score
+        self.y_level = array("b")
+        self.level_pick = array("b")
+        self.y_score = array("d")
         self._label_cache: dict[str, int] = {}
         self._legend_pending = False
 
@@ -211,8 +322,8 @@ class ScoreStats(_Ranked):
         super()._see_options(probs)
         self._legend_pending = True
 
-    def add(self, answer: Mapping[str, Any], label: str | None) -> None:
-        self._count_common(answer)
+    def add(self, answer: Mapping[str, Any], label: str | None, sid: str = "") -> None:
+        self._count_common(answer, sid)
         probs = answer["probabilities"]
         _probabilities(probs)
         level = answer["level"]
@@ -224,7 +335,9 @@ class ScoreStats(_Ranked):
         if self._legend_pending:
             legend = answer.get("legend") or {}
             for k in self.options:
-                self.legend.setdefault(k, str(legend.get(k, k)))
+                # seed 003: a label is always a string from the question's levels, so a
+                # structured level ({label, description}) is shown and matched by its label
+                self.legend.setdefault(k, level_label(legend.get(k, k)))
             self._legend_pending = False
         score = answer["score"]
         if type(score) is not float or not 0.0 <= score <= 9.0:
@@ -238,17 +351,18 @@ class ScoreStats(_Ranked):
         if y is None:
             y = self._level_of(label)
         self._score(probs, picked, _LEVEL_KEYS[y])
-        if -1 <= level - y <= 1:
-            self.within += 1
-        self.abs_err += abs(score - y)
+        self.y_level.append(y)
+        self.level_pick.append(level)
+        self.y_score.append(score)
 
     def merge(self, other: Any) -> None:
         super().merge(other)
         for k, v in other.legend.items():
             self.legend.setdefault(k, v)
         self.score_sum += other.score_sum
-        self.within += other.within
-        self.abs_err += other.abs_err
+        self.y_level.extend(other.y_level)
+        self.level_pick.extend(other.level_pick)
+        self.y_score.extend(other.y_score)
 
     def category(self, answer: Mapping[str, Any]) -> Any:
         return answer["level"]
@@ -256,31 +370,25 @@ class ScoreStats(_Ranked):
     def _levels(self) -> list[str]:
         return sorted(set(self.options) | set(self.counts), key=lambda k: (len(k), k))
 
-    def distribution(self) -> dict[str, Any]:
-        return {
-            "levels": {
-                k: {
-                    "label": self.legend.get(k, k),
-                    "n": self.counts[k],
-                    "share": _share(self.counts[k], self.n),
-                }
+    def distribution(self) -> ScoreDistribution:
+        return ScoreDistribution(
+            {
+                k: LevelCount(self.legend.get(k, k), self.counts[k], _share(self.counts[k], self.n))
                 for k in self._levels()
             },
-            "mean_score": _mean(self.score_sum, self.n),
-        }
+            _mean(self.score_sum, self.n),
+        )
 
-    def metrics(self) -> dict[str, Any]:
-        n = self.labelled
-        common = self._common_metrics()
-        return {
-            "accuracy": common["accuracy"],
-            "within_one": self.within / n,
-            "mae": self.abs_err / n,
-            "brier": common["brier"],
-            "log_loss": common["log_loss"],
-            "ece": common["ece"],
-            "confusion": self._matrix(self._levels()),
-        }
+    def metrics(self, target_precision: float | None = None) -> ScoreMetrics:
+        return ScoreMetrics(
+            accuracy=accuracy_score(self.y_level, self.level_pick),
+            within_one=within_one(self.y_level, self.level_pick),
+            mae=mean_absolute_error(self.y_level, self.y_score),
+            brier=self._brier(),
+            log_loss=self._log_loss(),
+            ece=self._ece(),
+            confusion=self._confusion(self._levels()),
+        )
 
 
 def _score_value(score: Any) -> float:

@@ -3,8 +3,10 @@
 A JSONL run longer than one chunk (:data:`CHUNK_BYTES`, each chunk cut at a line end) is
 counted chunk by chunk, in up to ``jobs`` processes, and the chunks are merged in file order.
 Where the cuts fall depends on the file alone, never on ``jobs``: every number of a report is
-the same on one CPU or many (float sums are added within a chunk, then chunk by chunk, in the
-same order). A run shorter than a chunk, and a JSON or CSV run, is read in one piece.
+the same on one CPU or many (the labelled arrays are joined in file order and the metrics
+computed once over them; the means of confidence and score are added within a chunk, then
+chunk by chunk, in the same order). A run shorter than a chunk, and a JSON or CSV run, is
+read in one piece.
 
 Two things need the whole run at once, and send it to the one-piece reader:
 
@@ -242,7 +244,7 @@ def _parts(count: _Count, spans: list[Span], jobs: int | None) -> Iterator[_Part
             yield _count_span(count, span)
         return
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     # fork: a worker starts in milliseconds and finds the labels (and the first run's
@@ -258,8 +260,13 @@ def _parts(count: _Count, spans: list[Span], jobs: int | None) -> Iterator[_Part
         # would run on: SIGINT waits until they are started (they inherit it blocked, and
         # ignore it), then the parent raises it here.
         with _sigint_held():
-            futures = [pool.submit(_count_in_worker, span) for span in spans]
-        for i, future in enumerate(futures):
+            futures: list[Future[_Part] | None] = [
+                pool.submit(_count_in_worker, span) for span in spans
+            ]
+        for i in range(len(spans)):
+            # Taken out of the list, so a merged chunk's counts are freed, not held to the end.
+            future, futures[i] = futures[i], None
+            assert future is not None, "each chunk's future is taken once"
             try:
                 part = future.result()
             except BrokenProcessPool:

@@ -26,7 +26,6 @@ from .retry import (
     Reply,
     SystemOneTransport,
     expand_env,
-    retry_delay,
 )
 
 __all__ = [
@@ -39,7 +38,6 @@ __all__ = [
     "SystemOneTransport",
     "expand_env",
     "redact",
-    "retry_delay",
     "scrub",
     "server_message",
 ]

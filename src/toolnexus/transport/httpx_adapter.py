@@ -33,6 +33,13 @@ def failure_kind(exc: BaseException) -> TransportKind:
     return "network error"
 
 
+def _another_loops(exc: RuntimeError) -> bool:
+    """True for asyncio's "Event loop is closed" / "attached to a different loop": a pooled
+    connection born in another event loop, not a failure of this request."""
+    text = str(exc).lower()
+    return "event loop is closed" in text or "different loop" in text
+
+
 class HttpxAdapter:
     """POSTs through an httpx transport or client. With a transport, requests go straight to it:
     ``httpx.AsyncClient.send`` adds a cookie-jar pass over every response (measured ~0.2 ms CPU
@@ -95,8 +102,20 @@ class HttpxAdapter:
                 await response.aclose()
         except (httpx.HTTPError, OSError, TimeoutError) as e:
             raise SendError(failure_kind(e)) from e
+        except RuntimeError as e:
+            if not _another_loops(e):
+                raise
+            # A host's transport keeps its pool across event loops (two asyncio.run calls): a
+            # pooled connection of a closed loop fails with "Event loop is closed". httpcore
+            # drops that connection, so this is a network error, and the retry gets a new one.
+            raise SendError("network error") from e
         return response.status_code, response.headers, bytes(received)
 
     async def aclose(self) -> None:
         if self._transport is not None:
-            await self._transport.aclose()
+            try:
+                await self._transport.aclose()
+            except RuntimeError as e:
+                # Connections of a loop that is closed now: they went with it.
+                if not _another_loops(e):
+                    raise

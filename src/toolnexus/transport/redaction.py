@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from http import HTTPStatus
 from typing import Any
 
+from ..envname import ENV_REF
 from ..errors import HTTPStatusError, TransportError
 from ..jsonlimits import loads
 from ..options import TransportKind
@@ -36,8 +37,6 @@ __all__ = [
 ]
 
 REDACTED = "«redacted»"
-#: A ``${NAME}`` reference in a base URL or a header value.
-ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: The longest server message an error quotes.
 MESSAGE_CAP = 200
 #: A value shorter than this is not scrubbed: replacing every "a" in a message hides nothing.

@@ -4,18 +4,18 @@ Every request of the systemone and llm styles goes through :meth:`SystemOneTrans
 moves the bytes: the default :class:`~.aiohttp_adapter.AiohttpAdapter`, or an injected httpx
 transport or client through :class:`~.httpx_adapter.HttpxAdapter` (how the unit tests run it).
 
-Retries (seed 004 + SPEC-8B Appendix A, verbatim):
+Retries (seed 004 + SPEC-8B Appendix A, verbatim), as the ``config.RetryPolicy`` it is given says:
 
 - budget ``retries`` (default 2). ``retries=0`` means exactly one attempt, no retry at all.
 - retryable by default: HTTP 408/429/500/502/503/504/529 and network errors (timeout, refused,
   reset). Every other status, 501 and 520-527 included, is terminal. ``retryable_statuses`` only
   ADDS to that set.
 - ``on_error(info) -> "retry" | "fail"`` runs on EVERY failed attempt and has the final say;
-  ``info`` is a frozen :class:`~toolnexus.options.ErrorInfo` (attempt, kind, retryable, wait,
+  ``info`` is a frozen :class:`~toolnexus.config.ErrorInfo` (attempt, kind, retryable, wait,
   status, retry_after, request_id). A "retry" is still bounded by ``retries``.
 - the wait: a ``Retry-After`` in delay-seconds form (ASCII digits only, 0..2147483647, 0 = now)
   wins; anything else (a date, fractional, signed, too big, empty, garbage) falls back to
-  ``retry_base_ms * 2**attempt`` (absent, zero or negative base => 500 ms). No jitter.
+  ``base * 2**attempt`` (a zero base => 500 ms). No jitter. ``RetryPolicy.delay``.
 - every retry carries ``X-TypeSafe-Retry-Count: <n>``, as the official SDK labels them.
 - a per-request timeout counts as a network error and is retried like one (the official SDK does
   the same; note the wire notes' warning that a retried POST may bill twice: an ``on_error`` that
@@ -31,18 +31,12 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..defaults import (
-    DEFAULT_RETRIES,
-    DEFAULT_RETRY_BASE_MS,
-    DEFAULT_RETRYABLE_STATUSES,
-    DEFAULT_TIMEOUT,
-)
-from ..errors import BackendError, ConfigError, DecisionError, HookError
-from ..options import ErrorInfo, OnError, TransportKind, Verdict
+from ..config import ErrorInfo, RetryPolicy, Timeout, TransportKind
+from ..errors import BackendError, ConfigError, DecisionError
 from .adapter import MAX_BODY_BYTES, Adapter, BodyTooLarge, SendError
 from .redaction import (
     ENV_REF,
@@ -62,13 +56,10 @@ __all__ = [
     "Reply",
     "SystemOneTransport",
     "expand_env",
-    "retry_delay",
 ]
 
 RETRY_COUNT_HEADER = "X-TypeSafe-Retry-Count"
 REQUEST_ID_HEADER = "x-typesafe-request-id"
-_RETRY_AFTER_MAX = 2147483647
-_DIGITS = re.compile(r"[0-9]+", re.ASCII)
 
 Sleep = Callable[[float], Any]
 
@@ -92,22 +83,6 @@ def expand_env(template: str, what: str, found: list[str] | None = None) -> str:
         return value
 
     return ENV_REF.sub(sub, template)
-
-
-def retry_delay(attempt: int, retry_after: str | None, retry_base_ms: int | None) -> float:
-    """Seconds to wait before retry number ``attempt + 1`` (``attempt`` zero-based).
-
-    ``Retry-After`` wins only in delay-seconds form: ASCII digits, 0..2147483647, including 0.
-    Every other form falls back to ``base * 2**attempt`` ms, never raises, never goes negative.
-    """
-    if retry_after is not None:
-        value = retry_after.strip(" \t")
-        if _DIGITS.fullmatch(value) and int(value) <= _RETRY_AFTER_MAX:
-            return float(int(value))
-    base = (
-        retry_base_ms if retry_base_ms is not None and retry_base_ms > 0 else DEFAULT_RETRY_BASE_MS
-    )
-    return float(base * (1 << attempt)) / 1000.0
 
 
 _USERINFO_AT = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]*@")
@@ -190,17 +165,12 @@ class SystemOneTransport:
         base_url: str,
         api_key_env: str,
         headers: Mapping[str, str] | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        retries: int = DEFAULT_RETRIES,
-        retry_base_ms: int | None = DEFAULT_RETRY_BASE_MS,
-        retryable_statuses: Collection[int] = (),
-        on_error: OnError | None = None,
+        timeout: Timeout | None = None,
+        retry: RetryPolicy | None = None,
         transport: Any = None,
         http_client: Any = None,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
-        if on_error is not None and not callable(on_error):
-            raise ConfigError("classifier: on_error must be callable")
         # What is sent keeps a user:pass@ written into the URL; what any message, repr or cache
         # key shows never does.
         self._base_url = base_url.rstrip("/")
@@ -211,11 +181,9 @@ class SystemOneTransport:
         for name, value in self._headers.items():
             if not isinstance(name, str) or not isinstance(value, str):
                 raise ConfigError("classifier: headers must map header names to strings")
-        self.timeout = float(timeout)
-        self.retries = retries
-        self.retry_base_ms = retry_base_ms
-        self.retryable = DEFAULT_RETRYABLE_STATUSES | frozenset(retryable_statuses)
-        self.on_error = on_error
+        #: The two typed values, as ``ClassifierOptions`` built them: used, never re-derived.
+        self.timeout = timeout if timeout is not None else Timeout()
+        self.retry = retry if retry is not None else RetryPolicy()
         self.sleep = sleep
         self._adapter = _adapter_for(transport, http_client)
 
@@ -292,6 +260,9 @@ class SystemOneTransport:
         if extra_headers:
             headers.update(extra_headers)
         send = self._adapter.send
+        retry = self.retry
+        retryable = retry.retryable
+        seconds = self.timeout.seconds
         attempt = 0
         while True:
             if attempt:
@@ -299,22 +270,22 @@ class SystemOneTransport:
             failure: BackendError
             too_large = False
             try:
-                async with asyncio.timeout(self.timeout):
+                async with asyncio.timeout(seconds):
                     try:
-                        status, resp_headers, content = await send(url, headers, body, self.timeout)
+                        status, resp_headers, content = await send(url, headers, body, seconds)
                     except BodyTooLarge as big:
                         status, resp_headers, content = big.status, big.headers, b""
                         too_large = True
             except (SendError, TimeoutError) as e:
                 kind: TransportKind = e.kind if isinstance(e, SendError) else "timeout"
                 failure = transport_error(
-                    kind, endpoint=endpoint, timeout=self.timeout, attempts=attempt + 1
+                    kind, endpoint=endpoint, timeout=seconds, attempts=attempt + 1
                 )
                 info = ErrorInfo(
                     attempt=attempt,
                     kind=kind,
                     retryable=True,
-                    wait=retry_delay(attempt, None, self.retry_base_ms),
+                    wait=retry.delay(attempt),
                 )
             else:
                 # Scrubbed HERE, before anything decodes, cuts, stores, records or prints them:
@@ -346,24 +317,13 @@ class SystemOneTransport:
                 info = ErrorInfo(
                     attempt=attempt,
                     kind="http status",
-                    retryable=status in self.retryable,
-                    wait=retry_delay(attempt, retry_after, self.retry_base_ms),
+                    retryable=status in retryable,
+                    wait=retry.delay(attempt, retry_after),
                     status=status,
                     retry_after=retry_after,
                     request_id=request_id,
                 )
-            if self._verdict(info) == "fail" or attempt >= self.retries:
+            if retry.verdict(info) == "fail" or attempt >= retry.retries:
                 raise failure
             await self.sleep(info.wait)
             attempt += 1
-
-    def _verdict(self, info: ErrorInfo) -> Verdict:
-        if self.on_error is None:
-            return "retry" if info.retryable else "fail"
-        try:
-            verdict = self.on_error(info)
-        except Exception as e:
-            raise HookError(f"classifier: on_error raised {type(e).__name__}") from None
-        if verdict not in ("retry", "fail"):
-            raise HookError(f"classifier: on_error must return 'retry' or 'fail', got {verdict!r}")
-        return verdict

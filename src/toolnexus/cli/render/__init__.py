@@ -17,7 +17,7 @@ import json
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ...printable import printable, printable_data
 from ...questions import Question
@@ -40,6 +40,9 @@ from .formats import (
     StatsFormat,
 )
 from .records import FLAGS, RECORD_KEYS, answer_record, decision_record
+
+if TYPE_CHECKING:
+    from ...report.model import Report
 
 __all__ = [
     "FLAGS",
@@ -124,9 +127,10 @@ class SchemaResult:
 
 @dataclass(frozen=True)
 class ReportResult:
-    """``report``: the report object (``report.schema.json``); ``width`` for the table."""
+    """``report``: the typed report (``report.schema.json`` describes its JSON); ``width`` for
+    the table."""
 
-    data: Mapping[str, Any]
+    report: Report
     width: int | None = None
 
 
@@ -206,20 +210,20 @@ def _report_table(result: ReportResult, out: IO[str]) -> None:
 
     console = make_console(out, result.width)
     with console.capture() as captured:
-        print_report(printable_data(result.data), console, plain=_plain(out))
+        print_report(result.report, console, plain=_plain(out))
     # Rich pads cells to their column width; trailing blanks are noise in a pipe or a golden.
     out.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
 
 
 def _report_json(result: ReportResult, out: IO[str]) -> None:
-    write_json(result.data, out)
+    write_json(result.report.to_json(), out)
 
 
 def _report_html(result: ReportResult, out: IO[str]) -> None:
     # The chart library is imported here, on this path only (fast start for the rest).
     from ...report.html import report_html
 
-    out.write(report_html(result.data))
+    out.write(report_html(result.report))
 
 
 def _diff_text(result: DiffResult, out: IO[str]) -> None:

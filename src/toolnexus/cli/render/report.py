@@ -10,6 +10,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...printable import printable
+from ...report.model import (
+    ChoiceDistribution,
+    ChoiceMetrics,
+    Comparison,
+    Confusion,
+    NearUniformSplit,
+    NoulDistribution,
+    NoulMetrics,
+    QuestionReport,
+    Report,
+    RunSummary,
+    ScoreDistribution,
+    map_text,
+)
+
 __all__ = ["print_report"]
 
 BAR_WIDTH = 24
@@ -46,17 +62,17 @@ def _counts(mapping: Mapping[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in mapping.items()) or "none"
 
 
-def _answers_text(q: Mapping[str, Any]) -> str:
-    d = q["distribution"]
-    if q["type"] == "noul":
-        return " · ".join(f"{b} {_pct(v['share'])}" for b, v in d["bands"].items())
-    if q["type"] == "choice":
-        top = sorted(d["options"].items(), key=lambda kv: -kv[1]["n"])[:3]
-        more = len(d["options"]) - len(top)
-        text = " · ".join(f"{o} {_pct(v['share'])}" for o, v in top)
+def _answers_text(q: QuestionReport) -> str:
+    d = q.distribution
+    if isinstance(d, NoulDistribution):
+        return " · ".join(f"{b} {_pct(v.share)}" for b, v in d.bands.items())
+    if isinstance(d, ChoiceDistribution):
+        top = sorted(d.options.items(), key=lambda kv: -kv[1].n)[:3]
+        more = len(d.options) - len(top)
+        text = " · ".join(f"{o} {_pct(v.share)}" for o, v in top)
         return text + (f" · +{more} more" if more > 0 else "")
-    if q["type"] == "score":
-        return f"mean score {_num(d['mean_score'], 2)}"
+    if isinstance(d, ScoreDistribution):
+        return f"mean score {_num(d.mean_score, 2)}"
     return "(not modelled)"
 
 
@@ -70,63 +86,66 @@ def _table(*columns: str, right: Sequence[str] = ()) -> Any:
     return table
 
 
-def _run_header(run: Mapping[str, Any], label: str) -> str:
-    usage = run["usage"]
-    cost = "not reported" if usage["cost"] is None else f"${usage['cost']:.4f}"
-    errors = sum(run["errors"].values())
+def _run_header(run: RunSummary, label: str) -> str:
+    usage = run.usage
+    cost = "not reported" if usage.cost is None else f"${usage.cost:.4f}"
+    errors = sum(run.errors.values())
     lines = [
-        f"{label} {run['path']}: {run['records']} records, {run['answered']} answered, "
-        f"{errors} errors" + (f" ({_counts(run['errors'])})" if errors else ""),
-        f"  models {_counts(run['models'])}; labelled {run['labelled']}",
-        f"  tokens {usage['input_tokens']} in / {usage['output_tokens']} out; cost {cost}",
+        f"{label} {run.path}: {run.records} records, {run.answered} answered, "
+        f"{errors} errors" + (f" ({_counts(run.errors)})" if errors else ""),
+        f"  models {_counts(run.models)}; labelled {run.labelled}",
+        f"  tokens {usage.input_tokens} in / {usage.output_tokens} out; cost {cost}",
     ]
-    if run["uncalibrated_records"]:
-        lines.append(f"  uncalibrated: {run['uncalibrated_records']} records")
+    if run.cached_records:
+        cached = run.cached_usage
+        lines.append(
+            f"  {run.cached_records} cached records ({cached.input_tokens} in / "
+            f"{cached.output_tokens} out, not spent)"
+        )
+    if run.uncalibrated_records:
+        lines.append(f"  uncalibrated: {run.uncalibrated_records} records")
     return "\n".join(lines)
 
 
-def _flags_text(q: Mapping[str, Any]) -> str:
+def _flags_text(q: QuestionReport) -> str:
     """Flags as words with their share, only those that occur (``uncertain 67%``)."""
-    words = [f"{name} {_pct(v['share'])}" for name, v in q["flags"].items() if v["n"]]
-    if q["invalid"]:
-        words.append(f"invalid {q['invalid']}")
+    words = [f"{name} {_pct(v.share)}" for name, v in q.flags.items() if v.n]
+    if q.invalid:
+        words.append(f"invalid {q.invalid}")
     return ", ".join(words) or "-"
 
 
-def _questions_table(questions: Mapping[str, Any]) -> Any:
+def _questions_table(questions: Mapping[str, QuestionReport]) -> Any:
     table = _table(
         "question", "type", "n", "errors", "conf", "flagged", right=("n", "errors", "conf")
     )
     for key, q in questions.items():
         table.add_row(
             key,
-            q["type"],
-            str(q["n"]),
-            str(sum(q["errors"].values())),
-            _num(q["mean_confidence"], 2),
+            q.type,
+            str(q.n),
+            str(sum(q.errors.values())),
+            _num(q.mean_confidence, 2),
             _flags_text(q),
         )
     return table
 
 
-def _distribution_rows(q: Mapping[str, Any]) -> list[tuple[str, int, Any]]:
-    d = q["distribution"]
-    if q["type"] == "noul":
-        n = q["n"]
-        return [
-            (f"{b['lo']:.1f}-{b['hi']:.1f}", b["n"], b["n"] / n if n else 0.0)
-            for b in d["histogram"]
-        ]
-    if q["type"] == "choice":
-        return [(o, v["n"], v["share"]) for o, v in d["options"].items()]
-    if q["type"] == "score":
-        return [(f"{k} {v['label']}", v["n"], v["share"]) for k, v in d["levels"].items()]
+def _distribution_rows(q: QuestionReport) -> list[tuple[str, int, Any]]:
+    d = q.distribution
+    if isinstance(d, NoulDistribution):
+        n = q.n
+        return [(f"{b.lo:.1f}-{b.hi:.1f}", b.n, b.n / n if n else 0.0) for b in d.histogram]
+    if isinstance(d, ChoiceDistribution):
+        return [(o, v.n, v.share) for o, v in d.options.items()]
+    if isinstance(d, ScoreDistribution):
+        return [(f"{k} {v.label}", v.n, v.share) for k, v in d.levels.items()]
     return []
 
 
-def _distribution_chart(key: str, q: Mapping[str, Any], plain: bool) -> Any:
+def _distribution_chart(key: str, q: QuestionReport, plain: bool) -> Any:
     rows = _distribution_rows(q)
-    what = {"noul": "p", "choice": "option", "score": "level"}.get(q["type"], "answer")
+    what = {"noul": "p", "choice": "option", "score": "level"}.get(q.type, "answer")
     table = _table(what, "n", "share", "", right=("n", "share"))
     peak = max((share or 0.0 for _, _, share in rows), default=0.0) or 1.0
     for name, n, share in rows:
@@ -142,31 +161,35 @@ _METRIC_COLUMNS = {
 }
 
 
-def _metrics_tables(questions: Mapping[str, Any]) -> list[Any]:
+def _metrics_tables(questions: Mapping[str, QuestionReport]) -> list[Any]:
     """One table per question type (each type has its own metrics)."""
     out = []
     for qtype, columns in _METRIC_COLUMNS.items():
-        rows = [(k, q) for k, q in questions.items() if q["type"] == qtype and q["labelled"]]
+        rows = [
+            (k, q.metrics)
+            for k, q in questions.items()
+            if q.type == qtype and q.labelled and q.metrics is not None
+        ]
         if not rows:
             continue
         table = _table(qtype, "labelled", *columns, right=("labelled", *columns))
-        for key, q in rows:
-            table.add_row(key, str(q["labelled"]), *(_num(q["metrics"].get(c)) for c in columns))
+        for key, m in rows:
+            table.add_row(key, str(questions[key].labelled), *(_num(m.scalar(c)) for c in columns))
         out.append(table)
     return out
 
 
-def _reliability_chart(key: str, q: Mapping[str, Any], plain: bool) -> Any:
-    what = "p" if q["type"] == "noul" else "top-1 p"
+def _reliability_chart(q: QuestionReport, plain: bool) -> Any:
+    what = "p" if q.type == "noul" else "top-1 p"
     table = _table(what, "n", "confidence", "accuracy", "gap", "", right=("n",))
     table.columns[2].justify = table.columns[3].justify = table.columns[4].justify = "right"
-    for b in q["reliability"]:
-        if not b["n"]:
+    for b in q.reliability:
+        if not b.n or b.accuracy is None or b.confidence is None:
             continue
-        acc, conf = b["accuracy"], b["confidence"]
+        acc, conf = b.accuracy, b.confidence
         table.add_row(
-            f"{b['lo']:.1f}-{b['hi']:.1f}",
-            str(b["n"]),
+            f"{b.lo:.1f}-{b.hi:.1f}",
+            str(b.n),
             _num(conf, 2),
             _num(acc, 2),
             _signed(acc - conf),
@@ -175,49 +198,47 @@ def _reliability_chart(key: str, q: Mapping[str, Any], plain: bool) -> Any:
     return table
 
 
-def _noul_details(key: str, m: Mapping[str, Any]) -> list[str]:
-    bands = m["bands"]
+def _noul_details(key: str, m: NoulMetrics) -> list[str]:
+    bands = m.bands
     lines = [
-        f"{key}: band {b}: {bands[b]['n']} answers, precision {_num(bands[b]['precision'], 2)}, "
-        f"recall {_num(bands[b]['recall'], 2)}"
-        for b in ("yes", "no")
+        f"{key}: band {name}: {b.n} answers, precision {_num(b.precision, 2)}, "
+        f"recall {_num(b.recall, 2)}"
+        for name, b in (("yes", bands.yes), ("no", bands.no))
     ]
-    lines.append(f"{key}: band uncertain: {_pct(bands['uncertain']['share'])} of labelled answers")
-    t = m.get("threshold")
+    lines.append(f"{key}: band uncertain: {_pct(bands.uncertain.share)} of labelled answers")
+    t = m.threshold
     if t is not None:
-        if t["threshold"] is None:
+        if t.threshold is None:
             lines.append(
-                f"{key}: no yes-threshold reaches precision {t['target_precision']:g} on these "
-                "labels"
+                f"{key}: no yes-threshold reaches precision {t.target_precision:g} on these labels"
             )
         else:
             lines.append(
-                f"{key}: precision >= {t['target_precision']:g} from p >= {t['threshold']:g} "
-                f"(precision {_num(t['precision'], 2)}, recall {_num(t['recall'], 2)}, "
-                f"{t['yes']} yes)"
+                f"{key}: precision >= {t.target_precision:g} from p >= {t.threshold:g} "
+                f"(precision {_num(t.precision, 2)}, recall {_num(t.recall, 2)}, "
+                f"{t.yes} yes)"
             )
     return lines
 
 
-def _confusion_table(key: str, confusion: Mapping[str, Any]) -> Any:
-    names = confusion["labels"]
+def _confusion_table(confusion: Confusion) -> Any:
+    names = confusion.labels
     table = _table("label \\ answer", *names, right=tuple(names))
-    for name, row in zip(names, confusion["matrix"], strict=True):
+    for name, row in zip(names, confusion.matrix, strict=True):
         table.add_row(name, *(str(v) for v in row))
     return table
 
 
-def _split_line(key: str, m: Mapping[str, Any]) -> str:
-    split = m["accuracy_by_near_uniform"]
-    nu, other = split["near_uniform"], split["not_near_uniform"]
+def _split_line(key: str, split: NearUniformSplit) -> str:
+    nu, other = split.near_uniform, split.not_near_uniform
     return (
-        f"{key}: accuracy {_num(nu['accuracy'], 2)} on {nu['n']} near-uniform answers, "
-        f"{_num(other['accuracy'], 2)} on {other['n']} others"
+        f"{key}: accuracy {_num(nu.accuracy, 2)} on {nu.n} near-uniform answers, "
+        f"{_num(other.accuracy, 2)} on {other.n} others"
     )
 
 
-def _comparison(comparison: Mapping[str, Any]) -> list[Any]:
-    out: list[Any] = [f"before {comparison['before']}  after {comparison['after']}"]
+def _comparison(comparison: Comparison) -> list[Any]:
+    out: list[Any] = [f"before {comparison.before}  after {comparison.after}"]
     table = _table(
         "question",
         "compared",
@@ -228,66 +249,69 @@ def _comparison(comparison: Mapping[str, Any]) -> list[Any]:
         "d ece",
         right=("compared", "changed", "mean |dp|", "d accuracy", "d brier", "d ece"),
     )
-    for key, c in comparison["questions"].items():
-        deltas = c["metric_deltas"] or {}
+    for key, c in comparison.questions.items():
+        deltas = c.metric_deltas or {}
         table.add_row(
             key,
-            str(c["compared"]),
-            f"{c['changed']} ({_pct(c['changed_share'])})",
-            _num(c["mean_abs_delta_p"]),
+            str(c.compared),
+            f"{c.changed} ({_pct(c.changed_share)})",
+            _num(c.mean_abs_delta_p),
             _signed(deltas.get("accuracy")),
             _signed(deltas.get("brier")),
             _signed(deltas.get("ece")),
         )
     out.append(table)
-    for key, c in comparison["questions"].items():
-        if not c["top_changed"]:
+    for key, c in comparison.questions.items():
+        if not c.top_changed:
             continue
         top = _table("id", "before", "after", "|dp|", right=("|dp|",))
         out.append(f"{key}: changed most")
-        for t in c["top_changed"]:
-            top.add_row(str(t["id"]), str(t["before"]), str(t["after"]), _num(t["delta_p"]))
+        for t in c.top_changed:
+            top.add_row(str(t.id), str(t.before), str(t.after), _num(t.delta_p))
         out.append(top)
     return out
 
 
-def print_report(data: Mapping[str, Any], console: Any, *, plain: bool) -> None:
-    """Every section of the report, in reading order."""
+def print_report(report: Report, console: Any, *, plain: bool) -> None:
+    """Every section of the report, in reading order; its text shown, never obeyed by the
+    terminal (:func:`toolnexus.printable.printable`)."""
     from rich.text import Text
+
+    report = map_text(report, printable)
 
     def heading(text: str) -> None:
         console.print()
         console.print(Text(text, style="bold"))
 
-    for i, run in enumerate(data["runs"]):
-        label = "run" if len(data["runs"]) == 1 else ("before" if i == 0 else "after")
+    for i, run in enumerate(report.runs):
+        label = "run" if len(report.runs) == 1 else ("before" if i == 0 else "after")
         console.print(Text(_run_header(run, label)))
     console.print()
-    questions = data["questions"]
+    questions = report.questions
     console.print(_questions_table(questions))
     for key, q in questions.items():
         if _distribution_rows(q):
-            heading(f"{key} ({q['type']}): {_answers_text(q)}")
+            heading(f"{key} ({q.type}): {_answers_text(q)}")
             console.print(_distribution_chart(key, q, plain))
-    if any(q["labelled"] for q in questions.values()):
+    if any(q.labelled for q in questions.values()):
         heading("against labels")
         for table in _metrics_tables(questions):
             console.print(table)
         for key, q in questions.items():
-            if not q["labelled"]:
+            m = q.metrics
+            if not q.labelled or m is None:
                 continue
-            m = q["metrics"]
-            heading(f"{key}: reliability (ece {_num(m.get('ece'))})")
-            console.print(_reliability_chart(key, q, plain))
-            if q["type"] == "noul":
+            heading(f"{key}: reliability (ece {_num(m.scalar('ece'))})")
+            console.print(_reliability_chart(q, plain))
+            if isinstance(m, NoulMetrics):
                 for line in _noul_details(key, m):
                     console.print(Text(line))
-            if "confusion" in m:
+            else:
                 heading(f"{key}: confusion (rows: label, columns: answer)")
-                console.print(_confusion_table(key, m["confusion"]))
-            if "accuracy_by_near_uniform" in m:
-                console.print(Text(_split_line(key, m)))
-    comparison = data.get("comparison")
+                console.print(_confusion_table(m.confusion))
+            if isinstance(m, ChoiceMetrics):
+                console.print(Text(_split_line(key, m.accuracy_by_near_uniform)))
+    comparison = report.comparison
     if comparison:
         heading("comparison")
         for part in _comparison(comparison):
