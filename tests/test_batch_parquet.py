@@ -6,6 +6,7 @@ its journal keeping ``kill -9`` from losing anything, ``--resume`` / ``--retry-e
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -312,10 +313,11 @@ def test_ten_thousand_rows_kill_9_then_resume_every_id_once(
     n = 10_000
     src = _parquet_input(tmp_path / "tickets.parquet", n)
     run = tmp_path / "run.parquet"
-    args = [
+    common = [
         str(qfile), str(src), "--id-field", "id", "--state-field", "text", "--ordered",
-        "--concurrency", "32", "--format", "parquet", "-o", str(run), "--base-url", synthetic,
+        "--concurrency", "32", "--base-url", synthetic,
     ]  # fmt: skip
+    args = [*common, "--format", "parquet", "-o", str(run)]
     proc = _batch(*args)
     _wait_for_journal(run, 500, proc)
     proc.send_signal(signal.SIGKILL)
@@ -333,6 +335,62 @@ def test_ten_thousand_rows_kill_9_then_resume_every_id_once(
     assert pq.read_schema(run) == run_schema(questions)
     ids = pq.read_table(run, columns=["id"]).column("id").to_pylist()
     assert ids == [f"t{i}" for i in range(n)]
+    # '... report on it equal to report on the JSONL output of the same run'.
+    jsonl = tmp_path / "run.jsonl"
+    again = _run_cli("batch", *common, "-o", str(jsonl))
+    assert again.returncode == 0, again.stderr
+    reports = [_run_cli("report", str(path), "--format", "json") for path in (run, jsonl)]
+    assert [r.returncode for r in reports] == [0, 0], reports[0].stderr
+    got, want = (json.loads(r.stdout.replace(str(p), "RUN")) for r, p in zip(reports, (run, jsonl)))
+    assert _close(got, want)
+
+
+def _close(a: Any, b: Any) -> bool:
+    """Equal, floats within rounding (a row group and a JSONL chunk add in other orders)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def test_duckdb_reads_a_batch_run_typed(
+    server: Loopback, qfile: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Item 5: the README's query on a real `batch --format parquet` output, and the column
+    types DuckDB sees (DESCRIBE), a map lookup on probabilities."""
+    duckdb = pytest.importorskip("duckdb", reason="platform: duckdb is not installed")
+    src = _parquet_input(tmp_path / "tickets.parquet", 20)
+    run = tmp_path / "run.parquet"
+    code, _, err = _cli(
+        capfd, "batch", str(qfile), str(src), "--id-field", "id", "--state-field", "text",
+        "--format", "parquet", "-o", str(run), "--base-url", server.base_url,
+    )  # fmt: skip
+    assert code == 0, err
+    con = duckdb.connect()
+    types = {name: kind for name, kind, *_ in con.execute(f"DESCRIBE SELECT * FROM '{run}'").fetchall()}
+    assert types["id"] == "VARCHAR"
+    assert types["calibrated"] == "BOOLEAN"
+    assert types["flags"] == "VARCHAR[]"
+    desk = con.execute(f"SELECT typeof(answers.desk) FROM '{run}' LIMIT 1").fetchone()[0]
+    assert "probabilities MAP(VARCHAR, DOUBLE)" in desk and "near_uniform BOOLEAN" in desk
+    assert "noul DOUBLE" in types["answers"]
+    rows = con.execute(
+        f"SELECT id, answers.desk.choice, answers.desk.probabilities['billing'] FROM '{run}' "
+        "ORDER BY id"
+    ).fetchall()
+    expected = {r["id"]: r for r in _run_records(run)}
+    assert len(rows) == 20
+    for item_id, choice, billing in rows:
+        answer = expected[item_id]["answers"]["desk"]
+        assert choice == answer["choice"]
+        assert billing == dict(answer["probabilities"])["billing"]
+    (n,) = con.execute(
+        f"SELECT count(*) FROM '{run}' WHERE answers.desk.near_uniform"
+    ).fetchone()
+    assert n == sum(1 for r in expected.values() if r["answers"]["desk"]["near_uniform"])
 
 
 def test_sigterm_writes_the_parquet_file_and_resume_finishes(
