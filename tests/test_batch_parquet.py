@@ -454,3 +454,32 @@ def test_an_interrupted_overwrite_leaves_the_old_run_as_it_was(
     )  # fmt: skip
     assert finished.returncode == 0, finished.stderr
     assert pq.read_metadata(run).num_rows == 3000
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        pytest.param(["--format", "parquet", "-o", "run.parquet"], id="parquet-output"),
+        pytest.param([], id="parquet-input"),
+    ],
+)
+def test_a_missing_parquet_extra_is_one_line_naming_it(
+    qfile: Path, tmp_path: Path, extra: list[str]
+) -> None:
+    """Item 6: 'a missing extra is one line naming that command', before anything is sent."""
+    src = _parquet_input(tmp_path / "tickets.parquet", 2)
+    without = (
+        "import sys; sys.modules['pyarrow'] = None; from toolnexus.cli import main; "
+        "main(sys.argv[1:])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", without, "batch", str(qfile), str(src), "--id-field", "id",
+         "--state-field", "text", "--base-url", "http://127.0.0.1:9", *extra],
+        capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "toolnexus: classifier: Parquet and Arrow need pyarrow: "
+        "pip install 'toolnexus-classifier[parquet]'"
+    ]
+    assert not (tmp_path / "run.parquet").exists()

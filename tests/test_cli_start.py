@@ -128,3 +128,48 @@ def test_offline_commands_run_without_typer(tmp_path: object, args: list[str]) -
 def test_the_entry_probe_can_see_typer(tmp_path: object) -> None:
     """Not blind: anything the fast path hands on to the Typer app imports typer."""
     assert "typer" in _imported(tmp_path, "typer", ["check-criteria", "--help"])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--version"], id="version"),
+        pytest.param(["batch", "--help"], id="batch-help"),
+        pytest.param(["report", "tests/golden/report-inputs/run.jsonl"], id="report-jsonl"),
+        pytest.param(
+            ["eval", "questions/guard.yaml", "examples/states/guard-git-status.yaml"]
+            + ["--replay", "recordings/"],
+            id="eval-replay",
+        ),
+    ],
+)
+def test_no_parquet_path_imports_pyarrow(tmp_path: object, args: list[str]) -> None:
+    """Issue 21 item 6: 'the core and the CLI's start-up never import pyarrow unless a
+    Parquet/Arrow path is used'."""
+    assert _imported(tmp_path, "pyarrow", args) == []
+
+
+def test_the_core_never_imports_pyarrow() -> None:
+    """The library and every batch/report module load without pyarrow (it is imported on a
+    Parquet path only)."""
+    code = (
+        "import sys, toolnexus, toolnexus.batch, toolnexus.records, toolnexus.records.parquet, "
+        "toolnexus.arrowrecords, toolnexus.cli.batch_run, toolnexus.cli.batch_arrow, "
+        "toolnexus.report.reader; print(sorted(m for m in sys.modules if 'pyarrow' in m))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_pyarrow_probe_is_not_blind(tmp_path: object) -> None:
+    """A Parquet path does import pyarrow, and the probe sees it."""
+    pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    run = os.path.join(str(tmp_path), "labels.parquet")
+    pq.write_table(pa.table({"id": ["t0"], "urgent": ["yes"]}), run)
+    args = ["report", "tests/golden/report-inputs/run.jsonl", "--labels", run]
+    assert "pyarrow" in _imported(tmp_path, "pyarrow", args)

@@ -181,7 +181,13 @@ def check_config(cfg: BatchConfig, questions_path: Path) -> None:
         raise CliError("stdin (-) can be given only once")
     if "-" in cfg.inputs and sys.stdin is None:  # fd 0 closed
         raise CliError("-: stdin is closed; pipe the JSONL states in, or name an input file")
-    for arg in cfg.inputs:
-        if kind_of(arg) == "missing":
+    kinds = [kind_of(arg) for arg in cfg.inputs]
+    for arg, kind in zip(cfg.inputs, kinds, strict=True):
+        if kind == "missing":
             raise CliError(f"{arg}: no such input file or directory")
+    if cfg.fmt == "parquet" or "arrow" in kinds:
+        # Before anything is read or sent: a missing extra is one line naming it.
+        from ..arrowrecords import require_pyarrow
+
+        require_pyarrow()
     _check_output(cfg, questions_path)
