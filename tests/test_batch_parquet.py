@@ -483,3 +483,49 @@ def test_a_missing_parquet_extra_is_one_line_naming_it(
         "pip install 'toolnexus-classifier[parquet]'"
     ]
     assert not (tmp_path / "run.parquet").exists()
+
+
+def test_hostile_parquet_files_in_a_directory_are_one_line_each_nothing_lost(
+    server: Loopback, qfile: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 21 'Hostile': a wrong-typed state column, a huge binary cell, a truncated file, a
+    schema that changes between files of a directory: one line each, nothing lost."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    _parquet_input(lake / "a-good.parquet", 5)
+    pq.write_table(
+        pa.table({"id": ["w0", "w1"], "text": pa.array([b"\x00\x01", b"\x02"], pa.binary())}),
+        lake / "b-wrong-type.parquet",
+    )
+    huge = b"\xff" * (8 << 20)
+    pq.write_table(
+        pa.table({"id": ["h0"], "text": ["fine"], "blob": pa.array([huge], pa.binary())}),
+        lake / "c-huge-binary-cell.parquet",
+    )
+    pq.write_table(
+        pa.table({"id": ["h1"], "text": pa.array([huge], pa.binary())}),
+        lake / "d-huge-binary-state.parquet",
+    )
+    _parquet_input(lake / "e-truncated.parquet", 4)
+    cut = (lake / "e-truncated.parquet").read_bytes()
+    (lake / "e-truncated.parquet").write_bytes(cut[: len(cut) // 2])
+    pq.write_table(pa.table({"id": ["s0"], "body": ["renamed column"]}), lake / "f-schema.parquet")
+    pq.write_table(pa.table({"id": ["z0"], "text": ["last file"]}), lake / "g-good.parquet")
+    code, out, err = _cli(
+        capfd, "batch", str(qfile), str(lake), "--id-field", "id", "--state-field", "text",
+        "--base-url", server.base_url,
+    )  # fmt: skip
+    assert code == 2, err
+    records = [json.loads(line) for line in out.splitlines()]
+    decided = sorted(r["id"] for r in records if "error" not in r)
+    assert decided == sorted([*(f"t{i}" for i in range(5)), "h0", "z0"])
+    errors = {r["error"]["message"].split(":")[0]: r["error"] for r in records if "error" in r}
+    bad = ["b-wrong-type", "d-huge-binary-state", "e-truncated", "f-schema"]
+    assert sorted(errors) == [str(lake / f"{name}.parquet") for name in bad]
+    for error in errors.values():
+        assert error["code"] == "malformed_input"
+        assert "\n" not in error["message"] and len(error["message"]) < 400
+    assert "binary data" in errors[str(lake / "b-wrong-type.parquet")]["message"]
+    assert "not a readable Parquet" in errors[str(lake / "e-truncated.parquet")]["message"]
+    assert "'text' is not a column" in errors[str(lake / "f-schema.parquet")]["message"]
+    assert "Traceback" not in err and err.count("\n") == 1
