@@ -28,6 +28,8 @@ from toolnexus.records.parquet import journal_path
 pa = pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
 pq = pytest.importorskip("pyarrow.parquet", reason="platform: the parquet extra is not installed")
 
+TOOLNEXUS = [sys.executable, "-m", "toolnexus"]
+
 QUESTIONS = """\
 questions:
   urgent:
@@ -260,8 +262,7 @@ def test_resuming_what_is_not_a_parquet_run_is_one_line(
 @pytest.fixture
 def synthetic() -> Iterator[str]:
     with subprocess.Popen(
-        [sys.executable, "-m", "toolnexus", "serve", "--synthetic", "--port", "0"]
-        + ["--latency-ms", "2"],
+        [*TOOLNEXUS, "serve", "--synthetic", "--port", "0", "--latency-ms", "2"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -341,7 +342,10 @@ def test_ten_thousand_rows_kill_9_then_resume_every_id_once(
     assert again.returncode == 0, again.stderr
     reports = [_run_cli("report", str(path), "--format", "json") for path in (run, jsonl)]
     assert [r.returncode for r in reports] == [0, 0], reports[0].stderr
-    got, want = (json.loads(r.stdout.replace(str(p), "RUN")) for r, p in zip(reports, (run, jsonl)))
+    got, want = (
+        json.loads(r.stdout.replace(str(p), "RUN"))
+        for r, p in zip(reports, (run, jsonl), strict=True)
+    )
     assert _close(got, want)
 
 
@@ -370,7 +374,9 @@ def test_duckdb_reads_a_batch_run_typed(
     )  # fmt: skip
     assert code == 0, err
     con = duckdb.connect()
-    types = {name: kind for name, kind, *_ in con.execute(f"DESCRIBE SELECT * FROM '{run}'").fetchall()}
+    types = {
+        name: kind for name, kind, *_ in con.execute(f"DESCRIBE SELECT * FROM '{run}'").fetchall()
+    }
     assert types["id"] == "VARCHAR"
     assert types["calibrated"] == "BOOLEAN"
     assert types["flags"] == "VARCHAR[]"
@@ -387,9 +393,7 @@ def test_duckdb_reads_a_batch_run_typed(
         answer = expected[item_id]["answers"]["desk"]
         assert choice == answer["choice"]
         assert billing == dict(answer["probabilities"])["billing"]
-    (n,) = con.execute(
-        f"SELECT count(*) FROM '{run}' WHERE answers.desk.near_uniform"
-    ).fetchone()
+    (n,) = con.execute(f"SELECT count(*) FROM '{run}' WHERE answers.desk.near_uniform").fetchone()
     assert n == sum(1 for r in expected.values() if r["answers"]["desk"]["near_uniform"])
 
 
@@ -529,3 +533,20 @@ def test_hostile_parquet_files_in_a_directory_are_one_line_each_nothing_lost(
     assert "not a readable Parquet" in errors[str(lake / "e-truncated.parquet")]["message"]
     assert "'text' is not a column" in errors[str(lake / "f-schema.parquet")]["message"]
     assert "Traceback" not in err and err.count("\n") == 1
+
+
+def test_the_readme_schema_table_names_every_run_column() -> None:
+    """The README documents the schema: its table names exactly run_schema's columns, in
+    order (the schema is the definition; the table is kept to it)."""
+    from paths import REPO
+    from toolnexus.arrowrecords import RUN_COLUMNS
+
+    text = (Path(REPO) / "README.md").read_text(encoding="utf-8")
+    table = text[text.index("| column | type |") :].split("\n\n", 1)[0].splitlines()[2:]
+    names: list[str] = []
+    for row in table:
+        for name in row.split("|")[1].strip().split(", "):
+            top = name.strip("`").split(".")[0]
+            if top not in names:
+                names.append(top)
+    assert tuple(names) == RUN_COLUMNS

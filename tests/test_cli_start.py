@@ -137,8 +137,10 @@ def test_the_entry_probe_can_see_typer(tmp_path: object) -> None:
         pytest.param(["batch", "--help"], id="batch-help"),
         pytest.param(["report", "tests/golden/report-inputs/run.jsonl"], id="report-jsonl"),
         pytest.param(
-            ["eval", "questions/guard.yaml", "examples/states/guard-git-status.yaml"]
-            + ["--replay", "recordings/"],
+            [
+                *("eval", "questions/guard.yaml", "examples/states/guard-git-status.yaml"),
+                *("--replay", "recordings/"),
+            ],
             id="eval-replay",
         ),
     ],

@@ -14,6 +14,8 @@ Formats, each one record per line (``records.codec`` defines them):
 - ``csv``: a header and one row per record: the one CSV shape, which ``eval --format csv``
   writes too (dotted column names such as ``answers.urgency.score``, flags as words; a row is
   always one physical line).
+- ``parquet``: not a line format; ``batch_parquet`` journals its records through this writer
+  (as ``jsonl``) and writes the one Parquet file on a clean end.
 """
 
 from __future__ import annotations

@@ -192,9 +192,7 @@ def keep_plan(records: Iterable[Record | None], keys: set[str]) -> dict[str, lis
     return plan
 
 
-def kept(
-    records: Iterable[Record | None], plan: Mapping[str, list[int]]
-) -> Iterator[Record]:
+def kept(records: Iterable[Record | None], plan: Mapping[str, list[int]]) -> Iterator[Record]:
     """``records`` (read again, in the same order as for :func:`keep_plan`) without the ones
     the plan supersedes."""
     seen: dict[str, int] = dict.fromkeys(plan, 0)

@@ -7,9 +7,8 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from pathlib import Path
-
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..records.parquet import journal_path
@@ -142,9 +141,9 @@ def _check_output(cfg: BatchConfig, questions_path: Path) -> None:
     for arg in cfg.inputs:
         kind = kind_of(arg)
         is_dir = kind == "dir" or (kind == "arrow" and os.path.isdir(arg))
-        if not is_dir and kind in ("jsonl", "csv", "arrow") and exists:
-            if os.path.samefile(arg, output):
-                raise CliError(f"--output {output} is also an input; it would be overwritten")
+        file_input = not is_dir and kind in ("jsonl", "csv", "arrow")
+        if file_input and exists and os.path.samefile(arg, output):
+            raise CliError(f"--output {output} is also an input; it would be overwritten")
         if is_dir and _inside(output, arg):
             raise CliError(
                 f"--output {output} is inside the input directory {arg}; its records would be "
