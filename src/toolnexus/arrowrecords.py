@@ -324,6 +324,16 @@ def _record_back(row: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, 
 ROW_GROUP_RECORDS = 10_000
 
 
+#: Records turned into Arrow at once while a run is written (a divisor of ROW_GROUP_RECORDS).
+_SLICE_RECORDS = 1_000
+
+
+def _write_group(pa: Any, writer: Any, group: list[Any], schema: Any) -> int:
+    table = pa.Table.from_batches(group, schema=schema)
+    writer.write_table(table, row_group_size=ROW_GROUP_RECORDS)
+    return int(table.num_rows)
+
+
 def write_parquet_run(
     path: str | os.PathLike[str],
     records: Iterable[Mapping[str, Any]],
@@ -344,16 +354,22 @@ def write_parquet_run(
     try:
         writer = pq.ParquetWriter(tmp, schema)
         try:
+            # Rows become Arrow a slice at a time (Python dicts for one slice only), and a
+            # row group's slices are written together: memory holds one group as Arrow data.
+            group: list[Any] = []
             chunk: list[dict[str, Any]] = []
             for record in records:
                 chunk.append(_row(record, kinds))
-                if len(chunk) == ROW_GROUP_RECORDS:
-                    writer.write_table(pa.Table.from_pylist(chunk, schema=schema))
-                    written += len(chunk)
+                if len(chunk) == _SLICE_RECORDS:
+                    group.append(pa.RecordBatch.from_pylist(chunk, schema=schema))
                     chunk = []
-            if chunk or not written:
-                writer.write_table(pa.Table.from_pylist(chunk, schema=schema))
-                written += len(chunk)
+                    if len(group) * _SLICE_RECORDS == ROW_GROUP_RECORDS:
+                        written += _write_group(pa, writer, group, schema)
+                        group = []
+            if chunk:
+                group.append(pa.RecordBatch.from_pylist(chunk, schema=schema))
+            if group or not written:
+                written += _write_group(pa, writer, group, schema)
         finally:
             writer.close()
         with open(tmp, "rb+") as f:
