@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .questions import ChoiceQuestion, NoulQuestion, Question, RawQuestion, ScoreQuestion
+from .records.arrowrows import batch_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -285,7 +286,7 @@ def table_to_records(table: pa.Table | Any) -> Iterator[dict[str, Any]]:
     for batch in batches:
         answer_fields = batch.schema.field("answers").type
         kinds = {f.name: _kind_of(f.type) for f in answer_fields}
-        for row in batch.to_pylist():
+        for row in batch_rows(batch):
             yield _record_back(row, kinds)
 
 
