@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ROW_GROUP_RECORDS",
     "RUN_COLUMNS",
+    "RunWriter",
     "answer_kind",
     "iter_parquet_run",
     "parquet_row_groups",
@@ -329,10 +330,78 @@ ROW_GROUP_RECORDS = 10_000
 _SLICE_RECORDS = 1_000
 
 
-def _write_group(pa: Any, writer: Any, group: list[Any], schema: Any) -> int:
-    table = pa.Table.from_batches(group, schema=schema)
-    writer.write_table(table, row_group_size=ROW_GROUP_RECORDS)
-    return int(table.num_rows)
+class RunWriter:
+    """ONE Parquet run at ``path``, written as records arrive (:meth:`add`) and put in place
+    atomically by :meth:`finish`: a temporary file beside it is written, flushed to disk and
+    renamed over ``path``, so a reader (or a kill) never sees a half-written run.
+    :meth:`abort` removes the temporary file and leaves ``path`` as it was.
+
+    Rows become Arrow a slice at a time (Python dicts for one slice only), and a row group's
+    slices are written together: memory holds one group as Arrow data."""
+
+    def __init__(self, path: str | os.PathLike[str], questions: Mapping[str, Question]) -> None:
+        self._pa = require_pyarrow()
+        import pyarrow.parquet as pq
+
+        self.target = Path(path)
+        self.schema = run_schema(questions)
+        self.kinds = {key: answer_kind(q) for key, q in questions.items()}
+        fd, self._tmp = tempfile.mkstemp(
+            prefix=f".{self.target.name}.", suffix=".tmp", dir=self.target.parent
+        )
+        os.close(fd)
+        self._writer = pq.ParquetWriter(self._tmp, self.schema)
+        self._group: list[Any] = []
+        self._chunk: list[dict[str, Any]] = []
+        self.written = 0
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        """One record (a JSONL run's object)."""
+        self._chunk.append(_row(record, self.kinds))
+        if len(self._chunk) == _SLICE_RECORDS:
+            self._slice()
+            if len(self._group) * _SLICE_RECORDS == ROW_GROUP_RECORDS:
+                self._write_group()
+
+    def _slice(self) -> None:
+        self._group.append(self._pa.RecordBatch.from_pylist(self._chunk, schema=self.schema))
+        self._chunk = []
+
+    def _write_group(self) -> None:
+        table = self._pa.Table.from_batches(self._group, schema=self.schema)
+        self._writer.write_table(table, row_group_size=ROW_GROUP_RECORDS)
+        self.written += int(table.num_rows)
+        self._group = []
+
+    def finish(self) -> int:
+        """Close the file and rename it over ``path``; returns the records written."""
+        try:
+            if self._chunk:
+                self._slice()
+            if self._group or not self.written:
+                self._write_group()
+            self._writer.close()
+            with open(self._tmp, "rb+") as f:
+                # mkstemp makes the file 0600: the run keeps the mode of the file it replaces
+                # (``batch`` creates its output 0644 under the umask to lock it), else 0644.
+                try:
+                    mode = os.stat(self.target).st_mode & 0o777
+                except OSError:
+                    mode = 0o644
+                os.fchmod(f.fileno(), mode)
+                os.fsync(f.fileno())
+            os.replace(self._tmp, self.target)
+        except BaseException:
+            self.abort()
+            raise
+        return self.written
+
+    def abort(self) -> None:
+        """Drop what was written; ``path`` stays as it was."""
+        with contextlib.suppress(Exception):
+            self._writer.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self._tmp)
 
 
 def write_parquet_run(
@@ -340,54 +409,16 @@ def write_parquet_run(
     records: Iterable[Mapping[str, Any]],
     questions: Mapping[str, Question],
 ) -> int:
-    """Write ``records`` as ONE Parquet file at ``path``, atomically: a temporary file beside it
-    is written, flushed to disk and renamed over ``path``, so a reader (or a kill) never sees a
-    half-written run. Returns the number of records written."""
-    pa = require_pyarrow()
-    import pyarrow.parquet as pq
-
-    target = Path(path)
-    schema = run_schema(questions)
-    kinds = {key: answer_kind(q) for key, q in questions.items()}
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    written = 0
+    """Write ``records`` as ONE Parquet file at ``path``, atomically (:class:`RunWriter`).
+    Returns the number of records written."""
+    writer = RunWriter(path, questions)
     try:
-        writer = pq.ParquetWriter(tmp, schema)
-        try:
-            # Rows become Arrow a slice at a time (Python dicts for one slice only), and a
-            # row group's slices are written together: memory holds one group as Arrow data.
-            group: list[Any] = []
-            chunk: list[dict[str, Any]] = []
-            for record in records:
-                chunk.append(_row(record, kinds))
-                if len(chunk) == _SLICE_RECORDS:
-                    group.append(pa.RecordBatch.from_pylist(chunk, schema=schema))
-                    chunk = []
-                    if len(group) * _SLICE_RECORDS == ROW_GROUP_RECORDS:
-                        written += _write_group(pa, writer, group, schema)
-                        group = []
-            if chunk:
-                group.append(pa.RecordBatch.from_pylist(chunk, schema=schema))
-            if group or not written:
-                written += _write_group(pa, writer, group, schema)
-        finally:
-            writer.close()
-        with open(tmp, "rb+") as f:
-            # mkstemp makes the file 0600: the run keeps the mode of the file it replaces
-            # (``batch`` creates its output 0644 under the umask to lock it), else 0644.
-            try:
-                mode = os.stat(target).st_mode & 0o777
-            except OSError:
-                mode = 0o644
-            os.fchmod(f.fileno(), mode)
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
+        for record in records:
+            writer.add(record)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        writer.abort()
         raise
-    return written
+    return writer.finish()
 
 
 def iter_parquet_run(

@@ -337,13 +337,14 @@ def _run_locked(
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
 
-    completed = False
+    completed = clean = False
     try:
         asyncio.run(main())
-        completed = True
+        completed = clean = True
     except asyncio.CancelledError:
         if summary.interrupted is None:
             raise
+        clean = True
     finally:
         summary.wall = time.perf_counter() - started
         if progress is not None:
@@ -351,6 +352,8 @@ def _run_locked(
         finished = summary.interrupted is None
         writer.close(finished=finished, replace=completed and finished)
         summary.kept_old_output = writer.staged and not (completed and finished)
+        if isinstance(writer, ParquetOutput) and not clean:
+            writer.abort()  # an error: the journal stays for --resume
     superseded = retried | (prior.repeated if prior is not None else set())
     if isinstance(writer, ParquetOutput):
         # Finished or interrupted (a signal): either way a clean end folds the journal in.
