@@ -130,10 +130,74 @@ def test_the_entry_probe_can_see_typer(tmp_path: object) -> None:
     assert "typer" in _imported(tmp_path, "typer", ["check-criteria", "--help"])
 
 
+#: The optional engines: only ``toolnexus.arrow`` / ``arrowrecords`` and ``toolnexus.ray`` bring
+#: them in (issue 21 item 6, issue 22 item 6).
+ENGINES = "pyarrow,ray"
+
+IMPORT_PROBE = """
+import importlib, json, sys
+for name in sys.argv[3:]:
+    importlib.import_module(name)
+seen = sorted(m for m in sys.modules if m.split(".")[0] in set(sys.argv[2].split(",")))
+with open(sys.argv[1], "w") as f:
+    json.dump(seen, f)
+"""
+
+
+def _imported_by(tmp_path: object, families: str, modules: list[str]) -> list[str]:
+    report = os.path.join(str(tmp_path), "modules.json")
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_PROBE, report, families, *modules],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    with open(report, encoding="utf-8") as f:
+        seen: list[str] = json.load(f)
+    return seen
+
+
+@pytest.mark.parametrize(
+    "modules",
+    [
+        pytest.param(["toolnexus"], id="import-toolnexus"),
+        pytest.param(["toolnexus.cli"], id="import-toolnexus.cli"),
+        pytest.param(["toolnexus.cli.app"], id="import-toolnexus.cli.app"),
+    ],
+)
+def test_the_library_and_the_cli_never_import_pyarrow_or_ray(
+    tmp_path: object, modules: list[str]
+) -> None:
+    """Issue 21: "the core and the CLI's start-up never import pyarrow unless a Parquet/Arrow
+    path is used"; issue 22: "nothing imports ray unless this path is used"."""
+    assert _imported_by(tmp_path, ENGINES, modules) == []
+
+
 @pytest.mark.parametrize(
     "args",
     [
-        pytest.param(["--version"], id="version"),
+        pytest.param(["--help"], id="help"),
+        pytest.param(["check-criteria", "questions/"], id="check-criteria"),
+        pytest.param(["schema"], id="schema"),
+    ],
+)
+def test_cli_start_never_imports_pyarrow_or_ray(tmp_path: object, args: list[str]) -> None:
+    assert _imported(tmp_path, ENGINES, args) == []
+
+
+def test_the_engine_modules_import_their_extra_only_when_called(tmp_path: object) -> None:
+    """Importing ``toolnexus.arrow`` and ``toolnexus.ray`` is free; the probe is not blind."""
+    assert _imported_by(tmp_path, ENGINES, ["toolnexus.arrow", "toolnexus.ray"]) == []
+    seen = _imported_by(tmp_path, ENGINES, ["toolnexus.ray", "pyarrow", "ray"])
+    assert {"pyarrow", "ray"} <= set(seen)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
         pytest.param(["batch", "--help"], id="batch-help"),
         pytest.param(["report", "tests/golden/report-inputs/run.jsonl"], id="report-jsonl"),
         pytest.param(
@@ -147,22 +211,18 @@ def test_the_entry_probe_can_see_typer(tmp_path: object) -> None:
 )
 def test_no_parquet_path_imports_pyarrow(tmp_path: object, args: list[str]) -> None:
     """Issue 21 item 6: 'the core and the CLI's start-up never import pyarrow unless a
-    Parquet/Arrow path is used'."""
-    assert _imported(tmp_path, "pyarrow", args) == []
+    Parquet/Arrow path is used': batch and report over JSONL do not."""
+    assert _imported(tmp_path, ENGINES, args) == []
 
 
-def test_the_core_never_imports_pyarrow() -> None:
-    """The library and every batch/report module load without pyarrow (it is imported on a
-    Parquet path only)."""
-    code = (
-        "import sys, toolnexus, toolnexus.batch, toolnexus.records, toolnexus.records.parquet, "
-        "toolnexus.arrowrecords, toolnexus.cli.batch_run, toolnexus.cli.batch_arrow, "
-        "toolnexus.report.reader; print(sorted(m for m in sys.modules if 'pyarrow' in m))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert done.stdout.strip() == "[]"
+def test_the_batch_and_report_modules_never_import_pyarrow(tmp_path: object) -> None:
+    """Every module of the Parquet paths loads without pyarrow: it is imported when called."""
+    modules = [
+        *("toolnexus.batch", "toolnexus.records", "toolnexus.records.parquet"),
+        *("toolnexus.records.arrowrows", "toolnexus.arrowrecords", "toolnexus.cli.batch_run"),
+        *("toolnexus.cli.batch_arrow", "toolnexus.cli.batch_parquet", "toolnexus.report.reader"),
+    ]
+    assert _imported_by(tmp_path, ENGINES, modules) == []
 
 
 def test_the_pyarrow_probe_is_not_blind(tmp_path: object) -> None:
