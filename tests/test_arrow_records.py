@@ -223,3 +223,24 @@ def test_rows_built_column_by_column_are_what_to_pylist_gives(
     batch = records_to_table(records, QUESTIONS).combine_chunks().to_batches()[0]
     batch = batch.slice(start, length)
     assert batch_rows(batch) == batch.to_pylist()
+
+
+def test_recalibrated_answers_are_typed_columns_and_come_back() -> None:
+    """Issue 21 item 2: the answers struct holds 'whatever the record model holds,
+    recalibrated values included': typed, not the json fallback; the record comes back."""
+    record = _decided("R-1")
+    record["answers"]["id"]["recalibrated"] = {"noul": 0.61, "band": "uncertain"}
+    for key in ("model", "urgency"):
+        record["answers"][key]["recalibrated"] = {
+            "probabilities": {**record["answers"][key]["probabilities"]},
+            "confidence": 0.5,
+            "band": "no",
+        }
+    record["recalibrated"] = {"file": "maps.json", "sha256": "ab" * 32}
+    table = records_to_table([record], QUESTIONS)
+    (row,) = table.to_pylist()
+    assert row["extra"] is None
+    assert all(row["answers"][k]["json"] is None for k in ("id", "model", "urgency"))
+    assert row["answers"]["id"]["recalibrated"] == {"noul": 0.61, "band": "uncertain"}
+    assert row["recalibrated"] == {"file": "maps.json", "sha256": "ab" * 32}
+    assert list(table_to_records(table)) == [_expected(record)]

@@ -19,6 +19,8 @@ thresholds         struct<yes float64, no float64, min_confidence float64>
 answers            struct<one struct per question key, in question order>
 flags              list<string>
 invalid            string: the validation message, null when valid
+recalibrated       struct<file string, sha256 string>: the calibration file that recalibrated
+                   the answers (``--calibration``), null when none
 error              struct<code string, message string>: null for a decided state
 extra              string: JSON of any other record member (none today), null when none
 =================  ==========================================================================
@@ -27,7 +29,10 @@ Per answer: noul ``{type, noul float64, band, flags}``; choice ``{type, choice s
 probabilities map<string, float64>, confidence float64, near_uniform bool, band, flags}``;
 score ``{type, score float64, legend map<string, string>, probabilities map<string, float64>,
 confidence float64, level int32, label string, band, flags}``; raw (a type the library does not
-model) ``{type, value string (JSON)}``. Every answer struct also has ``json``: the answer as JSON
+model) ``{type, value string (JSON)}``. A noul, choice or score answer also has
+``recalibrated``, what ``--calibration`` put beside the wire answer: noul ``{noul, band}``,
+choice and score ``{probabilities, confidence, band}`` (null when not recalibrated). Every
+answer struct also has ``json``: the answer as JSON
 text when it does not fit its question's type (an invalid decision), so nothing is lost. A
 legend level that is not a string (a structured level) is its JSON text.
 
@@ -81,14 +86,24 @@ RUN_COLUMNS = (
     "answers",
     "flags",
     "invalid",
+    "recalibrated",
     "error",
     "extra",
 )
 
 #: Each answer kind's fields, in the order a record writes them (``answer_record``).
 _FIELDS: dict[str, tuple[str, ...]] = {
-    "noul": ("type", "noul", "band", "flags"),
-    "choice": ("type", "choice", "probabilities", "confidence", "near_uniform", "band", "flags"),
+    "noul": ("type", "noul", "band", "flags", "recalibrated"),
+    "choice": (
+        "type",
+        "choice",
+        "probabilities",
+        "confidence",
+        "near_uniform",
+        "band",
+        "flags",
+        "recalibrated",
+    ),
     "score": (
         "type",
         "score",
@@ -99,9 +114,18 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "label",
         "band",
         "flags",
+        "recalibrated",
     ),
     "raw": ("type", "value"),
 }
+#: What ``--calibration`` puts beside a wire answer (``calibration.maps``), per answer kind.
+_RECALIBRATED = {
+    "noul": ("noul", "band"),
+    "choice": ("probabilities", "confidence", "band"),
+    "score": ("probabilities", "confidence", "band"),
+}
+#: The record's own ``recalibrated``: the calibration file and its sha256.
+_RECALIBRATED_BY = ("file", "sha256")
 
 
 def require_pyarrow() -> Any:
@@ -142,6 +166,9 @@ def _answer_type(pa: Any, kind: str) -> pa.DataType:
         "flags": pa.list_(pa.string()),
         "value": pa.string(),
     }
+    if kind in _RECALIBRATED:
+        recalibrated = [pa.field(name, types[name]) for name in _RECALIBRATED[kind]]
+        types["recalibrated"] = pa.struct(recalibrated)
     fields = [pa.field(name, types[name]) for name in _FIELDS[kind]]
     return pa.struct([*fields, pa.field("json", pa.string())])
 
@@ -177,6 +204,9 @@ def run_schema(questions: Mapping[str, Question]) -> pa.Schema:
             pa.field("flags", pa.list_(pa.string())),
             pa.field("invalid", pa.string()),
             pa.field(
+                "recalibrated", pa.struct([pa.field(n, pa.string()) for n in _RECALIBRATED_BY])
+            ),
+            pa.field(
                 "error",
                 pa.struct([pa.field("code", pa.string()), pa.field("message", pa.string())]),
             ),
@@ -207,7 +237,14 @@ def _fits(kind: str, answer: Mapping[str, Any]) -> bool:
         value = answer.get(name)
         if value is not None and not isinstance(value, Mapping):
             return False
-    return True
+    recalibrated = answer.get("recalibrated")
+    if recalibrated is None:
+        return True
+    return (
+        isinstance(recalibrated, Mapping)
+        and set(recalibrated) <= set(_RECALIBRATED[kind])
+        and isinstance(recalibrated.get("probabilities", {}), Mapping)
+    )
 
 
 def _answer_row(kind: str, answer: Any) -> dict[str, Any] | None:
@@ -225,7 +262,22 @@ def _answer_row(kind: str, answer: Any) -> dict[str, Any] | None:
                 (str(k), v if name == "probabilities" or isinstance(v, str) else _json(v))
                 for k, v in value.items()
             ]
+    recalibrated = row.get("recalibrated")
+    if recalibrated is not None:
+        moved = dict(recalibrated)
+        if "probabilities" in moved:
+            moved["probabilities"] = list(moved["probabilities"].items())
+        row["recalibrated"] = moved
     return row
+
+
+def _by(value: Any) -> bool:
+    """A record's ``recalibrated`` that fits its column (else it is kept in ``extra``)."""
+    return (
+        isinstance(value, Mapping)
+        and set(value) <= set(_RECALIBRATED_BY)
+        and all(isinstance(v, str | None) for v in value.values())
+    )
 
 
 def _row(record: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, Any]:
@@ -233,6 +285,9 @@ def _row(record: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, Any]:
     answered = answers if isinstance(answers, Mapping) else {}
     unasked = {k: v for k, v in answered.items() if k not in kinds}
     extra = {k: v for k, v in record.items() if k not in RUN_COLUMNS}
+    by = record.get("recalibrated")
+    if by is not None and not _by(by):
+        extra["recalibrated"] = by
     if unasked:
         extra["answers"] = unasked
     row = {name: record.get(name) for name in RUN_COLUMNS if name not in ("answers", "extra")}
@@ -248,6 +303,8 @@ def _row(record: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, Any]:
         if answers is None
         else {key: _answer_row(kind, answered.get(key)) for key, kind in kinds.items()}
     )
+    if "recalibrated" in extra:
+        row["recalibrated"] = None
     row["extra"] = _json(extra) if extra else None
     return row
 
@@ -274,6 +331,8 @@ def _answer_back(kind: str, row: Mapping[str, Any] | None) -> Any:
         value = row.get(name)
         if name in ("probabilities", "legend") and value is not None:
             value = dict(value)
+        if name == "recalibrated" and value is not None:
+            value = {k: dict(v) if k == "probabilities" else v for k, v in value.items()}
         if value is None and name not in ("label", "level", "band"):
             continue
         out[name] = value
@@ -317,6 +376,8 @@ def _record_back(row: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, 
     out["answers"] = {k: v for k, v in back.items() if v is not None} | unasked
     out["flags"] = list(row.get("flags") or [])
     out["invalid"] = row.get("invalid")
+    if row.get("recalibrated") is not None:
+        out["recalibrated"] = dict(row["recalibrated"])
     out.update(extra)
     return out
 
