@@ -328,10 +328,13 @@ def test_ten_thousand_rows_kill_9_then_resume_every_id_once(
     assert 500 <= done < n
     refused = _run_cli("batch", *args)
     assert refused.returncode == 2 and "already holds records" in refused.stderr
+    # The kill left the journal and the Parquet file it was writing beside it.
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] != []
     resumed = _run_cli("batch", *args, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert f"{done} skipped" in resumed.stderr
     assert not journal.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     _, questions = load_question_set(qfile)
     assert pq.read_schema(run) == run_schema(questions)
     ids = pq.read_table(run, columns=["id"]).column("id").to_pylist()

@@ -64,6 +64,24 @@ def read_parquet_prior(path: str, questions_sha256: str) -> PriorOutput:
     return read_prior(journal_path(path), "jsonl", questions_sha256, into=prior)
 
 
+def _sweep(path: str) -> None:
+    """Remove what a killed run of ``path`` left half-written: the Parquet file it was writing
+    (``.NAME.XXXXXXXX.tmp``) and an ``--overwrite`` run's journal (``.NAME.journal-XXXXXXXX``).
+    Called with the output's lock held, so no live run is writing them; the journal of a
+    killed run (``.NAME.journal``) is never touched: it holds its records."""
+    directory, name = os.path.split(os.path.abspath(path))
+    with os.scandir(directory) as entries:
+        stale = [
+            e.path
+            for e in entries
+            if (e.name.startswith(f".{name}.") and e.name.endswith(".tmp"))
+            or e.name.startswith(f".{name}.journal-")
+        ]
+    for leftover in stale:
+        with contextlib.suppress(OSError):
+            os.unlink(leftover)
+
+
 class ParquetOutput:
     """The writer of a Parquet run: records go to the journal as they complete
     (:meth:`write`); :meth:`close` syncs it, and :meth:`settle` folds it into the file."""
@@ -79,6 +97,7 @@ class ParquetOutput:
         self.path = path
         self.questions = questions
         self.journal = journal_path(path)
+        _sweep(path)
         self._staged = staged
         self._replace = True
         target = self.journal
