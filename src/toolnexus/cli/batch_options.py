@@ -25,11 +25,17 @@ class BatchOptions:
 
     id_field: Annotated[
         str | None,
-        typer.Option("--id-field", help="JSONL key / CSV column holding each state's id."),
+        typer.Option(
+            "--id-field", help="JSONL key / CSV or Parquet column holding each state's id."
+        ),
     ] = None
     state_field: Annotated[
-        str | None,
-        typer.Option("--state-field", help="JSONL key / CSV column holding the state."),
+        list[str] | None,
+        typer.Option(
+            "--state-field",
+            help="JSONL key / CSV or Parquet column holding the state; given more than once, "
+            "the state is an object of those fields.",
+        ),
     ] = None
     image_field: Annotated[
         str | None,

@@ -14,6 +14,8 @@ Formats, each one record per line (``records.codec`` defines them):
 - ``csv``: a header and one row per record: the one CSV shape, which ``eval --format csv``
   writes too (dotted column names such as ``answers.urgency.score``, flags as words; a row is
   always one physical line).
+- ``parquet``: not a line format; ``batch_parquet`` journals its records through this writer
+  (as ``jsonl``) and writes the one Parquet file on a clean end.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class _Prior(Protocol):
 
 
 #: The ``batch --format`` choices (``render.BatchFormat``, checked by a test).
-FORMATS: tuple[BatchFormat, ...] = ("jsonl", "csv", "json")
+FORMATS: tuple[BatchFormat, ...] = ("jsonl", "csv", "json", "parquet")
 
 
 def csv_columns(sample_record: Mapping[str, Any]) -> list[str]:
@@ -77,8 +79,8 @@ class OutputWriter:
         *,
         staged: bool = False,
     ) -> None:
-        if fmt not in FORMATS:
-            raise ValueError(f"unknown format {fmt!r}")
+        if fmt not in FORMATS or fmt == "parquet":
+            raise ValueError(f"not a line format: {fmt!r} (a Parquet run is batch_parquet's)")
         self.path = path
         self.fmt = fmt
         self.columns = list(columns)

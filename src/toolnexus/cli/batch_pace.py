@@ -4,6 +4,7 @@ stop on a ``--state-field`` that no record of the first ``STATE_FIELD_PROBE`` ha
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import RunStopped
@@ -43,10 +44,10 @@ class StateFieldProbe:
     ``STATE_FIELD_PROBE`` records all lack the ``--state-field`` (a shorter input keeps its
     ``malformed_input`` records)."""
 
-    def __init__(self, state_field: str | None) -> None:
-        self.state_field = state_field
+    def __init__(self, state_fields: Sequence[str] | None) -> None:
+        self.state_fields = tuple(state_fields or ())
         self.missing = 0
-        self.seen = state_field is None
+        self.seen = not self.state_fields
 
     def see(self, item: InputItem) -> None:
         if self.seen:
@@ -58,8 +59,8 @@ class StateFieldProbe:
         self.missing += 1
         if self.missing >= STATE_FIELD_PROBE:
             raise RunStopped(
-                f"classifier: --state-field {self.state_field!r}: none of the first "
-                f"{self.missing} input records has that field; check its spelling "
+                f"classifier: --state-field {', '.join(map(repr, self.state_fields))}: none of "
+                f"the first {self.missing} input records has that field; check its spelling "
                 "(nothing was sent)",
                 "input",
             )

@@ -44,6 +44,7 @@ from .batch_inputs import iter_inputs
 from .batch_items import InputItem, kind_of
 from .batch_output import OutputWriter, ReorderBuffer
 from .batch_pace import SentCounter, StateFieldProbe
+from .batch_parquet import ParquetOutput
 from .batch_safety import check_config, check_existing, check_key, lock_output, open_output
 from .batch_select import select
 from .batch_values import BatchConfig, BatchSummary
@@ -80,7 +81,7 @@ class _Run:
         cfg: BatchConfig,
         backend: Backend,
         questions: Mapping[str, Question],
-        writer: OutputWriter,
+        writer: OutputWriter | ParquetOutput,
         items: Iterator[InputItem],
         summary: BatchSummary,
         progress: Any = None,
@@ -288,11 +289,20 @@ def _bar_fits(output: str | None) -> bool:
 
 
 def _count_lines(inputs: list[str]) -> int | None:
-    """A total for the ETA: the lines of the JSONL/CSV files (a fast byte count, no parsing);
-    None when an input is stdin, a directory or a glob."""
+    """A total for the ETA: the lines of the JSONL/CSV files (a fast byte count, no parsing),
+    the rows of the Parquet/Arrow ones (their footers); None when an input is stdin, a
+    directory of state files or a glob."""
     total = 0
     for arg in inputs:
         kind = kind_of(arg)
+        if kind == "arrow":
+            from .batch_arrow import parquet_rows
+
+            rows = parquet_rows(arg)
+            if rows is None:
+                return None
+            total += rows
+            continue
         if kind not in ("jsonl", "csv"):
             return None
         with open(arg, "rb") as f:
@@ -356,7 +366,7 @@ def _run_locked(
     """The run once ``--output`` (if any) is locked."""
     from .batch_resume import compact
 
-    writer, prior = open_output(cfg, columns, question_set_sha256(questions))
+    writer, prior = open_output(cfg, columns, questions)
     summary = BatchSummary(pack=cfg.pack_size)
     retried: set[str] = set()
     items = select(iter_inputs(cfg.inputs, cfg.spec, note=_once()), cfg, prior, summary, retried)
@@ -386,13 +396,14 @@ def _run_locked(
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
 
-    completed = False
+    completed = clean = False
     try:
         asyncio.run(main())
-        completed = True
+        completed = clean = True
     except asyncio.CancelledError:
         if summary.interrupted is None:
             raise
+        clean = True
     finally:
         summary.wall = time.perf_counter() - started
         if progress is not None:
@@ -400,7 +411,12 @@ def _run_locked(
         finished = summary.interrupted is None
         writer.close(finished=finished, replace=completed and finished)
         summary.kept_old_output = writer.staged and not (completed and finished)
+        if isinstance(writer, ParquetOutput) and not clean:
+            writer.abort()  # an error: the journal stays for --resume
     superseded = retried | (prior.repeated if prior is not None else set())
-    if cfg.output is not None and summary.interrupted is None and superseded:
+    if isinstance(writer, ParquetOutput):
+        # Finished or interrupted (a signal): either way a clean end folds the journal in.
+        writer.settle(superseded)
+    elif cfg.output is not None and summary.interrupted is None and superseded:
         compact(cfg.output, cfg.fmt, superseded, columns)
     return summary

@@ -50,7 +50,9 @@ class BatchConfig(BatchOptions):
     def __post_init__(self) -> None:
         from .options import parse_fail_on, parse_question_thresholds, parse_thresholds
 
-        spec = InputSpec(self.id_field, self.state_field, self.image_field, self.recursive)
+        spec = InputSpec(
+            self.id_field, tuple(self.state_field or ()), self.image_field, self.recursive
+        )
         object.__setattr__(self, "spec", spec)
         object.__setattr__(self, "shard_range", parse_shard(self.shard))
         object.__setattr__(self, "conditions", parse_fail_on(self.fail_on))

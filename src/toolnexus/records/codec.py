@@ -14,7 +14,8 @@ most one short line, and ``--resume`` reads it back line by line:
   written ``\\n`` so every row is one physical line. The ``id`` cell alone is escaped losslessly
   (:func:`escape_id`), so that every reader gets every id back exactly.
 
-A codec is chosen by name from :data:`CODECS`; a new format (Parquet) is one more codec there.
+A codec is chosen by name from :data:`CODECS`. Parquet is no line format: a Parquet run is one
+file written whole (``arrowrecords``) with a JSONL journal while it runs (``records.parquet``).
 Pure: no I/O.
 """
 
