@@ -50,9 +50,11 @@ class BatchConfig(BatchOptions):
     def __post_init__(self) -> None:
         from .options import parse_fail_on, parse_question_thresholds, parse_thresholds
 
-        spec = InputSpec(
-            self.id_field, tuple(self.state_field or ()), self.image_field, self.recursive
-        )
+        # One name given as a plain string (a caller outside Typer) is one field, never its
+        # characters.
+        fields = [self.state_field] if isinstance(self.state_field, str) else self.state_field
+        object.__setattr__(self, "state_field", list(fields) if fields else None)
+        spec = InputSpec(self.id_field, tuple(fields or ()), self.image_field, self.recursive)
         object.__setattr__(self, "spec", spec)
         object.__setattr__(self, "shard_range", parse_shard(self.shard))
         object.__setattr__(self, "conditions", parse_fail_on(self.fail_on))
