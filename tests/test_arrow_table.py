@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from toolnexus import ChoiceQuestion, NoulQuestion, create_classifier
@@ -145,9 +146,61 @@ def test_the_keywords_are_create_classifiers_checked_by_the_same_typed_options(
     assert "\n" not in str(through.value)
 
 
-def test_pack_above_one_is_refused_until_the_batch_path_packs() -> None:
-    with pytest.raises(ConfigError, match=r"pack=4 is not supported here yet"):
-        evaluate_table(_table(3), QUESTIONS, state_column="text", pack=4)
+@pytest.mark.parametrize(
+    "pack", [pytest.param(0, id="zero"), pytest.param(True, id="bool"), pytest.param("4", id="str")]
+)
+def test_a_bad_pack_is_refused_by_the_one_rule_before_anything_is_sent(pack: Any) -> None:
+    """``pack`` is ``BatchOptions``' and checked by ``packplan.check_pack`` (one rule, one
+    message), before a classifier is built."""
+    with pytest.raises(ConfigError) as e:
+        evaluate_table(_table(3), QUESTIONS, state_column="text", pack=pack)
+    assert str(e.value) == f"classifier: pack takes a whole number >= 1 or 'auto', got {pack!r}"
+
+
+def _requests(server: ThreadedServer) -> int:
+    with httpx.Client(trust_env=False) as client:
+        statuses = client.get(server.url + "/_stats").json()["statuses"]
+    return sum(statuses.values())
+
+
+def test_pack_5_decides_every_row_as_pack_1_does_but_for_calibrated() -> None:
+    """Issue 20 through the Arrow seam: "the decisions of --pack 1 and --pack N are equal but
+    for calibrated, packed and usage"; 23 states (one null) at pack=5 are 5 requests, the null
+    row is its error row as at pack 1 (a record has no ``packed`` column: ``calibrated`` is
+    False for a packed decision, seed 000)."""
+    texts: list[str | None] = [f"ticket {i}: charged twice" for i in range(24)]
+    texts[9] = None
+    table = pa.table({"ticket": [f"t-{i:03d}" for i in range(24)], "text": texts})
+    with ThreadedServer(ServeOptions(synthetic=True)) as plain:
+        opts = {"state_column": "text", "id_column": "ticket", "base_url": plain.url}
+        alone = evaluate_table(table, QUESTIONS, pack=1, **opts)
+        sent_alone = _requests(plain)
+        packed = evaluate_table(table, QUESTIONS, pack=5, concurrency=2, **opts)
+        sent_packed = _requests(plain) - sent_alone
+    assert (sent_alone, sent_packed) == (23, 5)
+    assert packed.schema == alone.schema
+    rows_alone, rows_packed = alone.to_pylist(), packed.to_pylist()
+    assert [r["calibrated"] for r in rows_alone] == [True] * 9 + [None] + [True] * 14
+    assert [r["calibrated"] for r in rows_packed] == [False] * 9 + [None] + [False] * 14
+
+    def but_calibrated(row: dict[str, Any]) -> dict[str, Any]:
+        """The row less calibrated, usage and the ``uncalibrated`` flag calibrated=False sets."""
+
+        def unflagged(flags: list[str] | None) -> list[str] | None:
+            return None if flags is None else [f for f in flags if f != "uncalibrated"]
+
+        out = {k: v for k, v in row.items() if k not in ("calibrated", "usage", "flags")}
+        out["flags"] = unflagged(row["flags"])
+        if row["answers"] is not None:
+            out["answers"] = {
+                key: {**a, "flags": unflagged(a["flags"])} for key, a in row["answers"].items()
+            }
+        return out
+
+    decided = [r for r in rows_packed if r["error"] is None]
+    assert all("uncalibrated" in r["flags"] for r in decided)
+
+    assert [but_calibrated(r) for r in rows_packed] == [but_calibrated(r) for r in rows_alone]
 
 
 def test_a_null_id_is_an_error_row_naming_the_row(server: ThreadedServer) -> None:

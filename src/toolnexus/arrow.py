@@ -19,8 +19,10 @@ Promises:
   sent, is what would fail every row: an unknown option (the same ``ConfigError`` as
   ``create_classifier``), a bad question set, a missing column, ``concurrency`` out of range.
 - The keywords are ``create_classifier``'s, checked by it, so the two can never disagree.
-- ``pack``: only ``1`` (one state per request) until the batch path packs several states per
-  request; any other value is a ``ConfigError`` saying so.
+- ``pack`` and ``admission`` are ``config.BatchOptions``' (checked there, by ``packplan``'s one
+  rule for ``pack``): ``pack=N`` asks N states per request (``packed.py``: a packed decision
+  says ``calibrated=False``); ``admission`` members (a limiter shared by workers, a spend
+  budget) see every request the batch sends, one ticket per request, estimated from its bytes.
 
 pyarrow is the ``parquet`` extra and is imported only here and in ``arrowrecords``.
 """
@@ -35,6 +37,7 @@ from .canonical import questions_sha256
 from .classifier import Classifier, create_classifier
 from .cli.errors import failure_of, one_line
 from .cli.render.records import decision_record
+from .config import BatchOptions
 from .defaults import DEFAULT_BATCH_CONCURRENCY
 from .errors import ConfigError
 from .questions import Question
@@ -44,20 +47,14 @@ from .sync._loop import background
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["check_pack", "evaluate_rows", "evaluate_table", "evaluate_table_async"]
+    from .packplan import PackSize
+    from .scheduler import Admission
+
+__all__ = ["evaluate_rows", "evaluate_table", "evaluate_table_async"]
 
 #: The record code of a row with no state or no id: the one ``batch`` gives a state the
 #: library refuses (``cli/errors.py``), so a reader groups them with it.
 _NULL_CODE = "invalid_state"
-
-
-def check_pack(pack: int) -> None:
-    """Only one state per request until the batch path packs (a ConfigError otherwise)."""
-    if pack != 1 or isinstance(pack, bool):
-        raise ConfigError(
-            f"classifier: pack={pack!r} is not supported here yet: the Arrow and Ray paths send "
-            "one state per request (pack=1)"
-        )
 
 
 def _column(table: Any, name: str, what: str) -> list[Any]:
@@ -88,10 +85,12 @@ async def evaluate_rows(
     *,
     state_column: str,
     id_column: str | None = None,
-    concurrency: int = DEFAULT_BATCH_CONCURRENCY,
+    options: BatchOptions | None = None,
 ) -> pa.Table:
     """:func:`evaluate_table_async` with a classifier the caller owns (and closes): what a
-    long-lived engine worker calls for each batch, so its connection pool outlives a batch."""
+    long-lived engine worker calls for each batch, so its connection pool outlives a batch.
+    ``options``: the batch's (concurrency, pack, admission), default ``BatchOptions()``."""
+    options = options if options is not None else BatchOptions()
     table = _as_table(table)
     qs: dict[str, Question] = classifier.prepare(questions)
     states = _column(table, state_column, "state_column")
@@ -114,7 +113,7 @@ async def evaluate_rows(
         else:
             pending.append((i, state))
     if pending:
-        async for i, result in classifier.evaluate_stream(pending, qs, concurrency):
+        async for i, result in classifier.evaluate_stream(pending, qs, options=options):
             if result.error is not None:
                 failure = failure_of(result.error)
                 code = failure.code if failure is not None else "classifier_error"
@@ -134,14 +133,16 @@ async def evaluate_table_async(
     *,
     state_column: str,
     id_column: str | None = None,
-    pack: int = 1,
+    pack: PackSize = 1,
     concurrency: int = DEFAULT_BATCH_CONCURRENCY,
+    admission: tuple[Admission, ...] = (),
     **classifier_options: Any,
 ) -> pa.Table:
     """Every row of ``table`` evaluated over ``questions``: a table of ``run_schema(questions)``
     records, rows in input order (see the module docstring for what fails a row and what
-    raises). ``classifier_options`` are ``create_classifier``'s keywords."""
-    check_pack(pack)
+    raises). ``pack``, ``concurrency`` and ``admission`` are ``BatchOptions``' fields;
+    ``classifier_options`` are ``create_classifier``'s keywords."""
+    options = BatchOptions(concurrency=concurrency, pack=pack, admission=admission)
     classifier = create_classifier(**classifier_options)
     async with classifier:
         return await evaluate_rows(
@@ -150,7 +151,7 @@ async def evaluate_table_async(
             questions,
             state_column=state_column,
             id_column=id_column,
-            concurrency=concurrency,
+            options=options,
         )
 
 
@@ -160,8 +161,9 @@ def evaluate_table(
     *,
     state_column: str,
     id_column: str | None = None,
-    pack: int = 1,
+    pack: PackSize = 1,
     concurrency: int = DEFAULT_BATCH_CONCURRENCY,
+    admission: tuple[Admission, ...] = (),
     **classifier_options: Any,
 ) -> pa.Table:
     """The synchronous form of :func:`evaluate_table_async`: same keywords, same table. It runs
@@ -175,6 +177,7 @@ def evaluate_table(
             id_column=id_column,
             pack=pack,
             concurrency=concurrency,
+            admission=admission,
             **classifier_options,
         )
     )

@@ -287,7 +287,7 @@ class BatchOptions:
             raise ConfigError(
                 f"classifier: rate takes a number of requests per minute above 0, got {_shown(r)}"
             )
-        if self.pack != 1:
+        if self.pack != 1 or isinstance(self.pack, bool):  # True == 1, but is no pack size
             from .packplan import check_pack  # the one rule for pack=; loaded only when packing
 
             check_pack(self.pack)

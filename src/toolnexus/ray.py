@@ -15,8 +15,10 @@ worker (``ray_limiter.py``).
 What it promises, and how:
 
 - **One limit for the account.** Each call starts one named limiter actor (no CPU); every
-  worker asks it before each state and tells it how the state ended, so ``rate_per_minute`` is
-  the account's limit however many workers run, and a 429 one worker meets slows them all.
+  worker's batch takes it as an admission member (``BatchOptions.admission``), so the worker
+  asks it before each request it sends (a pack of ``pack`` states is one request) and tells it
+  how the request ended: ``rate_per_minute`` is the account's limit however many workers run,
+  and a 429 one worker meets slows them all.
   ``concurrency`` is the requests in flight per worker; the limiter caps the cluster at
   ``concurrency x workers``.
 - **Workers ask for a fraction of a CPU** (``num_cpus``, default 0.25): an HTTP client waits,
@@ -43,28 +45,28 @@ ray is the ``ray`` extra, imported only when this module's functions are called.
 
 from __future__ import annotations
 
-import itertools
 import os
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .arrow import check_pack, evaluate_rows
+from .arrow import evaluate_rows
 from .arrowrecords import require_pyarrow, run_schema
 from .classifier import Classifier, create_classifier
-from .decision import ClassifierUsage, Decision
+from .config import BatchOptions
 from .defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from .errors import ConfigError
 from .questions import Question
 from .ray_limiter import LimiterCore, SharedLimit, require_ray, shared_limiter
-from .scheduler import Admission, Outcome, Ticket, TokenEstimate, outcome_of
 from .sync._loop import background
 from .transport.redaction import ENV_REF, url_secrets
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["DEFAULT_NUM_CPUS", "admit_each", "evaluate_dataset"]
+    from .packplan import PackSize
+
+__all__ = ["DEFAULT_NUM_CPUS", "evaluate_dataset"]
 
 #: The CPU each worker asks for: HTTP waits, it does not compute (see the module docstring).
 DEFAULT_NUM_CPUS = 0.25
@@ -133,34 +135,6 @@ def check_travel(options: Mapping[str, Any]) -> None:
             )
 
 
-def admit_each(classifier: Classifier, admission: Admission) -> None:
-    """Ask ``admission`` before each state ``classifier`` evaluates, and tell it how it ended.
-
-    The narrowest seam until the batch path takes extra admission members itself: it wraps
-    the per-state evaluate every batch path drives, so the batch loop is untouched. One ticket
-    covers a state's attempts; a 429 the transport retried and then got past is not reported
-    (only one that ends the state is), so the shared rate cap, not the backoff, does the work."""
-    inner = classifier.evaluate_prepared
-    ids = itertools.count()
-    estimate = TokenEstimate(central=0, upper=0)
-
-    async def evaluate_prepared(
-        state: Any, qs: dict[str, Question], *, fail_closed: bool = False
-    ) -> Decision:
-        ticket = Ticket(next(ids), estimate)
-        await admission.acquire(ticket)
-        try:
-            decision = await inner(state, qs, fail_closed=fail_closed)
-        except BaseException as e:
-            outcome = outcome_of(e) if isinstance(e, Exception) else Outcome.not_sent()
-            await admission.release(ticket, ClassifierUsage(), outcome)
-            raise
-        await admission.release(ticket, decision.usage, Outcome.success())
-        return decision
-
-    classifier.evaluate_prepared = evaluate_prepared  # type: ignore[method-assign]
-
-
 class EvaluateBatches:
     """The callable class each pool actor runs: one classifier per actor (its connection pool
     lives as long as the actor), admitted through the shared limiter."""
@@ -174,13 +148,15 @@ class EvaluateBatches:
         state_column: str,
         id_column: str,
         concurrency: int,
+        pack: PackSize,
     ) -> None:
         self.questions = questions
         self.options = options
-        self.limit = SharedLimit(limiter)
+        self.limiter = limiter
         self.state_column = state_column
         self.id_column = id_column
         self.concurrency = concurrency
+        self.pack = pack
         self.classifier: Classifier | None = None
 
     async def __call__(self, batch: pa.Table) -> pa.Table:
@@ -188,14 +164,20 @@ class EvaluateBatches:
             # Built on the actor's event loop, on first use: the key is read from THIS node's
             # environment when each request is sent, never carried here.
             self.classifier = create_classifier(**self.options)
-            admit_each(self.classifier, self.limit)
+        # One member per batch: an async actor runs a few batches at once, each under its own
+        # scheduler whose ticket ids start at 0, and the limiter keys a lease by (worker, id).
+        options = BatchOptions(
+            concurrency=self.concurrency,
+            pack=self.pack,
+            admission=(SharedLimit(self.limiter),),
+        )
         return await evaluate_rows(
             self.classifier,
             batch,
             self.questions,
             state_column=self.state_column,
             id_column=self.id_column,
-            concurrency=self.concurrency,
+            options=options,
         )
 
 
@@ -226,16 +208,12 @@ def drop_decided(batch: pa.Table, *, id_column: str, decided: pa.Array) -> pa.Ta
 
 
 async def _checked_questions(
-    questions: Mapping[str, Any], concurrency: int, options: Mapping[str, Any]
+    questions: Mapping[str, Any], options: Mapping[str, Any]
 ) -> dict[str, Question]:
-    # Everything that would fail every row fails here, on the driver, before a worker starts:
-    # the options (create_classifier's own check), the question set, the concurrency (an
-    # empty stream checks it and sends nothing).
+    # Everything else that would fail every row fails here, on the driver, before a worker
+    # starts: the options (create_classifier's own check) and the question set.
     async with create_classifier(**options) as classifier:
-        qs = classifier.prepare(questions)
-        async for _ in classifier.evaluate_stream([], qs, concurrency):
-            pass
-    return qs
+        return classifier.prepare(questions)
 
 
 def evaluate_dataset(
@@ -245,7 +223,7 @@ def evaluate_dataset(
     state_column: str,
     id_column: str | None = None,
     rate_per_minute: float | None = None,
-    pack: int = 1,
+    pack: PackSize = 1,
     concurrency: int = DEFAULT_BATCH_CONCURRENCY,
     previous: str | os.PathLike[str] | None = None,
     workers: int = 2,
@@ -259,11 +237,13 @@ def evaluate_dataset(
     ``id_column`` is required: a Dataset has no row index that is stable across blocks and
     runs, and the id is what ``previous=`` skips by. ``workers`` actors each keep
     ``concurrency`` requests in flight; ``rate_per_minute`` is the limit for all of them
-    together. ``pack``: only 1 until the batch path packs. ``classifier_options`` are
+    together. ``pack``: states per request (``BatchOptions.pack``). ``classifier_options`` are
     ``create_classifier``'s keywords."""
     ray = require_ray()
     require_pyarrow()
-    check_pack(pack)
+    # The batch options' own checks (concurrency, pack), on the driver: each worker builds the
+    # same options around its own shared-limit member.
+    BatchOptions(concurrency=concurrency, pack=pack)
     if id_column is None:
         raise ConfigError(
             "classifier: evaluate_dataset needs id_column=: a Dataset has no row index that is "
@@ -272,7 +252,7 @@ def evaluate_dataset(
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"classifier: evaluate_dataset: workers must be >= 1, got {workers!r}")
     check_travel(classifier_options)
-    qs = background.run(_checked_questions(questions, concurrency, classifier_options))
+    qs = background.run(_checked_questions(questions, classifier_options))
     # The limiter's own checks (a rate above 0), on the driver rather than in the actor.
     LimiterCore(rate_per_minute=rate_per_minute, max_concurrency=concurrency * workers)
     run_schema(qs)  # the question set has a schema before any worker relies on it
@@ -311,5 +291,6 @@ def evaluate_dataset(
             "state_column": state_column,
             "id_column": id_column,
             "concurrency": concurrency,
+            "pack": pack,
         },
     )
