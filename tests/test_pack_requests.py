@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from imagegen import png
 from serving import ThreadedServer
 from toolnexus import (
+    BatchOptions,
     ChoiceQuestion,
     ClassifierUsage,
     Decision,
@@ -562,3 +564,49 @@ def test_each_packed_state_reports_its_own_metric_event(server: Served) -> None:
         (3, False, "ok")
     ] * 3
     assert sum(e["input_tokens"] for e in evaluated) == server.charged().input_tokens
+
+
+class Charged:
+    """An admission member that sums what each request was settled on: a spend budget's view."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.usage = ClassifierUsage()
+
+    async def acquire(self, ticket: Any) -> None:
+        self.requests += 1
+
+    async def release(self, ticket: Any, usage: ClassifierUsage, outcome: Outcome) -> None:
+        self.usage = _total([self.usage, usage])
+
+
+def test_a_packed_batchs_members_are_settled_on_what_the_server_charged(server: Served) -> None:
+    """Issue 23's budget over issue 20's packs: every request a packed batch sends (the packs
+    and the one re-ask of an invalid packed answer) reaches the admission members once, settled
+    on its charged usage, so the members' usage sums to the server's ``/_stats`` totals."""
+
+    def poison_in_its_pack(request: ScriptedRequest) -> ScriptedReply | None:
+        state = _request_json(request)["state"]
+        if isinstance(state, dict) and "poison" in state.get(STATES_KEY, ()):
+            return _poison(request, alone_too=False)
+        return None
+
+    server.script = poison_in_its_pack
+    states = [f"ticket {i}" for i in range(9)] + ["poison"]
+    member = Charged()
+
+    async def go() -> list[Any]:
+        async with _classifier(server.url) as c:
+            options = BatchOptions(concurrency=2, pack=4, admission=(member,))
+            return await c.states(states, options=options).evaluate(**QUESTIONS)
+
+    results = asyncio.run(go())
+    assert all(r.ok for r in results)
+    assert results[-1].decision.reasked
+    with httpx.Client(trust_env=False) as client:
+        stats = client.get(server.threaded.url + "/_stats").json()
+    sent = sum(stats["statuses"].values())
+    assert member.requests == sent == len(server.bodies) == 4  # packs of 4, 4, 2; one re-ask
+    usage = stats["usage"]
+    assert member.usage == ClassifierUsage(usage["input_tokens"], usage["output_tokens"])
+    assert member.usage.input_tokens > 0

@@ -58,6 +58,7 @@ from .scheduler.failfast import error_type, outcome_of
 from .scheduler.run import Settled
 from .scheduler.tokens import TokenEstimate, estimate_tokens
 from .systemone import PATH, SystemOneStyle
+from .transport import Reply
 from .validation import validate_decision
 
 __all__ = [
@@ -284,14 +285,20 @@ class _Pack:
             await self._halves(style, indices)
             return
 
-        async def send() -> tuple[Any, ClassifierUsage]:
-            reply = await style.transport.post(PATH, request.content, request.headers or None)
+        def decode(reply: Reply) -> tuple[Any, ClassifierUsage]:
             body, _ = style.load_response(reply.content, reply.endpoint, reply.request_id)
             try:
                 charged = parse_decision({**body, "answers": {}}, {}).usage
             except (DecisionError, TypeError):
                 charged = ClassifierUsage()  # unpack_decisions says why the body is no answer
             return body, charged
+
+        async def send() -> tuple[Any, ClassifierUsage]:
+            # ``exchange``, not ``post``: in a batch the run's scheduler settles the request on
+            # what the server charged for it, so a spend budget sees a packed request's usage.
+            return await style.transport.exchange(
+                PATH, request.content, request.headers or None, decode, lambda got: got[1]
+            )
 
         weights = state_weights([p.state for p in parts], self.qs)
         try:
