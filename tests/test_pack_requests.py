@@ -600,13 +600,20 @@ def test_a_packed_batchs_members_are_settled_on_what_the_server_charged(server: 
             options = BatchOptions(concurrency=2, pack=4, admission=(member,))
             return await c.states(states, options=options).evaluate(**QUESTIONS)
 
+    def served() -> tuple[int, ClassifierUsage]:
+        """The module's server's ``/_stats`` totals so far: answers, and usage charged."""
+        with httpx.Client(trust_env=False) as client:
+            stats = client.get(server.threaded.url + "/_stats").json()
+        usage = stats["usage"]
+        charged = ClassifierUsage(usage["input_tokens"], usage["output_tokens"])
+        return sum(stats["statuses"].values()), charged
+
+    sent_before, charged_before = served()
     results = asyncio.run(go())
+    sent, charged = served()
     assert all(r.ok for r in results)
-    assert results[-1].decision.reasked
-    with httpx.Client(trust_env=False) as client:
-        stats = client.get(server.threaded.url + "/_stats").json()
-    sent = sum(stats["statuses"].values())
-    assert member.requests == sent == len(server.bodies) == 4  # packs of 4, 4, 2; one re-ask
-    usage = stats["usage"]
-    assert member.usage == ClassifierUsage(usage["input_tokens"], usage["output_tokens"])
+    assert results[-1].decision is not None and results[-1].decision.reasked
+    # packs of 4, 4 and 2, and the one re-ask
+    assert member.requests == sent - sent_before == len(server.bodies) == 4
+    assert _total([member.usage, charged_before]) == charged
     assert member.usage.input_tokens > 0
