@@ -186,6 +186,29 @@ def test_one_failing_row_is_an_error_row_and_a_rerun_sends_only_the_missing_rows
     assert sorted(script.seen) == sorted(f"ticket {int(i[1:])}: help" for i in missing)
 
 
+def test_a_pack_of_five_is_one_request_through_the_shared_limit(ray_session: Path) -> None:
+    """``pack`` is ``BatchOptions.pack`` on the workers too: 200 rows in blocks of 50 at
+    ``pack=5`` are 40 packed requests (each one ticket of the shared limit), every row decided,
+    ``calibrated`` False as every packed decision says (issue 20)."""
+    _, ds = _tickets(200, block=50)
+    with ThreadedServer(ServeOptions(synthetic=True)) as server:
+        out = _collect(
+            evaluate_dataset(
+                ds,
+                QUIET,
+                state_column="text",
+                id_column="id",
+                pack=5,
+                rate_per_minute=6000,
+                base_url=server.url,
+            )
+        )
+        answered = _stats(server.url)["statuses"]
+    assert out.num_rows == 200 and out.column("error").null_count == 200
+    assert out.column("calibrated").to_pylist() == [False] * 200
+    assert answered == {"200": 40}
+
+
 def test_a_killed_workers_block_is_retried_and_every_row_comes_back_once(
     ray_session: Path, tmp_path: Path
 ) -> None:
