@@ -230,8 +230,11 @@ def http_status_error(
     key_is_set: bool,
     attempts: int,
 ) -> HTTPStatusError:
-    """The error for a non-2xx answer: its message is safe to show anywhere."""
-    suffix = f" (request id {request_id})" if request_id else ""
+    """The error for a non-2xx answer: its message is safe to show anywhere. A status that was
+    retried says after how many attempts, as a network error does (issue 17 item 14); a
+    terminal status, sent once, does not: "after 1 attempt" would suggest retries were tried."""
+    tries = f" (after {attempts} attempts)" if attempts > 1 else ""
+    suffix = tries + (f" (request id {request_id})" if request_id else "")
     if status in (401, 403):
         # Never shown: an auth failure body routinely echoes the credential or header sent.
         state = "is set but was rejected" if key_is_set else "is not set"
