@@ -48,6 +48,7 @@ __all__ = [
     "EvaluateSpan",
     "Telemetry",
     "endpoint_attributes",
+    "sdk_installed",
     "wanted",
 ]
 
@@ -67,14 +68,35 @@ TOKEN_BUCKETS = (
 _SCOPE = "toolnexus"
 
 
+#: The ``OTEL_*`` settings that say a host means to export (read only with the SDK installed).
+_EXPORT_SETTINGS = (
+    "OTEL_TRACES_EXPORTER",
+    "OTEL_METRICS_EXPORTER",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+)
+
+
 def wanted(explicit: bool | None = None, environ: Mapping[str, str] = os.environ) -> bool:
     """Whether to record: ``explicit`` when given; else when the host already imported
-    OpenTelemetry, or configured an exporter through ``OTEL_*`` variables."""
+    OpenTelemetry, or configured an exporter through ``OTEL_*`` variables with the SDK
+    installed. Nothing is imported to decide: an installed but unused OpenTelemetry costs
+    nothing."""
     if explicit is not None:
         return explicit
     if "opentelemetry" in sys.modules:
         return True
-    return any(name in environ for name in ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT"))
+    return any(name in environ for name in _EXPORT_SETTINGS) and sdk_installed()
+
+
+def sdk_installed() -> bool:
+    """Whether ``opentelemetry-sdk`` is installed, found without importing anything."""
+    from importlib.util import find_spec
+
+    spec = find_spec("opentelemetry")  # a top-level lookup imports nothing
+    if spec is None or spec.submodule_search_locations is None:
+        return False
+    return any(os.path.isdir(os.path.join(p, "sdk")) for p in spec.submodule_search_locations)
 
 
 def endpoint_attributes(url: str) -> dict[str, Any]:
@@ -83,6 +105,8 @@ def endpoint_attributes(url: str) -> dict[str, Any]:
     ``url.full``: an expanded ``${NAME}`` is a secret."""
     parts = urlsplit(url)
     attrs: dict[str, Any] = {}
+    if not parts.scheme:
+        return attrs  # a custom or static style: no endpoint to name
     if parts.hostname:
         attrs["server.address"] = parts.hostname
     try:
@@ -179,6 +203,11 @@ class EvaluateSpan:
                 self.attributes, response_model, input_tokens, output_tokens
             )
 
+    def observer(self) -> _AttemptSpans:
+        """The transport hook (``transport/observe.py``) that turns this evaluate's HTTP
+        attempts into child spans and its waits into span events."""
+        return _AttemptSpans(self)
+
     def failed(self, error: BaseException) -> None:
         self.error_type = type(error).__name__
         self.span.set_attribute("error.type", self.error_type)
@@ -192,6 +221,39 @@ class EvaluateSpan:
         if self.telemetry.capture_content:
             for name, value in values.items():
                 self.span.set_attribute(f"toolnexus.{name}", value)
+
+
+class _AttemptWatch:
+    """One attempt span, opened when the transport starts the attempt, closed at its end."""
+
+    def __init__(self, ev: EvaluateSpan) -> None:
+        self._cm = ev.attempt()
+        self._span = self._cm.__enter__()
+
+    def response(self, status: int, request_id: str | None) -> None:
+        self._span.response(status, request_id)
+
+    def failed(self, kind: str) -> None:
+        self._span.failed(kind)
+
+    def end(self) -> None:
+        self._cm.__exit__(None, None, None)
+
+
+@dataclass
+class _AttemptSpans:
+    """An evaluate's :class:`~.transport.observe.AttemptObserver`."""
+
+    ev: EvaluateSpan
+
+    def attempt(self, resend_count: int) -> _AttemptWatch:
+        return _AttemptWatch(self.ev)
+
+    def waited(self, seconds: float, resend_count: int) -> None:
+        self.ev.span.add_event(
+            "toolnexus.retry_wait",
+            {"toolnexus.wait_seconds": seconds, "http.request.resend_count": resend_count},
+        )
 
 
 class Telemetry:
