@@ -7,11 +7,23 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..printable import printable
 from .batch_items import InputSpec
 from .batch_options import BatchOptions, parse_shard
-from .errors import EXIT_BACKEND, EXIT_CONDITION, EXIT_FOR_CODE, EXIT_OK, EXIT_USAGE
+from .errors import (
+    EXIT_BACKEND,
+    EXIT_BUDGET,
+    EXIT_CONDITION,
+    EXIT_FOR_CODE,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+)
+
+if TYPE_CHECKING:
+    from ..scheduler.budget import Caps
 
 __all__ = ["FIRST_IDS", "BatchConfig", "BatchSummary"]
 
@@ -33,6 +45,8 @@ class BatchConfig(BatchOptions):
     conditions: tuple[str, ...] = field(init=False)
     #: ``--thresholds``' cut-points (the names given; the rest keep their defaults)
     cut_points: Mapping[str, float] = field(init=False)
+    #: ``--max-cost`` / ``--max-tokens`` / ``--max-requests``
+    caps: Caps = field(init=False)
 
     def __post_init__(self) -> None:
         from .options import parse_fail_on, parse_thresholds
@@ -42,6 +56,28 @@ class BatchConfig(BatchOptions):
         object.__setattr__(self, "shard_range", parse_shard(self.shard))
         object.__setattr__(self, "conditions", parse_fail_on(self.fail_on))
         object.__setattr__(self, "cut_points", parse_thresholds(self.thresholds))
+        object.__setattr__(self, "caps", _caps(self))
+
+
+def _caps(cfg: BatchOptions) -> Caps:
+    """The caps, checked: a wrong one is one line naming the flag."""
+    from decimal import Decimal, InvalidOperation
+
+    from ..errors import ConfigError
+    from ..scheduler.budget import Caps
+
+    cost = None
+    if cfg.max_cost is not None:
+        try:
+            cost = Decimal(cfg.max_cost)
+        except InvalidOperation:
+            cost = None
+        if cost is None or not cost.is_finite():
+            raise CliError(f"--max-cost takes an amount in USD (like 2.50), got {cfg.max_cost!r}")
+    try:
+        return Caps(cost, cfg.max_tokens, cfg.max_requests)
+    except ConfigError as e:
+        raise CliError(e.detail.removeprefix("classifier: ")) from None
 
 
 @dataclass
@@ -70,6 +106,8 @@ class BatchSummary:
     interrupted: str | None = None
     #: ``--overwrite`` did not replace the old output (the run did not finish)
     kept_old_output: bool = False
+    #: the cap that stopped the run and the spend, as ``Budget`` words it (exit 4)
+    budget_exceeded: str | None = None
 
     def met(self, condition: str, item_id: str | int) -> None:
         """Note that the record of ``item_id`` meets the ``--fail-on`` ``condition``."""
@@ -94,12 +132,16 @@ class BatchSummary:
         return sum(self.codes.values())
 
     def exit_code(self) -> int:
-        """The worst outcome: a backend failure (3) over an input failure (2) over a
-        ``--fail-on`` condition (1); each record code's exit code is ``failure_of``'s."""
+        """The worst outcome: a backend failure (3) over an input failure (2) over a spend
+        cap that stopped the run (4: raising it and ``--resume`` completes the run, which
+        neither of the others would) over a ``--fail-on`` condition (1); each record code's
+        exit code is ``failure_of``'s."""
         exits = {EXIT_FOR_CODE.get(c, EXIT_USAGE) for c in self.codes}
         for worst in (EXIT_BACKEND, EXIT_USAGE):
             if worst in exits:
                 return worst
+        if self.budget_exceeded is not None:
+            return EXIT_BUDGET
         return EXIT_CONDITION if self.conditions else EXIT_OK
 
     def line(self) -> str:
@@ -124,5 +166,7 @@ class BatchSummary:
             f"cost {cost}",
             f"{self.wall:.2f} s",
         ]
+        if self.budget_exceeded is not None:
+            parts.append("budget_exceeded")
         head = f"batch interrupted by {self.interrupted}: " if self.interrupted else "batch: "
         return head + ", ".join(parts)
