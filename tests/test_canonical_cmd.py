@@ -250,3 +250,67 @@ def test_subprocess_located_error_is_one_line_exit_2(tmp_path: Path) -> None:
     assert done.stdout == b""
     line = error_line(done.stderr.decode("utf-8"))
     assert line == f"{path}:2:3: question 'd': missing instructions"
+
+
+# --- packed requests (issue 20) ----------------------------------------------------------------
+
+REFUND_YAML = """model: jev-1.13.0
+questions:
+  refund:
+    type: noul
+    instructions: Is the customer asking for money back?
+    criteria: {"true": "yes", "false": "no"}
+"""
+#: The README's canonical example of a packed request: the questions are test_packing.py's
+#: golden bytes, the state holds the file's states in order.
+PACKED_README = (
+    b'{"model":"jev-1.13.0","questions":{"0:refund":{"criteria":{"false":"no","true":"yes"},'
+    b'"instructions":"For states[0] only: Is the customer asking for money back?",'
+    b'"type":"noul"},"1:refund":{"criteria":{"false":"no","true":"yes"},'
+    b'"instructions":"For states[1] only: Is the customer asking for money back?",'
+    b'"type":"noul"}},"state":{"states":["charged twice",{"ticket":"app crashes"}]}}'
+)
+
+
+def _pack_files(tmp_path: Path, states: str) -> tuple[str, str]:
+    (tmp_path / "q.yaml").write_text(REFUND_YAML, encoding="utf-8")
+    (tmp_path / "states.jsonl").write_text(states, encoding="utf-8")
+    return str(tmp_path / "q.yaml"), str(tmp_path / "states.jsonl")
+
+
+def test_pack_states_prints_the_packed_request(tmp_path: Path) -> None:
+    """Issue 20 item 1: "`canonical` prints a packed request (`toolnexus canonical Q
+    --pack-states FILE`) so its bytes can be diffed like any other"."""
+    q, states = _pack_files(tmp_path, '"charged twice"\n\n{"ticket": "app crashes"}\n')
+    ran = run_cli("canonical", q, "--pack-states", states)
+    assert ran.code == 0, ran.stderr
+    assert ran.stdout == PACKED_README
+    assert PACKED_README.decode() in (REPO / "README.md").read_text(encoding="utf-8")
+    digest = run_cli("canonical", "--sha256", q, "--pack-states", states)
+    assert digest.out == hashlib.sha256(PACKED_README).hexdigest() + "\n"
+
+
+def test_pack_states_of_one_state_prints_that_states_own_request(tmp_path: Path) -> None:
+    """A pack of one is never packed: it is today's request, byte for byte."""
+    q, states = _pack_files(tmp_path, '{"ticket": "app crashes"}\n')
+    (tmp_path / "one.json").write_text('{"ticket": "app crashes"}', encoding="utf-8")
+    alone = run_cli("canonical", q, "--state", str(tmp_path / "one.json"))
+    assert run_cli("canonical", q, "--pack-states", states).stdout == alone.stdout
+
+
+@pytest.mark.parametrize(
+    ("states", "extra", "message"),
+    [
+        pytest.param('"a"\n3\n', [], "states.jsonl:2: a state must be a string", id="number"),
+        pytest.param('"a"\n{oops\n', [], "states.jsonl:2:2: invalid JSON", id="bad-json"),
+        pytest.param("\n\n", [], "states.jsonl: no states", id="empty"),
+        pytest.param('"a"\n', ["--state", "-"], "--pack-states holds the states", id="and-state"),
+    ],
+)
+def test_pack_states_input_errors_are_one_line(
+    tmp_path: Path, states: str, extra: list[str], message: str
+) -> None:
+    q, path = _pack_files(tmp_path, states)
+    ran = run_cli("canonical", q, "--pack-states", path, *extra)
+    assert ran.code == 2
+    assert message in error_line(ran.stderr)

@@ -61,13 +61,18 @@ def bad_file(tmp_path: Path) -> Path:
         pytest.param(["canonical", "--sha256", "--pretty", "questions/guard.yaml"], id="conflict"),
         pytest.param(["canonical", "nope.yaml"], id="missing"),
         pytest.param(["canonical", "{bad}"], id="canonical-bad"),
+        pytest.param(
+            ["canonical", "questions/guard.yaml", "--pack-states", "{pack}"], id="pack-states"
+        ),
     ],
 )
 def test_fast_path_says_what_the_app_says(
     args: list[str], bad_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(REPO)
-    args = [a.replace("{bad}", str(bad_file)) for a in args]
+    pack = bad_file.with_name("states.jsonl")
+    pack.write_text('"one"\n{"two": 2}\n', encoding="utf-8")
+    args = [a.replace("{bad}", str(bad_file)).replace("{pack}", str(pack)) for a in args]
     fast, app = _both(args)
     assert fast == app
 

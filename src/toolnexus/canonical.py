@@ -94,16 +94,20 @@ def decision_cache_key(
     state: Any,
     questions: Mapping[str, Question],
     assets: Mapping[str, Any] | None = None,
+    *,
+    kind: str = "decision",
 ) -> str:
     """Seed 004 decisionKey =
     ``sha256hex(canon({assets?, endpoint, kind:"decision", model:<served>, questions, state}))``.
 
     ``endpoint`` is the configured base URL with ``${ENV}`` unexpanded; ``state`` is the state AS
-    SENT; an empty or ``None`` ``assets`` omits the member.
+    SENT; an empty or ``None`` ``assets`` omits the member. ``kind`` is ``"decision"`` for an
+    answer asked alone; a packed answer is kept under ``packing.PACKED_CACHE_KIND`` (issue 20),
+    so neither is ever served for the other.
     """
     body: dict[str, Any] = {
         "endpoint": endpoint,
-        "kind": "decision",
+        "kind": kind,
         "model": served_model,
         "questions": questions_to_wire(questions),
         "state": state,

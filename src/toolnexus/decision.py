@@ -59,6 +59,11 @@ class Decision:
     ``calibrated`` is False for a backend that self-reports (the llm style); a threshold tuned
     against one backend does not transfer to another. ``cached`` is True when the decision came
     from a cache and nothing was sent.
+
+    ``packed`` is how many states the request that answered it asked about (1: the state alone;
+    N > 1: a packed request, issue 20, and then ``calibrated`` is False); ``reasked`` is True
+    when a packed answer failed validation and the state was asked again, alone (``packed`` is
+    then 1 and ``usage`` holds both requests' charges). Neither is a wire field.
     """
 
     model: str
@@ -66,6 +71,8 @@ class Decision:
     usage: ClassifierUsage = field(default_factory=ClassifierUsage)
     calibrated: bool = True
     cached: bool = False
+    packed: int = 1
+    reasked: bool = False
 
     def _get(self, key: str, want: str) -> Answer:
         answer = self.answers.get(key)

@@ -325,6 +325,21 @@ class SystemOneStyle:
         questions: dict[str, Question],
     ) -> tuple[Decision, str]:
         """The decision in ``content``, and the text it was decoded from (what the cache keeps)."""
+        obj, text = self.load_response(content, endpoint, request_id)
+        rid = f" (request id {request_id})" if request_id else ""
+        try:
+            return parse_decision(obj, questions), text
+        except DecisionError as e:
+            raise DecisionError(
+                f"classifier: POST {endpoint}: {e.detail}{rid}",
+                e.key,
+            ) from None
+
+    def load_response(
+        self, content: bytes, endpoint: str, request_id: str | None
+    ) -> tuple[Any, str]:
+        """A 200 body as parsed JSON and its text, or the DecisionError naming the endpoint and
+        the request id. ``packed.py`` decodes a packed response from here, per state."""
         rid = f" (request id {request_id})" if request_id else ""
         try:
             # Decoded here, once, as ``loads`` would (UTF-8, an optional BOM dropped).
@@ -349,10 +364,4 @@ class SystemOneStyle:
                 start = self.transport.scrub(text[:40])
                 what = f"the response body is not JSON ({len(content)} bytes, starting {start!r})"
             raise DecisionError(f"classifier: POST {endpoint}: HTTP 200: {what}{rid}") from None
-        try:
-            return parse_decision(obj, questions), text
-        except DecisionError as e:
-            raise DecisionError(
-                f"classifier: POST {endpoint}: {e.detail}{rid}",
-                e.key,
-            ) from None
+        return obj, text

@@ -74,6 +74,16 @@ def canonical(
             metavar="NAME=PATH",
         ),
     ] = None,
+    pack_states: Annotated[
+        str | None,
+        typer.Option(
+            "--pack-states",
+            help="A JSONL file of states, one per line (- for stdin): print the packed request "
+            "that asks them all in one (issue 20; a file of one state prints its own request).",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Print the canonical bytes of model + questions: keys sorted, arrays kept, compact.
 
@@ -89,4 +99,5 @@ def canonical(
         pretty=pretty,
         state=state,
         image=image or (),
+        pack_states=pack_states,
     )

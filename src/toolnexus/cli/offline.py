@@ -14,10 +14,14 @@ and compares exit code, stdout and stderr.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import EXIT_CONDITION, EXIT_OK, EXIT_USAGE, fail, handle_error
+
+if TYPE_CHECKING:
+    from ..questions import Question
 
 __all__ = ["canonical", "check_criteria", "fast_main"]
 
@@ -69,9 +73,11 @@ def canonical(
     pretty: bool = False,
     state: str | None = None,
     image: Sequence[str] = (),
+    pack_states: str | None = None,
 ) -> int:
     """Render the canonical bytes of model + questions (with ``state``: the whole request
-    body, images lifted into its ``assets`` map); return the exit code."""
+    body, images lifted into its ``assets`` map; with ``pack_states``, a JSONL file of states:
+    the packed request that asks them all, issue 20); return the exit code."""
     from ..canonical import canonical_json, canonical_request, sha256_hex
     from ..canonical import questions_sha256 as set_digest
     from ..questions import questions_to_wire
@@ -82,9 +88,14 @@ def canonical(
     views = [name for name, on in chosen_views.items() if on]
     if len(views) > 1:
         fail(f"{views[0]} and {views[1]} do not combine: pick one")
-    if questions_sha256 and (state is not None or image):
-        fail("--questions-sha256 covers the questions alone: it takes no --state or --image")
-    if state == "-" and questions == "-":
+    if questions_sha256 and (state is not None or image or pack_states is not None):
+        fail(
+            "--questions-sha256 covers the questions alone: it takes no --state, --image or "
+            "--pack-states"
+        )
+    if pack_states is not None and (state is not None or image):
+        fail("--pack-states holds the states: it takes no --state or --image")
+    if questions == "-" and "-" in (state, pack_states):
         fail("the question set and the state cannot both come from stdin")
     qset = load_question_set(questions)
     if questions_sha256:
@@ -94,7 +105,9 @@ def canonical(
     chosen = resolve_model(model, qset.model)
     if image and state is None:
         fail("--image needs --state: the state is what refers to the image as <NAME>")
-    if state is None:
+    if pack_states is not None:
+        body = _packed_request(chosen, qset.questions, pack_states)
+    elif state is None:
         body = canonical_request(chosen, qset.questions)
     else:
         from ..assets import lift_with_questions
@@ -117,6 +130,27 @@ def canonical(
     view: CanonicalView = "sha256" if sha256 else "pretty" if pretty else "raw"
     render(CanonicalResult(body, sha256_hex(body)), view)
     return EXIT_OK
+
+
+def _packed_request(model: str, questions: Mapping[str, Question], source: str) -> bytes:
+    """What ``evaluate_pack`` sends for the states of ``source``: the packed request, or, for a
+    file of one state, that state's own request (a pack of one is never packed)."""
+    from ..assets import lift_with_questions
+    from ..images import ImageLimits
+    from ..packing import pack_lifted, pack_questions
+    from ..packplan import packed_body
+    from ..questions import questions_to_wire
+    from .states import load_states_jsonl
+
+    states = load_states_jsonl(source)
+    lifted = [lift_with_questions(s, questions) for s in states]
+    if len(lifted) == 1:
+        packed, wire = lifted[0], questions_to_wire(questions)
+    else:
+        packed = pack_lifted(lifted)
+        wire = questions_to_wire(pack_questions(questions, len(lifted)))
+    ImageLimits().check_request(packed.assets)
+    return packed_body(model, packed, wire)
 
 
 def _options(
@@ -156,7 +190,7 @@ def _parse_check(args: Sequence[str]) -> int | None:
 
 
 def _parse_canonical(args: Sequence[str]) -> int | None:
-    parsed = _options(args, {"--sha256", "--pretty"}, {"--model", "--state"})
+    parsed = _options(args, {"--sha256", "--pretty"}, {"--model", "--state", "--pack-states"})
     if parsed is None:
         return None
     options, positional = parsed
@@ -164,12 +198,14 @@ def _parse_canonical(args: Sequence[str]) -> int | None:
         return None
     model = options.get("--model")
     state = options.get("--state")
+    pack_states = options.get("--pack-states")
     return canonical(
         positional[0],
         model=model if isinstance(model, str) else None,
         sha256="--sha256" in options,
         pretty="--pretty" in options,
         state=state if isinstance(state, str) else None,
+        pack_states=pack_states if isinstance(pack_states, str) else None,
     )
 
 

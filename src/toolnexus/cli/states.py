@@ -219,3 +219,25 @@ def load_state(
         return image_state(source, "image state")
     fmt = as_ or guess_format(source)
     return parse_state(_read(source), fmt, source)
+
+
+def load_states_jsonl(source: str) -> list[Any]:
+    """The states of a JSONL file (``canonical --pack-states``): one JSON state per line, blank
+    lines skipped; an error names the file and the line."""
+    from ..jsonlimits import JsonLimitError, loads
+
+    name = STDIN_NAME if source == "-" else source
+    states: list[Any] = []
+    for number, line in enumerate(_read(source).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = loads(line)
+        except json.JSONDecodeError as e:
+            raise CliError(f"{name}:{number}:{e.colno}: invalid JSON: {e.msg}") from None
+        except JsonLimitError as e:
+            raise CliError(f"{name}:{number}: JSON state refused: {e}") from None
+        states.append(check_state(value, f"{name}:{number}"))
+    if not states:
+        raise CliError(f"{name}: no states: write one JSON state per line")
+    return states

@@ -83,18 +83,32 @@ class Exchange:
     wire: WireRequest | None = None
 
 
+#: The token counts ``/_stats`` totals from the answers this server made.
+_USAGE_FIELDS = ("input_tokens", "output_tokens")
+
 EXCHANGE = web.RequestKey("toolnexus.serve.exchange", Exchange)
 
 
 @dataclass
 class Stats:
     """What ``GET /_stats`` reports: requests by (route, outcome), API answers by status, the
-    429s the limits sent, and requests and 429s per key (by :func:`key_label`)."""
+    429s the limits sent, requests and 429s per key (by :func:`key_label`), and the ``usage``
+    this server's own answers charged (replay and synthetic; a proxied answer is upstream's)."""
 
     routes: Counter[tuple[str, str]] = field(default_factory=Counter)
     statuses: Counter[str] = field(default_factory=Counter)
     limited: Counter[str] = field(default_factory=Counter)
     keys: dict[str, Counter[str]] = field(default_factory=dict)
+    usage: Counter[str] = field(default_factory=Counter)
+
+    def charge(self, answer: Mapping[str, Any]) -> None:
+        """Add an answer's ``usage`` token counts to the totals."""
+        usage = answer.get("usage")
+        if isinstance(usage, Mapping):
+            for name in _USAGE_FIELDS:
+                value = usage.get(name)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    self.usage[name] += value
 
     def body(self, in_flight: int) -> dict[str, Any]:
         routes: dict[str, dict[str, int]] = {}
@@ -106,6 +120,7 @@ class Stats:
             "routes": routes,
             "statuses": dict(sorted(self.statuses.items())),
             "limited": {"requests": self.limited["requests"], "tokens": self.limited["tokens"]},
+            "usage": {name: self.usage[name] for name in _USAGE_FIELDS},
             "keys": {
                 label: {"requests": c["requests"], "limited": c["limited"]}
                 for label, c in sorted(self.keys.items())

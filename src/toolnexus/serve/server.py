@@ -213,7 +213,9 @@ class Server:
             return scripted
         if self._upstream is not None:
             return await self._proxy(request, ex)
-        return json_response(200, self._local(request, ex))
+        answer = self._local(request, ex)
+        self.traffic.charge(answer)
+        return json_response(200, answer)
 
     # --- answer sources ----------------------------------------------------------------------
 
@@ -264,6 +266,7 @@ class Server:
             seed=self.options.seed,
             state_key=wire.state_key(),
             images=len(wire.images),
+            key_of=wire.key_of,
         )
 
     async def _proxy(self, request: web.Request, ex: Exchange) -> web.StreamResponse:

@@ -18,15 +18,23 @@ Shapes follow the live wire (``../shared/reference/system-one-wire.md``):
   answers such a question 422; ``--synthetic`` answers it so the raw path can be tested.
 
 Every answer passes ``validate_decision`` against its question. Pure: no I/O.
+
+Packed requests (issue 20, ``toolnexus.packing``): a request whose state is ``{"states": [...]}``
+and whose questions are all derived keys addressed to those states is answered per derived
+question from the ONE state it addresses, exactly as that state alone would be (the seed input
+is the question as asked alone and that state's own key), so a packed run and an unpacked run of
+the same states get the same answers. Its usage is the whole request's (:func:`input_tokens`:
+one overhead for the pack), so packing visibly saves tokens.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..canonical import canonical_json
+from ..packing import STATES_KEY, unpack_questions_wire
 
 __all__ = [
     "PLACEHOLDER",
@@ -209,23 +217,49 @@ def input_tokens(state_key: bytes, questions: Mapping[str, Any], images: int = 0
     return INPUT_TOKEN_OVERHEAD + size // 4 + IMAGE_INPUT_TOKENS * images
 
 
+def _packed_answers(
+    state: Any, questions: Mapping[str, Any], seed: int, key_of: Callable[[Any], bytes]
+) -> dict[str, Any] | None:
+    """The answers of a packed request, each from the state its derived key addresses, or None
+    when the request is not a pack (then it is answered as one state, like any other)."""
+    if not isinstance(state, Mapping) or set(state) != {STATES_KEY}:
+        return None
+    states = state[STATES_KEY]
+    if not isinstance(states, list) or not states:
+        return None
+    asked = unpack_questions_wire(questions, len(states))
+    if asked is None:
+        return None
+    keys: dict[int, bytes] = {}
+    answers: dict[str, Any] = {}
+    for derived, index, alone in asked:
+        if index not in keys:
+            keys[index] = key_of(states[index])
+        answers[derived] = _answer(alone, _rng(seed, alone, keys[index]))
+    return answers
+
+
 def synthesize(
     request: Mapping[str, Any],
     *,
     seed: int = 0,
     state_key: bytes | None = None,
     images: int = 0,
+    key_of: Callable[[Any], bytes] = canonical_json,
 ) -> dict[str, Any]:
     """A valid System One response body for ``request`` (``{model, questions, state}``).
 
     ``state_key`` is what identifies the state (default: its canonical JSON); the server passes
     the state with placeholders replaced by image hashes. ``images`` counts attached images for
-    ``usage.input_tokens`` (:func:`input_tokens`).
+    ``usage.input_tokens`` (:func:`input_tokens`). ``key_of`` is the same identity for one
+    state of a packed request (the server's swaps that state's placeholders for hashes).
     """
     if state_key is None:
         state_key = canonical_json(request.get("state"))
     questions: Mapping[str, Any] = request["questions"]
-    answers = {key: _answer(q, _rng(seed, q, state_key)) for key, q in questions.items()}
+    answers = _packed_answers(request.get("state"), questions, seed, key_of)
+    if answers is None:
+        answers = {key: _answer(q, _rng(seed, q, state_key)) for key, q in questions.items()}
     model = request.get("model")
     return {
         "model": served_model(model) if isinstance(model, str) else "jev-1.13.0",

@@ -39,7 +39,12 @@ class WireRequest:
     def state_key(self) -> bytes:
         """The canonical state with every placeholder replaced by ``<sha256:HEX>``: what
         replay and the synthetic model key on (placeholders are random per SDK run)."""
-        return swap_placeholders(canonical_json(self.state), self.image_hashes())
+        return self.key_of(self.state)
+
+    def key_of(self, state: Any) -> bytes:
+        """``state_key`` for one state of this request (a packed request's ``states[k]``): its
+        canonical JSON with this request's image placeholders swapped for their hashes."""
+        return swap_placeholders(canonical_json(state), self.image_hashes())
 
     def questions_key(self) -> bytes:
         """The canonical questions, placeholders swapped for image hashes as in ``state_key``."""

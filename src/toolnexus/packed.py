@@ -1,0 +1,388 @@
+"""Asking several states in one request (issue 20): :func:`evaluate_pack`.
+
+The shape of a packed request is ``packing.py``; which states go together is ``packplan.py``.
+This module sends one pack through the systemone style's own path (``SystemOneStyle.lift``,
+``prepare``, its transport: the same retries, redaction and bytes on every attempt) and turns
+the answer into one result per state:
+
+- one state: exactly today's evaluate (``evaluate_prepared``), byte for byte;
+- several states on the systemone style: ONE packed request, decoded by
+  ``packing.unpack_decisions``; every decision says ``calibrated=False`` and ``packed=N``;
+- a state whose packed answer does not decode or fails ``validate_decision`` is asked again
+  ONCE, alone (``reasked=True``, ``packed=1``); an invalid re-ask is what an invalid decision is
+  at pack 1 (returned as decoded, or with ``fail_closed`` the ``InvalidDecision``);
+- a 413, or the API's context-length 400 (``max_tokens_exceeded``), splits the pack in halves
+  and asks each half; a pack over a limit before sending is split the same way (``packplan``);
+  a transient failure is retried by the transport with the same bytes; a failure that remains
+  is every state's result (as it would be at pack 1);
+- the other styles (static, custom, llm) ask state by state (seed 004: "Each state goes through
+  the per-state evaluate (every style)"); :func:`packs` says whether a classifier packs.
+
+Usage: each state is charged its share of its packed response (``packing.split_usage``) plus
+what its own re-ask cost; :class:`RequestFacts` lists every request as the server charged it,
+so their sum is the server's total.
+
+Cache (the classifier's ``cache=``): a packed answer is kept per state under
+``decision_cache_key(..., kind=PACKED_CACHE_KIND)`` with the pack size it was asked in; only a
+valid one is kept. A state found there is not sent (its pack shrinks) and comes back
+``cached=True``. Seed 004's ``kind:"decision"`` keys are the unpacked requests' alone, so a
+packed answer is never served to an unpacked request, or the reverse.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Protocol, TypeVar
+
+from .assets import LiftedState
+from .canonical import canonical_json
+from .decision import ClassifierUsage, Decision, parse_decision
+from .errors import ClassifierError, DecisionError, HTTPStatusError, ImageError, TransportError
+from .packcache import cached, store
+from .packing import (
+    pack_lifted,
+    pack_questions,
+    split_usage,
+    state_weights,
+    unpack_decisions,
+)
+from .packplan import pack_violation
+from .questions import Question, questions_to_wire
+from .scheduler.admission import Outcome
+from .scheduler.failfast import error_type, outcome_of
+from .scheduler.run import Settled
+from .scheduler.tokens import TokenEstimate, estimate_tokens
+from .systemone import PATH, SystemOneStyle
+from .validation import validate_decision
+
+__all__ = [
+    "CONTEXT_ERROR_TYPE",
+    "Gate",
+    "PackOutcome",
+    "RequestFacts",
+    "evaluate_pack",
+    "packs",
+]
+
+#: The ``error_type`` of the API's 400 for a request past the context (system-one-wire.md).
+CONTEXT_ERROR_TYPE = "max_tokens_exceeded"
+#: The metric event each packed state reports (the value of ``classifier.METRIC_EVALUATE``,
+#: which this module cannot import: ``batch.py`` calls it and ``classifier.py`` imports that).
+_METRIC_EVALUATE = "classifier.evaluate"
+
+T = TypeVar("T")
+
+
+class PackEvaluator(Protocol):
+    """What :func:`evaluate_pack` drives: a ``Classifier`` (a protocol, not an import, so
+    ``batch.py`` can call this module without a cycle). ``_style`` and ``_emit`` are read with
+    ``getattr``: a classifier without them asks state by state."""
+
+    @property
+    def style(self) -> str: ...
+
+    async def evaluate_prepared(
+        self, state: Any, qs: dict[str, Question], *, fail_closed: bool = False
+    ) -> Decision: ...
+
+
+class Slot(Protocol):
+    """One admitted request (``scheduler.Slot``)."""
+
+    async def settle(self, *, outcome: Outcome, usage: ClassifierUsage | None = None) -> Settled:
+        """Release the request; ``requeue`` when it must be sent again (a 429)."""
+        ...
+
+
+class Gate(Protocol):
+    """Admission for every request a pack makes (``scheduler.Scheduler`` is one): its packed
+    request, the halves of a split, each re-ask."""
+
+    def admit(self, estimate: TokenEstimate) -> AbstractAsyncContextManager[Slot]: ...
+
+
+@dataclass(frozen=True)
+class RequestFacts:
+    """One request :func:`evaluate_pack` made (or would have made: ``sent`` False for a pack
+    over a limit that was split before sending).
+
+    ``states`` are positions in the states given; ``estimate`` the scheduler's estimate of its
+    input tokens; ``usage`` what the server charged (zero when nothing came back); ``packed``
+    whether it asked several states at once; ``error`` how it failed, or None."""
+
+    states: tuple[int, ...]
+    estimate: TokenEstimate
+    usage: ClassifierUsage = field(default_factory=ClassifierUsage)
+    sent: bool = True
+    packed: bool = False
+    error: ClassifierError | None = None
+
+
+@dataclass(frozen=True)
+class PackOutcome:
+    """One result per state, in order (a Decision, or the error that state ended with), and
+    the requests that produced them."""
+
+    results: list[Decision | ClassifierError]
+    requests: list[RequestFacts]
+
+
+def _systemone(classifier: object) -> SystemOneStyle | None:
+    style = getattr(classifier, "_style", None)
+    return style if isinstance(style, SystemOneStyle) else None
+
+
+def packs(classifier: object) -> bool:
+    """Whether ``classifier`` asks a pack in one request (the systemone style). Plan singletons
+    (``plan_packs(..., 1)``) for any other: it asks state by state anyway."""
+    return _systemone(classifier) is not None
+
+
+def _plus(a: ClassifierUsage, b: ClassifierUsage) -> ClassifierUsage:
+    if a.cost is None and b.cost is None:
+        cost = None
+    else:
+        total = Decimal(repr(a.cost or 0.0)) + Decimal(repr(b.cost or 0.0))
+        cost = float(total)
+    return ClassifierUsage(a.input_tokens + b.input_tokens, a.output_tokens + b.output_tokens, cost)
+
+
+def _sent(error: ClassifierError) -> bool:
+    """Whether a request that ended in ``error`` reached the server (and may be billed)."""
+    return isinstance(error, HTTPStatusError | TransportError | DecisionError)
+
+
+def _context_error(error: ClassifierError) -> bool:
+    """A 413, or the API's 400 for a request past the context: a smaller pack may pass."""
+    if not isinstance(error, HTTPStatusError):
+        return False
+    return error.status == 413 or (
+        error.status == 400 and error_type(error.body) == CONTEXT_ERROR_TYPE
+    )
+
+
+class _Pack:
+    """The state of one :func:`evaluate_pack` call."""
+
+    def __init__(
+        self,
+        classifier: PackEvaluator,
+        style: SystemOneStyle | None,
+        states: Sequence[Any],
+        qs: dict[str, Question],
+        fail_closed: bool,
+        gate: Gate | None,
+    ) -> None:
+        self.classifier = classifier
+        self.style = style
+        self.states = states
+        self.qs = qs
+        self.fail_closed = fail_closed
+        self.gate = gate
+        self.results: list[Decision | ClassifierError | None] = [None] * len(states)
+        self.requests: list[RequestFacts] = []
+        self.lifted: dict[int, LiftedState] = {}
+        self.started = time.perf_counter()
+
+    # --- sending ----------------------------------------------------------------------------
+
+    async def _admitted(
+        self, estimate: TokenEstimate, send: Callable[[], Awaitable[tuple[T, ClassifierUsage]]]
+    ) -> tuple[T, ClassifierUsage]:
+        """``await send()`` (a value and what the server charged for it) under the gate: a 429
+        that survived the transport's retries is sent again once the scheduler admits it (the
+        wait is the scheduler's)."""
+        if self.gate is None:
+            return await send()
+        while True:
+            async with self.gate.admit(estimate) as slot:
+                try:
+                    got = await send()
+                except ClassifierError as e:
+                    if (await slot.settle(outcome=outcome_of(e))).requeue:
+                        continue
+                    raise
+                await slot.settle(outcome=Outcome.success(), usage=got[1])
+                return got
+
+    async def alone(self, index: int, share: ClassifierUsage | None = None) -> None:
+        """Today's evaluate for one state; ``share`` (a re-ask) is its packed request's part."""
+        state = self.states[index]
+        estimate = self._estimate_alone(state)
+
+        async def send() -> tuple[Decision, ClassifierUsage]:
+            d = await self.classifier.evaluate_prepared(
+                state, self.qs, fail_closed=self.fail_closed
+            )
+            return d, ClassifierUsage() if d.cached else d.usage
+
+        try:
+            decision, charged = await self._admitted(estimate, send)
+        except ClassifierError as e:
+            self.requests.append(RequestFacts((index,), estimate, sent=_sent(e), error=e))
+            self.results[index] = e
+            return
+        self.requests.append(RequestFacts((index,), estimate, charged, sent=not decision.cached))
+        if share is not None:
+            decision = dataclasses.replace(
+                decision, reasked=True, usage=_plus(share, decision.usage)
+            )
+        self.results[index] = decision
+
+    def _estimate_alone(self, state: Any) -> TokenEstimate:
+        if self.style is None:
+            return estimate_tokens(canonical_json({"questions": questions_to_wire(self.qs)}))
+        try:
+            lifted = self.style.lift(state, self.qs)
+        except ClassifierError:
+            return estimate_tokens(b"")  # never sent: evaluate_prepared raises the same error
+        sizes = [s for a in lifted.assets if (s := a.image.size) is not None]
+        return estimate_tokens(self.style.body(lifted.state, self.qs), sizes)
+
+    async def pack(self, indices: list[int]) -> None:
+        """Ask ``indices`` together: from the cache, then alone or in one packed request."""
+        style = self.style
+        assert style is not None
+        todo: list[int] = []
+        for i in indices:
+            try:
+                self.lifted[i] = style.lift(self.states[i], self.qs)
+            except ClassifierError as e:
+                self.results[i] = e  # as at pack 1: refused before any request
+                continue
+            hit = cached(style, self.lifted[i], self.qs)
+            if hit is not None:
+                self.results[i] = hit
+            else:
+                todo.append(i)
+        await self._send(style, todo)
+
+    async def _send(self, style: SystemOneStyle, indices: list[int]) -> None:
+        if not indices:
+            return
+        if len(indices) == 1:
+            await self.alone(indices[0])
+            return
+        parts = [self.lifted[i] for i in indices]
+        packed = pack_lifted(parts)
+        pqs = pack_questions(self.qs, len(indices))
+        request = style.prepare(packed, pqs)
+        sizes = [s for a in packed.assets if (s := a.image.size) is not None]
+        estimate = estimate_tokens(request.json, sizes)
+        try:
+            style.image_limits.check_request(packed.assets)
+            over = pack_violation(packed, questions_to_wire(pqs), request.json, style.image_limits)
+        except ImageError as e:
+            over = e.detail
+        if over is not None:
+            self.requests.append(RequestFacts(tuple(indices), estimate, sent=False, packed=True))
+            await self._halves(style, indices)
+            return
+
+        async def send() -> tuple[Any, ClassifierUsage]:
+            reply = await style.transport.post(PATH, request.content, request.headers or None)
+            body, _ = style.load_response(reply.content, reply.endpoint, reply.request_id)
+            try:
+                charged = parse_decision({**body, "answers": {}}, {}).usage
+            except (DecisionError, TypeError):
+                charged = ClassifierUsage()  # unpack_decisions says why the body is no answer
+            return body, charged
+
+        weights = state_weights([p.state for p in parts], self.qs)
+        try:
+            body, total = await self._admitted(estimate, send)
+        except ClassifierError as e:
+            self.requests.append(
+                RequestFacts(tuple(indices), estimate, sent=_sent(e), packed=True, error=e)
+            )
+            if _context_error(e):
+                await self._halves(style, indices)
+            elif isinstance(e, DecisionError):
+                for i in indices:  # no state has an answer: each is asked alone, once
+                    await self.alone(i, ClassifierUsage())
+            else:
+                for i in indices:
+                    self.results[i] = e
+            return
+        shares = split_usage(total, weights)
+        try:
+            per_state = unpack_decisions(body, self.qs, weights)
+        except DecisionError as e:
+            # Not a packed answer at all, but charged: each state is asked alone, once, and
+            # pays its share of this request too.
+            self.requests.append(RequestFacts(tuple(indices), estimate, total, True, True, e))
+            for i, share in zip(indices, shares, strict=True):
+                await self.alone(i, share)
+            return
+        self.requests.append(RequestFacts(tuple(indices), estimate, total, packed=True))
+        for i, got, share in zip(indices, per_state, shares, strict=True):
+            if isinstance(got, Decision) and validate_decision(self.qs, got) is None:
+                decision = dataclasses.replace(got, packed=len(indices))
+                self.results[i] = decision
+                store(style, self.lifted[i], self.qs, decision)
+                self._emit(decision, len(indices))
+            else:
+                await self.alone(i, share)
+
+    async def _halves(self, style: SystemOneStyle, indices: list[int]) -> None:
+        middle = len(indices) // 2
+        await self._send(style, indices[:middle])
+        await self._send(style, indices[middle:])
+
+    # --- metrics ----------------------------------------------------------------------------
+
+    def _emit(self, decision: Decision, size: int) -> None:
+        """One metric event per packed state, as ``evaluate_prepared`` emits per state alone."""
+        emit = getattr(self.classifier, "_emit", None)
+        if emit is None:
+            return
+        event: dict[str, Any] = {
+            "event": _METRIC_EVALUATE,
+            "style": self.classifier.style,
+            "model": decision.model,
+            "status": "ok",
+            "ms": round((time.perf_counter() - self.started) * 1000, 3),
+            "input_tokens": decision.usage.input_tokens,
+            "output_tokens": decision.usage.output_tokens,
+            "cached": decision.cached,
+            "calibrated": decision.calibrated,
+            "packed": size,
+        }
+        if decision.usage.cost is not None:
+            event["cost"] = decision.usage.cost
+        emit(event)
+
+
+async def evaluate_pack(
+    classifier: PackEvaluator,
+    states: Sequence[Any],
+    qs: dict[str, Question],
+    *,
+    fail_closed: bool = False,
+    gate: Gate | None = None,
+) -> PackOutcome:
+    """One result per state of ``states`` (one pack of ``plan_packs``), in order.
+
+    ``qs`` is the prepared question set (``classifier.prepare``, the same dict for every
+    pack: the style encodes it once); the states have passed
+    ``check_state``. ``fail_closed`` is ``evaluate_prepared``'s: an invalid decision (at pack 1,
+    or the re-ask of an invalid packed answer) is then its ``InvalidDecision``. With ``gate``,
+    every request goes through ``gate.admit(estimate)`` and is settled with what it cost. See
+    the module docstring for packing, re-asks, splits, usage and the cache."""
+    style = _systemone(classifier)
+    run = _Pack(classifier, style, states, qs, fail_closed, gate)
+    if len(states) == 1 or style is None:
+        for i in range(len(states)):
+            await run.alone(i)
+    else:
+        await run.pack(list(range(len(states))))
+    results: list[Decision | ClassifierError] = []
+    for r in run.results:
+        assert r is not None  # every path above decides every state
+        results.append(r)
+    return PackOutcome(results, run.requests)
