@@ -48,12 +48,30 @@ def batch_command(
     record there is an error (with --resume too: also the missing ones). The last record of an
     id wins, and a finished run rewrites --output atomically to one record per id.
 
-    Exit codes: 0 ok; 1 a --fail-on condition met; 2 usage or input error; 3 backend failure.
+    --dry-run reads everything and sends nothing: the states to send, the requests, the
+    estimated tokens and (with --price) the cost. --max-cost / --max-tokens / --max-requests
+    stop scheduling before the spend would pass the cap (exit 4); --resume counts what the
+    output already spent.
+
+    Exit codes: 0 ok; 1 a --fail-on condition met; 2 usage or input error; 3 backend failure;
+    4 a spend cap reached.
     """
-    from .batch_run import BatchConfig, run_batch
+    from .batch_run import BatchConfig
 
     cfg = BatchConfig(inputs=list(inputs), **batch_values)
     settings = BackendSettings(**backend_values)
+    from .batch_otel import run_telemetry
+
+    with run_telemetry(cfg.otel, settings) as run_span:
+        _batch(cfg, questions, settings, run_span)
+
+
+def _batch(cfg: Any, questions: Path, settings: BackendSettings, run_span: Any) -> None:
+    from .batch_budget import budget_for
+    from .batch_dry import dry_run, price_of
+    from .batch_run import run_batch
+
+    price = price_of(cfg.price)
     cache = None
     if cfg.use_cache:
         if settings.style != "systemone":
@@ -63,10 +81,19 @@ def batch_command(
 
         cache = SqliteCache(cache_path(cfg.cache_dir))
     try:
+        if cfg.dry_run:
+            result = dry_run(cfg, questions, settings, cache=cache, price=price)
+            sys.stdout.write(result.render(cfg.fmt) + "\n")
+            return
+        budget = budget_for(cfg, questions, settings, cache, price)
         summary = run_batch(cfg, questions, settings, cache=cache, show_progress=cfg.progress)
     finally:
         if cache is not None:
             cache.close()
+    if budget is not None and budget.stopped is not None:
+        summary.budget_exceeded = str(budget.stopped)
+        sys.stderr.write(f"toolnexus: {budget.stopped}\n")
+    run_span.summary(summary)
     sys.stderr.write(f"toolnexus: {summary.line()}\n")
     if summary.interrupted is not None:
         sys.stderr.write(f"toolnexus: {_resume_hint(cfg.output, summary.kept_old_output)}\n")

@@ -53,6 +53,12 @@ class DryRun:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: Decimal | None = None
+    #: the largest single request's estimated input tokens (a cap under it admits nothing)
+    largest_request: int = 0
+
+    @property
+    def output_per_request(self) -> int:
+        return self.output_tokens // self.requests if self.requests else 0
 
     def to_object(self) -> dict[str, Any]:
         out = asdict(self)
@@ -72,7 +78,7 @@ class DryRun:
         return "\n".join(lines)
 
     def render(self, fmt: str) -> str:
-        if fmt in ("json", "jsonl"):
+        if fmt == "json":
             return json.dumps(self.to_object(), sort_keys=True)
         return self.text()
 
@@ -126,14 +132,19 @@ def dry_run(
         raise CliError("--dry-run estimates System One requests; drop --replay or --llm-model")
     file_model, questions = load_question_set(questions_path)
     backend = build_backend(settings, file_model=file_model, on_metric=None, cache=cache)
-    style = backend.classifier._style  # the systemone style: its bodies and cache keys
+    from ..systemone import SystemOneStyle
+
+    # The classifier's own systemone style: its bodies and cache keys, nothing re-derived.
+    style = backend.classifier._style
+    assert isinstance(style, SystemOneStyle)  # --replay and --llm-model are refused above
     qs: dict[str, Question] = backend.classifier.prepare(questions)
     sha = question_set_sha256(questions)
     summary = BatchSummary()
     items = select(iter_inputs(cfg.inputs, cfg.spec), cfg, _prior(cfg, sha), summary, set())
-    result = DryRun()
+    result = DryRun(pack=_pack_of(cfg))
     output_per_request = estimate_output_tokens(questions_to_wire(qs))
     pieces = _Pieces()
+    packed: list[Any] = []
     for item in items:
         result.states += 1
         if item.error is not None:
@@ -149,19 +160,58 @@ def dry_run(
             result.cached += 1
             continue
         result.to_send += 1
+        if result.pack != 1:
+            packed.append((item.state, request.lifted))
+            continue
         result.requests += 1
         if request.multipart:
             sizes = [size for a in request.lifted.assets if (size := a.image.size) is not None]
-            result.input_tokens += estimate_tokens(request.json, sizes).central
+            one = estimate_tokens(request.json, sizes).central
+            result.input_tokens += one
+            result.largest_request = max(result.largest_request, one)
         else:
             tail = canonical_json(request.lifted.state) + b"}"
-            result.input_tokens += central_of(pieces.count(request.json, tail))
+            one = central_of(pieces.count(request.json, tail))
+            result.input_tokens += one
+            result.largest_request = max(result.largest_request, one)
         result.output_tokens += output_per_request
+    if packed:
+        _estimate_packs(result, packed, qs, style.model)
     result.states += summary.skipped + summary.other_shards
     result.skipped, result.other_shards = summary.skipped, summary.other_shards
     if price is not None:
         result.cost = price.cost(result.input_tokens, result.output_tokens)
     return result
+
+
+def _pack_of(cfg: BatchConfig) -> Any:
+    """``--pack`` as the run will use it (1 when this build has no such flag)."""
+    from ..packplan import check_pack
+
+    pack = getattr(cfg, "pack", 1)
+    if isinstance(pack, str) and pack.isdigit():
+        pack = int(pack)
+    return check_pack(1 if pack is None else pack)
+
+
+def _estimate_packs(
+    result: DryRun, sendable: list[tuple[Any, Any]], qs: dict[str, Question], model: str
+) -> None:
+    """Requests and tokens of the packed requests ``packplan.plan_packs`` makes of the states
+    to send, each estimated on its own packed body, exactly as it will be sent."""
+    from ..packing import pack_lifted, pack_questions
+    from ..packplan import packed_body, plan_packs
+
+    states = [state for state, _ in sendable]
+    for pack in plan_packs(states, qs, result.pack, model=model):
+        wire = questions_to_wire(pack_questions(qs, len(pack)))
+        merged = pack_lifted([sendable[i][1] for i in pack])
+        sizes = [size for a in merged.assets if (size := a.image.size) is not None]
+        one = estimate_tokens(packed_body(model, merged, wire), sizes).central
+        result.requests += 1
+        result.input_tokens += one
+        result.largest_request = max(result.largest_request, one)
+        result.output_tokens += estimate_output_tokens(wire)
 
 
 def price_of(text: str | None) -> Price | None:
