@@ -86,13 +86,14 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings, run_span: Any) 
             sys.stdout.write(result.render(cfg.fmt) + "\n")
             return
         budget = budget_for(cfg, questions, settings, cache, price)
-        summary = run_batch(cfg, questions, settings, cache=cache, show_progress=cfg.progress)
+        with _counting_resends(budget):
+            summary = run_batch(cfg, questions, settings, cache=cache, show_progress=cfg.progress)
     finally:
         if cache is not None:
             cache.close()
     if budget is not None and budget.stopped is not None:
-        summary.budget_exceeded = str(budget.stopped)
-        sys.stderr.write(f"toolnexus: {budget.stopped}\n")
+        summary.budget_exceeded = budget.stopped.detail
+        sys.stderr.write(f"toolnexus: {budget.stopped.detail}\n")
     run_span.summary(summary)
     sys.stderr.write(f"toolnexus: {summary.line()}\n")
     if summary.interrupted is not None:
@@ -103,6 +104,19 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings, run_span: Any) 
     code = summary.exit_code()
     if code != EXIT_OK:
         raise typer.Exit(code)
+
+
+def _counting_resends(budget: Any) -> Any:
+    """Every resend of the run charged to ``budget``'s request count (the transport's attempt
+    hook, inherited by every task of the run)."""
+    import contextlib
+
+    if budget is None:
+        return contextlib.nullcontext()
+    from ..transport.observe import observing
+    from .batch_budget import ResendCounter
+
+    return observing(ResendCounter(budget))
 
 
 def _resume_hint(output: str | None, kept_old_output: bool) -> str:
