@@ -86,7 +86,10 @@ def wanted(explicit: bool | None = None, environ: Mapping[str, str] = os.environ
         return explicit
     if "opentelemetry" in sys.modules:
         return True
-    return any(name in environ for name in _EXPORT_SETTINGS) and sdk_installed()
+    exporting = any(
+        environ.get(n, "").strip().lower() not in ("", "none") for n in _EXPORT_SETTINGS
+    )
+    return exporting and sdk_installed()
 
 
 def sdk_installed() -> bool:
