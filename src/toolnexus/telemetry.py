@@ -194,13 +194,15 @@ class EvaluateSpan:
         """The evaluate answered. ``billed_here`` is False for a state of a packed request (its
         usage is recorded once, on the request) and for a cached answer (nothing was billed)."""
         self.response_model = response_model
-        span = self.span
-        span.set_attribute("gen_ai.response.model", response_model)
-        span.set_attribute("gen_ai.usage.input_tokens", input_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", output_tokens)
-        span.set_attribute("toolnexus.cached", cached)
+        attrs: dict[str, Any] = {
+            "gen_ai.response.model": response_model,
+            "gen_ai.usage.input_tokens": input_tokens,
+            "gen_ai.usage.output_tokens": output_tokens,
+            "toolnexus.cached": cached,
+        }
         if flags:
-            span.set_attribute("toolnexus.flags", list(flags))
+            attrs["toolnexus.flags"] = list(flags)
+        self.span.set_attributes(attrs)
         if billed_here and not cached:
             self.telemetry.record_tokens(
                 self.attributes, response_model, input_tokens, output_tokens
@@ -294,14 +296,24 @@ class Telemetry:
         )
         self.provider_name = provider_name
         self.capture_content = _capture_content(environ)
+        self._bases: dict[tuple[str, str], dict[str, Any]] = {}
 
     def _base(self, model: str, endpoint: str) -> dict[str, Any]:
-        return {
-            "gen_ai.operation.name": OPERATION,
-            "gen_ai.provider.name": self.provider_name,
-            "gen_ai.request.model": model,
-            **endpoint_attributes(endpoint),
-        }
+        """The attributes every span and metric of ``model`` at ``endpoint`` shares, built
+        once per pair (a classifier asks one model at one endpoint: parsing the URL for each
+        evaluate was a measured share of the per-request cost). Callers copy, never mutate."""
+        key = (model, endpoint)
+        base = self._bases.get(key)
+        if base is None:
+            base = {
+                "gen_ai.operation.name": OPERATION,
+                "gen_ai.provider.name": self.provider_name,
+                "gen_ai.request.model": model,
+                **endpoint_attributes(endpoint),
+            }
+            if len(self._bases) < 64:
+                self._bases[key] = base
+        return base
 
     @contextlib.contextmanager
     def evaluate(
