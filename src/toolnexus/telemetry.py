@@ -232,8 +232,8 @@ class _AttemptWatch:
     """One attempt span, opened when the transport starts the attempt, closed at its end."""
 
     def __init__(self, ev: EvaluateSpan) -> None:
-        self._cm = ev.attempt()
-        self._span = self._cm.__enter__()
+        self._span = AttemptSpan(ev.telemetry.start_attempt(ev.span, ev.attempts, ev.attributes))
+        ev.attempts += 1
 
     def response(self, status: int, request_id: str | None) -> None:
         self._span.response(status, request_id)
@@ -242,7 +242,7 @@ class _AttemptWatch:
         self._span.failed(kind)
 
     def end(self) -> None:
-        self._cm.__exit__(None, None, None)
+        self._span.span.end()
 
 
 @dataclass
@@ -367,27 +367,35 @@ class Telemetry:
         self.tokens.record(input_tokens, attributes={**base, "gen_ai.token.type": "input"})
         self.tokens.record(output_tokens, attributes={**base, "gen_ai.token.type": "output"})
 
-    @contextlib.contextmanager
-    def attempt_span(
-        self, parent: Any, resend_count: int, attrs: Mapping[str, Any]
-    ) -> Iterator[AttemptSpan]:
+    def start_attempt(self, parent: Any, resend_count: int, attrs: Mapping[str, Any]) -> Any:
+        """Start one HTTP attempt's span under ``parent`` (the caller ends it). It is not made
+        the current span: nothing runs inside it but the send, and attaching a context per
+        attempt was a measured share of the per-request cost."""
         from opentelemetry import trace
         from opentelemetry.trace import SpanKind
 
-        context = trace.set_span_in_context(parent)
         span_attrs = {
             "http.request.method": "POST",
             "http.request.resend_count": resend_count,
             **{k: v for k, v in attrs.items() if k.startswith(("server.", "url."))},
         }
-        with self.tracer.start_as_current_span(
+        return self.tracer.start_span(
             "POST",
-            context=context,
+            context=trace.set_span_in_context(parent),
             kind=SpanKind.CLIENT,
             attributes=span_attrs,
             record_exception=False,
-        ) as span:
+        )
+
+    @contextlib.contextmanager
+    def attempt_span(
+        self, parent: Any, resend_count: int, attrs: Mapping[str, Any]
+    ) -> Iterator[AttemptSpan]:
+        span = self.start_attempt(parent, resend_count, attrs)
+        try:
             yield AttemptSpan(span)
+        finally:
+            span.end()
 
     @contextlib.contextmanager
     def packed_request(self, *, model: str, endpoint: str, states: int) -> Iterator[EvaluateSpan]:
