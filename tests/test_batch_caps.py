@@ -182,3 +182,32 @@ def test_price_is_read_from_toolnexus_price_too(
     _, printed, _ = _cli(capfd, *dry)
     result = json.loads(printed)
     assert result["cost"] == result["input_tokens"]
+
+
+def test_serve_reports_usage_cost_as_a_gateway_and_resume_counts_it(
+    qfile: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """serve's synthetic answers report no cost unless asked (--cost-per-mtok); the spend a
+    resumed run counts is then the sum of those reported costs."""
+    from tests.serving import ThreadedServer
+
+    from toolnexus.serve import ServeOptions
+
+    inp = _input(tmp_path, _tickets(6))
+    out = tmp_path / "out.jsonl"
+    with ThreadedServer(ServeOptions(synthetic=True, cost_per_mtok=2.0)) as server:
+        code, _, err = _cli(
+            capfd, "batch", str(qfile), str(inp), "--id-field", "id", "--state-field", "text",
+            "--base-url", f"{server.url}/v1", "-o", str(out),
+        )  # fmt: skip
+    assert code == 0, err
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    for r in records:
+        usage = r["usage"]
+        assert usage["cost"] == pytest.approx(
+            (usage["input_tokens"] + usage["output_tokens"]) * 2.0 / 1e6
+        )
+    sha = records[0]["questions_sha256"]
+    spend = recorded_spend(BatchConfig(inputs=[], output=str(out), resume=True), sha, None)
+    assert spend.requests == 6 and not spend.cost_unknown
+    assert float(spend.cost) == pytest.approx(sum(r["usage"]["cost"] for r in records))
