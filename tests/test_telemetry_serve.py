@@ -190,3 +190,40 @@ def test_opentelemetry_is_imported_only_when_in_use(code: str, imported: bool) -
         check=True,
     )
     assert out.stdout.strip() == str(imported)
+
+
+def test_a_packed_requests_spans_are_linked_from_each_state_and_its_usage_recorded_once(
+    otel: Any,
+) -> None:
+    """'a packed request's HTTP spans are linked from each of its states' spans, and its usage
+    is recorded once per request, not once per state' (with evaluate_pack, against serve)."""
+    from toolnexus.packed import evaluate_pack
+
+    telemetry, spans, reader = otel
+    states = [f"{SECRET_STATE} {i}" for i in range(3)]
+
+    async def scenario(server: Server) -> Any:
+        async with create_classifier(
+            base_url=f"{server.url}/v1", telemetry=telemetry, retry_base_ms=1
+        ) as classifier:
+            return await evaluate_pack(classifier, states, classifier.prepare(QUESTIONS))
+
+    outcome = run_with(ServeOptions(synthetic=True, script=_fail_first(1)), scenario)
+    (request,) = outcome.requests
+    finished = spans.get_finished_spans()
+    (packed,) = [s for s in finished if s.attributes.get("toolnexus.pack") == 3 and not s.links]
+    attempts = [s for s in finished if s.name == "POST"]
+    assert [a.attributes["http.request.resend_count"] for a in attempts] == [0, 1]
+    assert all(
+        a.parent is not None and a.parent.span_id == packed.context.span_id for a in attempts
+    )
+    per_state = [s for s in finished if s.links]
+    assert len(per_state) == 3
+    assert all(s.links[0].context.span_id == packed.context.span_id for s in per_state)
+    tokens = {
+        p.attributes["gen_ai.token.type"]: p for p in _points(reader)["gen_ai.client.token.usage"]
+    }
+    assert tokens["input"].count == 1 and tokens["input"].sum == request.usage.input_tokens
+    assert sum(s.attributes["gen_ai.usage.input_tokens"] for s in per_state) == (
+        request.usage.input_tokens
+    )
