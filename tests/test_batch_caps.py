@@ -56,13 +56,13 @@ def test_a_cap_the_estimate_alone_exceeds_is_refused_before_the_first_request(
     named: str,
 ) -> None:
     """'A cap that the estimate alone exceeds is refused before the first request, with the
-    estimate': not one request fits, so nothing is sent, one line, exit 4."""
+    estimate': not one request fits, so nothing is sent, one line, exit 5."""
     inp = _input(tmp_path, _tickets(5))
     code, _, err = _cli(
         capfd, "batch", str(qfile), str(inp), "--id-field", "id", "--state-field", "text",
         "--base-url", server.base_url, "-o", str(tmp_path / "out.jsonl"), *cap,
     )  # fmt: skip
-    assert code == EXIT_BUDGET == 4
+    assert code == EXIT_BUDGET == 5
     assert server.total == 0
     lines = [line for line in err.splitlines() if "note:" not in line]
     assert len(lines) == 1 and named in lines[0] and "5 requests, about" in lines[0], err
@@ -154,15 +154,17 @@ def test_retries_bill_as_requests_through_the_transport_hook() -> None:
     [
         pytest.param({}, set(), True, EXIT_BUDGET, id="budget-alone"),
         pytest.param({}, {"uncertain"}, True, EXIT_BUDGET, id="over-a-fail-on-condition"),
-        pytest.param({"invalid_state": 1}, set(), True, EXIT_USAGE, id="under-an-input-error"),
-        pytest.param({"backend_http": 1}, set(), True, EXIT_BACKEND, id="under-a-backend-error"),
+        pytest.param({"invalid_state": 1}, set(), True, EXIT_BUDGET, id="over-an-input-error"),
+        pytest.param({"backend_http": 1}, set(), True, EXIT_BUDGET, id="over-a-backend-error"),
+        pytest.param({"backend_http": 1}, set(), False, EXIT_BACKEND, id="backend-no-budget"),
+        pytest.param({"invalid_state": 1}, set(), False, EXIT_USAGE, id="input-no-budget"),
         pytest.param({}, {"uncertain"}, False, EXIT_CONDITION, id="no-budget"),
     ],
 )
 def test_where_the_budget_exit_code_ranks_when_batch_exits_with_the_worst(
     codes: dict[str, int], conditions: set[str], budget: bool, expected: int
 ) -> None:
-    """README: 'batch writes every record, then exits with the worst': 3 > 2 > 4 > 1."""
+    """README: 'batch writes every record, then exits with the worst': 5 > 3 > 2 > 1."""
     summary = BatchSummary(codes=Counter(codes), conditions=conditions)
     summary.budget_exceeded = "budget reached" if budget else None
     assert summary.exit_code() == expected

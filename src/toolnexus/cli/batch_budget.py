@@ -2,7 +2,7 @@
 
 Before the first request, the dry run's estimate (``batch_dry``) is held against the caps, on
 top of what ``--output`` already spent when resuming (the records' usage, cached ones
-excluded): a cap that not even one request fits under is refused (exit 4) with the estimate;
+excluded): a cap that not even one request fits under is refused (exit 5) with the estimate;
 a cap the whole estimate passes is said once on stderr, and the run goes on until the budget
 stops it. The :class:`~toolnexus.scheduler.budget.Budget` it returns is the admission member
 the batch's scheduler asks before each request; :class:`ResendCounter` tells it of every retry

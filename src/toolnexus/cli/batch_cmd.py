@@ -50,11 +50,11 @@ def batch_command(
 
     --dry-run reads everything and sends nothing: the states to send, the requests, the
     estimated tokens and (with --price) the cost. --max-cost / --max-tokens / --max-requests
-    stop scheduling before the spend would pass the cap (exit 4); --resume counts what the
+    stop scheduling before the spend would pass the cap (exit 5); --resume counts what the
     output already spent.
 
     Exit codes: 0 ok; 1 a --fail-on condition met; 2 usage or input error; 3 backend failure;
-    4 a spend cap reached.
+    5 a spend cap reached.
     """
     from .batch_run import BatchConfig
 

@@ -106,7 +106,7 @@ class BatchSummary:
     interrupted: str | None = None
     #: ``--overwrite`` did not replace the old output (the run did not finish)
     kept_old_output: bool = False
-    #: the cap that stopped the run and the spend, as ``Budget`` words it (exit 4)
+    #: the cap that stopped the run and the spend, as ``Budget`` words it (exit 5)
     budget_exceeded: str | None = None
 
     def met(self, condition: str, item_id: str | int) -> None:
@@ -132,16 +132,16 @@ class BatchSummary:
         return sum(self.codes.values())
 
     def exit_code(self) -> int:
-        """The worst outcome: a backend failure (3) over an input failure (2) over a spend
-        cap that stopped the run (4: raising it and ``--resume`` completes the run, which
-        neither of the others would) over a ``--fail-on`` condition (1); each record code's
-        exit code is ``failure_of``'s."""
+        """The worst outcome: a spend cap that stopped the run (5: its input is not finished,
+        whatever its records say; a higher cap and ``--resume`` finish it) over a backend
+        failure (3) over an input failure (2) over a ``--fail-on`` condition (1); each record
+        code's exit code is ``failure_of``'s."""
+        if self.budget_exceeded is not None:
+            return EXIT_BUDGET
         exits = {EXIT_FOR_CODE.get(c, EXIT_USAGE) for c in self.codes}
         for worst in (EXIT_BACKEND, EXIT_USAGE):
             if worst in exits:
                 return worst
-        if self.budget_exceeded is not None:
-            return EXIT_BUDGET
         return EXIT_CONDITION if self.conditions else EXIT_OK
 
     def line(self) -> str:

@@ -5,7 +5,7 @@ can raise ``CliError`` without importing ``app.py``, which imports the command m
 register them. The README's exit-code table lists these codes:
 
   0 ok; 1 a ``--fail-on`` condition met (check-criteria: findings); 2 usage or input error;
-  3 backend failure; 4 a spend cap stopped ``batch`` (``--max-cost``, ``--max-tokens``,
+  3 backend failure; 5 a spend cap stopped ``batch`` (``--max-cost``, ``--max-tokens``,
   ``--max-requests``); 130 interrupted (SIGINT); 143 terminated (SIGTERM).
 
 :func:`failure_of` is the ONE place an exception becomes a CLI outcome: the exit code the
@@ -29,8 +29,9 @@ EXIT_CONDITION = 1
 EXIT_USAGE = 2
 EXIT_BACKEND = 3
 #: A spend cap stopped ``batch`` (or refused it before the first request): raise the cap and
-#: ``--resume``. Ranks under 3 and 2 when ``batch`` exits with the worst, over 1.
-EXIT_BUDGET = 4
+#: ``--resume``. A stopped run ranks first when ``batch`` exits with the worst: it did not
+#: finish its input, whatever else its records say.
+EXIT_BUDGET = 5
 #: 128 + SIGINT, what a shell reports for Ctrl-C.
 EXIT_INTERRUPTED = 130
 #: 128 + SIGTERM, what a shell reports for a process stopped by ``kill``.
@@ -38,7 +39,7 @@ EXIT_TERMINATED = 143
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 a --fail-on condition met (check-criteria: findings); "
-    "2 usage or input error; 3 backend failure; 4 a spend cap reached; 130 interrupted; "
+    "2 usage or input error; 3 backend failure; 5 a spend cap reached; 130 interrupted; "
     "143 terminated."
 )
 
