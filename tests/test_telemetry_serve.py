@@ -96,6 +96,8 @@ def test_one_evaluate_span_with_one_child_per_http_attempt_and_its_resend_count(
     assert evaluate.attributes["gen_ai.response.model"] == decision.model
     assert evaluate.attributes["gen_ai.usage.input_tokens"] == decision.usage.input_tokens
     assert evaluate.attributes["server.address"] == "127.0.0.1"
+    flags = list(evaluate.attributes.get("toolnexus.flags", ()))
+    assert flags == ([] if decision.calibrated else ["uncalibrated"])
     assert [a.attributes["http.request.resend_count"] for a in attempts] == [0, 1, 2]
     assert [a.attributes["http.response.status_code"] for a in attempts] == [503, 503, 200]
     assert all(a.attributes.get("toolnexus.request_id") for a in attempts)

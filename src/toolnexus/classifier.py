@@ -160,6 +160,7 @@ class Classifier:
                 input_tokens=decision.usage.input_tokens,
                 output_tokens=decision.usage.output_tokens,
                 cached=decision.cached,
+                flags=_flags(decision),
             )
             return decision
 
@@ -266,6 +267,17 @@ def _telemetry_for(options: ClassifierOptions) -> Any:
         except ConfigError:
             return None  # asked by the environment alone: no opentelemetry-api, no telemetry
     return Telemetry(provider_name=options.backend)
+
+
+def _flags(decision: Decision) -> list[str]:
+    """The flags a decision carries by itself (``validation.FLAGS`` names; ``uncertain``
+    depends on the caller's thresholds and ``invalid`` on validation, so neither is here)."""
+    flags = []
+    if any(getattr(a, "near_uniform", False) for a in decision.answers.values()):
+        flags.append("near-uniform")
+    if not decision.calibrated:
+        flags.append("uncalibrated")
+    return flags
 
 
 def _endpoint_of(style: Style) -> str:
