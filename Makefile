@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint demo demo-serve demo-report bench clean bytecode
+.PHONY: install test browser-test lint demo demo-serve demo-report bench clean bytecode
 
 WHEELHOUSE := $(VENV)/wheelhouse
 WHEELS := $(WHEELHOUSE)/.built
@@ -33,6 +33,13 @@ $(WHEELS): pyproject.toml | $(STAMP)
 
 test: install
 	$(BIN)/python -m pytest -q
+
+# Issue 24: the HTML report in a real headless browser. Debian's chromium, through apt (a
+# browser Playwright downloads from elsewhere cannot be had here); the suite runs the same test
+# whenever chromium is on the PATH.
+browser-test: install
+	command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_report_browser.py
 
 lint: install
 	$(BIN)/ruff check src tests bench

@@ -128,3 +128,68 @@ def test_offline_commands_run_without_typer(tmp_path: object, args: list[str]) -
 def test_the_entry_probe_can_see_typer(tmp_path: object) -> None:
     """Not blind: anything the fast path hands on to the Typer app imports typer."""
     assert "typer" in _imported(tmp_path, "typer", ["check-criteria", "--help"])
+
+
+#: The optional engines: only ``toolnexus.arrow`` / ``arrowrecords`` and ``toolnexus.ray`` bring
+#: them in (issue 21 item 6, issue 22 item 6).
+ENGINES = "pyarrow,ray"
+
+IMPORT_PROBE = """
+import importlib, json, sys
+for name in sys.argv[3:]:
+    importlib.import_module(name)
+seen = sorted(m for m in sys.modules if m.split(".")[0] in set(sys.argv[2].split(",")))
+with open(sys.argv[1], "w") as f:
+    json.dump(seen, f)
+"""
+
+
+def _imported_by(tmp_path: object, families: str, modules: list[str]) -> list[str]:
+    report = os.path.join(str(tmp_path), "modules.json")
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_PROBE, report, families, *modules],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    with open(report, encoding="utf-8") as f:
+        seen: list[str] = json.load(f)
+    return seen
+
+
+@pytest.mark.parametrize(
+    "modules",
+    [
+        pytest.param(["toolnexus"], id="import-toolnexus"),
+        pytest.param(["toolnexus.cli"], id="import-toolnexus.cli"),
+        pytest.param(["toolnexus.cli.app"], id="import-toolnexus.cli.app"),
+    ],
+)
+def test_the_library_and_the_cli_never_import_pyarrow_or_ray(
+    tmp_path: object, modules: list[str]
+) -> None:
+    """Issue 21: "the core and the CLI's start-up never import pyarrow unless a Parquet/Arrow
+    path is used"; issue 22: "nothing imports ray unless this path is used"."""
+    assert _imported_by(tmp_path, ENGINES, modules) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--help"], id="help"),
+        pytest.param(["check-criteria", "questions/"], id="check-criteria"),
+        pytest.param(["schema"], id="schema"),
+    ],
+)
+def test_cli_start_never_imports_pyarrow_or_ray(tmp_path: object, args: list[str]) -> None:
+    assert _imported(tmp_path, ENGINES, args) == []
+
+
+def test_the_engine_modules_import_their_extra_only_when_called(tmp_path: object) -> None:
+    """Importing ``toolnexus.arrow`` and ``toolnexus.ray`` is free; the probe is not blind."""
+    assert _imported_by(tmp_path, ENGINES, ["toolnexus.arrow", "toolnexus.ray"]) == []
+    seen = _imported_by(tmp_path, ENGINES, ["toolnexus.ray", "pyarrow", "ray"])
+    assert {"pyarrow", "ray"} <= set(seen)

@@ -22,6 +22,7 @@ import jsonschema
 import pytest
 
 from clirun import error_line, run_cli
+from htmlcheck import check_self_contained
 from loopback import Fault, Loopback
 from toolnexus.cli.schema_cmd import schema_text
 
@@ -626,12 +627,15 @@ class _Html(HTMLParser):
 
 def _charts_expected(data: dict[str, Any]) -> int:
     """One distribution per question; per labelled question a reliability diagram, and a
-    confusion heatmap for choice and score; per compared question a comparison chart."""
+    confusion heatmap for choice and score; a before/after diagram for a recalibrated one, a
+    one-vs-rest diagram for a choice with an option shown (issue 24); per compared question
+    a comparison chart."""
     n = 0
     for q in data["questions"].values():
         n += 1
         if q["labelled"]:
-            n += 1 + ("confusion" in q["metrics"])
+            n += 1 + ("confusion" in q["metrics"]) + ("recalibrated" in q)
+            n += any(o["skipped"] is None for o in q["metrics"].get("per_option", ()))
     if data["comparison"]:
         n += len(data["comparison"]["questions"])
     return n
@@ -654,6 +658,7 @@ def test_html_is_self_contained_with_one_svg_per_chart(
     assert parser.charts == _charts_expected(data) > 0
     assert parser.svgs == parser.charts  # one <svg> per chart, nothing else drawn
     assert parser.scripts == [] and parser.links == []  # nothing loaded from elsewhere
+    assert check_self_contained(page) == parser.svgs
     assert "http://" not in page.replace("http://www.w3.org/", "")
     assert "https://" not in page
     assert page.startswith("<!DOCTYPE html>")

@@ -78,6 +78,13 @@ class Classifier:
         self._warned: set[str] = set()
         self._telemetry = _telemetry_for(options)
         self._endpoint = _endpoint_of(self._style)
+        # calibration=FILE: read and checked here, so a bad file fails at build, not per call
+        self._calibration: Any = None
+        self._digest: tuple[Any, str] | None = None
+        if options.calibration is not None:
+            from .calibration.maps import load_calibration
+
+            self._calibration = load_calibration(options.calibration)
 
     @property
     def style(self) -> str:
@@ -201,7 +208,18 @@ class Classifier:
         if decision.usage.cost is not None:
             event["cost"] = decision.usage.cost
         self._emit(event)
+        if self._calibration is not None:
+            decision = self._recalibrate(decision, qs)
         return decision
+
+    def _recalibrate(self, decision: Decision, qs: dict[str, Question]) -> Decision:
+        """``calibration=FILE``: the recalibrated answers beside the wire's."""
+        from .calibration.apply import recalibrate_decision
+        from .canonical import questions_sha256
+
+        if self._digest is None or self._digest[0] is not qs:  # one digest per question set
+            self._digest = (qs, questions_sha256(qs))
+        return recalibrate_decision(self._calibration, decision, self._digest[1], self.style)
 
     async def evaluate_batch(
         self,
@@ -385,6 +403,13 @@ def create_classifier(options: ClassifierOptions) -> Classifier:
     - ``client``, ``llm_base_url``, ``llm_model``, ``llm_api_key_env`` (style "llm"): a ready
       chat client, or the chat endpoint (default https://api.openai.com/v1), its model
       (required without a ``ChatClient``) and the NAME of its key's variable (OPENAI_API_KEY).
+
+    Recalibration (issue 24):
+
+    - ``calibration``: the path of a file ``toolnexus report --fit-calibration`` wrote; read
+      here. Each decision then carries ``recalibrated`` answers beside the wire's (never
+      changed) and ``calibration_sha256``; a map fitted for another question set, model, style
+      or pack size is refused with one line naming both.
     """
     return Classifier(options)
 

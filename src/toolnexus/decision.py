@@ -64,6 +64,10 @@ class Decision:
     N > 1: a packed request, issue 20, and then ``calibrated`` is False); ``reasked`` is True
     when a packed answer failed validation and the state was asked again, alone (``packed`` is
     then 1 and ``usage`` holds both requests' charges). Neither is a wire field.
+
+    ``recalibrated`` (``create_classifier(calibration=FILE)``, issue 24): per question key with
+    a map, the answer with recalibrated probabilities, beside the wire's ``answers`` (which are
+    never changed); ``calibration_sha256`` names the file by the sha256 of its bytes.
     """
 
     model: str
@@ -73,6 +77,8 @@ class Decision:
     cached: bool = False
     packed: int = 1
     reasked: bool = False
+    recalibrated: Mapping[str, Answer] | None = None
+    calibration_sha256: str | None = None
 
     def _get(self, key: str, want: str) -> Answer:
         answer = self.answers.get(key)

@@ -117,6 +117,7 @@ class ClassifierOptions:
     #: None: on when the host already imported OpenTelemetry or set ``OTEL_*`` exporters with
     #: the SDK installed; True / False: on / off; or a ready ``telemetry.Telemetry``.
     telemetry: Any = None
+    calibration: str | None = None
 
     #: Derived from ``retries``, ``retry_base_ms``, ``retryable_statuses``, ``on_error``.
     retry_policy: RetryPolicy = field(init=False, repr=False, compare=False)
@@ -175,7 +176,7 @@ def _check_values(opts: ClassifierOptions) -> None:
                 "and _, like TYPESAFE_API_KEY); the value given is not one, and is not shown in "
                 "case it is a key"
             )
-    for name in ("base_url", "model", "llm_base_url", "llm_model"):
+    for name in ("base_url", "model", "llm_base_url", "llm_model", "calibration"):
         value = getattr(opts, name)
         if value is not None and not isinstance(value, str):
             raise ConfigError(f"classifier: {name} must be a string, got {type(value).__name__}")

@@ -26,7 +26,15 @@ from typing import Any
 
 from .decision import ClassifierUsage
 from .errors import ConfigError
-from .scheduler import Clock, Outcome, OutcomeKind, RunLimiter, Ticket, TokenEstimate
+from .scheduler import (
+    Clock,
+    Outcome,
+    OutcomeKind,
+    RunLimiter,
+    Ticket,
+    TokenBucket,
+    TokenEstimate,
+)
 
 __all__ = [
     "DEFAULT_LEASE_SECONDS",
@@ -70,6 +78,7 @@ class LimiterCore:
         token_rate: float | None = None,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         clock: Clock | None = None,
+        burst_seconds: float | None = None,
     ) -> None:
         if rate_per_minute is not None and rate_per_minute <= 0:
             raise ConfigError("classifier: rate_per_minute must be positive")
@@ -80,6 +89,10 @@ class LimiterCore:
             clock=clock,
         )
         self.clock: Clock = self.limiter.clock
+        if burst_seconds is not None and rate_per_minute is not None:
+            # A bucket shallower than the server's (which holds one second): see shared_limiter.
+            rate = rate_per_minute / 60.0
+            self.limiter.window.rate = TokenBucket(rate, burst=max(1.0, rate * burst_seconds))
         self.lease_seconds = lease_seconds
         self._ids = itertools.count()
         self._leases: dict[tuple[str, int], _Lease] = {}
@@ -133,9 +146,17 @@ def shared_limiter(
     max_concurrency: int,
     token_rate: float | None = None,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    burst_seconds: float | None = None,
 ) -> Any:
     """The named limiter actor ``name`` (created on first use, found afterwards), asking for no
-    CPU: an actor that holds one CPU would deadlock a small cluster (engines.md)."""
+    CPU: an actor that holds one CPU would deadlock a small cluster (engines.md).
+
+    ``burst_seconds``: how much of the rate the bucket saves (default one second, as the
+    server's). Riding a limit with a bucket as deep as the server's leaves it no slack: after
+    the first burst the server's bucket sits near empty, and the few milliseconds a request
+    spends between the actor and the server decide whether it is answered or refused. A
+    shallower bucket sends at the same rate and keeps the rest of the server's second as slack
+    for that jitter."""
     ray = require_ray()
 
     @ray.remote(num_cpus=0)
@@ -146,6 +167,7 @@ def shared_limiter(
                 max_concurrency=max_concurrency,
                 token_rate=token_rate,
                 lease_seconds=lease_seconds,
+                burst_seconds=burst_seconds,
             )
 
         async def acquire(self, worker: str, ticket_id: int, central: int, upper: int) -> None:

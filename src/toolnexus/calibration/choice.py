@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ __all__ = [
     "OptionReliability",
     "accuracy_coverage",
     "one_vs_rest",
+    "one_vs_rest_columns",
 ]
 
 #: An option needs this many records labelled with it before its reliability is shown.
@@ -60,18 +61,32 @@ def one_vs_rest(
     against ``y_true[i] == option``, for options with at least ``min_labels`` labels."""
     if len(y_true) != len(y_prob):
         raise ValueError(f"{len(y_true)} labels for {len(y_prob)} probability rows")
+    columns = {o: [probs.get(o, 0.0) for probs in y_prob] for o in options}
+    return one_vs_rest_columns(y_true, columns, {o: o for o in options}, min_labels=min_labels)
+
+
+def one_vs_rest_columns(
+    y_true: Sequence[Hashable],
+    columns: Mapping[str, Sequence[float]],
+    label_of: Mapping[str, Hashable],
+    *,
+    min_labels: int = MIN_OPTION_LABELS,
+) -> list[OptionReliability]:
+    """:func:`one_vs_rest` over columns (option -> each record's probability of it, in record
+    order), ``y_true[i] == label_of[option]`` marking a record labelled with the option (the
+    report keeps labels as class indices)."""
     out = []
-    for option in options:
-        labelled = sum(1 for y in y_true if y == option)
+    for option, column in columns.items():
+        mine = label_of[option]
+        truth = [1 if y == mine else 0 for y in y_true]
+        labelled = sum(truth)
         if labelled < min_labels:
             out.append(OptionReliability(
                 option, labelled, None, [],
                 f"{labelled} records labelled {option!r}, fewer than {min_labels}",
             ))  # fmt: skip
             continue
-        rel = reliability(
-            [1 if y == option else 0 for y in y_true], [probs.get(option, 0.0) for probs in y_prob]
-        )
+        rel = reliability(truth, column)
         bins = [dataclasses.asdict(b) for b in rel.bins()]
         out.append(OptionReliability(option, labelled, rel.ece(), bins, None))
     return out

@@ -103,6 +103,15 @@ class EceNull:
         return {"median": self.median, "p95": self.p95, "draws": self.draws, "seed": self.seed}
 
 
+def _atoms(p: Floats, y: Floats) -> tuple[Floats, npt.NDArray[np.intp]]:
+    """The distinct ``(p, y)`` rows in ``(p, y)`` order with their counts: what
+    ``np.unique(column_stack([p, y]), axis=0)`` gives, by two 1-D uniques (a row-wise unique
+    sorts structured rows: ~10x slower at 100,000 records)."""
+    values, inverse = np.unique(p, return_inverse=True)
+    codes, counts = np.unique(inverse * 2 + (y != 0), return_counts=True)
+    return np.column_stack([values[codes // 2], (codes % 2).astype(np.float64)]), counts
+
+
 def _per_bin_matrix(values: Floats, bins: npt.NDArray[np.intp]) -> Floats:
     """(atoms, bins): each atom's value in its own bin's column, so counts @ M sums by bin."""
     m = np.zeros((len(values), N_BINS))
@@ -131,7 +140,7 @@ def ece_interval(
         return None
     point = ece_binned(y, p)
     assert point is not None
-    atoms, counts = np.unique(np.column_stack([p, y]), axis=0, return_counts=True)
+    atoms, counts = _atoms(p, y)
     by_bin = _per_bin_matrix(atoms[:, 1] - atoms[:, 0], _bins(atoms[:, 0]))
     rng = np.random.default_rng(seed)
     share = counts / n

@@ -13,7 +13,7 @@ import typer
 from ..defaults import DEFAULT_BATCH_CONCURRENCY
 from .cache_cmd import CacheDirOpt
 from .errors import CliError
-from .options import FailOnOpt, ThresholdsOpt
+from .options import CalibrationOpt, FailOnOpt, ThresholdsOpt
 from .render.formats import BatchFormat
 
 __all__ = ["BatchOptions", "parse_shard"]
@@ -129,6 +129,7 @@ class BatchOptions:
             "toolnexus-classifier[otel] and an SDK); on by itself with OTEL_* exporters set.",
         ),
     ] = False
+    calibration: CalibrationOpt = None
     use_cache: Annotated[
         bool, typer.Option("--cache", help="Reuse and store decisions in the SQLite cache.")
     ] = False

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..questions import Question
     from .backend import Backend
     from .options import BackendSettings
+    from .render.records import Recalibrator
 
 __all__ = ["BatchConfig", "BatchSummary", "error_code", "run_batch"]
 
@@ -72,8 +73,10 @@ class _Run:
         progress: Any = None,
         *,
         threaded_input: bool = False,
+        recalibrator: Recalibrator | None = None,
     ) -> None:
         self.cfg = cfg
+        self.recalibrator = recalibrator
         self.backend = backend
         self.questions = questions
         self.writer = writer
@@ -151,7 +154,14 @@ class _Run:
         record = DecisionRecord.from_body(
             item_id,
             self.sha,
-            decision_record(decision, self.questions, self.cfg.cut_points, validated=True),
+            decision_record(
+                decision,
+                self.questions,
+                self.cfg.cut_points,
+                validated=True,
+                recalibrator=self.recalibrator,
+                question_thresholds=self.cfg.question_cut_points,
+            ),
         )
         s.ok += 1
         if decision.cached:
@@ -275,14 +285,21 @@ def run_batch(
     file_model, questions = load_question_set(questions_path)
     backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr, cache=cache)
     sha = question_set_sha256(questions)
+    recalibrator = None
+    if cfg.calibration is not None:
+        from .render.records import Recalibrator
+
+        recalibrator = Recalibrator.load(cfg.calibration, sha, settings.style)
     columns: list[str] = []
     if cfg.fmt == "csv":  # the header learns its columns from a record of this question set
-        sample = DecisionRecord.from_body("", sha, sample_record(questions, cfg.cut_points))
+        sample = DecisionRecord.from_body(
+            "", sha, sample_record(questions, cfg.cut_points, recalibrator)
+        )
         columns = csv_columns(sample.to_object())
     lock = lock_output(cfg.output) if cfg.output is not None else None
     try:
         check_existing(cfg)
-        return _run_locked(cfg, backend, questions, columns, show_progress)
+        return _run_locked(cfg, backend, questions, columns, show_progress, recalibrator)
     finally:
         if lock is not None:
             os.close(lock)
@@ -294,6 +311,7 @@ def _run_locked(
     questions: Mapping[str, Question],
     columns: list[str],
     show_progress: bool | None,
+    recalibrator: Recalibrator | None = None,
 ) -> BatchSummary:
     """The run once ``--output`` (if any) is locked."""
     from .batch_resume import compact
@@ -306,8 +324,9 @@ def _run_locked(
         show_progress = _bar_fits(cfg.output)
     progress = _Progress(_count_lines(cfg.inputs)) if show_progress else None
     run = _Run(
-        cfg, backend, questions, writer, items, summary, progress, threaded_input="-" in cfg.inputs
-    )
+        cfg, backend, questions, writer, items, summary, progress,
+        threaded_input="-" in cfg.inputs, recalibrator=recalibrator,
+    )  # fmt: skip
     started = time.perf_counter()
 
     async def main() -> None:

@@ -45,17 +45,20 @@ class BatchConfig(BatchOptions):
     conditions: tuple[str, ...] = field(init=False)
     #: ``--thresholds``' cut-points (the names given; the rest keep their defaults)
     cut_points: Mapping[str, float] = field(init=False)
+    #: ``--thresholds @FILE``'s cut-points per question key (``report --write-thresholds``)
+    question_cut_points: Mapping[str, Mapping[str, float]] = field(init=False)
     #: ``--max-cost`` / ``--max-tokens`` / ``--max-requests``
     caps: Caps = field(init=False)
 
     def __post_init__(self) -> None:
-        from .options import parse_fail_on, parse_thresholds
+        from .options import parse_fail_on, parse_question_thresholds, parse_thresholds
 
         spec = InputSpec(self.id_field, self.state_field, self.image_field, self.recursive)
         object.__setattr__(self, "spec", spec)
         object.__setattr__(self, "shard_range", parse_shard(self.shard))
         object.__setattr__(self, "conditions", parse_fail_on(self.fail_on))
         object.__setattr__(self, "cut_points", parse_thresholds(self.thresholds))
+        object.__setattr__(self, "question_cut_points", parse_question_thresholds(self.thresholds))
         object.__setattr__(self, "caps", _caps(self))
 
 

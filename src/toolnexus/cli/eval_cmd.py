@@ -18,10 +18,12 @@ import typer
 from .errors import EXIT_BACKEND, EXIT_CONDITION, EXIT_OK, CliError, failure_of, one_line
 from .options import (
     BackendSettings,
+    CalibrationOpt,
     FailOnOpt,
     ThresholdsOpt,
     backend_options,
     parse_fail_on,
+    parse_question_thresholds,
     parse_thresholds,
 )
 from .render.formats import DecisionFormat
@@ -62,6 +64,8 @@ def run_eval(
     *,
     thresholds: Mapping[str, float] | None = None,
     fail_on: tuple[str, ...] = (),
+    calibration: str | None = None,
+    question_thresholds: Mapping[str, Mapping[str, float]] | None = None,
 ) -> EvalResult:
     """Load the question set, evaluate ``state`` once, and build the result. Raises CliError
     (input), ClassifierError (backend or input) for the boundary to report."""
@@ -74,6 +78,12 @@ def run_eval(
     from .render import decision_record
 
     file_model, questions = load_question_set(questions_path)
+    recalibrator = None
+    if calibration is not None:
+        from ..canonical import questions_sha256
+        from .render.records import Recalibrator
+
+        recalibrator = Recalibrator.load(calibration, questions_sha256(questions), settings.style)
     backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr)
 
     async def once() -> Decision:
@@ -91,7 +101,10 @@ def run_eval(
         failure = failure_of(invalid)
         assert failure is not None
         raise CliError(invalid.message, failure.exit_code_under(fail_on)) from None
-    record = decision_record(decision, questions, thresholds)
+    record = decision_record(
+        decision, questions, thresholds, recalibrator=recalibrator,
+        question_thresholds=question_thresholds,
+    )  # fmt: skip
     failed = tuple(f for f in fail_on if f in record["flags"])
     return EvalResult(decision, questions, record, failed)
 
@@ -135,6 +148,7 @@ def eval_command(
     ] = None,
     fail_on: FailOnOpt = None,
     thresholds: ThresholdsOpt = None,
+    calibration: CalibrationOpt = None,
     *,
     backend_values: Mapping[str, Any],
 ) -> None:
@@ -155,7 +169,10 @@ def eval_command(
     value = attach_images(
         load_state(state, text=state_text, as_=as_format), parse_image_options(image)
     )
-    result = run_eval(questions, value, settings, thresholds=cut_points, fail_on=conditions)
+    result = run_eval(
+        questions, value, settings, thresholds=cut_points, fail_on=conditions,
+        calibration=calibration, question_thresholds=parse_question_thresholds(thresholds),
+    )  # fmt: skip
     render(
         DecisionResult(result.record, result.questions, item_id=state or ""),
         fmt or default_format(),

@@ -137,6 +137,18 @@ ThresholdsOpt = Annotated[
         help="Band cut-points, e.g. yes=0.8,no=0.2,min_confidence=0.6 (inclusive).",
     ),
 ]
+#: Shared by eval and batch: a calibration file from ``report --fit-calibration`` (issue 24).
+CalibrationOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--calibration",
+        help="Recalibrate answers with the maps of FILE (report --fit-calibration): the "
+        "recalibrated probabilities go beside the wire's. Refused for another model, question "
+        "set or way of asking.",
+        metavar="FILE",
+        show_default=False,
+    ),
+]
 SupportsImagesOpt = Annotated[
     bool | None,
     typer.Option(
@@ -287,9 +299,13 @@ def parse_fail_on(text: str | None) -> tuple[str, ...]:
 def parse_thresholds(text: str | None) -> dict[str, float]:
     """``yes=0.8,no=0.2,min_confidence=0.6`` -> a dict of the names given, each within 0..1;
     the rest keep their defaults (``threshold_band`` merges over ``DEFAULT_THRESHOLDS``). With
-    the defaults merged, ``no`` may not be above ``yes``."""
+    the defaults merged, ``no`` may not be above ``yes``. ``@FILE`` reads them from a YAML file
+    (``report --write-thresholds`` writes one): its top-level names, and per question key under
+    ``questions`` (:func:`parse_question_thresholds`)."""
     if not text:
         return {}
+    if text.startswith("@"):
+        return _thresholds_file(text[1:])[0]
     out: dict[str, float] = {}
     for part in text.split(","):
         part = part.strip()
@@ -306,17 +322,79 @@ def parse_thresholds(text: str | None) -> dict[str, float]:
             value = float(raw)
         except ValueError:
             raise CliError(f"--thresholds: {name} must be a number, got {raw.strip()!r}") from None
-        if not 0.0 <= value <= 1.0:
-            raise CliError(f"--thresholds: {name} must be within 0..1, got {value}")
         out[name] = value
+    return _checked(out, "--thresholds")
+
+
+def parse_question_thresholds(text: str | None) -> dict[str, dict[str, float]]:
+    """Per question key, the cut-points of a ``--thresholds @FILE`` (``questions: {KEY: {yes,
+    no}}``), over the file's top-level ones; empty for the inline form."""
+    if not text or not text.startswith("@"):
+        return {}
+    top, per_key = _thresholds_file(text[1:])
+    return {k: _checked({**top, **v}, f"--thresholds {text}: question {k!r}") for k, v in
+            per_key.items()}  # fmt: skip
+
+
+def _checked(values: dict[str, float], where: str) -> dict[str, float]:
+    """Each value within 0..1 and, with the defaults merged, ``no`` not above ``yes``."""
+    for name, value in values.items():
+        if not 0.0 <= value <= 1.0:
+            raise CliError(f"{where}: {name} must be within 0..1, got {value}")
     from ..validation import DEFAULT_THRESHOLDS
 
-    merged = {**DEFAULT_THRESHOLDS, **out}
+    merged = {**DEFAULT_THRESHOLDS, **values}
     if merged["no"] > merged["yes"]:
         # A probability at or above yes reads "yes" and at or below no reads "no": with no above
         # yes, one value would be both.
         raise CliError(
-            f"--thresholds: no ({merged['no']:g}) is above yes ({merged['yes']:g}); "
+            f"{where}: no ({merged['no']:g}) is above yes ({merged['yes']:g}); "
             "give no <= yes, e.g. yes=0.8,no=0.2"
         )
+    return values
+
+
+def _cut_points(obj: Any, where: str) -> dict[str, float]:
+    if not isinstance(obj, dict):
+        raise CliError(f"{where}: expected a mapping of {', '.join(THRESHOLD_NAMES)}")
+    out = {}
+    for name, value in obj.items():
+        if name not in THRESHOLD_NAMES:
+            raise CliError(f"{where}: unknown name {name!r} (use {', '.join(THRESHOLD_NAMES)})")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise CliError(f"{where}: {name} must be a number, got {value!r}")
+        out[name] = float(value)
     return out
+
+
+def _thresholds_file(path: str) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """The top-level and per-question cut-points of a thresholds YAML file."""
+    from .yamlread import YamlSyntaxError, read_yaml
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+        raise CliError(f"--thresholds @{path}: cannot read: {why}") from None
+    try:
+        doc = read_yaml(text)
+    except YamlSyntaxError as e:
+        p = e.problem
+        raise CliError(f"--thresholds @{path}:{p.line}: {p.message}") from None
+    if doc.problems:
+        p = doc.problems[0]
+        raise CliError(f"--thresholds @{path}:{p.line}: {p.message}")
+    obj = doc.value if doc.value is not None else {}
+    if not isinstance(obj, dict):
+        raise CliError(f"--thresholds @{path}: expected a mapping (yes, no, min_confidence, "
+                       "questions)")  # fmt: skip
+    questions = obj.get("questions") or {}
+    if not isinstance(questions, dict):
+        raise CliError(f"--thresholds @{path}: questions must map question keys to cut-points")
+    top = _checked(_cut_points({k: v for k, v in obj.items() if k != "questions"},
+                               f"--thresholds @{path}"), f"--thresholds @{path}")  # fmt: skip
+    per_key = {
+        str(k): _cut_points(v, f"--thresholds @{path}: question {k!r}") for k, v in
+        questions.items()
+    }  # fmt: skip
+    return top, per_key

@@ -10,13 +10,17 @@ Exit codes: 0 ok; 1 a ``--fail-on`` condition met; 2 usage or input error.
 
 from __future__ import annotations
 
+import json
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from .errors import EXIT_CONDITION, CliError, one_line
 from .render.formats import ReportFormat
+
+if TYPE_CHECKING:
+    from ..report.model import Report
 
 #: ``--jobs`` at most: more processes than this only add start-up and memory.
 MAX_JOBS = 64
@@ -30,6 +34,40 @@ def _format_for(output: str | None) -> str | None:
     if lower.endswith((".html", ".htm")):
         return "html"
     return "json" if lower.endswith(".json") else "table"
+
+
+def thresholds_yaml(report: Report) -> tuple[str, list[str]]:
+    """The ``--thresholds @FILE`` form of the report's noul pairs, and one line per question
+    that has none (no cut-point reaches the target)."""
+    lines, missing = [], []
+    target = None
+    for key, q in report.questions.items():
+        pair = getattr(q.metrics, "thresholds", None)
+        if pair is None:
+            continue
+        target = pair.target_precision
+        if pair.yes is None or pair.no is None:
+            missing.append(f"question {key!r}: no pair written: {pair.reason}")
+            continue
+        lines += [f"  {json.dumps(key)}:", f"    yes: {pair.yes!r}", f"    no: {pair.no!r}"]
+    head = [
+        f"# toolnexus report --target-precision {target:g}: per noul question, yes from the "
+        "search and no <= yes,",
+        "# for this model and way of asking only (seed 000). Use: --thresholds @THIS_FILE",
+        "questions:" if lines else "questions: {}",
+    ]
+    return "\n".join(head + lines) + "\n", missing
+
+
+def _write_thresholds(path: str, report: Report) -> None:
+    text, missing = thresholds_yaml(report)
+    try:
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+    except OSError as e:
+        raise CliError(f"{path}: cannot write: {e.strerror or type(e).__name__}") from None
+    for line in missing:
+        sys.stderr.write(f"toolnexus: warning: {path}: {one_line(line)}\n")
 
 
 def report_command(
@@ -89,14 +127,46 @@ def report_command(
             show_default=False,
         ),
     ] = None,
+    intervals: Annotated[
+        bool | None,
+        typer.Option(
+            "--intervals/--no-intervals",
+            help="Every ece with its 95% bootstrap interval and the noise floor a perfectly "
+            "calibrated model shows on the same probabilities (fixed seed; numpy). Default: "
+            "for questions of at most 20,000 labelled answers.",
+            show_default=False,
+        ),
+    ] = None,
+    fit_calibration: Annotated[
+        str | None,
+        typer.Option(
+            "--fit-calibration",
+            help="Fit a recalibration map per question key with at least 50 labelled answers "
+            "(noul: Platt or isotonic; choice, score: temperature) and write them to FILE, "
+            "for eval/batch --calibration FILE.",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ] = None,
+    write_thresholds: Annotated[
+        str | None,
+        typer.Option(
+            "--write-thresholds",
+            help="With --target-precision: write per noul question a consistent pair of "
+            "cut-points (no <= yes) to FILE, for eval/batch --thresholds @FILE.",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ] = None,
     fail_on: Annotated[
         str | None,
         typer.Option(
             "--fail-on",
             help="Exit 1 when a condition holds for any question of the (last) run, e.g. "
-            '"ece>0.1,near-uniform>0.05,errors>0". Names: the scalar metrics, near-uniform, '
-            "uncertain, uncalibrated (shares), errors, invalid (counts), changed (two runs); "
-            "KEY.NAME limits one to a question.",
+            '"ece>0.1,near-uniform>0.05,errors>0". Names: the scalar metrics (rps for score), '
+            "near-uniform, uncertain, uncalibrated (shares), errors, invalid (counts), "
+            "changed (two runs); ece>floor: above the noise floor's p95; KEY.NAME limits one "
+            "to a question.",
             show_default=False,
         ),
     ] = None,
@@ -120,6 +190,10 @@ def report_command(
         raise CliError(f"--jobs takes 1..{MAX_JOBS} processes, got {jobs}")
     if target_precision is not None and labels is None:
         raise CliError("--target-precision needs --labels: precision is measured on labels")
+    if write_thresholds is not None and target_precision is None:
+        raise CliError("--write-thresholds needs --target-precision: the pairs are searched for it")
+    if fit_calibration is not None and labels is None:
+        raise CliError("--fit-calibration needs --labels: a map is fitted on labelled answers")
     try:
         conditions = parse_conditions(fail_on)
         report = build_report(
@@ -128,10 +202,14 @@ def report_command(
             id_field=id_field,
             target_precision=target_precision,
             jobs=jobs,
+            intervals=intervals,
+            fit_calibration=fit_calibration,
         )
         met = evaluate(conditions, report)
     except ReportInputError as e:
         raise CliError(str(e)) from None
+    if write_thresholds is not None:
+        _write_thresholds(write_thresholds, report)
     for warning in report.warnings:
         sys.stderr.write(f"toolnexus: warning: {one_line(warning)}\n")
     chosen = fmt or _format_for(output) or default_format()

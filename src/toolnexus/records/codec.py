@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from .model import QUESTIONS_SHA256, Record, record_from_object
+from .model import QUESTIONS_SHA256, RECALIBRATED, Record, record_from_object
 
 __all__ = [
     "CODECS",
@@ -274,7 +274,7 @@ _READERS: dict[str, Callable[[str], Any]] = {
     **dict.fromkeys(("noul", "confidence", "score", "cost", "yes", "no", "min_confidence"), float),
     **dict.fromkeys(("level", "input_tokens", "output_tokens"), int),
     **dict.fromkeys(("near_uniform", "calibrated", "cached"), lambda v: _BOOLS.get(v, v)),
-    **dict.fromkeys(("probabilities", "legend"), json.loads),
+    **dict.fromkeys(("probabilities", "legend", "recalibrated"), json.loads),
     "flags": _words_or_json,
 }
 #: Top-level text columns: never converted (an id ``7`` stays the text ``7``).
@@ -358,6 +358,9 @@ class CsvCodec:
             record.pop(QUESTIONS_SHA256, None)
         if record.get("invalid") == "":
             record["invalid"] = None
+        recalibrated = record.get(RECALIBRATED)
+        if isinstance(recalibrated, dict) and not any(recalibrated.values()):
+            del record[RECALIBRATED]  # a record that was not recalibrated: empty cells
         record["answers"] = answers
         return record
 

@@ -23,6 +23,7 @@ from typing import Any, TypeAlias
 
 __all__ = [
     "QUESTIONS_SHA256",
+    "RECALIBRATED",
     "RECORD_KEYS",
     "DecisionRecord",
     "ErrorRecord",
@@ -45,6 +46,9 @@ RECORD_KEYS = (
     "flags",
     "invalid",
 )
+#: The key a recalibrated decision adds after them (``eval``/``batch --calibration``): the
+#: calibration file and its sha256. Absent otherwise, so other records keep their bytes.
+RECALIBRATED = "recalibrated"
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,9 @@ class DecisionRecord:
     answers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     flags: tuple[str, ...] = ()
     invalid: str | None = None
+    #: ``{"file", "sha256"}`` of the calibration map that recalibrated its answers (each
+    #: answer then carries ``recalibrated`` beside its wire probabilities)
+    recalibrated: Mapping[str, str] | None = None
 
     @property
     def key(self) -> str:
@@ -104,6 +111,8 @@ class DecisionRecord:
         out["answers"] = {k: dict(v) for k, v in self.answers.items()}
         out["flags"] = list(self.flags)
         out["invalid"] = self.invalid
+        if self.recalibrated is not None:
+            out[RECALIBRATED] = dict(self.recalibrated)
         return out
 
 
@@ -158,6 +167,7 @@ def _decision(item_id: str | int, sha: str | None, obj: Mapping[str, Any]) -> De
     answers = obj.get("answers")
     flags = obj.get("flags")
     invalid = obj.get("invalid")
+    recalibrated = obj.get(RECALIBRATED)
     return DecisionRecord(
         id=item_id,
         questions_sha256=sha,
@@ -177,6 +187,11 @@ def _decision(item_id: str | int, sha: str | None, obj: Mapping[str, Any]) -> De
         ),
         flags=tuple(f for f in flags if isinstance(f, str)) if isinstance(flags, list) else (),
         invalid=invalid if isinstance(invalid, str) else None,
+        recalibrated=(
+            {k: v for k, v in recalibrated.items() if isinstance(v, str)}
+            if isinstance(recalibrated, Mapping)
+            else None
+        ),
     )
 
 

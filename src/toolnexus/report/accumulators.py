@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .extras import ece_uncertainty, noul_threshold_pair, noul_threshold_table
 from .metrics import (
     N_BINS,
     Reliability,
@@ -36,11 +37,13 @@ from .model import (
     NoulMetrics,
     QuestionMetrics,
     QuestionReport,
+    Recalibration,
     ReliabilityBin,
     Threshold,
 )
 
 __all__ = [
+    "AUTO_INTERVALS_MAX",
     "BANDS",
     "LabelError",
     "NoulStats",
@@ -57,6 +60,9 @@ _LEVEL_KEYS = tuple(str(i) for i in range(10))
 REPORT_FLAGS = ("near-uniform", "uncertain", "uncalibrated")
 #: How many ids of a flag's first answers are kept (``--fail-on`` names them).
 FIRST_IDS = 5
+#: ``report``'s default computes an ECE's interval and floor up to this many labelled answers
+#: (``--intervals`` at any count, ``--no-intervals`` never).
+AUTO_INTERVALS_MAX = 20_000
 _TRUTH = {"true": 1, "yes": 1, "1": 1, "false": 0, "no": 0, "0": 0}
 
 
@@ -125,6 +131,10 @@ class QuestionStats:
         self.conf_sum = 0.0
         self.conf_n = 0
         self.labelled = 0
+        #: a recalibrated run: the wire's answers, counted apart (``None`` until one is met)
+        self.wire: Any = None
+        #: answers that carried recalibrated probabilities
+        self.recalibrated = 0
 
     def add(self, answer: Mapping[str, Any], label: str | None, sid: str = "") -> None:
         """Count one answer of the record whose id is ``sid``, against ``label``."""
@@ -143,6 +153,11 @@ class QuestionStats:
         self.conf_sum += other.conf_sum
         self.conf_n += other.conf_n
         self.labelled += other.labelled
+        self.recalibrated += other.recalibrated
+        if other.wire is not None:
+            if self.wire is None:
+                self.wire = type(other.wire)(self.key)
+            self.wire.merge(other.wire)
 
     def _count_common(self, answer: Mapping[str, Any], sid: str) -> None:
         """The answer itself and its flags: every type counts these."""
@@ -168,9 +183,12 @@ class QuestionStats:
     def distribution(self) -> Distribution | None:
         return None
 
-    def metrics(self, target_precision: float | None = None) -> QuestionMetrics | None:
+    def metrics(
+        self, target_precision: float | None = None, intervals: bool = True
+    ) -> QuestionMetrics | None:
         """The metrics against the labels (only called with at least one label);
-        ``target_precision`` asks a noul for its threshold search."""
+        ``target_precision`` asks a noul for its threshold search, ``intervals`` for each
+        ECE's bootstrap interval and noise floor."""
         return None
 
     def reliability(self) -> tuple[ReliabilityBin, ...]:
@@ -183,10 +201,41 @@ class QuestionStats:
     def probabilities(self, answer: Mapping[str, Any]) -> Mapping[str, float]:
         return {}
 
+    def _recalibrated(
+        self, answer: Mapping[str, Any], rec: Any, label: str | None, sid: str
+    ) -> Mapping[str, Any]:
+        """An answer recalibrated by ``--calibration``: the wire's answer is counted by the
+        wire's own accumulator, and the answer this one measures is the wire's with the
+        recalibrated fields (``noul``, or ``probabilities`` and ``confidence``) put in."""
+        if type(rec) is not dict:
+            raise RecordError(f"recalibrated is {_shown(rec)}, not an object")
+        wire = {k: v for k, v in answer.items() if k != "recalibrated"}
+        if self.wire is None:
+            self.wire = type(self)(self.key)
+        self.wire.add(wire, label, sid)
+        self.recalibrated += 1
+        return {**wire, **rec}
+
     def report(
-        self, errors: Mapping[str, int], target_precision: float | None = None
+        self,
+        errors: Mapping[str, int],
+        target_precision: float | None = None,
+        intervals: bool | None = None,
     ) -> QuestionReport:
-        """This question over the run whose error records by code are ``errors``."""
+        """This question over the run whose error records by code are ``errors``; ``intervals``
+        ``None``: each ECE's interval and floor while the labelled answers are at most
+        :data:`AUTO_INTERVALS_MAX` (where a bare ECE misleads; far past it the interval is
+        narrow and the floor near 0, and the resampling is what a long report would wait for)."""
+        if intervals is None:
+            intervals = self.labelled <= AUTO_INTERVALS_MAX
+        recalibration = None
+        if self.wire is not None:
+            w = self.wire
+            recalibration = Recalibration(
+                self.recalibrated,
+                w.metrics(target_precision, intervals) if w.labelled else None,
+                w.reliability() if w.labelled else (),
+            )
         return QuestionReport(
             type=self.type,
             n=self.n,
@@ -201,9 +250,10 @@ class QuestionStats:
             },
             mean_confidence=_mean(self.conf_sum, self.conf_n),
             labelled=self.labelled,
-            metrics=self.metrics(target_precision) if self.labelled else None,
+            metrics=self.metrics(target_precision, intervals) if self.labelled else None,
             reliability=self.reliability() if self.labelled else (),
             invalid_ids=tuple(self.flag_ids.get("invalid", ())),
+            recalibrated=recalibration,
         )
 
 
@@ -241,6 +291,9 @@ class NoulStats(QuestionStats):
 
     # The hot path of a report: one call per answer, so bins and counters are inlined here.
     def add(self, answer: Mapping[str, Any], label: str | None, sid: str = "") -> None:
+        rec = answer.get("recalibrated")
+        if rec is not None:
+            answer = self._recalibrated(answer, rec, label, sid)
         self._count_common(answer, sid)
         p = answer["noul"]
         if type(p) is not float or not 0.0 <= p <= 1.0:
@@ -292,7 +345,7 @@ class NoulStats(QuestionStats):
             },
         )
 
-    def metrics(self, target_precision: float | None = None) -> NoulMetrics:
+    def metrics(self, target_precision: float | None = None, intervals: bool = True) -> NoulMetrics:
         y_true, y_prob = self.y_true, self.y_prob
         n = len(y_true)
         pos = sum(y_true)
@@ -319,6 +372,13 @@ class NoulStats(QuestionStats):
                 uncertain=Count(unsure, _share(unsure, n)),
             ),
             threshold=None if target_precision is None else self.threshold(target_precision),
+            ece_uncertainty=ece_uncertainty(y_true, y_prob) if intervals else None,
+            threshold_table=noul_threshold_table(y_true, y_prob),
+            thresholds=(
+                None
+                if target_precision is None
+                else noul_threshold_pair(y_true, y_prob, target_precision)
+            ),
         )
 
     def threshold(self, target: float) -> Threshold:

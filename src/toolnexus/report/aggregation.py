@@ -117,6 +117,16 @@ class RunStats:
         #: the ids of the first error records, in file order
         self.error_ids: list[str] = []
         self.models: Counter[Any] = Counter()
+        #: the question-set digests, styles and pack sizes the answered records carry (what a
+        #: calibration map fitted on this run holds for; ``None``: a record does not say).
+        #: Sets, not counts: the hot path adds a digest only when it differs from the last.
+        self.digests: set[Any] = set()
+        self.styles: set[Any] = set()
+        self.packs: set[Any] = set()
+        self._last_digest: Any = ()
+        self.unasked = False
+        #: recalibrated records by the sha256 of their calibration file
+        self.recalibrated_by: Counter[str] = Counter()
         self.uncalibrated = 0
         #: what the run spent, and apart from it what cached answers had cost when first
         #: asked (issue 17: spent and cached usage are separate figures)
@@ -175,6 +185,21 @@ class RunStats:
         if model is not None and type(model) is not str:
             raise RecordError(f"model is {_shown(model)}, not a model name")
         self.models[model] += 1
+        digest = record.get("questions_sha256")
+        if digest != self._last_digest:
+            self.digests.add(digest)
+            self._last_digest = digest
+        recalibrated = record.get("recalibrated")
+        if recalibrated is not None:
+            sha = recalibrated.get("sha256") if type(recalibrated) is dict else None
+            if type(sha) is not str:
+                raise RecordError(f"recalibrated is {_shown(recalibrated)}, not a file's sha256")
+            self.recalibrated_by[sha] += 1
+        style, packed = record.get("style"), record.get("packed")
+        if style is not None or packed is not None:
+            self._asked(style, packed)
+        elif not self.unasked:
+            self.unasked = True  # a record that does not say how it was asked
         if not record.get("calibrated"):
             self.uncalibrated += 1
         cached = record.get("cached")
@@ -236,6 +261,18 @@ class RunStats:
             if self.label_ids_seen is not None:
                 self.label_ids_seen.add(sid)
 
+    def _asked(self, style: Any, packed: Any) -> None:
+        """How a record was asked: ``style`` a name, ``packed`` a pack size (or an object with
+        a ``size``, as packed requests may record it)."""
+        if style is not None and type(style) is not str:
+            raise RecordError(f"style is {_shown(style)}, not a style name")
+        if type(packed) is dict:
+            packed = packed.get("size")
+        if packed is not None and (type(packed) is not int or packed < 1):
+            raise RecordError(f"packed is {_shown(packed)}, not a pack size")
+        self.styles.add(style)
+        self.packs.add(packed)
+
     def _step(
         self, key: str, answer: Mapping[str, Any]
     ) -> tuple[
@@ -276,6 +313,11 @@ class RunStats:
         self.errors.update(other.errors)
         self.error_ids.extend(other.error_ids[: FIRST_IDS - len(self.error_ids)])
         self.models.update(other.models)
+        self.digests |= other.digests
+        self.styles |= other.styles
+        self.packs |= other.packs
+        self.unasked = self.unasked or other.unasked
+        self.recalibrated_by.update(other.recalibrated_by)
         self.uncalibrated += other.uncalibrated
         self.spent.merge(other.spent)
         self.cached.merge(other.cached)
@@ -312,11 +354,19 @@ class RunStats:
             cached_records=self.cached_records,
             cached_usage=self.cached.summary(),
             error_ids=tuple(self.error_ids),
+            recalibrated_by=dict(sorted(self.recalibrated_by.items())) or None,
         )
 
-    def question_reports(self, target_precision: float | None = None) -> dict[str, QuestionReport]:
-        """Per question key, in the order first met: its report over this run."""
-        return {key: st.report(self.errors, target_precision) for key, st in self.questions.items()}
+    def question_reports(
+        self, target_precision: float | None = None, intervals: bool | None = None
+    ) -> dict[str, QuestionReport]:
+        """Per question key, in the order first met: its report over this run (``intervals``:
+        each ECE with its bootstrap interval and noise floor; ``None``: up to
+        ``AUTO_INTERVALS_MAX`` labelled answers)."""
+        return {
+            key: st.report(self.errors, target_precision, intervals)
+            for key, st in self.questions.items()
+        }
 
 
 def record_id(record: Any) -> str:

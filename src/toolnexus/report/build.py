@@ -18,13 +18,18 @@ def build_report(
     id_field: str = "id",
     target_precision: float | None = None,
     jobs: int | None = None,
+    intervals: bool | None = None,
+    fit_calibration: str | None = None,
 ) -> Report:
     """Read ``runs`` (one or two files) and, with ``labels_path``, join labels by id; ``jobs``
-    processes count a long run's chunks (default: one per CPU, at most 8)."""
+    processes count a long run's chunks (default: one per CPU, at most 8); ``intervals``: every ECE
+    with its bootstrap interval and noise floor (issue 24; numpy; ``None``: for a question of at
+    most ``AUTO_INTERVALS_MAX`` labelled answers); ``fit_calibration``: fit a
+    recalibration map per labelled key of the first run and write them to that file."""
     labels = read_labels(labels_path, id_field) if labels_path else None
     two = len(runs) == 2
     first = read_run(runs[0], labels, snapshot=two, jobs=jobs)
-    questions = first.question_reports(target_precision)
+    questions = first.question_reports(target_precision, intervals)
     summaries = [first.summary()]
     comparison: Comparison | None = None
     stats = [first]
@@ -37,11 +42,17 @@ def build_report(
             first.snapshots,
             second.deltas,
             questions,
-            second.question_reports(target_precision),
+            second.question_reports(target_precision, intervals),
             (first.path, second.path),
         )
         first.snapshots = second.deltas = None  # the comparison holds what it needs
     warnings: list[str] = []
+    fitted = None
+    if fit_calibration is not None:
+        from .fitting import fit_calibration as fit
+
+        fitted, skipped = fit(stats[0], fit_calibration)
+        warnings += skipped
     if labels is not None:
         asked = {k for s in stats for k in s.questions}
         stray = [k for k in labels.labelled_keys() if k not in asked]
@@ -64,4 +75,5 @@ def build_report(
         questions=questions,
         comparison=comparison,
         warnings=tuple(warnings),
+        calibration_fit=fitted,
     )

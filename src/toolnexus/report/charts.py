@@ -30,6 +30,8 @@ __all__ = [
     "comparison_chart",
     "confusion_heatmap",
     "distribution_chart",
+    "option_reliability",
+    "recalibration_diagram",
     "reliability_diagram",
 ]
 
@@ -165,12 +167,75 @@ def reliability_diagram(key: str, q: QuestionReport) -> str:
     what = "p" if q.type == "noul" else "top-1 probability"
     ax.set_xlabel(what, fontsize=8)
     ax.set_ylabel("observed", fontsize=8)
-    ece = q.metrics.scalar("ece") if q.metrics is not None else None
+    m = q.metrics
+    ece = m.scalar("ece") if m is not None else None
     ax.set_title(
         f"{key}: reliability" + (f" (ECE {ece:.3f})" if ece is not None else ""),
         fontsize=9,
         loc="left",
     )
+    u = m.ece_uncertainty if m is not None else None
+    if u is not None and ece is not None:
+        # issue 24: the interval and the noise floor on the diagram itself
+        verdict = "above the floor" if u.above_floor else "indistinguishable from calibrated"
+        ax.text(
+            0.98, 0.02,
+            f"ECE {ece:.3f} ({u.low:.3f}–{u.high:.3f})\nfloor p95 {u.floor_p95:.3f}: {verdict}",
+            transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="#333333",
+        )  # fmt: skip
+    ax.legend(fontsize=7, loc="upper left", frameon=False)
+    return _svg(fig)
+
+
+def _reliability_points(ax: Any, bins: Any, color: str, label: str, marker: str = "o") -> None:
+    full = [b for b in bins if b.n and b.confidence is not None and b.accuracy is not None]
+    ax.plot([b.confidence for b in full], [b.accuracy for b in full], marker=marker,
+            color=color, linewidth=1, markersize=4, label=label)  # fmt: skip
+
+
+def recalibration_diagram(key: str, q: QuestionReport) -> str:
+    """A recalibrated run: the wire's reliability and the recalibrated one, before and after
+    the map, against the diagonal."""
+    r = q.recalibrated
+    assert r is not None, "called for recalibrated questions only"
+    fig = _figure(4.2, 3.6)
+    ax = fig.add_subplot()
+    _style(ax)
+    ax.plot([0, 1], [0, 1], linestyle="--", color=GREY, linewidth=1, label="perfectly calibrated")
+    wire_ece = r.wire_metrics.scalar("ece") if r.wire_metrics is not None else None
+    ece = q.metrics.scalar("ece") if q.metrics is not None else None
+    _reliability_points(ax, r.wire_reliability, GREY,
+                        "wire (before)" + (f", ECE {wire_ece:.3f}" if wire_ece is not None
+                                           else ""), "s")  # fmt: skip
+    _reliability_points(ax, q.reliability, BLUE,
+                        "recalibrated (after)" + (f", ECE {ece:.3f}" if ece is not None
+                                                  else ""))  # fmt: skip
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(0, 1.1)
+    ax.set_xlabel("mean p in the bin", fontsize=8)
+    ax.set_ylabel("observed", fontsize=8)
+    ax.set_title(f"{key}: before and after recalibration", fontsize=9, loc="left")
+    ax.legend(fontsize=7, loc="upper left", frameon=False)
+    return _svg(fig)
+
+
+def option_reliability(key: str, options: Any) -> str:
+    """Choice, one vs rest: per option shown (>= 30 labels), the share labelled with it per
+    bin of its probability."""
+    fig = _figure(4.2, 3.6)
+    ax = fig.add_subplot()
+    _style(ax)
+    ax.plot([0, 1], [0, 1], linestyle="--", color=GREY, linewidth=1, label="perfectly calibrated")
+    palette = (BLUE, ORANGE, "#4c956c", "#8e5ea2", "#c44e52", "#55a8b5")
+    for i, o in enumerate(x for x in options if x.skipped is None):
+        ece = f" (ECE {o.ece:.3f})" if o.ece is not None else ""
+        _reliability_points(ax, o.reliability, palette[i % len(palette)],
+                            _short(o.option, 16) + ece)  # fmt: skip
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(0, 1.1)
+    ax.set_xlabel("P(option)", fontsize=8)
+    ax.set_ylabel("share labelled with it", fontsize=8)
+    ax.set_title(f"{key}: one-vs-rest reliability", fontsize=9, loc="left")
     ax.legend(fontsize=7, loc="upper left", frameon=False)
     return _svg(fig)
 

@@ -1,9 +1,11 @@
 """``--fail-on`` for a report: conditions over the judged run, so CI can gate a question-set
 change on a labelled sample (``"ece>0.1,near-uniform>0.05,errors>0"``).
 
-A condition is ``[KEY.]NAME OP NUMBER`` with OP one of ``> >= < <=``. Without ``KEY`` it holds
+A condition is ``[KEY.]NAME OP NUMBER`` with OP one of ``> >= < <=``, or ``[KEY.]ece>floor``:
+the ECE above its noise floor's 95th percentile (issue 24: measured with the report's
+intervals, so not with ``--no-intervals``). Without ``KEY`` it holds
 when ANY question meets it. NAME is a scalar metric (``accuracy``, ``brier``, ``log_loss``,
-``auroc``, ``ece``, ``macro_f1``, ``within_one``, ``mae``), a flag share (``near-uniform``,
+``auroc``, ``ece``, ``macro_f1``, ``within_one``, ``mae``, ``rps``), a flag share (``near-uniform``,
 ``uncertain``, ``uncalibrated``), a count (``errors``, ``invalid``) or, with two runs,
 ``changed`` (the share of ids whose answer changed). The judged run is the last one given.
 A condition that no question can be measured on (``ece`` without labels) is a usage error,
@@ -25,6 +27,8 @@ from .runs import ReportInputError
 __all__ = ["NAMES", "Condition", "evaluate", "parse_conditions"]
 
 _FLAG_NAMES = ("near-uniform", "uncertain", "uncalibrated")
+#: ``ece>floor``: the right-hand side naming the noise floor's 95th percentile
+FLOOR = "floor"
 NAMES = (*SCALAR_METRICS, *_FLAG_NAMES, "errors", "invalid", "changed")
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -41,6 +45,8 @@ class Condition:
     name: str
     op: str
     value: float
+    #: ``ece>floor``: the ECE above its noise floor's p95 (``value`` is unused)
+    floor: bool = False
 
     def holds(self, measured: float) -> bool:
         return _OPS[self.op](measured, self.value)
@@ -65,6 +71,12 @@ def _parse_one(text: str) -> Condition:
         raise ReportInputError(
             f"--fail-on: unknown name {name!r} in {text!r} (names: {', '.join(NAMES)})"
         )
+    if right.strip() == FLOOR:
+        if name != "ece" or op != ">":
+            raise ReportInputError(
+                f"--fail-on: {text!r}: only ece>floor compares with the noise floor"
+            )
+        return Condition(text.strip(), key, name, op, 0.0, floor=True)
     try:
         value = float(right)
     except ValueError:
@@ -87,6 +99,8 @@ class _Measured:
     count: str = ""
     ids: Sequence[str] = ()
     ids_are: str = "first ids"
+    #: ``ece>floor``: whether the ECE is above the floor (decides instead of the value)
+    above: bool | None = None
 
     def text(self, key: str) -> str:
         """``desk 0.15 [6 of 40 answers; first ids t0, t3]``: the value as before, then what
@@ -98,8 +112,16 @@ class _Measured:
 
 
 def _measure(
-    name: str, q: QuestionReport, compared: QuestionComparison | None, run: RunSummary
+    c: Condition, q: QuestionReport, compared: QuestionComparison | None, run: RunSummary
 ) -> _Measured | None:
+    name = c.name
+    if c.floor:
+        m = q.metrics
+        u = getattr(m, "ece_uncertainty", None) if m is not None else None
+        ece = m.scalar("ece") if m is not None else None
+        if u is None or ece is None:
+            return None
+        return _Measured(ece, f"floor p95 {u.floor_p95:.4g}", above=u.above_floor)
     if name in SCALAR_METRICS:
         value = q.metrics.scalar(name) if q.metrics is not None else None
         return _Measured(value) if value is not None else None
@@ -137,15 +159,18 @@ def evaluate(conditions: list[Condition], report: Report) -> list[str]:
         measured = 0
         for key in keys:
             compared = comparison.questions.get(key) if comparison else None
-            m = _measure(c.name, judged[key], compared, run)
+            m = _measure(c, judged[key], compared, run)
             if m is None:
                 continue
             measured += 1
-            if c.holds(m.value):
+            if m.above if m.above is not None else c.holds(m.value):
                 hits.append(m.text(key))
         if not measured:
             why = (
-                "it needs two runs"
+                "it needs --labels and the intervals (--intervals past 20,000 labels; not "
+                "--no-intervals)"
+                if c.floor
+                else "it needs two runs"
                 if c.name == "changed"
                 else "it needs --labels"
                 if c.name in SCALAR_METRICS

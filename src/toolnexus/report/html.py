@@ -45,7 +45,7 @@ code{background:#f5f5f7;padding:0 .25rem;border-radius:3px}
 _METRICS = {
     "noul": ("accuracy", "brier", "log_loss", "auroc", "ece"),
     "choice": ("accuracy", "brier", "log_loss", "ece", "macro_f1"),
-    "score": ("accuracy", "within_one", "mae", "brier", "ece"),
+    "score": ("accuracy", "within_one", "mae", "brier", "rps", "ece"),
 }
 
 
@@ -221,7 +221,12 @@ def _metrics(key: str, q: QuestionReport, charts: Any) -> str:
                 ],
             )
         )
+    parts += _calibration_parts(q)
     figures = [_chart(charts.reliability_diagram(key, q), f"{key}: reliability diagram")]
+    if q.recalibrated is not None:
+        figures.append(_chart(charts.recalibration_diagram(key, q), f"{key}: recalibration"))
+    if isinstance(m, ChoiceMetrics) and any(o.skipped is None for o in m.per_option or ()):
+        figures.append(_chart(charts.option_reliability(key, m.per_option), f"{key}: per option"))
     if not isinstance(m, NoulMetrics):
         figures.append(_chart(charts.confusion_heatmap(key, m.confusion), f"{key}: confusion"))
     bins = _table(
@@ -235,6 +240,75 @@ def _metrics(key: str, q: QuestionReport, charts: Any) -> str:
     parts.append(f'<div class="charts">{"".join(figures)}</div>')
     parts.append(f"<details><summary>reliability bins</summary>{bins}</details>")
     return "".join(parts)
+
+
+def _calibration_parts(q: QuestionReport) -> list[str]:
+    """Issue 24's figures: the ECE's interval and floor, the wire's metrics of a recalibrated
+    run, the noul threshold table and pair, choice's per-option ECE and coverage."""
+    m = q.metrics
+    assert m is not None
+    parts = []
+    u, ece = m.ece_uncertainty, m.scalar("ece")
+    if u is not None and ece is not None:
+        verdict = "above the floor" if u.above_floor else "indistinguishable from calibrated"
+        parts.append(
+            f"<p>ECE {_num(ece)} ({_num(u.low)}–{_num(u.high)}, 95% bootstrap), floor p95 "
+            f"{_num(u.floor_p95)} (median {_num(u.floor_median)}): {verdict}.</p>"
+        )
+    r = q.recalibrated
+    if r is not None:
+        names = _METRICS.get(q.type, ())
+        rows = [["recalibrated", *(_num(m.scalar(n)) for n in names)]]
+        if r.wire_metrics is not None:
+            rows.append(["wire", *(_num(r.wire_metrics.scalar(n)) for n in names)])
+        parts.append(f"<p>{r.answers} answers recalibrated (--calibration); measured as such, "
+                     "the wire's beside them:</p>")  # fmt: skip
+        parts.append(_table(["probabilities", *names], rows))
+    if isinstance(m, NoulMetrics):
+        pair = m.thresholds
+        if pair is not None and pair.yes is not None:
+            parts.append(
+                f"<p>Thresholds for precision ≥ {pair.target_precision:g}: yes ≥ {pair.yes:g} "
+                f"(precision {_num(pair.yes_precision, 2)}), no ≤ {pair.no:g} (precision "
+                f"{_num(pair.no_precision, 2)}).</p>"
+            )
+        if m.threshold_table:
+            rows = [[f"{t.cut:.2f}", _num(t.precision, 2), _num(t.recall, 2), _pct(t.coverage)]
+                    for t in m.threshold_table]  # fmt: skip
+            table = _table(["yes when p ≥", "precision", "recall", "coverage"], rows)
+            parts.append(f"<details><summary>threshold table</summary>{table}</details>")
+    if isinstance(m, ChoiceMetrics):
+        if m.per_option:
+            rows = [[escape(o.option), str(o.labelled), _num(o.ece),
+                     escape(o.skipped) if o.skipped else ""] for o in m.per_option]  # fmt: skip
+            parts.append(_table(["option (one vs rest)", "labelled", "ece", "left out"], rows))
+        if m.accuracy_coverage:
+            rows = [[f"{p.floor:.2f}", str(p.answered), _pct(p.coverage), _num(p.accuracy, 2)]
+                    for p in m.accuracy_coverage]  # fmt: skip
+            table = _table(["confidence ≥", "answered", "coverage", "accuracy"], rows)
+            parts.append(f"<details><summary>accuracy against coverage</summary>{table}</details>")
+    return parts
+
+
+def _fit(report: Report) -> str:
+    fit = report.calibration_fit
+    if fit is None:
+        return ""
+    p = fit.provenance
+    rows = []
+    for key, m in fit.questions.items():
+        before, after = m.before or {}, m.after or {}
+        cells = [f"{_num(before.get(n))} → {_num(after.get(n))}" if m.kind else "–"
+                 for n in ("ece", "brier", "log_loss")]  # fmt: skip
+        rows.append([escape(key), escape(m.type), str(m.labelled),
+                     escape(m.kind or f"skipped: {m.skipped}"), *cells])  # fmt: skip
+    note = f"<p>{escape(fit.provenance_note)}</p>" if fit.provenance_note else ""
+    return (
+        f"<h2>Calibration maps</h2><p>Written to <code>{escape(fit.path)}</code> (sha256 "
+        f"<code>{escape(fit.sha256[:12])}</code>) for model {escape(str(p['model']))}, style "
+        f"{escape(str(p['style']))}, pack size {p['pack_size']}; cross-validated.</p>{note}"
+        + _table(["question", "type", "labelled", "map", "ece", "brier", "log_loss"], rows)
+    )
 
 
 def _comparison(comparison: Comparison, before: Mapping[str, QuestionReport], charts: Any) -> str:
@@ -319,6 +393,7 @@ def report_html(report: Report) -> str:
         parts.append("<h2>Against labels</h2>")
         for key, q in labelled:
             parts.append(_metrics(key, q, charts))
+    parts.append(_fit(report))
     if report.comparison:
         parts.append(_comparison(report.comparison, questions, charts))
     parts.append("</body></html>\n")

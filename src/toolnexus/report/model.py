@@ -20,6 +20,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from .figures import (
+    CalibrationFit,
+    CoveragePoint,
+    EceUncertainty,
+    FittedMap,
+    ThresholdCut,
+    ThresholdPair,
+)
+
 T = TypeVar("T")
 
 __all__ = [
@@ -28,12 +37,16 @@ __all__ = [
     "SKIP",
     "AccuracySplit",
     "BandPrecision",
+    "CalibrationFit",
     "ChangedId",
     "ChoiceDistribution",
     "ChoiceMetrics",
     "Comparison",
     "Confusion",
     "Count",
+    "CoveragePoint",
+    "EceUncertainty",
+    "FittedMap",
     "FlagCount",
     "HistogramBin",
     "LevelCount",
@@ -42,14 +55,18 @@ __all__ = [
     "NoulBands",
     "NoulDistribution",
     "NoulMetrics",
+    "OptionCalibration",
     "QuestionComparison",
     "QuestionReport",
+    "Recalibration",
     "ReliabilityBin",
     "Report",
     "RunSummary",
     "ScoreDistribution",
     "ScoreMetrics",
     "Threshold",
+    "ThresholdCut",
+    "ThresholdPair",
     "Usage",
     "map_text",
     "to_json",
@@ -70,6 +87,7 @@ SCALAR_METRICS = (
     "macro_f1",
     "within_one",
     "mae",
+    "rps",
 )
 
 
@@ -142,6 +160,8 @@ class RunSummary:
     cached_usage: Usage
     #: the ids of the first error records, in file order (for ``--fail-on errors``)
     error_ids: tuple[str, ...] = field(default=(), metadata=SKIP)
+    #: recalibrated records by the sha256 of the calibration file (``--calibration``)
+    recalibrated_by: Mapping[str, int] | None = field(default=None, metadata=OMIT_NONE)
 
 
 # --- one question --------------------------------------------------------------------------
@@ -257,6 +277,18 @@ class NearUniformSplit:
     not_near_uniform: AccuracySplit
 
 
+@dataclass(frozen=True)
+class OptionCalibration:
+    """One choice option, one-vs-rest: ``labelled`` records carry it as their label; its ECE
+    and bins, or ``skipped`` saying why it was left out (fewer than 30 labels)."""
+
+    option: str
+    labelled: int
+    ece: float | None
+    reliability: tuple[ReliabilityBin, ...]
+    skipped: str | None
+
+
 class Metrics:
     """What the metrics of every type share: a scalar metric read by its name."""
 
@@ -276,6 +308,9 @@ class NoulMetrics(Metrics):
     ece: float | None
     bands: NoulBands
     threshold: Threshold | None = field(default=None, metadata=OMIT_NONE)
+    ece_uncertainty: EceUncertainty | None = field(default=None, metadata=OMIT_NONE)
+    threshold_table: tuple[ThresholdCut, ...] | None = field(default=None, metadata=OMIT_NONE)
+    thresholds: ThresholdPair | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
@@ -287,6 +322,9 @@ class ChoiceMetrics(Metrics):
     macro_f1: float | None
     confusion: Confusion
     accuracy_by_near_uniform: NearUniformSplit
+    ece_uncertainty: EceUncertainty | None = field(default=None, metadata=OMIT_NONE)
+    per_option: tuple[OptionCalibration, ...] | None = field(default=None, metadata=OMIT_NONE)
+    accuracy_coverage: tuple[CoveragePoint, ...] | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
@@ -298,6 +336,8 @@ class ScoreMetrics(Metrics):
     log_loss: float | None
     ece: float | None
     confusion: Confusion
+    rps: float | None = field(default=None, metadata=OMIT_NONE)
+    ece_uncertainty: EceUncertainty | None = field(default=None, metadata=OMIT_NONE)
 
 
 QuestionMetrics = NoulMetrics | ChoiceMetrics | ScoreMetrics
@@ -321,6 +361,20 @@ class QuestionReport:
     reliability: tuple[ReliabilityBin, ...]
     #: the ids of the first answers flagged invalid, in file order
     invalid_ids: tuple[str, ...] = field(default=(), metadata=SKIP)
+    #: a recalibrated run: ``metrics`` and ``reliability`` measure the recalibrated
+    #: probabilities; these are the wire's, beside them
+    recalibrated: Recalibration | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(frozen=True)
+class Recalibration:
+    """A question whose answers carry recalibrated probabilities (``eval``/``batch
+    --calibration``; the run's ``recalibrated_by`` names the files): how many, and the wire's
+    own metrics and reliability bins beside the recalibrated ones."""
+
+    answers: int
+    wire_metrics: QuestionMetrics | None = field(metadata=EMPTY_OBJECT)
+    wire_reliability: tuple[ReliabilityBin, ...]
 
 
 # --- two runs ------------------------------------------------------------------------------
@@ -372,6 +426,7 @@ class Report:
     questions: Mapping[str, QuestionReport]
     comparison: Comparison | None
     warnings: tuple[str, ...] = field(default=(), metadata=SKIP)
+    calibration_fit: CalibrationFit | None = field(default=None, metadata=OMIT_NONE)
 
     @property
     def judged(self) -> Mapping[str, QuestionReport]:

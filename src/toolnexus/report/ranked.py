@@ -28,6 +28,13 @@ from .accumulators import (
     _share,
     _shown,
 )
+from .extras import (
+    choice_coverage,
+    ece_uncertainty,
+    option_calibration,
+    rps_in_level_order,
+)
+from .figures import EceUncertainty
 from .metrics import (
     Reliability,
     accuracy_score,
@@ -175,6 +182,10 @@ class _Ranked(QuestionStats):
     def _reliability(self) -> Reliability:
         return self._finish().bins
 
+    def _ece_uncertainty(self) -> EceUncertainty | None:
+        """The top-1 ECE's interval and floor: correctness against the pick's probability."""
+        return ece_uncertainty(self._finish().correct, self.p_pick)
+
     def _brier(self) -> float | None:
         return multiclass_brier_score(self.y_true, self._finish().rows)
 
@@ -231,6 +242,9 @@ class ChoiceStats(_Ranked):
         self.near_uniform = array("b")  # per labelled answer
 
     def add(self, answer: Mapping[str, Any], label: str | None, sid: str = "") -> None:
+        rec = answer.get("recalibrated")
+        if rec is not None:
+            answer = self._recalibrated(answer, rec, label, sid)
         self._count_common(answer, sid)
         choice = answer["choice"]
         probs = answer["probabilities"]
@@ -272,9 +286,16 @@ class ChoiceStats(_Ranked):
         y_true = list(compress(self.y_true, mask))
         return AccuracySplit(len(y_true), accuracy_score(y_true, list(compress(self.y_pred, mask))))
 
-    def metrics(self, target_precision: float | None = None) -> ChoiceMetrics:
+    def metrics(
+        self, target_precision: float | None = None, intervals: bool = True
+    ) -> ChoiceMetrics:
         options = list(self.options)
         confusion = self._confusion(options)
+        finish = self._finish()
+        rows = finish.rows
+        # an option offered only in unlabelled answers has no class: it reads 0 everywhere
+        index = {o: self.classes.get(o, -1) for o in options}
+        columns = {o: _column(rows, index[o]) for o in options}
         return ChoiceMetrics(
             accuracy=accuracy_score(self.y_true, self.y_pred),
             brier=self._brier(),
@@ -283,6 +304,9 @@ class ChoiceStats(_Ranked):
             macro_f1=macro_f1_score(self.y_true, self.y_pred, self._label_indices(options)),
             confusion=confusion,
             accuracy_by_near_uniform=NearUniformSplit(self._split(True), self._split(False)),
+            ece_uncertainty=self._ece_uncertainty() if intervals else None,
+            per_option=option_calibration(self.y_true, columns, index),
+            accuracy_coverage=choice_coverage(finish.correct, self.p_pick),
         )
 
 
@@ -323,6 +347,9 @@ class ScoreStats(_Ranked):
         self._legend_pending = True
 
     def add(self, answer: Mapping[str, Any], label: str | None, sid: str = "") -> None:
+        rec = answer.get("recalibrated")
+        if rec is not None:
+            answer = self._recalibrated(answer, rec, label, sid)
         self._count_common(answer, sid)
         probs = answer["probabilities"]
         _probabilities(probs)
@@ -379,7 +406,11 @@ class ScoreStats(_Ranked):
             _mean(self.score_sum, self.n),
         )
 
-    def metrics(self, target_precision: float | None = None) -> ScoreMetrics:
+    def metrics(
+        self, target_precision: float | None = None, intervals: bool = True
+    ) -> ScoreMetrics:
+        top = max((int(k) for k in self.options), default=-1)
+        columns = [self.classes.get(str(k), -1) for k in range(top + 1)]
         return ScoreMetrics(
             accuracy=accuracy_score(self.y_level, self.level_pick),
             within_one=within_one(self.y_level, self.level_pick),
@@ -388,7 +419,23 @@ class ScoreStats(_Ranked):
             log_loss=self._log_loss(),
             ece=self._ece(),
             confusion=self._confusion(self._levels()),
+            rps=rps_in_level_order(
+                self.y_level, self._finish().rows, columns, self._finish().rows.width
+            ),
+            ece_uncertainty=self._ece_uncertainty() if intervals else None,
         )
+
+
+def _column(rows: ProbabilityRows, k: int) -> Sequence[float]:
+    """Each row's probability of class ``k`` (0 where a row lacks it); rows of one width are
+    sliced from the values array directly (a stride, not a call per row)."""
+    if rows.width and 0 <= k < rows.width:
+        return rows.values[k :: rows.width]
+    return [_p_at(r, k) for r in rows]
+
+
+def _p_at(row: Sequence[float], k: int) -> float:
+    return row[k] if 0 <= k < len(row) else 0.0
 
 
 def _score_value(score: Any) -> float:

@@ -6,15 +6,90 @@ plus the derived ones and the flags. Pure: no I/O, no rich.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ...decision import Answer, ChoiceAnswer, Decision, ScoreAnswer
 from ...questions import Question
 from ...records.model import RECORD_KEYS
 from ...validation import DEFAULT_THRESHOLDS, FLAGS, threshold_band, validate_decision
 
-__all__ = ["FLAGS", "RECORD_KEYS", "answer_record", "decision_record", "sample_record"]
+if TYPE_CHECKING:
+    from ...calibration.maps import LoadedCalibration, Provenance
+
+__all__ = [
+    "FLAGS",
+    "RECORD_KEYS",
+    "Recalibrator",
+    "answer_record",
+    "decision_record",
+    "sample_record",
+]
+
+
+@dataclass(frozen=True)
+class Recalibrator:
+    """``--calibration FILE`` for answers of this question set asked this way: the maps that
+    ``report --fit-calibration`` wrote, refused (one line naming both sides) for answers of
+    another question set or style before anything is sent, and for another model or pack size
+    (the decision's ``packed``) at the first decision (seed 000: a threshold tuned against one
+    backend does not transfer to another)."""
+
+    loaded: LoadedCalibration
+    questions_sha256: str
+    style: str
+
+    @classmethod
+    def load(cls, path: str, questions_sha256: str, style: str) -> Recalibrator:
+        from ...calibration.maps import load_calibration
+
+        # A replay answers what System One answered when it was recorded.
+        asked = "systemone" if style == "static" else style
+        out = cls(load_calibration(path), questions_sha256, asked)
+        for key, qmap in out.loaded.file.maps.items():
+            fitted = qmap.provenance
+            out.loaded.map_for(key, out.provenance(fitted.model, fitted.pack_size))
+        return out
+
+    def provenance(self, model: str, pack_size: int) -> Provenance:
+        from ...calibration.maps import Provenance
+
+        return Provenance(self.questions_sha256, model, self.style, pack_size)
+
+    def apply(
+        self,
+        answers: dict[str, dict[str, Any]],
+        decision: Decision,
+        thresholds: Mapping[str, Mapping[str, float]],
+        *,
+        any_model: bool = False,
+    ) -> dict[str, str] | None:
+        """Put ``recalibrated: {noul | probabilities, confidence, band}`` beside each mapped
+        wire answer (which stays as it was: ``near_uniform`` is still the wire's), its band
+        under that key's ``thresholds``; the
+        record's ``recalibrated`` (file and sha256), or ``None`` when no answer had a map.
+        ``any_model``: a sample record (the CSV header), whose model is made up."""
+        applied = False
+        for key, record in answers.items():
+            qmap = self.loaded.file.maps.get(key)
+            if qmap is None:
+                continue
+            fitted = qmap.provenance
+            asked = (fitted.model, fitted.pack_size) if any_model else (decision.model,
+                                                                      decision.packed)  # fmt: skip
+            qmap = self.loaded.map_for(key, self.provenance(*asked))
+            if qmap is None or qmap.type != record.get("type"):
+                continue
+            rec = qmap.recalibrated(record)
+            moved = dataclasses.replace(decision.answers[key], **rec)
+            rec["band"] = threshold_band(moved, thresholds[key])
+            record["recalibrated"] = rec
+            applied = True
+        if not applied:
+            return None
+        return {"file": self.loaded.path, "sha256": self.loaded.sha256}
 
 
 def _ordered_flags(flags: Iterable[str]) -> list[str]:
@@ -57,6 +132,9 @@ def decision_record(
     thresholds: Mapping[str, float] | None = None,
     *,
     validated: bool = False,
+    recalibrator: Recalibrator | None = None,
+    any_model: bool = False,
+    question_thresholds: Mapping[str, Mapping[str, float]] | None = None,
 ) -> dict[str, Any]:
     """A decision as one JSON-ready record: the wire fields (model, calibrated, usage, each
     answer's fields) plus the derived ones (near_uniform, level, label, band), a ``flags`` list
@@ -72,11 +150,14 @@ def decision_record(
     bad_key = problem.key if problem is not None else None
     keys = [k for k in questions if k in decision.answers]
     keys += [k for k in decision.answers if k not in questions]
+    # ``--thresholds @FILE`` may give a question its own cut-points (report --write-thresholds)
+    per_key = {k: {**t, **question_thresholds[k]} if question_thresholds and k in
+               question_thresholds else t for k in keys}  # fmt: skip
     answers = {
         k: answer_record(
             decision.answers[k],
             calibrated=decision.calibrated,
-            thresholds=t,
+            thresholds=per_key[k],
             invalid=k == bad_key,
         )
         for k in keys
@@ -86,7 +167,12 @@ def decision_record(
         flags.add("uncalibrated")
     if problem is not None:
         flags.add("invalid")
-    return {
+    recalibrated = (
+        recalibrator.apply(answers, decision, per_key, any_model=any_model)
+        if recalibrator
+        else None
+    )
+    out: dict[str, Any] = {
         "model": decision.model,
         "calibrated": decision.calibrated,
         "cached": decision.cached,
@@ -100,10 +186,15 @@ def decision_record(
         "flags": _ordered_flags(flags),
         "invalid": problem.message if problem is not None else None,
     }
+    if recalibrated is not None:
+        out["recalibrated"] = recalibrated
+    return out
 
 
 def sample_record(
-    questions: Mapping[str, Question], thresholds: Mapping[str, float] | None = None
+    questions: Mapping[str, Question],
+    thresholds: Mapping[str, float] | None = None,
+    recalibrator: Recalibrator | None = None,
 ) -> dict[str, Any]:
     """A decision record for this question set, to learn the CSV columns from the renderer
     itself (so the header can never drift from ``decision_record``)."""
@@ -135,4 +226,7 @@ def sample_record(
         else:
             answers[key] = {"type": q.type}
     body = {"model": "m", "answers": answers, "usage": {"input_tokens": 0, "output_tokens": 0}}
-    return decision_record(parse_decision(body, questions), questions, thresholds)
+    return decision_record(
+        parse_decision(body, questions), questions, thresholds,
+        recalibrator=recalibrator, any_model=True,
+    )  # fmt: skip

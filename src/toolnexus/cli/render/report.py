@@ -12,6 +12,7 @@ from typing import Any
 
 from ...printable import printable
 from ...report.model import (
+    CalibrationFit,
     ChoiceDistribution,
     ChoiceMetrics,
     Comparison,
@@ -19,6 +20,7 @@ from ...report.model import (
     NearUniformSplit,
     NoulDistribution,
     NoulMetrics,
+    QuestionMetrics,
     QuestionReport,
     Report,
     RunSummary,
@@ -104,6 +106,8 @@ def _run_header(run: RunSummary, label: str) -> str:
         )
     if run.uncalibrated_records:
         lines.append(f"  uncalibrated: {run.uncalibrated_records} records")
+    for sha, n in (run.recalibrated_by or {}).items():
+        lines.append(f"  recalibrated: {n} records by the calibration file sha256 {sha[:12]}")
     return "\n".join(lines)
 
 
@@ -157,7 +161,7 @@ def _distribution_chart(key: str, q: QuestionReport, plain: bool) -> Any:
 _METRIC_COLUMNS = {
     "noul": ("accuracy", "brier", "log_loss", "auroc", "ece"),
     "choice": ("accuracy", "brier", "log_loss", "ece", "macro_f1"),
-    "score": ("accuracy", "within_one", "mae", "brier", "ece"),
+    "score": ("accuracy", "within_one", "mae", "brier", "rps", "ece"),
 }
 
 
@@ -198,6 +202,40 @@ def _reliability_chart(q: QuestionReport, plain: bool) -> Any:
     return table
 
 
+def ece_text(m: QuestionMetrics) -> str:
+    """``ece 0.041 (0.020-0.070), floor p95 0.045: indistinguishable from calibrated`` (issue
+    24), or the bare ``ece 0.041`` without the intervals."""
+    ece = m.scalar("ece")
+    u = m.ece_uncertainty
+    if u is None or ece is None:
+        return f"ece {_num(ece)}"
+    verdict = "above the floor" if u.above_floor else "indistinguishable from calibrated"
+    return (
+        f"ece {_num(ece)} ({_num(u.low)}-{_num(u.high)}), floor p95 {_num(u.floor_p95)}: {verdict}"
+    )
+
+
+def _choice_details(key: str, m: ChoiceMetrics) -> list[str]:
+    lines = []
+    for o in m.per_option or ():
+        if o.skipped:
+            lines.append(f"{key}: option {o.option}: one-vs-rest left out ({o.skipped})")
+        else:
+            lines.append(f"{key}: option {o.option}: one-vs-rest ece {_num(o.ece)} over "
+                         f"{o.labelled} labelled {o.option}")  # fmt: skip
+    return lines
+
+
+def _coverage_table(m: ChoiceMetrics) -> Any:
+    """Accuracy against coverage at every other floor of the 0.05 grid (the JSON has all)."""
+    table = _table("confidence >=", "answered", "coverage", "accuracy",
+                   right=("confidence >=", "answered", "coverage", "accuracy"))  # fmt: skip
+    for i, p in enumerate(m.accuracy_coverage or ()):
+        if i % 2 == 0:
+            table.add_row(f"{p.floor:.2f}", str(p.answered), _pct(p.coverage), _num(p.accuracy, 2))
+    return table
+
+
 def _noul_details(key: str, m: NoulMetrics) -> list[str]:
     bands = m.bands
     lines = [
@@ -218,6 +256,12 @@ def _noul_details(key: str, m: NoulMetrics) -> list[str]:
                 f"(precision {_num(t.precision, 2)}, recall {_num(t.recall, 2)}, "
                 f"{t.yes} yes)"
             )
+    pair = m.thresholds
+    if pair is not None and pair.yes is not None:
+        lines.append(
+            f"{key}: thresholds yes >= {pair.yes:g} (precision {_num(pair.yes_precision, 2)}), "
+            f"no <= {pair.no:g} (precision {_num(pair.no_precision, 2)})"
+        )
     return lines
 
 
@@ -235,6 +279,35 @@ def _split_line(key: str, split: NearUniformSplit) -> str:
         f"{key}: accuracy {_num(nu.accuracy, 2)} on {nu.n} near-uniform answers, "
         f"{_num(other.accuracy, 2)} on {other.n} others"
     )
+
+
+def _recalibrated_line(key: str, q: QuestionReport) -> str:
+    """What a recalibrated run measured, with the wire's metrics beside it."""
+    r = q.recalibrated
+    assert r is not None
+    w = r.wire_metrics
+    wire = (
+        f"; the wire's own: {ece_text(w)}, brier {_num(w.scalar('brier'))}, "
+        f"log_loss {_num(w.scalar('log_loss'))}"
+        if w is not None
+        else ""
+    )
+    return f"{key}: {r.answers} answers recalibrated, measured as such{wire}"
+
+
+def _fit_table(fit: CalibrationFit) -> Any:
+    """``--fit-calibration``: each key's map and its cross-validated metrics before -> after."""
+    table = _table("question", "type", "labelled", "map", "ece", "brier", "log_loss",
+                   right=("labelled",))  # fmt: skip
+    for key, m in fit.questions.items():
+        if m.kind is None:
+            table.add_row(key, m.type, str(m.labelled), "skipped", "-", "-", "-")
+            continue
+        before, after = m.before or {}, m.after or {}
+        table.add_row(key, m.type, str(m.labelled), m.kind, *(
+            f"{_num(before.get(n))} -> {_num(after.get(n))}" for n in ("ece", "brier", "log_loss")
+        ))  # fmt: skip
+    return table
 
 
 def _comparison(comparison: Comparison) -> list[Any]:
@@ -301,8 +374,10 @@ def print_report(report: Report, console: Any, *, plain: bool) -> None:
             m = q.metrics
             if not q.labelled or m is None:
                 continue
-            heading(f"{key}: reliability (ece {_num(m.scalar('ece'))})")
+            heading(f"{key}: reliability ({ece_text(m)})")
             console.print(_reliability_chart(q, plain))
+            if q.recalibrated is not None:
+                console.print(Text(_recalibrated_line(key, q)))
             if isinstance(m, NoulMetrics):
                 for line in _noul_details(key, m):
                     console.print(Text(line))
@@ -311,6 +386,21 @@ def print_report(report: Report, console: Any, *, plain: bool) -> None:
                 console.print(_confusion_table(m.confusion))
             if isinstance(m, ChoiceMetrics):
                 console.print(Text(_split_line(key, m.accuracy_by_near_uniform)))
+                for line in _choice_details(key, m):
+                    console.print(Text(line))
+                if m.accuracy_coverage:
+                    heading(f"{key}: accuracy against coverage (top-1 confidence floor)")
+                    console.print(_coverage_table(m))
+    fit = report.calibration_fit
+    if fit is not None:
+        p = fit.provenance
+        heading(
+            f"calibration maps written to {fit.path} (sha256 {fit.sha256[:12]}; model "
+            f"{p['model']}, style {p['style']}, pack size {p['pack_size']}; cross-validated)"
+        )
+        if fit.provenance_note:
+            console.print(Text(fit.provenance_note))
+        console.print(_fit_table(fit))
     comparison = report.comparison
     if comparison:
         heading("comparison")

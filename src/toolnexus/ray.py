@@ -1,0 +1,315 @@
+"""Ray Data runs (issue 22): ``evaluate_dataset`` maps the Arrow-batch seam (``arrow.py``) over
+a Dataset's blocks on a pool of async actors, with ONE rate limit and one 429 backoff for every
+worker (``ray_limiter.py``).
+
+::
+
+    import ray
+    from toolnexus.ray import evaluate_dataset
+
+    ds = ray.data.read_parquet("tickets/")
+    out = evaluate_dataset(ds, QUESTIONS, state_column="text", id_column="id",
+                           rate_per_minute=1200, api_key_env="TYPESAFE_API_KEY")
+    out.write_parquet("run/")
+
+What it promises, and how:
+
+- **One limit for the account.** Each call starts one named limiter actor (no CPU); every
+  worker asks it before each state and tells it how the state ended, so ``rate_per_minute`` is
+  the account's limit however many workers run, and a 429 one worker meets slows them all.
+  ``concurrency`` is the requests in flight per worker; the limiter caps the cluster at
+  ``concurrency x workers``.
+- **Workers ask for a fraction of a CPU** (``num_cpus``, default 0.25): an HTTP client waits,
+  it does not compute, and a whole CPU per actor deadlocks a small cluster (the pool's actors
+  and the tasks feeding them wait on each other: ``../shared/reference/engines.md``).
+- **One row's failure is an error row**, never a failed job (``arrow.evaluate_rows``).
+- **A worker that dies**: Ray restarts the actor and re-runs the blocks it held (Ray Data's
+  actor pool defaults: ``max_restarts=-1``, ``max_task_retries=-1``; an async actor runs a few
+  blocks at once). What is re-paid is the rows of THOSE blocks already evaluated when it died
+  (a block's rows are returned together, so none of them had reached the output); finished
+  blocks and the other workers' blocks are untouched. Smaller blocks re-pay less.
+- **Re-runs skip what is decided**: ``previous=`` (the Parquet output of an earlier run, a file
+  or a directory) is read on the driver for the ids it decided (no error); those rows are
+  dropped before scheduling (an anti-join on ``id_column``), so a re-run after a crash pays only
+  for the missing and the failed rows. The result holds those rows only; the earlier output
+  keeps the rest. (A SQLite cache is not shared across nodes: it is no substitute.)
+- **Secrets never travel.** The key is read from the environment ON EACH WORKER at call time
+  (``api_key_env`` names it); it is never in a closure, a task argument or ``runtime_env``
+  (Ray keeps those in its cluster metadata and logs). Options that hold a credential or a live
+  object are refused before anything is scheduled, each with one line.
+
+ray is the ``ray`` extra, imported only when this module's functions are called.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .arrow import check_pack, evaluate_rows
+from .arrowrecords import require_pyarrow, run_schema
+from .classifier import Classifier, create_classifier
+from .decision import ClassifierUsage, Decision
+from .defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_RETRIES, DEFAULT_TIMEOUT
+from .errors import ConfigError
+from .questions import Question
+from .ray_limiter import LimiterCore, SharedLimit, require_ray, shared_limiter
+from .scheduler import Admission, Outcome, Ticket, TokenEstimate, outcome_of
+from .sync._loop import background
+from .transport.redaction import ENV_REF, url_secrets
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["DEFAULT_NUM_CPUS", "admit_each", "evaluate_dataset"]
+
+#: The CPU each worker asks for: HTTP waits, it does not compute (see the module docstring).
+DEFAULT_NUM_CPUS = 0.25
+#: Rows per batch handed to a worker: big enough that a batch keeps ``concurrency`` requests
+#: busy, small enough that a worker's death re-pays little.
+DEFAULT_BATCH_SIZE = 256
+
+#: The shared bucket saves a tenth of a second of the rate, not the server's whole second: the
+#: rest is slack for the time a request spends between the limiter and the server
+#: (``shared_limiter``). Measured at 200 requests/s, 2 workers: a bucket of one second let 5 of
+#: 2,000 rows fail on three 429s in a row; this one none.
+SHARED_BURST_SECONDS = 0.1
+
+#: Options that hold a live object: a worker cannot use the driver's, it builds its own.
+_LIVE = {
+    "transport": "an HTTP transport",
+    "http_client": "an HTTP client",
+    "client": "a chat client",
+    "cache": "a cache instance (a SQLite cache is not shared across nodes either)",
+}
+#: Options that hold a function: it travels to the workers only if it pickles.
+_CALLABLES = ("on_metric", "on_error", "body_transform", "evaluate")
+_CREDENTIAL_HEADER = ("authorization", "key", "token", "secret", "cookie")
+
+
+def _refuse(option: str, why: str) -> ConfigError:
+    return ConfigError(f"classifier: evaluate_dataset: {option} {why}")
+
+
+def check_travel(options: Mapping[str, Any]) -> None:
+    """Refuse what cannot or must not travel to Ray workers, one line each (see the module)."""
+    from ray import cloudpickle
+
+    for name, what in _LIVE.items():
+        if options.get(name) is not None:
+            raise _refuse(name, f"is {what}, which cannot travel to Ray workers; leave it unset")
+    for name in _CALLABLES:
+        fn = options.get(name)
+        if fn is None:
+            continue
+        try:
+            cloudpickle.dumps(fn)  # type: ignore[no-untyped-call]  # ray ships it untyped
+        except Exception as e:
+            raise _refuse(
+                name,
+                f"cannot travel to Ray workers ({type(e).__name__}); give a function that "
+                "pickles (a module-level function, or one closing over plain values)",
+            ) from None
+    base_url = options.get("base_url")
+    if isinstance(base_url, str) and any(
+        ENV_REF.sub("", s).strip(":") for s in url_secrets(base_url)
+    ):
+        raise _refuse(
+            "base_url",
+            "holds a credential, which would be shipped to every worker and kept in Ray's task "
+            "metadata; put the key in each node's environment and name it with api_key_env",
+        )
+    headers = options.get("headers")
+    for header, value in (headers or {}).items() if isinstance(headers, Mapping) else ():
+        literal = ENV_REF.sub("", str(value)).strip()
+        if literal and any(word in str(header).lower() for word in _CREDENTIAL_HEADER):
+            raise _refuse(
+                f"header {header!r}",
+                "holds a literal value, which would be shipped to every worker; write it as "
+                "${NAME} and set NAME in each node's environment",
+            )
+
+
+def admit_each(classifier: Classifier, admission: Admission) -> None:
+    """Ask ``admission`` before each state ``classifier`` evaluates, and tell it how it ended.
+
+    The narrowest seam until the batch path takes extra admission members itself: it wraps
+    the per-state evaluate every batch path drives, so the batch loop is untouched. One ticket
+    covers a state's attempts; a 429 the transport retried and then got past is not reported
+    (only one that ends the state is), so the shared rate cap, not the backoff, does the work."""
+    inner = classifier.evaluate_prepared
+    ids = itertools.count()
+    estimate = TokenEstimate(central=0, upper=0)
+
+    async def evaluate_prepared(
+        state: Any, qs: dict[str, Question], *, fail_closed: bool = False
+    ) -> Decision:
+        ticket = Ticket(next(ids), estimate)
+        await admission.acquire(ticket)
+        try:
+            decision = await inner(state, qs, fail_closed=fail_closed)
+        except BaseException as e:
+            outcome = outcome_of(e) if isinstance(e, Exception) else Outcome.not_sent()
+            await admission.release(ticket, ClassifierUsage(), outcome)
+            raise
+        await admission.release(ticket, decision.usage, Outcome.success())
+        return decision
+
+    classifier.evaluate_prepared = evaluate_prepared  # type: ignore[method-assign]
+
+
+class EvaluateBatches:
+    """The callable class each pool actor runs: one classifier per actor (its connection pool
+    lives as long as the actor), admitted through the shared limiter."""
+
+    def __init__(
+        self,
+        *,
+        questions: dict[str, Question],
+        options: dict[str, Any],
+        limiter: Any,
+        state_column: str,
+        id_column: str,
+        concurrency: int,
+    ) -> None:
+        self.questions = questions
+        self.options = options
+        self.limit = SharedLimit(limiter)
+        self.state_column = state_column
+        self.id_column = id_column
+        self.concurrency = concurrency
+        self.classifier: Classifier | None = None
+
+    async def __call__(self, batch: pa.Table) -> pa.Table:
+        if self.classifier is None:
+            # Built on the actor's event loop, on first use: the key is read from THIS node's
+            # environment when each request is sent, never carried here.
+            self.classifier = create_classifier(**self.options)
+            admit_each(self.classifier, self.limit)
+        return await evaluate_rows(
+            self.classifier,
+            batch,
+            self.questions,
+            state_column=self.state_column,
+            id_column=self.id_column,
+            concurrency=self.concurrency,
+        )
+
+
+def decided_ids(previous: str | os.PathLike[str]) -> pa.Array:
+    """The ids an earlier output decided (its rows with no error), read on the driver."""
+    pa = require_pyarrow()
+    import pyarrow.compute as pc
+    import pyarrow.dataset as pds
+
+    try:
+        table = pds.dataset(os.fspath(previous), format="parquet").to_table(columns=["id", "error"])
+    except (OSError, pa.ArrowInvalid) as e:
+        raise ConfigError(
+            f"classifier: evaluate_dataset: previous={os.fspath(previous)!r} is not a readable "
+            f"Parquet run ({' '.join(str(e).split())[:200]}); give the output of an earlier run"
+        ) from None
+    decided = table.filter(pc.is_null(table.column("error"))).column("id")
+    return pc.unique(decided.combine_chunks())
+
+
+def drop_decided(batch: pa.Table, *, id_column: str, decided: pa.Array) -> pa.Table:
+    """The rows of ``batch`` whose id (as the run writes it: text) is not in ``decided``."""
+    pa = require_pyarrow()
+    import pyarrow.compute as pc
+
+    ids = pc.cast(batch.column(id_column), pa.string())
+    return batch.filter(pc.invert(pc.fill_null(pc.is_in(ids, value_set=decided), False)))
+
+
+async def _checked_questions(
+    questions: Mapping[str, Any], concurrency: int, options: Mapping[str, Any]
+) -> dict[str, Question]:
+    # Everything that would fail every row fails here, on the driver, before a worker starts:
+    # the options (create_classifier's own check), the question set, the concurrency (an
+    # empty stream checks it and sends nothing).
+    async with create_classifier(**options) as classifier:
+        qs = classifier.prepare(questions)
+        async for _ in classifier.evaluate_stream([], qs, concurrency):
+            pass
+    return qs
+
+
+def evaluate_dataset(
+    ds: Any,
+    questions: Mapping[str, Any],
+    *,
+    state_column: str,
+    id_column: str | None = None,
+    rate_per_minute: float | None = None,
+    pack: int = 1,
+    concurrency: int = DEFAULT_BATCH_CONCURRENCY,
+    previous: str | os.PathLike[str] | None = None,
+    workers: int = 2,
+    num_cpus: float = DEFAULT_NUM_CPUS,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    **classifier_options: Any,
+) -> Any:
+    """A lazy ``ray.data.Dataset`` of run records (``arrowrecords.run_schema(questions)``), one
+    per row of ``ds`` (less those ``previous`` decided). See the module docstring.
+
+    ``id_column`` is required: a Dataset has no row index that is stable across blocks and
+    runs, and the id is what ``previous=`` skips by. ``workers`` actors each keep
+    ``concurrency`` requests in flight; ``rate_per_minute`` is the limit for all of them
+    together. ``pack``: only 1 until the batch path packs. ``classifier_options`` are
+    ``create_classifier``'s keywords."""
+    ray = require_ray()
+    require_pyarrow()
+    check_pack(pack)
+    if id_column is None:
+        raise ConfigError(
+            "classifier: evaluate_dataset needs id_column=: a Dataset has no row index that is "
+            "stable across blocks and runs, and the id is what previous= skips by"
+        )
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"classifier: evaluate_dataset: workers must be >= 1, got {workers!r}")
+    check_travel(classifier_options)
+    qs = background.run(_checked_questions(questions, concurrency, classifier_options))
+    # The limiter's own checks (a rate above 0), on the driver rather than in the actor.
+    LimiterCore(rate_per_minute=rate_per_minute, max_concurrency=concurrency * workers)
+    run_schema(qs)  # the question set has a schema before any worker relies on it
+
+    if previous is not None:
+        decided = decided_ids(previous)
+        if len(decided):
+            ds = ds.map_batches(
+                drop_decided,
+                batch_format="pyarrow",
+                fn_kwargs={"id_column": id_column, "decided": decided},
+                num_cpus=num_cpus,
+            )
+
+    timeout = float(classifier_options.get("timeout", DEFAULT_TIMEOUT))
+    retries = int(classifier_options.get("retries", DEFAULT_RETRIES))
+    limiter = shared_limiter(
+        f"toolnexus-limit-{uuid.uuid4().hex}",
+        rate_per_minute=rate_per_minute,
+        max_concurrency=concurrency * workers,
+        # A dead worker's admitted states come back after their longest possible life: every
+        # attempt's timeout plus the backoff between them.
+        lease_seconds=(timeout + 30.0) * (retries + 1),
+        burst_seconds=SHARED_BURST_SECONDS,
+    )
+    return ds.map_batches(
+        EvaluateBatches,
+        batch_format="pyarrow",
+        batch_size=batch_size,
+        compute=ray.data.ActorPoolStrategy(size=workers),
+        num_cpus=num_cpus,
+        fn_constructor_kwargs={
+            "questions": qs,
+            "options": dict(classifier_options),
+            "limiter": limiter,
+            "state_column": state_column,
+            "id_column": id_column,
+            "concurrency": concurrency,
+        },
+    )

@@ -1,0 +1,165 @@
+"""The Arrow-batch function (issue 21 item 4): "the same schema as the Parquet output; rows in
+input order; one error struct per failed row, never an exception for one row's failure", against
+``toolnexus serve --synthetic`` on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from toolnexus import ChoiceQuestion, NoulQuestion, create_classifier
+from toolnexus.errors import ConfigError
+from toolnexus.serve import ServeOptions
+from toolnexus.serve.script import ScriptedReply, ScriptedRequest
+
+pa = pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
+
+from serving import ThreadedServer  # noqa: E402
+from toolnexus.arrow import evaluate_table, evaluate_table_async  # noqa: E402
+from toolnexus.arrowrecords import run_schema  # noqa: E402
+
+QUESTIONS: dict[str, Any] = {
+    "urgent": NoulQuestion("Does this ticket need a human today?"),
+    "desk": ChoiceQuestion(
+        "Which desk should own this ticket?",
+        {
+            "billing": "own it here when the problem is money that moved",
+            "shipping": "own it here when the problem is a parcel",
+        },
+    ),
+}
+POISON = "ticket 7: the poisoned one"
+
+
+def _fail_one(req: ScriptedRequest) -> ScriptedReply | None:
+    if req.endpoint == "systemone" and req.json.get("state") == POISON:
+        return ScriptedReply(400, json.dumps({"detail": "this state is refused"}).encode())
+    return None
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ThreadedServer]:
+    with ThreadedServer(ServeOptions(synthetic=True, script=_fail_one)) as s:
+        yield s
+
+
+def _options(server: ThreadedServer) -> dict[str, Any]:
+    return {"base_url": server.url, "retries": 0}
+
+
+def _table(n: int) -> Any:
+    texts: list[str | None] = [f"ticket {i}: charged twice" for i in range(n)]
+    if n > 11:
+        texts[7] = POISON
+        texts[11] = None
+    return pa.table({"ticket": [f"t-{i:03d}" for i in range(n)], "text": texts})
+
+
+def test_one_failing_row_is_one_error_row_and_order_is_kept(server: ThreadedServer) -> None:
+    """Issue 21: "one failing row (a serve script that fails one state) gives one error row, the
+    rest decided, order kept; a null state is an error row naming the row, not a crash"."""
+    table = _table(40)
+    out = evaluate_table(
+        table, QUESTIONS, state_column="text", id_column="ticket", **_options(server)
+    )
+    assert out.schema == run_schema(create_classifier().prepare(QUESTIONS))
+    rows = out.to_pylist()
+    assert [r["id"] for r in rows] == table.column("ticket").to_pylist()
+    failed = {r["id"]: r["error"] for r in rows if r["error"] is not None}
+    assert sorted(failed) == ["t-007", "t-011"]
+    assert failed["t-007"]["code"] == "backend_http"
+    assert "400" in failed["t-007"]["message"]
+    assert failed["t-011"] == {
+        "code": "invalid_state",
+        "message": "row 11 (id 't-011'): the state column 'text' is null; give every row a state",
+    }
+    decided = [r for r in rows if r["error"] is None]
+    assert len(decided) == 38
+    assert all(r["answers"]["desk"]["choice"] in ("billing", "shipping") for r in decided)
+    assert all(0.0 <= r["answers"]["urgent"]["noul"] <= 1.0 for r in decided)
+
+
+def test_without_an_id_column_the_id_is_the_row_index(server: ThreadedServer) -> None:
+    """Issue 21 (ids): the id is id_column's value, else the row index."""
+    out = evaluate_table(_table(12), QUESTIONS, state_column="text", **_options(server))
+    assert out.column("id").to_pylist() == [str(i) for i in range(12)]
+
+
+def test_the_sync_form_works_inside_a_running_event_loop(server: ThreadedServer) -> None:
+    """A notebook or an async handler calls the sync form from inside a running loop."""
+
+    async def inside() -> Any:
+        return evaluate_table(_table(9), QUESTIONS, state_column="text", **_options(server))
+
+    out = asyncio.run(inside())
+    assert out.num_rows == 9 and out.column("error").null_count == 9
+
+
+def test_the_async_form_gives_the_same_table(server: ThreadedServer) -> None:
+    table = _table(20)
+    sync = evaluate_table(table, QUESTIONS, state_column="text", **_options(server))
+    run = evaluate_table_async(table, QUESTIONS, state_column="text", **_options(server))
+    # The answers and the error codes: an error's message carries the server's request id.
+    got = asyncio.run(run)
+    assert got.column("answers").equals(sync.column("answers"))
+    codes = [(e or {}).get("code") for e in got.column("error").to_pylist()]
+    assert codes == [(e or {}).get("code") for e in sync.column("error").to_pylist()]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "column"),
+    [
+        pytest.param({"state_column": "body"}, "state_column 'body'", id="state-column"),
+        pytest.param({"state_column": "text", "id_column": "nope"}, "id_column 'nope'", id="id"),
+    ],
+)
+def test_a_missing_column_is_one_line_naming_it(kwargs: dict[str, Any], column: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        evaluate_table(_table(3), QUESTIONS, style="static", decisions=[], **kwargs)
+    assert str(e.value) == (
+        f"classifier: {column} is not a column of the table; its columns: 'ticket', 'text'"
+    )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        pytest.param({"modle": "jev-1.13.0"}, id="unknown-keyword"),
+        pytest.param({"retries": -1}, id="bad-value"),
+        pytest.param({"style": "custom"}, id="style-missing-its-option"),
+    ],
+)
+def test_the_keywords_are_create_classifiers_checked_by_the_same_typed_options(
+    options: dict[str, Any],
+) -> None:
+    """Issue 21: "the keywords are create_classifier's, checked by the same typed options"."""
+    with pytest.raises(ConfigError) as direct:
+        create_classifier(**options)
+    with pytest.raises(ConfigError) as through:
+        evaluate_table(_table(3), QUESTIONS, state_column="text", **options)
+    assert str(through.value) == str(direct.value)
+    assert "\n" not in str(through.value)
+
+
+def test_pack_above_one_is_refused_until_the_batch_path_packs() -> None:
+    with pytest.raises(ConfigError, match=r"pack=4 is not supported here yet"):
+        evaluate_table(_table(3), QUESTIONS, state_column="text", pack=4)
+
+
+def test_a_null_id_is_an_error_row_naming_the_row(server: ThreadedServer) -> None:
+    """One row's bad input is that row's error, never an exception for the table."""
+    table = pa.table({"ticket": ["a", None, "c"], "text": ["one", "two", "three"]})
+    out = evaluate_table(
+        table, QUESTIONS, state_column="text", id_column="ticket", **_options(server)
+    )
+    rows = out.to_pylist()
+    assert [r["id"] for r in rows] == ["a", "1", "c"]
+    assert rows[1]["error"] == {
+        "code": "invalid_state",
+        "message": "row 1: the id column 'ticket' is null; give every row an id",
+    }
+    assert rows[0]["error"] is None and rows[2]["error"] is None
