@@ -202,3 +202,45 @@ def test_an_empty_run_is_still_a_parquet_file_with_the_schema(tmp_path: Path) ->
     run = tmp_path / "run.parquet"
     assert arrowrecords.write_parquet_run(run, [], QUESTIONS) == 0
     assert pq.read_schema(run) == run_schema(QUESTIONS)
+
+
+@pytest.mark.parametrize(
+    ("start", "length"),
+    [
+        pytest.param(0, None, id="whole"),
+        pytest.param(1, 3, id="a-slice"),
+        pytest.param(5, 0, id="empty-slice"),
+    ],
+)
+def test_rows_built_column_by_column_are_what_to_pylist_gives(
+    start: int, length: int | None
+) -> None:
+    """records.arrowrows: the same rows as pyarrow's own conversion, nulls (an error record's
+    answers, a null map) and a sliced batch (whose child arrays ignore the slice) included."""
+    from toolnexus.records.arrowrows import batch_rows
+
+    records = [p.values[0] for p in RECORDS] * 2
+    batch = records_to_table(records, QUESTIONS).combine_chunks().to_batches()[0]
+    batch = batch.slice(start, length)
+    assert batch_rows(batch) == batch.to_pylist()
+
+
+def test_recalibrated_answers_are_typed_columns_and_come_back() -> None:
+    """Issue 21 item 2: the answers struct holds 'whatever the record model holds,
+    recalibrated values included': typed, not the json fallback; the record comes back."""
+    record = _decided("R-1")
+    record["answers"]["id"]["recalibrated"] = {"noul": 0.61, "band": "uncertain"}
+    for key in ("model", "urgency"):
+        record["answers"][key]["recalibrated"] = {
+            "probabilities": {**record["answers"][key]["probabilities"]},
+            "confidence": 0.5,
+            "band": "no",
+        }
+    record["recalibrated"] = {"file": "maps.json", "sha256": "ab" * 32}
+    table = records_to_table([record], QUESTIONS)
+    (row,) = table.to_pylist()
+    assert row["extra"] is None
+    assert all(row["answers"][k]["json"] is None for k in ("id", "model", "urgency"))
+    assert row["answers"]["id"]["recalibrated"] == {"noul": 0.61, "band": "uncertain"}
+    assert row["recalibrated"] == {"file": "maps.json", "sha256": "ab" * 32}
+    assert list(table_to_records(table)) == [_expected(record)]

@@ -20,8 +20,8 @@ def _write(path: Path, columns: dict[str, Any], schema: Any = None) -> Path:
 
 
 def _items(arg: Path, *fields: str, id_field: str | None = "id") -> list[tuple[Any, Any, Any]]:
-    spec = InputSpec(id_field=id_field)
-    return [(i.id, i.state, i.error) for i in read_arrow(str(arg), spec, fields)]
+    spec = InputSpec(id_field=id_field, state_fields=fields)
+    return [(i.id, i.state, i.error) for i in read_arrow(str(arg), spec)]
 
 
 def test_a_text_column_is_a_text_state(tmp_path: Path) -> None:

@@ -164,9 +164,11 @@ def test_retries_bill_as_requests_through_the_transport_hook() -> None:
 def test_where_the_budget_exit_code_ranks_when_batch_exits_with_the_worst(
     codes: dict[str, int], conditions: set[str], budget: bool, expected: int
 ) -> None:
-    """README: 'batch writes every record, then exits with the worst': 5 > 3 > 2 > 1."""
+    """README: 'batch writes every record, then exits with the worst': a stopped run (5 for a
+    spend cap) > 3 > 2 > 1."""
     summary = BatchSummary(codes=Counter(codes), conditions=conditions)
-    summary.budget_exceeded = "budget reached" if budget else None
+    if budget:
+        summary.stopped, summary.stop_kind = "budget reached", "budget"
     assert summary.exit_code() == expected
     assert ("budget_exceeded" in summary.line()) is budget
 

@@ -199,3 +199,20 @@ def test_100000_jsonl_states_are_read_in_a_few_seconds(
     )  # fmt: skip
     print(f"\n100,000 states dry-run: {time.perf_counter() - started:.2f} s")
     assert code == 0 and json.loads(printed)["requests"] == 100_000
+
+
+@pytest.mark.parametrize("pack", [pytest.param("4", id="pack-4"), pytest.param("auto", id="auto")])
+def test_the_request_count_is_exact_with_pack(
+    server: Loopback, qfile: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str], pack: str
+) -> None:
+    """'applies ... --pack': the packs plan_packs makes, as the run sends them."""
+    inp = _input(tmp_path, _tickets(30))
+    out = tmp_path / "out.jsonl"
+    args = ["batch", str(qfile), str(inp), "--id-field", "id", "--state-field", "text"]
+    base = ["--base-url", server.base_url, "--pack", pack]
+    _, printed, _ = _cli(capfd, *args, *base, "--dry-run", "--format", "json")
+    estimate = json.loads(printed)
+    assert server.total == 0 and estimate["pack"] == (int(pack) if pack.isdigit() else pack)
+    code, _, err = _cli(capfd, *args, *base, "-o", str(out))
+    assert code == 0, err
+    assert estimate["requests"] == server.total < 30

@@ -43,7 +43,7 @@ def _jsonl(text: str, spec: InputSpec) -> list[InputItem]:
         ),
         pytest.param(
             '{"id": "t1", "state": "charged twice"}\n{"id": 7, "state": {"a": 1}}\n',
-            InputSpec(id_field="id", state_field="state"),
+            InputSpec(id_field="id", state_fields=("state",)),
             [("t1", "charged twice"), (7, {"a": 1})],
             id="id-and-state-fields",
         ),
@@ -78,21 +78,21 @@ def test_jsonl_states(text: str, spec: InputSpec, want: list[tuple[Any, Any]]) -
         pytest.param("null\n", InputSpec(), "invalid_state", "got null", id="null-state"),
         pytest.param(
             '{"state": "x"}\n',
-            InputSpec(id_field="id", state_field="state"),
+            InputSpec(id_field="id", state_fields=("state",)),
             "malformed_input",
             "id field 'id' missing",
             id="missing-id",
         ),
         pytest.param(
             '{"id": true, "state": "x"}\n',
-            InputSpec(id_field="id", state_field="state"),
+            InputSpec(id_field="id", state_fields=("state",)),
             "malformed_input",
             "not a string or integer",
             id="bool-id",
         ),
         pytest.param(
             '{"id": "a"}\n',
-            InputSpec(id_field="id", state_field="state"),
+            InputSpec(id_field="id", state_fields=("state",)),
             "malformed_input",
             "state field 'state' missing",
             id="missing-state",
@@ -147,7 +147,7 @@ def test_csv_rows(tmp_path: Path) -> None:
         'id,body,team\n1,"charged, twice",billing\n2,only two\n3,"multi\nline",ops\n4,x,y,extra\n',
         encoding="utf-8",
     )
-    items = list(iter_inputs([str(path)], InputSpec(id_field="id", state_field="body")))
+    items = list(iter_inputs([str(path)], InputSpec(id_field="id", state_fields=("body",))))
     assert [(i.id, i.state) for i in items[:1]] == [("1", "charged, twice")]
     assert items[1].error == ("malformed_input", f"{path}:3: row has 2 fields, the header has 3")
     assert (items[2].id, items[2].state) == ("3", "multi\nline")
@@ -162,7 +162,7 @@ def test_csv_unknown_column_is_a_usage_error(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("id,body\n1,x\n", encoding="utf-8")
     with pytest.raises(CliError, match="--state-field 'text' is not a column"):
-        list(iter_inputs([str(path)], InputSpec(state_field="text")))
+        list(iter_inputs([str(path)], InputSpec(state_fields=("text",))))
 
 
 def test_directory_and_glob(tmp_path: Path) -> None:

@@ -328,3 +328,24 @@ def test_the_library_takes_calibration_and_puts_recalibrated_answers_beside_the_
         asyncio.run(go(other))
     with pytest.raises(CalibrationFileError, match="not a JSON calibration file"):
         create_classifier(base_url=url, calibration=str(d / "q.yaml"))
+
+
+def test_a_parquet_run_carries_the_recalibrated_values_typed(
+    fitted: tuple[Path, str, dict[str, Any]],
+) -> None:
+    """Issue 21 item 2: the Parquet answers hold 'recalibrated values included once they
+    exist', as typed columns; the run reads back as the JSONL run of the same states."""
+    pq = pytest.importorskip("pyarrow.parquet", reason="platform: the parquet extra is missing")
+    from toolnexus.arrowrecords import iter_parquet_run
+
+    d, url, _ = fitted
+    cal = ("--calibration", str(d / "cal.json"), "--overwrite")
+    assert _batch(d, url, "held.jsonl", "held-cal.jsonl", *cal).code == 0
+    ran = _batch(d, url, "held.jsonl", "held-cal.parquet", *cal, "--format", "parquet")
+    assert ran.code == 0, ran.stderr
+    row = pq.read_table(d / "held-cal.parquet").slice(0, 1).to_pylist()[0]
+    assert set(row["answers"]["urgent"]["recalibrated"]) == {"noul", "band"}
+    assert row["answers"]["desk"]["json"] is None and row["extra"] is None
+    assert row["recalibrated"]["file"] == str(d / "cal.json")
+    jsonl = [json.loads(x) for x in (d / "held-cal.jsonl").read_text().splitlines()]
+    assert list(iter_parquet_run(d / "held-cal.parquet")) == jsonl

@@ -193,3 +193,45 @@ def test_the_engine_modules_import_their_extra_only_when_called(tmp_path: object
     assert _imported_by(tmp_path, ENGINES, ["toolnexus.arrow", "toolnexus.ray"]) == []
     seen = _imported_by(tmp_path, ENGINES, ["toolnexus.ray", "pyarrow", "ray"])
     assert {"pyarrow", "ray"} <= set(seen)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["batch", "--help"], id="batch-help"),
+        pytest.param(["report", "tests/golden/report-inputs/run.jsonl"], id="report-jsonl"),
+        pytest.param(
+            [
+                *("eval", "questions/guard.yaml", "examples/states/guard-git-status.yaml"),
+                *("--replay", "recordings/"),
+            ],
+            id="eval-replay",
+        ),
+    ],
+)
+def test_no_parquet_path_imports_pyarrow(tmp_path: object, args: list[str]) -> None:
+    """Issue 21 item 6: 'the core and the CLI's start-up never import pyarrow unless a
+    Parquet/Arrow path is used': batch and report over JSONL do not."""
+    assert _imported(tmp_path, ENGINES, args) == []
+
+
+def test_the_batch_and_report_modules_never_import_pyarrow(tmp_path: object) -> None:
+    """Every module of the Parquet paths loads without pyarrow: it is imported when called."""
+    modules = [
+        *("toolnexus.batch", "toolnexus.records", "toolnexus.records.parquet"),
+        *("toolnexus.records.arrowrows", "toolnexus.arrowrecords", "toolnexus.cli.batch_run"),
+        *("toolnexus.cli.batch_arrow", "toolnexus.cli.batch_parquet", "toolnexus.report.reader"),
+    ]
+    assert _imported_by(tmp_path, ENGINES, modules) == []
+
+
+def test_the_pyarrow_probe_is_not_blind(tmp_path: object) -> None:
+    """A Parquet path does import pyarrow, and the probe sees it."""
+    pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    run = os.path.join(str(tmp_path), "labels.parquet")
+    pq.write_table(pa.table({"id": ["t0"], "urgent": ["yes"]}), run)
+    args = ["report", "tests/golden/report-inputs/run.jsonl", "--labels", run]
+    assert "pyarrow" in _imported(tmp_path, "pyarrow", args)

@@ -287,7 +287,9 @@ def test_batch_image_field_paths_are_relative_to_the_input_file(
     csv_items = list(iter_inputs(["data/in.csv"], InputSpec(id_field="id", image_field="photo")))
     (item,) = csv_items
     assert item.state["caption"] == "kitchen" and isinstance(item.state["photo"], Image)
-    same = list(iter_inputs(["data/in.csv"], InputSpec(state_field="photo", image_field="photo")))
+    same = list(
+        iter_inputs(["data/in.csv"], InputSpec(state_fields=("photo",), image_field="photo"))
+    )
     assert isinstance(same[0].state, Image)
 
 

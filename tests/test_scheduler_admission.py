@@ -211,8 +211,8 @@ def test_settle_frees_the_slot_before_the_context_exits() -> None:
 
 
 def test_rate_cap_makes_admission_wait_on_the_clock() -> None:
-    """'--rate stays as a hard cap': 120/min is 2/s with a burst of two; the third waits half a
-    second."""
+    """'--rate stays as a hard cap': 120/min is one request every half second, evenly spaced
+    as the CLI's --rate always spaced them (no burst): the second and the third each wait."""
     clock = FakeClock()
     scheduler = Scheduler.for_run(concurrency=8, slow_start=8, rate_per_minute=120, clock=clock)
 
@@ -222,4 +222,4 @@ def test_rate_cap_makes_admission_wait_on_the_clock() -> None:
                 await slot.settle(outcome=Outcome.success())
 
     asyncio.run(go())
-    assert clock.slept == [pytest.approx(0.5)]
+    assert clock.slept == [pytest.approx(0.5), pytest.approx(0.5)]

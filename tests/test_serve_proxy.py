@@ -14,7 +14,7 @@ import pytest
 
 from imagegen import png
 from serving import multipart, post
-from toolnexus import BatchError, HTTPStatusError, create_classifier
+from toolnexus import RunStopped, create_classifier
 from toolnexus.serve import ServeOptions, Server
 
 KEY = "sk-proxy-test-5f1e0c"
@@ -79,10 +79,11 @@ def test_the_upstreams_errors_come_back_unchanged_and_are_not_recorded(
     monkeypatch.setenv("PROXY_TEST_KEY", "sk-wrong")
     record = tmp_path / "rec"
 
-    async def go() -> tuple[BatchError, httpx.Response]:
+    async def go() -> tuple[RunStopped, httpx.Response]:
         upstream = ServeOptions(synthetic=True, require_key_env="UPSTREAM_KEY")
         async with Server(upstream) as a, Server(ServeOptions(proxy=a.url, record=record)) as b:
-            with pytest.raises(BatchError) as info:
+            # Every request failing 401 stops the batch (issue 19's fail fast), naming the 401.
+            with pytest.raises(RunStopped) as info:
                 await batch(b.url)
             bad = await post(
                 b.url,
@@ -92,7 +93,7 @@ def test_the_upstreams_errors_come_back_unchanged_and_are_not_recorded(
             return info.value, bad
 
     error, bad = asyncio.run(go())
-    assert isinstance(error.cause, HTTPStatusError) and error.cause.status == 401
+    assert "(HTTP 401)" in error.message and "authentication failed" in error.message
     assert bad.status_code == 422 and bad.json()["detail"][0]["loc"][:2] == ["body", "state"]
     assert not record.exists() or not list(record.glob("*.json"))
 

@@ -548,7 +548,9 @@ def test_ctrl_c_mid_batch_against_serve_exits_at_once_and_starts_nothing_more() 
     """issue 18: 'SIGINT to a subprocess mid-batch: exit promptly, no traceback beyond
     KeyboardInterrupt, the server sees no request start after the signal'. Every request
     stalls for 10 minutes (``toolnexus serve --fault-rate 1 --faults stall``), so the process
-    can exit before the timeout below only by cancelling the requests it has in flight."""
+    can exit before the timeout below only by cancelling the requests it has in flight. With
+    no success yet the batch has its slow start's 2 requests in flight (issue 19: 'until the
+    first success a run keeps very few requests in flight'), not its concurrency of 4."""
     arrivals: list[float] = []
     options = ServeOptions(synthetic=True, fault_rate=1.0, faults="stall", stall_seconds=600)
     with ThreadedServer(options) as server:
@@ -561,9 +563,9 @@ def test_ctrl_c_mid_batch_against_serve_exits_at_once_and_starts_nothing_more() 
         )
         try:
             deadline = time.monotonic() + HANG
-            while len(arrivals) < 4 and time.monotonic() < deadline and proc.poll() is None:
+            while len(arrivals) < 2 and time.monotonic() < deadline and proc.poll() is None:
                 time.sleep(0.02)
-            assert len(arrivals) == 4, "the batch never got its 4 requests in flight"
+            assert len(arrivals) == 2, "the batch never got its 2 requests in flight"
             signalled = time.monotonic()
             proc.send_signal(signal.SIGINT)
             _, err = proc.communicate(timeout=HANG)

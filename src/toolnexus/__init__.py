@@ -98,6 +98,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "InvalidDecision",
         "InvalidState",
         "QuestionError",
+        "RunStopped",
         "StaticMiss",
         "TransportError",
         "unsupported",
@@ -215,6 +216,7 @@ if TYPE_CHECKING:
     from .errors import InvalidDecision as InvalidDecision
     from .errors import InvalidState as InvalidState
     from .errors import QuestionError as QuestionError
+    from .errors import RunStopped as RunStopped
     from .errors import StaticMiss as StaticMiss
     from .errors import TransportError as TransportError
     from .errors import unsupported as unsupported

@@ -19,6 +19,8 @@ thresholds         struct<yes float64, no float64, min_confidence float64>
 answers            struct<one struct per question key, in question order>
 flags              list<string>
 invalid            string: the validation message, null when valid
+recalibrated       struct<file string, sha256 string>: the calibration file that recalibrated
+                   the answers (``--calibration``), null when none
 error              struct<code string, message string>: null for a decided state
 extra              string: JSON of any other record member (none today), null when none
 =================  ==========================================================================
@@ -27,7 +29,10 @@ Per answer: noul ``{type, noul float64, band, flags}``; choice ``{type, choice s
 probabilities map<string, float64>, confidence float64, near_uniform bool, band, flags}``;
 score ``{type, score float64, legend map<string, string>, probabilities map<string, float64>,
 confidence float64, level int32, label string, band, flags}``; raw (a type the library does not
-model) ``{type, value string (JSON)}``. Every answer struct also has ``json``: the answer as JSON
+model) ``{type, value string (JSON)}``. A noul, choice or score answer also has
+``recalibrated``, what ``--calibration`` put beside the wire answer: noul ``{noul, band}``,
+choice and score ``{probabilities, confidence, band}`` (null when not recalibrated). Every
+answer struct also has ``json``: the answer as JSON
 text when it does not fit its question's type (an invalid decision), so nothing is lost. A
 legend level that is not a string (a structured level) is its JSON text.
 
@@ -47,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .questions import ChoiceQuestion, NoulQuestion, Question, RawQuestion, ScoreQuestion
+from .records.arrowrows import batch_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ROW_GROUP_RECORDS",
     "RUN_COLUMNS",
+    "RunWriter",
     "answer_kind",
     "iter_parquet_run",
     "parquet_row_groups",
@@ -79,14 +86,24 @@ RUN_COLUMNS = (
     "answers",
     "flags",
     "invalid",
+    "recalibrated",
     "error",
     "extra",
 )
 
 #: Each answer kind's fields, in the order a record writes them (``answer_record``).
 _FIELDS: dict[str, tuple[str, ...]] = {
-    "noul": ("type", "noul", "band", "flags"),
-    "choice": ("type", "choice", "probabilities", "confidence", "near_uniform", "band", "flags"),
+    "noul": ("type", "noul", "band", "flags", "recalibrated"),
+    "choice": (
+        "type",
+        "choice",
+        "probabilities",
+        "confidence",
+        "near_uniform",
+        "band",
+        "flags",
+        "recalibrated",
+    ),
     "score": (
         "type",
         "score",
@@ -97,9 +114,18 @@ _FIELDS: dict[str, tuple[str, ...]] = {
         "label",
         "band",
         "flags",
+        "recalibrated",
     ),
     "raw": ("type", "value"),
 }
+#: What ``--calibration`` puts beside a wire answer (``calibration.maps``), per answer kind.
+_RECALIBRATED = {
+    "noul": ("noul", "band"),
+    "choice": ("probabilities", "confidence", "band"),
+    "score": ("probabilities", "confidence", "band"),
+}
+#: The record's own ``recalibrated``: the calibration file and its sha256.
+_RECALIBRATED_BY = ("file", "sha256")
 
 
 def require_pyarrow() -> Any:
@@ -140,6 +166,9 @@ def _answer_type(pa: Any, kind: str) -> pa.DataType:
         "flags": pa.list_(pa.string()),
         "value": pa.string(),
     }
+    if kind in _RECALIBRATED:
+        recalibrated = [pa.field(name, types[name]) for name in _RECALIBRATED[kind]]
+        types["recalibrated"] = pa.struct(recalibrated)
     fields = [pa.field(name, types[name]) for name in _FIELDS[kind]]
     return pa.struct([*fields, pa.field("json", pa.string())])
 
@@ -175,6 +204,9 @@ def run_schema(questions: Mapping[str, Question]) -> pa.Schema:
             pa.field("flags", pa.list_(pa.string())),
             pa.field("invalid", pa.string()),
             pa.field(
+                "recalibrated", pa.struct([pa.field(n, pa.string()) for n in _RECALIBRATED_BY])
+            ),
+            pa.field(
                 "error",
                 pa.struct([pa.field("code", pa.string()), pa.field("message", pa.string())]),
             ),
@@ -205,7 +237,14 @@ def _fits(kind: str, answer: Mapping[str, Any]) -> bool:
         value = answer.get(name)
         if value is not None and not isinstance(value, Mapping):
             return False
-    return True
+    recalibrated = answer.get("recalibrated")
+    if recalibrated is None:
+        return True
+    return (
+        isinstance(recalibrated, Mapping)
+        and set(recalibrated) <= set(_RECALIBRATED[kind])
+        and isinstance(recalibrated.get("probabilities", {}), Mapping)
+    )
 
 
 def _answer_row(kind: str, answer: Any) -> dict[str, Any] | None:
@@ -223,7 +262,22 @@ def _answer_row(kind: str, answer: Any) -> dict[str, Any] | None:
                 (str(k), v if name == "probabilities" or isinstance(v, str) else _json(v))
                 for k, v in value.items()
             ]
+    recalibrated = row.get("recalibrated")
+    if recalibrated is not None:
+        moved = dict(recalibrated)
+        if "probabilities" in moved:
+            moved["probabilities"] = list(moved["probabilities"].items())
+        row["recalibrated"] = moved
     return row
+
+
+def _by(value: Any) -> bool:
+    """A record's ``recalibrated`` that fits its column (else it is kept in ``extra``)."""
+    return (
+        isinstance(value, Mapping)
+        and set(value) <= set(_RECALIBRATED_BY)
+        and all(isinstance(v, str | None) for v in value.values())
+    )
 
 
 def _row(record: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, Any]:
@@ -231,6 +285,9 @@ def _row(record: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, Any]:
     answered = answers if isinstance(answers, Mapping) else {}
     unasked = {k: v for k, v in answered.items() if k not in kinds}
     extra = {k: v for k, v in record.items() if k not in RUN_COLUMNS}
+    by = record.get("recalibrated")
+    if by is not None and not _by(by):
+        extra["recalibrated"] = by
     if unasked:
         extra["answers"] = unasked
     row = {name: record.get(name) for name in RUN_COLUMNS if name not in ("answers", "extra")}
@@ -246,6 +303,8 @@ def _row(record: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, Any]:
         if answers is None
         else {key: _answer_row(kind, answered.get(key)) for key, kind in kinds.items()}
     )
+    if "recalibrated" in extra:
+        row["recalibrated"] = None
     row["extra"] = _json(extra) if extra else None
     return row
 
@@ -272,6 +331,8 @@ def _answer_back(kind: str, row: Mapping[str, Any] | None) -> Any:
         value = row.get(name)
         if name in ("probabilities", "legend") and value is not None:
             value = dict(value)
+        if name == "recalibrated" and value is not None:
+            value = {k: dict(v) if k == "probabilities" else v for k, v in value.items()}
         if value is None and name not in ("label", "level", "band"):
             continue
         out[name] = value
@@ -285,7 +346,7 @@ def table_to_records(table: pa.Table | Any) -> Iterator[dict[str, Any]]:
     for batch in batches:
         answer_fields = batch.schema.field("answers").type
         kinds = {f.name: _kind_of(f.type) for f in answer_fields}
-        for row in batch.to_pylist():
+        for row in batch_rows(batch):
             yield _record_back(row, kinds)
 
 
@@ -315,6 +376,8 @@ def _record_back(row: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, 
     out["answers"] = {k: v for k, v in back.items() if v is not None} | unasked
     out["flags"] = list(row.get("flags") or [])
     out["invalid"] = row.get("invalid")
+    if row.get("recalibrated") is not None:
+        out["recalibrated"] = dict(row["recalibrated"])
     out.update(extra)
     return out
 
@@ -324,46 +387,99 @@ def _record_back(row: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, 
 ROW_GROUP_RECORDS = 10_000
 
 
+#: Records turned into Arrow at once while a run is written (a divisor of ROW_GROUP_RECORDS).
+_SLICE_RECORDS = 1_000
+
+
+class RunWriter:
+    """ONE Parquet run at ``path``, written as records arrive (:meth:`add`) and put in place
+    atomically by :meth:`finish`: a temporary file beside it is written, flushed to disk and
+    renamed over ``path``, so a reader (or a kill) never sees a half-written run.
+    :meth:`abort` removes the temporary file and leaves ``path`` as it was.
+
+    Rows become Arrow a slice at a time (Python dicts for one slice only), and a row group's
+    slices are written together: memory holds one group as Arrow data."""
+
+    def __init__(self, path: str | os.PathLike[str], questions: Mapping[str, Question]) -> None:
+        self._pa = require_pyarrow()
+        import pyarrow.parquet as pq
+
+        self.target = Path(path)
+        self.schema = run_schema(questions)
+        self.kinds = {key: answer_kind(q) for key, q in questions.items()}
+        fd, self._tmp = tempfile.mkstemp(
+            prefix=f".{self.target.name}.", suffix=".tmp", dir=self.target.parent
+        )
+        os.close(fd)
+        self._writer = pq.ParquetWriter(self._tmp, self.schema)
+        self._group: list[Any] = []
+        self._chunk: list[dict[str, Any]] = []
+        self.written = 0
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        """One record (a JSONL run's object)."""
+        self._chunk.append(_row(record, self.kinds))
+        if len(self._chunk) == _SLICE_RECORDS:
+            self._slice()
+            if len(self._group) * _SLICE_RECORDS == ROW_GROUP_RECORDS:
+                self._write_group()
+
+    def _slice(self) -> None:
+        self._group.append(self._pa.RecordBatch.from_pylist(self._chunk, schema=self.schema))
+        self._chunk = []
+
+    def _write_group(self) -> None:
+        table = self._pa.Table.from_batches(self._group, schema=self.schema)
+        self._writer.write_table(table, row_group_size=ROW_GROUP_RECORDS)
+        self.written += int(table.num_rows)
+        self._group = []
+
+    def finish(self) -> int:
+        """Close the file and rename it over ``path``; returns the records written."""
+        try:
+            if self._chunk:
+                self._slice()
+            if self._group or not self.written:
+                self._write_group()
+            self._writer.close()
+            with open(self._tmp, "rb+") as f:
+                # mkstemp makes the file 0600: the run keeps the mode of the file it replaces
+                # (``batch`` creates its output 0644 under the umask to lock it), else 0644.
+                try:
+                    mode = os.stat(self.target).st_mode & 0o777
+                except OSError:
+                    mode = 0o644
+                os.fchmod(f.fileno(), mode)
+                os.fsync(f.fileno())
+            os.replace(self._tmp, self.target)
+        except BaseException:
+            self.abort()
+            raise
+        return self.written
+
+    def abort(self) -> None:
+        """Drop what was written; ``path`` stays as it was."""
+        with contextlib.suppress(Exception):
+            self._writer.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self._tmp)
+
+
 def write_parquet_run(
     path: str | os.PathLike[str],
     records: Iterable[Mapping[str, Any]],
     questions: Mapping[str, Question],
 ) -> int:
-    """Write ``records`` as ONE Parquet file at ``path``, atomically: a temporary file beside it
-    is written, flushed to disk and renamed over ``path``, so a reader (or a kill) never sees a
-    half-written run. Returns the number of records written."""
-    pa = require_pyarrow()
-    import pyarrow.parquet as pq
-
-    target = Path(path)
-    schema = run_schema(questions)
-    kinds = {key: answer_kind(q) for key, q in questions.items()}
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    written = 0
+    """Write ``records`` as ONE Parquet file at ``path``, atomically (:class:`RunWriter`).
+    Returns the number of records written."""
+    writer = RunWriter(path, questions)
     try:
-        writer = pq.ParquetWriter(tmp, schema)
-        try:
-            chunk: list[dict[str, Any]] = []
-            for record in records:
-                chunk.append(_row(record, kinds))
-                if len(chunk) == ROW_GROUP_RECORDS:
-                    writer.write_table(pa.Table.from_pylist(chunk, schema=schema))
-                    written += len(chunk)
-                    chunk = []
-            if chunk or not written:
-                writer.write_table(pa.Table.from_pylist(chunk, schema=schema))
-                written += len(chunk)
-        finally:
-            writer.close()
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
+        for record in records:
+            writer.add(record)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        writer.abort()
         raise
-    return written
+    return writer.finish()
 
 
 def iter_parquet_run(

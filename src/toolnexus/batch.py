@@ -4,6 +4,14 @@ Everything here goes through the per-state evaluate of ``classifier.py``, so eve
 batches the same way. Every entry point takes its batch options as one ``config.BatchOptions``,
 checked when it was built, and calls ``reserve`` with it before anything runs. A fixed pool of
 ``concurrency`` workers pulls states, so memory holds one task per worker, never one per state.
+
+One scheduler per batch (issue 19): the workers run under the run's ``scheduler.Scheduler``
+(built by :func:`scheduler_for` from the options: slow start, AIMD, Retry-After, ``rate``, fail
+fast, then ``options.admission``), and the transport admits every request through it where it
+is sent. When it stops the run (``RunStopped``: a failure every request would repeat, a budget),
+no worker takes another state; what was sent finishes. Then ``evaluate_batch`` raises the stop,
+``states(...)`` gives the finished results and, for every state not sent, an error result
+holding the stop, and ``evaluate_stream`` yields what finished, then raises the stop.
 ``asyncio`` is imported inside the functions that run a batch: it is ~45 ms of start-up that
 ``import toolnexus`` and a CLI command like ``check-criteria`` never need
 (``tests/test_cli_start.py`` measures the import set).
@@ -25,8 +33,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .config import MAX_CONCURRENCY, MIN_CONCURRENCY, BatchOptions
 from .decision import Decision
-from .errors import BatchError, ClassifierError, ConfigError
+from .errors import BatchError, ClassifierError, ConfigError, RunStopped
+from .packing import PACK_CAP
 from .questions import Question
+from .scheduler import Scheduler, under
 from .state import check_state
 
 if TYPE_CHECKING:
@@ -41,14 +51,20 @@ __all__ = [
     "StateResult",
     "evaluate_batch",
     "evaluate_stream",
+    "scheduler_for",
 ]
 
 K = TypeVar("K")
 
 
 class Evaluator(Protocol):
-    """What a batch drives: a ``Classifier``, seen through the two methods it needs. A protocol
-    rather than an import, so ``classifier.py`` imports this module and not the other way round."""
+    """What a batch drives: a ``Classifier``, seen through what it needs. A protocol rather
+    than an import, so ``classifier.py`` imports this module and not the other way round."""
+
+    @property
+    def style(self) -> str:
+        """The style's name (``packed`` packs the systemone style only)."""
+        ...
 
     def prepare(self, questions: Mapping[str, Any]) -> dict[str, Question]:
         """The normalised question set, limits checked; nothing sent."""
@@ -77,6 +93,59 @@ class StateResult:
         return self.error is None
 
 
+def scheduler_for(options: BatchOptions) -> Scheduler:
+    """The one scheduler of a batch run with ``options``: its own limiter and fail fast, then
+    the options' extra admission members."""
+    return Scheduler.for_run(
+        concurrency=options.concurrency, rate_per_minute=options.rate, extra=options.admission
+    )
+
+
+def plan(
+    classifier: Evaluator, states: Sequence[Any], qs: dict[str, Question], options: BatchOptions
+) -> list[list[int]]:
+    """The requests for ``states``, as the positions each one asks: one state each at
+    ``pack=1`` (or a style that does not pack), else ``packplan.plan_packs``' packs."""
+    if options.pack == 1:
+        return [[i] for i in range(len(states))]
+    from .images import ImageLimits
+    from .packed import packs
+    from .packplan import plan_packs
+
+    if not packs(classifier):
+        return [[i] for i in range(len(states))]
+    limits = ImageLimits.of(getattr(getattr(classifier, "options", None), "image_limits", None))
+    model = str(getattr(classifier, "model", "jev-latest"))
+    return plan_packs(states, qs, options.pack, model=model, image_limits=limits)
+
+
+async def evaluate_group(
+    classifier: Evaluator, states: Sequence[Any], qs: dict[str, Question], *, fail_closed: bool
+) -> list[StateResult]:
+    """One request's states (one pack of :func:`plan`), one result each: THE call site every
+    batch loop sends through. A group of one is exactly the per-state evaluate, byte for byte;
+    a larger one is ``packed.evaluate_pack``'s one packed request. Neither is given a gate:
+    the transport admits every request they send through the run's scheduler."""
+    if len(states) == 1:
+        try:
+            d = await classifier.evaluate_prepared(states[0], qs, fail_closed=fail_closed)
+        except ClassifierError as e:
+            return [StateResult(error=e)]
+        return [StateResult(decision=d)]
+    from .packed import evaluate_pack
+
+    outcome = await evaluate_pack(classifier, states, qs, fail_closed=fail_closed)
+    return [
+        StateResult(error=r) if isinstance(r, ClassifierError) else StateResult(decision=r)
+        for r in outcome.results
+    ]
+
+
+def _refused(result: StateResult, scheduler: Scheduler) -> bool:
+    """Whether ``result`` is the scheduler refusing to send (the run stopped), not a reply."""
+    return isinstance(result.error, RunStopped) and scheduler.stopped is not None
+
+
 async def run_states(
     classifier: Evaluator,
     states: Sequence[Any],
@@ -85,25 +154,38 @@ async def run_states(
     *,
     fail_closed: bool,
 ) -> list[StateResult]:
-    """Every state through the per-state evaluate, at most ``options.concurrency`` in flight,
-    one result per state in state order. Per-state failures are results, never raised. The one
-    loop every list batch runs (``evaluate_batch``, ``states(...)``)."""
+    """Every state through :func:`evaluate_group`, under one scheduler, one result per state
+    in state order. Per-state failures are results, never raised; once the run stops, every
+    state not sent holds the stop. The one loop every list batch runs (``evaluate_batch``,
+    ``states(...)``, and through them the engine adapters)."""
     import asyncio
 
     classifier.reserve(options)
-    results: list[StateResult] = [StateResult()] * len(states)
-    next_index = iter(range(len(states)))
+    scheduler = scheduler_for(options)
+    groups = plan(classifier, states, qs, options)
+    results: list[StateResult | None] = [None] * len(states)
+    pending = iter(groups)
 
     async def worker() -> None:
-        for i in next_index:
-            try:
-                d = await classifier.evaluate_prepared(states[i], qs, fail_closed=fail_closed)
-                results[i] = StateResult(decision=d)
-            except ClassifierError as e:
-                results[i] = StateResult(error=e)
+        for group in pending:
+            if scheduler.stopped is not None:
+                break
+            got = await evaluate_group(
+                classifier, [states[i] for i in group], qs, fail_closed=fail_closed
+            )
+            for i, r in zip(group, got, strict=True):
+                results[i] = r
 
-    await asyncio.gather(*(worker() for _ in range(min(options.concurrency, len(states)))))
-    return results
+    workers = min(options.concurrency, len(groups))
+    tasks = [asyncio.create_task(worker(), context=under(scheduler)) for _ in range(workers)]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+    stop = scheduler.stopped
+    assert stop is not None or all(r is not None for r in results)  # only a stop skips states
+    return [r if r is not None else StateResult(error=stop) for r in results]
 
 
 async def evaluate_batch(
@@ -128,6 +210,10 @@ async def evaluate_batch(
             raise BatchError(f"classifier: state {i}: {e.detail}", i, e) from None
     results = await run_states(classifier, states, qs, options, fail_closed=False)
     decisions: list[Decision] = []
+    if any(isinstance(r.error, RunStopped) for r in results):
+        # The run stopped: the stop says why (and what to do), which no one state's error does.
+        stop = next(r.error for r in results if isinstance(r.error, RunStopped))
+        raise RunStopped(stop.message, stop.kind)
     for i, r in enumerate(results):
         if r.decision is None:
             error = r.error
@@ -149,6 +235,9 @@ async def evaluate_stream(
     concurrency = options.concurrency
     qs = classifier.prepare(questions)
     classifier.reserve(options)
+    scheduler = scheduler_for(options)
+    # A worker pulls up to a pack's worth of states, then sends them as ``plan`` packs them.
+    chunk = 1 if options.pack == 1 else PACK_CAP if options.pack == "auto" else options.pack
     source = _pull(states)
     done: asyncio.Queue[tuple[K, StateResult] | None] = asyncio.Queue(maxsize=concurrency)
     failed: list[Exception] = []
@@ -156,7 +245,22 @@ async def evaluate_stream(
     idle = 0
 
     def spawn() -> None:
-        workers.append(asyncio.create_task(worker()))
+        workers.append(asyncio.create_task(worker(), context=under(scheduler)))
+
+    async def take() -> list[tuple[K, Any]]:
+        """Up to ``chunk`` valid states; an invalid one is its error result, nothing sent."""
+        taken: list[tuple[K, Any]] = []
+        while len(taken) < chunk:
+            item = await source()
+            if item is None:
+                break
+            try:
+                check_state(item[1])
+            except ClassifierError as e:
+                await done.put((item[0], StateResult(error=e)))
+                continue
+            taken.append(item)
+        return taken
 
     async def worker() -> None:
         # Workers are started one at a time, each time every running worker has taken a state,
@@ -164,22 +268,22 @@ async def evaluate_stream(
         nonlocal idle
         # No sentinel on cancellation: the queue may be full and nobody is reading.
         try:
-            while True:
+            while scheduler.stopped is None:
                 idle += 1
-                item = await source()
+                taken = await take()
                 idle -= 1
-                if item is None:
+                if not taken:
                     break
                 if idle == 0 and len(workers) < concurrency:
                     spawn()
-                key, value = item
-                try:
-                    check_state(value)
-                    d = await classifier.evaluate_prepared(value, qs, fail_closed=True)
-                    result = StateResult(decision=d)
-                except ClassifierError as e:
-                    result = StateResult(error=e)
-                await done.put((key, result))
+                values = [value for _, value in taken]
+                for group in plan(classifier, values, qs, options):
+                    got = await evaluate_group(
+                        classifier, [values[i] for i in group], qs, fail_closed=True
+                    )
+                    for i, result in zip(group, got, strict=True):
+                        if not _refused(result, scheduler):  # not sent: no result (resume)
+                            await done.put((taken[i][0], result))
         except Exception as e:  # from the SOURCE iterable: re-raised to the consumer
             failed.append(e)
         await done.put(None)
@@ -195,6 +299,8 @@ async def evaluate_stream(
                     raise failed[0]
                 continue
             yield got
+        if scheduler.stopped is not None:
+            raise RunStopped(scheduler.stopped.message, scheduler.stopped.kind)
     finally:
         for w in workers:
             w.cancel()

@@ -226,17 +226,24 @@ class Classifier:
         states: Sequence[Any],
         questions: Mapping[str, Any],
         concurrency: int = DEFAULT_BATCH_CONCURRENCY,
+        *,
+        options: BatchOptions | None = None,
     ) -> list[Decision]:
         """The same questions over many states, at most ``concurrency`` in flight, decisions
         IN STATE ORDER. FAIL CLOSED: any failure raises a BatchError naming the LOWEST failing
-        state's index, and no decisions are returned. No states is an error; nothing is sent."""
-        return await evaluate_batch(self, states, questions, BatchOptions(concurrency))
+        state's index, and no decisions are returned; a run stopped by its scheduler (a failure
+        every request would repeat, a budget) raises the ``RunStopped``. No states is an error;
+        nothing is sent. ``options``: every batch option at once (a ``BatchOptions``: rate,
+        pack, admission), instead of ``concurrency``."""
+        return await evaluate_batch(self, states, questions, batch_options(concurrency, options))
 
     def evaluate_stream(
         self,
         states: Iterable[tuple[K, Any]] | AsyncIterable[tuple[K, Any]],
         questions: Mapping[str, Any],
         concurrency: int = DEFAULT_BATCH_CONCURRENCY,
+        *,
+        options: BatchOptions | None = None,
     ) -> AsyncIterator[tuple[K, StateResult]]:
         """``(id, StateResult)`` for each ``(id, state)``, IN COMPLETION ORDER, as each finishes.
 
@@ -247,26 +254,45 @@ class Classifier:
         invalid state is an error result with nothing sent, and one failure never fails the
         stream. A question-set error is raised once, before any request (at the first
         ``__anext__``). Closing the iterator early (``aclose``, ``break``) cancels the
-        evaluations still in flight.
+        evaluations still in flight. A run stopped by its scheduler yields what finished, then
+        raises the ``RunStopped`` (the states not sent have no result). ``options`` as in
+        ``evaluate_batch``.
         """
-        return evaluate_stream(self, states, questions, BatchOptions(concurrency))
+        return evaluate_stream(self, states, questions, batch_options(concurrency, options))
 
     def state(self, value: Any) -> BoundState:
         """Bind a state. A VALUE, not a session: nothing is sent until ``evaluate``."""
         return BoundState(self, value)
 
     def states(
-        self, values: Iterable[Any], *, concurrency: int = DEFAULT_BATCH_CONCURRENCY
+        self,
+        values: Iterable[Any],
+        *,
+        concurrency: int = DEFAULT_BATCH_CONCURRENCY,
+        options: BatchOptions | None = None,
     ) -> BoundStates:
         """Bind a batch of states and the batch options (``concurrency``: at most this many in
-        flight). ``.evaluate(**questions)`` then takes questions only, so any key is a question
-        key. See ``BoundStates.evaluate``."""
+        flight; or ``options``, a ``BatchOptions``). ``.evaluate(**questions)`` then takes
+        questions only, so any key is a question key. See ``BoundStates.evaluate``."""
         if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
             raise ConfigError(
                 "classifier: states() takes an iterable of states (a list), got "
                 f"{type(values).__name__}"
             )
-        return BoundStates(self, list(values), BatchOptions(concurrency))
+        return BoundStates(self, list(values), batch_options(concurrency, options))
+
+
+def batch_options(concurrency: int, options: BatchOptions | None) -> BatchOptions:
+    """The batch options of a call that takes ``concurrency=`` or ``options=``."""
+    if options is None:
+        return BatchOptions(concurrency)
+    if not isinstance(options, BatchOptions):
+        raise ConfigError(f"classifier: options takes a BatchOptions, got {type(options).__name__}")
+    if concurrency != DEFAULT_BATCH_CONCURRENCY and concurrency != options.concurrency:
+        raise ConfigError(
+            "classifier: give concurrency= or options=BatchOptions(concurrency=...), not both"
+        )
+    return options
 
 
 def _telemetry_for(options: ClassifierOptions) -> Any:

@@ -8,15 +8,18 @@ A value is checked when it is built, so everything that receives one trusts it:
 ``timeout_ms``), converting milliseconds to seconds there and nowhere else, and the style and the
 transport receive those two objects unchanged. Every batch entry point builds a ``BatchOptions``.
 
-Imports only ``defaults`` and ``errors``, so every other module can import it without a cycle.
+Imports only ``defaults`` and ``errors`` at module level (the admission protocol only for type
+checking; ``packplan``'s rule for ``pack`` when one is given), so every other module can import
+it without a cycle.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from .defaults import (
     DEFAULT_BATCH_CONCURRENCY,
@@ -26,6 +29,9 @@ from .defaults import (
     DEFAULT_TIMEOUT,
 )
 from .errors import ConfigError, HookError
+
+if TYPE_CHECKING:
+    from .scheduler.admission import Admission
 
 __all__ = [
     "MAX_CONCURRENCY",
@@ -247,11 +253,25 @@ MAX_CONCURRENCY = 1000
 
 @dataclass(frozen=True, slots=True)
 class BatchOptions:
-    """What every batch entry point (``evaluate_batch``, ``evaluate_stream``, ``states(...)``)
-    takes besides states and questions, checked here once for all of them. ``concurrency``: at
-    most this many evaluations in flight (seed 004 ``default-batch-concurrency``)."""
+    """What every batch entry point (``evaluate_batch``, ``evaluate_stream``, ``states(...)``,
+    the CLI's ``batch``, the engine adapters) takes besides states and questions, checked here
+    once for all of them. Every request of a batch goes through one scheduler built from them
+    (``scheduler.Scheduler.for_run``).
+
+    - ``concurrency``: at most this many requests in flight (seed 004
+      ``default-batch-concurrency``); the scheduler starts at 2 and opens up to it.
+    - ``rate``: a hard cap in requests per minute (the CLI's ``--rate``), or None for none:
+      the scheduler rides the server's 429s without it.
+    - ``pack``: states per request, or ``"auto"`` (as many as fit, up to ``packing.PACK_CAP``);
+      1 sends one request per state, byte for byte the per-state evaluate (``packplan``).
+    - ``admission``: extra admission members (a limiter shared by workers, a spend budget),
+      chained after the run's own limiter and fail fast; each sees every request of the batch.
+    """
 
     concurrency: int = DEFAULT_BATCH_CONCURRENCY
+    rate: float | None = None
+    pack: int | Literal["auto"] = 1
+    admission: tuple[Admission, ...] = ()
 
     def __post_init__(self) -> None:
         c = self.concurrency
@@ -260,3 +280,29 @@ class BatchOptions:
                 f"classifier: concurrency takes {MIN_CONCURRENCY}..{MAX_CONCURRENCY}, "
                 f"got {_shown(c)}"
             )
+        r = self.rate
+        if r is not None and (
+            isinstance(r, bool) or not isinstance(r, int | float) or not 0 < r < math.inf
+        ):
+            raise ConfigError(
+                f"classifier: rate takes a number of requests per minute above 0, got {_shown(r)}"
+            )
+        if self.pack != 1:
+            from .packplan import check_pack  # the one rule for pack=; loaded only when packing
+
+            check_pack(self.pack)
+        members = self.admission
+        if isinstance(members, str | bytes) or not isinstance(members, Iterable):
+            raise ConfigError(
+                "classifier: admission takes a tuple of admission members, got "
+                f"{type(members).__name__}"
+            )
+        members = tuple(members)
+        for m in members:
+            if not callable(getattr(m, "acquire", None)) or not callable(
+                getattr(m, "release", None)
+            ):
+                raise ConfigError(
+                    f"classifier: admission member {_shown(m)} has no acquire/release methods"
+                )
+        object.__setattr__(self, "admission", members)

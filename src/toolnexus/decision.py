@@ -32,6 +32,7 @@ from .questions import Question, RawQuestion
 from .validity import validate_answers
 
 __all__ = [
+    "MAX_USAGE",
     "NEAR_UNIFORM_TOLERANCE",
     "Answer",
     "ChoiceAnswer",
@@ -284,6 +285,12 @@ def _decode_answer(obj: Any, key: str, question: Question | None) -> Answer:
     return RawAnswer(atype, dict(obj))
 
 
+#: A usage figure (a token count, a cost) at most: the largest integer every JSON reader reads
+#: exactly; a sum of such figures never overflows a double. Decoding and ``report`` both apply
+#: it, so batch never writes a record its report refuses (a server once sent -5 tokens).
+MAX_USAGE = 2**53
+
+
 def _usage(obj: Any) -> ClassifierUsage:
     if obj is None:
         return ClassifierUsage()
@@ -294,18 +301,22 @@ def _usage(obj: Any) -> ClassifierUsage:
         v = obj.get(name, 0)
         if v is None:
             return 0
-        if type(v) is int and abs(v) < 2**63:
+        if type(v) is int and 0 <= v <= MAX_USAGE:
             return v
         # A float is checked for finiteness; an int past 64 bits (a host's own dict) is refused
         # before math.isfinite, which raises OverflowError on it.
         if isinstance(v, bool) or not isinstance(v, float) or not math.isfinite(v):
             raise DecisionError(f"classifier: usage.{name} must be a number")
+        if not 0 <= v <= MAX_USAGE:
+            raise DecisionError(f"classifier: usage.{name} must be a count in 0..2**53")
         return int(v)
 
     cost = obj.get("cost")
     if cost is not None:
         if isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost):
             raise DecisionError("classifier: usage.cost must be a finite number")
+        if not 0 <= cost <= MAX_USAGE:
+            raise DecisionError("classifier: usage.cost must be in 0..2**53")
         cost = float(cost)
     return ClassifierUsage(tokens("input_tokens"), tokens("output_tokens"), cost)
 

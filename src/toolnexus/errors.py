@@ -30,8 +30,11 @@ call), :class:`CacheError` for "the cache cannot be read or written" (drop the c
     │   └── HostBackendError        the host's own decision source failed: the custom style's
     │                               evaluate, or the llm style's chat client
     ├── CacheError                  a cache cannot be opened, read or written
-    └── BatchError                  evaluate_batch failed closed: index of the lowest failing
-                                    state, and that state's error as ``cause``
+    ├── BatchError                  evaluate_batch failed closed: index of the lowest failing
+    │                               state, and that state's error as ``cause``
+    └── RunStopped                  a batch stopped scheduling (``kind``: systematic, a failure
+                                    every request would repeat; budget, a spend cap; input,
+                                    a --state-field no record has): what was sent finished
 
 Third-party exceptions (httpx, aiohttp, sqlite3, json) are translated at one boundary each
 (``transport/`` for HTTP, ``decision.py`` for decoding, ``cache/`` for SQLite) and never
@@ -41,7 +44,7 @@ an expanded header.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 __all__ = [
     "AnswerAccessError",
@@ -59,6 +62,7 @@ __all__ = [
     "InvalidDecision",
     "InvalidState",
     "QuestionError",
+    "RunStopped",
     "StaticMiss",
     "TransportError",
     "unsupported",
@@ -234,7 +238,8 @@ class HTTPStatusError(BackendError):
 
     ``body`` is the whole response body with account identifiers redacted, and empty for 401/403
     (an auth failure body routinely echoes the credential). ``retry_after`` is the raw
-    ``Retry-After`` header value, verbatim, or ``None``.
+    ``Retry-After`` header value, verbatim, or ``None``; ``retry_after_ms`` the raw
+    ``retry-after-ms`` (the official SDK's millisecond form, which wins over it), or ``None``.
     """
 
     def __init__(
@@ -247,6 +252,7 @@ class HTTPStatusError(BackendError):
         body: str = "",
         retry_after: str | None = None,
         attempts: int = 1,
+        retry_after_ms: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -255,6 +261,7 @@ class HTTPStatusError(BackendError):
         self.body = body
         self.retry_after = retry_after
         self.attempts = attempts
+        self.retry_after_ms = retry_after_ms
 
 
 class BatchError(ClassifierError):
@@ -265,3 +272,19 @@ class BatchError(ClassifierError):
         super().__init__(message)
         self.index = index
         self.cause = cause
+
+
+#: Why a run stopped scheduling: a failure every request would repeat (fail fast), a spend cap
+#: (issue 23), or an input that cannot be what the user meant (a ``--state-field`` typo).
+StopKind: TypeAlias = Literal["systematic", "budget", "input"]
+
+
+class RunStopped(ClassifierError):
+    """A batch stopped scheduling: nothing more is admitted; what was admitted finishes.
+
+    ``kind`` says why (``systematic``, ``budget``, ``input``), for the CLI's exit code; the
+    message is the one line to print, naming the cause and what to do."""
+
+    def __init__(self, message: str, kind: StopKind) -> None:
+        super().__init__(message)
+        self.kind = kind

@@ -307,8 +307,13 @@ class SystemOneStyle:
                 if hit is not None:
                     return hit
         request = self.prepare(lifted, questions)
-        reply = await self.transport.post(PATH, request.content, request.headers or None)
-        decision, body = self._decode(reply.content, reply.endpoint, reply.request_id, questions)
+        decision, body = await self.transport.exchange(
+            PATH,
+            request.content,
+            request.headers or None,
+            lambda r: self._decode(r.content, r.endpoint, r.request_id, questions),
+            lambda decoded: decoded[0].usage,
+        )
         if self._cache is None:
             return decision
         invalid = validate_decision(questions, decision)

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import CacheError, ConfigError
 from .memory import Clock, check_item, check_limits, wall_ms
-from .writer import SCHEMA, Writer, connect
+from .writer import SCHEMA, SCHEMA_VERSION, Writer, connect
 
 __all__ = ["CacheStats", "SqliteCache"]
 
@@ -35,11 +35,16 @@ def _open(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     while True:
         conn = connect(path, busy_timeout_ms)
         try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise NewerSchema(version)
             conn.execute("PRAGMA journal_mode=WAL")
             # NORMAL is durable across application crashes in WAL mode; a lost entry after a
             # power cut costs one request, which is what a cache miss costs anyway.
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.executescript(SCHEMA)
+            if version < SCHEMA_VERSION:
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             return conn
         except sqlite3.OperationalError as e:
             conn.close()
@@ -79,6 +84,14 @@ def _shutdown(writer: Writer, reader: sqlite3.Connection) -> CacheError | None:
         return writer.close()
     finally:
         reader.close()
+
+
+class NewerSchema(sqlite3.DatabaseError):
+    """A cache file whose schema number is above ``SCHEMA_VERSION``."""
+
+    def __init__(self, version: int) -> None:
+        super().__init__(f"schema {version}, this toolnexus reads up to {SCHEMA_VERSION}")
+        self.version = version
 
 
 def _is_damage(e: BaseException) -> bool:
@@ -166,6 +179,14 @@ class SqliteCache:
         self.close()
 
     def _error(self, what: str, e: BaseException) -> CacheError:
+        if isinstance(e, NewerSchema):
+            return CacheError(
+                f"classifier: cache {self.path} was written by a newer toolnexus ({e}); "
+                "upgrade, or delete that file (`toolnexus cache clear` does) and the cache "
+                "starts empty",
+                str(self.path),
+                damaged=True,
+            )
         if _is_damage(e):
             return CacheError(
                 f"classifier: cache {self.path} is damaged ({e}); delete that file "

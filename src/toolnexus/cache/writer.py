@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import CacheError
 
-__all__ = ["SCHEMA", "Entry", "Writer", "connect"]
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "Entry", "Writer", "connect"]
 
 
 SCHEMA = """
@@ -23,6 +23,10 @@ CREATE TABLE IF NOT EXISTS entries (
 );
 CREATE INDEX IF NOT EXISTS entries_expires ON entries(expires_ms) WHERE expires_ms IS NOT NULL;
 """
+#: ``PRAGMA user_version`` of a file with SCHEMA (0 is a file from before it was numbered, or a
+#: new one). A file with a higher number was written by a newer toolnexus: it is refused, never
+#: read or written with this schema.
+SCHEMA_VERSION = 1
 
 
 #: A buffered entry: (value, created_ms, expires_ms or None).

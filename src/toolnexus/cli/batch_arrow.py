@@ -17,39 +17,28 @@ another format) is one line too.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 from ..arrowrecords import require_pyarrow
-from .batch_items import MALFORMED, InputItem, InputSpec, from_object
+from .batch_items import (
+    ARROW_SUFFIXES,
+    MALFORMED,
+    PARQUET_SUFFIXES,
+    InputItem,
+    InputSpec,
+    from_object,
+    is_arrow_input,
+    parquet_files,
+)
 from .errors import one_line
 
-__all__ = ["ARROW_SUFFIXES", "PARQUET_SUFFIXES", "is_arrow_input", "read_arrow"]
-
-PARQUET_SUFFIXES = (".parquet", ".pq")
-ARROW_SUFFIXES = (".arrow", ".feather", ".ipc")
+__all__ = ["ARROW_SUFFIXES", "PARQUET_SUFFIXES", "is_arrow_input", "parquet_rows", "read_arrow"]
 
 #: Rows per record batch: big enough that Arrow's per-batch cost vanishes, small enough that a
 #: batch of large tickets stays a few MiB.
 BATCH_ROWS = 1024
-
-
-def _parquet_files(root: str) -> list[str]:
-    with os.scandir(root) as it:
-        return sorted(
-            e.path
-            for e in it
-            if e.is_file() and not e.name.startswith(".") and e.name.endswith(PARQUET_SUFFIXES)
-        )
-
-
-def is_arrow_input(arg: str) -> bool:
-    """A Parquet or Arrow file, or a directory that holds Parquet files and nothing to read
-    as state files."""
-    if arg.endswith(PARQUET_SUFFIXES + ARROW_SUFFIXES):
-        return True
-    return os.path.isdir(arg) and bool(_parquet_files(arg))
 
 
 def _never_a_state(pa: Any, kind: Any) -> str | None:
@@ -114,8 +103,9 @@ def _batches(path: str, columns: list[str] | None) -> tuple[Any, Iterator[Any]]:
     return schema, parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns)
 
 
-def _read_file(path: str, spec: InputSpec, state_fields: Sequence[str]) -> Iterator[InputItem]:
+def _read_file(path: str, spec: InputSpec) -> Iterator[InputItem]:
     pa = require_pyarrow()
+    state_fields = spec.state_fields
     wanted = [f for f in (spec.id_field, *state_fields) if f is not None]
     try:
         schema, _ = _batches(path, None)
@@ -137,9 +127,7 @@ def _read_file(path: str, spec: InputSpec, state_fields: Sequence[str]) -> Itera
                 "be: cast it to a string column first",
             )
             return
-    single = state_fields[0] if len(state_fields) == 1 else None
     columns = list(dict.fromkeys(wanted)) if state_fields else None
-    row_spec = InputSpec(id_field=spec.id_field, state_field=single)
     row = 0
     try:
         _, batches = _batches(path, columns)
@@ -147,24 +135,38 @@ def _read_file(path: str, spec: InputSpec, state_fields: Sequence[str]) -> Itera
             for values in batch.to_pylist():
                 row += 1
                 where = f"{path}:{row}"
-                value = _plain(values)
-                if len(state_fields) > 1:
-                    state = {f: value[f] for f in state_fields}
-                    value = {**value, "\x00state": state}
-                    item = from_object(
-                        value, where, where, replace(row_spec, state_field="\x00state")
-                    )
-                else:
-                    item = from_object(value, where, where, row_spec)
-                yield replace(item, line=row)
+                yield replace(from_object(_plain(values), where, where, spec), line=row)
     except (OSError, pa.ArrowException) as e:
         yield _file_error(
             path, f"unreadable after row {row}: {one_line(str(e))}; the rows before it were read"
         )
 
 
-def read_arrow(arg: str, spec: InputSpec, state_fields: Sequence[str]) -> Iterator[InputItem]:
+def parquet_rows(arg: str) -> int | None:
+    """How many rows a Parquet/Arrow INPUT holds, from the files' footers (the progress bar's
+    total); None when a file cannot tell."""
+    pa = require_pyarrow()
+    total = 0
+    for path in _paths(arg):
+        try:
+            if path.endswith(ARROW_SUFFIXES):
+                import pyarrow.ipc as ipc
+
+                total += ipc.open_file(pa.memory_map(path)).count_rows()
+            else:
+                import pyarrow.parquet as pq
+
+                total += pq.ParquetFile(path).metadata.num_rows
+        except (OSError, pa.ArrowException):
+            return None
+    return total
+
+
+def _paths(arg: str) -> list[str]:
+    return parquet_files(arg) if os.path.isdir(arg) else [arg]
+
+
+def read_arrow(arg: str, spec: InputSpec) -> Iterator[InputItem]:
     """Every state of one Parquet/Arrow INPUT (a file, or a directory of Parquet files)."""
-    paths = _parquet_files(arg) if os.path.isdir(arg) else [arg]
-    for path in paths:
-        yield from _read_file(path, spec, state_fields)
+    for path in _paths(arg):
+        yield from _read_file(path, spec)

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from .batch_options import BatchOptions
-from .errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, CliError
+from .errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, CliError, one_line
 from .options import BackendSettings, backend_options, options_from
 
 
@@ -54,6 +54,7 @@ def batch_command(
     output already spent.
 
     Exit codes: 0 ok; 1 a --fail-on condition met; 2 usage or input error; 3 backend failure;
+    4 the run stopped scheduling (a failure every request would repeat, like a wrong key);
     5 a spend cap reached.
     """
     from .batch_run import BatchConfig
@@ -87,13 +88,19 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings, run_span: Any) 
             return
         budget = budget_for(cfg, questions, settings, cache, price)
         with _counting_resends(budget):
-            summary = run_batch(cfg, questions, settings, cache=cache, show_progress=cfg.progress)
+            summary = run_batch(
+                cfg,
+                questions,
+                settings,
+                cache=cache,
+                show_progress=cfg.progress,
+                admission=() if budget is None else (budget,),
+            )
     finally:
         if cache is not None:
             cache.close()
-    if budget is not None and budget.stopped is not None:
-        summary.budget_exceeded = budget.stopped.detail
-        sys.stderr.write(f"toolnexus: {budget.stopped.detail}\n")
+    if summary.stopped is not None:
+        sys.stderr.write(f"toolnexus: {one_line(summary.stopped)}\n")
     run_span.summary(summary)
     sys.stderr.write(f"toolnexus: {summary.line()}\n")
     if summary.interrupted is not None:

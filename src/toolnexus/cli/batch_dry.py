@@ -185,13 +185,8 @@ def dry_run(
 
 
 def _pack_of(cfg: BatchConfig) -> Any:
-    """``--pack`` as the run will use it (1 when this build has no such flag)."""
-    from ..packplan import check_pack
-
-    pack = getattr(cfg, "pack", 1)
-    if isinstance(pack, str) and pack.isdigit():
-        pack = int(pack)
-    return check_pack(1 if pack is None else pack)
+    """``--pack`` as the run uses it."""
+    return cfg.pack_size
 
 
 def _estimate_packs(

@@ -1,5 +1,6 @@
 """Lazy state readers for ``toolnexus batch``: JSONL, CSV, a directory or glob of state files,
-and ``-`` for JSONL on stdin.
+``-`` for JSONL on stdin, and Parquet / Arrow IPC files or a directory of Parquet files
+(``batch_arrow``: read one record batch at a time, each row as a JSONL object would be).
 
 Every reader is a generator of :class:`InputItem`, one per state, so memory does not grow with
 the number of states: a line is read, parsed, handed on and forgotten. A line or row that cannot
@@ -19,8 +20,9 @@ A directory yields its files with a suffix ``eval`` reads (``.txt``, ``.md``, ``
 ``--recursive``, and refuses (an error record) a symlink leading out of it. A glob yields the
 files it matches (``**`` recurses); one with another suffix is an error record.
 
-A state is ``F``'s value with ``--state-field F``, else the whole JSON value (JSONL) or the whole
-row as an object of column -> text (CSV).
+A state is ``F``'s value with ``--state-field F``, an object of the fields with several
+``--state-field`` (``--state-field subject --state-field body``: ``{"subject": ..., "body":
+...}``), else the whole JSON value (JSONL) or the whole row as an object of column -> text (CSV).
 
 Images: in a directory or glob, a ``.png``/``.jpg``/``.jpeg`` file is an image state.
 ``--image-field F`` reads ``F``'s value as the path of an image (relative to the input file's
@@ -68,7 +70,7 @@ WHOLE_OBJECT_NOTE = (
 
 def _whole_with_id(value: Any, spec: InputSpec) -> str | None:
     """The id key a JSONL object sent whole carries (None when it is not sent whole)."""
-    if spec.state_field is not None or not isinstance(value, dict):
+    if spec.state_fields or not isinstance(value, dict):
         return None
     key = spec.id_field or "id"
     return key if key in value else None
@@ -154,7 +156,7 @@ def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
             return
         for field_name, flag in (
             (spec.id_field, "--id-field"),
-            (spec.state_field, "--state-field"),
+            *((name, "--state-field") for name in spec.state_fields),
             (spec.image_field, "--image-field"),
         ):
             if field_name is not None and field_name not in columns:
@@ -289,6 +291,10 @@ def _read_input(
         yield from read_files(
             p for p in sorted(glob.iglob(arg, recursive=True)) if os.path.isfile(p)
         )
+    elif kind == "arrow":
+        from .batch_arrow import read_arrow  # pyarrow only for a Parquet/Arrow input
+
+        yield from read_arrow(arg, spec)
     elif kind == "csv":
         yield from read_csv(arg, spec)
     elif kind == "jsonl":

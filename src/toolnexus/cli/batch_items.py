@@ -5,29 +5,38 @@ are to be read (:class:`InputSpec`), what kind of input an argument is, and how 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..assets import with_images
 from ..images import Image
+from ..records.model import id_problem
 from .errors import MALFORMED_INPUT, CliError
 from .states import check_state
 
 __all__ = [
+    "ARROW_SUFFIXES",
     "INVALID_STATE",
     "MALFORMED",
+    "PARQUET_SUFFIXES",
     "InputItem",
     "InputSpec",
     "checked",
     "from_object",
+    "is_arrow_input",
     "kind_of",
+    "parquet_files",
 ]
 
 MALFORMED = MALFORMED_INPUT.code
 INVALID_STATE = "invalid_state"
 
 _GLOB_CHARS = frozenset("*?[")
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
+ARROW_SUFFIXES = (".arrow", ".feather", ".ipc")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +54,9 @@ class InputItem:
     #: (0 for a state file, whose id is its path). Duplicate ids are reported with it.
     source: int = 0
     line: int = 0
+    #: The record is an object without the ``--state-field``: when no record of the first
+    #: ``batch_run.STATE_FIELD_PROBE`` has it, the field is a typo and the run stops.
+    no_state_field: bool = False
 
     @property
     def key(self) -> str:
@@ -53,27 +65,55 @@ class InputItem:
 
 @dataclass(frozen=True)
 class InputSpec:
-    """How to read the inputs: which field carries the id and which the state."""
+    """How to read the inputs: which field carries the id and which the state.
+
+    ``state_fields`` is ``--state-field`` as given, once or more: no field makes the whole
+    record the state, one field makes its value the state, several make an object of those
+    fields (``--state-field subject --state-field body``), for every input format."""
 
     id_field: str | None = None
-    state_field: str | None = None
+    state_fields: tuple[str, ...] = ()
     image_field: str | None = None
     #: ``--recursive``: a directory input's subfolders too
     recursive: bool = False
 
 
-def kind_of(arg: str) -> str:
-    """``stdin``, ``dir``, ``csv``, ``jsonl`` or ``glob`` for one INPUT argument.
+def parquet_files(root: str) -> list[str]:
+    """The Parquet files of a directory, in name order (hidden ones and subfolders skipped)."""
+    with os.scandir(root) as it:
+        return sorted(
+            e.path
+            for e in it
+            if e.is_file()
+            and not e.name.startswith(".")
+            and e.name.lower().endswith(PARQUET_SUFFIXES)
+        )
 
-    A path ending ``.csv`` is CSV; any other file is JSONL. A missing path with glob characters
-    is a glob; a missing path without them is reported by the caller as a usage error.
+
+def is_arrow_input(arg: str) -> bool:
+    """A Parquet or Arrow file, or a directory that holds Parquet files (a data lake's
+    folder: its other files, such as a README or ``_SUCCESS``, are not read)."""
+    if arg.lower().endswith(PARQUET_SUFFIXES + ARROW_SUFFIXES):
+        return True
+    return os.path.isdir(arg) and bool(parquet_files(arg))
+
+
+def kind_of(arg: str) -> str:
+    """``stdin``, ``dir``, ``arrow``, ``csv``, ``jsonl`` or ``glob`` for one INPUT argument.
+
+    A Parquet/Arrow file (``.parquet``, ``.pq``, ``.arrow``, ``.feather``, ``.ipc``) or a
+    directory holding Parquet files is ``arrow``. A path ending ``.csv`` is CSV;
+    any other file is JSONL. A missing path with glob characters is a glob; a missing path
+    without them is reported by the caller as a usage error.
     """
     if arg == "-":
         return "stdin"
     p = Path(arg)
     if p.is_dir():
-        return "dir"
+        return "arrow" if is_arrow_input(arg) else "dir"
     if p.exists():
+        if is_arrow_input(arg):
+            return "arrow"
         return "csv" if p.suffix.lower() == ".csv" else "jsonl"
     if _GLOB_CHARS & set(arg):
         return "glob"
@@ -86,6 +126,11 @@ def checked(item_id: str | int, state: Any, where: str) -> InputItem:
     except CliError as e:
         return InputItem(item_id, error=(INVALID_STATE, e.message))
     return InputItem(item_id, state=state)
+
+
+def _no_state_field(item_id: str | int, where: str, field_name: str) -> InputItem:
+    message = f"{where}: state field {field_name!r} missing"
+    return InputItem(item_id, error=(MALFORMED, message), no_state_field=True)
 
 
 def _with_image(
@@ -104,25 +149,39 @@ def _with_image(
             item_id, error=(MALFORMED, f"{where}: image field {field_name!r}: no such file {path}")
         )
     image = Image(path)
-    if spec.state_field is None:
+    fields = spec.state_fields
+    if not fields:
         return InputItem(item_id, state={**value, field_name: image})
-    if spec.state_field not in value:
-        return InputItem(
-            item_id, error=(MALFORMED, f"{where}: state field {spec.state_field!r} missing")
-        )
-    if spec.state_field == field_name:
+    if fields == (field_name,):
         return InputItem(item_id, state=image)
-    item = checked(item_id, value[spec.state_field], where)
-    if item.error is not None:
+    if field_name in fields:
+        # One of several fields: the image takes its path's place in the object.
+        value = {**value, field_name: image}
+    item = _stated(item_id, value, where, spec)
+    if item.error is not None or field_name in fields:
         return item
     return InputItem(item_id, state=with_images(item.state, {field_name: image}))
+
+
+def _stated(item_id: str | int, value: dict[str, Any], where: str, spec: InputSpec) -> InputItem:
+    """The state ``--state-field`` names in one record: the whole record without it, the
+    field's value with one, an object of the fields with several."""
+    fields = spec.state_fields
+    if not fields:
+        return checked(item_id, value, where)
+    for name in fields:
+        if name not in value:
+            return _no_state_field(item_id, where, name)
+    if len(fields) == 1:
+        return checked(item_id, value[fields[0]], where)
+    return checked(item_id, {name: value[name] for name in fields}, where)
 
 
 def from_object(
     value: Any, fallback_id: str, where: str, spec: InputSpec, base: Path | None = None
 ) -> InputItem:
     """Apply ``--id-field`` / ``--state-field`` / ``--image-field`` to one parsed value."""
-    if spec.id_field is None and spec.state_field is None and spec.image_field is None:
+    if spec.id_field is None and not spec.state_fields and spec.image_field is None:
         return checked(fallback_id, value, where)
     if not isinstance(value, dict):
         return InputItem(
@@ -132,18 +191,12 @@ def from_object(
     item_id: str | int = fallback_id
     if spec.id_field is not None:
         raw = value.get(spec.id_field)
-        if isinstance(raw, bool) or not isinstance(raw, str | int) or raw == "":
-            what = "missing" if raw is None else f"not a string or integer: {raw!r}"
+        what = id_problem(raw)
+        if what is not None:
             return InputItem(
                 fallback_id, error=(MALFORMED, f"{where}: id field {spec.id_field!r} {what}")
             )
-        item_id = raw
+        item_id = cast(str | int, raw)  # what id_problem accepts
     if spec.image_field is not None:
         return _with_image(item_id, value, where, spec, base or Path("."))
-    if spec.state_field is None:
-        return checked(item_id, value, where)
-    if spec.state_field not in value:
-        return InputItem(
-            item_id, error=(MALFORMED, f"{where}: state field {spec.state_field!r} missing")
-        )
-    return checked(item_id, value[spec.state_field], where)
+    return _stated(item_id, value, where, spec)

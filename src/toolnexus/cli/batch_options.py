@@ -6,7 +6,7 @@ the parsed forms. Light on purpose: registering ``batch`` imports this module.""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -16,7 +16,7 @@ from .errors import CliError
 from .options import CalibrationOpt, FailOnOpt, ThresholdsOpt
 from .render.formats import BatchFormat
 
-__all__ = ["BatchOptions", "parse_shard"]
+__all__ = ["BatchOptions", "parse_pack", "parse_shard"]
 
 
 @dataclass(frozen=True)
@@ -25,11 +25,17 @@ class BatchOptions:
 
     id_field: Annotated[
         str | None,
-        typer.Option("--id-field", help="JSONL key / CSV column holding each state's id."),
+        typer.Option(
+            "--id-field", help="JSONL key / CSV or Parquet column holding each state's id."
+        ),
     ] = None
     state_field: Annotated[
-        str | None,
-        typer.Option("--state-field", help="JSONL key / CSV column holding the state."),
+        list[str] | None,
+        typer.Option(
+            "--state-field",
+            help="JSONL key / CSV or Parquet column holding the state; given more than once, "
+            "the state is an object of those fields.",
+        ),
     ] = None
     image_field: Annotated[
         str | None,
@@ -46,9 +52,22 @@ class BatchOptions:
     concurrency: Annotated[
         int, typer.Option("--concurrency", help="Requests in flight at most.")
     ] = DEFAULT_BATCH_CONCURRENCY
-    rate: Annotated[float | None, typer.Option("--rate", help="At most R requests per minute.")] = (
-        None
-    )
+    rate: Annotated[
+        float | None,
+        typer.Option(
+            "--rate",
+            help="At most R requests per minute, a hard cap (without it the run rides the "
+            "server's 429s).",
+        ),
+    ] = None
+    pack: Annotated[
+        str,
+        typer.Option(
+            "--pack",
+            help="N|auto: states per request (1 sends one request per state).",
+            metavar="N|auto",
+        ),
+    ] = "1"
     output: Annotated[
         str | None,
         typer.Option("--output", "-o", help="Write records to FILE (default stdout)."),
@@ -148,3 +167,22 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     if not sep or count < 1 or not 1 <= index <= count:
         raise CliError(f"--shard takes I/N with 1 <= I <= N (like 2/3), got {text!r}")
     return index, count
+
+
+def parse_pack(text: str) -> int | Literal["auto"]:
+    """``--pack N|auto``, checked by the library's one rule (``packplan.check_pack``)."""
+    if text == "auto":
+        return "auto"
+    try:
+        size = int(text)
+    except ValueError:
+        size = 0
+    if size != 1:
+        from ..errors import ConfigError
+        from ..packplan import check_pack
+
+        try:
+            check_pack(size)
+        except ConfigError:
+            raise CliError(f"--pack takes a whole number >= 1 or auto, got {text!r}") from None
+    return size

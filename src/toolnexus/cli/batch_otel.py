@@ -32,7 +32,7 @@ class RunSpan:
         for name in ("states", "ok", "failed", "cached", "skipped", "input_tokens"):
             self.span.set_attribute(f"toolnexus.batch.{name}", getattr(summary, name))
         self.span.set_attribute("toolnexus.batch.output_tokens", summary.output_tokens)
-        if summary.budget_exceeded is not None:
+        if summary.budget_exceeded:
             self.span.set_attribute("toolnexus.batch.budget_exceeded", True)
 
 

@@ -14,6 +14,8 @@ Formats, each one record per line (``records.codec`` defines them):
 - ``csv``: a header and one row per record: the one CSV shape, which ``eval --format csv``
   writes too (dotted column names such as ``answers.urgency.score``, flags as words; a row is
   always one physical line).
+- ``parquet``: not a line format; ``batch_parquet`` journals its records through this writer
+  (as ``jsonl``) and writes the one Parquet file on a clean end.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class _Prior(Protocol):
 
 
 #: The ``batch --format`` choices (``render.BatchFormat``, checked by a test).
-FORMATS: tuple[BatchFormat, ...] = ("jsonl", "csv", "json")
+FORMATS: tuple[BatchFormat, ...] = ("jsonl", "csv", "json", "parquet")
 
 
 def csv_columns(sample_record: Mapping[str, Any]) -> list[str]:
@@ -77,8 +79,8 @@ class OutputWriter:
         *,
         staged: bool = False,
     ) -> None:
-        if fmt not in FORMATS:
-            raise ValueError(f"unknown format {fmt!r}")
+        if fmt not in FORMATS or fmt == "parquet":
+            raise ValueError(f"not a line format: {fmt!r} (a Parquet run is batch_parquet's)")
         self.path = path
         self.fmt = fmt
         self.columns = list(columns)
@@ -86,6 +88,7 @@ class OutputWriter:
         self.written = 0
         self._closed = False
         self._staged: str | None = None
+        self._target = ""  # the file a staged run replaces: path with its symlinks resolved
         if path is None:
             self._fd = stdout_fd
             self._owns = False
@@ -93,9 +96,15 @@ class OutputWriter:
             has_start = False
         else:
             if staged:
-                directory = os.path.dirname(os.path.abspath(path))
+                # Beside the file itself (through a symlink -o), with its mode: mkstemp's 0600
+                # once left a shared output readable by its owner alone.
+                self._target = os.path.realpath(path)
+                directory = os.path.dirname(self._target)
                 fd, self._staged = tempfile.mkstemp(prefix=".toolnexus-batch-", dir=directory)
-                os.close(fd)
+                try:
+                    os.fchmod(fd, stat.S_IMODE(os.stat(self._target).st_mode))
+                finally:
+                    os.close(fd)
             self._fd = os.open(self._staged or path, os.O_WRONLY | os.O_CREAT, 0o644)
             self._owns = True
             keep = prior.keep_bytes if prior is not None else 0
@@ -160,8 +169,8 @@ class OutputWriter:
             with contextlib.suppress(OSError):
                 os.unlink(self._staged)
             return
-        os.replace(self._staged, self.path)
-        fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+        os.replace(self._staged, self._target)
+        fsync_dir(os.path.dirname(self._target))
 
 
 class ReorderBuffer:
@@ -201,6 +210,13 @@ class ReorderBuffer:
             if ready:
                 self._cond.notify_all()
             return ready
+
+    def flush(self) -> list[Any]:
+        """Every record still held, in order: a stopped run leaves gaps (states never sent)
+        that no record will fill."""
+        ready = [self._held[seq] for seq in sorted(self._held)]
+        self._held.clear()
+        return ready
 
 
 def fsync_dir(directory: str) -> None:

@@ -14,16 +14,28 @@ from __future__ import annotations
 import csv
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import BinaryIO
 
 from ..records import DecisionRecord, ErrorRecord, Record, codec_for
-from ..records.codec import Codec
+from ..records.codec import Codec, read_csv_header
+from ..records.parquet import PARQUET_MAGIC
 from .batch_output import fsync_dir
 
-__all__ = ["PriorMismatch", "PriorOutput", "compact", "read_ids", "read_prior", "written_format"]
+__all__ = [
+    "PriorMismatch",
+    "PriorOutput",
+    "compact",
+    "complete_records",
+    "keep_plan",
+    "kept",
+    "note_record",
+    "read_ids",
+    "read_prior",
+    "written_format",
+]
 
 
 @dataclass
@@ -68,7 +80,7 @@ def _lines(path: str) -> Iterator[tuple[int, bytes]]:
 
 
 def _header(line: bytes) -> list[str]:
-    return next(csv.reader([line.decode("utf-8", "replace")]), [])
+    return read_csv_header(next(csv.reader([line.decode("utf-8", "replace")]), []))
 
 
 def _records(path: str, fmt: str, columns: Sequence[str] = ()) -> Iterator[Record | None]:
@@ -83,11 +95,14 @@ def _records(path: str, fmt: str, columns: Sequence[str] = ()) -> Iterator[Recor
 
 def written_format(path: str) -> str | None:
     """The format an existing output was written in, from its first line (None when empty):
-    ``[`` opens a json array, ``{`` a jsonl record, anything else is a CSV header."""
+    ``[`` opens a json array, ``{`` a jsonl record, ``PAR1`` a Parquet file, anything else is a
+    CSV header."""
     for _, line in _lines(path):
         head = line.strip()
         if not head:
             continue
+        if head.startswith(PARQUET_MAGIC):
+            return "parquet"
         if head.startswith(b"["):
             return "json"
         if head.startswith(b"{"):
@@ -96,15 +111,18 @@ def written_format(path: str) -> str | None:
     return None
 
 
-def read_prior(path: str, fmt: str, questions_sha256: str | None = None) -> PriorOutput:
+def read_prior(
+    path: str, fmt: str, questions_sha256: str | None = None, into: PriorOutput | None = None
+) -> PriorOutput:
     """Scan an existing output file for ``--resume`` / ``--retry-errors``. A missing or empty
     file is an empty prior. Raises ValueError when a CSV file's header is not a batch header,
     and :class:`PriorMismatch` when the file was written in another format or its records
-    answer another question set than ``questions_sha256``.
+    answer another question set than ``questions_sha256``. ``into`` continues a prior already
+    read (a Parquet run's file, before its journal).
 
     A finished decision is never given up: an id with a decision record counts as done even
     when an error record for it comes later (a duplicate input line writes one)."""
-    prior = PriorOutput()
+    prior = PriorOutput() if into is None else into
     if not os.path.exists(path):
         return prior
     written = written_format(path)
@@ -128,34 +146,82 @@ def read_prior(path: str, fmt: str, questions_sha256: str | None = None) -> Prio
             break  # the closing bracket of a finished run; appending reopens the array
         record = codec.decode(line)
         prior.keep_bytes = offset + len(line)
+        if record is not None:
+            note_record(prior, record, questions_sha256)
+    return prior
+
+
+def note_record(prior: PriorOutput, record: Record, questions_sha256: str | None) -> None:
+    """Count one record of an existing output into ``prior`` (the rules of :func:`read_prior`)."""
+    sha = record.questions_sha256
+    if questions_sha256 is not None and sha is not None and sha != questions_sha256:
+        raise PriorMismatch(
+            f"its records answer another question set (question-set digest {sha[:12]}..., "
+            f"this run's is {questions_sha256[:12]}...); resume with the question file that "
+            "wrote it, or write to a new file"
+        )
+    key = record.key
+    prior.records += 1
+    if key in prior:
+        prior.repeated.add(key)
+    if isinstance(record, DecisionRecord) and not record.cached:
+        usage = record.usage
+        prior.spent_requests += 1
+        prior.spent_input_tokens += usage.input_tokens
+        prior.spent_output_tokens += usage.output_tokens
+        if usage.cost is None:
+            prior.spent_without_cost += 1
+        else:
+            prior.spent_cost += Decimal(repr(usage.cost))  # never a float sum
+    if not isinstance(record, ErrorRecord):
+        prior.ok.add(key)
+        prior.errors.discard(key)
+    elif key not in prior.ok:
+        prior.errors.add(key)
+
+
+def complete_records(path: str) -> Iterator[Record]:
+    """The records of a JSONL file's complete lines (a short last line, cut by a kill, is
+    never a record), in file order."""
+    codec = codec_for("jsonl")
+    for _, line in _lines(path):
+        if not line.endswith(b"\n"):
+            return
+        record = codec.decode(line)
+        if record is not None:
+            yield record
+
+
+def keep_plan(records: Iterable[Record | None], keys: set[str]) -> dict[str, list[int]]:
+    """Which record of each id in ``keys`` a compaction keeps: its last decision when it has
+    one, else its last record (no compaction ever drops a finished decision). Per key:
+    ``[records seen, index of the one kept, whether that one is a decision]``."""
+    plan: dict[str, list[int]] = {k: [0, -1, 0] for k in keys}
+    for record in records:
+        if record is None or record.key not in plan:
+            continue
+        entry = plan[record.key]
+        if not isinstance(record, ErrorRecord):
+            entry[1], entry[2] = entry[0], 1
+        elif not entry[2]:
+            entry[1] = entry[0]
+        entry[0] += 1
+    return plan
+
+
+def kept(records: Iterable[Record | None], plan: Mapping[str, list[int]]) -> Iterator[Record]:
+    """``records`` (read again, in the same order as for :func:`keep_plan`) without the ones
+    the plan supersedes."""
+    seen: dict[str, int] = dict.fromkeys(plan, 0)
+    for record in records:
         if record is None:
             continue
-        sha = record.questions_sha256
-        if questions_sha256 is not None and sha is not None and sha != questions_sha256:
-            raise PriorMismatch(
-                f"its records answer another question set (question-set digest {sha[:12]}..., "
-                f"this run's is {questions_sha256[:12]}...); resume with the question file that "
-                "wrote it, or write to a new file"
-            )
-        key = record.key
-        prior.records += 1
-        if key in prior:
-            prior.repeated.add(key)
-        if isinstance(record, DecisionRecord) and not record.cached:
-            usage = record.usage
-            prior.spent_requests += 1
-            prior.spent_input_tokens += usage.input_tokens
-            prior.spent_output_tokens += usage.output_tokens
-            if usage.cost is None:
-                prior.spent_without_cost += 1
-            else:
-                prior.spent_cost += Decimal(repr(usage.cost))  # never a float sum
-        if not isinstance(record, ErrorRecord):
-            prior.ok.add(key)
-            prior.errors.discard(key)
-        elif key not in prior.ok:
-            prior.errors.add(key)
-    return prior
+        if record.key in seen:
+            index = seen[record.key]
+            seen[record.key] += 1
+            if index != plan[record.key][1]:
+                continue
+        yield record
 
 
 def read_ids(path: str, fmt: str) -> list[str]:
@@ -170,17 +236,7 @@ def compact(path: str, fmt: str, keys: set[str], columns: Sequence[str] = ()) ->
     drops a finished decision. Two passes, so memory holds counts for ``keys`` only."""
     if not keys:
         return
-    # key -> [records seen, index of the one kept, whether that one is a decision]
-    plan: dict[str, list[int]] = {k: [0, -1, 0] for k in keys}
-    for record in _records(path, fmt, columns):
-        if record is None or record.key not in plan:
-            continue
-        entry = plan[record.key]
-        if not isinstance(record, ErrorRecord):
-            entry[1], entry[2] = entry[0], 1
-        elif not entry[2]:
-            entry[1] = entry[0]
-        entry[0] += 1
+    plan = keep_plan(_records(path, fmt, columns), keys)
     seen: dict[str, int] = dict.fromkeys(keys, 0)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".toolnexus-batch-", dir=directory)

@@ -5,10 +5,20 @@ most ``--concurrency`` in flight, per-state results), and each record is written
 completes (``batch_output``). Records go to ``--output`` or stdout; progress, warnings and the
 one-line summary go to stderr.
 
-Exit codes, worst first: 3 when any state failed at the backend (``backend_*`` codes and
-``invalid_decision``); 2 for usage errors and for states the inputs or the options could not
-serve (``malformed_input``, ``duplicate_id``, ``invalid_state``, ``replay_miss``,
-``config_error``, ...); 1 when a ``--fail-on`` condition holds for any record; 0 otherwise.
+Every request goes through the run's one scheduler (``batch.scheduler_for``: slow start, AIMD on
+429s, Retry-After for the whole run, ``--rate`` as a hard cap, fail fast), with the extra
+admission members ``run_batch(admission=...)`` is given (a spend budget) chained after it, and
+``batch_pace.SentCounter``, which counts what the summary reports. A run that stops scheduling
+(``RunStopped``) lets what is in flight finish, writes every record it has, prints the stop's
+one line and exits 4 (``EXIT_FOR_STOP``); the states never sent have no record, so ``--resume``
+sends them. A ``--state-field`` that none of the first ``batch_pace.STATE_FIELD_PROBE`` records
+has is the same kind of stop.
+
+Exit codes, worst first: 4 when the run stopped scheduling; 3 when any state failed at the
+backend (``backend_*`` codes and ``invalid_decision``); 2 for usage errors and for states the
+inputs or the options could not serve (``malformed_input``, ``duplicate_id``,
+``invalid_state``, ``replay_miss``, ``config_error``, ...); 1 when a ``--fail-on`` condition
+holds for any record; 0 otherwise.
 SIGINT exits 130 and SIGTERM 143, after fsyncing what was written.
 
 Error record codes and their exit codes come from ``cli/errors.py``'s ``failure_of`` (one table
@@ -23,16 +33,19 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import RunStopped
 from ..records import DecisionRecord, ErrorRecord, Record
 from .batch_ids import question_set_sha256
 from .batch_inputs import iter_inputs
 from .batch_items import InputItem, kind_of
 from .batch_output import OutputWriter, ReorderBuffer
-from .batch_safety import check_config, check_existing, lock_output, open_output
+from .batch_pace import SentCounter, StateFieldProbe
+from .batch_parquet import ParquetOutput
+from .batch_safety import check_config, check_existing, check_key, lock_output, open_output
 from .batch_select import select
 from .batch_values import BatchConfig, BatchSummary
 from .errors import CONDITION_FOR_CODE, failure_of, one_line
@@ -41,6 +54,7 @@ if TYPE_CHECKING:
     from ..batch import StateResult
     from ..errors import ClassifierError
     from ..questions import Question
+    from ..scheduler import Admission
     from .backend import Backend
     from .options import BackendSettings
     from .render.records import Recalibrator
@@ -67,12 +81,13 @@ class _Run:
         cfg: BatchConfig,
         backend: Backend,
         questions: Mapping[str, Question],
-        writer: OutputWriter,
+        writer: OutputWriter | ParquetOutput,
         items: Iterator[InputItem],
         summary: BatchSummary,
         progress: Any = None,
         *,
         threaded_input: bool = False,
+        admission: Sequence[Admission] = (),
         recalibrator: Recalibrator | None = None,
     ) -> None:
         self.cfg = cfg
@@ -89,20 +104,32 @@ class _Run:
         )
         self.keep_state = backend.settings.record is not None
         self.sha = question_set_sha256(questions)
+        self.admission = (*admission, SentCounter(summary))
+        self.probe = StateFieldProbe(cfg.state_field)
+        self.key_checked = False
 
     async def _emit(self, seq: int, record: Record) -> None:
         if self.reorder is None:
-            self.writer.write(record)
+            self._write(record)
             return
         for ready in await self.reorder.done(seq, record):
-            self.writer.write(ready)
+            self._write(ready)
+
+    def _write(self, record: Record) -> None:
+        """Write ``record`` and note the ``--fail-on`` conditions it meets, in the order the
+        records are written (with ``--ordered``, input order: the first ids named are those)."""
+        self.writer.write(record)
+        if isinstance(record, ErrorRecord):
+            met = [CONDITION_FOR_CODE.get(record.code)]
+        else:
+            met = [c for c in self.cfg.conditions if c in record.flags]
+        for condition in met:
+            if condition is not None and condition in self.cfg.conditions:
+                self.summary.met(condition, record.id)
 
     def _count_error(self, code: str, item_id: str | int) -> None:
         self.summary.states += 1
         self.summary.codes[code] += 1
-        condition = CONDITION_FOR_CODE.get(code)
-        if condition is not None and condition in self.cfg.conditions:
-            self.summary.met(condition, item_id)
         if self.progress is not None:
             self.progress.update(self.summary)
 
@@ -113,21 +140,18 @@ class _Run:
         return next(self.items, None)
 
     async def _feed(self) -> AsyncIterator[tuple[tuple[int, str | int, Any], Any]]:
-        interval = 60.0 / self.cfg.rate if self.cfg.rate else 0.0
-        loop = asyncio.get_running_loop()
-        next_at = loop.time()
         while (item := await self._next_item()) is not None:
+            self.probe.see(item)
             seq = await self.reorder.admit() if self.reorder is not None else -1
             if item.error is not None:
                 code, message = item.error
                 self._count_error(code, item.id)
                 await self._emit(seq, ErrorRecord(item.id, code, message, self.sha))
                 continue
-            if interval:
-                now = loop.time()
-                if next_at > now:
-                    await asyncio.sleep(next_at - now)
-                next_at = max(now, next_at) + interval
+            if not self.key_checked:
+                # Before the first request, not before the inputs' own errors are written.
+                check_key(self.backend.settings)
+                self.key_checked = True
             yield (seq, item.id, item.state if self.keep_state else None), item.state
 
     def _record(self, item_id: str | int, result: StateResult, state: Any) -> Record:
@@ -174,20 +198,31 @@ class _Run:
             s.output_tokens += decision.usage.output_tokens
             if decision.usage.cost is not None and math.isfinite(decision.usage.cost):
                 s.cost = (s.cost or 0.0) + decision.usage.cost
-        for condition in self.cfg.conditions:
-            if condition in record.flags:
-                s.met(condition, item_id)
         if self.progress is not None:
             self.progress.update(s)
         return record
 
     async def run(self) -> None:
+        from ..config import BatchOptions
+
+        options = BatchOptions(
+            concurrency=self.cfg.concurrency,
+            rate=self.cfg.rate,
+            pack=self.cfg.pack_size,
+            admission=self.admission,
+        )
         stream = self.backend.classifier.evaluate_stream(
-            self._feed(), self.questions, concurrency=self.cfg.concurrency
+            self._feed(), self.questions, options=options
         )
         async with self.backend.classifier:
-            async for (seq, item_id, state), result in stream:
-                await self._emit(seq, self._record(item_id, result, state))
+            try:
+                async for (seq, item_id, state), result in stream:
+                    await self._emit(seq, self._record(item_id, result, state))
+            except RunStopped as stop:
+                self.summary.stopped, self.summary.stop_kind = stop.message, stop.kind
+                if self.reorder is not None:
+                    for record in self.reorder.flush():
+                        self._write(record)
 
 
 class _Progress:
@@ -254,11 +289,20 @@ def _bar_fits(output: str | None) -> bool:
 
 
 def _count_lines(inputs: list[str]) -> int | None:
-    """A total for the ETA: the lines of the JSONL/CSV files (a fast byte count, no parsing);
-    None when an input is stdin, a directory or a glob."""
+    """A total for the ETA: the lines of the JSONL/CSV files (a fast byte count, no parsing),
+    the rows of the Parquet/Arrow ones (their footers); None when an input is stdin, a
+    directory of state files or a glob."""
     total = 0
     for arg in inputs:
         kind = kind_of(arg)
+        if kind == "arrow":
+            from .batch_arrow import parquet_rows
+
+            rows = parquet_rows(arg)
+            if rows is None:
+                return None
+            total += rows
+            continue
         if kind not in ("jsonl", "csv"):
             return None
         with open(arg, "rb") as f:
@@ -274,8 +318,13 @@ def run_batch(
     *,
     cache: Any = None,
     show_progress: bool | None = None,
+    admission: Sequence[Admission] = (),
 ) -> BatchSummary:
-    """Run the batch and return its summary (the caller prints it and exits with its code)."""
+    """Run the batch and return its summary (the caller prints it and exits with its code).
+
+    ``admission``: extra admission members for the run's scheduler (``--max-cost``'s budget),
+    chained after its limiter and fail fast; a ``RunStopped`` they raise stops the run as fail
+    fast does (``summary.stop_kind`` is its kind)."""
     from .backend import build_backend, warn_to_stderr
     from .batch_output import csv_columns
     from .questionfile import load_question_set
@@ -299,7 +348,7 @@ def run_batch(
     lock = lock_output(cfg.output) if cfg.output is not None else None
     try:
         check_existing(cfg)
-        return _run_locked(cfg, backend, questions, columns, show_progress, recalibrator)
+        return _run_locked(cfg, backend, questions, columns, show_progress, admission, recalibrator)
     finally:
         if lock is not None:
             os.close(lock)
@@ -311,13 +360,14 @@ def _run_locked(
     questions: Mapping[str, Question],
     columns: list[str],
     show_progress: bool | None,
+    admission: Sequence[Admission],
     recalibrator: Recalibrator | None = None,
 ) -> BatchSummary:
     """The run once ``--output`` (if any) is locked."""
     from .batch_resume import compact
 
-    writer, prior = open_output(cfg, columns, question_set_sha256(questions))
-    summary = BatchSummary()
+    writer, prior = open_output(cfg, columns, questions)
+    summary = BatchSummary(pack=cfg.pack_size)
     retried: set[str] = set()
     items = select(iter_inputs(cfg.inputs, cfg.spec, note=_once()), cfg, prior, summary, retried)
     if show_progress is None:
@@ -325,7 +375,7 @@ def _run_locked(
     progress = _Progress(_count_lines(cfg.inputs)) if show_progress else None
     run = _Run(
         cfg, backend, questions, writer, items, summary, progress,
-        threaded_input="-" in cfg.inputs, recalibrator=recalibrator,
+        threaded_input="-" in cfg.inputs, admission=admission, recalibrator=recalibrator,
     )  # fmt: skip
     started = time.perf_counter()
 
@@ -346,13 +396,14 @@ def _run_locked(
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
 
-    completed = False
+    completed = clean = False
     try:
         asyncio.run(main())
-        completed = True
+        completed = clean = True
     except asyncio.CancelledError:
         if summary.interrupted is None:
             raise
+        clean = True
     finally:
         summary.wall = time.perf_counter() - started
         if progress is not None:
@@ -360,7 +411,12 @@ def _run_locked(
         finished = summary.interrupted is None
         writer.close(finished=finished, replace=completed and finished)
         summary.kept_old_output = writer.staged and not (completed and finished)
+        if isinstance(writer, ParquetOutput) and not clean:
+            writer.abort()  # an error: the journal stays for --resume
     superseded = retried | (prior.repeated if prior is not None else set())
-    if cfg.output is not None and summary.interrupted is None and superseded:
+    if isinstance(writer, ParquetOutput):
+        # Finished or interrupted (a signal): either way a clean end folds the journal in.
+        writer.settle(superseded)
+    elif cfg.output is not None and summary.interrupted is None and superseded:
         compact(cfg.output, cfg.fmt, superseded, columns)
     return summary

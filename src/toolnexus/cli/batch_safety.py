@@ -7,15 +7,26 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..records.parquet import journal_path
+from .batch_ids import question_set_sha256
 from .batch_items import kind_of
 from .batch_output import OutputWriter
+from .batch_parquet import ParquetOutput, read_parquet_prior
 from .batch_resume import PriorMismatch, PriorOutput, read_prior
 from .batch_values import BatchConfig
-from .errors import CliError
+from .errors import CliError, one_line
 
-__all__ = ["check_config", "check_existing", "lock_output", "open_output"]
+if TYPE_CHECKING:
+    from ..questions import Question
+
+if TYPE_CHECKING:
+    from .options import BackendSettings
+
+__all__ = ["check_config", "check_existing", "check_key", "lock_output", "open_output"]
 
 
 def lock_output(path: str) -> int:
@@ -47,7 +58,7 @@ def check_existing(cfg: BatchConfig) -> None:
     output = cfg.output
     if output is None or cfg.resume or cfg.retry_errors or cfg.overwrite:
         return
-    if _holds_records(output):
+    if _holds_run(output, cfg.fmt):
         raise CliError(
             f"--output {output} already holds records; add --resume to continue it, or "
             "--overwrite to start over (the old file stays until the new run finishes)"
@@ -55,27 +66,48 @@ def check_existing(cfg: BatchConfig) -> None:
 
 
 def open_output(
-    cfg: BatchConfig, columns: list[str], questions_sha256: str
-) -> tuple[OutputWriter, PriorOutput | None]:
+    cfg: BatchConfig, columns: list[str], questions: Mapping[str, Question]
+) -> tuple[OutputWriter | ParquetOutput, PriorOutput | None]:
     """The writer of this run, and what ``--output`` already holds when it resumes."""
     prior = None
     if cfg.output is not None and (cfg.resume or cfg.retry_errors):
-        try:
-            prior = read_prior(cfg.output, cfg.fmt, questions_sha256)
-        except PriorMismatch as e:
-            raise CliError(f"--output {cfg.output}: cannot resume: {e}") from None
-        except (OSError, ValueError) as e:
-            raise CliError(f"--output {cfg.output}: cannot resume from it: {e}") from None
+        prior = _read_prior(cfg.output, cfg.fmt, question_set_sha256(questions))
         if cfg.fmt == "csv" and prior.header is not None and prior.header != columns:
             raise CliError(
                 f"--output {cfg.output}: its CSV columns differ from this question set's; "
                 "resume with the same question file, or write to a new file"
             )
-    staged = cfg.overwrite and cfg.output is not None and _holds_records(cfg.output)
+    staged = cfg.overwrite and cfg.output is not None and _holds_run(cfg.output, cfg.fmt)
     try:
+        if cfg.fmt == "parquet":
+            assert cfg.output is not None  # check_config: parquet needs --output
+            return ParquetOutput(cfg.output, questions, prior, staged=staged), prior
         return OutputWriter(cfg.output, cfg.fmt, columns, prior, staged=staged), prior
     except OSError as e:
         raise CliError(f"--output {cfg.output}: {e.strerror}") from None
+
+
+def _read_prior(output: str, fmt: str, sha: str) -> PriorOutput:
+    """What ``--output`` holds, or one line saying why this run cannot continue it."""
+    try:
+        if fmt == "parquet":
+            from ..arrowrecords import require_pyarrow
+
+            pa = require_pyarrow()
+            try:
+                return read_parquet_prior(output, sha)
+            except pa.ArrowException as e:
+                raise ValueError(f"not a readable Parquet run: {one_line(str(e))}") from None
+        return read_prior(output, fmt, sha)
+    except PriorMismatch as e:
+        raise CliError(f"--output {output}: cannot resume: {e}") from None
+    except (OSError, ValueError) as e:
+        raise CliError(f"--output {output}: cannot resume from it: {e}") from None
+
+
+def _holds_run(output: str, fmt: str) -> bool:
+    """``--output`` holds records: the file, or (Parquet) the journal a killed run left."""
+    return _holds_records(output) or (fmt == "parquet" and _holds_records(journal_path(output)))
 
 
 def _holds_records(path: str) -> bool:
@@ -111,9 +143,11 @@ def _check_output(cfg: BatchConfig, questions_path: Path) -> None:
         raise CliError(f"--output {output} is the question file; it would be overwritten")
     for arg in cfg.inputs:
         kind = kind_of(arg)
-        if kind in ("jsonl", "csv") and exists and os.path.samefile(arg, output):
+        is_dir = kind == "dir" or (kind == "arrow" and os.path.isdir(arg))
+        file_input = not is_dir and kind in ("jsonl", "csv", "arrow")
+        if file_input and exists and os.path.samefile(arg, output):
             raise CliError(f"--output {output} is also an input; it would be overwritten")
-        if kind == "dir" and _inside(output, arg):
+        if is_dir and _inside(output, arg):
             raise CliError(
                 f"--output {output} is inside the input directory {arg}; its records would be "
                 "read back as states: write it elsewhere"
@@ -139,13 +173,43 @@ def check_config(cfg: BatchConfig, questions_path: Path) -> None:
         )
     if cfg.rate is not None and not cfg.rate > 0:
         raise CliError(f"--rate must be a positive number of requests per minute, got {cfg.rate}")
+    if cfg.fmt == "parquet" and cfg.output is None:
+        raise CliError(
+            "--format parquet writes one file, not a stream: name it with -o FILE.parquet"
+        )
     if (cfg.resume or cfg.retry_errors) and cfg.output is None:
         raise CliError("--resume and --retry-errors need --output FILE (they read it back)")
     if cfg.inputs.count("-") > 1:
         raise CliError("stdin (-) can be given only once")
     if "-" in cfg.inputs and sys.stdin is None:  # fd 0 closed
         raise CliError("-: stdin is closed; pipe the JSONL states in, or name an input file")
-    for arg in cfg.inputs:
-        if kind_of(arg) == "missing":
+    kinds = [kind_of(arg) for arg in cfg.inputs]
+    for arg, kind in zip(cfg.inputs, kinds, strict=True):
+        if kind == "missing":
             raise CliError(f"{arg}: no such input file or directory")
+    if cfg.fmt == "parquet" or "arrow" in kinds:
+        # Before anything is read or sent: a missing extra is one line naming it.
+        from ..arrowrecords import require_pyarrow
+
+        require_pyarrow()
     _check_output(cfg, questions_path)
+
+
+def check_key(settings: BackendSettings) -> None:
+    """A batch to a backend's own endpoint with its key's variable unset is refused before the
+    first request (issue 19: unrefused, a missing key wrote one 401 record per state). A
+    ``--base-url`` (or ``$TYPESAFE_BASE_URL``) may be a server that takes no key, or carry its
+    credentials as ``user:pass@``: it is sent to, and fail fast stops a run it refuses."""
+    if settings.style != "systemone" or settings.base_url is not None:
+        return
+    from ..backends import BACKENDS, resolve_backend
+
+    name = settings.backend or "typesafe"
+    resolved = resolve_backend(name, api_key_env=settings.api_key_env)
+    row = next(b for b in BACKENDS if b.name == name)
+    if resolved.base_url != row.base_url or os.environ.get(resolved.api_key_env):
+        return
+    raise CliError(
+        f"${resolved.api_key_env} is not set: export the API key for {resolved.base_url} in it "
+        "(or name the variable that holds it with --api-key-env); nothing was sent"
+    )

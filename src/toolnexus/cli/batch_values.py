@@ -7,17 +7,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..printable import printable
 from .batch_items import InputSpec
-from .batch_options import BatchOptions, parse_shard
+from .batch_options import BatchOptions, parse_pack, parse_shard
 from .errors import (
     EXIT_BACKEND,
-    EXIT_BUDGET,
     EXIT_CONDITION,
     EXIT_FOR_CODE,
+    EXIT_FOR_STOP,
     EXIT_OK,
+    EXIT_STOPPED,
     EXIT_USAGE,
     CliError,
 )
@@ -47,18 +48,25 @@ class BatchConfig(BatchOptions):
     cut_points: Mapping[str, float] = field(init=False)
     #: ``--thresholds @FILE``'s cut-points per question key (``report --write-thresholds``)
     question_cut_points: Mapping[str, Mapping[str, float]] = field(init=False)
+    #: ``--pack`` as ``BatchOptions.pack`` takes it
+    pack_size: int | Literal["auto"] = field(init=False)
     #: ``--max-cost`` / ``--max-tokens`` / ``--max-requests``
     caps: Caps = field(init=False)
 
     def __post_init__(self) -> None:
         from .options import parse_fail_on, parse_question_thresholds, parse_thresholds
 
-        spec = InputSpec(self.id_field, self.state_field, self.image_field, self.recursive)
+        # One name given as a plain string (a caller outside Typer) is one field, never its
+        # characters.
+        fields = [self.state_field] if isinstance(self.state_field, str) else self.state_field
+        object.__setattr__(self, "state_field", list(fields) if fields else None)
+        spec = InputSpec(self.id_field, tuple(fields or ()), self.image_field, self.recursive)
         object.__setattr__(self, "spec", spec)
         object.__setattr__(self, "shard_range", parse_shard(self.shard))
         object.__setattr__(self, "conditions", parse_fail_on(self.fail_on))
         object.__setattr__(self, "cut_points", parse_thresholds(self.thresholds))
         object.__setattr__(self, "question_cut_points", parse_question_thresholds(self.thresholds))
+        object.__setattr__(self, "pack_size", parse_pack(self.pack))
         object.__setattr__(self, "caps", _caps(self))
 
 
@@ -109,8 +117,19 @@ class BatchSummary:
     interrupted: str | None = None
     #: ``--overwrite`` did not replace the old output (the run did not finish)
     kept_old_output: bool = False
-    #: the cap that stopped the run and the spend, as ``Budget`` words it (exit 5)
-    budget_exceeded: str | None = None
+    #: the run stopped scheduling: the one line saying why, and ``RunStopped.kind``
+    stopped: str | None = None
+    stop_kind: str | None = None
+    #: requests sent (re-sends after a 429 included) and the 429s among them; ``pack`` is
+    #: ``--pack`` (the line shows the requests beside the states when it is not 1)
+    requests: int = 0
+    throttled: int = 0
+    pack: int | str = 1
+
+    @property
+    def budget_exceeded(self) -> bool:
+        """A spend cap stopped the run (``Budget``'s ``RunStopped``, kind ``budget``: exit 5)."""
+        return self.stop_kind == "budget"
 
     def met(self, condition: str, item_id: str | int) -> None:
         """Note that the record of ``item_id`` meets the ``--fail-on`` ``condition``."""
@@ -135,12 +154,11 @@ class BatchSummary:
         return sum(self.codes.values())
 
     def exit_code(self) -> int:
-        """The worst outcome: a spend cap that stopped the run (5: its input is not finished,
-        whatever its records say; a higher cap and ``--resume`` finish it) over a backend
+        """The worst outcome: a stopped run (4, or its stop kind's code) over a backend
         failure (3) over an input failure (2) over a ``--fail-on`` condition (1); each record
         code's exit code is ``failure_of``'s."""
-        if self.budget_exceeded is not None:
-            return EXIT_BUDGET
+        if self.stop_kind is not None:
+            return EXIT_FOR_STOP.get(self.stop_kind, EXIT_STOPPED)
         exits = {EXIT_FOR_CODE.get(c, EXIT_USAGE) for c in self.codes}
         for worst in (EXIT_BACKEND, EXIT_USAGE):
             if worst in exits:
@@ -156,6 +174,11 @@ class BatchSummary:
             f"{self.failed} failed" + (f" ({codes})" if codes else ""),
             f"{self.cached} cached",
         ]
+        if self.pack != 1:
+            per = (self.ok - self.cached) / self.requests if self.requests else 0.0
+            parts.append(f"{self.requests} requests ({per:.2f} states per request)")
+        if self.throttled:
+            parts.append(f"{self.throttled} answered 429 and were sent again")
         if self.skipped:
             parts.append(f"{self.skipped} skipped (already in the output)")
         if self.other_shards:
@@ -169,7 +192,10 @@ class BatchSummary:
             f"cost {cost}",
             f"{self.wall:.2f} s",
         ]
-        if self.budget_exceeded is not None:
+        if self.budget_exceeded:
             parts.append("budget_exceeded")
-        head = f"batch interrupted by {self.interrupted}: " if self.interrupted else "batch: "
+        if self.interrupted:
+            head = f"batch interrupted by {self.interrupted}: "
+        else:
+            head = "batch stopped: " if self.stopped else "batch: "
         return head + ", ".join(parts)

@@ -5,8 +5,9 @@ can raise ``CliError`` without importing ``app.py``, which imports the command m
 register them. The README's exit-code table lists these codes:
 
   0 ok; 1 a ``--fail-on`` condition met (check-criteria: findings); 2 usage or input error;
-  3 backend failure; 5 a spend cap stopped ``batch`` (``--max-cost``, ``--max-tokens``,
-  ``--max-requests``); 130 interrupted (SIGINT); 143 terminated (SIGTERM).
+  3 backend failure; 4 a batch stopped scheduling (a failure every request would repeat, or a
+  ``--state-field`` no record has); 5 a spend cap stopped ``batch`` (``--max-cost``,
+  ``--max-tokens``, ``--max-requests``); 130 interrupted (SIGINT); 143 terminated (SIGTERM).
 
 :func:`failure_of` is the ONE place an exception becomes a CLI outcome: the exit code the
 boundary gives it (``eval``, ``canonical``, every command) AND the ``error.code`` of the record
@@ -28,9 +29,10 @@ EXIT_OK = 0
 EXIT_CONDITION = 1
 EXIT_USAGE = 2
 EXIT_BACKEND = 3
+#: A batch stopped scheduling (``RunStopped``): ranks above 3, the run did not finish its input.
+EXIT_STOPPED = 4
 #: A spend cap stopped ``batch`` (or refused it before the first request): raise the cap and
-#: ``--resume``. A stopped run ranks first when ``batch`` exits with the worst: it did not
-#: finish its input, whatever else its records say.
+#: ``--resume``. A stopped run, this one too, ranks above 3 (its input is not finished).
 EXIT_BUDGET = 5
 #: 128 + SIGINT, what a shell reports for Ctrl-C.
 EXIT_INTERRUPTED = 130
@@ -39,8 +41,8 @@ EXIT_TERMINATED = 143
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 a --fail-on condition met (check-criteria: findings); "
-    "2 usage or input error; 3 backend failure; 5 a spend cap reached; 130 interrupted; "
-    "143 terminated."
+    "2 usage or input error; 3 backend failure; 4 batch stopped (a failure every request "
+    "would repeat); 5 a spend cap reached; 130 interrupted; 143 terminated."
 )
 
 
@@ -118,6 +120,14 @@ EXIT_FOR_CODE: dict[str, int] = {
     f.code: f.exit_code for f in (*(f for _, f in FAILURES), MALFORMED_INPUT, DUPLICATE_ID)
 }
 
+#: ``RunStopped.kind`` -> the exit code of a batch that stopped for it (a spend cap's code is
+#: issue 23's to add); a kind not listed exits ``EXIT_STOPPED``.
+EXIT_FOR_STOP: dict[str, int] = {
+    "systematic": EXIT_STOPPED,
+    "input": EXIT_STOPPED,
+    "budget": EXIT_BUDGET,
+}
+
 #: Record code -> the ``--fail-on`` condition it meets.
 CONDITION_FOR_CODE: dict[str, str] = {
     f.code: f.condition for _, f in FAILURES if f.condition is not None
@@ -132,6 +142,9 @@ def failure_of(error: BaseException) -> Failure | None:
         return Failure("usage", error.code)
     if isinstance(error, lib.BatchError):
         return failure_of(error.cause)
+    if isinstance(error, lib.RunStopped):
+        # Not a record code: a stopped run writes no record for the states it did not send.
+        return Failure("run_stopped", EXIT_FOR_STOP.get(error.kind, EXIT_STOPPED))
     for cls, failure in FAILURES:
         if isinstance(error, cls):
             return failure

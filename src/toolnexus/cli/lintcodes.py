@@ -22,9 +22,11 @@ CODES: dict[str, str] = {
     "TN023": "empty option description or score level (when not all are empty)",
     "TN024": "missing or unknown question type",
     "TN025": "missing or empty instructions",
-    "TN026": "option id or score level label holds a control or bidirectional character",
-    "TN027": "option id or score level label is whitespace only",
-    "TN028": "option id or score level label contains a newline",
+    "TN026": (
+        "question key, option id or score level label holds a control or bidirectional character"
+    ),
+    "TN027": "question key, option id or score level label is whitespace only",
+    "TN028": "question key, option id or score level label contains a newline",
     "TN900": "not YAML: syntax error, or not UTF-8 text",
 }
 

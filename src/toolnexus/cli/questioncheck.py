@@ -36,9 +36,9 @@ _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\
 
 
 def text_problem(text: str) -> tuple[str, str] | None:
-    """``(code, words)`` when an option id or level label would be shown wrongly (a CSV writes
-    it raw, a table or terminal breaks or reorders it), else None. One problem per text: a
-    newline first, then whitespace only, then a control or bidirectional character."""
+    """``(code, words)`` when a question key, option id or level label would be shown wrongly
+    (a CSV writes it raw, a table or terminal breaks or reorders it), else None. One problem per
+    text: a newline first, then whitespace only, then a control or bidirectional character."""
     if any(c in _LINE_BREAKS for c in text):
         return "TN028", "contains a newline"
     if text and not text.strip():
@@ -137,6 +137,10 @@ class Checker:
         before = len([f for f in self.findings if f.is_error])
         if key == "":
             self.add(self.doc.key_at(path), "TN012", "a question key cannot be empty")
+        # A key is a CSV column, a table row and a --fail-on name: shown as option ids are.
+        problem = text_problem(key)
+        if problem is not None:
+            self.add(self.doc.key_at(path), problem[0], f"question key {key!r} {problem[1]}")
         if not isinstance(obj, dict):
             self.add(
                 self.doc.at(path),

@@ -1,5 +1,6 @@
 """The one record model of a batch run and its codecs: ``model`` (what a record is) and
-``codec`` (how each format writes and reads it). Everything that writes or reads a run goes
+``codec`` (how each line format writes and reads it), and ``parquet`` (a Parquet run on disk:
+the file and its journal). Everything that writes or reads a run goes
 through here: ``batch`` output, ``--resume`` / ``--retry-errors``, and ``report``."""
 
 from .codec import CODECS, Codec, CsvCodec, JsonCodec, JsonlCodec, RecordDecodeError, codec_for

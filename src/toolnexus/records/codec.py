@@ -14,7 +14,8 @@ most one short line, and ``--resume`` reads it back line by line:
   written ``\\n`` so every row is one physical line. The ``id`` cell alone is escaped losslessly
   (:func:`escape_id`), so that every reader gets every id back exactly.
 
-A codec is chosen by name from :data:`CODECS`; a new format (Parquet) is one more codec there.
+A codec is chosen by name from :data:`CODECS`. Parquet is no line format: a Parquet run is one
+file written whole (``arrowrecords``) with a JSONL journal while it runs (``records.parquet``).
 Pure: no I/O.
 """
 
@@ -46,6 +47,7 @@ __all__ = [
     "flatten",
     "line_loader",
     "loads_line",
+    "read_csv_header",
     "unescape_id",
 ]
 
@@ -257,9 +259,16 @@ def csv_line(columns: Sequence[str], record: Mapping[str, Any] | Sequence[str]) 
     """One CSV line: the header itself when ``record`` is the column list, else ``record``
     (``{"id", ...}``: a record's object, or ``eval``'s decision record) under ``columns``."""
     if not isinstance(record, Mapping):
-        return _row(list(record))
+        # A column names a question key, which may hold a newline: escaped as ids are, so the
+        # header is one physical line too, and read back by read_csv_header.
+        return _row([escape_id(c) for c in record])
     flat = flatten(record)
     return _row([_cell(c, flat.get(c)) for c in columns])
+
+
+def read_csv_header(row: Sequence[str]) -> list[str]:
+    """The column names of a header row as :func:`csv_line` wrote them."""
+    return [unescape_id(c) for c in row]
 
 
 _BOOLS = {"true": True, "false": False}
@@ -313,7 +322,7 @@ class CsvCodec:
         self._fields = {p[2] for p in self._plan if p[0] == "answers"}
 
     def start(self) -> bytes:
-        return _row(self.columns).encode("utf-8")
+        return csv_line(self.columns, self.columns).encode("utf-8")
 
     def encode(self, record: Record, first: bool = True) -> bytes:
         return csv_line(self.columns, record.to_object()).encode("utf-8", "backslashreplace")

@@ -29,6 +29,7 @@ __all__ = [
     "ErrorRecord",
     "Record",
     "RecordUsage",
+    "id_problem",
     "record_from_object",
 ]
 
@@ -143,6 +144,18 @@ class ErrorRecord:
 
 
 Record: TypeAlias = DecisionRecord | ErrorRecord
+
+
+def id_problem(value: Any) -> str | None:
+    """Why ``value`` is not an input id, else None: the one rule for the ids ``batch`` reads and
+    ``report --labels`` joins on. An id is a non-empty string or an integer (``7`` and ``"7"``
+    are one id); a bool, a float, a list or an object is refused, shown cut to 40 characters."""
+    if value is None:
+        return "missing"
+    if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+        shown = repr(value)
+        return f"not a string or integer: {shown if len(shown) <= 40 else shown[:40] + '...'}"
+    return None
 
 
 def _text(value: Any) -> str:

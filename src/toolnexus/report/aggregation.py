@@ -11,11 +11,11 @@ side by side); which records count (the last of a repeated id) is the reader's b
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..decision import MAX_USAGE
 from .accumulators import (
     FIRST_IDS,
     LabelError,
@@ -41,10 +41,10 @@ _TYPES: dict[str, type[QuestionStats]] = {
 }
 
 
-#: A record's token count at most: the largest integer every JSON reader reads exactly. A
+#: A record's token count or cost at most (decision.MAX_USAGE, the decoder's own bound). A
 #: count of thousands of digits would sum past what Python turns into text (4300 digits), and
 #: the report could not be printed (issue 17 item 3).
-MAX_TOKENS = 2**53
+MAX_TOKENS = MAX_USAGE
 
 
 class Usage:
@@ -74,7 +74,7 @@ class Usage:
                 self.output_tokens += n
         cost = usage.get("cost")
         if cost is not None:
-            if type(cost) not in (float, int) or not 0 <= cost < math.inf:
+            if type(cost) not in (float, int) or not 0 <= cost <= MAX_USAGE:
                 raise RecordError(f"usage.cost is {_shown(cost)}, not a cost")
             self.cost += cost
             self.cost_reported += 1

@@ -1,5 +1,5 @@
-"""Human labels for a report: a JSONL or CSV file with an id column and one column per
-question key (``--labels``, ``--id-field``). Every problem is a located ``ReportInputError``."""
+"""Human labels for a report: a JSONL, CSV or Parquet file with an id column and one column
+per question key (``--labels``, ``--id-field``). Every problem is a located ``ReportInputError``."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..records.model import id_problem
 from .runs import (
     ReportInputError,
     _iter_json,
     _iter_jsonl,
     csv_rows,
     detect_format,
+    parquet_rows,
     readable_again,
 )
 
@@ -63,8 +65,8 @@ def _label_text(value: Any) -> str | None:
 
 
 def read_labels(path: str, id_field: str = "id") -> Labels:
-    """A labels file: JSONL objects or a CSV with a header; ``id_field`` names the id column,
-    every other column is a question key."""
+    """A labels file: JSONL objects, a CSV with a header or a Parquet table; ``id_field`` names
+    the id column, every other column is a question key."""
     with readable_again(path) as readable:
         labels = _read_labels(readable, id_field)
     labels.path = path
@@ -79,7 +81,10 @@ def _read_labels(path: str, id_field: str) -> Labels:
         return labels
     found: dict[str, tuple[int, dict[str, str]]] = {}
     keys: dict[str, None] = {}
-    records = _iter_json(path) if fmt == "json" else _iter_jsonl(path)
+    if fmt == "parquet":
+        records: Iterator[tuple[int, Any]] = parquet_rows(path, "labels file")
+    else:
+        records = _iter_json(path) if fmt == "json" else _iter_jsonl(path)
     for line, record in records:
         if not isinstance(record, dict):
             raise ReportInputError(f"{path}:{line}: a label row is an object with {id_field!r}")
@@ -107,10 +112,14 @@ def _read_labels(path: str, id_field: str) -> Labels:
 def _label_id(
     labels: Labels, seen: Mapping[str, tuple[Any, ...]], value: Any, id_field: str, line: int
 ) -> str:
-    """The id of a label row, refused when missing or already labelled."""
-    item_id = _label_text(value)
-    if item_id is None:
+    """The id of a label row, refused when missing, not an id as batch reads ids, or already
+    labelled."""
+    if value is None or (isinstance(value, str) and not value.strip()):
         raise ReportInputError(f"{labels.path}:{line}: no {id_field!r} (use --id-field to name it)")
+    problem = id_problem(value)
+    if problem is not None:
+        raise ReportInputError(f"{labels.path}:{line}: id field {id_field!r} {problem}")
+    item_id = str(value).strip()
     first = seen.get(item_id)
     if first is not None:
         raise ReportInputError(

@@ -1,12 +1,13 @@
 """A run read into a :class:`RunStats`: in one piece, or in chunks counted side by side.
 
-A JSONL run longer than one chunk (:data:`CHUNK_BYTES`, each chunk cut at a line end) is
+A JSONL run longer than one chunk (:data:`CHUNK_BYTES`, each chunk cut at a line end), and a
+Parquet run of more than one row group (``arrowrecords.ROW_GROUP_RECORDS`` records each), is
 counted chunk by chunk, in up to ``jobs`` processes, and the chunks are merged in file order.
 Where the cuts fall depends on the file alone, never on ``jobs``: every number of a report is
 the same on one CPU or many (the labelled arrays are joined in file order and the metrics
 computed once over them; the means of confidence and score are added within a chunk, then
 chunk by chunk, in the same order). A run shorter than a chunk, and a JSON or CSV run, is
-read in one piece.
+read in one piece (so is a Parquet run whose journal still holds records).
 
 Two things need the whole run at once, and send it to the one-piece reader:
 
@@ -33,7 +34,14 @@ from .accumulators import RecordError
 from .aggregation import RunStats, record_id
 from .compare import Snapshot
 from .labels import Labels
-from .runs import LocatedError, Span, detect_format, iter_records, readable_again
+from .runs import (
+    LocatedError,
+    Span,
+    detect_format,
+    iter_records,
+    parquet_group_spans,
+    readable_again,
+)
 
 __all__ = ["CHUNK_BYTES", "read_run", "read_whole"]
 
@@ -72,8 +80,11 @@ def _read_run(
     chunk_bytes: int,
 ) -> RunStats:
     fmt = fmt or detect_format(path)
-    spans = _spans(path, chunk_bytes) if fmt == "jsonl" else []
-    count = _Count(path, labels, snapshot, against)
+    if fmt == "jsonl":
+        spans = _spans(path, chunk_bytes)
+    else:
+        spans = parquet_group_spans(path) if fmt == "parquet" else []
+    count = _Count(path, labels, snapshot, against, fmt)
     if len(spans) < 2:
         return _read_whole(count, fmt)
     total = count.stats()
@@ -97,6 +108,8 @@ class _Count:
     labels: Labels | None = None
     snapshot: bool = False
     against: Mapping[str, Snapshot] | None = None
+    #: ``jsonl`` or ``parquet``: the formats read in chunks
+    fmt: str = "jsonl"
 
     def stats(self) -> RunStats:
         return RunStats(self.path, self.labels, snapshot=self.snapshot, against=self.against)
@@ -215,8 +228,9 @@ def _count_span(count: _Count, span: Span) -> _Part:
     path = count.path
     stats = count.stats()
     seen: set[str] = set()
-    with _located(path, span.start) as where:
-        for where.line, record in iter_records(path, "jsonl", span):
+    # A Parquet chunk numbers its rows as the file does: nothing to move.
+    with _located(path, span.start if count.fmt == "jsonl" else 0) as where:
+        for where.line, record in iter_records(path, count.fmt, span):
             sid = record_id(record)
             if sid in seen:  # the whole run is read again
                 return _Part(RunStats(path), set(), repeated=True)

@@ -1,9 +1,12 @@
 """Reading what ``toolnexus batch`` wrote, and labels files, one record at a time.
 
 A run is JSONL (one record per line), JSON (an array; batch writes one record per line, but any
-array is read incrementally with ``raw_decode``, never loaded whole) or CSV (batch's flattened
-columns: ``answers.<key>.<field>``, a probability map or a flag list as one JSON cell). The
-format comes from the extension (``.jsonl``, ``.json``, ``.csv``), else from the first byte.
+array is read incrementally with ``raw_decode``, never loaded whole), CSV (batch's flattened
+columns: ``answers.<key>.<field>``, a probability map or a flag list as one JSON cell) or
+Parquet (``batch --format parquet``: ``arrowrecords.run_schema``, read one row group at a time,
+then the journal a killed run left beside it, if any). The format comes from the extension
+(``.jsonl``, ``.json``, ``.csv``, ``.parquet``), else from the first bytes. A Parquet record's
+"line" is its 1-based row.
 Lines and rows are decoded by the one record codec (``records.codec``) that ``batch`` wrote
 them with, so a CSV run reads back the same records (escaped ids included) as a JSONL run.
 
@@ -25,7 +28,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from ..records.codec import CsvCodec, RecordDecodeError, line_loader
+from ..records.codec import CsvCodec, RecordDecodeError, line_loader, read_csv_header
+from ..records.parquet import PARQUET_MAGIC, journal_path
 
 __all__ = [
     "LocatedError",
@@ -34,6 +38,8 @@ __all__ = [
     "csv_rows",
     "detect_format",
     "iter_records",
+    "parquet_group_spans",
+    "parquet_rows",
     "readable_again",
 ]
 
@@ -60,8 +66,9 @@ class LocatedError(ReportInputError):
 
 
 class Span(NamedTuple):
-    """Bytes ``start`` to ``end`` of a run, ``start`` at the beginning of a line, and the file
-    they were measured in (``st_dev, st_ino``): a chunk is read only from that same file."""
+    """Bytes ``start`` to ``end`` of a run, ``start`` at the beginning of a line (for Parquet:
+    row groups ``start`` to ``end``), and the file they were measured in (``st_dev, st_ino``):
+    a chunk is read only from that same file."""
 
     start: int
     end: int
@@ -107,8 +114,10 @@ def readable_again(path: str) -> Iterator[str]:
 
 
 def detect_format(path: str) -> str:
-    """``jsonl``, ``json`` or ``csv``: the extension, else the first non-blank byte."""
+    """``jsonl``, ``json``, ``csv`` or ``parquet``: the extension, else the first bytes."""
     suffix = Path(path).suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
     if suffix in (".jsonl", ".ndjson"):
         return "jsonl"
     if suffix == ".json":
@@ -116,7 +125,10 @@ def detect_format(path: str) -> str:
     if suffix == ".csv":
         return "csv"
     with _open(path) as f:
-        head = f.read(4096).lstrip()
+        head = f.read(4096)
+    if head.startswith(PARQUET_MAGIC):
+        return "parquet"
+    head = head.lstrip()
     if head.startswith(b"["):
         return "json"
     if head.startswith(b"{"):
@@ -136,8 +148,10 @@ def iter_records(
     fmt = fmt or detect_format(path)
     if fmt == "jsonl":
         return _iter_jsonl(path, span)
+    if fmt == "parquet":
+        return _iter_parquet(path, span)
     if span is not None:
-        raise ValueError("only a JSONL run is read in spans")
+        raise ValueError("only a JSONL or Parquet run is read in spans")
     if fmt == "json":
         return _iter_json(path)
     return _iter_csv(path)
@@ -174,6 +188,91 @@ def _iter_jsonl(path: str, span: Span | None = None) -> Iterator[tuple[int, Any]
                     return  # cut short by a kill: never a complete record
                 raise LocatedError(path, n, f"not a JSON record: {_reason(e)}") from None
             yield n, obj
+
+
+def _parquet_file(path: str, raw: IO[bytes], what: str) -> Any:
+    """The ``pyarrow.parquet.ParquetFile`` of an open file, or one line saying it is none."""
+    from ..arrowrecords import require_pyarrow
+
+    pa = require_pyarrow()
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(raw)
+    except (OSError, pa.ArrowException) as e:
+        reason = " ".join(str(e).split())
+        raise ReportInputError(f"{path}: not a readable Parquet {what}: {reason}") from None
+
+
+def parquet_group_spans(path: str) -> list[Span]:
+    """One span per row group of a Parquet run (what ``report --jobs`` splits it by: fixed
+    when the file was written, so never a matter of ``jobs``); none when a journal beside it
+    still holds records, or the file cannot be read (the one-piece reader says why)."""
+    if os.path.exists(journal_path(path)):
+        return []
+    try:
+        with open(path, "rb") as raw:
+            st = os.fstat(raw.fileno())
+            groups = _parquet_file(path, raw, "run").num_row_groups
+    except (OSError, ReportInputError):
+        return []
+    return [Span(g, g + 1, (st.st_dev, st.st_ino)) for g in range(groups)]
+
+
+def parquet_rows(path: str, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(row, object)`` for every row of a Parquet file (a labels file), one batch at a time."""
+    from ..arrowrecords import require_pyarrow
+
+    pa = require_pyarrow()
+    with _open(path) as raw:
+        parquet = _parquet_file(path, raw, what)
+        n = 0
+        try:
+            for batch in parquet.iter_batches(batch_size=4096):
+                for row in batch.to_pylist():
+                    n += 1
+                    yield n, row
+        except (OSError, pa.ArrowException) as e:
+            raise LocatedError(path, n + 1, f"unreadable: {' '.join(str(e).split())}") from None
+
+
+def _iter_parquet(path: str, span: Span | None = None) -> Iterator[tuple[int, Any]]:
+    """The records of a Parquet run, row group by row group (only the span's with ``span``),
+    numbered by their row in the file; then, read whole, the journal's complete lines."""
+    from ..arrowrecords import require_pyarrow, table_to_records
+
+    pa = require_pyarrow()
+    with _open(path) as raw:
+        st = os.fstat(raw.fileno())
+        if span is not None and (st.st_dev, st.st_ino) != span.file:
+            raise ReportInputError(f"{path}: replaced while it was read; run the report again")
+        if st.st_size == 0:  # a batch's output locked before its first clean end
+            groups: range = range(0)
+        else:
+            parquet = _parquet_file(path, raw, "run")
+            missing = [c for c in ("id", "answers") if c not in parquet.schema_arrow.names]
+            if missing:
+                raise ReportInputError(
+                    f"{path}: not a batch Parquet run: no {missing[0]!r} column (batch "
+                    "--format parquet writes one)"
+                )
+            groups = range(parquet.num_row_groups)
+            if span is not None:
+                groups = range(span.start, span.end)
+        meta = parquet.metadata if groups else None
+        n = sum(meta.row_group(g).num_rows for g in range(groups.start)) if meta else 0
+        for g in groups:
+            try:
+                table = parquet.read_row_group(g)
+            except (OSError, pa.ArrowException) as e:
+                reason = " ".join(str(e).split())
+                raise LocatedError(path, n + 1, f"row group {g} unreadable: {reason}") from None
+            for record in table_to_records(table):
+                n += 1
+                yield n, record
+    journal = journal_path(path)
+    if span is None and os.path.exists(journal):
+        yield from _iter_jsonl(journal)
 
 
 def _reason(e: ValueError) -> str:
@@ -317,7 +416,7 @@ def _iter_csv(path: str) -> Iterator[tuple[int, Any]]:
         return
     if "id" not in header[1]:
         raise ReportInputError(f"{path}:1: not a batch CSV file: no 'id' column")
-    codec = CsvCodec(header[1])
+    codec = CsvCodec(read_csv_header(header[1]))
     for n, row in rows:
         try:
             yield n, codec.object_of(row)

@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Literal, Protocol, TypeAlias
+from typing import Protocol
 
 from ..decision import ClassifierUsage
-from ..errors import ClassifierError
+from ..errors import RunStopped, StopKind
 from .tokens import TokenEstimate
 
 __all__ = [
@@ -35,10 +35,6 @@ __all__ = [
     "StopKind",
     "Ticket",
 ]
-
-#: Why a run stopped scheduling: a failure every request would repeat (fail fast), a spend cap
-#: (issue 23), or an input that cannot be what the user meant (a ``--state-field`` typo).
-StopKind: TypeAlias = Literal["systematic", "budget", "input"]
 
 
 class OutcomeKind(Enum):
@@ -101,17 +97,6 @@ class Ticket:
 
     id: int
     estimate: TokenEstimate
-
-
-class RunStopped(ClassifierError):
-    """The run stops scheduling: nothing more is admitted; what was admitted finishes.
-
-    ``kind`` says why (``systematic``, ``budget``, ``input``), for the CLI's exit code; the
-    message is the one line to print, naming the cause and what to do."""
-
-    def __init__(self, message: str, kind: StopKind) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 class Admission(Protocol):

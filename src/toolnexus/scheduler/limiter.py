@@ -18,8 +18,13 @@ waits on it with an injectable :class:`Clock`.
   cut can cut or pause again: a burst of 429s from one window of requests is one signal, not
   many (each later reply's whole-second ``Retry-After`` would otherwise push the pause on by
   its own arrival time, idling the run past the moment the server has tokens again).
+- **A limit that never lets up** (a quota spent for the day, a server answering only 429):
+  after ``STALLED_WAITS`` (4) run-wide waits in a row without one success, the run stops
+  (``RunStopped``, systematic) instead of re-sending forever; with the live API's Retry-After
+  that is minutes of waiting, and 7.5 s on the no-Retry-After schedule.
 - **``rate``** requests per second (and ``token_rate`` estimated input tokens per second, the
-  account's other published limit) are hard caps, as token buckets whose burst is one second.
+  account's other published limit) are hard caps, as token buckets whose burst is one second
+  (a batch's ``--rate`` has none: ``Scheduler.for_run``).
 """
 
 from __future__ import annotations
@@ -31,11 +36,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..decision import ClassifierUsage
-from ..errors import ConfigError
+from ..errors import ConfigError, RunStopped
 from .admission import Outcome, OutcomeKind, Ticket
 
 __all__ = [
     "DEFAULT_SLOW_START",
+    "STALLED_WAITS",
     "Clock",
     "MonotonicClock",
     "RunLimiter",
@@ -44,6 +50,8 @@ __all__ = [
 ]
 
 DEFAULT_SLOW_START = 2
+#: Run-wide 429 waits in a row, with no success between them, that stop the run.
+STALLED_WAITS = 4
 #: The official SDK's backoff when a 429 carries no Retry-After: 0.5 s doubling, capped at 5 s.
 NO_RETRY_AFTER_BASE = 0.5
 NO_RETRY_AFTER_CAP = 5.0
@@ -122,6 +130,8 @@ class Window:
     #: success (the no-Retry-After backoff doubles on them).
     throttled: int = field(default=0, init=False)
     consecutive_429s: int = field(default=0, init=False)
+    #: run-wide waits (cuts) since the last success: ``STALLED_WAITS`` of them stop the run
+    waits_since_success: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1 or self.slow_start < 1:
@@ -160,6 +170,7 @@ class Window:
         self.in_flight = max(0, self.in_flight - 1)
         if outcome.kind is OutcomeKind.SUCCESS:
             self.consecutive_429s = 0
+            self.waits_since_success = 0
             self.opened = True
             # Exponential opening (one slot per success, doubling per round) until the first
             # 429; additive (one slot per round) after it.
@@ -172,6 +183,7 @@ class Window:
                 wait = min(NO_RETRY_AFTER_CAP, NO_RETRY_AFTER_BASE * 2**self.consecutive_429s)
             self.consecutive_429s += 1
             if ticket_id > self.cut_after:
+                self.waits_since_success += 1
                 self.paused_until = max(self.paused_until, now + max(0.0, wait))
                 self.window = max(1.0, self.window * self.decrease)
                 self.cut_after = self.last_admitted
@@ -207,6 +219,14 @@ class RunLimiter:
         # The account's tokens-per-second limit bills what is charged: the central estimate.
         tokens = ticket.estimate.central
         while True:
+            waits = self.window.waits_since_success
+            if waits >= STALLED_WAITS:
+                raise RunStopped(
+                    f"classifier: stopped scheduling after {waits} waits on HTTP 429 in a row "
+                    "without one success: the account's limit lets nothing through (a spent "
+                    "quota?); run again later (toolnexus batch: with --resume)",
+                    "systematic",
+                )
             now = self.clock.now()
             at = self.window.ready_at(now, tokens)
             if at is None:

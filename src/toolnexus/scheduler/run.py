@@ -19,6 +19,12 @@
 requests already admitted finish and are settled as usual. ``settle`` releases the ticket at
 once. A slot left unsettled is settled on exit: as the classified error when the body raised
 one (and the error goes on), else as not sent.
+
+A batch does not pass its scheduler down through every style: its workers run in the context
+:func:`under` makes, and the one place a request is sent (``transport.SystemOneTransport.post``)
+asks :func:`current` for it. So every request of every style that speaks HTTP, a packed one
+included, is admitted exactly where it is sent, with its own bytes' estimate, and a request
+outside a batch (a single ``evaluate``) is not admitted at all.
 """
 
 from __future__ import annotations
@@ -26,16 +32,17 @@ from __future__ import annotations
 import itertools
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from contextvars import Context, ContextVar, copy_context
 from dataclasses import dataclass
 
 from ..decision import ClassifierUsage
 from ..errors import ConfigError
 from .admission import Admission, Chain, Outcome, OutcomeKind, RunStopped, Ticket
 from .failfast import DEFAULT_THRESHOLD, FailFast, outcome_of
-from .limiter import DEFAULT_SLOW_START, Clock, MonotonicClock, RunLimiter
+from .limiter import DEFAULT_SLOW_START, Clock, MonotonicClock, RunLimiter, TokenBucket
 from .tokens import TokenEstimate
 
-__all__ = ["Scheduler", "Settled", "Slot"]
+__all__ = ["Scheduler", "Settled", "Slot", "current", "under"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,10 @@ class Scheduler:
         limiter = RunLimiter(
             concurrency, slow_start=slow_start, rate=rate, token_rate=token_rate, clock=clock
         )
+        if rate is not None:
+            # ``--rate`` spaces requests evenly, as it did before the scheduler: a cap the user
+            # sets is a promise about every interval, so no one-second burst on top of it.
+            limiter.window.rate = TokenBucket(rate, burst=1.0)
         scheduler = cls(Chain([limiter, FailFast(fail_fast), *extra]), clock)
         scheduler.limiter = limiter
         return scheduler
@@ -127,3 +138,20 @@ class Scheduler:
             raise
         if slot.outcome is None:
             await slot.settle(outcome=Outcome.not_sent())
+
+
+_CURRENT: ContextVar[Scheduler | None] = ContextVar("toolnexus_scheduler", default=None)
+
+
+def current() -> Scheduler | None:
+    """The scheduler of the batch this code runs in, or None outside a batch."""
+    return _CURRENT.get()
+
+
+def under(scheduler: Scheduler) -> Context:
+    """A copy of the current context in which :func:`current` is ``scheduler``: a batch starts
+    its workers in it (``asyncio.create_task(..., context=under(s))``), so the setting never
+    leaks into the caller's context, an async generator's consumer included."""
+    context = copy_context()
+    context.run(_CURRENT.set, scheduler)
+    return context

@@ -35,6 +35,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from .. import classifier as _async
 from ..batch import BoundState, BoundStates, StateResult
+from ..config import BatchOptions
 from ..defaults import DEFAULT_BATCH_CONCURRENCY
 from ..questions import Question
 from ._loop import background
@@ -113,7 +114,6 @@ class SyncClassifier(_Facade):
 
     def __init__(self, classifier: _async.Classifier) -> None:
         self._target: _async.Classifier = classifier
-        self._closed = False
         background.track(self)
 
     @property
@@ -140,11 +140,9 @@ class SyncClassifier(_Facade):
         self.close()
 
     def close(self) -> None:
-        """Close the connection pool. Safe to call twice."""
-        background.untrack(self)
-        if not self._closed:
-            self._closed = True
-            background.run(self._target.aclose())
+        """Close the connection pool. Safe to call twice. A call after it opens a pool again,
+        so this closes every time, and the classifier stays tracked for exit to close."""
+        background.run(self._target.aclose())
 
     def _pool_closer(self) -> Coroutine[Any, Any, None]:
         """The async close of the connection pool, for the background loop to run at exit."""
@@ -162,6 +160,8 @@ class SyncClassifier(_Facade):
         states: Iterable[tuple[K, Any]] | AsyncIterable[tuple[K, Any]],
         questions: Mapping[str, Any],
         concurrency: int = DEFAULT_BATCH_CONCURRENCY,
+        *,
+        options: BatchOptions | None = None,
     ) -> Iterator[tuple[K, StateResult]]:
         """``(id, StateResult)`` for each ``(id, state)``, in completion order, as a plain
         iterator over the async ``evaluate_stream``: each ``next()`` takes one result from it,
@@ -169,18 +169,26 @@ class SyncClassifier(_Facade):
         finished results wait, however slow the consumer. ``states`` is pulled on the
         background thread. Leaving the loop early (``break``, ``close()``) cancels the
         evaluations still in flight."""
-        return _iterate(self._target.evaluate_stream(states, questions, concurrency))
+        return _iterate(
+            self._target.evaluate_stream(states, questions, concurrency, options=options)
+        )
 
     def state(self, value: Any) -> SyncBoundState:
         """Bind a state. A VALUE, not a session: nothing is sent until ``evaluate``."""
         return SyncBoundState(self._target.state(value))
 
     def states(
-        self, values: Iterable[Any], *, concurrency: int = DEFAULT_BATCH_CONCURRENCY
+        self,
+        values: Iterable[Any],
+        *,
+        concurrency: int = DEFAULT_BATCH_CONCURRENCY,
+        options: BatchOptions | None = None,
     ) -> SyncBoundStates:
         """Bind a batch of states and the batch options, as the async ``states`` does. See
         ``SyncBoundStates.evaluate``."""
-        return SyncBoundStates(self._target.states(values, concurrency=concurrency))
+        return SyncBoundStates(
+            self._target.states(values, concurrency=concurrency, options=options)
+        )
 
 
 #: What ``_step`` returns at the end of the stream (``StopAsyncIteration`` cannot cross a task).

@@ -181,6 +181,8 @@ class BackgroundLoop:
             asyncio.run_coroutine_threadsafe(close_all(), loop).result(_EXIT_GRACE)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(_EXIT_GRACE)
+        if not thread.is_alive():
+            loop.close()  # a stopped loop left open is a ResourceWarning at exit (-X dev)
         with self._lock:
             # A call after this (a close() from a late finaliser) starts a loop of its own, or
             # fails to at interpreter shutdown: it never waits on the stopped one.

@@ -54,6 +54,9 @@ class HttpxAdapter:
         self._transport = transport
         self._client = client
         self._extensions: tuple[float, dict[str, Any]] | None = None
+        #: Whether the transport may hold connections: a second aclose, with no send since the
+        #: first, closes nothing (a host's transport is closed once per use, never twice).
+        self._open = True
 
     def _timeout(self, timeout: float) -> dict[str, Any]:
         if self._extensions is None or self._extensions[0] != timeout:
@@ -85,6 +88,7 @@ class HttpxAdapter:
         request = httpx.Request(
             "POST", url, content=body, headers=headers, extensions=self._timeout(timeout)
         )
+        self._open = True
         try:
             if self._client is not None:
                 response = await self._client.send(request, stream=True)
@@ -112,6 +116,9 @@ class HttpxAdapter:
         return response.status_code, response.headers, bytes(received)
 
     async def aclose(self) -> None:
+        if not self._open:
+            return
+        self._open = False
         if self._transport is not None:
             try:
                 await self._transport.aclose()

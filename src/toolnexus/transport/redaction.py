@@ -229,24 +229,33 @@ def http_status_error(
     api_key_env: str,
     key_is_set: bool,
     attempts: int,
+    retry_after_ms: str | None = None,
+    url_credentials: bool = False,
 ) -> HTTPStatusError:
-    """The error for a non-2xx answer: its message is safe to show anywhere. A status that was
-    retried says after how many attempts, as a network error does (issue 17 item 14); a
-    terminal status, sent once, does not: "after 1 attempt" would suggest retries were tried."""
+    """The error for a non-2xx answer: its message is safe to show anywhere. With
+    ``url_credentials`` (the base URL's ``user:pass@`` was sent) an auth failure names those,
+    not the key's variable. A status that was retried says after how many attempts, as a
+    network error does (issue 17 item 14); a terminal status, sent once, does not: "after 1
+    attempt" would suggest retries were tried."""
     tries = f" (after {attempts} attempts)" if attempts > 1 else ""
     suffix = tries + (f" (request id {request_id})" if request_id else "")
     if status in (401, 403):
         # Never shown: an auth failure body routinely echoes the credential or header sent.
-        state = "is set but was rejected" if key_is_set else "is not set"
+        if url_credentials:
+            check = "the credentials (user:pass@) in the base URL"
+        else:
+            state = "is set but was rejected" if key_is_set else "is not set"
+            check = f"the API key in the environment variable {api_key_env} (it {state})"
         return HTTPStatusError(
-            f"classifier: POST {endpoint}: HTTP {status}: authentication failed; check the "
-            f"API key in the environment variable {api_key_env} (it {state}){suffix}",
+            f"classifier: POST {endpoint}: HTTP {status}: authentication failed; check "
+            f"{check}{suffix}",
             status=status,
             endpoint=endpoint,
             request_id=request_id,
             body="",
             retry_after=retry_after,
             attempts=attempts,
+            retry_after_ms=retry_after_ms,
         )
     body = redact(content.decode("utf-8", errors="replace"), secrets)
     message = server_message(body) or _reason(status)
@@ -258,6 +267,7 @@ def http_status_error(
         body=body,
         retry_after=retry_after,
         attempts=attempts,
+        retry_after_ms=retry_after_ms,
     )
 
 

@@ -22,6 +22,14 @@ Retries (seed 004 + SPEC-8B Appendix A, verbatim), as the ``config.RetryPolicy``
   answers "fail" when ``info.kind == "timeout"`` opts out). Cancellation of the calling task is
   never retried.
 
+In a batch (``scheduler.current()`` is the run's scheduler) every request is admitted by it
+first, with the estimate of its own bytes, and released with its outcome and the usage charged.
+There a 429 is not slept on here: the request goes back to the run's scheduler at once, which
+pauses the whole run for its ``retry-after-ms`` / ``Retry-After``, cuts the run's concurrency
+and admits the request again, without spending ``retries`` on it (those are for failures of the
+request itself). ``on_error`` answering "fail" to a 429 still makes it this request's error.
+Outside a batch (one ``evaluate``) a 429 is retried here as seed 004 says, within ``retries``.
+
 ``base_url`` and header values may hold ``${NAME}`` references; they, and the credential read from
 the variable named ``api_key_env``, are resolved at EVERY call and never stored.
 """
@@ -33,10 +41,12 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..config import ErrorInfo, RetryPolicy, Timeout, TransportKind
-from ..errors import BackendError, ConfigError, DecisionError
+from ..decision import ClassifierUsage
+from ..errors import BackendError, ConfigError, DecisionError, HTTPStatusError
+from ..scheduler import Outcome, current, estimate_tokens, outcome_of
 from .adapter import MAX_BODY_BYTES, Adapter, BodyTooLarge, SendError
 from .observe import AttemptObserver, AttemptWatch, observers
 from .redaction import (
@@ -63,6 +73,23 @@ RETRY_COUNT_HEADER = "X-TypeSafe-Retry-Count"
 REQUEST_ID_HEADER = "x-typesafe-request-id"
 
 Sleep = Callable[[float], Any]
+T = TypeVar("T")
+
+
+class _Throttled(Exception):
+    """A 429 inside a batch that ``on_error`` would retry: handed to the run's scheduler."""
+
+    def __init__(self, error: HTTPStatusError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def _reply(reply: Reply) -> Reply:
+    return reply
+
+
+def _no_usage(_: object) -> ClassifierUsage:
+    return ClassifierUsage()
 
 
 def expand_env(template: str, what: str, found: list[str] | None = None) -> str:
@@ -266,7 +293,46 @@ class SystemOneTransport:
     ) -> Reply:
         """POST ``body`` (already canonical bytes) with retries. Returns the 2xx reply; raises
         HTTPStatusError, TransportError, ConfigError or HookError, never a third-party
-        exception."""
+        exception. In a batch, admitted by the run's scheduler (see the module docstring)."""
+        return await self.exchange(path, body, extra_headers, _reply, _no_usage)
+
+    async def exchange(
+        self,
+        path: str,
+        body: bytes,
+        extra_headers: Mapping[str, str] | None,
+        decode: Callable[[Reply], T],
+        usage: Callable[[T], ClassifierUsage],
+    ) -> T:
+        """:meth:`post`, then ``decode`` the 2xx reply; in a batch the scheduler is told
+        ``usage(decoded)``, what the server charged (a spend budget settles on it)."""
+        scheduler = current()
+        if scheduler is None:
+            return decode(await self._attempts(path, body, extra_headers, throttle=False))
+        estimate = estimate_tokens(body)
+        while True:
+            async with scheduler.admit(estimate) as slot:
+                try:
+                    reply = await self._attempts(path, body, extra_headers, throttle=True)
+                except _Throttled as throttled:
+                    error = throttled.error
+                    await slot.settle(
+                        outcome=outcome_of(error, retry_after_ms=error.retry_after_ms)
+                    )
+                    continue  # the scheduler's next admission waits out the run's pause
+                except HTTPStatusError as error:
+                    await slot.settle(
+                        outcome=outcome_of(error, retry_after_ms=error.retry_after_ms)
+                    )
+                    raise
+                decoded = decode(reply)
+                await slot.settle(outcome=Outcome.success(), usage=usage(decoded))
+                return decoded
+
+    async def _attempts(
+        self, path: str, body: bytes, extra_headers: Mapping[str, str] | None, *, throttle: bool
+    ) -> Reply:
+        """The retry loop; with ``throttle``, a retryable 429 raises :class:`_Throttled`."""
         endpoint = self.endpoint(path)
         url, headers, secrets = self._prepare(path)
         if extra_headers:
@@ -338,6 +404,8 @@ class SystemOneTransport:
                     api_key_env=self.api_key_env,
                     key_is_set=bool(os.environ.get(self.api_key_env)),
                     attempts=attempt + 1,
+                    retry_after_ms=_header(resp_headers, "retry-after-ms", secrets),
+                    url_credentials=bool(userinfo(self._base_url)),
                 )
                 info = ErrorInfo(
                     attempt=attempt,
@@ -348,7 +416,12 @@ class SystemOneTransport:
                     retry_after=retry_after,
                     request_id=request_id,
                 )
-            if retry.verdict(info) == "fail" or attempt >= retry.retries:
+            verdict = retry.verdict(info)
+            throttled = isinstance(failure, HTTPStatusError) and failure.status == 429
+            if throttle and throttled and verdict == "retry":
+                assert isinstance(failure, HTTPStatusError)
+                raise _Throttled(failure)
+            if verdict == "fail" or attempt >= retry.retries:
                 raise failure
             for observer in watching:
                 observer.waited(info.wait, attempt + 1)

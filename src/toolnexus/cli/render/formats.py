@@ -19,8 +19,9 @@ __all__ = [
 
 #: ``eval``: a Rich table on a terminal, JSON otherwise.
 DecisionFormat = Literal["table", "json", "jsonl", "csv"]
-#: ``batch``: streamed one record per line (``batch_output``).
-BatchFormat = Literal["jsonl", "csv", "json"]
+#: ``batch``: streamed one record per line (``batch_output``), or one Parquet file
+#: (``batch_parquet``).
+BatchFormat = Literal["jsonl", "csv", "json", "parquet"]
 #: ``check-criteria``: ``path:line:col: CODE message`` lines, or one JSON array.
 LintFormat = Literal["text", "json"]
 #: ``cache stats``.

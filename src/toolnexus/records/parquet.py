@@ -1,0 +1,53 @@
+"""A Parquet run on disk: ONE Parquet file (``arrowrecords.run_schema``), and, while a ``batch``
+writes it, its journal.
+
+Why a journal: a Parquet file is written whole. Its footer, which says where every row group
+and column is, comes last, so a file still being written cannot be read, and a ``kill -9``
+mid-run would lose every record of it; rewriting the file after each record would cost the
+whole run at every record. So ``batch --format parquet -o run.parquet`` appends each record,
+the moment it completes, as one JSONL line to the journal ``.run.parquet.journal`` beside it,
+through the JSONL writer (one ``os.write`` per record: a kill loses at most the line being
+written). On a clean end (the run finished, or Ctrl-C / SIGTERM stopped it) the journal is
+folded in: ``run.parquet`` is rewritten atomically (temporary file, fsync, rename) from the
+previous file's records and the journal's, the last record of an id winning, and the journal
+is deleted. A killed run leaves the journal; ``--resume`` reads the Parquet file AND the
+journal, and its clean end folds both in.
+
+pyarrow is imported only when a Parquet file is read or written (``arrowrecords``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from .model import Record, record_from_object
+
+__all__ = ["JOURNAL_SUFFIX", "PARQUET_MAGIC", "journal_path", "parquet_records"]
+
+#: The first (and last) four bytes of every Parquet file.
+PARQUET_MAGIC = b"PAR1"
+JOURNAL_SUFFIX = ".journal"
+
+
+def journal_path(path: str) -> str:
+    """The journal of the Parquet run at ``path``: ``.NAME.journal`` beside it (hidden, so a
+    directory of Parquet files never reads it as an input)."""
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".{name}{JOURNAL_SUFFIX}")
+
+
+def parquet_records(path: str) -> Iterator[Record]:
+    """The records of the Parquet file at ``path``, one row group at a time, in file order
+    (nothing for a missing or empty file: ``batch`` creates its output empty to lock it)."""
+    try:
+        if os.path.getsize(path) == 0:
+            return
+    except OSError:
+        return
+    from ..arrowrecords import iter_parquet_run
+
+    for obj in iter_parquet_run(path):
+        record = record_from_object(obj)
+        if record is not None:
+            yield record

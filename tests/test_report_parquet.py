@@ -1,0 +1,152 @@
+"""``report`` reads Parquet runs and Parquet labels (issue 21 item 3): "with --jobs splitting
+by row group and the output identical to the last digit for any --jobs, as for JSONL". The
+golden JSONL run is written as a Parquet run of four records a row group (ten groups)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clirun import error_line, run_cli
+from toolnexus.arrowrecords import records_to_table
+from toolnexus.cli.questionfile import load_question_set
+from toolnexus.records.parquet import journal_path
+from toolnexus.report.labels import read_labels
+from toolnexus.report.model import to_json
+from toolnexus.report.reader import read_run, read_whole
+from toolnexus.report.runs import parquet_group_spans
+
+pa = pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
+pq = pytest.importorskip("pyarrow.parquet", reason="platform: the parquet extra is not installed")
+
+INPUTS = Path(__file__).parent / "golden" / "report-inputs"
+RUN = INPUTS / "run.jsonl"
+
+#: The golden run's question set, as far as the run schema needs it (each key's type).
+QUESTIONS = """\
+questions:
+  urgent:
+    type: noul
+    instructions: Does this need a human today?
+  desk:
+    type: choice
+    instructions: Which desk owns it?
+    criteria:
+      billing: money moved
+      shipping: a parcel is late
+      technical: the product errors
+  impact:
+    type: score
+    instructions: How much of the service is down?
+    criteria: [nothing, some of it, all of it]
+"""
+
+
+def _records(path: Path = RUN) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _write_run(tmp_path: Path, records: list[dict[str, Any]], group: int = 4) -> Path:
+    qfile = tmp_path / "q.yaml"
+    qfile.write_text(QUESTIONS, encoding="utf-8")
+    _, questions = load_question_set(qfile)
+    run = tmp_path / "run.parquet"
+    pq.write_table(records_to_table(records, questions), run, row_group_size=group)
+    return run
+
+
+def _report(stats: Any) -> Any:
+    """The report's numbers, without the run's path."""
+    report = to_json({"runs": stats.summary(), "questions": stats.question_reports(0.6)})
+    report["runs"].pop("path", None)
+    return report
+
+
+def _close(a: Any, b: Any) -> bool:
+    """Equal, floats within rounding (a chunked sum adds in another order than one pass)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("labelled", [False, True])
+def test_a_parquet_run_reports_the_same_for_any_jobs_and_as_its_jsonl(
+    tmp_path: Path, labelled: bool
+) -> None:
+    """'--jobs splitting by row group and the output identical to the last digit for any
+    --jobs'; the same numbers as the JSONL run it holds."""
+    run = _write_run(tmp_path, _records())
+    assert len(parquet_group_spans(str(run))) == 10
+    labels = read_labels(str(INPUTS / "labels.csv")) if labelled else None
+    reports = [json.dumps(_report(read_run(str(run), labels, jobs=jobs))) for jobs in (1, 2, 3)]
+    assert reports[0] == reports[1] == reports[2]
+    parquet = json.loads(reports[0])
+    assert _close(_report(read_whole(str(run), labels)), parquet)
+    assert _close(parquet, _report(read_whole(str(RUN), labels)))
+
+
+def test_the_report_command_reads_a_parquet_run_with_parquet_labels(tmp_path: Path) -> None:
+    run = _write_run(tmp_path, _records())
+    labels_csv = INPUTS / "labels.csv"
+    rows = [line.split(",") for line in labels_csv.read_text(encoding="utf-8").splitlines()]
+    header, body = rows[0], rows[1:]
+    table = pa.table({c: [r[i] or None for r in body] for i, c in enumerate(header)})
+    pq.write_table(table, tmp_path / "labels.parquet")
+    parquet_labels = read_labels(str(tmp_path / "labels.parquet"))
+    csv_labels = read_labels(str(labels_csv))
+    assert parquet_labels.keys == csv_labels.keys
+    # The same labels; a Parquet label is named by its row, a CSV one by its line.
+    assert {k: v[1:] for k, v in parquet_labels.rows.items()} == {
+        k: v[1:] for k, v in csv_labels.rows.items()
+    }
+    got = run_cli(
+        "report", str(run), "--labels", str(tmp_path / "labels.parquet"), "--format", "json"
+    )
+    want = run_cli("report", str(RUN), "--labels", str(labels_csv), "--format", "json")
+    assert got.code == want.code == 0, got.stderr
+    assert _close(
+        json.loads(got.out.replace(str(run), "RUN")), json.loads(want.out.replace(str(RUN), "RUN"))
+    )
+
+
+def test_a_killed_runs_journal_is_read_after_the_file_last_record_wins(tmp_path: Path) -> None:
+    """A run killed mid-write left its journal: report reads the file, then the journal."""
+    records = _records()
+    run = _write_run(tmp_path, records[:30])
+    journal = Path(journal_path(str(run)))
+    retried = {**records[2], "answers": {**records[2]["answers"]}}
+    lines = [json.dumps(r) for r in [*records[30:], retried]]
+    journal.write_text("\n".join(lines) + "\n" + '{"id": "cut', encoding="utf-8")
+    assert parquet_group_spans(str(run)) == []
+    assert _close(_report(read_run(str(run), jobs=2)), _report(read_run(str(RUN))))
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        pytest.param(
+            lambda p: p.write_bytes(p.read_bytes()[:-100]),
+            "not a readable Parquet run",
+            id="truncated",
+        ),
+        pytest.param(
+            lambda p: pq.write_table(pa.table({"id": ["a"], "text": ["x"]}), p),
+            "not a batch Parquet run: no 'answers' column",
+            id="not-a-run",
+        ),
+    ],
+)
+def test_a_parquet_file_that_is_no_run_is_one_line(tmp_path: Path, make: Any, message: str) -> None:
+    run = _write_run(tmp_path, _records())
+    make(run)
+    ran = run_cli("report", str(run))
+    assert ran.code == 2
+    assert error_line(ran.stderr).startswith(f"{run}: {message}")
