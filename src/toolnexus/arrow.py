@@ -36,12 +36,12 @@ from .arrowrecords import records_to_table, require_pyarrow
 from .canonical import questions_sha256
 from .classifier import Classifier, create_classifier
 from .cli.errors import failure_of, one_line
-from .cli.render.records import decision_record
 from .config import BatchOptions
 from .defaults import DEFAULT_BATCH_CONCURRENCY
 from .errors import ConfigError
 from .questions import Question
 from .records import DecisionRecord, ErrorRecord
+from .records.decision import decision_record
 from .sync._loop import background
 
 if TYPE_CHECKING:

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ConfigError
 from .questions import ChoiceQuestion, NoulQuestion, Question, RawQuestion, ScoreQuestion
 from .records.arrowrows import batch_rows
+from .records.model import QUESTIONS_SHA256, RECALIBRATED, RECORD_KEYS
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -75,21 +76,7 @@ INSTALL_HINT = "pip install 'toolnexus-classifier[parquet]'"
 
 #: The record members that are columns of their own, in record order; ``answers`` and ``error``
 #: are structs, anything else a record holds goes into ``extra``.
-RUN_COLUMNS = (
-    "id",
-    "questions_sha256",
-    "model",
-    "calibrated",
-    "cached",
-    "usage",
-    "thresholds",
-    "answers",
-    "flags",
-    "invalid",
-    "recalibrated",
-    "error",
-    "extra",
-)
+RUN_COLUMNS = ("id", QUESTIONS_SHA256, *RECORD_KEYS, RECALIBRATED, "error", "extra")
 
 #: Each answer kind's fields, in the order a record writes them (``answer_record``).
 _FIELDS: dict[str, tuple[str, ...]] = {

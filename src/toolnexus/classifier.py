@@ -76,6 +76,8 @@ class Classifier:
         # A backend row may set the model (openrouter: "typesafe/jev-1.13"); the style knows.
         self.model: str = getattr(self._style, "model", None) or options.resolved_model
         self._warned: set[str] = set()
+        self._telemetry = _telemetry_for(options)
+        self._endpoint = _endpoint_of(self._style)
         # calibration=FILE: read and checked here, so a bad file fails at build, not per call
         self._calibration: Any = None
         self._digest: tuple[Any, str] | None = None
@@ -150,6 +152,27 @@ class Classifier:
 
     async def evaluate_prepared(
         self, state: Any, qs: dict[str, Question], *, fail_closed: bool = False
+    ) -> Decision:
+        if self._telemetry is None:
+            return await self._evaluate_prepared(state, qs, fail_closed)
+        from .transport.observe import observing
+
+        with self._telemetry.evaluate(
+            model=self.model, endpoint=self._endpoint, questions=len(qs)
+        ) as span:
+            with observing(span.observer()):
+                decision = await self._evaluate_prepared(state, qs, fail_closed)
+            span.decided(
+                response_model=decision.model,
+                input_tokens=decision.usage.input_tokens,
+                output_tokens=decision.usage.output_tokens,
+                cached=decision.cached,
+                flags=_flags(decision),
+            )
+            return decision
+
+    async def _evaluate_prepared(
+        self, state: Any, qs: dict[str, Question], fail_closed: bool
     ) -> Decision:
         start = time.perf_counter()
         event: Metric = {"event": METRIC_EVALUATE, "style": self.style, "model": self.model}
@@ -272,6 +295,43 @@ def batch_options(concurrency: int, options: BatchOptions | None) -> BatchOption
     return options
 
 
+def _telemetry_for(options: ClassifierOptions) -> Any:
+    """The classifier's ``Telemetry``, or None. ``telemetry.py`` imports OpenTelemetry only
+    when it builds one, so an installed but unused OpenTelemetry is never imported."""
+    value = options.telemetry
+    if value is not None and not isinstance(value, bool):
+        return value
+    from .telemetry import Telemetry, wanted
+
+    if not wanted(value):
+        return None
+    if value is None:
+        try:
+            return Telemetry(provider_name=options.backend)
+        except ConfigError:
+            return None  # asked by the environment alone: no opentelemetry-api, no telemetry
+    return Telemetry(provider_name=options.backend)
+
+
+def _flags(decision: Decision) -> list[str]:
+    """The flags a decision carries by itself (``validation.FLAGS`` names; ``uncertain``
+    depends on the caller's thresholds and ``invalid`` on validation, so neither is here)."""
+    flags = []
+    if any(getattr(a, "near_uniform", False) for a in decision.answers.values()):
+        flags.append("near-uniform")
+    if not decision.calibrated:
+        flags.append("uncalibrated")
+    return flags
+
+
+def _endpoint_of(style: Style) -> str:
+    """The request URL as configured (credentials hidden, ``${NAME}`` unexpanded): what
+    ``server.address`` and ``url.full`` are taken from; empty for styles that send nothing."""
+    endpoint = getattr(style, "endpoint", None)
+    path = getattr(style, "path", "systemone")
+    return f"{endpoint}/{path}" if isinstance(endpoint, str) else ""
+
+
 _OPTION_NAMES = frozenset(option_names())
 
 
@@ -354,6 +414,10 @@ def create_classifier(options: ClassifierOptions) -> Classifier:
       systemone style only (see ``memory_cache``, ``SqliteCache``).
     - ``image_limits``: the image limits checked before any request (an ``ImageLimits`` or a
       mapping of its fields); default seed 004's byte limits.
+    - ``telemetry``: OpenTelemetry spans and metrics (the ``otel`` extra, ``telemetry.py``):
+      None (default) records when the host already imported OpenTelemetry or set ``OTEL_*``
+      exporters with the SDK installed; True / False switch it on / off; or a ready
+      ``Telemetry`` on the host's own providers. ``on_metric`` events are unchanged by it.
 
     Per style:
 

@@ -114,6 +114,9 @@ class ClassifierOptions:
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key_env: str | None = None
+    #: None: on when the host already imported OpenTelemetry or set ``OTEL_*`` exporters with
+    #: the SDK installed; True / False: on / off; or a ready ``telemetry.Telemetry``.
+    telemetry: Any = None
     calibration: str | None = None
 
     #: Derived from ``retries``, ``retry_base_ms``, ``retryable_statuses``, ``on_error``.
@@ -195,6 +198,11 @@ def _check_hooks(opts: ClassifierOptions) -> None:
     from .images import ImageLimits  # the pure image module; only its limits are needed here
 
     ImageLimits.of(opts.image_limits)
+    telemetry = opts.telemetry
+    if not (telemetry is None or isinstance(telemetry, bool) or hasattr(telemetry, "evaluate")):
+        raise ConfigError(
+            "classifier: telemetry takes True, False, None or a toolnexus.telemetry.Telemetry"
+        )
     if opts.on_metric is not None and not callable(opts.on_metric):
         raise ConfigError("classifier: on_metric must be callable")
     if opts.cache is not None and not (

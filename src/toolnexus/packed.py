@@ -58,6 +58,7 @@ from .scheduler.failfast import error_type, outcome_of
 from .scheduler.run import Settled
 from .scheduler.tokens import TokenEstimate, estimate_tokens
 from .systemone import PATH, SystemOneStyle
+from .telemetry_pack import pack_trace
 from .transport import Reply
 from .validation import validate_decision
 
@@ -300,6 +301,13 @@ class _Pack:
                 PATH, request.content, request.headers or None, decode, lambda got: got[1]
             )
 
+        trace = pack_trace(self.classifier)
+        if trace is not None:
+            post = send
+
+            async def send() -> tuple[Any, ClassifierUsage]:
+                return await trace.send(post, len(indices))  # type: ignore[no-any-return]
+
         weights = state_weights([p.state for p in parts], self.qs)
         try:
             body, total = await self._admitted(estimate, send)
@@ -333,6 +341,8 @@ class _Pack:
                 self.results[i] = decision
                 store(style, self.lifted[i], self.qs, decision)
                 self._emit(decision, len(indices))
+                if trace is not None:
+                    trace.state(decision, len(self.qs), len(indices))
             else:
                 await self.alone(i, share)
 

@@ -278,6 +278,18 @@ class SystemOneStyle:
 
     # --- evaluate ---------------------------------------------------------------------------
 
+    def plan(self, state: Any, questions: dict[str, Question]) -> PreparedRequest | None:
+        """What :meth:`decide` would send for ``state``, or None when the cache answers it (the
+        same keys, the same lookup); nothing is sent or stored (``batch --dry-run``)."""
+        lifted = self.lift(state, questions)
+        if self._cache is not None:
+            served = self._cache_get(self._model_key)
+            if served:
+                key = self._decision_key(served, lifted, questions)
+                if self._cached(key, questions) is not None:
+                    return None
+        return self.prepare(lifted, questions)
+
     async def decide(self, state: Any, questions: dict[str, Question]) -> Decision | Checked:
         """One decision: from the cache when configured and present, else one POST (built
         once; retries resend the same bytes). With a cache, a live answer is validated (only a

@@ -48,6 +48,7 @@ __all__ = [
     "EvaluateSpan",
     "Telemetry",
     "endpoint_attributes",
+    "sdk_installed",
     "wanted",
 ]
 
@@ -67,14 +68,38 @@ TOKEN_BUCKETS = (
 _SCOPE = "toolnexus"
 
 
+#: The ``OTEL_*`` settings that say a host means to export (read only with the SDK installed).
+_EXPORT_SETTINGS = (
+    "OTEL_TRACES_EXPORTER",
+    "OTEL_METRICS_EXPORTER",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+)
+
+
 def wanted(explicit: bool | None = None, environ: Mapping[str, str] = os.environ) -> bool:
     """Whether to record: ``explicit`` when given; else when the host already imported
-    OpenTelemetry, or configured an exporter through ``OTEL_*`` variables."""
+    OpenTelemetry, or configured an exporter through ``OTEL_*`` variables with the SDK
+    installed. Nothing is imported to decide: an installed but unused OpenTelemetry costs
+    nothing."""
     if explicit is not None:
         return explicit
     if "opentelemetry" in sys.modules:
         return True
-    return any(name in environ for name in ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT"))
+    exporting = any(
+        environ.get(n, "").strip().lower() not in ("", "none") for n in _EXPORT_SETTINGS
+    )
+    return exporting and sdk_installed()
+
+
+def sdk_installed() -> bool:
+    """Whether ``opentelemetry-sdk`` is installed, found without importing anything."""
+    from importlib.util import find_spec
+
+    spec = find_spec("opentelemetry")  # a top-level lookup imports nothing
+    if spec is None or spec.submodule_search_locations is None:
+        return False
+    return any(os.path.isdir(os.path.join(p, "sdk")) for p in spec.submodule_search_locations)
 
 
 def endpoint_attributes(url: str) -> dict[str, Any]:
@@ -83,6 +108,8 @@ def endpoint_attributes(url: str) -> dict[str, Any]:
     ``url.full``: an expanded ``${NAME}`` is a secret."""
     parts = urlsplit(url)
     attrs: dict[str, Any] = {}
+    if not parts.scheme:
+        return attrs  # a custom or static style: no endpoint to name
     if parts.hostname:
         attrs["server.address"] = parts.hostname
     try:
@@ -167,17 +194,24 @@ class EvaluateSpan:
         """The evaluate answered. ``billed_here`` is False for a state of a packed request (its
         usage is recorded once, on the request) and for a cached answer (nothing was billed)."""
         self.response_model = response_model
-        span = self.span
-        span.set_attribute("gen_ai.response.model", response_model)
-        span.set_attribute("gen_ai.usage.input_tokens", input_tokens)
-        span.set_attribute("gen_ai.usage.output_tokens", output_tokens)
-        span.set_attribute("toolnexus.cached", cached)
+        attrs: dict[str, Any] = {
+            "gen_ai.response.model": response_model,
+            "gen_ai.usage.input_tokens": input_tokens,
+            "gen_ai.usage.output_tokens": output_tokens,
+            "toolnexus.cached": cached,
+        }
         if flags:
-            span.set_attribute("toolnexus.flags", list(flags))
+            attrs["toolnexus.flags"] = list(flags)
+        self.span.set_attributes(attrs)
         if billed_here and not cached:
             self.telemetry.record_tokens(
                 self.attributes, response_model, input_tokens, output_tokens
             )
+
+    def observer(self) -> _AttemptSpans:
+        """The transport hook (``transport/observe.py``) that turns this evaluate's HTTP
+        attempts into child spans and its waits into span events."""
+        return _AttemptSpans(self)
 
     def failed(self, error: BaseException) -> None:
         self.error_type = type(error).__name__
@@ -192,6 +226,39 @@ class EvaluateSpan:
         if self.telemetry.capture_content:
             for name, value in values.items():
                 self.span.set_attribute(f"toolnexus.{name}", value)
+
+
+class _AttemptWatch:
+    """One attempt span, opened when the transport starts the attempt, closed at its end."""
+
+    def __init__(self, ev: EvaluateSpan) -> None:
+        self._span = AttemptSpan(ev.telemetry.start_attempt(ev.span, ev.attempts, ev.attributes))
+        ev.attempts += 1
+
+    def response(self, status: int, request_id: str | None) -> None:
+        self._span.response(status, request_id)
+
+    def failed(self, kind: str) -> None:
+        self._span.failed(kind)
+
+    def end(self) -> None:
+        self._span.span.end()
+
+
+@dataclass
+class _AttemptSpans:
+    """An evaluate's :class:`~.transport.observe.AttemptObserver`."""
+
+    ev: EvaluateSpan
+
+    def attempt(self, resend_count: int) -> _AttemptWatch:
+        return _AttemptWatch(self.ev)
+
+    def waited(self, seconds: float, resend_count: int) -> None:
+        self.ev.span.add_event(
+            "toolnexus.retry_wait",
+            {"toolnexus.wait_seconds": seconds, "http.request.resend_count": resend_count},
+        )
 
 
 class Telemetry:
@@ -229,14 +296,24 @@ class Telemetry:
         )
         self.provider_name = provider_name
         self.capture_content = _capture_content(environ)
+        self._bases: dict[tuple[str, str], dict[str, Any]] = {}
 
     def _base(self, model: str, endpoint: str) -> dict[str, Any]:
-        return {
-            "gen_ai.operation.name": OPERATION,
-            "gen_ai.provider.name": self.provider_name,
-            "gen_ai.request.model": model,
-            **endpoint_attributes(endpoint),
-        }
+        """The attributes every span and metric of ``model`` at ``endpoint`` shares, built
+        once per pair (a classifier asks one model at one endpoint: parsing the URL for each
+        evaluate was a measured share of the per-request cost). Callers copy, never mutate."""
+        key = (model, endpoint)
+        base = self._bases.get(key)
+        if base is None:
+            base = {
+                "gen_ai.operation.name": OPERATION,
+                "gen_ai.provider.name": self.provider_name,
+                "gen_ai.request.model": model,
+                **endpoint_attributes(endpoint),
+            }
+            if len(self._bases) < 64:
+                self._bases[key] = base
+        return base
 
     @contextlib.contextmanager
     def evaluate(
@@ -290,27 +367,35 @@ class Telemetry:
         self.tokens.record(input_tokens, attributes={**base, "gen_ai.token.type": "input"})
         self.tokens.record(output_tokens, attributes={**base, "gen_ai.token.type": "output"})
 
-    @contextlib.contextmanager
-    def attempt_span(
-        self, parent: Any, resend_count: int, attrs: Mapping[str, Any]
-    ) -> Iterator[AttemptSpan]:
+    def start_attempt(self, parent: Any, resend_count: int, attrs: Mapping[str, Any]) -> Any:
+        """Start one HTTP attempt's span under ``parent`` (the caller ends it). It is not made
+        the current span: nothing runs inside it but the send, and attaching a context per
+        attempt was a measured share of the per-request cost."""
         from opentelemetry import trace
         from opentelemetry.trace import SpanKind
 
-        context = trace.set_span_in_context(parent)
         span_attrs = {
             "http.request.method": "POST",
             "http.request.resend_count": resend_count,
             **{k: v for k, v in attrs.items() if k.startswith(("server.", "url."))},
         }
-        with self.tracer.start_as_current_span(
+        return self.tracer.start_span(
             "POST",
-            context=context,
+            context=trace.set_span_in_context(parent),
             kind=SpanKind.CLIENT,
             attributes=span_attrs,
             record_exception=False,
-        ) as span:
+        )
+
+    @contextlib.contextmanager
+    def attempt_span(
+        self, parent: Any, resend_count: int, attrs: Mapping[str, Any]
+    ) -> Iterator[AttemptSpan]:
+        span = self.start_attempt(parent, resend_count, attrs)
+        try:
             yield AttemptSpan(span)
+        finally:
+            span.end()
 
     @contextlib.contextmanager
     def packed_request(self, *, model: str, endpoint: str, states: int) -> Iterator[EvaluateSpan]:

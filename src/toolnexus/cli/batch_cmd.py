@@ -48,13 +48,31 @@ def batch_command(
     record there is an error (with --resume too: also the missing ones). The last record of an
     id wins, and a finished run rewrites --output atomically to one record per id.
 
+    --dry-run reads everything and sends nothing: the states to send, the requests, the
+    estimated tokens and (with --price) the cost. --max-cost / --max-tokens / --max-requests
+    stop scheduling before the spend would pass the cap (exit 5); --resume counts what the
+    output already spent.
+
     Exit codes: 0 ok; 1 a --fail-on condition met; 2 usage or input error; 3 backend failure;
-    4 the run stopped scheduling (a failure every request would repeat, like a wrong key).
+    4 the run stopped scheduling (a failure every request would repeat, like a wrong key);
+    5 a spend cap reached.
     """
-    from .batch_run import BatchConfig, run_batch
+    from .batch_run import BatchConfig
 
     cfg = BatchConfig(inputs=list(inputs), **batch_values)
     settings = BackendSettings(**backend_values)
+    from .batch_otel import run_telemetry
+
+    with run_telemetry(cfg.otel, settings) as run_span:
+        _batch(cfg, questions, settings, run_span)
+
+
+def _batch(cfg: Any, questions: Path, settings: BackendSettings, run_span: Any) -> None:
+    from .batch_budget import budget_for
+    from .batch_dry import dry_run, price_of
+    from .batch_run import run_batch
+
+    price = price_of(cfg.price)
     cache = None
     if cfg.use_cache:
         if settings.style != "systemone":
@@ -64,12 +82,26 @@ def batch_command(
 
         cache = SqliteCache(cache_path(cfg.cache_dir))
     try:
-        summary = run_batch(cfg, questions, settings, cache=cache, show_progress=cfg.progress)
+        if cfg.dry_run:
+            result = dry_run(cfg, questions, settings, cache=cache, price=price)
+            sys.stdout.write(result.render(cfg.fmt) + "\n")
+            return
+        budget = budget_for(cfg, questions, settings, cache, price)
+        with _counting_resends(budget):
+            summary = run_batch(
+                cfg,
+                questions,
+                settings,
+                cache=cache,
+                show_progress=cfg.progress,
+                admission=() if budget is None else (budget,),
+            )
     finally:
         if cache is not None:
             cache.close()
     if summary.stopped is not None:
         sys.stderr.write(f"toolnexus: {one_line(summary.stopped)}\n")
+    run_span.summary(summary)
     sys.stderr.write(f"toolnexus: {summary.line()}\n")
     if summary.interrupted is not None:
         sys.stderr.write(f"toolnexus: {_resume_hint(cfg.output, summary.kept_old_output)}\n")
@@ -79,6 +111,19 @@ def batch_command(
     code = summary.exit_code()
     if code != EXIT_OK:
         raise typer.Exit(code)
+
+
+def _counting_resends(budget: Any) -> Any:
+    """Every resend of the run charged to ``budget``'s request count (the transport's attempt
+    hook, inherited by every task of the run)."""
+    import contextlib
+
+    if budget is None:
+        return contextlib.nullcontext()
+    from ..transport.observe import observing
+    from .batch_budget import ResendCounter
+
+    return observing(ResendCounter(budget))
 
 
 def _resume_hint(output: str | None, kept_old_output: bool) -> str:

@@ -105,6 +105,49 @@ class BatchOptions:
     ] = None
     fail_on: FailOnOpt = None
     thresholds: ThresholdsOpt = None
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Read every input, send nothing: print the states to send, the requests, the "
+            "estimated tokens and (with --price) the cost; --format json for tools.",
+        ),
+    ] = False
+    max_cost: Annotated[
+        str | None,
+        typer.Option(
+            "--max-cost",
+            help="Stop scheduling before the spend (usage.cost, else tokens x --price) would "
+            "pass USD; in-flight requests finish. --resume counts what --output spent.",
+            metavar="USD",
+        ),
+    ] = None
+    max_tokens: Annotated[
+        int | None,
+        typer.Option("--max-tokens", help="The same cap on input + output tokens billed."),
+    ] = None
+    max_requests: Annotated[
+        int | None,
+        typer.Option("--max-requests", help="The same cap on HTTP attempts (retries bill)."),
+    ] = None
+    price: Annotated[
+        str | None,
+        typer.Option(
+            "--price",
+            help="input=USD/Mtok,output=USD/Mtok: the spend when the server reports no "
+            "usage.cost (none is built in).",
+            envvar="TOOLNEXUS_PRICE",
+            show_envvar=True,
+        ),
+    ] = None
+    otel: Annotated[
+        bool,
+        typer.Option(
+            "--otel",
+            help="OpenTelemetry spans and metrics for the run (needs "
+            "toolnexus-classifier[otel] and an SDK); on by itself with OTEL_* exporters set.",
+        ),
+    ] = False
     calibration: CalibrationOpt = None
     use_cache: Annotated[
         bool, typer.Option("--cache", help="Reuse and store decisions in the SQLite cache.")

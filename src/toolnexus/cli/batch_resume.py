@@ -16,9 +16,10 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import BinaryIO
 
-from ..records import ErrorRecord, Record, codec_for
+from ..records import DecisionRecord, ErrorRecord, Record, codec_for
 from ..records.codec import Codec, read_csv_header
 from ..records.parquet import PARQUET_MAGIC
 from .batch_output import fsync_dir
@@ -52,6 +53,13 @@ class PriorOutput:
     keep_bytes: int = 0
     header: list[str] | None = None
     records: int = 0
+    #: what the recorded decisions were billed, cached ones excluded (``--resume`` counts it
+    #: against a spend cap): requests, tokens, the reported costs, and how many reported none
+    spent_requests: int = 0
+    spent_input_tokens: int = 0
+    spent_output_tokens: int = 0
+    spent_cost: Decimal = Decimal(0)
+    spent_without_cost: int = 0
 
     def __contains__(self, key: str) -> bool:
         return key in self.ok or key in self.errors
@@ -156,6 +164,15 @@ def note_record(prior: PriorOutput, record: Record, questions_sha256: str | None
     prior.records += 1
     if key in prior:
         prior.repeated.add(key)
+    if isinstance(record, DecisionRecord) and not record.cached:
+        usage = record.usage
+        prior.spent_requests += 1
+        prior.spent_input_tokens += usage.input_tokens
+        prior.spent_output_tokens += usage.output_tokens
+        if usage.cost is None:
+            prior.spent_without_cost += 1
+        else:
+            prior.spent_cost += Decimal(repr(usage.cost))  # never a float sum
     if not isinstance(record, ErrorRecord):
         prior.ok.add(key)
         prior.errors.discard(key)

@@ -54,10 +54,10 @@ if TYPE_CHECKING:
     from ..batch import StateResult
     from ..errors import ClassifierError
     from ..questions import Question
+    from ..records.decision import Recalibrator
     from ..scheduler import Admission
     from .backend import Backend
     from .options import BackendSettings
-    from .render.records import Recalibrator
 
 __all__ = ["BatchConfig", "BatchSummary", "error_code", "run_batch"]
 
@@ -325,10 +325,10 @@ def run_batch(
     ``admission``: extra admission members for the run's scheduler (``--max-cost``'s budget),
     chained after its limiter and fail fast; a ``RunStopped`` they raise stops the run as fail
     fast does (``summary.stop_kind`` is its kind)."""
+    from ..records.decision import sample_record
     from .backend import build_backend, warn_to_stderr
     from .batch_output import csv_columns
     from .questionfile import load_question_set
-    from .render.records import sample_record
 
     check_config(cfg, questions_path)
     file_model, questions = load_question_set(questions_path)
@@ -336,7 +336,7 @@ def run_batch(
     sha = question_set_sha256(questions)
     recalibrator = None
     if cfg.calibration is not None:
-        from .render.records import Recalibrator
+        from ..records.decision import Recalibrator
 
         recalibrator = Recalibrator.load(cfg.calibration, sha, settings.style)
     columns: list[str] = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..printable import printable
 from .batch_items import InputSpec
@@ -20,7 +20,11 @@ from .errors import (
     EXIT_OK,
     EXIT_STOPPED,
     EXIT_USAGE,
+    CliError,
 )
+
+if TYPE_CHECKING:
+    from ..scheduler.budget import Caps
 
 __all__ = ["FIRST_IDS", "BatchConfig", "BatchSummary"]
 
@@ -46,6 +50,8 @@ class BatchConfig(BatchOptions):
     question_cut_points: Mapping[str, Mapping[str, float]] = field(init=False)
     #: ``--pack`` as ``BatchOptions.pack`` takes it
     pack_size: int | Literal["auto"] = field(init=False)
+    #: ``--max-cost`` / ``--max-tokens`` / ``--max-requests``
+    caps: Caps = field(init=False)
 
     def __post_init__(self) -> None:
         from .options import parse_fail_on, parse_question_thresholds, parse_thresholds
@@ -61,6 +67,28 @@ class BatchConfig(BatchOptions):
         object.__setattr__(self, "cut_points", parse_thresholds(self.thresholds))
         object.__setattr__(self, "question_cut_points", parse_question_thresholds(self.thresholds))
         object.__setattr__(self, "pack_size", parse_pack(self.pack))
+        object.__setattr__(self, "caps", _caps(self))
+
+
+def _caps(cfg: BatchOptions) -> Caps:
+    """The caps, checked: a wrong one is one line naming the flag."""
+    from decimal import Decimal, InvalidOperation
+
+    from ..errors import ConfigError
+    from ..scheduler.budget import Caps
+
+    cost = None
+    if cfg.max_cost is not None:
+        try:
+            cost = Decimal(cfg.max_cost)
+        except InvalidOperation:
+            cost = None
+        if cost is None or not cost.is_finite():
+            raise CliError(f"--max-cost takes an amount in USD (like 2.50), got {cfg.max_cost!r}")
+    try:
+        return Caps(cost, cfg.max_tokens, cfg.max_requests)
+    except ConfigError as e:
+        raise CliError(e.detail.removeprefix("classifier: ")) from None
 
 
 @dataclass
@@ -97,6 +125,11 @@ class BatchSummary:
     requests: int = 0
     throttled: int = 0
     pack: int | str = 1
+
+    @property
+    def budget_exceeded(self) -> bool:
+        """A spend cap stopped the run (``Budget``'s ``RunStopped``, kind ``budget``: exit 5)."""
+        return self.stop_kind == "budget"
 
     def met(self, condition: str, item_id: str | int) -> None:
         """Note that the record of ``item_id`` meets the ``--fail-on`` ``condition``."""
@@ -159,6 +192,8 @@ class BatchSummary:
             f"cost {cost}",
             f"{self.wall:.2f} s",
         ]
+        if self.budget_exceeded:
+            parts.append("budget_exceeded")
         if self.interrupted:
             head = f"batch interrupted by {self.interrupted}: "
         else:

@@ -6,7 +6,8 @@ register them. The README's exit-code table lists these codes:
 
   0 ok; 1 a ``--fail-on`` condition met (check-criteria: findings); 2 usage or input error;
   3 backend failure; 4 a batch stopped scheduling (a failure every request would repeat, or a
-  ``--state-field`` no record has); 130 interrupted (SIGINT); 143 terminated (SIGTERM).
+  ``--state-field`` no record has); 5 a spend cap stopped ``batch`` (``--max-cost``,
+  ``--max-tokens``, ``--max-requests``); 130 interrupted (SIGINT); 143 terminated (SIGTERM).
 
 :func:`failure_of` is the ONE place an exception becomes a CLI outcome: the exit code the
 boundary gives it (``eval``, ``canonical``, every command) AND the ``error.code`` of the record
@@ -30,6 +31,9 @@ EXIT_USAGE = 2
 EXIT_BACKEND = 3
 #: A batch stopped scheduling (``RunStopped``): ranks above 3, the run did not finish its input.
 EXIT_STOPPED = 4
+#: A spend cap stopped ``batch`` (or refused it before the first request): raise the cap and
+#: ``--resume``. A stopped run, this one too, ranks above 3 (its input is not finished).
+EXIT_BUDGET = 5
 #: 128 + SIGINT, what a shell reports for Ctrl-C.
 EXIT_INTERRUPTED = 130
 #: 128 + SIGTERM, what a shell reports for a process stopped by ``kill``.
@@ -38,7 +42,7 @@ EXIT_TERMINATED = 143
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 a --fail-on condition met (check-criteria: findings); "
     "2 usage or input error; 3 backend failure; 4 batch stopped (a failure every request "
-    "would repeat); 130 interrupted; 143 terminated."
+    "would repeat); 5 a spend cap reached; 130 interrupted; 143 terminated."
 )
 
 
@@ -118,7 +122,11 @@ EXIT_FOR_CODE: dict[str, int] = {
 
 #: ``RunStopped.kind`` -> the exit code of a batch that stopped for it (a spend cap's code is
 #: issue 23's to add); a kind not listed exits ``EXIT_STOPPED``.
-EXIT_FOR_STOP: dict[str, int] = {"systematic": EXIT_STOPPED, "input": EXIT_STOPPED}
+EXIT_FOR_STOP: dict[str, int] = {
+    "systematic": EXIT_STOPPED,
+    "input": EXIT_STOPPED,
+    "budget": EXIT_BUDGET,
+}
 
 #: Record code -> the ``--fail-on`` condition it meets.
 CONDITION_FOR_CODE: dict[str, str] = {

@@ -81,7 +81,7 @@ def run_eval(
     recalibrator = None
     if calibration is not None:
         from ..canonical import questions_sha256
-        from .render.records import Recalibrator
+        from ..records.decision import Recalibrator
 
         recalibrator = Recalibrator.load(calibration, questions_sha256(questions), settings.style)
     backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr)

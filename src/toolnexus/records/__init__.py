@@ -1,7 +1,8 @@
-"""The one record model of a batch run and its codecs: ``model`` (what a record is) and
-``codec`` (how each line format writes and reads it), and ``parquet`` (a Parquet run on disk:
-the file and its journal). Everything that writes or reads a run goes
-through here: ``batch`` output, ``--resume`` / ``--retry-errors``, and ``report``."""
+"""The one record model of a batch run and its codecs: ``model`` (what a record is),
+``decision`` (a decision as a record: wire fields, derived fields, flags), ``codec`` (how each
+line format writes and reads it), and ``parquet`` (a Parquet run on disk: the file and its
+journal). Everything that writes or reads a run goes through here: ``batch`` output,
+``--resume`` / ``--retry-errors``, ``report`` and ``toolnexus.arrow``."""
 
 from .codec import CODECS, Codec, CsvCodec, JsonCodec, JsonlCodec, RecordDecodeError, codec_for
 from .model import (

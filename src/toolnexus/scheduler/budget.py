@@ -200,6 +200,11 @@ class Budget:
         if ticket.id in self._reserved:
             self.spent.requests += extra_attempts
 
+    def resent(self, extra_attempts: int = 1) -> None:
+        """A request was sent again, whichever ticket it belongs to (what the transport's
+        attempt hook knows): it bills like a request."""
+        self.spent.requests += extra_attempts
+
     async def release(self, ticket: Ticket, usage: ClassifierUsage, outcome: Outcome) -> None:
         self._reserved.pop(ticket.id, None)
         if outcome.kind is OutcomeKind.NOT_SENT:

@@ -37,8 +37,11 @@ __all__ = [
     "CONTEXT_TOKENS",
     "STATE_AND_QUESTION_TOKENS",
     "TokenEstimate",
+    "central_of",
+    "count_pieces",
     "estimate_tokens",
     "limit_violation",
+    "split_pieces",
 ]
 
 #: The wire's limits (``system-one-wire.md``: "64k tokens per request; state plus the longest
@@ -76,6 +79,23 @@ def _image_tokens(images: Iterable[tuple[int, int]]) -> int:
     return sum(math.ceil(w * h / PIXELS_PER_IMAGE_TOKEN) for w, h in images)
 
 
+def split_pieces(text: str) -> list[str]:
+    """``text`` cut into pre-split pieces (the unit of the central estimate)."""
+    return _PIECE.findall(text)
+
+
+def count_pieces(text: str) -> int:
+    """How many pre-split pieces ``text`` holds."""
+    return len(_PIECE.findall(text))
+
+
+def central_of(pieces: int, image_tokens: int = 0) -> int:
+    """The central estimate of a body of ``pieces`` pieces: what :func:`estimate_tokens` gives
+    as ``central``, for a caller that counts a body's pieces in parts (a dry run counts the
+    question set once, then each state)."""
+    return round(OVERHEAD_TOKENS + TOKENS_PER_PIECE * pieces) + image_tokens
+
+
 def estimate_tokens(body: bytes | str, images: Iterable[tuple[int, int]] = ()) -> TokenEstimate:
     """The input tokens of a request whose JSON body is ``body`` (its canonical bytes; the
     packer may pass a part, such as a state plus its longest question, and gets that part's
@@ -85,7 +105,7 @@ def estimate_tokens(body: bytes | str, images: Iterable[tuple[int, int]] = ()) -
     pieces = _PIECE.findall(text)
     units = sum(max(1, -(-len(p.encode("utf-8")) // UPPER_BYTES_PER_UNIT)) for p in pieces)
     image = _image_tokens(images)
-    central = round(OVERHEAD_TOKENS + TOKENS_PER_PIECE * len(pieces)) + image
+    central = central_of(len(pieces), image)
     upper = math.ceil(UPPER_MARGIN * (OVERHEAD_TOKENS + TOKENS_PER_PIECE * units)) + 2 * image
     return TokenEstimate(central=central, upper=max(upper, central))
 

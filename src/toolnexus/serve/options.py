@@ -193,6 +193,19 @@ class ServeOptions:
             )
         ),
     )
+    #: synthetic answers report ``usage.cost`` as a gateway does: USD per million tokens billed
+    cost_per_mtok: float = field(
+        default=0.0,
+        metadata=_on_cli(
+            Flag(
+                "--cost-per-mtok",
+                float,
+                "Synthetic answers report usage.cost, as a gateway does: USD per million "
+                "tokens billed (0: no cost reported).",
+                "USD",
+            )
+        ),
+    )
     #: where the access log goes (one line per request); ``None``: nowhere
     access_log: IO[str] | None = None
     #: answer a replay miss synthetically instead of 409 (tests/loopback.py's mode)
@@ -246,6 +259,7 @@ class ServeOptions:
         for flag, value in (
             ("--latency-ms", self.latency_ms),
             ("--stall-seconds", self.stall_seconds),
+            ("--cost-per-mtok", self.cost_per_mtok),
         ):
             # inf would hold every request forever; nan compares false with everything.
             if not math.isfinite(value) or value < 0:

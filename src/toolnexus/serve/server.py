@@ -261,13 +261,19 @@ class Server:
                 miss = self._replay.miss(wire)
                 ex.note = f"{QUESTION_SET_DIGEST} {miss.body['questions_sha256'][:12]}"
                 raise miss
-        return synthesize(
+        body = synthesize(
             {"model": wire.model, "questions": wire.questions, "state": wire.state},
             seed=self.options.seed,
             state_key=wire.state_key(),
             images=len(wire.images),
             key_of=wire.key_of,
         )
+        if self.options.cost_per_mtok:
+            # As a gateway reports it: usage.cost in USD for the tokens billed.
+            usage = body["usage"]
+            tokens = usage["input_tokens"] + usage["output_tokens"]
+            usage["cost"] = round(tokens * self.options.cost_per_mtok / 1_000_000, 12)
+        return body
 
     async def _proxy(self, request: web.Request, ex: Exchange) -> web.StreamResponse:
         assert self._upstream is not None and ex.endpoint is not None

@@ -234,8 +234,11 @@ def http_status_error(
 ) -> HTTPStatusError:
     """The error for a non-2xx answer: its message is safe to show anywhere. With
     ``url_credentials`` (the base URL's ``user:pass@`` was sent) an auth failure names those,
-    not the key's variable."""
-    suffix = f" (request id {request_id})" if request_id else ""
+    not the key's variable. A status that was retried says after how many attempts, as a
+    network error does (issue 17 item 14); a terminal status, sent once, does not: "after 1
+    attempt" would suggest retries were tried."""
+    tries = f" (after {attempts} attempts)" if attempts > 1 else ""
+    suffix = tries + (f" (request id {request_id})" if request_id else "")
     if status in (401, 403):
         # Never shown: an auth failure body routinely echoes the credential or header sent.
         if url_credentials:

@@ -48,6 +48,7 @@ from ..decision import ClassifierUsage
 from ..errors import BackendError, ConfigError, DecisionError, HTTPStatusError
 from ..scheduler import Outcome, current, estimate_tokens, outcome_of
 from .adapter import MAX_BODY_BYTES, Adapter, BodyTooLarge, SendError
+from .observe import AttemptObserver, AttemptWatch, observers
 from .redaction import (
     ENV_REF,
     http_status_error,
@@ -177,6 +178,17 @@ def _adapter_for(transport: Any, http_client: Any) -> Adapter:
     from .httpx_adapter import HttpxAdapter
 
     return HttpxAdapter.checked(transport, http_client)
+
+
+def _watch(watching: tuple[AttemptObserver, ...], attempt: int) -> list[AttemptWatch]:
+    """The watches of one attempt (``observe.py``): only observers that want to follow it."""
+    return [w for o in watching if (w := o.attempt(attempt)) is not None]
+
+
+def _end(watches: list[AttemptWatch]) -> None:
+    """An attempt left by an exception the loop does not handle (a cancellation, a bug)."""
+    for w in watches:
+        w.end()
 
 
 class SystemOneTransport:
@@ -329,10 +341,14 @@ class SystemOneTransport:
         retry = self.retry
         retryable = retry.retryable
         seconds = self.timeout.seconds
+        watching = observers()
+        watches: list[AttemptWatch] = []
         attempt = 0
         while True:
             if attempt:
                 headers[RETRY_COUNT_HEADER] = str(attempt)
+            if watching:
+                watches = _watch(watching, attempt)
             failure: BackendError
             too_large = False
             try:
@@ -344,6 +360,9 @@ class SystemOneTransport:
                         too_large = True
             except (SendError, TimeoutError) as e:
                 kind: TransportKind = e.kind if isinstance(e, SendError) else "timeout"
+                for w in watches:
+                    w.failed(kind)
+                    w.end()
                 failure = transport_error(
                     kind, endpoint=endpoint, timeout=seconds, attempts=attempt + 1
                 )
@@ -353,11 +372,17 @@ class SystemOneTransport:
                     retryable=True,
                     wait=retry.delay(attempt),
                 )
+            except BaseException:
+                _end(watches)  # a cancellation: the attempt is over all the same
+                raise
             else:
                 # Scrubbed HERE, before anything decodes, cuts, stores, records or prints them:
                 # a server may echo the key in any body of any status, or in a header.
                 content = scrub_bytes(content, secrets)
                 request_id = _header(resp_headers, REQUEST_ID_HEADER, secrets)
+                for w in watches:
+                    w.response(status, request_id)
+                    w.end()
                 rid = f" (request id {request_id})" if request_id else ""
                 if too_large and 200 <= status < 300:
                     raise DecisionError(
@@ -398,5 +423,7 @@ class SystemOneTransport:
                 raise _Throttled(failure)
             if verdict == "fail" or attempt >= retry.retries:
                 raise failure
+            for observer in watching:
+                observer.waited(info.wait, attempt + 1)
             await self.sleep(info.wait)
             attempt += 1

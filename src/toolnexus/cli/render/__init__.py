@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ...printable import printable, printable_data
 from ...questions import Question
+from ...records.decision import FLAGS, RECORD_KEYS, answer_record, decision_record
 from ..lintcodes import Finding
 from .decision import (
     default_format,
@@ -39,7 +40,6 @@ from .formats import (
     ReportFormat,
     StatsFormat,
 )
-from .records import FLAGS, RECORD_KEYS, answer_record, decision_record
 
 if TYPE_CHECKING:
     from ...report.model import Report

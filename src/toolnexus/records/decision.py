@@ -11,13 +11,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...decision import Answer, ChoiceAnswer, Decision, ScoreAnswer
-from ...questions import Question
-from ...records.model import RECORD_KEYS
-from ...validation import DEFAULT_THRESHOLDS, FLAGS, threshold_band, validate_decision
+from ..decision import Answer, ChoiceAnswer, Decision, ScoreAnswer
+from ..questions import Question
+from ..validation import DEFAULT_THRESHOLDS, FLAGS, threshold_band, validate_decision
+from .model import RECORD_KEYS
 
 if TYPE_CHECKING:
-    from ...calibration.maps import LoadedCalibration, Provenance
+    from ..calibration.maps import LoadedCalibration, Provenance
 
 __all__ = [
     "FLAGS",
@@ -43,7 +43,7 @@ class Recalibrator:
 
     @classmethod
     def load(cls, path: str, questions_sha256: str, style: str) -> Recalibrator:
-        from ...calibration.maps import load_calibration
+        from ..calibration.maps import load_calibration
 
         # A replay answers what System One answered when it was recorded.
         asked = "systemone" if style == "static" else style
@@ -54,7 +54,7 @@ class Recalibrator:
         return out
 
     def provenance(self, model: str, pack_size: int) -> Provenance:
-        from ...calibration.maps import Provenance
+        from ..calibration.maps import Provenance
 
         return Provenance(self.questions_sha256, model, self.style, pack_size)
 
@@ -198,8 +198,8 @@ def sample_record(
 ) -> dict[str, Any]:
     """A decision record for this question set, to learn the CSV columns from the renderer
     itself (so the header can never drift from ``decision_record``)."""
-    from ...decision import parse_decision
-    from ...questions import ChoiceQuestion, ScoreQuestion
+    from ..decision import parse_decision
+    from ..questions import ChoiceQuestion, ScoreQuestion
 
     answers: dict[str, Any] = {}
     for key, q in questions.items():

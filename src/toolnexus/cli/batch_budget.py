@@ -1,0 +1,127 @@
+"""``batch --max-cost / --max-tokens / --max-requests``: the run's spend budget (issue 23).
+
+Before the first request, the dry run's estimate (``batch_dry``) is held against the caps, on
+top of what ``--output`` already spent when resuming (the records' usage, cached ones
+excluded): a cap that not even one request fits under is refused (exit 5) with the estimate;
+a cap the whole estimate passes is said once on stderr, and the run goes on until the budget
+stops it. The :class:`~toolnexus.scheduler.budget.Budget` it returns is the admission member
+the batch's scheduler asks before each request; :class:`ResendCounter` tells it of every retry
+through the transport's attempt hook, since retries bill like requests.
+"""
+
+from __future__ import annotations
+
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from ..scheduler.budget import Budget, Caps, Price, Spend
+from .batch_dry import DryRun, describe, dry_run
+from .batch_values import BatchConfig
+from .errors import EXIT_BUDGET, CliError
+
+__all__ = ["ResendCounter", "budget_for", "recorded_spend", "refusal"]
+
+
+class ResendCounter:
+    """A transport observer (``transport/observe.py``) that charges each resend to a budget's
+    request count; it follows no attempt itself."""
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+
+    def attempt(self, resend_count: int) -> None:
+        if resend_count:
+            self.budget.resent()
+
+    def waited(self, seconds: float, resend_count: int) -> None:
+        return None
+
+
+def recorded_spend(cfg: BatchConfig, sha: str, price: Price | None) -> Spend:
+    """What ``--output`` already spent, when this run resumes it: the cap covers the output."""
+    from .batch_dry import _prior
+
+    prior = _prior(cfg, sha)
+    if prior is None:
+        return Spend()
+    cost = prior.spent_cost
+    unknown = False
+    if prior.spent_without_cost:
+        # Tokens of the records that reported no cost are priced, when a price is given.
+        if price is None:
+            unknown = True
+        elif not cost:
+            cost = price.cost(prior.spent_input_tokens, prior.spent_output_tokens)
+    return Spend(
+        cost,
+        prior.spent_input_tokens + prior.spent_output_tokens,
+        prior.spent_requests,
+        unknown,
+    )
+
+
+def refusal(caps: Caps, already: Spend, estimate: DryRun, price: Price | None) -> str | None:
+    """Why the run is refused before its first request, or None: a cap under what is already
+    spent plus the largest single request's estimate admits nothing at all."""
+    if not estimate.requests:
+        return None
+    one_tokens = estimate.largest_request + estimate.output_per_request
+    one_cost = (
+        price.cost(estimate.largest_request, estimate.output_per_request) if price else Decimal(0)
+    )
+    why = None
+    if caps.max_requests is not None and already.requests + 1 > caps.max_requests:
+        why = f"--max-requests {caps.max_requests} ({already.requests} already sent)"
+    elif caps.max_tokens is not None and already.tokens + one_tokens > caps.max_tokens:
+        why = f"--max-tokens {caps.max_tokens} ({already.tokens} already spent)"
+    elif caps.max_cost is not None and already.cost + one_cost > caps.max_cost:
+        why = f"--max-cost {caps.max_cost} (${already.cost:.6f} already spent)"
+    if why is None:
+        return None
+    return (
+        f"{why} admits not one request of this run; its estimate: {describe(estimate)}. "
+        "Raise the cap (--dry-run shows the estimate)"
+    )
+
+
+def _passes(caps: Caps, already: Spend, estimate: DryRun) -> str | None:
+    if caps.max_requests is not None and already.requests + estimate.requests > caps.max_requests:
+        return f"--max-requests {caps.max_requests}"
+    tokens = estimate.input_tokens + estimate.output_tokens
+    if caps.max_tokens is not None and already.tokens + tokens > caps.max_tokens:
+        return f"--max-tokens {caps.max_tokens}"
+    cost = estimate.cost
+    if caps.max_cost is not None and cost is not None and already.cost + cost > caps.max_cost:
+        return f"--max-cost {caps.max_cost}"
+    return None
+
+
+def budget_for(
+    cfg: BatchConfig, questions: Path, settings: Any, cache: Any, price: Price | None
+) -> Budget | None:
+    """The run's budget when a cap is given (after the checks in the module docstring)."""
+    if not cfg.caps.any:
+        return None
+    from .batch_ids import question_set_sha256
+    from .questionfile import load_question_set
+
+    if cfg.caps.max_cost is not None and price is None and settings.replay is None:
+        sys.stderr.write(
+            "toolnexus: note: --max-cost counts the usage.cost the server reports; with no "
+            "--price, a server that reports none is charged nothing\n"
+        )
+    _, qs = load_question_set(questions)
+    already = recorded_spend(cfg, question_set_sha256(qs), price)
+    estimate = dry_run(cfg, questions, settings, cache=cache, price=price)
+    why = refusal(cfg.caps, already, estimate, price)
+    if why is not None:
+        raise CliError(why, EXIT_BUDGET)
+    passes = _passes(cfg.caps, already, estimate)
+    if passes is not None:
+        sys.stderr.write(
+            f"toolnexus: note: the estimate ({describe(estimate)}) passes {passes}: the run "
+            "stops scheduling at the cap\n"
+        )
+    return Budget(cfg.caps, price, output_tokens=estimate.output_per_request, already=already)

@@ -1,0 +1,231 @@
+"""``toolnexus batch --dry-run``: what a run would send and spend, sending nothing (issue 23).
+
+Every input is read and selected exactly as the run selects it (``--resume``, ``--shard``,
+duplicate ids), each state is checked, the decision cache is looked up with the classifier's own
+keys (a cached answer is not sent), and each request's body is built as the systemone style
+builds it. The input tokens are the scheduler's central estimate of that body
+(``scheduler.tokens``), the output tokens :func:`~toolnexus.scheduler.budget.estimate_output_tokens`
+of the question set, and the cost the ``--price`` given (none is built in). Nothing is written.
+
+The question set is the same in every body, so its pre-split pieces are counted once and each
+state's once (:class:`_Pieces`): the same count as the whole body's, at a fraction of the cost
+(100,000 states in a few seconds; ``tests/test_batch_dry.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from ..canonical import canonical_json
+from ..errors import ClassifierError
+from ..questions import Question, questions_to_wire
+from ..scheduler.budget import Price, estimate_output_tokens
+from ..scheduler.tokens import central_of, count_pieces, estimate_tokens, split_pieces
+from ..state import check_state
+from .batch_inputs import iter_inputs
+from .batch_resume import PriorMismatch, PriorOutput, read_prior
+from .batch_select import select
+from .batch_values import BatchConfig, BatchSummary
+from .errors import CliError
+
+__all__ = ["DryRun", "dry_run"]
+
+
+@dataclass
+class DryRun:
+    """What a run would do. ``requests`` is exact for what is known before sending (one per
+    state to send: pack 1); the tokens are central estimates; ``cost`` is None without a
+    price."""
+
+    states: int = 0
+    to_send: int = 0
+    requests: int = 0
+    cached: int = 0
+    #: states the run would write as error records without sending (bad input, duplicate id)
+    not_sendable: int = 0
+    skipped: int = 0
+    other_shards: int = 0
+    pack: int = 1
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: Decimal | None = None
+    #: the largest single request's estimated input tokens (a cap under it admits nothing)
+    largest_request: int = 0
+
+    @property
+    def output_per_request(self) -> int:
+        return self.output_tokens // self.requests if self.requests else 0
+
+    def to_object(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["cost"] = None if self.cost is None else float(self.cost)
+        return {"dry_run": True, **out}
+
+    def text(self) -> str:
+        cost = "no --price given" if self.cost is None else f"${self.cost:.6f}"
+        lines = [
+            f"states to send: {self.to_send} (of {self.states} read; {self.cached} cached, "
+            f"{self.not_sendable} not sendable, {self.skipped} skipped, "
+            f"{self.other_shards} in other shards)",
+            f"requests: {self.requests} (pack {self.pack}; retries not included)",
+            f"estimated tokens: {self.input_tokens} in / {self.output_tokens} out",
+            f"estimated cost: {cost}",
+        ]
+        return "\n".join(lines)
+
+    def render(self, fmt: str) -> str:
+        if fmt == "json":
+            return json.dumps(self.to_object(), sort_keys=True)
+        return self.text()
+
+
+class _Pieces:
+    """Pieces of ``prefix + tail`` counted as pieces of the prefix once plus pieces of each
+    tail: the prefix's last piece is re-counted with the tail, since a run of punctuation
+    (``":`` before a state) joins what follows it. So the count is exactly the whole body's."""
+
+    def __init__(self) -> None:
+        self._prefix: bytes | None = None
+        self._head = 0
+        self._last = ""
+
+    def count(self, body: bytes, tail: bytes) -> int:
+        if not body.endswith(tail):
+            return count_pieces(body.decode("utf-8", errors="replace"))
+        prefix = body[: len(body) - len(tail)]
+        if prefix != self._prefix:
+            pieces = split_pieces(prefix.decode("utf-8", errors="replace"))
+            self._prefix, self._head = prefix, len(pieces) - 1
+            self._last = pieces[-1] if pieces else ""
+        return self._head + count_pieces(self._last + tail.decode("utf-8", errors="replace"))
+
+
+def _prior(cfg: BatchConfig, sha: str) -> PriorOutput | None:
+    if cfg.output is None or not (cfg.resume or cfg.retry_errors):
+        return None
+    try:
+        return read_prior(cfg.output, cfg.fmt, sha)
+    except PriorMismatch as e:
+        raise CliError(f"--output {cfg.output}: cannot resume: {e}") from None
+    except (OSError, ValueError) as e:
+        raise CliError(f"--output {cfg.output}: cannot resume from it: {e}") from None
+
+
+def dry_run(
+    cfg: BatchConfig,
+    questions_path: Path,
+    settings: Any,
+    *,
+    cache: Any = None,
+    price: Price | None = None,
+) -> DryRun:
+    """What ``batch`` would send for ``cfg``; sends nothing, writes nothing."""
+    from .backend import build_backend
+    from .batch_ids import question_set_sha256
+    from .questionfile import load_question_set
+
+    if settings.replay is not None or settings.style != "systemone":
+        raise CliError("--dry-run estimates System One requests; drop --replay or --llm-model")
+    file_model, questions = load_question_set(questions_path)
+    backend = build_backend(settings, file_model=file_model, on_metric=None, cache=cache)
+    from ..systemone import SystemOneStyle
+
+    # The classifier's own systemone style: its bodies and cache keys, nothing re-derived.
+    style = backend.classifier._style
+    assert isinstance(style, SystemOneStyle)  # --replay and --llm-model are refused above
+    qs: dict[str, Question] = backend.classifier.prepare(questions)
+    sha = question_set_sha256(questions)
+    summary = BatchSummary()
+    items = select(iter_inputs(cfg.inputs, cfg.spec), cfg, _prior(cfg, sha), summary, set())
+    result = DryRun(pack=_pack_of(cfg))
+    output_per_request = estimate_output_tokens(questions_to_wire(qs))
+    pieces = _Pieces()
+    packed: list[Any] = []
+    for item in items:
+        result.states += 1
+        if item.error is not None:
+            result.not_sendable += 1
+            continue
+        try:
+            check_state(item.state)
+            request = style.plan(item.state, qs)
+        except ClassifierError:
+            result.not_sendable += 1
+            continue
+        if request is None:
+            result.cached += 1
+            continue
+        result.to_send += 1
+        if result.pack != 1:
+            packed.append((item.state, request.lifted))
+            continue
+        result.requests += 1
+        if request.multipart:
+            sizes = [size for a in request.lifted.assets if (size := a.image.size) is not None]
+            one = estimate_tokens(request.json, sizes).central
+            result.input_tokens += one
+            result.largest_request = max(result.largest_request, one)
+        else:
+            tail = canonical_json(request.lifted.state) + b"}"
+            one = central_of(pieces.count(request.json, tail))
+            result.input_tokens += one
+            result.largest_request = max(result.largest_request, one)
+        result.output_tokens += output_per_request
+    if packed:
+        _estimate_packs(result, packed, qs, style.model)
+    result.states += summary.skipped + summary.other_shards
+    result.skipped, result.other_shards = summary.skipped, summary.other_shards
+    if price is not None:
+        result.cost = price.cost(result.input_tokens, result.output_tokens)
+    return result
+
+
+def _pack_of(cfg: BatchConfig) -> Any:
+    """``--pack`` as the run uses it."""
+    return cfg.pack_size
+
+
+def _estimate_packs(
+    result: DryRun, sendable: list[tuple[Any, Any]], qs: dict[str, Question], model: str
+) -> None:
+    """Requests and tokens of the packed requests ``packplan.plan_packs`` makes of the states
+    to send, each estimated on its own packed body, exactly as it will be sent."""
+    from ..packing import pack_lifted, pack_questions
+    from ..packplan import packed_body, plan_packs
+
+    states = [state for state, _ in sendable]
+    for pack in plan_packs(states, qs, result.pack, model=model):
+        wire = questions_to_wire(pack_questions(qs, len(pack)))
+        merged = pack_lifted([sendable[i][1] for i in pack])
+        sizes = [size for a in merged.assets if (size := a.image.size) is not None]
+        one = estimate_tokens(packed_body(model, merged, wire), sizes).central
+        result.requests += 1
+        result.input_tokens += one
+        result.largest_request = max(result.largest_request, one)
+        result.output_tokens += estimate_output_tokens(wire)
+
+
+def price_of(text: str | None) -> Price | None:
+    """``--price`` (or ``TOOLNEXUS_PRICE``) parsed, or None."""
+    if text is None or not text.strip():
+        return None
+    from ..errors import ConfigError
+    from ..scheduler.budget import parse_price
+
+    try:
+        return parse_price(text)
+    except ConfigError as e:
+        raise CliError(e.detail.removeprefix("classifier: ")) from None
+
+
+def describe(result: DryRun) -> str:
+    """The one line a refused cap quotes: the estimate it was held against."""
+    cost = "" if result.cost is None else f", about ${result.cost:.6f}"
+    return (
+        f"{result.requests} requests, about {result.input_tokens} input and "
+        f"{result.output_tokens} output tokens{cost}"
+    )
