@@ -16,16 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from ..defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT, MODEL_ENV
 from ..envname import ENV_NAME
 from .errors import CliError
-
-if TYPE_CHECKING:
-    pass
 
 _PANEL = "Backend"
 R = TypeVar("R")
