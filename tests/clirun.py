@@ -9,10 +9,14 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from typer.testing import CliRunner
 
 from toolnexus.cli.app import main
+
+if TYPE_CHECKING:
+    import pytest
 
 
 @dataclass
@@ -47,3 +51,15 @@ def error_line(stderr: str) -> str:
     assert "Traceback" not in stderr, stderr
     assert stderr.endswith("\n") and stderr.count("\n") == 1, repr(stderr)
     return re.sub(r"^toolnexus: ", "", stderr[:-1])
+
+
+def run_main(capfd: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``toolnexus *args`` through the real entry point, its output read from the process's
+    own file descriptors (``capfd``): (exit code, stdout, stderr)."""
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as e:
+        code = int(e.code or 0)
+    out, err = capfd.readouterr()
+    return code, out, err

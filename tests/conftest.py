@@ -6,6 +6,7 @@ import os
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -72,3 +73,13 @@ def ray_session(tmp_path_factory: pytest.TempPathFactory, ray_api_key: str) -> I
         yield temp
     finally:
         ray.shutdown()
+
+
+@pytest.fixture
+def server() -> Iterator[Any]:
+    """A loopback System One server (tests/loopback.py's ``Loopback``) for one test; a test
+    file that means another server by ``server`` defines its own fixture, which wins."""
+    from loopback import Loopback
+
+    with Loopback() as s:
+        yield s

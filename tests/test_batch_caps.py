@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
@@ -22,12 +21,6 @@ from toolnexus.config import RetryPolicy
 from toolnexus.scheduler.budget import Budget, Caps
 from toolnexus.transport import SystemOneTransport
 from toolnexus.transport.observe import observing
-
-
-@pytest.fixture
-def server() -> Iterator[Loopback]:
-    with Loopback() as s:
-        yield s
 
 
 @pytest.fixture

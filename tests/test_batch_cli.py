@@ -12,15 +12,14 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from clirun import run_main as _cli
 from loopback import Fault, Loopback
 from toolnexus.canonical import canonical_json
-from toolnexus.cli.app import main
 from toolnexus.cli.questionfile import load_question_set
 from toolnexus.questions import questions_to_wire
 
@@ -36,12 +35,6 @@ questions:
       billing: own it here when money moved
       technical: own it here when the product itself errors
 """
-
-
-@pytest.fixture
-def server() -> Iterator[Loopback]:
-    with Loopback() as s:
-        yield s
 
 
 @pytest.fixture
@@ -69,16 +62,6 @@ def _body(qfile: Path, state: Any) -> bytes:
     return canonical_json(
         {"model": "jev-latest", "questions": questions_to_wire(qs), "state": state}
     )
-
-
-def _cli(capfd: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capfd.readouterr()
-    return code, out, err
 
 
 def _records(text: str) -> list[dict[str, Any]]:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from clirun import run_main as _cli
 from loopback import Loopback, recordings
-from toolnexus.cli.app import main
 from toolnexus.cli.batch_dry import _Pieces
 from toolnexus.scheduler.tokens import central_of, estimate_tokens
 
@@ -33,26 +32,10 @@ questions:
 
 
 @pytest.fixture
-def server() -> Iterator[Loopback]:
-    with Loopback() as s:
-        yield s
-
-
-@pytest.fixture
 def qfile(tmp_path: Path) -> Path:
     path = tmp_path / "q.yaml"
     path.write_text(QUESTIONS, encoding="utf-8")
     return path
-
-
-def _cli(capfd: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capfd.readouterr()
-    return code, out, err
 
 
 def _input(tmp_path: Path, states: list[Any], name: str = "in.jsonl") -> Path:

@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,6 @@ from loopback import Loopback
 
 QUESTIONS = "questions:\n  urgent:\n    type: noul\n    instructions: a human today?\n"
 STATE = "ticket-state-text-K4p9"
-
-
-@pytest.fixture
-def server() -> Iterator[Loopback]:
-    with Loopback() as s:
-        yield s
 
 
 def _files(tmp_path: Path, n: int) -> tuple[Path, Path]:

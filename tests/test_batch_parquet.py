@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from clirun import run_main as _cli
 from loopback import Fault, Loopback
 from toolnexus.arrowrecords import run_schema
-from toolnexus.cli.app import main
 from toolnexus.cli.questionfile import load_question_set
 from toolnexus.records.parquet import journal_path
 
@@ -59,12 +59,6 @@ questions:
 
 
 @pytest.fixture
-def server() -> Iterator[Loopback]:
-    with Loopback() as s:
-        yield s
-
-
-@pytest.fixture
 def qfile(tmp_path: Path) -> Path:
     path = tmp_path / "q.yaml"
     path.write_text(QUESTIONS, encoding="utf-8")
@@ -79,16 +73,6 @@ def _parquet_input(path: Path, n: int, **extra: list[Any]) -> Path:
     }
     pq.write_table(pa.table(columns), path, row_group_size=max(1, n // 4))
     return path
-
-
-def _cli(capfd: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capfd.readouterr()
-    return code, out, err
 
 
 def _run_records(path: Path) -> list[dict[str, Any]]:

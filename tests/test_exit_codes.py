@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,12 +117,6 @@ def _run(capfd: pytest.CaptureFixture[str], *args: str) -> Ran:
         code = int(e.code or 0)
     out, err = capfd.readouterr()
     return Ran(code, out, err)
-
-
-@pytest.fixture
-def server() -> Iterator[Loopback]:
-    with Loopback() as s:
-        yield s
 
 
 def _options(case: Case, server: Loopback, empty: Path) -> list[str]:

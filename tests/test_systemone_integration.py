@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -47,12 +46,6 @@ class DictCache:
 
     def set(self, key: str, value: str) -> None:
         self.data[key] = value
-
-
-@pytest.fixture
-def server() -> Iterator[Loopback]:
-    with Loopback() as s:
-        yield s
 
 
 def body_for(state: Any, questions: dict[str, Any], model: str = "jev-latest") -> bytes:
