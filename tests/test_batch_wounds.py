@@ -438,3 +438,14 @@ def test_an_interrupted_overwrite_onto_a_new_file_says_resume(qfile: Path, tmp_p
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert "--resume" in err.splitlines()[-1]
+
+
+def test_the_batch_summary_totals_costs_exactly() -> None:
+    """Issue 20 item 4: the summary's cost is the Decimal total of what each response
+    reported (0.1 + 0.2 is 0.3), never a float sum."""
+    from toolnexus.cli.batch_values import BatchSummary
+
+    summary = BatchSummary()
+    for cost in (0.1, 0.2):
+        summary.add_cost(cost)
+    assert "cost 0.3" in summary.line() and "0.30000000000000004" not in summary.line()

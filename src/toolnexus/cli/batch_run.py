@@ -197,7 +197,7 @@ class _Run:
             s.input_tokens += decision.usage.input_tokens
             s.output_tokens += decision.usage.output_tokens
             if decision.usage.cost is not None and math.isfinite(decision.usage.cost):
-                s.cost = (s.cost or 0.0) + decision.usage.cost
+                s.add_cost(decision.usage.cost)
         if self.progress is not None:
             self.progress.update(s)
         return record

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import TYPE_CHECKING, Literal
 
 from ..printable import printable
@@ -72,7 +73,7 @@ class BatchConfig(BatchOptions):
 
 def _caps(cfg: BatchOptions) -> Caps:
     """The caps, checked: a wrong one is one line naming the flag."""
-    from decimal import Decimal, InvalidOperation
+    from decimal import InvalidOperation
 
     from ..errors import ConfigError
     from ..scheduler.budget import Caps
@@ -104,7 +105,7 @@ class BatchSummary:
     #: tokens and cost this run spent: cached decisions are not in them
     input_tokens: int = 0
     output_tokens: int = 0
-    cost: float | None = None
+    cost: Decimal | None = None
     #: the usage the cached decisions carry, spent by the run that first asked
     cached_input_tokens: int = 0
     cached_output_tokens: int = 0
@@ -164,6 +165,11 @@ class BatchSummary:
             if worst in exits:
                 return worst
         return EXIT_CONDITION if self.conditions else EXIT_OK
+
+    def add_cost(self, cost: float) -> None:
+        """Add one response's reported cost: the Decimal of its shortest repr, so the total is
+        what the server charged, never a float sum."""
+        self.cost = (self.cost or Decimal(0)) + Decimal(repr(cost))
 
     def line(self) -> str:
         codes = ", ".join(f"{c} {n}" for c, n in sorted(self.codes.items()))

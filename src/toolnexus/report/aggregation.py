@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
+from decimal import Decimal
 from typing import Any
 
 from ..decision import MAX_USAGE
@@ -55,7 +56,8 @@ class Usage:
     def __init__(self) -> None:
         self.input_tokens = 0
         self.output_tokens = 0
-        self.cost = 0.0
+        #: Decimal of each record's cost as written: money is never a float sum
+        self.cost = Decimal(0)
         self.cost_reported = 0
 
     def add(self, usage: Any) -> None:
@@ -76,7 +78,7 @@ class Usage:
         if cost is not None:
             if type(cost) not in (float, int) or not 0 <= cost <= MAX_USAGE:
                 raise RecordError(f"usage.cost is {_shown(cost)}, not a cost")
-            self.cost += cost
+            self.cost += Decimal(repr(cost)) if type(cost) is float else Decimal(cost)
             self.cost_reported += 1
 
     def merge(self, other: Usage) -> None:
@@ -89,7 +91,7 @@ class Usage:
         return UsageSummary(
             self.input_tokens,
             self.output_tokens,
-            self.cost if self.cost_reported else None,
+            float(self.cost) if self.cost_reported else None,
             self.cost_reported,
         )
 
