@@ -18,6 +18,8 @@ PURE = {
     "answers.py",
     "validation.py",
     "validity.py",
+    "failures.py",
+    "records/decision.py",
 }
 HTTP = {
     "transport/aiohttp_adapter.py",
@@ -77,3 +79,31 @@ def test_module_imports_follow_the_layers(path: Path) -> None:
 def test_the_layer_test_sees_every_module() -> None:
     seen = {str(p.relative_to(SRC)) for p in MODULES}
     assert {"questions.py", "canonical.py", "decision.py"} | HTTP | PURE_TRANSPORT <= seen
+
+
+def _reaches_cli(path: Path) -> bool:
+    """Whether ``path`` imports ``toolnexus.cli`` (relatively or absolutely, even lazily)."""
+    rel = path.relative_to(SRC)
+    depth = len(rel.parts) - 1  # how many packages below toolnexus the module sits
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 0 and (node.module or "").startswith("toolnexus.cli"):
+                return True
+            if node.level == depth + 1 and (node.module or "").split(".")[0] == "cli":
+                return True
+        elif isinstance(node, ast.Import) and any(
+            a.name.startswith("toolnexus.cli") for a in node.names
+        ):
+            return True
+    return False
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in MODULES if p.relative_to(SRC).parts[0] not in ("cli", "__main__.py")],
+    ids=lambda p: str(p.relative_to(SRC)),
+)
+def test_the_library_never_imports_the_cli(path: Path) -> None:
+    """The CLI is built on the library, never the reverse: what both need (the failure table,
+    decision records) lives in the core (``failures.py``, ``records/decision.py``)."""
+    assert not _reaches_cli(path)

@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING, Any
 from .arrowrecords import records_to_table, require_pyarrow
 from .canonical import questions_sha256
 from .classifier import Classifier, create_classifier
-from .cli.errors import failure_of, one_line
 from .config import BatchOptions
 from .defaults import DEFAULT_BATCH_CONCURRENCY
 from .errors import ConfigError
+from .failures import failure_of, one_line
 from .questions import Question
 from .records import DecisionRecord, ErrorRecord
 from .records.decision import decision_record
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 __all__ = ["evaluate_rows", "evaluate_table", "evaluate_table_async"]
 
 #: The record code of a row with no state or no id: the one ``batch`` gives a state the
-#: library refuses (``cli/errors.py``), so a reader groups them with it.
+#: library refuses (``failures.py``), so a reader groups them with it.
 _NULL_CODE = "invalid_state"
 
 
