@@ -30,16 +30,15 @@ def _key(style: SystemOneStyle, served: str, lifted: LiftedState, qs: dict[str, 
     )
 
 
-# The style's cache helpers are private to it; this module is their one other user, and goes
-# through them so a cache failure is the same CacheError as at pack 1.
+# Through the style's own cache methods, so a cache failure is the same CacheError as at pack 1.
 def cached(style: SystemOneStyle, lifted: LiftedState, qs: dict[str, Question]) -> Decision | None:
     """The packed answer kept for this state (``cached=True``, its ``packed`` size), or None."""
-    if style._cache is None:
+    if not style.caches:
         return None
-    served = style._cache_get(style._model_key)
+    served = style.cache_get(style.model_key)
     if not served:
         return None
-    text = style._cache_get(_key(style, served, lifted, qs))
+    text = style.cache_get(_key(style, served, lifted, qs))
     if text is None:
         return None
     try:
@@ -56,8 +55,8 @@ def store(
     style: SystemOneStyle, lifted: LiftedState, qs: dict[str, Question], decision: Decision
 ) -> None:
     """Keep a valid packed answer for this state, and the model the endpoint served."""
-    if style._cache is None:
+    if not style.caches:
         return
-    style._cache_set(style._model_key, decision.model)
+    style.cache_set(style.model_key, decision.model)
     entry = {**decision.to_wire(), "packed": decision.packed}
-    style._cache_set(_key(style, decision.model, lifted, qs), canonical_json(entry).decode())
+    style.cache_set(_key(style, decision.model, lifted, qs), canonical_json(entry).decode())

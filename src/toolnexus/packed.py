@@ -69,6 +69,7 @@ __all__ = [
     "RequestFacts",
     "evaluate_pack",
     "packs",
+    "systemone_style",
 ]
 
 #: The ``error_type`` of the API's 400 for a request past the context (system-one-wire.md).
@@ -134,7 +135,10 @@ class PackOutcome:
     requests: list[RequestFacts]
 
 
-def _systemone(classifier: object) -> SystemOneStyle | None:
+def systemone_style(classifier: object) -> SystemOneStyle | None:
+    """The System One style a classifier asks through, or None for any other style: the one
+    place outside ``classifier.py`` that knows where a classifier keeps its style (the pack
+    planner and ``batch --dry-run`` build their requests with it, nothing re-derived)."""
     style = getattr(classifier, "_style", None)
     return style if isinstance(style, SystemOneStyle) else None
 
@@ -142,7 +146,7 @@ def _systemone(classifier: object) -> SystemOneStyle | None:
 def packs(classifier: object) -> bool:
     """Whether ``classifier`` asks a pack in one request (the systemone style). Plan singletons
     (``plan_packs(..., 1)``) for any other: it asks state by state anyway."""
-    return _systemone(classifier) is not None
+    return systemone_style(classifier) is not None
 
 
 def _plus(a: ClassifierUsage, b: ClassifierUsage) -> ClassifierUsage:
@@ -391,7 +395,7 @@ async def evaluate_pack(
     or the re-ask of an invalid packed answer) is then its ``InvalidDecision``. With ``gate``,
     every request goes through ``gate.admit(estimate)`` and is settled with what it cost. See
     the module docstring for packing, re-asks, splits, usage and the cache."""
-    style = _systemone(classifier)
+    style = systemone_style(classifier)
     run = _Pack(classifier, style, states, qs, fail_closed, gate)
     if len(states) == 1 or style is None:
         for i in range(len(states)):

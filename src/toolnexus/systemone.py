@@ -107,7 +107,7 @@ class SystemOneStyle:
         #: The endpoint as configured (``${NAME}`` unexpanded): what cache keys are built on.
         self.endpoint = self.transport.base_url
         #: Where a cache keeps the model this endpoint served for ``self.model`` (both fixed).
-        self._model_key = model_cache_key(self.endpoint, self.model)
+        self.model_key = model_cache_key(self.endpoint, self.model)
         #: The start of every decision key of this endpoint (see ``_decision_key``).
         endpoint_json = canonical_json(self.endpoint)
         self._key_prefix = b'{"endpoint":' + endpoint_json + b',"kind":"decision","model":'
@@ -207,7 +207,13 @@ class SystemOneStyle:
 
     # --- cache ------------------------------------------------------------------------------
 
-    def _cache_get(self, key: str) -> str | None:
+    @property
+    def caches(self) -> bool:
+        """Whether a cache is configured (``cache_get``/``cache_set`` need one)."""
+        return self._cache is not None
+
+    def cache_get(self, key: str) -> str | None:
+        """The cached text under ``key``, or None; a failing cache is a ``CacheError``."""
         assert self._cache is not None
         try:
             value = self._cache.get(key)
@@ -215,7 +221,8 @@ class SystemOneStyle:
             raise CacheError(f"classifier: cache get failed: {type(e).__name__}") from None
         return value if isinstance(value, str) else None
 
-    def _cache_set(self, key: str, value: str) -> None:
+    def cache_set(self, key: str, value: str) -> None:
+        """Keep ``value`` under ``key``; a failing cache is a ``CacheError``."""
         assert self._cache is not None
         try:
             self._cache.set(key, value)
@@ -246,7 +253,7 @@ class SystemOneStyle:
         )
 
     def _cached(self, key: str, questions: dict[str, Question]) -> Decision | None:
-        text = self._cache_get(key)
+        text = self.cache_get(key)
         if text is None:
             return None
         try:
@@ -269,12 +276,12 @@ class SystemOneStyle:
         escape (then every secret form in it was a literal one ``scrub_bytes`` replaced), so a
         cold run does not serialize each decision a second time; otherwise its canonical wire
         body, as before."""
-        self._cache_set(self._model_key, decision.model)
+        self.cache_set(self.model_key, decision.model)
         if key is None:
             key = self._decision_key(decision.model, lifted, questions)
         if "\\" in body:
             body = canonical_json(decision.to_wire()).decode("utf-8")
-        self._cache_set(key, body)
+        self.cache_set(key, body)
 
     # --- evaluate ---------------------------------------------------------------------------
 
@@ -283,7 +290,7 @@ class SystemOneStyle:
         same keys, the same lookup); nothing is sent or stored (``batch --dry-run``)."""
         lifted = self.lift(state, questions)
         if self._cache is not None:
-            served = self._cache_get(self._model_key)
+            served = self.cache_get(self.model_key)
             if served:
                 key = self._decision_key(served, lifted, questions)
                 if self._cached(key, questions) is not None:
@@ -298,7 +305,7 @@ class SystemOneStyle:
         lifted = self.lift(state, questions)
         key = served = None
         if self._cache is not None:
-            served = self._cache_get(self._model_key)
+            served = self.cache_get(self.model_key)
             if served:
                 # One key per state, reused to store a live answer: a cold --cache run costs
                 # little more than a run without (issue 8, bench/batch_cli.py).

@@ -132,11 +132,11 @@ def dry_run(
         raise CliError("--dry-run estimates System One requests; drop --replay or --llm-model")
     file_model, questions = load_question_set(questions_path)
     backend = build_backend(settings, file_model=file_model, on_metric=None, cache=cache)
-    from ..systemone import SystemOneStyle
+    from ..packed import systemone_style
 
     # The classifier's own systemone style: its bodies and cache keys, nothing re-derived.
-    style = backend.classifier._style
-    assert isinstance(style, SystemOneStyle)  # --replay and --llm-model are refused above
+    style = systemone_style(backend.classifier)
+    assert style is not None  # --replay and --llm-model are refused above
     qs: dict[str, Question] = backend.classifier.prepare(questions)
     sha = question_set_sha256(questions)
     summary = BatchSummary()
