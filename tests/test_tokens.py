@@ -114,3 +114,30 @@ def test_limit_violation_names_the_rule(
     """'Context: 64k tokens per request; state plus the longest question must fit in 32k.'"""
     found = limit_violation(TokenEstimate(1, request_upper), TokenEstimate(1, pair_upper))
     assert (found is None) if names is None else (found is not None and names in found)
+
+
+def _piecewise(text: str) -> TokenEstimate:
+    """The estimate as the module docstring writes it, piece by piece over the str pattern:
+    ``upper = ceil(1.15 * (189 + 2.03 * sum(max(1, ceil(bytes(piece) / 3)))))``."""
+    import math
+    import re
+
+    pieces = re.findall(r" ?[A-Za-z]+| ?[0-9]{1,3}| ?[^\sA-Za-z0-9]+|\s+", text)
+    units = sum(max(1, math.ceil(len(p.encode("utf-8")) / 3)) for p in pieces)
+    central = round(189 + 2.03 * len(pieces))
+    return TokenEstimate(central, max(central, math.ceil(1.15 * (189 + 2.03 * units))))
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=400))
+def test_the_ascii_fast_path_cuts_pieces_as_the_str_pattern_does(text: str) -> None:
+    """ASCII bytes take a bytes pattern (no decode, no per-piece encode); every ASCII control
+    and space character, ``\\x1c``-``\\x1f`` included, must cut exactly as ``\\s`` does."""
+    assert estimate_tokens(text.encode("ascii")) == _piecewise(text)
+
+
+@given(st.text(max_size=300))
+def test_any_text_is_estimated_as_the_formula_says(text: str) -> None:
+    assert estimate_tokens(text) == _piecewise(text)
+    assert estimate_tokens(text.encode("utf-8", "surrogatepass")) == _piecewise(
+        text.encode("utf-8", "surrogatepass").decode("utf-8", errors="replace")
+    )

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -64,6 +65,14 @@ PIXELS_PER_IMAGE_TOKEN = 750
 # A byte-level BPE's pre-split: a word with its leading space, one to three digits, a run of
 # other symbols (JSON punctuation, non-ASCII text), a run of whitespace.
 _PIECE = re.compile(r" ?[A-Za-z]+| ?[0-9]{1,3}| ?[^\sA-Za-z0-9]+|\s+")
+# The same pre-split over ASCII bytes, where a piece's length is its byte count: ``\s`` spelled
+# out as the ASCII characters the str pattern's ``\s`` matches (``str.isspace``), so both cut
+# any ASCII text alike (a test holds it). Every request of a batch is estimated where it is
+# sent, and most bodies are ASCII canonical JSON: no decode, no per-piece encode.
+_ASCII_SPACE = rb"\t\n\x0b\x0c\r\x1c-\x1f "
+_PIECE_ASCII = re.compile(
+    rb" ?[A-Za-z]+| ?[0-9]{1,3}| ?[^" + _ASCII_SPACE + rb"A-Za-z0-9]+|[" + _ASCII_SPACE + rb"]+"
+)
 
 
 @dataclass(frozen=True)
@@ -101,11 +110,15 @@ def estimate_tokens(body: bytes | str, images: Iterable[tuple[int, int]] = ()) -
     packer may pass a part, such as a state plus its longest question, and gets that part's
     estimate with the per-request prompt included). ``images`` are the (width, height) of the
     images the request carries; their placeholders are part of ``body``."""
-    text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
-    pieces = _PIECE.findall(text)
-    units = sum(max(1, -(-len(p.encode("utf-8")) // UPPER_BYTES_PER_UNIT)) for p in pieces)
+    if isinstance(body, bytes) and body.isascii():
+        lengths = Counter(map(len, _PIECE_ASCII.findall(body)))
+    else:
+        text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
+        lengths = Counter(len(p.encode("utf-8")) for p in _PIECE.findall(text))
+    # A piece is never empty, so each counts at least one unit; pieces of one length together.
+    units = sum(n * -(-size // UPPER_BYTES_PER_UNIT) for size, n in lengths.items())
     image = _image_tokens(images)
-    central = central_of(len(pieces), image)
+    central = central_of(lengths.total(), image)
     upper = math.ceil(UPPER_MARGIN * (OVERHEAD_TOKENS + TOKENS_PER_PIECE * units)) + 2 * image
     return TokenEstimate(central=central, upper=max(upper, central))
 
