@@ -20,7 +20,8 @@ attributes toolnexus exported for a real request, the cheapest way the SDK offer
 attribute given at start, the attempt span never made current): per request in a loop, and
 after each request of a run without OpenTelemetry (the ``on_metric`` hook), where it pays what
 the real run pays for sharing the process with the client. What the configured run costs beyond
-that second figure is toolnexus's own.
+that second figure is toolnexus's own. A last row is a host that imported OpenTelemetry without
+configuring an SDK: toolnexus records, on the API's no-op providers.
 """
 
 from __future__ import annotations
@@ -93,6 +94,17 @@ def _configured(processor: str = "simple") -> Any:
     tracer_provider.add_span_processor(kind(_EXPORTERS[-1]))
     meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
     return Telemetry(tracer_provider=tracer_provider, meter_provider=meter_provider)
+
+
+def _api_only() -> Any:
+    """What a host that imported OpenTelemetry without configuring an SDK gets: toolnexus
+    records (:func:`toolnexus.telemetry.wanted`) on the API's no-op providers."""
+    from opentelemetry.metrics import NoOpMeterProvider
+    from opentelemetry.trace import NoOpTracerProvider
+
+    from toolnexus.telemetry import Telemetry
+
+    return Telemetry(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())
 
 
 def _exported(base_url: str) -> tuple[Any, Any, list[tuple[str, float, dict[str, Any]]]]:
@@ -216,7 +228,7 @@ def main() -> None:
         _run(base_url, False)  # warm the server and the imports
         default, imported = _unused(base_url, "default")
         off_unused, _ = _unused(base_url, "off")
-        telemetry, batched = _configured(), _configured("batch")
+        telemetry, batched, api_only = _configured(), _configured("batch"), _api_only()
         exported = _exported(base_url)
         bare = _bare(_configured(), exported)
         hooked = _bare(_configured(), exported)
@@ -225,14 +237,15 @@ def main() -> None:
             if event["event"] == "classifier.evaluate":
                 hooked()
 
-        cpu: dict[str, list[float]] = {k: [] for k in ("off", "on", "batch", "loop", "flow")}
+        cpu: dict[str, list[float]] = {k: [] for k in ("off", "on", "batch", "loop", "flow", "api")}
         for _ in range(ROUNDS):
             cpu["off"].append(_run(base_url, False))
             cpu["on"].append(_run(base_url, telemetry))
             cpu["batch"].append(_run(base_url, batched))
             cpu["loop"].append(_floor_loop(bare))
             cpu["flow"].append(_run_hooked(base_url, evaluate_only))
-        off, on, batch, loop, flow = (min(cpu[k]) for k in cpu)
+            cpu["api"].append(_run(base_url, api_only))
+        off, on, batch, loop, flow, api = (min(cpu[k]) for k in cpu)
         print(f"without OpenTelemetry   {off:6.3f} ms/request")
         print(
             f"SDK + in-memory export  {on:6.3f} ms/request  {on / off:.2f}x (target <= 1.3x; "
@@ -247,6 +260,7 @@ def main() -> None:
             f"  after each request    {flow:6.3f} ms/request  {flow / off:.2f}x; toolnexus's "
             f"own share {on - flow:+.3f} ms/request"
         )
+        print(f"API imported, no SDK    {api:6.3f} ms/request  {api / off:.2f}x (no-op providers)")
         print(
             f"installed, unused       {default:6.3f} ms/request  {default / off_unused:.2f}x of "
             f"telemetry=False in the same kind of process (target <= 1.02x); "
