@@ -185,3 +185,73 @@ def test_wanted_only_when_switched_on_or_already_imported() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_the_evaluate_span_is_current_inside_so_the_hosts_own_spans_nest_under_it(
+    otel: Any,
+) -> None:
+    """Made current by hand, not by the SDK's context manager: an HTTP library's own
+    instrumentation inside an evaluate still makes its span a child of the evaluate's, and the
+    metrics recorded inside take it as their exemplar; outside, the host's context is back."""
+    from opentelemetry import trace
+
+    telemetry, spans, reader = otel
+    host = trace.get_current_span()
+    with telemetry.evaluate(model="m", endpoint="http://127.0.0.1:9/v1", questions=1) as ev:
+        assert trace.get_current_span() is ev.span
+        telemetry.tracer.start_span("GET").end()  # what a library's instrumentation would do
+        ev.decided(response_model="m", input_tokens=5, output_tokens=1, cached=False)
+    assert trace.get_current_span() is host
+    finished = {s.name: s for s in spans.get_finished_spans()}
+    evaluate = finished["systemone m"]
+    assert finished["GET"].parent is not None
+    assert finished["GET"].parent.span_id == evaluate.context.span_id
+    (duration,) = _metrics(reader)["gen_ai.client.operation.duration"]
+    assert [e.span_id for e in duration.exemplars] == [evaluate.context.span_id]
+
+
+@pytest.mark.parametrize(
+    ("error", "description"),
+    [
+        pytest.param(TimeoutError("no answer"), "TimeoutError: no answer", id="exc"),
+        pytest.param(KeyboardInterrupt(), None, id="base-exception"),
+    ],
+)
+def test_a_failure_sets_the_status_the_sdks_context_manager_would(
+    otel: Any, error: BaseException, description: str | None
+) -> None:
+    """'error.type on failure', and the status OpenTelemetry's own start_as_current_span sets:
+    ERROR, described by an Exception's type and words (not by a BaseException's)."""
+    from opentelemetry.trace import StatusCode
+
+    telemetry, spans, _ = otel
+    with (
+        pytest.raises(type(error)),
+        telemetry.evaluate(model="m", endpoint="http://127.0.0.1:9/v1", questions=1),
+    ):
+        raise error
+    (span,) = spans.get_finished_spans()
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.status.description == description
+    assert span.attributes["error.type"] == type(error).__name__
+
+
+def test_a_span_the_sampler_drops_still_has_its_metrics_and_no_attempt_spans() -> None:
+    """The metrics are 'gen_ai.client.operation.duration' and 'gen_ai.client.token.usage' for
+    every operation, sampled or not; a dropped evaluate span gets no attempt spans (under
+    parent-based sampling, the SDK's default, they would be dropped too)."""
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    spans, reader = InMemorySpanExporter(), InMemoryMetricReader()
+    provider = TracerProvider(sampler=ALWAYS_OFF)
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    telemetry = Telemetry(
+        tracer_provider=provider, meter_provider=MeterProvider(metric_readers=[reader])
+    )
+    with telemetry.evaluate(model="m", endpoint="http://127.0.0.1:9/v1", questions=1) as ev:
+        assert ev.observer().attempt(0) is None
+        ev.decided(response_model="m", input_tokens=7, output_tokens=2, cached=False)
+    assert spans.get_finished_spans() == ()
+    metrics = _metrics(reader)
+    assert [p.count for p in metrics["gen_ai.client.operation.duration"]] == [1]
+    assert sorted(p.sum for p in metrics["gen_ai.client.token.usage"]) == [2, 7]

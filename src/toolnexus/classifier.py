@@ -40,6 +40,7 @@ from .questions import (
 )
 from .state import check_state
 from .styles import CustomStyle, Style, make_style
+from .transport.observe import observing
 from .validation import Checked, validate_decision
 
 __all__ = [
@@ -155,8 +156,6 @@ class Classifier:
     ) -> Decision:
         if self._telemetry is None:
             return await self._evaluate_prepared(state, qs, fail_closed)
-        from .transport.observe import observing
-
         with self._telemetry.evaluate(
             model=self.model, endpoint=self._endpoint, questions=len(qs)
         ) as span:

@@ -34,9 +34,9 @@ import os
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+
+from .telemetry_attrs import CACHED, OPERATION, Shape, endpoint_attributes
 
 __all__ = [
     "CAPTURE_CONTENT_ENV",
@@ -53,8 +53,6 @@ __all__ = [
 ]
 
 INSTALL_HINT = "pip install 'toolnexus-classifier[otel]'"
-#: ``gen_ai.operation.name``: a custom name, since no well-known value fits a classifier.
-OPERATION = "systemone"
 #: The conventions' content-capture switch: off unless the host sets it to ``true``.
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 #: ``gen_ai.client.operation.duration`` bucket boundaries (seconds), from the conventions.
@@ -102,53 +100,27 @@ def sdk_installed() -> bool:
     return any(os.path.isdir(os.path.join(p, "sdk")) for p in spec.submodule_search_locations)
 
 
-def endpoint_attributes(url: str) -> dict[str, Any]:
-    """``server.address`` / ``server.port`` / ``url.full`` of an endpoint URL, without userinfo,
-    query or fragment (a key may sit in any of them). Pass the unexpanded template for
-    ``url.full``: an expanded ``${NAME}`` is a secret."""
-    parts = urlsplit(url)
-    attrs: dict[str, Any] = {}
-    if not parts.scheme:
-        return attrs  # a custom or static style: no endpoint to name
-    if parts.hostname:
-        attrs["server.address"] = parts.hostname
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port is None and parts.scheme in ("http", "https"):
-        port = 443 if parts.scheme == "https" else 80
-    if port is not None:
-        attrs["server.port"] = port
-    host = parts.hostname or ""
-    shown_port = f":{parts.port}" if _safe_port(parts) else ""
-    attrs["url.full"] = f"{parts.scheme}://{host}{shown_port}{parts.path}"
-    return attrs
-
-
-def _safe_port(parts: Any) -> bool:
-    try:
-        return parts.port is not None
-    except ValueError:
-        return False
-
-
 def _capture_content(environ: Mapping[str, str]) -> bool:
     return environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() == "true"
 
 
-@dataclass
 class AttemptSpan:
-    """One HTTP attempt's span; :meth:`response` records what came back."""
+    """One HTTP attempt's span (also the transport's watch of it, ``observe.AttemptWatch``):
+    :meth:`response` or :meth:`failed` records how it went, :meth:`end` ends it."""
 
-    span: Any
+    __slots__ = ("span",)
+
+    def __init__(self, span: Any) -> None:
+        self.span = span
 
     def response(self, status: int, request_id: str | None = None) -> None:
-        self.span.set_attribute("http.response.status_code", status)
+        attrs: dict[str, Any] = {"http.response.status_code": status}
         if request_id:
-            self.span.set_attribute("toolnexus.request_id", request_id)
+            attrs["toolnexus.request_id"] = request_id
         if status >= 400:
-            self.span.set_attribute("error.type", str(status))
+            attrs["error.type"] = str(status)
+        self.span.set_attributes(attrs)  # one pass of the SDK's checks, not one per attribute
+        if status >= 400:
             self._error()
 
     def failed(self, kind: str) -> None:
@@ -156,30 +128,95 @@ class AttemptSpan:
         self.span.set_attribute("error.type", kind)
         self._error()
 
+    def end(self) -> None:
+        self.span.end()
+
     def _error(self) -> None:
         from opentelemetry.trace import Status, StatusCode
 
         self.span.set_status(Status(StatusCode.ERROR))
 
 
-@dataclass
 class EvaluateSpan:
-    """One evaluate's span and what it reports when it ends."""
+    """One evaluate's span, current while the code inside ``with`` runs
+    (:meth:`Telemetry.evaluate`), and what it reports when it ends. A span the sampler did not
+    record gets no attributes, events or attempt spans (under the SDK's parent-based sampling
+    its children would not be recorded either); its metrics are recorded all the same."""
 
-    telemetry: Telemetry
-    span: Any
-    attributes: dict[str, Any]
-    started: float
-    error_type: str | None = None
-    response_model: str | None = None
-    attempts: int = field(default=0)
+    __slots__ = (
+        "_links",
+        "_operation",
+        "_pack",
+        "_questions",
+        "_token",
+        "attempts",
+        "context",
+        "error_type",
+        "recording",
+        "response_model",
+        "shape",
+        "span",
+        "started",
+        "telemetry",
+    )
+
+    def __init__(
+        self,
+        telemetry: Telemetry,
+        shape: Shape,
+        questions: int,
+        pack: int,
+        links: Sequence[Any],
+        operation: bool,
+    ) -> None:
+        self.telemetry, self.shape = telemetry, shape
+        self._questions, self._pack, self._links, self._operation = (
+            questions,
+            pack,
+            links,
+            operation,
+        )
+        self.error_type: str | None = None
+        self.response_model: str | None = None
+        self.attempts = 0
+        self.span: Any = None
+
+    def __enter__(self) -> EvaluateSpan:
+        api = self.telemetry.api
+        self.span = self.telemetry.tracer.start_span(
+            self.shape.name,
+            kind=api.client,
+            attributes=self.shape.start(self._questions, self._pack),
+            links=[api.link(c) for c in self._links] if self._links else None,
+            record_exception=False,
+        )
+        self.recording = self.span.is_recording()
+        # Made current (an HTTP library's own instrumentation nests under it, and the metrics
+        # recorded inside take it as their exemplar) by hand: the SDK's context-manager pair
+        # (start_as_current_span, use_span) was a measured share of the per-request cost.
+        self.context = api.in_context(self.span)
+        self._token = api.attach(self.context)
+        self.started = time.perf_counter()
+        return self
+
+    def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
+        try:
+            if error is not None:
+                self.failed(error)
+            if self._operation:
+                self.telemetry._record_duration(self)
+        finally:
+            self.telemetry.api.detach(self._token)
+            self.span.end()
 
     @contextlib.contextmanager
     def attempt(self) -> Iterator[AttemptSpan]:
         """A child span for one HTTP attempt; the first has resend count 0."""
-        with self.telemetry.attempt_span(self.span, self.attempts, self.attributes) as span:
-            self.attempts += 1
+        span = self.telemetry.start_attempt(self)
+        try:
             yield span
+        finally:
+            span.end()
 
     def decided(
         self,
@@ -194,19 +231,18 @@ class EvaluateSpan:
         """The evaluate answered. ``billed_here`` is False for a state of a packed request (its
         usage is recorded once, on the request) and for a cached answer (nothing was billed)."""
         self.response_model = response_model
-        attrs: dict[str, Any] = {
-            "gen_ai.response.model": response_model,
-            "gen_ai.usage.input_tokens": input_tokens,
-            "gen_ai.usage.output_tokens": output_tokens,
-            "toolnexus.cached": cached,
-        }
-        if flags:
-            attrs["toolnexus.flags"] = list(flags)
-        self.span.set_attributes(attrs)
+        if self.recording:
+            attrs: dict[str, Any] = {
+                "gen_ai.response.model": response_model,
+                "gen_ai.usage.input_tokens": input_tokens,
+                "gen_ai.usage.output_tokens": output_tokens,
+                "toolnexus.cached": cached,
+            }
+            if flags:
+                attrs["toolnexus.flags"] = list(flags)
+            self.span.set_attributes(attrs)
         if billed_here and not cached:
-            self.telemetry.record_tokens(
-                self.attributes, response_model, input_tokens, output_tokens
-            )
+            self.telemetry.record_tokens(self.shape, response_model, input_tokens, output_tokens)
 
     def observer(self) -> _AttemptSpans:
         """The transport hook (``transport/observe.py``) that turns this evaluate's HTTP
@@ -214,11 +250,14 @@ class EvaluateSpan:
         return _AttemptSpans(self)
 
     def failed(self, error: BaseException) -> None:
-        self.error_type = type(error).__name__
-        self.span.set_attribute("error.type", self.error_type)
+        """The evaluate raised ``error``: ``error.type``, and the status the SDK's own context
+        manager would set (an ``Exception``'s type and words as its description)."""
         from opentelemetry.trace import Status, StatusCode
 
-        self.span.set_status(Status(StatusCode.ERROR))
+        self.error_type = type(error).__name__
+        self.span.set_attribute("error.type", self.error_type)
+        words = f"{self.error_type}: {error}" if isinstance(error, Exception) else None
+        self.span.set_status(Status(StatusCode.ERROR, words))
 
     def content(self, **values: str) -> None:
         """State, questions or answers as span attributes, only with the content-capture
@@ -228,37 +267,38 @@ class EvaluateSpan:
                 self.span.set_attribute(f"toolnexus.{name}", value)
 
 
-class _AttemptWatch:
-    """One attempt span, opened when the transport starts the attempt, closed at its end."""
-
-    def __init__(self, ev: EvaluateSpan) -> None:
-        self._span = AttemptSpan(ev.telemetry.start_attempt(ev.span, ev.attempts, ev.attributes))
-        ev.attempts += 1
-
-    def response(self, status: int, request_id: str | None) -> None:
-        self._span.response(status, request_id)
-
-    def failed(self, kind: str) -> None:
-        self._span.failed(kind)
-
-    def end(self) -> None:
-        self._span.span.end()
-
-
-@dataclass
 class _AttemptSpans:
     """An evaluate's :class:`~.transport.observe.AttemptObserver`."""
 
-    ev: EvaluateSpan
+    __slots__ = ("ev",)
 
-    def attempt(self, resend_count: int) -> _AttemptWatch:
-        return _AttemptWatch(self.ev)
+    def __init__(self, ev: EvaluateSpan) -> None:
+        self.ev = ev
+
+    def attempt(self, resend_count: int) -> AttemptSpan | None:
+        # ``ev.attempts``, not the transport's count: one evaluate may send more than once
+        # (a throttled request is sent again by the scheduler), and its resends count on.
+        return self.ev.telemetry.start_attempt(self.ev) if self.ev.recording else None
 
     def waited(self, seconds: float, resend_count: int) -> None:
-        self.ev.span.add_event(
-            "toolnexus.retry_wait",
-            {"toolnexus.wait_seconds": seconds, "http.request.resend_count": resend_count},
-        )
+        if self.ev.recording:
+            self.ev.span.add_event(
+                "toolnexus.retry_wait",
+                {"toolnexus.wait_seconds": seconds, "http.request.resend_count": resend_count},
+            )
+
+
+class _Api:
+    """The few OpenTelemetry API names the per-request path uses, looked up once."""
+
+    __slots__ = ("attach", "client", "detach", "in_context", "link")
+
+    def __init__(self) -> None:
+        from opentelemetry import context, trace
+
+        self.attach, self.detach = context.attach, context.detach
+        self.in_context = trace.set_span_in_context
+        self.link, self.client = trace.Link, trace.SpanKind.CLIENT
 
 
 class Telemetry:
@@ -280,6 +320,7 @@ class Telemetry:
             raise ConfigError(
                 f"classifier: telemetry needs opentelemetry-api: {INSTALL_HINT}"
             ) from None
+        self.api = _Api()
         self.tracer = trace.get_tracer(_SCOPE, tracer_provider=tracer_provider)
         meter = metrics.get_meter(_SCOPE, meter_provider=meter_provider)
         self.duration = meter.create_histogram(
@@ -296,26 +337,16 @@ class Telemetry:
         )
         self.provider_name = provider_name
         self.capture_content = _capture_content(environ)
-        self._bases: dict[tuple[str, str], dict[str, Any]] = {}
+        self._shapes: dict[tuple[str, str], Shape] = {}
 
-    def _base(self, model: str, endpoint: str) -> dict[str, Any]:
-        """The attributes every span and metric of ``model`` at ``endpoint`` shares, built
-        once per pair (a classifier asks one model at one endpoint: parsing the URL for each
-        evaluate was a measured share of the per-request cost). Callers copy, never mutate."""
-        key = (model, endpoint)
-        base = self._bases.get(key)
-        if base is None:
-            base = {
-                "gen_ai.operation.name": OPERATION,
-                "gen_ai.provider.name": self.provider_name,
-                "gen_ai.request.model": model,
-                **endpoint_attributes(endpoint),
-            }
-            if len(self._bases) < 64:
-                self._bases[key] = base
-        return base
+    def _shape(self, model: str, endpoint: str) -> Shape:
+        shape = self._shapes.get((model, endpoint))
+        if shape is None:
+            shape = Shape(self.provider_name, model, endpoint)
+            if len(self._shapes) < CACHED:
+                self._shapes[(model, endpoint)] = shape
+        return shape
 
-    @contextlib.contextmanager
     def evaluate(
         self,
         *,
@@ -325,83 +356,55 @@ class Telemetry:
         pack: int = 1,
         links: Sequence[Any] = (),
         operation: bool = True,
-    ) -> Iterator[EvaluateSpan]:
-        """The span of one evaluate (one state). ``links``: span contexts of the packed
-        request that carried it. ``operation=False`` records no operation duration (a packed
-        request's own span: its states' evaluates are the operations)."""
-        from opentelemetry.trace import Link, SpanKind
-
-        attrs = self._base(model, endpoint)
-        span_attrs = {**attrs, "toolnexus.questions": questions, "toolnexus.pack": pack}
-        with self.tracer.start_as_current_span(
-            f"{OPERATION} {model}",
-            kind=SpanKind.CLIENT,
-            attributes=span_attrs,
-            links=[Link(c) for c in links],
-            record_exception=False,
-        ) as span:
-            ev = EvaluateSpan(self, span, attrs, time.perf_counter())
-            try:
-                yield ev
-            except BaseException as error:
-                ev.failed(error)
-                raise
-            finally:
-                if operation:
-                    self._record_duration(ev)
+    ) -> EvaluateSpan:
+        """The span of one evaluate (one state), for ``with``. ``links``: span contexts of the
+        packed request that carried it. ``operation=False`` records no operation duration (a
+        packed request's own span: its states' evaluates are the operations)."""
+        return EvaluateSpan(self, self._shape(model, endpoint), questions, pack, links, operation)
 
     def _record_duration(self, ev: EvaluateSpan) -> None:
-        attrs = {k: v for k, v in ev.attributes.items() if k != "url.full"}
-        if ev.response_model is not None:
-            attrs["gen_ai.response.model"] = ev.response_model
-        if ev.error_type is not None:
-            attrs["error.type"] = ev.error_type
+        if ev.error_type is None and ev.response_model is not None:
+            attrs = ev.shape.metrics(ev.response_model)[0]
+        else:
+            attrs = dict(ev.shape.metric)
+            if ev.response_model is not None:
+                attrs["gen_ai.response.model"] = ev.response_model
+            if ev.error_type is not None:
+                attrs["error.type"] = ev.error_type
         self.duration.record(time.perf_counter() - ev.started, attributes=attrs)
 
     def record_tokens(
-        self, attrs: Mapping[str, Any], response_model: str, input_tokens: int, output_tokens: int
+        self, shape: Shape, response_model: str, input_tokens: int, output_tokens: int
     ) -> None:
         """Billable tokens of one request (never of a cached answer)."""
-        base = {k: v for k, v in attrs.items() if k != "url.full"}
-        base["gen_ai.response.model"] = response_model
-        self.tokens.record(input_tokens, attributes={**base, "gen_ai.token.type": "input"})
-        self.tokens.record(output_tokens, attributes={**base, "gen_ai.token.type": "output"})
+        _, inputs, outputs = shape.metrics(response_model)
+        self.tokens.record(input_tokens, attributes=inputs)
+        self.tokens.record(output_tokens, attributes=outputs)
 
-    def start_attempt(self, parent: Any, resend_count: int, attrs: Mapping[str, Any]) -> Any:
-        """Start one HTTP attempt's span under ``parent`` (the caller ends it). It is not made
+    def start_attempt(self, ev: EvaluateSpan) -> AttemptSpan:
+        """Start the next HTTP attempt's span under ``ev`` (the caller ends it). It is not made
         the current span: nothing runs inside it but the send, and attaching a context per
         attempt was a measured share of the per-request cost."""
-        from opentelemetry import trace
-        from opentelemetry.trace import SpanKind
-
-        span_attrs = {
+        attrs = {
             "http.request.method": "POST",
-            "http.request.resend_count": resend_count,
-            **{k: v for k, v in attrs.items() if k.startswith(("server.", "url."))},
+            "http.request.resend_count": ev.attempts,
+            **ev.shape.http,
         }
-        return self.tracer.start_span(
-            "POST",
-            context=trace.set_span_in_context(parent),
-            kind=SpanKind.CLIENT,
-            attributes=span_attrs,
-            record_exception=False,
+        ev.attempts += 1
+        return AttemptSpan(
+            self.tracer.start_span(
+                "POST",
+                context=ev.context,
+                kind=self.api.client,
+                attributes=attrs,
+                record_exception=False,
+            )
         )
 
-    @contextlib.contextmanager
-    def attempt_span(
-        self, parent: Any, resend_count: int, attrs: Mapping[str, Any]
-    ) -> Iterator[AttemptSpan]:
-        span = self.start_attempt(parent, resend_count, attrs)
-        try:
-            yield AttemptSpan(span)
-        finally:
-            span.end()
-
-    @contextlib.contextmanager
-    def packed_request(self, *, model: str, endpoint: str, states: int) -> Iterator[EvaluateSpan]:
-        """The span of one packed request: its attempts are children, each state's evaluate
-        span links to it (``.span.get_span_context()``), and its usage is recorded here once."""
-        with self.evaluate(
+    def packed_request(self, *, model: str, endpoint: str, states: int) -> EvaluateSpan:
+        """The span of one packed request, for ``with``: its attempts are children, each
+        state's evaluate span links to it (``.span.get_span_context()``), and its usage is
+        recorded here once."""
+        return self.evaluate(
             model=model, endpoint=endpoint, questions=0, pack=states, operation=False
-        ) as ev:
-            yield ev
+        )
