@@ -176,6 +176,20 @@ def test_content_is_recorded_only_with_the_conventions_switch() -> None:
     assert span.attributes["toolnexus.state"] == "the state"
 
 
+def test_an_error_s_words_describe_its_status_only_with_the_content_switch() -> None:
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    telemetry = Telemetry(tracer_provider=provider, environ={CAPTURE_CONTENT_ENV: "true"})
+    with (
+        pytest.raises(TimeoutError),
+        telemetry.evaluate(model="m", endpoint="http://127.0.0.1:9/v1", questions=1),
+    ):
+        raise TimeoutError("no answer")
+    (span,) = spans.get_finished_spans()
+    assert span.status.description == "TimeoutError: no answer"
+
+
 def test_wanted_only_when_switched_on_or_already_imported() -> None:
     assert wanted(True, {}) and not wanted(False, {})
     assert wanted(None, {"OTEL_TRACES_EXPORTER": "otlp"})
@@ -213,15 +227,16 @@ def test_the_evaluate_span_is_current_inside_so_the_hosts_own_spans_nest_under_i
 @pytest.mark.parametrize(
     ("error", "description"),
     [
-        pytest.param(TimeoutError("no answer"), "TimeoutError: no answer", id="exc"),
+        pytest.param(TimeoutError("state: card 4242"), "TimeoutError", id="exc"),
         pytest.param(KeyboardInterrupt(), None, id="base-exception"),
     ],
 )
-def test_a_failure_sets_the_status_the_sdks_context_manager_would(
+def test_a_failure_sets_an_error_status_described_by_its_type_only(
     otel: Any, error: BaseException, description: str | None
 ) -> None:
-    """'error.type on failure', and the status OpenTelemetry's own start_as_current_span sets:
-    ERROR, described by an Exception's type and words (not by a BaseException's)."""
+    """'error.type on failure', an ERROR status, and 'no state, question text, answer or header
+    in any span ... by default': the description is the Exception's type, never its words (a
+    server's error message may quote the state); a BaseException gets none."""
     from opentelemetry.trace import StatusCode
 
     telemetry, spans, _ = otel

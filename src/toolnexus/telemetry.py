@@ -250,13 +250,18 @@ class EvaluateSpan:
         return _AttemptSpans(self)
 
     def failed(self, error: BaseException) -> None:
-        """The evaluate raised ``error``: ``error.type``, and the status the SDK's own context
-        manager would set (an ``Exception``'s type and words as its description)."""
+        """The evaluate raised ``error``: ``error.type`` and an ERROR status. Its description is
+        the ``Exception``'s type; its words only with the content-capture switch on, since a
+        server's error message may quote the state it was sent ("no state ... by default")."""
         from opentelemetry.trace import Status, StatusCode
 
         self.error_type = type(error).__name__
         self.span.set_attribute("error.type", self.error_type)
-        words = f"{self.error_type}: {error}" if isinstance(error, Exception) else None
+        words = None
+        if isinstance(error, Exception):
+            words = self.error_type
+            if self.telemetry.capture_content:
+                words = f"{self.error_type}: {error}"
         self.span.set_status(Status(StatusCode.ERROR, words))
 
     def content(self, **values: str) -> None:
