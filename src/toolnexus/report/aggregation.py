@@ -366,9 +366,14 @@ class RunStats:
         each ECE with its bootstrap interval and noise floor; ``None``: up to
         ``AUTO_INTERVALS_MAX`` labelled answers)."""
         return {
-            key: st.report(self.errors, target_precision, intervals)
-            for key, st in self.questions.items()
+            key: self.question_report(key, target_precision, intervals) for key in self.questions
         }
+
+    def question_report(
+        self, key: str, target_precision: float | None = None, intervals: bool | None = None
+    ) -> QuestionReport:
+        """The report of question ``key`` (see :meth:`question_reports`)."""
+        return self.questions[key].report(self.errors, target_precision, intervals)
 
 
 def record_id(record: Any) -> str:

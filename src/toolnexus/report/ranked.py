@@ -27,6 +27,7 @@ from .accumulators import (
     _probabilities,
     _share,
     _shown,
+    in_order_sum,
 )
 from .extras import (
     choice_coverage,
@@ -128,8 +129,7 @@ class _Ranked(QuestionStats):
         if type(conf) is not float or not 0.0 <= conf <= 1.0:
             conf = _confidence(conf)
         if conf is not None:
-            self.conf_sum += conf
-            self.conf_n += 1
+            self.confidences.append(conf)
 
     def _score(self, probs: Mapping[str, float], picked: str, truth: str) -> bool:
         """Keep one labelled answer; True when the pick is right."""
@@ -316,7 +316,8 @@ class ScoreStats(_Ranked):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.legend: dict[str, str] = {}
-        self.score_sum = 0.0
+        #: every answer's expected score, in file order (see ``confidences``)
+        self.scores = array("d")
         # per labelled answer: the labelled level, the level picked, the expected score
         self.y_level = array("b")
         self.level_pick = array("b")
@@ -370,7 +371,7 @@ class ScoreStats(_Ranked):
         if type(score) is not float or not 0.0 <= score <= 9.0:
             score = _score_value(score)
         self.counts[picked] += 1
-        self.score_sum += score
+        self.scores.append(score)
         self._count_confidence(answer)
         if label is None:
             return
@@ -386,7 +387,7 @@ class ScoreStats(_Ranked):
         super().merge(other)
         for k, v in other.legend.items():
             self.legend.setdefault(k, v)
-        self.score_sum += other.score_sum
+        self.scores.extend(other.scores)
         self.y_level.extend(other.y_level)
         self.level_pick.extend(other.level_pick)
         self.y_score.extend(other.y_score)
@@ -403,7 +404,7 @@ class ScoreStats(_Ranked):
                 k: LevelCount(self.legend.get(k, k), self.counts[k], _share(self.counts[k], self.n))
                 for k in self._levels()
             },
-            _mean(self.score_sum, self.n),
+            _mean(in_order_sum(self.scores), self.n),
         )
 
     def metrics(
