@@ -301,8 +301,14 @@ class NoulStats(QuestionStats):
         rec = answer.get("recalibrated")
         if rec is not None:
             answer = self._recalibrated(answer, rec, label, sid)
-        self._count_common(answer, sid)
-        p = answer["noul"]
+        self.count(answer["noul"], answer.get("band"), answer.get("flags"), label, sid)
+
+    def count(self, p: Any, band: Any, flags: Any, label: str | None, sid: str) -> None:
+        """One answer given by its fields (what :meth:`add` reads from an answer object, and
+        a Parquet run's columns hold)."""
+        self.n += 1
+        if flags:
+            self._count_flags(flags, sid)
         if type(p) is not float or not 0.0 <= p <= 1.0:
             p = _probability(p, "noul")
         b = int(p * N_BINS)  # bin_index, inlined
@@ -311,7 +317,6 @@ class NoulStats(QuestionStats):
         elif b < 0:
             b = 0
         self.hist[b] += 1
-        band = answer.get("band")
         band = _BAND_INDEX.get(band, len(BANDS)) if type(band) is str else _band(band)
         self.band_n[band] += 1
         if label is None:

@@ -124,8 +124,7 @@ class _Ranked(QuestionStats):
         self.p_pick.extend(other.p_pick)
         self._row_names = ()
 
-    def _count_confidence(self, answer: Mapping[str, Any]) -> None:
-        conf = answer.get("confidence")
+    def _count_confidence(self, conf: Any) -> None:
         if type(conf) is not float or not 0.0 <= conf <= 1.0:
             conf = _confidence(conf)
         if conf is not None:
@@ -245,16 +244,38 @@ class ChoiceStats(_Ranked):
         rec = answer.get("recalibrated")
         if rec is not None:
             answer = self._recalibrated(answer, rec, label, sid)
-        self._count_common(answer, sid)
-        choice = answer["choice"]
-        probs = answer["probabilities"]
+        self.count(
+            answer["choice"],
+            answer["probabilities"],
+            answer.get("confidence"),
+            answer.get("near_uniform"),
+            answer.get("flags"),
+            label,
+            sid,
+        )
+
+    def count(
+        self,
+        choice: Any,
+        probs: Any,
+        confidence: Any,
+        near_uniform: Any,
+        flags: Any,
+        label: str | None,
+        sid: str,
+    ) -> None:
+        """One answer given by its fields (what :meth:`add` reads from an answer object, and
+        a Parquet run's columns hold)."""
+        self.n += 1
+        if flags:
+            self._count_flags(flags, sid)
         _probabilities(probs)
         if len(probs) != self._scanned or choice not in self.options:
             if type(choice) is not str:
                 raise RecordError(f"choice is {_shown(choice)}, not an option name")
             self._see_options(probs)
         self.counts[choice] += 1
-        self._count_confidence(answer)
+        self._count_confidence(confidence)
         if label is None:
             return
         if label not in self.options:
@@ -265,7 +286,7 @@ class ChoiceStats(_Ranked):
                     f"({', '.join(self.options)})"
                 )
         self._score(probs, choice, label)
-        self.near_uniform.append(bool(answer.get("near_uniform")))
+        self.near_uniform.append(bool(near_uniform))
 
     def merge(self, other: Any) -> None:
         super().merge(other)
@@ -351,28 +372,51 @@ class ScoreStats(_Ranked):
         rec = answer.get("recalibrated")
         if rec is not None:
             answer = self._recalibrated(answer, rec, label, sid)
-        self._count_common(answer, sid)
-        probs = answer["probabilities"]
+        self.count(
+            answer["probabilities"],
+            answer["level"],
+            answer.get("legend"),
+            answer["score"],
+            answer.get("confidence"),
+            answer.get("flags"),
+            label,
+            sid,
+        )
+
+    def count(
+        self,
+        probs: Any,
+        level: Any,
+        legend: Any,
+        score: Any,
+        confidence: Any,
+        flags: Any,
+        label: str | None,
+        sid: str,
+    ) -> None:
+        """One answer given by its fields (what :meth:`add` reads from an answer object, and
+        a Parquet run's columns hold)."""
+        self.n += 1
+        if flags:
+            self._count_flags(flags, sid)
         _probabilities(probs)
-        level = answer["level"]
         if type(level) is not int or not 0 <= level < len(_LEVEL_KEYS):
             raise RecordError(f"level is {_shown(level)}, not a level index 0..9")
         picked = _LEVEL_KEYS[level]
         if len(probs) != self._scanned or picked not in self.options:
             self._see_options(probs)
         if self._legend_pending:
-            legend = answer.get("legend") or {}
+            legend = legend or {}
             for k in self.options:
                 # seed 003: a label is always a string from the question's levels, so a
                 # structured level ({label, description}) is shown and matched by its label
                 self.legend.setdefault(k, level_label(legend.get(k, k)))
             self._legend_pending = False
-        score = answer["score"]
         if type(score) is not float or not 0.0 <= score <= 9.0:
             score = _score_value(score)
         self.counts[picked] += 1
         self.scores.append(score)
-        self._count_confidence(answer)
+        self._count_confidence(confidence)
         if label is None:
             return
         y = self._label_cache.get(label)

@@ -226,6 +226,14 @@ class _Part:
 
 def _count_span(count: _Count, span: Span) -> _Part:
     path = count.path
+    if count.fmt == "parquet" and not count.snapshot and count.against is None:
+        from .columns import count_columns  # pyarrow: a Parquet run's path only
+
+        stats = count.stats()
+        counted = count_columns(path, span, stats)
+        if counted is not None:
+            stats.detach()
+            return _Part(stats, counted)
     stats = count.stats()
     seen: set[str] = set()
     # A Parquet chunk numbers its rows as the file does: nothing to move.
