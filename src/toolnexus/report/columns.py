@@ -80,16 +80,17 @@ def _count_table(table: Any, stats: RunStats, seen: set[str]) -> bool:
     answers = table.column("answers").combine_chunks()
     if answers.null_count:
         return False
-    counted = []
+    counted: list[tuple[str, str, int, list[Any]]] = []
     for index, field in enumerate(answers.type):
         kind = struct_kind(field.type)
         if kind not in _COUNTED:
             return False
-        column = _answer_columns(answers.field(index), kind)
-        if column is None:
+        answered = _answer_columns(answers.field(index), kind)
+        if answered is None:
             return False
-        if column[1] is not None:
-            counted.append((field.name, kind, *column))
+        first, args = answered
+        if args is not None:
+            counted.append((field.name, kind, first, args))
     ids = _values(table.column("id"))
     if len(set(ids)) != n or not seen.isdisjoint(ids):
         return False
