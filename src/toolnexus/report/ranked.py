@@ -124,14 +124,8 @@ class _Ranked(QuestionStats):
         self.p_pick.extend(other.p_pick)
         self._row_names = ()
 
-    def _count_confidence(self, conf: Any) -> None:
-        if type(conf) is not float or not 0.0 <= conf <= 1.0:
-            conf = _confidence(conf)
-        if conf is not None:
-            self.confidences.append(conf)
-
-    def _score(self, probs: Mapping[str, float], picked: str, truth: str) -> bool:
-        """Keep one labelled answer; True when the pick is right."""
+    def _score(self, probs: Mapping[str, float], picked: str, truth: str) -> None:
+        """Keep one labelled answer."""
         self.labelled += 1
         names = tuple(probs)
         if names != self._row_names:
@@ -140,19 +134,19 @@ class _Ranked(QuestionStats):
             self._row_names = names
             self._row_direct = names == tuple(self.classes)[: len(names)]
         values = self.y_prob_values
+        classes = self.classes
         if self._row_direct:
             values.extend(probs.values())
         else:
-            values.extend([probs.get(c, 0.0) for c in self.classes])
+            values.extend([probs.get(c, 0.0) for c in classes])
         self.y_prob_ends.append(len(values))
-        classes = self.classes
         pick = classes.get(picked)
         if pick is None:
             pick = self._class(picked)
         self.y_pred.append(pick)
-        self.y_true.append(classes[truth] if truth in classes else self._class(truth))
+        true = classes.get(truth)
+        self.y_true.append(self._class(truth) if true is None else true)
         self.p_pick.append(probs.get(picked, 0.0))
-        return picked == truth
 
     def probabilities(self, answer: Mapping[str, Any]) -> Mapping[str, float]:
         probs: Mapping[str, float] = answer["probabilities"]
@@ -269,13 +263,22 @@ class ChoiceStats(_Ranked):
         self.n += 1
         if flags:
             self._count_flags(flags, sid)
-        _probabilities(probs)
+        # _probabilities inlined (the hot path): it words what is wrong, or takes a 0 or 1
+        if type(probs) is not dict:
+            _probabilities(probs)
+        for v in probs.values():
+            if type(v) is not float or not 0.0 <= v <= 1.0:
+                _probabilities(probs)
+                break
         if len(probs) != self._scanned or choice not in self.options:
             if type(choice) is not str:
                 raise RecordError(f"choice is {_shown(choice)}, not an option name")
             self._see_options(probs)
         self.counts[choice] += 1
-        self._count_confidence(confidence)
+        if type(confidence) is not float or not 0.0 <= confidence <= 1.0:
+            confidence = _confidence(confidence)
+        if confidence is not None:
+            self.confidences.append(confidence)
         if label is None:
             return
         if label not in self.options:
@@ -399,7 +402,13 @@ class ScoreStats(_Ranked):
         self.n += 1
         if flags:
             self._count_flags(flags, sid)
-        _probabilities(probs)
+        # _probabilities inlined (the hot path): it words what is wrong, or takes a 0 or 1
+        if type(probs) is not dict:
+            _probabilities(probs)
+        for v in probs.values():
+            if type(v) is not float or not 0.0 <= v <= 1.0:
+                _probabilities(probs)
+                break
         if type(level) is not int or not 0 <= level < len(_LEVEL_KEYS):
             raise RecordError(f"level is {_shown(level)}, not a level index 0..9")
         picked = _LEVEL_KEYS[level]
@@ -416,7 +425,10 @@ class ScoreStats(_Ranked):
             score = _score_value(score)
         self.counts[picked] += 1
         self.scores.append(score)
-        self._count_confidence(confidence)
+        if type(confidence) is not float or not 0.0 <= confidence <= 1.0:
+            confidence = _confidence(confidence)
+        if confidence is not None:
+            self.confidences.append(confidence)
         if label is None:
             return
         y = self._label_cache.get(label)
