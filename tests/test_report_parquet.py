@@ -151,10 +151,11 @@ def test_a_parquet_file_that_is_no_run_is_one_line(tmp_path: Path, make: Any, me
     assert error_line(ran.stderr).startswith(f"{run}: {message}")
 
 
-def _varied_records(n: int, seed: int) -> list[dict[str, Any]]:
+def _varied_records(n: int, seed: int, mixed: bool) -> list[dict[str, Any]]:
     """Records as a long real run holds them: error records, a key left unanswered, options
     in another order or one more of them, a pick outside its probabilities, a missing
-    confidence, probabilities of many digits, flags."""
+    confidence, probabilities of many digits, flags (not ``mixed``: every record names the
+    same options, a shape counted a column at a time)."""
     import random
 
     rng = random.Random(seed)
@@ -168,8 +169,10 @@ def _varied_records(n: int, seed: int) -> list[dict[str, Any]]:
         if 1000 <= i < 1500 and rng.random() < 0.02:  # the errors in one row group
             records.append({"id": f"t{i}", "error": {"code": "timeout", "message": "slow"}})
             continue
-        desks = ["billing", "shipping", "technical"] + (["legal"] if rng.random() < 0.1 else [])
-        if rng.random() < 0.2:
+        desks = ["billing", "shipping", "technical"]
+        if mixed and rng.random() < 0.1:
+            desks.append("legal")
+        if mixed and rng.random() < 0.2:
             rng.shuffle(desks)
         desk = split(desks)
         levels = split(["0", "1", "2"])
@@ -178,7 +181,7 @@ def _varied_records(n: int, seed: int) -> list[dict[str, Any]]:
             "urgent": {"type": "noul", "noul": p, "band": "yes" if p > 0.8 else None,
                        "flags": ["uncertain"] if p < 0.5 else []},
             "desk": {"type": "choice", "choice": max(desk, key=desk.__getitem__)
-                     if rng.random() < 0.95 else "other", "probabilities": desk,
+                     if not mixed or rng.random() < 0.95 else "other", "probabilities": desk,
                      "confidence": None if rng.random() < 0.05 else rng.random(),
                      "near_uniform": rng.random() < 0.1, "band": None,
                      "flags": rng.choice([[], ["near-uniform"], ["invalid"]])},
@@ -188,7 +191,7 @@ def _varied_records(n: int, seed: int) -> list[dict[str, Any]]:
                        "level": int(max(levels, key=levels.__getitem__)), "label": None,
                        "band": None, "flags": []},
         }  # fmt: skip
-        if rng.random() < 0.05:
+        if mixed and rng.random() < 0.05:
             del answers["impact"]
         records.append({"id": f"t{i}", "model": rng.choice(["m1", "m2"]), "calibrated": True,
                         "cached": rng.random() < 0.2, "answers": answers, "flags": [],
@@ -197,17 +200,19 @@ def _varied_records(n: int, seed: int) -> list[dict[str, Any]]:
     return records
 
 
+@pytest.mark.parametrize("mixed", [True, False], ids=["mixed", "one-shape"])
 @pytest.mark.parametrize("labelled", [False, True], ids=["unlabelled", "labelled"])
 def test_a_long_parquet_run_reports_its_jsonl_runs_every_digit(
-    tmp_path: Path, labelled: bool, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, labelled: bool, mixed: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 21: "report on it equal to report on the JSONL output of the same run", to the
     last digit, however each is cut (JSONL chunks by bytes, Parquet by row group) and for any
     --jobs; plain row groups are counted from their columns, one with an error record on the
-    record path, and both give the same numbers."""
+    record path, and both give the same numbers; within the first, a column of one shape is
+    counted whole (report/vectorized.py), another row by row."""
     from toolnexus.report import columns
 
-    records = _varied_records(3000, seed=21)
+    records = _varied_records(3000, seed=21, mixed=mixed)
     run = _write_run(tmp_path, records, group=500)
     jsonl = tmp_path / "run.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
@@ -228,8 +233,18 @@ def test_a_long_parquet_run_reports_its_jsonl_runs_every_digit(
         return ids
 
     monkeypatch.setattr(columns, "count_columns", spy)
+    whole_columns: list[bool] = []
+    count_column = columns.count_column
+
+    def spy_column(*args: Any) -> bool:
+        whole_columns.append(count_column(*args))
+        return whole_columns[-1]
+
+    monkeypatch.setattr(columns, "count_column", spy_column)
     want = _report(read_whole(str(jsonl), labels))
     assert _report(read_run(str(jsonl), labels, jobs=2, chunk_bytes=100_000)) == want
     assert _report(read_run(str(run), labels, jobs=1)) == want
     assert True in counted and False in counted, "both paths counted a row group"
+    assert True in whole_columns, "a column counted whole"
+    assert (False in whole_columns) == mixed, "a mixed column counted row by row"
     assert _report(read_run(str(run), labels, jobs=3)) == want

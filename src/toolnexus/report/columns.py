@@ -17,13 +17,15 @@ which names the line.
 
 from __future__ import annotations
 
+import operator
 import os
-from collections.abc import Callable, Sequence
-from itertools import pairwise, repeat
+from collections.abc import Sequence
 from typing import Any
 
+from .accumulators import QuestionStats
 from .aggregation import RunStats
 from .runs import Span
+from .vectorized import count_column, map_dicts
 
 __all__ = ["count_columns"]
 
@@ -80,7 +82,7 @@ def _count_table(table: Any, stats: RunStats, seen: set[str]) -> bool:
     answers = table.column("answers").combine_chunks()
     if answers.null_count:
         return False
-    counted: list[tuple[str, str, int, list[Any]]] = []
+    counted: list[tuple[str, str, int, _Answers]] = []
     for index, field in enumerate(answers.type):
         kind = struct_kind(field.type)
         if kind not in _COUNTED:
@@ -88,9 +90,9 @@ def _count_table(table: Any, stats: RunStats, seen: set[str]) -> bool:
         answered = _answer_columns(answers.field(index), kind)
         if answered is None:
             return False
-        first, args = answered
-        if args is not None:
-            counted.append((field.name, kind, first, args))
+        first, column = answered
+        if column is not None:
+            counted.append((field.name, kind, first, column))
     ids = _values(table.column("id"))
     if len(set(ids)) != n or not seen.isdisjoint(ids):
         return False
@@ -102,32 +104,54 @@ def _count_table(table: Any, stats: RunStats, seen: set[str]) -> bool:
     plans = _plans(stats, counted)
     stats.records += n
     count_record = stats.count_record
-    rows = stats._rows
-    for i, (sid, model, digest, calibrated, cached) in enumerate(
-        zip(ids, *run_fields, strict=True)
-    ):
-        seen.add(sid)
+    for i, (_, model, digest, calibrated, cached) in enumerate(zip(ids, *run_fields, strict=True)):
         count_record(model, digest, None, None, None, calibrated, cached, usage[i])
-        row = rows.get(sid)
-        labelled = False
-        for count, column, values in plans:
-            answer = values[i]
-            if answer is None:
-                continue
-            label = row[column] if row is not None and column else None
-            if label:
-                labelled = True
-            else:
-                label = None
-            count(*answer, label, sid)
-        if labelled:
-            stats.labelled += 1
+    seen.update(ids)
+    label_rows = list(map(stats._rows.get, ids))
+    labelled = [False] * n
+    for st, label_column, answers in plans:
+        labels = _labels(label_rows, label_column, answers.valid)
+        labelled = list(map(operator.or_, labelled, map(bool, labels)))
+        if count_column(st, answers.kind, answers.fields, answers.valid, labels, ids):
+            continue
+        count = st.count  # type: ignore[attr-defined]
+        for args, label, sid in zip(answers.args(), labels, ids, strict=True):
+            if args is not None:
+                count(*args, label, sid)
+    stats.labelled += sum(labelled)
     return True
 
 
-def _answer_columns(struct: Any, kind: str) -> tuple[int, list[Any] | None] | None:
-    """``(first valid row, each row's count arguments or None)`` of one answer struct column
-    (``(-1, None)`` when no row answers it), or ``None`` when it is not plain."""
+def _labels(rows: list[Any], column: int, valid: list[bool] | None) -> list[str | None]:
+    """Each row's label of the question in ``column`` (None: none, an empty cell, or a row
+    that does not answer it), as the record path reads it."""
+    if not column:
+        return [None] * len(rows)
+    labels = [row[column] or None if row is not None else None for row in rows]
+    if valid is not None:
+        labels = [label if v else None for label, v in zip(labels, valid, strict=True)]
+    return labels
+
+
+class _Answers:
+    """One answer struct column of a row group: its fields (Arrow arrays, one row each) and
+    which rows answer it; each row's ``count`` arguments are converted only when asked."""
+
+    def __init__(self, kind: str, fields: dict[str, Any], valid: list[bool] | None) -> None:
+        self.kind, self.fields, self.valid = kind, fields, valid
+
+    def args(self) -> list[Any]:
+        """Each row's ``count`` arguments (None where the row does not answer)."""
+        columns = [_field(self.fields[name], name) for name in _COUNTED[self.kind]]
+        args: list[Any] = list(zip(*columns, strict=True))
+        if self.valid is not None:
+            args = [a if v else None for a, v in zip(args, self.valid, strict=True)]
+        return args
+
+
+def _answer_columns(struct: Any, kind: str) -> tuple[int, _Answers | None] | None:
+    """``(first answering row, the column)`` of one answer struct column (``(-1, None)`` when
+    no row answers it), or ``None`` when it is not plain."""
     import pyarrow.compute as pc
 
     fields = {f.name: i for i, f in enumerate(struct.type)}
@@ -146,49 +170,17 @@ def _answer_columns(struct: Any, kind: str) -> tuple[int, list[Any] | None] | No
         return None
     if kinds.drop_null().unique().to_pylist() != [kind]:
         return None
-    columns = [_field(children[fields[name]], name) for name in _COUNTED[kind]]
-    args: list[Any] = list(zip(*columns, strict=True))
-    first = 0
-    if struct.null_count:
-        ok = valid.to_pylist()
-        args = [a if v else None for a, v in zip(args, ok, strict=True)]
-        first = ok.index(True)
-    return first, args
+    ok = valid.to_pylist() if struct.null_count else None
+    arrays = {name: children[i] for name, i in fields.items()}
+    return (ok.index(True) if ok else 0), _Answers(kind, arrays, ok)
 
 
 def _field(array: Any, name: str) -> list[Any]:
     """One answer field's values as the record path reads them: a map as a dict, a null
     field as None (the record path drops it, and every accumulator reads it with ``get``)."""
     if name in ("probabilities", "legend"):
-        return _dicts(array)
+        return map_dicts(array)
     return _values(array)
-
-
-def _dicts(array: Any) -> list[Any]:
-    """A map column as one dict per row (None for a null row). A run's rows almost always
-    name the same keys in the same order: their dicts are then made in C from one key list
-    (and a row group whose values repeat too, a legend, shares one dict: nothing mutates it)."""
-    offsets = array.offsets.to_pylist()
-    keys, items = _values(array.keys), _values(array.items)
-    n = len(array)
-    start, width = offsets[0], (offsets[1] - offsets[0]) if n else 0
-    rows: list[Any]
-    uniform = offsets == list(range(start, start + width * n + 1, width)) if width else False
-    if uniform and keys[start : start + width * n] == keys[start : start + width] * n:
-        names = keys[start : start + width]
-        values = items[start : start + width * n]
-        if values == values[:width] * n:
-            rows = [dict(zip(names, values[:width], strict=True))] * n
-        else:
-            rows = list(
-                map(dict, map(zip, repeat(names), zip(*[iter(values)] * width, strict=True)))
-            )
-    else:
-        rows = [dict(zip(keys[a:b], items[a:b], strict=True)) for a, b in pairwise(offsets)]
-    if array.null_count:
-        valid = array.is_valid().to_pylist()
-        rows = [r if v else None for r, v in zip(rows, valid, strict=True)]
-    return rows
 
 
 def _usage(table: Any, n: int) -> list[Any]:
@@ -206,22 +198,19 @@ def _usage(table: Any, n: int) -> list[Any]:
 
 
 def _plans(
-    stats: RunStats, counted: Sequence[tuple[str, str, int, list[Any]]]
-) -> list[tuple[Callable[..., None], int, list[Any]]]:
-    """Each answered key's ``count``, label column and rows; keys new to ``stats`` are met in
+    stats: RunStats, counted: Sequence[tuple[str, str, int, _Answers]]
+) -> list[tuple[QuestionStats, int, _Answers]]:
+    """Each answered key's stats, label column and answers; keys new to ``stats`` are met in
     the order the record path meets them (by first answering row, then schema order)."""
     order = sorted(range(len(counted)), key=lambda j: (counted[j][2], j))
-    plans = []
     steps = {}
     for j in order:
-        key, kind, _, values = counted[j]
+        key, kind, _, answers = counted[j]
         st, _, qtype, column, track = stats.plan_for(key, kind)
         if qtype != kind or track is not None:
             raise ValueError(f"answer {key!r}: counted on the record path")
-        steps[j] = (st.count, column, values)  # type: ignore[attr-defined]
-    for j in range(len(counted)):
-        plans.append(steps[j])
-    return plans
+        steps[j] = (st, column, answers)
+    return [steps[j] for j in range(len(counted))]
 
 
 def _values(array: Any) -> list[Any]:
