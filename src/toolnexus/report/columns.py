@@ -20,6 +20,7 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 from .accumulators import QuestionStats
@@ -190,7 +191,7 @@ def _usage(table: Any, n: int) -> list[Any]:
     usage = table.column("usage").combine_chunks()
     names = [f.name for f in usage.type]
     fields = zip(*map(_values, usage.flatten()), strict=True)
-    rows: list[Any] = [dict(zip(names, r, strict=True)) for r in fields]
+    rows: list[Any] = list(map(dict, map(zip, repeat(names), fields)))
     if usage.null_count:
         valid = usage.is_valid().to_pylist()
         rows = [r if v else None for r, v in zip(rows, valid, strict=True)]

@@ -12,12 +12,21 @@ holds both ways to the same digits.
 
 from __future__ import annotations
 
+import bisect
 import operator
 from collections import Counter
 from itertools import pairwise, repeat
 from typing import Any
 
-from .accumulators import _BAND_INDEX, _LEVEL_KEYS, _TRUTH, BANDS, NoulStats, QuestionStats
+from .accumulators import (
+    _BAND_INDEX,
+    _LEVEL_KEYS,
+    _TRUTH,
+    BANDS,
+    FIRST_IDS,
+    NoulStats,
+    QuestionStats,
+)
 from .metrics import N_BINS
 from .ranked import ChoiceStats, ScoreStats, _Ranked
 
@@ -95,20 +104,36 @@ def _within(array: Any, low: float, high: float, *, nulls: bool = False) -> bool
 
 
 def _flags(st: QuestionStats, array: Any, ids: list[str]) -> None:
-    """The rows with flags counted by the accumulator's own flag counter, in row order."""
+    """A flags column counted as the accumulator's flag counter counts it row after row: each
+    flag's count (first met first), the ids of its first FIRST_IDS rows, every ``invalid``."""
     offsets = array.offsets.to_pylist()
-    rows = [i for i in range(len(ids)) if offsets[i + 1] > offsets[i]]
-    if not rows:
+    start, end = offsets[0], offsets[-1]
+    if end == start:
         return
-    inner = _values(array.values)
-    for i in rows:
-        st._count_flags(inner[offsets[i] : offsets[i + 1]], ids[i])
+    inner = _values(array.values.slice(start, end - start))
+    counts = st.flags
+    for flag, n in Counter(inner).items():
+        before = counts[flag]
+        counts[flag] = before + n
+        if before < FIRST_IDS:
+            first = st.flag_ids.setdefault(flag, [])
+            at = -1
+            for _ in range(min(FIRST_IDS - before, n)):
+                at = inner.index(flag, at + 1)
+                first.append(ids[bisect.bisect_right(offsets, start + at) - 1])
+    st.invalid += inner.count("invalid")
 
 
 def _flags_plain(array: Any) -> bool:
+    """A list of flag names per row, none of them null."""
     import pyarrow as pa
 
-    return bool(pa.types.is_list(array.type) and pa.types.is_string(array.type.value_type))
+    kind = array.type
+    return bool(
+        pa.types.is_list(kind)
+        and pa.types.is_string(kind.value_type)
+        and array.values.null_count == 0
+    )
 
 
 def _noul(st: NoulStats, f: dict[str, Any], labels: list[str | None], ids: list[str]) -> bool:
