@@ -299,3 +299,31 @@ def test_a_worker_that_dies_leaves_the_report_whole(monkeypatch: pytest.MonkeyPa
     survived = _report(read_run(RUN, labels, jobs=2, chunk_bytes=SMALL))
     monkeypatch.undo()
     assert survived == _report(read_run(RUN, labels, jobs=1, chunk_bytes=SMALL))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="platform: the workers fork on Linux only")
+def test_questions_finished_side_by_side_report_every_digit_of_one_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "Outputs identical to the last digit for any --jobs": each question's metrics computed
+    in its own worker (report/finish.py) are those of one process, in the run's key order."""
+    from toolnexus.report import finish
+
+    monkeypatch.setattr(finish, "PARALLEL_LABELLED_MIN", 0)
+    labels = read_labels(str(INPUTS / "labels.csv"))
+    stats = read_run(RUN, labels, jobs=1)
+    serial = stats.question_reports(0.6, True)
+    for jobs in (1, 2, 3):
+        side_by_side = finish.question_reports(stats, 0.6, True, jobs)
+        assert list(side_by_side) == list(serial)
+        assert json.dumps(to_json(side_by_side)) == json.dumps(to_json(serial))
+
+
+def test_a_run_cut_in_chunks_reports_the_means_of_one_piece() -> None:
+    """Issue 21: a run's report does not depend on where it was cut (JSONL chunks by bytes,
+    Parquet by row group): the mean confidence and score are one sum in record order, not
+    per-chunk sums added."""
+    labels = read_labels(str(INPUTS / "labels.csv"))
+    whole = json.dumps(_report(read_whole(RUN, labels)))
+    for chunk_bytes in (SMALL, 2 * SMALL + 1, 5 * SMALL):
+        assert json.dumps(_report(read_run(RUN, labels, jobs=1, chunk_bytes=chunk_bytes))) == whole

@@ -68,6 +68,7 @@ __all__ = [
     "records_to_table",
     "require_pyarrow",
     "run_schema",
+    "struct_kind",
     "table_to_records",
     "write_parquet_run",
 ]
@@ -332,12 +333,13 @@ def table_to_records(table: pa.Table | Any) -> Iterator[dict[str, Any]]:
     batches = table.to_batches() if hasattr(table, "to_batches") else table
     for batch in batches:
         answer_fields = batch.schema.field("answers").type
-        kinds = {f.name: _kind_of(f.type) for f in answer_fields}
+        kinds = {f.name: struct_kind(f.type) for f in answer_fields}
         for row in batch_rows(batch):
             yield _record_back(row, kinds)
 
 
-def _kind_of(struct: Any) -> str:
+def struct_kind(struct: Any) -> str:
+    """The answer kind (``noul``, ``choice``, ``score`` or ``raw``) an answer struct holds."""
     names = {f.name for f in struct}
     for kind in ("noul", "choice", "score"):
         if kind in names:

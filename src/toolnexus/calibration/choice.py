@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import operator
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
-from ..report.metrics import reliability
+from ..report.metrics import reliability, score_groups
 
 __all__ = [
     "COVERAGE_GRID",
@@ -26,6 +28,7 @@ __all__ = [
     "accuracy_coverage",
     "one_vs_rest",
     "one_vs_rest_columns",
+    "tail_counts",
 ]
 
 #: An option needs this many records labelled with it before its reliability is shown.
@@ -78,7 +81,7 @@ def one_vs_rest_columns(
     out = []
     for option, column in columns.items():
         mine = label_of[option]
-        truth = [1 if y == mine else 0 for y in y_true]
+        truth = list(map(operator.eq, y_true, repeat(mine)))
         labelled = sum(truth)
         if labelled < min_labels:
             out.append(OptionReliability(
@@ -113,22 +116,33 @@ def accuracy_coverage(
     grid: Sequence[float] = COVERAGE_GRID,
 ) -> list[CoveragePoint]:
     """Accuracy against coverage at each confidence floor of ``grid`` (inclusive, like the
-    ``min_confidence`` threshold). One sort, then a bisection per floor."""
+    ``min_confidence`` threshold). The distinct confidences counted once
+    (``metrics.score_groups``), then a bisection per floor."""
     if len(correct) != len(confidence):
         raise ValueError(f"{len(correct)} outcomes for {len(confidence)} confidences")
     n = len(correct)
-    order = sorted(range(n), key=confidence.__getitem__)
-    ranked = [confidence[i] for i in order]
-    # hits_from[j]: correct answers among the j-th lowest confidence and above
-    hits_from = [0] * (n + 1)
-    for j in range(n - 1, -1, -1):
-        hits_from[j] = hits_from[j + 1] + (1 if correct[order[j]] else 0)
+    values, answered_from, hits_from = tail_counts(score_groups(correct, confidence))
     points = []
     for floor in grid:
-        start = bisect.bisect_left(ranked, floor)
-        answered = n - start
+        start = bisect.bisect_left(values, floor)
+        answered = answered_from[start]
         points.append(CoveragePoint(
             floor, answered, answered / n if n else 0.0,
             hits_from[start] / answered if answered else None,
         ))  # fmt: skip
     return points
+
+
+def tail_counts(
+    groups: Sequence[tuple[float, int, int]],
+) -> tuple[list[float], list[int], list[int]]:
+    """The distinct values of ``score_groups``, and per index ``j`` the records (and the
+    positives) whose value is the ``j``-th or higher (one more entry: none)."""
+    values = [p for p, _, _ in groups]
+    said_from = [0] * (len(groups) + 1)
+    positives_from = [0] * (len(groups) + 1)
+    for j in range(len(groups) - 1, -1, -1):
+        _, size, pos = groups[j]
+        said_from[j] = said_from[j + 1] + size
+        positives_from[j] = positives_from[j + 1] + pos
+    return values, said_from, positives_from

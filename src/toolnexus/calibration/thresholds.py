@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..report.metrics import threshold_for_precision
-from .choice import COVERAGE_GRID
+from ..report.metrics import score_groups, threshold_for_precision
+from .choice import COVERAGE_GRID, tail_counts
 
 __all__ = ["ThresholdPair", "ThresholdRow", "threshold_pair", "threshold_table"]
 
@@ -119,20 +119,16 @@ def threshold_table(
     y_true: Sequence[int], y_prob: Sequence[float], grid: Sequence[float] = COVERAGE_GRID
 ) -> list[ThresholdRow]:
     """Precision, recall and coverage at each cut-point of ``grid`` (the 0.05 grid of
-    ``choice.COVERAGE_GRID``). One sort, then a bisection per cut-point."""
-    if len(y_true) != len(y_prob):
-        raise ValueError(f"{len(y_true)} labels for {len(y_prob)} probabilities")
+    ``choice.COVERAGE_GRID``). The distinct probabilities counted once
+    (``metrics.score_groups``), then a bisection per cut-point."""
+    groups = score_groups(y_true, y_prob)
     n = len(y_prob)
-    order = sorted(range(n), key=y_prob.__getitem__)
-    ranked = [y_prob[i] for i in order]
-    positives_from = [0] * (n + 1)
-    for j in range(n - 1, -1, -1):
-        positives_from[j] = positives_from[j + 1] + (1 if y_true[order[j]] else 0)
+    values, said_from, positives_from = tail_counts(groups)
     positives = positives_from[0]
     rows = []
     for cut in grid:
-        start = bisect.bisect_left(ranked, cut)
-        said = n - start
+        start = bisect.bisect_left(values, cut)
+        said = said_from[start]
         tp = positives_from[start]
         rows.append(ThresholdRow(cut, _share(tp, said), _share(tp, positives),
                                  said / n if n else 0.0))  # fmt: skip

@@ -10,9 +10,11 @@ live in :mod:`.ranked`.
 
 from __future__ import annotations
 
+import operator
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from functools import reduce
 from typing import Any
 
 from .extras import ece_uncertainty, noul_threshold_pair, noul_threshold_table
@@ -106,6 +108,11 @@ def _mean(total: float, n: int) -> float | None:
     return total / n if n else None
 
 
+def in_order_sum(values: Iterable[float]) -> float:
+    """``0.0 + v0 + v1 + ...``, added one by one in order (``sum`` of floats may compensate)."""
+    return reduce(operator.add, values, 0.0)
+
+
 def _band(band: Any) -> int:
     if band is None:
         return len(BANDS)
@@ -128,8 +135,9 @@ class QuestionStats:
         self.flags: Counter[str] = Counter()
         #: per flag, the ids of its first FIRST_IDS answers in file order
         self.flag_ids: dict[str, list[str]] = {}
-        self.conf_sum = 0.0
-        self.conf_n = 0
+        #: every answer's confidence, in file order: the mean is one sum in record order,
+        #: the same however the run was cut in chunks (JSONL bytes, Parquet row groups)
+        self.confidences = array("d")
         self.labelled = 0
         #: a recalibrated run: the wire's answers, counted apart (``None`` until one is met)
         self.wire: Any = None
@@ -150,8 +158,7 @@ class QuestionStats:
         for f, ids in other.flag_ids.items():
             mine = self.flag_ids.setdefault(f, [])
             mine.extend(ids[: FIRST_IDS - len(mine)])
-        self.conf_sum += other.conf_sum
-        self.conf_n += other.conf_n
+        self.confidences.extend(other.confidences)
         self.labelled += other.labelled
         self.recalibrated += other.recalibrated
         if other.wire is not None:
@@ -248,7 +255,7 @@ class QuestionStats:
                 )
                 for f in REPORT_FLAGS
             },
-            mean_confidence=_mean(self.conf_sum, self.conf_n),
+            mean_confidence=_mean(in_order_sum(self.confidences), len(self.confidences)),
             labelled=self.labelled,
             metrics=self.metrics(target_precision, intervals) if self.labelled else None,
             reliability=self.reliability() if self.labelled else (),
@@ -294,8 +301,14 @@ class NoulStats(QuestionStats):
         rec = answer.get("recalibrated")
         if rec is not None:
             answer = self._recalibrated(answer, rec, label, sid)
-        self._count_common(answer, sid)
-        p = answer["noul"]
+        self.count(answer["noul"], answer.get("band"), answer.get("flags"), label, sid)
+
+    def count(self, p: Any, band: Any, flags: Any, label: str | None, sid: str) -> None:
+        """One answer given by its fields (what :meth:`add` reads from an answer object, and
+        a Parquet run's columns hold)."""
+        self.n += 1
+        if flags:
+            self._count_flags(flags, sid)
         if type(p) is not float or not 0.0 <= p <= 1.0:
             p = _probability(p, "noul")
         b = int(p * N_BINS)  # bin_index, inlined
@@ -304,7 +317,6 @@ class NoulStats(QuestionStats):
         elif b < 0:
             b = 0
         self.hist[b] += 1
-        band = answer.get("band")
         band = _BAND_INDEX.get(band, len(BANDS)) if type(band) is str else _band(band)
         self.band_n[band] += 1
         if label is None:

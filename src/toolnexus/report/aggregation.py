@@ -169,7 +169,7 @@ class RunStats:
     def add(self, record: Any, sid: str) -> None:
         """Count one record (a dict) whose id (as text) is ``sid``; raises
         :class:`RecordError` (or KeyError, TypeError, ValueError) on a malformed record. The hot
-        path of a report: kept flat on purpose."""
+        path of a report."""
         self.records += 1
         error = record.get("error")
         if error is not None:
@@ -182,29 +182,49 @@ class RunStats:
         answers = record["answers"]
         if type(answers) is not dict:
             raise RecordError(f"answers is {_shown(answers)}, not an object of answers by key")
+        self.count_record(
+            record.get("model"),
+            record.get("questions_sha256"),
+            record.get("recalibrated"),
+            record.get("style"),
+            record.get("packed"),
+            record.get("calibrated"),
+            record.get("cached"),
+            record.get("usage"),
+        )
+        self._count_answers(answers, sid)
+
+    def count_record(
+        self,
+        model: Any,
+        digest: Any,
+        recalibrated: Any,
+        style: Any,
+        packed: Any,
+        calibrated: Any,
+        cached: Any,
+        usage: Any,
+    ) -> None:
+        """An answered record's own fields (what :meth:`add` reads from a record object, and a
+        Parquet run's columns hold); :attr:`records` is the caller's."""
         self.answered += 1
-        model = record.get("model")
         if model is not None and type(model) is not str:
             raise RecordError(f"model is {_shown(model)}, not a model name")
         self.models[model] += 1
-        digest = record.get("questions_sha256")
         if digest != self._last_digest:
             self.digests.add(digest)
             self._last_digest = digest
-        recalibrated = record.get("recalibrated")
         if recalibrated is not None:
             sha = recalibrated.get("sha256") if type(recalibrated) is dict else None
             if type(sha) is not str:
                 raise RecordError(f"recalibrated is {_shown(recalibrated)}, not a file's sha256")
             self.recalibrated_by[sha] += 1
-        style, packed = record.get("style"), record.get("packed")
         if style is not None or packed is not None:
             self._asked(style, packed)
         elif not self.unasked:
             self.unasked = True  # a record that does not say how it was asked
-        if not record.get("calibrated"):
+        if not calibrated:
             self.uncalibrated += 1
-        cached = record.get("cached")
         if cached is True:
             self.cached_records += 1
             spent = self.cached
@@ -212,7 +232,6 @@ class RunStats:
             spent = self.spent
         else:
             raise RecordError(f"cached is {_shown(cached)}, not true or false")
-        usage = record.get("usage")
         if usage:
             n_in = usage.get("input_tokens") if type(usage) is dict else None
             n_out = usage.get("output_tokens") if type(usage) is dict else None
@@ -227,6 +246,8 @@ class RunStats:
                 spent.output_tokens += n_out
             else:
                 spent.add(usage)
+
+    def _count_answers(self, answers: dict[str, Any], sid: str) -> None:
         labelled = False
         plan = self._plan
         row = self._rows.get(sid)
@@ -262,6 +283,23 @@ class RunStats:
             self.labelled += 1
             if self.label_ids_seen is not None:
                 self.label_ids_seen.add(sid)
+
+    def plan_for(
+        self, key: str, qtype: str
+    ) -> tuple[
+        QuestionStats,
+        Callable[[Mapping[str, Any], str | None, str], None],
+        str,
+        int,
+        Snapshot | Delta | None,
+    ]:
+        """The plan of question ``key`` (made when first met, as an answer of ``qtype``):
+        its stats, their ``add``, their type, its label column (0: none) and its snapshot or
+        delta."""
+        step = self._plan.get(key)
+        if step is None:
+            step = self._plan[key] = self._step(key, {"type": qtype})
+        return step
 
     def _asked(self, style: Any, packed: Any) -> None:
         """How a record was asked: ``style`` a name, ``packed`` a pack size (or an object with
@@ -366,9 +404,14 @@ class RunStats:
         each ECE with its bootstrap interval and noise floor; ``None``: up to
         ``AUTO_INTERVALS_MAX`` labelled answers)."""
         return {
-            key: st.report(self.errors, target_precision, intervals)
-            for key, st in self.questions.items()
+            key: self.question_report(key, target_precision, intervals) for key in self.questions
         }
+
+    def question_report(
+        self, key: str, target_precision: float | None = None, intervals: bool | None = None
+    ) -> QuestionReport:
+        """The report of question ``key`` (see :meth:`question_reports`)."""
+        return self.questions[key].report(self.errors, target_precision, intervals)
 
 
 def record_id(record: Any) -> str:

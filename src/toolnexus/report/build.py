@@ -4,6 +4,7 @@ that every output format renders (``report.schema.json`` describes its JSON)."""
 from __future__ import annotations
 
 from .compare import compare_runs
+from .finish import question_reports
 from .labels import read_labels
 from .model import Comparison, Report
 from .reader import read_run
@@ -29,7 +30,7 @@ def build_report(
     labels = read_labels(labels_path, id_field) if labels_path else None
     two = len(runs) == 2
     first = read_run(runs[0], labels, snapshot=two, jobs=jobs)
-    questions = first.question_reports(target_precision, intervals)
+    questions = question_reports(first, target_precision, intervals, jobs)
     summaries = [first.summary()]
     comparison: Comparison | None = None
     stats = [first]
@@ -42,7 +43,7 @@ def build_report(
             first.snapshots,
             second.deltas,
             questions,
-            second.question_reports(target_precision, intervals),
+            question_reports(second, target_precision, intervals, jobs),
             (first.path, second.path),
         )
         first.snapshots = second.deltas = None  # the comparison holds what it needs

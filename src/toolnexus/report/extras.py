@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..calibration.choice import accuracy_coverage, one_vs_rest_columns
-from ..calibration.scores import rps
+from ..calibration.scores import rps, rps_columns
 from ..calibration.thresholds import threshold_pair, threshold_table
 from .figures import CoveragePoint, EceUncertainty, ThresholdCut, ThresholdPair
 from .model import OptionCalibration, ReliabilityBin
@@ -106,6 +106,10 @@ def rps_in_level_order(
     without records or with fewer than two levels."""
     if len(columns) < 2 or not y_level:
         return None
+    if width and all(0 <= c < width for c in columns):
+        values = getattr(rows, "values", None)
+        if values is not None:  # one array of rows of one width: each level a stride
+            return rps_columns(y_level, [values[c::width] for c in columns])
     if list(columns) == list(range(len(columns))) and width == len(columns):
         return rps(y_level, rows)
     ordered = [[r[c] if 0 <= c < len(r) else 0.0 for c in columns] for r in rows]

@@ -35,7 +35,7 @@ import operator
 from collections import Counter
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat, tee
+from itertools import compress, repeat, tee
 
 from .model import ReliabilityBin, Threshold
 
@@ -55,6 +55,7 @@ __all__ = [
     "multiclass_log_loss",
     "reliability",
     "roc_auc_score",
+    "score_groups",
     "threshold_for_precision",
     "within_one",
 ]
@@ -132,22 +133,33 @@ def multiclass_log_loss(y_true: Sequence[int], y_prob: Sequence[Sequence[float]]
     return _mean(-sum(map(math.log, clipped)), len(y_true))
 
 
+def score_groups(
+    y_true: Sequence[Hashable], y_score: Sequence[float]
+) -> list[tuple[float, int, int]]:
+    """The distinct scores in ascending order, each with how many records have it and how many
+    of those are positive (a truthy ``y_true``): every rank-based figure (AUROC, a cut-point's
+    precision and recall, accuracy against coverage) depends on nothing else, and two counts
+    in C replace a sort of every record. A score is the first record's of its value."""
+    if len(y_true) != len(y_score):
+        raise ValueError(f"{len(y_true)} labels for {len(y_score)} scores")
+    total = Counter(y_score)
+    positive = Counter(compress(y_score, y_true))
+    return [(p, total[p], positive[p]) for p in sorted(total)]
+
+
 def roc_auc_score(y_true: Sequence[int], y_score: Sequence[float]) -> float | None:
     """Area under the ROC curve, ties counted half; ``None`` unless both classes occur."""
-    n_pos = sum(1 for y in y_true if y)
+    groups = score_groups(y_true, y_score)
+    n_pos = sum(pos for _, _, pos in groups)
     n_neg = len(y_true) - n_pos
     if n_pos == 0 or n_neg == 0:
         return None
-    order = sorted(range(len(y_score)), key=y_score.__getitem__)
     rank_sum = 0.0  # sum of the (1-based, tie-averaged) ranks of the positives
     i = 0
-    while i < len(order):
-        j = i
-        p = y_score[order[i]]
-        while j < len(order) and y_score[order[j]] == p:
-            j += 1
+    for _, size, pos in groups:
+        j = i + size
         average_rank = (i + 1 + j) / 2  # ranks i+1 .. j share their mean
-        rank_sum += average_rank * sum(1 for k in range(i, j) if y_true[order[k]])
+        rank_sum += average_rank * pos
         i = j
     return (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
 
@@ -256,22 +268,16 @@ def threshold_for_precision(
     """The lowest ``t`` among the observed probabilities such that predicting yes for
     ``p >= t`` has precision ``>= target`` on these labels, with its recall.
 
-    Precision is not monotonic in ``t``, so every distinct ``t`` is tried (one sort, one sweep
-    from the highest ``p`` down, keeping the last ``t`` that qualifies).
+    Precision is not monotonic in ``t``, so every distinct ``t`` is tried (one sweep from the
+    highest ``p`` down over :func:`score_groups`, keeping the last ``t`` that qualifies).
     """
-    positives = sum(1 for y in y_true if y)
-    order = sorted(range(len(y_prob)), key=y_prob.__getitem__, reverse=True)
+    groups = score_groups(y_true, y_prob)
+    positives = sum(pos for _, _, pos in groups)
     tp = fp = 0
     best = Threshold(target, None, None, None, 0)
-    i = 0
-    while i < len(order):
-        t = y_prob[order[i]]
-        while i < len(order) and y_prob[order[i]] == t:
-            if y_true[order[i]]:
-                tp += 1
-            else:
-                fp += 1
-            i += 1
+    for t, size, pos in reversed(groups):
+        tp += pos
+        fp += size - pos
         precision = tp / (tp + fp)
         if precision >= target:
             recall = tp / positives if positives else None

@@ -27,6 +27,7 @@ from .accumulators import (
     _probabilities,
     _share,
     _shown,
+    in_order_sum,
 )
 from .extras import (
     choice_coverage,
@@ -123,16 +124,8 @@ class _Ranked(QuestionStats):
         self.p_pick.extend(other.p_pick)
         self._row_names = ()
 
-    def _count_confidence(self, answer: Mapping[str, Any]) -> None:
-        conf = answer.get("confidence")
-        if type(conf) is not float or not 0.0 <= conf <= 1.0:
-            conf = _confidence(conf)
-        if conf is not None:
-            self.conf_sum += conf
-            self.conf_n += 1
-
-    def _score(self, probs: Mapping[str, float], picked: str, truth: str) -> bool:
-        """Keep one labelled answer; True when the pick is right."""
+    def _score(self, probs: Mapping[str, float], picked: str, truth: str) -> None:
+        """Keep one labelled answer."""
         self.labelled += 1
         names = tuple(probs)
         if names != self._row_names:
@@ -141,19 +134,19 @@ class _Ranked(QuestionStats):
             self._row_names = names
             self._row_direct = names == tuple(self.classes)[: len(names)]
         values = self.y_prob_values
+        classes = self.classes
         if self._row_direct:
             values.extend(probs.values())
         else:
-            values.extend([probs.get(c, 0.0) for c in self.classes])
+            values.extend([probs.get(c, 0.0) for c in classes])
         self.y_prob_ends.append(len(values))
-        classes = self.classes
         pick = classes.get(picked)
         if pick is None:
             pick = self._class(picked)
         self.y_pred.append(pick)
-        self.y_true.append(classes[truth] if truth in classes else self._class(truth))
+        true = classes.get(truth)
+        self.y_true.append(self._class(truth) if true is None else true)
         self.p_pick.append(probs.get(picked, 0.0))
-        return picked == truth
 
     def probabilities(self, answer: Mapping[str, Any]) -> Mapping[str, float]:
         probs: Mapping[str, float] = answer["probabilities"]
@@ -245,16 +238,47 @@ class ChoiceStats(_Ranked):
         rec = answer.get("recalibrated")
         if rec is not None:
             answer = self._recalibrated(answer, rec, label, sid)
-        self._count_common(answer, sid)
-        choice = answer["choice"]
-        probs = answer["probabilities"]
-        _probabilities(probs)
+        self.count(
+            answer["choice"],
+            answer["probabilities"],
+            answer.get("confidence"),
+            answer.get("near_uniform"),
+            answer.get("flags"),
+            label,
+            sid,
+        )
+
+    def count(
+        self,
+        choice: Any,
+        probs: Any,
+        confidence: Any,
+        near_uniform: Any,
+        flags: Any,
+        label: str | None,
+        sid: str,
+    ) -> None:
+        """One answer given by its fields (what :meth:`add` reads from an answer object, and
+        a Parquet run's columns hold)."""
+        self.n += 1
+        if flags:
+            self._count_flags(flags, sid)
+        # _probabilities inlined (the hot path): it words what is wrong, or takes a 0 or 1
+        if type(probs) is not dict:
+            _probabilities(probs)
+        for v in probs.values():
+            if type(v) is not float or not 0.0 <= v <= 1.0:
+                _probabilities(probs)
+                break
         if len(probs) != self._scanned or choice not in self.options:
             if type(choice) is not str:
                 raise RecordError(f"choice is {_shown(choice)}, not an option name")
             self._see_options(probs)
         self.counts[choice] += 1
-        self._count_confidence(answer)
+        if type(confidence) is not float or not 0.0 <= confidence <= 1.0:
+            confidence = _confidence(confidence)
+        if confidence is not None:
+            self.confidences.append(confidence)
         if label is None:
             return
         if label not in self.options:
@@ -265,7 +289,7 @@ class ChoiceStats(_Ranked):
                     f"({', '.join(self.options)})"
                 )
         self._score(probs, choice, label)
-        self.near_uniform.append(bool(answer.get("near_uniform")))
+        self.near_uniform.append(bool(near_uniform))
 
     def merge(self, other: Any) -> None:
         super().merge(other)
@@ -316,7 +340,8 @@ class ScoreStats(_Ranked):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.legend: dict[str, str] = {}
-        self.score_sum = 0.0
+        #: every answer's expected score, in file order (see ``confidences``)
+        self.scores = array("d")
         # per labelled answer: the labelled level, the level picked, the expected score
         self.y_level = array("b")
         self.level_pick = array("b")
@@ -350,28 +375,60 @@ class ScoreStats(_Ranked):
         rec = answer.get("recalibrated")
         if rec is not None:
             answer = self._recalibrated(answer, rec, label, sid)
-        self._count_common(answer, sid)
-        probs = answer["probabilities"]
-        _probabilities(probs)
-        level = answer["level"]
+        self.count(
+            answer["probabilities"],
+            answer["level"],
+            answer.get("legend"),
+            answer["score"],
+            answer.get("confidence"),
+            answer.get("flags"),
+            label,
+            sid,
+        )
+
+    def count(
+        self,
+        probs: Any,
+        level: Any,
+        legend: Any,
+        score: Any,
+        confidence: Any,
+        flags: Any,
+        label: str | None,
+        sid: str,
+    ) -> None:
+        """One answer given by its fields (what :meth:`add` reads from an answer object, and
+        a Parquet run's columns hold)."""
+        self.n += 1
+        if flags:
+            self._count_flags(flags, sid)
+        # _probabilities inlined (the hot path): it words what is wrong, or takes a 0 or 1
+        if type(probs) is not dict:
+            _probabilities(probs)
+        for v in probs.values():
+            if type(v) is not float or not 0.0 <= v <= 1.0:
+                _probabilities(probs)
+                break
         if type(level) is not int or not 0 <= level < len(_LEVEL_KEYS):
             raise RecordError(f"level is {_shown(level)}, not a level index 0..9")
         picked = _LEVEL_KEYS[level]
         if len(probs) != self._scanned or picked not in self.options:
             self._see_options(probs)
         if self._legend_pending:
-            legend = answer.get("legend") or {}
+            legend = legend or {}
             for k in self.options:
                 # seed 003: a label is always a string from the question's levels, so a
                 # structured level ({label, description}) is shown and matched by its label
                 self.legend.setdefault(k, level_label(legend.get(k, k)))
             self._legend_pending = False
-        score = answer["score"]
         if type(score) is not float or not 0.0 <= score <= 9.0:
             score = _score_value(score)
         self.counts[picked] += 1
-        self.score_sum += score
-        self._count_confidence(answer)
+        self.scores.append(score)
+        if type(confidence) is not float or not 0.0 <= confidence <= 1.0:
+            confidence = _confidence(confidence)
+        if confidence is not None:
+            self.confidences.append(confidence)
         if label is None:
             return
         y = self._label_cache.get(label)
@@ -386,7 +443,7 @@ class ScoreStats(_Ranked):
         super().merge(other)
         for k, v in other.legend.items():
             self.legend.setdefault(k, v)
-        self.score_sum += other.score_sum
+        self.scores.extend(other.scores)
         self.y_level.extend(other.y_level)
         self.level_pick.extend(other.level_pick)
         self.y_score.extend(other.y_score)
@@ -403,7 +460,7 @@ class ScoreStats(_Ranked):
                 k: LevelCount(self.legend.get(k, k), self.counts[k], _share(self.counts[k], self.n))
                 for k in self._levels()
             },
-            _mean(self.score_sum, self.n),
+            _mean(in_order_sum(self.scores), self.n),
         )
 
     def metrics(

@@ -4,10 +4,11 @@ A JSONL run longer than one chunk (:data:`CHUNK_BYTES`, each chunk cut at a line
 Parquet run of more than one row group (``arrowrecords.ROW_GROUP_RECORDS`` records each), is
 counted chunk by chunk, in up to ``jobs`` processes, and the chunks are merged in file order.
 Where the cuts fall depends on the file alone, never on ``jobs``: every number of a report is
-the same on one CPU or many (the labelled arrays are joined in file order and the metrics
-computed once over them; the means of confidence and score are added within a chunk, then
-chunk by chunk, in the same order). A run shorter than a chunk, and a JSON or CSV run, is
-read in one piece (so is a Parquet run whose journal still holds records).
+the same on one CPU or many, and however the run was cut: the labelled arrays, and every
+answer's confidence and score, are joined in file order and each metric and mean computed
+once over them, so a Parquet run reports what the JSONL run of the same records does. A run
+shorter than a chunk, and a JSON or CSV run, is read in one piece (so is a Parquet run whose
+journal still holds records).
 
 Two things need the whole run at once, and send it to the one-piece reader:
 
@@ -22,18 +23,17 @@ A problem in a chunk is named at its line in the file; of several, the first in 
 from __future__ import annotations
 
 import os
-import signal
-import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from .accumulators import RecordError
 from .aggregation import RunStats, record_id
 from .compare import Snapshot
 from .labels import Labels
+from .pool import in_order
 from .runs import (
     LocatedError,
     Span,
@@ -61,7 +61,7 @@ def read_run(
     chunk_bytes: int = CHUNK_BYTES,
 ) -> RunStats:
     """Stream ``path`` into a :class:`RunStats`; ``jobs`` processes count its chunks (default:
-    one per CPU this process may use, at most :data:`DEFAULT_JOBS_MAX`). ``snapshot`` and
+    one per CPU this process may use, at most ``pool.DEFAULT_JOBS_MAX``). ``snapshot`` and
     ``against`` are RunStats' two-run options. A pipe is read from a temporary copy
     (:func:`readable_again`)."""
     with readable_again(path) as readable:
@@ -226,6 +226,14 @@ class _Part:
 
 def _count_span(count: _Count, span: Span) -> _Part:
     path = count.path
+    if count.fmt == "parquet" and not count.snapshot and count.against is None:
+        from .columns import count_columns  # pyarrow: a Parquet run's path only
+
+        stats = count.stats()
+        counted = count_columns(path, span, stats)
+        if counted is not None:
+            stats.detach()
+            return _Part(stats, counted)
     stats = count.stats()
     seen: set[str] = set()
     # A Parquet chunk numbers its rows as the file does: nothing to move.
@@ -240,72 +248,11 @@ def _count_span(count: _Count, span: Span) -> _Part:
     return _Part(stats, seen)
 
 
-#: The default ``jobs`` at most: past this, the parts that stay serial (reading the labels,
-#: merging) dominate, and every worker touches its own copy of the labels' pages.
-DEFAULT_JOBS_MAX = 8
-
-
-def _cpus() -> int:
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity else os.cpu_count() or 1
-
-
 def _parts(count: _Count, spans: list[Span], jobs: int | None) -> Iterator[_Part]:
     """The counted chunks, in file order."""
-    jobs = min(jobs or min(_cpus(), DEFAULT_JOBS_MAX), len(spans))
-    if jobs <= 1:
-        for span in spans:
-            yield _count_span(count, span)
-        return
-    import multiprocessing
-    from concurrent.futures import Future, ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
-    # fork: a worker starts in milliseconds and finds the labels (and the first run's
-    # snapshots) already in its memory. Where fork is unsafe (macOS frameworks) or missing,
-    # spawn sends them once per worker.
-    context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-    pool = ProcessPoolExecutor(
-        jobs, mp_context=context, initializer=_start_worker, initargs=(count,)
+    return in_order(
+        _count_in_worker, spans, jobs, partial(_count_span, count), _start_worker, (count,)
     )
-    try:
-        # The workers start at the first submit. A Ctrl-C that lands while they are forked
-        # would be raised in an at-fork hook, where CPython prints and drops it, and the report
-        # would run on: SIGINT waits until they are started (they inherit it blocked, and
-        # ignore it), then the parent raises it here.
-        with _sigint_held():
-            futures: list[Future[_Part] | None] = [
-                pool.submit(_count_in_worker, span) for span in spans
-            ]
-        for i in range(len(spans)):
-            # Taken out of the list, so a merged chunk's counts are freed, not held to the end.
-            future, futures[i] = futures[i], None
-            assert future is not None, "each chunk's future is taken once"
-            try:
-                part = future.result()
-            except BrokenProcessPool:
-                # A worker died (the OOM killer, a kill -9): what is left is counted here,
-                # with the same numbers; the report does not fail for a lost helper.
-                pool.shutdown(wait=False, cancel_futures=True)
-                for span in spans[i:]:
-                    yield _count_span(count, span)
-                return
-            yield part
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-@contextmanager
-def _sigint_held() -> Iterator[None]:
-    block = getattr(signal, "pthread_sigmask", None)
-    if block is None:  # Windows: no signal masks, and spawn runs no at-fork hooks
-        yield
-        return
-    previous = block(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        block(signal.SIG_SETMASK, previous)
 
 
 _worker_count: _Count | None = None
@@ -314,9 +261,6 @@ _worker_count: _Count | None = None
 def _start_worker(count: _Count) -> None:
     global _worker_count
     _worker_count = count
-    # Ctrl-C reaches the whole process group: the parent answers it (exit 130) and closes the
-    # pool; a worker finishes its chunk quietly instead of printing a traceback of its own.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _count_in_worker(span: Span) -> _Part:

@@ -1,0 +1,308 @@
+"""One question's answers of a Parquet row group counted as whole columns (pyarrow compute
+and C-level passes), leaving each accumulator in the state its ``count`` per row leaves it.
+
+Only the plain shape is counted here: every row answers the question, every value is of the
+run schema's type and in range (checked on the Arrow arrays first), a choice or score row
+names the same options in the same order as every other, and each labelled row's pick and
+label are among them. Anything else returns False before the accumulator is touched (but for
+what the first row's ``count`` does to a score's options before reading a label, which the
+row path does alike), and the caller counts the column row by row with ``count``. A test
+holds both ways to the same digits.
+"""
+
+from __future__ import annotations
+
+import bisect
+import operator
+from collections import Counter
+from itertools import pairwise, repeat
+from typing import Any
+
+from .accumulators import (
+    _BAND_INDEX,
+    _LEVEL_KEYS,
+    _TRUTH,
+    BANDS,
+    FIRST_IDS,
+    NoulStats,
+    QuestionStats,
+)
+from .metrics import N_BINS
+from .ranked import ChoiceStats, ScoreStats, _Ranked
+
+__all__ = ["count_column", "map_dicts"]
+
+
+def count_column(
+    st: QuestionStats,
+    kind: str,
+    fields: dict[str, Any],
+    valid: list[bool] | None,
+    labels: list[str | None],
+    ids: list[str],
+) -> bool:
+    """Count the column into ``st``; False (``st`` untouched) when it is not plain."""
+    if valid is not None:
+        return False
+    if kind == "noul" and type(st) is NoulStats:
+        return _noul(st, fields, labels, ids)
+    if kind == "choice" and type(st) is ChoiceStats:
+        return _choice(st, fields, labels, ids)
+    if kind == "score" and type(st) is ScoreStats:
+        return _score(st, fields, labels, ids)
+    return False
+
+
+def map_dicts(array: Any) -> list[Any]:
+    """A map column as one dict per row (None for a null row). A run's rows almost always
+    name the same keys in the same order: their dicts are then made in C from one key list
+    (and a row group whose values repeat too, a legend, shares one dict: nothing mutates it)."""
+    offsets = array.offsets.to_pylist()
+    keys, items = _values(array.keys), _values(array.items)
+    n = len(array)
+    start, width = offsets[0], (offsets[1] - offsets[0]) if n else 0
+    rows: list[Any]
+    uniform = offsets == list(range(start, start + width * n + 1, width)) if width else False
+    if uniform and keys[start : start + width * n] == keys[start : start + width] * n:
+        names = keys[start : start + width]
+        values = items[start : start + width * n]
+        if values == values[:width] * n:
+            rows = [dict(zip(names, values[:width], strict=True))] * n
+        else:
+            rows = list(
+                map(dict, map(zip, repeat(names), zip(*[iter(values)] * width, strict=True)))
+            )
+    else:
+        rows = [dict(zip(keys[a:b], items[a:b], strict=True)) for a, b in pairwise(offsets)]
+    if array.null_count:
+        valid = array.is_valid().to_pylist()
+        rows = [r if v else None for r, v in zip(rows, valid, strict=True)]
+    return rows
+
+
+def _values(array: Any) -> list[Any]:
+    from ..records.arrowrows import column_values
+
+    return column_values(array)
+
+
+def _within(array: Any, low: float, high: float, *, nulls: bool = False) -> bool:
+    """Every value of a float64 (or integer) array is in ``[low, high]``, none NaN, and
+    (unless ``nulls``) none null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if array.null_count and (not nulls or array.null_count == len(array)):
+        return nulls and array.null_count == len(array)
+    if pa.types.is_floating(array.type):
+        if array.type != pa.float64() or pc.any(pc.is_nan(array)).as_py():
+            return False
+    elif not pa.types.is_integer(array.type):
+        return False
+    bounds = pc.min_max(array).as_py()
+    return bool(low <= bounds["min"] and bounds["max"] <= high)
+
+
+def _flags(st: QuestionStats, array: Any, ids: list[str]) -> None:
+    """A flags column counted as the accumulator's flag counter counts it row after row: each
+    flag's count (first met first), the ids of its first FIRST_IDS rows, every ``invalid``."""
+    offsets = array.offsets.to_pylist()
+    start, end = offsets[0], offsets[-1]
+    if end == start:
+        return
+    inner = _values(array.values.slice(start, end - start))
+    counts = st.flags
+    for flag, n in Counter(inner).items():
+        before = counts[flag]
+        counts[flag] = before + n
+        if before < FIRST_IDS:
+            first = st.flag_ids.setdefault(flag, [])
+            at = -1
+            for _ in range(min(FIRST_IDS - before, n)):
+                at = inner.index(flag, at + 1)
+                first.append(ids[bisect.bisect_right(offsets, start + at) - 1])
+    st.invalid += inner.count("invalid")
+
+
+def _flags_plain(array: Any) -> bool:
+    """A list of flag names per row, none of them null."""
+    import pyarrow as pa
+
+    kind = array.type
+    return bool(
+        pa.types.is_list(kind)
+        and pa.types.is_string(kind.value_type)
+        and array.values.null_count == 0
+    )
+
+
+def _noul(st: NoulStats, f: dict[str, Any], labels: list[str | None], ids: list[str]) -> bool:
+    if not (_within(f["noul"], 0.0, 1.0) and _flags_plain(f["flags"])):
+        return False
+    bands = _values(f["band"])
+    if not set(map(type, bands)) <= {str, type(None)}:
+        return False
+    truth: dict[str | None, int] = {}
+    for label in set(labels):
+        y = _TRUTH.get(label) if label is not None else 0
+        if y is None:
+            return False  # a label the noul truth table lacks: the row path words it
+        truth[label] = y
+    ps = f["noul"].to_pylist()
+    st.n += len(ps)
+    _flags(st, f["flags"], ids)
+    keys = list(map(int, map(operator.mul, ps, repeat(N_BINS))))
+    for b, n in Counter(keys).items():
+        st.hist[min(b, N_BINS - 1)] += n  # p = 1.0 is in the last bin
+    other = len(BANDS)
+    index = [other if b is None else _BAND_INDEX.get(b, other) for b in bands]
+    for b, n in Counter(index).items():
+        st.band_n[b] += n
+    rows = [i for i, label in enumerate(labels) if label is not None]
+    if rows:
+        ys = [truth[labels[i]] for i in rows]
+        st.labelled += len(rows)
+        st.y_prob.extend([ps[i] for i in rows])
+        st.y_true.extend(ys)
+        for cell, n in Counter(index[i] * 2 + y for i, y in zip(rows, ys, strict=True)).items():
+            st.band_truth[cell] += n
+    return True
+
+
+def _uniform(array: Any) -> tuple[tuple[str, ...], list[float]] | None:
+    """A probability map column whose rows all name the same options in the same order: the
+    options and the values, row after row; else None."""
+    import pyarrow as pa
+
+    n = len(array)
+    if not n or array.null_count or not pa.types.is_string(array.type.key_type):
+        return None
+    offsets = array.offsets.to_pylist()
+    start, width = offsets[0], offsets[1] - offsets[0]
+    if not width or offsets != list(range(start, start + width * n + 1, width)):
+        return None
+    items = array.items.slice(start, width * n)
+    if not _within(items, 0.0, 1.0):
+        return None
+    keys = _values(array.keys.slice(start, width * n))
+    names = tuple(keys[:width])
+    if keys != list(names) * n or len(set(names)) != width:
+        return None
+    return names, items.to_pylist()
+
+
+def _labelled_plan(
+    st: _Ranked, names: tuple[str, ...], picks: list[str], truths: list[str | None]
+) -> list[int] | None:
+    """The labelled rows, when each one's pick and truth are among ``names`` and the rows
+    keep their probabilities in class order (as ``_score`` keeps them directly); else None."""
+    rows = [i for i, t in enumerate(truths) if t is not None]
+    known = set(names)
+    if any(picks[i] not in known or truths[i] not in known for i in rows):
+        return None
+    if rows:
+        classes = list(st.classes) + [c for c in names if c not in st.classes]
+        if list(names) != classes[: len(names)]:
+            return None
+    return rows
+
+
+def _keep_labelled(
+    st: _Ranked, names: tuple[str, ...], values: list[float], rows: list[int], picks: list[str],
+    truths: list[Any],
+) -> None:  # fmt: skip
+    """What ``_score`` keeps of each labelled row, row after row."""
+    if not rows:
+        return
+    st.labelled += len(rows)
+    for name in names:
+        st._class(name)
+    st._row_names, st._row_direct = names, True
+    width = len(names)
+    kept = st.y_prob_values
+    base = len(kept)
+    if len(rows) * width == len(values):
+        kept.extend(values)
+    else:
+        for i in rows:
+            kept.extend(values[i * width : (i + 1) * width])
+    st.y_prob_ends.extend(range(base + width, base + width * len(rows) + 1, width))
+    position = {name: k for k, name in enumerate(names)}
+    st.y_pred.extend([st.classes[picks[i]] for i in rows])
+    st.y_true.extend([st.classes[truths[i]] for i in rows])
+    st.p_pick.extend([values[i * width + position[picks[i]]] for i in rows])
+
+
+def _confidences(st: _Ranked, array: Any) -> bool:
+    return _within(array, 0.0, 1.0, nulls=True)
+
+
+def _choice(st: ChoiceStats, f: dict[str, Any], labels: list[str | None], ids: list[str]) -> bool:
+    import pyarrow as pa
+
+    uniform = _uniform(f["probabilities"])
+    if uniform is None or not _confidences(st, f["confidence"]) or not _flags_plain(f["flags"]):
+        return False
+    if not pa.types.is_boolean(f["near_uniform"].type):
+        return False
+    names, values = uniform
+    choices = _values(f["choice"])
+    if set(map(type, choices)) != {str}:
+        return False
+    options = set(st.options) | set(names)
+    if any(label not in options for label in labels if label is not None):
+        return False
+    rows = _labelled_plan(st, names, choices, labels)
+    if rows is None:
+        return False
+    st.n += len(choices)
+    _flags(st, f["flags"], ids)
+    for name in names:
+        st.options.setdefault(name)
+    st._scanned = len(names)
+    st.counts.update(choices)
+    st.confidences.extend([c for c in f["confidence"].to_pylist() if c is not None])
+    _keep_labelled(st, names, values, rows, choices, labels)
+    near = f["near_uniform"].to_pylist()
+    st.near_uniform.extend([bool(near[i]) for i in rows])
+    return True
+
+
+def _score(st: ScoreStats, f: dict[str, Any], labels: list[str | None], ids: list[str]) -> bool:
+    from ..questions import level_label
+
+    uniform = _uniform(f["probabilities"])
+    if uniform is None or not _confidences(st, f["confidence"]) or not _flags_plain(f["flags"]):
+        return False
+    if not (_within(f["level"], 0, len(_LEVEL_KEYS) - 1) and _within(f["score"], 0.0, 9.0)):
+        return False
+    if f["score"].type != f["confidence"].type:  # float64, as the schema writes it
+        return False
+    names, values = uniform
+    if any(name not in st.options for name in names):
+        # What the first row's count does before any label is read (and what the row path
+        # would do again, to the same effect, should this column go back to it).
+        for name in names:
+            st.options.setdefault(name)
+        legend = map_dicts(f["legend"].slice(0, 1))[0] or {}
+        for k in st.options:
+            st.legend.setdefault(k, level_label(legend.get(k, k)))
+    levels = f["level"].to_pylist()
+    picks = [_LEVEL_KEYS[level] for level in levels]
+    truth = {label: st._level_of(label) for label in set(labels) if label is not None}
+    truths = [None if label is None else _LEVEL_KEYS[truth[label]] for label in labels]
+    rows = _labelled_plan(st, names, picks, truths)
+    if rows is None:
+        return False
+    st.n += len(levels)
+    _flags(st, f["flags"], ids)
+    st._scanned = len(names)
+    scores = f["score"].to_pylist()
+    st.counts.update(picks)
+    st.scores.extend(scores)
+    st.confidences.extend([c for c in f["confidence"].to_pylist() if c is not None])
+    _keep_labelled(st, names, values, rows, picks, truths)
+    st.y_level.extend([truth[labels[i]] for i in rows])  # type: ignore[index]
+    st.level_pick.extend([levels[i] for i in rows])
+    st.y_score.extend([scores[i] for i in rows])
+    return True
