@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .questions import ChoiceQuestion, NoulQuestion, Question, RawQuestion, ScoreQuestion
-from .records.arrowcolumns import record_batch
+from .records.arrowcolumns import RecordColumns, record_batch
 from .records.arrowrows import batch_rows
 from .records.model import QUESTIONS_SHA256, RECALIBRATED, RECORD_KEYS
 
@@ -284,6 +284,11 @@ ROW_GROUP_RECORDS = 10_000
 #: Records turned into Arrow at once while a run is written (a divisor of ROW_GROUP_RECORDS).
 _SLICE_RECORDS = 1_000
 
+#: Records held before they are flattened into columns (a divisor of _SLICE_RECORDS): few
+#: enough that their dicts never outlive the garbage collector's youngest generation (700
+#: containers; a record is ~15).
+_FLATTEN_RECORDS = 25
+
 
 class RunWriter:
     """ONE Parquet run at ``path``, written as records arrive (:meth:`add`) and put in place
@@ -291,9 +296,9 @@ class RunWriter:
     renamed over ``path``, so a reader (or a kill) never sees a half-written run.
     :meth:`abort` removes the temporary file and leaves ``path`` as it was.
 
-    Records are held for one slice, then become Arrow column by column
-    (``records.arrowcolumns``), and a row group's slices are written together: memory holds one
-    group as Arrow data."""
+    Records are flattened into columns a few at a time (``records.arrowcolumns``), the columns
+    become Arrow a slice at a time, and a row group's slices are written together: memory
+    holds one group as Arrow data."""
 
     def __init__(self, path: str | os.PathLike[str], questions: Mapping[str, Question]) -> None:
         self._pa = require_pyarrow()
@@ -301,27 +306,30 @@ class RunWriter:
 
         self.target = Path(path)
         self.schema = run_schema(questions)
-        self.kinds = {key: answer_kind(q) for key, q in questions.items()}
+        kinds = {key: answer_kind(q) for key, q in questions.items()}
         fd, self._tmp = tempfile.mkstemp(
             prefix=f".{self.target.name}.", suffix=".tmp", dir=self.target.parent
         )
         os.close(fd)
         self._writer = pq.ParquetWriter(self._tmp, self.schema)
+        self._columns = RecordColumns(self.schema, kinds)
+        self._pending: list[Mapping[str, Any]] = []
         self._group: list[Any] = []
-        self._chunk: list[Mapping[str, Any]] = []
         self.written = 0
 
     def add(self, record: Mapping[str, Any]) -> None:
         """One record (a JSONL run's object)."""
-        self._chunk.append(record)
-        if len(self._chunk) == _SLICE_RECORDS:
-            self._slice()
-            if len(self._group) * _SLICE_RECORDS == ROW_GROUP_RECORDS:
-                self._write_group()
+        self._pending.append(record)
+        if len(self._pending) == _FLATTEN_RECORDS:
+            self._flatten()
 
-    def _slice(self) -> None:
-        self._group.append(record_batch(self.schema, self.kinds, self._chunk))
-        self._chunk = []
+    def _flatten(self) -> None:
+        self._columns.extend(self._pending)
+        self._pending = []
+        if self._columns.rows >= _SLICE_RECORDS:
+            self._group.append(self._columns.batch())
+            if sum(b.num_rows for b in self._group) >= ROW_GROUP_RECORDS:
+                self._write_group()
 
     def _write_group(self) -> None:
         table = self._pa.Table.from_batches(self._group, schema=self.schema)
@@ -332,8 +340,9 @@ class RunWriter:
     def finish(self) -> int:
         """Close the file and rename it over ``path``; returns the records written."""
         try:
-            if self._chunk:
-                self._slice()
+            self._flatten()
+            if self._columns.rows:
+                self._group.append(self._columns.batch())
             if self._group or not self.written:
                 self._write_group()
             self._writer.close()
