@@ -1,7 +1,7 @@
 """Run records as an Arrow record batch, built column by column: the write direction of
 ``arrowrows``. ``RecordBatch.from_pylist`` over one dict per row (each answer copied into a
 row of its struct, each map into pairs) cost a 100,000-state ``batch --format parquet`` a
-tenth of its CPU (measured: 2.9 s for 100,000 records, against 0.5 s for these columns);
+tenth of its CPU (measured: 2.9 s for 100,000 records, against 1.1 s for these columns);
 here each leaf column is one list comprehension over the records, handed to ``pa.array`` at
 once, and an answer that fits its question's struct is read in place, never copied.
 
