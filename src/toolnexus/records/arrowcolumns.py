@@ -55,6 +55,7 @@ class _Answers:
         self.kind = kind
         self.fields = _names(struct, "json")
         names = {f.name for f in struct}
+        self.maps = [name for name in ("probabilities", "legend") if name in names]
         self.recalibrated = (
             _names(struct.field("recalibrated").type) if "recalibrated" in names else frozenset()
         )
@@ -65,7 +66,7 @@ class _Answers:
             return isinstance(answer.get("type"), str)
         if answer.get("type") != self.kind or not answer.keys() <= self.fields:
             return False
-        for name in ("probabilities", "legend"):
+        for name in self.maps:
             value = answer.get(name)
             if value is not None and not _is_map(value):
                 return False
@@ -196,15 +197,22 @@ class _Nested:
         self.nulls: list[bool] = []
 
     def extend(self, values: list[Any]) -> None:
-        offsets, inner = self.offsets, []
+        offsets, inner, add = self.offsets, [], self.offsets.append
         end = offsets[-1]
-        for value in values:
-            if value is not None:
-                inner.extend(value.values() if self.is_map else value)
-                if self.is_map:
-                    self.keys.extend(map(str, value))
-                end += len(value)
-            offsets.append(end)
+        if self.is_map:
+            keys = self.keys
+            for value in values:
+                if value is not None:
+                    keys.extend(map(str, value))
+                    inner.extend(value.values())
+                    end += len(value)
+                add(end)
+        else:
+            for value in values:
+                if value is not None:
+                    inner.extend(value)
+                    end += len(value)
+                add(end)
         if self.as_text:
             inner = [v if v is None or isinstance(v, str) else _json(v) for v in inner]
         self.inner.extend(inner)
