@@ -18,12 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clirun import run_main as _cli
 from loopback import Fault, Loopback
+from test_records import DECISIONS, ERRORS
 from toolnexus.arrowrecords import run_schema
 from toolnexus.cli.questionfile import load_question_set
-from toolnexus.records.parquet import journal_path
+from toolnexus.records import ErrorRecord, JsonlCodec, Record
+from toolnexus.records.parquet import journal_line, journal_path
 
 pa = pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
 pq = pytest.importorskip("pyarrow.parquet", reason="platform: the parquet extra is not installed")
@@ -537,3 +541,29 @@ def test_the_readme_schema_table_names_every_run_column() -> None:
             if top not in names:
                 names.append(top)
     assert tuple(names) == RUN_COLUMNS
+
+
+@settings(max_examples=200, deadline=None)
+@given(record=st.one_of(DECISIONS, ERRORS))
+def test_any_record_journaled_reads_back_the_same(record: Record) -> None:
+    """records.parquet.journal_line: the journal (kill -9's safety net, read back by --resume
+    and report) is JSON written by orjson, and what orjson refuses (an integer id past 64
+    bits, a lone surrogate) by the JSONL codec: either way the same record comes back."""
+    line = journal_line(record, record.to_object())
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert JsonlCodec().decode(line) == record
+
+
+@pytest.mark.parametrize(
+    "item_id",
+    [
+        pytest.param(2**70, id="integer-past-64-bits"),
+        pytest.param("\ud800", id="lone-surrogate"),
+        pytest.param("a\nb\u2028", id="newline-and-u2028"),
+    ],
+)
+def test_an_id_orjson_refuses_is_journaled_by_the_jsonl_codec(item_id: str | int) -> None:
+    record = ErrorRecord(item_id, "http_503", "classifier: HTTP 503 (request id r-1)")
+    line = journal_line(record, record.to_object())
+    assert line.count(b"\n") == 1
+    assert JsonlCodec().decode(line) == record

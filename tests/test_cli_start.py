@@ -219,7 +219,8 @@ def test_the_batch_and_report_modules_never_import_pyarrow(tmp_path: object) -> 
     """Every module of the Parquet paths loads without pyarrow: it is imported when called."""
     modules = [
         *("toolnexus.batch", "toolnexus.records", "toolnexus.records.parquet"),
-        *("toolnexus.records.arrowrows", "toolnexus.arrowrecords", "toolnexus.cli.batch_run"),
+        *("toolnexus.records.arrowrows", "toolnexus.records.arrowcolumns"),
+        *("toolnexus.arrowrecords", "toolnexus.cli.batch_run"),
         *("toolnexus.cli.batch_arrow", "toolnexus.cli.batch_parquet", "toolnexus.report.reader"),
     ]
     assert _imported_by(tmp_path, ENGINES, modules) == []

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .questions import ChoiceQuestion, NoulQuestion, Question, RawQuestion, ScoreQuestion
+from .records.arrowcolumns import RecordColumns, record_batch
 from .records.arrowrows import batch_rows
 from .records.model import QUESTIONS_SHA256, RECALIBRATED, RECORD_KEYS
 
@@ -203,108 +204,14 @@ def run_schema(questions: Mapping[str, Question]) -> pa.Schema:
     )
 
 
-def _json(value: Any) -> str:
-    # ASCII escapes: a lone surrogate (legal in a JSON string, not in UTF-8) survives as \udXXX.
-    return json.dumps(value, separators=(",", ":"))
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _fits(kind: str, answer: Mapping[str, Any]) -> bool:
-    if kind == "raw":
-        return isinstance(answer.get("type"), str)
-    if answer.get("type") != kind or not set(answer) <= set(_FIELDS[kind]):
-        return False
-    for name in ("probabilities", "legend"):
-        value = answer.get(name)
-        if value is not None and not isinstance(value, Mapping):
-            return False
-    recalibrated = answer.get("recalibrated")
-    if recalibrated is None:
-        return True
-    return (
-        isinstance(recalibrated, Mapping)
-        and set(recalibrated) <= set(_RECALIBRATED[kind])
-        and isinstance(recalibrated.get("probabilities", {}), Mapping)
-    )
-
-
-def _answer_row(kind: str, answer: Any) -> dict[str, Any] | None:
-    if answer is None:
-        return None
-    if not isinstance(answer, Mapping) or not _fits(kind, answer):
-        return {"json": _json(answer)}
-    if kind == "raw":
-        return {"type": answer["type"], "value": _json(dict(answer))}
-    row = {name: answer.get(name) for name in _FIELDS[kind]}
-    for name in ("probabilities", "legend"):
-        value = row.get(name)
-        if isinstance(value, Mapping):
-            row[name] = [
-                (str(k), v if name == "probabilities" or isinstance(v, str) else _json(v))
-                for k, v in value.items()
-            ]
-    recalibrated = row.get("recalibrated")
-    if recalibrated is not None:
-        moved = dict(recalibrated)
-        if "probabilities" in moved:
-            moved["probabilities"] = list(moved["probabilities"].items())
-        row["recalibrated"] = moved
-    return row
-
-
-def _by(value: Any) -> bool:
-    """A record's ``recalibrated`` that fits its column (else it is kept in ``extra``)."""
-    return (
-        isinstance(value, Mapping)
-        and set(value) <= set(_RECALIBRATED_BY)
-        and all(isinstance(v, str | None) for v in value.values())
-    )
-
-
-def _row(record: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, Any]:
-    answers = record.get("answers")
-    answered = answers if isinstance(answers, Mapping) else {}
-    unasked = {k: v for k, v in answered.items() if k not in kinds}
-    extra = {k: v for k, v in record.items() if k not in RUN_COLUMNS}
-    by = record.get("recalibrated")
-    if by is not None and not _by(by):
-        extra["recalibrated"] = by
-    if unasked:
-        extra["answers"] = unasked
-    row = {name: record.get(name) for name in RUN_COLUMNS if name not in ("answers", "extra")}
-    item_id = str(record["id"])
-    if not _utf8(item_id):
-        # Arrow strings are UTF-8: the column shows the id with U+FFFD for what cannot be
-        # encoded, and `extra` keeps the exact id, which the reader restores.
-        extra["id"] = item_id
-        item_id = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in item_id)
-    row["id"] = item_id
-    row["answers"] = (
-        None
-        if answers is None
-        else {key: _answer_row(kind, answered.get(key)) for key, kind in kinds.items()}
-    )
-    if "recalibrated" in extra:
-        row["recalibrated"] = None
-    row["extra"] = _json(extra) if extra else None
-    return row
-
-
 def records_to_table(
     records: Iterable[Mapping[str, Any]], questions: Mapping[str, Question]
 ) -> pa.Table:
     """Records (decision or error) as one table of :func:`run_schema`, in the order given."""
     pa = require_pyarrow()
     kinds = {key: answer_kind(q) for key, q in questions.items()}
-    rows = [_row(r, kinds) for r in records]
-    return pa.Table.from_pylist(rows, schema=run_schema(questions))
+    schema = run_schema(questions)
+    return pa.Table.from_batches([record_batch(schema, kinds, list(records))], schema=schema)
 
 
 def _answer_back(kind: str, row: Mapping[str, Any] | None) -> Any:
@@ -379,6 +286,11 @@ ROW_GROUP_RECORDS = 10_000
 #: Records turned into Arrow at once while a run is written (a divisor of ROW_GROUP_RECORDS).
 _SLICE_RECORDS = 1_000
 
+#: Records held before they are flattened into columns (a divisor of _SLICE_RECORDS): few
+#: enough that their dicts never outlive the garbage collector's youngest generation (700
+#: containers; a record is ~15).
+_FLATTEN_RECORDS = 25
+
 
 class RunWriter:
     """ONE Parquet run at ``path``, written as records arrive (:meth:`add`) and put in place
@@ -386,8 +298,9 @@ class RunWriter:
     renamed over ``path``, so a reader (or a kill) never sees a half-written run.
     :meth:`abort` removes the temporary file and leaves ``path`` as it was.
 
-    Rows become Arrow a slice at a time (Python dicts for one slice only), and a row group's
-    slices are written together: memory holds one group as Arrow data."""
+    Records are flattened into columns a few at a time (``records.arrowcolumns``), the columns
+    become Arrow a slice at a time, and a row group's slices are written together: memory
+    holds one group as Arrow data."""
 
     def __init__(self, path: str | os.PathLike[str], questions: Mapping[str, Question]) -> None:
         self._pa = require_pyarrow()
@@ -395,27 +308,30 @@ class RunWriter:
 
         self.target = Path(path)
         self.schema = run_schema(questions)
-        self.kinds = {key: answer_kind(q) for key, q in questions.items()}
+        kinds = {key: answer_kind(q) for key, q in questions.items()}
         fd, self._tmp = tempfile.mkstemp(
             prefix=f".{self.target.name}.", suffix=".tmp", dir=self.target.parent
         )
         os.close(fd)
         self._writer = pq.ParquetWriter(self._tmp, self.schema)
+        self._columns = RecordColumns(self.schema, kinds)
+        self._pending: list[Mapping[str, Any]] = []
         self._group: list[Any] = []
-        self._chunk: list[dict[str, Any]] = []
         self.written = 0
 
     def add(self, record: Mapping[str, Any]) -> None:
         """One record (a JSONL run's object)."""
-        self._chunk.append(_row(record, self.kinds))
-        if len(self._chunk) == _SLICE_RECORDS:
-            self._slice()
-            if len(self._group) * _SLICE_RECORDS == ROW_GROUP_RECORDS:
-                self._write_group()
+        self._pending.append(record)
+        if len(self._pending) == _FLATTEN_RECORDS:
+            self._flatten()
 
-    def _slice(self) -> None:
-        self._group.append(self._pa.RecordBatch.from_pylist(self._chunk, schema=self.schema))
-        self._chunk = []
+    def _flatten(self) -> None:
+        self._columns.extend(self._pending)
+        self._pending = []
+        if self._columns.rows >= _SLICE_RECORDS:
+            self._group.append(self._columns.batch())
+            if sum(b.num_rows for b in self._group) >= ROW_GROUP_RECORDS:
+                self._write_group()
 
     def _write_group(self) -> None:
         table = self._pa.Table.from_batches(self._group, schema=self.schema)
@@ -426,8 +342,9 @@ class RunWriter:
     def finish(self) -> int:
         """Close the file and rename it over ``path``; returns the records written."""
         try:
-            if self._chunk:
-                self._slice()
+            self._flatten()
+            if self._columns.rows:
+                self._group.append(self._columns.batch())
             if self._group or not self.written:
                 self._write_group()
             self._writer.close()

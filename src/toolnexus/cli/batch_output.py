@@ -137,7 +137,11 @@ class OutputWriter:
 
     def write(self, record: Record) -> None:
         """Hand one complete record line to the kernel."""
-        self._write(self.codec.encode(record, self._first))
+        self.write_line(self.codec.encode(record, self._first))
+
+    def write_line(self, line: bytes) -> None:
+        """Hand one record line its caller encoded (a Parquet run's journal) to the kernel."""
+        self._write(line)
         self._first = False
         self.written += 1
 

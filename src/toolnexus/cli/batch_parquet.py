@@ -27,7 +27,7 @@ from itertools import chain
 from typing import TYPE_CHECKING
 
 from ..records import Record
-from ..records.parquet import journal_path, parquet_records
+from ..records.parquet import journal_line, journal_path, parquet_records
 from .batch_output import OutputWriter, fsync_dir
 from .batch_resume import (
     PriorMismatch,
@@ -124,9 +124,10 @@ class ParquetOutput:
 
     def write(self, record: Record) -> None:
         """Journal one complete record (one ``os.write``)."""
-        self._writer.write(record)
+        obj = record.to_object()
+        self._writer.write_line(journal_line(record, obj))
         if self._stream is not None:
-            self._stream.add(record.to_object())
+            self._stream.add(obj)
 
     def abort(self) -> None:
         """An end that is not clean (an error): the journal stays for ``--resume``, the Parquet
