@@ -59,6 +59,7 @@ def in_order(
     pool = ProcessPoolExecutor(
         jobs, mp_context=context, initializer=_start, initargs=(initializer, initargs)
     )
+    interrupted = True
     try:
         # The workers start at the first submit. A Ctrl-C that lands while they are forked
         # would be raised in an at-fork hook, where CPython prints and drops it, and the report
@@ -78,10 +79,19 @@ def in_order(
                 pool.shutdown(wait=False, cancel_futures=True)
                 for item in items[i:]:
                     yield here(item)
+                interrupted = False
                 return
             yield result
+        interrupted = False
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        # Joined unless an error or a Ctrl-C is on its way out: a pool left to close by itself
+        # can race CPython's exit hook, which then prints "Exception ignored ... Bad file
+        # descriptor" as it wakes a manager thread whose pipe just closed (seen on 3.11). A
+        # consumer that stops early (GeneratorExit) joins too: pending tasks are cancelled,
+        # running ones are one task each.
+        error = sys.exc_info()[1]
+        joined = not interrupted or isinstance(error, GeneratorExit)
+        pool.shutdown(wait=joined, cancel_futures=True)
 
 
 @contextmanager
