@@ -19,12 +19,12 @@ Each batch runs as ``python -m toolnexus batch`` in a subprocess, exactly as a u
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _common import run_measured
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = ROOT / "questions" / "support-triage.yaml"
@@ -68,18 +68,11 @@ def run_batch(
     ]  # fmt: skip
     if cache_dir is not None:
         args += ["--cache", "--cache-dir", str(cache_dir)]
-    started = time.perf_counter()
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.stderr is not None
-    summary = proc.stderr.read().decode().strip().splitlines()
-    proc.stderr.close()
-    if proc.returncode != 0:
-        raise SystemExit(f"batch failed ({proc.returncode}): {summary}")
-    print(f"   {summary[-1] if summary else ''}")
-    return wall, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
+    run = run_measured(args, stdout=None)
+    if run.code != 0:
+        raise SystemExit(f"batch failed ({run.code}): {run.stderr}")
+    print(f"   {run.stderr[-1] if run.stderr else ''}")
+    return run.wall, run.maxrss_kib, run.cpu
 
 
 def main() -> None:

@@ -10,12 +10,12 @@ larger peak within 1.2x of the smaller.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _common import run_measured
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -50,17 +50,11 @@ def run_batch(folder: Path, out: Path, base_url: str) -> tuple[float, int]:
         sys.executable, "-m", "toolnexus", "batch", str(QUESTIONS), str(folder),
         "--concurrency", "32", "--base-url", base_url, "--output", str(out),
     ]  # fmt: skip
-    started = time.perf_counter()
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    assert proc.stderr is not None
-    summary = proc.stderr.read().decode().strip().splitlines()
-    proc.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"batch failed: {summary}")
-    print(f"   {summary[-1] if summary else ''}")
-    return wall, usage.ru_maxrss
+    run = run_measured(args, stdout=None)
+    if run.code != 0:
+        raise SystemExit(f"batch failed: {run.stderr}")
+    print(f"   {run.stderr[-1] if run.stderr else ''}")
+    return run.wall, run.maxrss_kib
 
 
 def main() -> None:

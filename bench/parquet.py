@@ -4,7 +4,7 @@
    and over the same states as a JSONL file with ``-o run.jsonl``, against
    ``toolnexus serve --synthetic`` (its own process, no latency), ``--concurrency 64``: the
    two alternated twice and the fastest of each compared, so one noisy run on a shared
-   machine does not decide. Targets: wall <= 1.05x and peak RSS (``os.wait4``'s rusage of the
+   machine does not decide. Targets: wall <= 1.05x and peak RSS (the rusage of the
    batch process) <= 1.2x of the JSONL run.
 2. ``report`` on each output (``--format json``), alternated twice, the fastest compared.
    Target: the Parquet run <= 1.0x the JSONL run.
@@ -14,13 +14,14 @@ Each command runs as ``python -m toolnexus`` in a subprocess, exactly as a user 
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _common import run_measured
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = ROOT / "questions" / "support-triage.yaml"
@@ -53,21 +54,22 @@ def start_server() -> tuple[subprocess.Popen[str], str]:
 
 def measure(args: list[str]) -> tuple[float, int, str]:
     """(wall seconds, peak RSS in KiB, the last stderr line) of one ``toolnexus`` process."""
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "toolnexus", *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    assert proc.stderr is not None
-    lines = proc.stderr.read().decode().strip().splitlines()
-    proc.stderr.close()
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        raise SystemExit(f"toolnexus {args[0]} failed ({code}): {lines}")
-    return wall, usage.ru_maxrss, lines[-1] if lines else ""
+    run = run_measured([sys.executable, "-m", "toolnexus", *args])
+    if run.code != 0:
+        raise SystemExit(f"toolnexus {args[0]} failed ({run.code}): {run.stderr}")
+    return run.wall, run.maxrss_kib, run.stderr[-1] if run.stderr else ""
+
+
+#: The least any Parquet batch holds: pyarrow itself, the input streamed by record batch, and
+#: the first conversion of a Python list to an Arrow array, as the output writer makes.
+FLOOR = """
+import sys
+import pyarrow as pa
+import pyarrow.parquet as pq
+for batch in pq.ParquetFile(sys.argv[1]).iter_batches(batch_size=1024):
+    batch.column(0).to_pylist()
+pa.array(["one"])
+"""
 
 
 def batch(states: Path, out: Path, url: str, fmt: str) -> tuple[float, int]:
@@ -106,6 +108,14 @@ def main() -> None:
         print(
             f"peak RSS: JSONL {rss['jsonl'] / 1024:.1f} MiB, Parquet {rss['parquet'] / 1024:.1f} "
             f"MiB, ratio {rss['parquet'] / rss['jsonl']:.2f} (target <= 1.2)"
+        )
+        floor = run_measured([sys.executable, "-c", FLOOR, str(parquet_in)])
+        pandas = "installed" if importlib.util.find_spec("pandas") else "not installed"
+        print(
+            f"  floor: a process that only imports pyarrow, reads the input by record batch and "
+            f"converts one list (pandas {pandas}: pyarrow imports it then): "
+            f"{floor.maxrss_kib / 1024:.1f} MiB, {floor.maxrss_kib / rss['jsonl']:.2f}x the JSONL "
+            "run"
         )
         reports: dict[str, list[float]] = {"jsonl": [], "parquet": []}
         for _ in range(2):

@@ -26,11 +26,12 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _common import run_measured
 
 N = 100_000
 TARGET_RATIO = 2.0
@@ -123,13 +124,10 @@ def report_seconds(run: Path, labels: Path, out: Path, *extra: str) -> tuple[flo
         sys.executable, "-m", "toolnexus", "report", str(run), "--labels", str(labels),
         "--format", "json", "-o", str(out), *extra,
     ]  # fmt: skip
-    started = time.perf_counter()
-    proc = subprocess.Popen(args)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"report exited {os.waitstatus_to_exitcode(status)}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+    run_ = run_measured(args, stdout=None)
+    if run_.code != 0:
+        raise SystemExit(f"report exited {run_.code}: {run_.stderr}")
+    return run_.wall, run_.cpu, run_.maxrss_kib
 
 
 def main() -> None:
