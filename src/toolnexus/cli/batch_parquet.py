@@ -7,10 +7,12 @@ fsync, rename) on a clean end: finished, or interrupted by Ctrl-C / SIGTERM. A `
 leaves the journal, and ``--resume`` reads the file and the journal (the last record of an id
 wins); its clean end folds both in.
 
-A run that starts a file (no ``--resume``) also writes the Parquet file itself as records
-arrive (a temporary file, renamed into place on a clean end), so its end does not read the
-journal back: that read cost a fifth of a 100,000-state run (bench/parquet.py). A resumed run
-folds the old file and the journal in at its end instead.
+A run that starts a file (no ``--resume``) also has the Parquet file written as records
+arrive, by a child process fed the journal's lines (``batch_parquet_sink``: a temporary file,
+renamed into place on a clean end), so its end does not read the journal back (that read cost a
+fifth of a 100,000-state run, bench/parquet.py) and the run's own thread never builds Arrow
+columns. A resumed run, or one whose child failed, folds the old file and the journal in at its
+end instead.
 
 ``--overwrite`` writes its journal to a temporary file instead, and only a run that finished
 replaces the old ``run.parquet`` (and drops the old journal): until then, and whenever it does
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING
 from ..records import Record
 from ..records.parquet import journal_line, journal_path, parquet_records
 from .batch_output import OutputWriter, fsync_dir
+from .batch_parquet_sink import ParquetSink
 from .batch_resume import (
     PriorMismatch,
     PriorOutput,
@@ -41,7 +44,6 @@ from .batch_resume import (
 )
 
 if TYPE_CHECKING:
-    from ..arrowrecords import RunWriter
     from ..questions import Question
 
 __all__ = ["ParquetOutput", "read_parquet_prior"]
@@ -107,11 +109,7 @@ class ParquetOutput:
             os.close(fd)
         self._file = target
         self._writer = OutputWriter(target, "jsonl", prior=prior)
-        self._stream: RunWriter | None = None
-        if prior is None:
-            from ..arrowrecords import RunWriter
-
-            self._stream = RunWriter(path, questions)
+        self._sink = ParquetSink(path, questions) if prior is None else None
 
     @property
     def staged(self) -> bool:
@@ -124,16 +122,16 @@ class ParquetOutput:
 
     def write(self, record: Record) -> None:
         """Journal one complete record (one ``os.write``)."""
-        obj = record.to_object()
-        self._writer.write_line(journal_line(record, obj))
-        if self._stream is not None:
-            self._stream.add(obj)
+        line = journal_line(record, record.to_object())
+        self._writer.write_line(line)
+        if self._sink is not None:
+            self._sink.send(line)
 
     def abort(self) -> None:
         """An end that is not clean (an error): the journal stays for ``--resume``, the Parquet
         file being written is dropped."""
-        if self._stream is not None:
-            self._stream.abort()
+        if self._sink is not None:
+            self._sink.abort()
 
     def close(self, finished: bool = True, replace: bool | None = None) -> None:
         """fsync and close the journal. A staged run that is not to ``replace`` the old file
@@ -156,12 +154,13 @@ class ParquetOutput:
         staged run left the old file as it was)."""
         if self._staged and not self._replace:
             return 0
-        if self._stream is not None:
-            # Nothing to fold in: no old records, and no id twice but a duplicate input line's
-            # error, which a JSONL run keeps as well.
-            written = self._stream.finish()
-        else:
+        # Nothing to fold in for a fresh run: no old records, and no id twice but a duplicate
+        # input line's error, which a JSONL run keeps as well.
+        written = self._sink.finish() if self._sink is not None else None
+        if written is None:
             from ..arrowrecords import write_parquet_run
+
+            _sweep(self.path)  # what a child that died mid-run left
 
             plan = keep_plan(self._records(), superseded) if superseded else {}
             rows = (r.to_object() for r in kept(self._records(), plan))
