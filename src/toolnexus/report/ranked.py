@@ -263,13 +263,7 @@ class ChoiceStats(_Ranked):
         self.n += 1
         if flags:
             self._count_flags(flags, sid)
-        # _probabilities inlined (the hot path): it words what is wrong, or takes a 0 or 1
-        if type(probs) is not dict:
-            _probabilities(probs)
-        for v in probs.values():
-            if type(v) is not float or not 0.0 <= v <= 1.0:
-                _probabilities(probs)
-                break
+        _probabilities(probs)
         if len(probs) != self._scanned or choice not in self.options:
             if type(choice) is not str:
                 raise RecordError(f"choice is {_shown(choice)}, not an option name")
@@ -402,13 +396,7 @@ class ScoreStats(_Ranked):
         self.n += 1
         if flags:
             self._count_flags(flags, sid)
-        # _probabilities inlined (the hot path): it words what is wrong, or takes a 0 or 1
-        if type(probs) is not dict:
-            _probabilities(probs)
-        for v in probs.values():
-            if type(v) is not float or not 0.0 <= v <= 1.0:
-                _probabilities(probs)
-                break
+        _probabilities(probs)
         if type(level) is not int or not 0 <= level < len(_LEVEL_KEYS):
             raise RecordError(f"level is {_shown(level)}, not a level index 0..9")
         picked = _LEVEL_KEYS[level]
