@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from clirun import run_main as _cli
 from loopback import Fault, Loopback
+from test_batch_cli import QUESTIONS  # the same two-question set
 from test_records import DECISIONS, ERRORS
 from toolnexus.arrowrecords import run_schema
 from toolnexus.cli.questionfile import load_question_set
@@ -34,18 +35,6 @@ pq = pytest.importorskip("pyarrow.parquet", reason="platform: the parquet extra 
 
 TOOLNEXUS = [sys.executable, "-m", "toolnexus"]
 
-QUESTIONS = """\
-questions:
-  urgent:
-    type: noul
-    instructions: Does this ticket need a human today?
-  desk:
-    type: choice
-    instructions: Which desk should own this ticket?
-    criteria:
-      billing: own it here when money moved
-      technical: own it here when the product itself errors
-"""
 
 #: Questions keyed like run columns: they live under ``answers``, so nothing collides.
 COLLIDING = """\

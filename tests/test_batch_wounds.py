@@ -17,13 +17,7 @@ import pytest
 
 from clirun import run_main as _cli
 from loopback import Loopback
-
-QUESTIONS = """\
-questions:
-  urgent:
-    type: noul
-    instructions: Does this ticket need a human today?
-"""
+from test_exit_codes import QUESTIONS  # the same two-question set
 
 
 @pytest.fixture
