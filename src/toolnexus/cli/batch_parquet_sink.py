@@ -41,9 +41,12 @@ class ParquetSink:
     :meth:`abort`."""
 
     def __init__(self, path: str, questions: Mapping[str, Question]) -> None:
-        header = pickle.dumps((path, dict(questions)))
         self._pending: list[bytes] = []
         self._proc: subprocess.Popen[bytes] | None = None
+        try:
+            header = pickle.dumps((path, dict(questions)))
+        except (pickle.PicklingError, TypeError, AttributeError):
+            return  # a question set that does not travel: the run's end writes the file
         try:
             # stderr is dropped: the child's failure is never the user's to read, since the
             # parent then writes the file itself.
@@ -56,10 +59,6 @@ class ParquetSink:
         except OSError:
             return
         self._put(len(header).to_bytes(8, "big") + header)
-
-    @property
-    def alive(self) -> bool:
-        return self._proc is not None
 
     def _put(self, data: bytes) -> None:
         proc = self._proc
