@@ -406,6 +406,35 @@ def test_sigterm_writes_the_parquet_file_and_resume_finishes(
     assert Counter(ids) == Counter(f"t{i}" for i in range(3000))
 
 
+def test_ctrl_c_to_the_process_group_writes_the_parquet_file(
+    synthetic: str, qfile: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C reaches the whole process group, the child writing the Parquet file included: it
+    ignores it, and the run's clean end (exit 130) still puts every journaled record in
+    run.parquet, with no traceback and nothing left beside it."""
+    src = _parquet_input(tmp_path / "tickets.parquet", 3000)
+    run = tmp_path / "run.parquet"
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "toolnexus", "batch", str(qfile), str(src), "--id-field",
+            "id", "--state-field", "text", "--concurrency", "4", "--format", "parquet", "-o",
+            str(run), "--base-url", synthetic,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    _wait_for_journal(run, 20, proc)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    ids = pq.read_table(run, columns=["id"]).column("id").to_pylist()
+    assert 20 <= len(ids) < 3000 and len(set(ids)) == len(ids)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
 def test_an_interrupted_overwrite_leaves_the_old_run_as_it_was(
     synthetic: str, qfile: Path, tmp_path: Path
 ) -> None:
