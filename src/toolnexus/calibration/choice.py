@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import operator
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Any
 
 from ..report.metrics import reliability, score_groups
@@ -78,11 +76,14 @@ def one_vs_rest_columns(
     """:func:`one_vs_rest` over columns (option -> each record's probability of it, in record
     order), ``y_true[i] == label_of[option]`` marking a record labelled with the option (the
     report keeps labels as class indices)."""
+    import numpy as np  # the report's reliability takes numpy too
+
+    labels = np.array(y_true) if len(y_true) else np.zeros(0, dtype=np.int64)
     out = []
     for option, column in columns.items():
         mine = label_of[option]
-        truth = list(map(operator.eq, y_true, repeat(mine)))
-        labelled = sum(truth)
+        truth = labels == mine
+        labelled = int(np.count_nonzero(truth))
         if labelled < min_labels:
             out.append(OptionReliability(
                 option, labelled, None, [],

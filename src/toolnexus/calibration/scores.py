@@ -1,4 +1,5 @@
-"""The ranked probability score, the proper score for ordered levels (score questions). Pure.
+"""The ranked probability score, the proper score for ordered levels (score questions). Pure
+(numpy, as the report's metrics: the same bits as the loop).
 
 ``rps = 1/(K-1) * sum_{k=0}^{K-2} (P_k - O_k)^2``: ``P_k`` the predicted cumulative probability
 of levels ``0..k``, ``O_k`` the observed one (1 once ``k`` reaches the label, else 0); the mean
@@ -9,10 +10,9 @@ out, as the definition does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from itertools import repeat
-from operator import add, getitem, le, mul, sub, truediv
-from typing import Any
+from collections.abc import Sequence
+
+from ..report.metrics import in_order_sum, sum_in_order
 
 __all__ = ["rps", "rps_columns", "rps_term"]
 
@@ -44,24 +44,26 @@ def rps(y_true: Sequence[int], y_prob: Sequence[Sequence[float]]) -> float | Non
     if len(widths) == 1:
         return rps_columns(y_true, list(zip(*y_prob, strict=True)))
     # rows of several widths: each checked and scored on its own
-    return sum(map(rps_term, y_true, y_prob)) / len(y_true)
+    return in_order_sum(map(rps_term, y_true, y_prob)) / len(y_true)
 
 
 def rps_columns(y_true: Sequence[int], columns: Sequence[Sequence[float]]) -> float | None:
     """:func:`rps` of rows given as their columns (``columns[k][i]``: record ``i``'s
     probability of level ``k``), a level at a time over all the records: the same additions
-    in the same order per record as :func:`rps_term`, run in C."""
+    in the same order per record as :func:`rps_term` (elementwise, in numpy), and the records'
+    terms added in record order."""
     if not y_true:
         return None
     k_levels = len(columns)
     if k_levels < 2 or min(y_true) < 0 or max(y_true) >= k_levels:
-        return sum(map(rps_term, y_true, zip(*columns, strict=True))) / len(y_true)
-    cumulative: Any = repeat(0.0)
-    total: Any = repeat(0.0)
+        return in_order_sum(map(rps_term, y_true, zip(*columns, strict=True))) / len(y_true)
+    import numpy as np
+
+    levels = np.array(y_true, dtype=np.int64)
+    cumulative = np.zeros(len(levels))
+    total = np.zeros(len(levels))
     for k in range(k_levels - 1):
-        cumulative = list(map(add, cumulative, columns[k]))
-        observed = map(getitem, repeat((0.0, 1.0)), map(le, y_true, repeat(k)))
-        gaps = list(map(sub, cumulative, observed))
-        total = map(add, total, map(mul, gaps, gaps))
-    terms: Iterator[float] = map(truediv, total, repeat(k_levels - 1))
-    return sum(terms) / len(y_true)
+        cumulative = cumulative + np.array(columns[k], dtype=np.float64)
+        gaps = cumulative - (levels <= k)
+        total = total + gaps * gaps
+    return sum_in_order(total / (k_levels - 1)) / len(levels)

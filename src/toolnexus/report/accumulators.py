@@ -10,11 +10,9 @@ live in :mod:`.ranked`.
 
 from __future__ import annotations
 
-import operator
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from functools import reduce
 from typing import Any
 
 from .extras import ece_uncertainty, noul_threshold_pair, noul_threshold_table
@@ -23,6 +21,7 @@ from .metrics import (
     Reliability,
     accuracy_score,
     brier_score_loss,
+    in_order_sum,
     log_loss,
     reliability,
     roc_auc_score,
@@ -106,11 +105,6 @@ def _share(n: int, total: int) -> float | None:
 
 def _mean(total: float, n: int) -> float | None:
     return total / n if n else None
-
-
-def in_order_sum(values: Iterable[float]) -> float:
-    """``0.0 + v0 + v1 + ...``, added one by one in order (``sum`` of floats may compensate)."""
-    return reduce(operator.add, values, 0.0)
 
 
 def _band(band: Any) -> int:

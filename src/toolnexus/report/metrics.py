@@ -25,19 +25,38 @@ first seen after it), its missing entries counting 0. The definitions:
 - ``threshold_for_precision``: the lowest yes-threshold ``t`` (predict yes when ``p >= t``)
   whose precision on the labels reaches the target, with its recall.
 
-Sums run in record order, so a run gives the same last digit however it was read.
+Sums run in record order, so a run gives the same last digit however it was read (and on every
+Python: ``sum`` of floats compensates from 3.12 on, so no float total here goes through it).
+
+Over a long labelled run these functions are the report's finish, so the per-record work runs
+in numpy (a core dependency, imported only when a labelled metric is computed: an unlabelled
+report never loads it), and only with operations that give the loop's exact bits: elementwise
+arithmetic, ``bincount`` (which adds its weights in index order) and ``add.accumulate`` (each
+partial sum from the one before), never numpy's pairwise ``sum`` or its own ``log``. Rows of
+one width (:class:`ProbabilityRows`-like: ``values`` and ``width``) are one 2-D array; any other
+rows take the generic path, which adds the same terms in the same order
+(``tests/test_report_metrics.py`` holds the two paths bit-equal).
 """
 
 from __future__ import annotations
 
 import math
 import operator
+from array import array
 from collections import Counter
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass, field
-from itertools import compress, repeat, tee
+from functools import reduce
+from itertools import repeat, tee
+from typing import TYPE_CHECKING, Any
 
 from .model import ReliabilityBin, Threshold
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Floats = npt.NDArray[np.float64]
 
 __all__ = [
     "EPS",
@@ -48,7 +67,9 @@ __all__ = [
     "brier_score_loss",
     "confusion_matrix",
     "expected_calibration_error",
+    "in_order_sum",
     "log_loss",
+    "macro_f1_from_confusion",
     "macro_f1_score",
     "mean_absolute_error",
     "multiclass_brier_score",
@@ -56,6 +77,7 @@ __all__ = [
     "reliability",
     "roc_auc_score",
     "score_groups",
+    "sum_in_order",
     "threshold_for_precision",
     "within_one",
 ]
@@ -76,27 +98,116 @@ def _mean(total: float, n: int) -> float | None:
     return total / n if n else None
 
 
+#: Terms added per ``add.accumulate`` call: the running total is carried into the next block,
+#: so a sum of any length holds one block of partial sums in memory.
+SUM_BLOCK = 1 << 16
+
+
+def in_order_sum(values: Iterable[float]) -> float:
+    """``0.0 + v0 + v1 + ...``, added one by one in order (``sum`` of floats may compensate)."""
+    return reduce(operator.add, values, 0.0)
+
+
+def _floats(values: Any) -> Floats:
+    """A float64 copy of ``values`` (a copy, never a view: an ``array`` still being appended to
+    must stay resizable)."""
+    import numpy as np
+
+    return np.array(values, dtype=np.float64)
+
+
+def sum_in_order(terms: Floats) -> float:
+    """:func:`in_order_sum` of a float64 array: ``0.0 + t0 + t1 + ...`` one by one, as
+    ``total += t`` does (``terms`` is the caller's own temporary: each block's first term takes
+    the carried total)."""
+    import numpy as np
+
+    total = 0.0
+    for start in range(0, len(terms), SUM_BLOCK):
+        block = terms[start : start + SUM_BLOCK]
+        block[0] = total + block[0]
+        total = float(np.add.accumulate(block)[-1])
+    return total
+
+
+def _same_length(y_true: Sized, y_prob: Sized, what: str = "probabilities") -> int:
+    n = len(y_true)
+    if len(y_prob) != n:
+        raise ValueError(f"{n} labels for {len(y_prob)} {what}")
+    return n
+
+
+def _bins(p: Floats) -> npt.NDArray[np.intp]:
+    """:func:`bin_index` of every ``p`` (``int`` truncates as ``astype`` does)."""
+    import numpy as np
+
+    return np.clip((p * N_BINS).astype(np.intp), 0, N_BINS - 1)
+
+
+def _uniform_rows(y_prob: Any, y_true: Sequence[int]) -> tuple[Floats, Any] | None:
+    """``y_prob`` as one (records, width) array and the labels as indices, when its rows are of
+    one width (``values`` and ``width``, as :class:`..ranked.ProbabilityRows` has) and every
+    label falls inside a row; ``None`` for the generic path."""
+    import numpy as np
+
+    width = getattr(y_prob, "width", 0)
+    values = getattr(y_prob, "values", None)
+    if not width or values is None or not len(y_true):
+        return None
+    labels = np.array(y_true, dtype=np.intp)
+    if labels.min() < 0 or labels.max() >= width:
+        return None
+    return _floats(values).reshape(-1, width), labels
+
+
 def accuracy_score(y_true: Sequence[Hashable], y_pred: Sequence[Hashable]) -> float | None:
     """The share of ``y_pred[i] == y_true[i]``."""
-    return _mean(sum(map(operator.eq, y_true, y_pred)), len(y_true))
+    n = _same_length(y_true, y_pred, "predictions")
+    if not n:
+        return None
+    if _numeric(y_true) and _numeric(y_pred):  # the accumulators' arrays: compared in numpy
+        import numpy as np
+
+        return int(np.count_nonzero(np.asarray(y_true) == np.asarray(y_pred))) / n
+    hits: int = sum(map(operator.eq, y_true, y_pred))
+    return hits / n
+
+
+def _numeric(values: Sequence[Hashable]) -> bool:
+    """An ``array`` of numbers or a numpy array of numbers or bools (never strings: numpy would
+    compare "1" and 1 as equal after a cast)."""
+    if isinstance(values, array):
+        return values.typecode != "u"
+    kind = getattr(getattr(values, "dtype", None), "kind", None)
+    return kind is not None and kind in "biuf"
 
 
 def brier_score_loss(y_true: Sequence[int], y_prob: Sequence[float]) -> float | None:
     """Mean ``(p - y)^2`` for binary labels ``y`` in {0, 1}."""
-    total = 0.0
-    for y, p in zip(y_true, y_prob, strict=True):
-        total += (p - y) ** 2
-    return _mean(total, len(y_true))
+    n = _same_length(y_true, y_prob)
+    if not n:
+        return None
+    return sum_in_order((_floats(y_prob) - _floats(y_true)) ** 2) / n
 
 
 def log_loss(y_true: Sequence[int], y_prob: Sequence[float]) -> float | None:
     """Mean ``-(y log p + (1 - y) log(1 - p))`` with ``p`` clipped to ``[1e-15, 1 - 1e-15]``."""
-    total = 0.0
-    log = math.log
-    for y, p in zip(y_true, y_prob, strict=True):
-        c = EPS if p < EPS else 1.0 - EPS if p > 1.0 - EPS else p  # clipped
-        total -= log(c) if y else log(1.0 - c)
-    return _mean(total, len(y_true))
+    import numpy as np
+
+    n = _same_length(y_true, y_prob)
+    if not n:
+        return None
+    clipped = np.clip(_floats(y_prob), EPS, 1.0 - EPS)
+    said = np.where(_floats(y_true) != 0.0, clipped, 1.0 - clipped)
+    return -sum_in_order(_logs(said)) / n
+
+
+def _logs(values: Floats) -> Floats:
+    """``math.log`` of each value (the C library's, as the loop took it: numpy's own ``log`` may
+    round a last bit differently)."""
+    import numpy as np
+
+    return np.fromiter(map(math.log, values.tolist()), np.float64, len(values))
 
 
 def _p_of(row: Sequence[float], k: int) -> float:
@@ -117,20 +228,41 @@ def multiclass_brier_score(
 ) -> float | None:
     """Mean over records of ``sum_k (p_k - y_k)^2``; ``y_true`` holds class indices."""
     # sum_k p_k^2 - 2 p_y + 1 per record: the label's own term expanded, a missing class
-    # being 0. Written as maps so the loop runs in C (a report's finish is serial); the sum
-    # still adds the records' terms one by one, in record order.
+    # being 0; each row's squares added in column order, the records' terms in record order.
+    import numpy as np
+
+    n = _same_length(y_true, y_prob, "probability rows")
+    if not n:
+        return None
+    uniform = _uniform_rows(y_prob, y_true)
+    if uniform is not None:
+        rows_, labels = uniform
+        squares = rows_[:, 0] * rows_[:, 0]
+        for k in range(1, rows_.shape[1]):
+            squares = squares + rows_[:, k] * rows_[:, k]
+        twice = 2.0 * rows_[np.arange(n), labels]
+        return sum_in_order((squares - twice) + 1.0) / n
     rows, again = tee(y_prob)
-    squares = map(sum, map(map, repeat(operator.mul), rows, again))
-    twice = map(operator.mul, repeat(2.0), _p_true(y_true, y_prob))
-    return _mean(
-        sum(map(operator.add, map(operator.sub, squares, twice), repeat(1.0))), len(y_true)
-    )
+    squares_ = map(in_order_sum, map(map, repeat(operator.mul), rows, again))
+    twice_ = map(operator.mul, repeat(2.0), _p_true(y_true, y_prob))
+    terms = map(operator.add, map(operator.sub, squares_, twice_), repeat(1.0))
+    return in_order_sum(terms) / n
 
 
 def multiclass_log_loss(y_true: Sequence[int], y_prob: Sequence[Sequence[float]]) -> float | None:
     """Mean ``-log p_label`` (clipped); ``y_true`` holds class indices."""
-    clipped = map(max, repeat(EPS), map(min, repeat(1.0 - EPS), _p_true(y_true, y_prob)))
-    return _mean(-sum(map(math.log, clipped)), len(y_true))
+    import numpy as np
+
+    n = _same_length(y_true, y_prob, "probability rows")
+    if not n:
+        return None
+    uniform = _uniform_rows(y_prob, y_true)
+    if uniform is not None:
+        rows_, labels = uniform
+        clipped = np.clip(rows_[np.arange(n), labels], EPS, 1.0 - EPS)
+        return -sum_in_order(_logs(clipped)) / n
+    clipped_ = map(max, repeat(EPS), map(min, repeat(1.0 - EPS), _p_true(y_true, y_prob)))
+    return -in_order_sum(map(math.log, clipped_)) / n
 
 
 def score_groups(
@@ -138,13 +270,19 @@ def score_groups(
 ) -> list[tuple[float, int, int]]:
     """The distinct scores in ascending order, each with how many records have it and how many
     of those are positive (a truthy ``y_true``): every rank-based figure (AUROC, a cut-point's
-    precision and recall, accuracy against coverage) depends on nothing else, and two counts
-    in C replace a sort of every record. A score is the first record's of its value."""
-    if len(y_true) != len(y_score):
-        raise ValueError(f"{len(y_true)} labels for {len(y_score)} scores")
-    total = Counter(y_score)
-    positive = Counter(compress(y_score, y_true))
-    return [(p, total[p], positive[p]) for p in sorted(total)]
+    precision and recall, accuracy against coverage) depends on nothing else, and one sort
+    replaces a comparison of every pair. ``-0.0`` is counted as ``0.0``."""
+    import numpy as np
+
+    _same_length(y_true, y_score, "scores")
+    scores = _floats(y_score) + 0.0  # -0.0 + 0.0 is 0.0: one zero, printed without a sign
+    values, inverse, sizes = np.unique(scores, return_inverse=True, return_counts=True)
+    positive = np.bincount(
+        inverse.reshape(-1), weights=np.array(y_true, dtype=bool), minlength=len(values)
+    )
+    return list(
+        zip(values.tolist(), sizes.tolist(), positive.astype(np.int64).tolist(), strict=True)
+    )
 
 
 def roc_auc_score(y_true: Sequence[int], y_score: Sequence[float]) -> float | None:
@@ -195,19 +333,19 @@ class Reliability:
 
 
 def reliability(y_true: Sequence[int | float], y_prob: Sequence[float]) -> Reliability:
-    """The 10 equal-width bins of ``y_prob`` with the ``y_true`` falling in each."""
-    r = Reliability()
-    n, sum_p, sum_y = r.n, r.sum_p, r.sum_y
-    for y, p in zip(y_true, y_prob, strict=True):
-        b = int(p * N_BINS)  # bin_index, inlined: one call per labelled answer
-        if b >= N_BINS:
-            b = N_BINS - 1
-        elif b < 0:
-            b = 0
-        n[b] += 1
-        sum_p[b] += p
-        sum_y[b] += y
-    return r
+    """The 10 equal-width bins of ``y_prob`` with the ``y_true`` falling in each: per bin the
+    count, and ``p`` and ``y`` each added in record order (``bincount``'s order)."""
+    import numpy as np
+
+    if not _same_length(y_true, y_prob):
+        return Reliability()
+    p = _floats(y_prob)
+    b = _bins(p)
+    return Reliability(
+        np.bincount(b, minlength=N_BINS).tolist(),
+        np.bincount(b, weights=p, minlength=N_BINS).tolist(),
+        np.bincount(b, weights=_floats(y_true), minlength=N_BINS).tolist(),
+    )
 
 
 def expected_calibration_error(
@@ -222,11 +360,47 @@ def confusion_matrix(
 ) -> tuple[tuple[int, ...], ...]:
     """Rows are labels, columns predictions, both in ``labels`` order; a pair naming a class
     outside ``labels`` is not counted."""
+    _same_length(y_true, y_pred, "predictions")
+    indices = [c for c in labels if type(c) is int]
+    if _integers(y_true) and _integers(y_pred) and len(indices) == len(labels):
+        # class indices (the accumulators' arrays): one bincount of the pairs
+        matrix = _index_confusion(y_true, y_pred, indices)
+        if matrix is not None:
+            return matrix
     pairs = Counter(zip(y_true, y_pred, strict=True))
     return tuple(tuple(pairs[(y, p)] for p in labels) for y in labels)
 
 
-def _f1_from_confusion(matrix: Sequence[Sequence[int]]) -> float | None:
+def _integers(values: Sequence[Hashable]) -> bool:
+    return isinstance(values, array) and values.typecode in "bBhHiIlLqQ"
+
+
+def _index_confusion(
+    y_true: Sequence[Hashable], y_pred: Sequence[Hashable], labels: Sequence[int]
+) -> tuple[tuple[int, ...], ...] | None:
+    """``None`` when the indices spread too far for a table of every pair (the caller counts
+    the pairs met instead)."""
+    import numpy as np
+
+    if not len(y_true):
+        return tuple(tuple(0 for _ in labels) for _ in labels)
+    t = np.array(y_true, dtype=np.int64)
+    p = np.array(y_pred, dtype=np.int64)
+    low = int(min(t.min(), p.min()))
+    span = int(max(t.max(), p.max())) - low + 1
+    if span * span > max(1 << 16, 4 * len(t)):
+        return None
+    pairs = np.bincount((t - low) * span + (p - low), minlength=span * span).tolist()
+
+    def count(y: int, q: int) -> int:
+        i, j = y - low, q - low
+        return pairs[i * span + j] if 0 <= i < span and 0 <= j < span else 0
+
+    return tuple(tuple(count(y, q) for q in labels) for y in labels)
+
+
+def macro_f1_from_confusion(matrix: Sequence[Sequence[int]]) -> float | None:
+    """:func:`macro_f1_score` of its :func:`confusion_matrix` (over the same ``labels``)."""
     scores = []
     for i in range(len(matrix)):
         tp = matrix[i][i]
@@ -245,21 +419,28 @@ def macro_f1_score(
     """Macro F1 over ``labels`` (default: every class seen as a label or a prediction)."""
     if labels is None:
         labels = sorted(set(y_true) | set(y_pred), key=repr)
-    return _f1_from_confusion(confusion_matrix(y_true, y_pred, labels))
+    return macro_f1_from_confusion(confusion_matrix(y_true, y_pred, labels))
 
 
 def within_one(y_true: Sequence[int], y_pred: Sequence[int]) -> float | None:
     """The share of ``|y_pred - y_true| <= 1``."""
-    hits = sum(1 for y, p in zip(y_true, y_pred, strict=True) if -1 <= p - y <= 1)
-    return _mean(hits, len(y_true))
+    import numpy as np
+
+    n = _same_length(y_true, y_pred, "predictions")
+    if not n:
+        return None
+    gaps = np.array(y_pred, dtype=np.int64) - np.array(y_true, dtype=np.int64)
+    return int(np.count_nonzero((gaps >= -1) & (gaps <= 1))) / n
 
 
 def mean_absolute_error(y_true: Sequence[float], y_pred: Sequence[float]) -> float | None:
     """Mean ``|y_pred - y_true|``."""
-    total = 0.0
-    for y, p in zip(y_true, y_pred, strict=True):
-        total += abs(p - y)
-    return _mean(total, len(y_true))
+    import numpy as np
+
+    n = _same_length(y_true, y_pred, "predictions")
+    if not n:
+        return None
+    return sum_in_order(np.abs(_floats(y_pred) - _floats(y_true))) / n
 
 
 def threshold_for_precision(

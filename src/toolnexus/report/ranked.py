@@ -13,7 +13,7 @@ import operator
 from array import array
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from itertools import compress
+from itertools import repeat
 from typing import Any, NamedTuple, overload
 
 from ..questions import level_label
@@ -27,7 +27,6 @@ from .accumulators import (
     _probabilities,
     _share,
     _shown,
-    in_order_sum,
 )
 from .extras import (
     choice_coverage,
@@ -40,7 +39,8 @@ from .metrics import (
     Reliability,
     accuracy_score,
     confusion_matrix,
-    macro_f1_score,
+    in_order_sum,
+    macro_f1_from_confusion,
     mean_absolute_error,
     multiclass_brier_score,
     multiclass_log_loss,
@@ -111,7 +111,7 @@ class _Ranked(QuestionStats):
             self.y_true.extend(other.y_true)
             self.y_pred.extend(other.y_pred)
             self.y_prob_values.extend(other.y_prob_values)
-            self.y_prob_ends.extend(end + base for end in other.y_prob_ends)
+            self.y_prob_ends.extend(map(operator.add, other.y_prob_ends, repeat(base)))
         else:
             self.y_true.extend(remap[i] for i in other.y_true)
             self.y_pred.extend(remap[i] for i in other.y_pred)
@@ -156,7 +156,9 @@ class _Ranked(QuestionStats):
         """The labelled arrays in the form the metrics take, built once per count."""
         if self._labelled_cache is None or self._labelled_cache[0] != self.labelled:
             rows = ProbabilityRows(self.y_prob_values, self.y_prob_ends)
-            correct = list(map(operator.eq, self.y_true, self.y_pred))
+            import numpy as np  # a labelled finish: the metrics take numpy
+
+            correct = np.array(self.y_true) == np.array(self.y_pred)
             bins = reliability(correct, self.p_pick)
             self._labelled_cache = (self.labelled, _Labelled(rows, correct, bins))
         return self._labelled_cache[1]
@@ -191,7 +193,8 @@ class _Ranked(QuestionStats):
 
 class _Labelled(NamedTuple):
     rows: ProbabilityRows
-    correct: list[bool]
+    #: per labelled answer, whether its pick is its label (a numpy bool array)
+    correct: Sequence[bool]
     bins: Reliability
 
 
@@ -203,8 +206,7 @@ class ProbabilityRows(Sequence[Sequence[float]]):
     def __init__(self, values: array[float], ends: array[int]) -> None:
         self.values, self.ends = values, ends
         width = ends[0] if ends else 0
-        same = width and ends == array("q", range(width, len(values) + 1, width))
-        self.width = width if same else 0
+        self.width = width if width and _steps_of(ends, width, len(values)) else 0
 
     def __len__(self) -> int:
         return len(self.ends)
@@ -300,9 +302,13 @@ class ChoiceStats(_Ranked):
 
     def _split(self, near_uniform: bool) -> AccuracySplit:
         """Accuracy over the labelled answers that were (or were not) near-uniform."""
-        mask = self.near_uniform if near_uniform else [not nu for nu in self.near_uniform]
-        y_true = list(compress(self.y_true, mask))
-        return AccuracySplit(len(y_true), accuracy_score(y_true, list(compress(self.y_pred, mask))))
+        import numpy as np
+
+        mask = np.array(self.near_uniform, dtype=bool)
+        if not near_uniform:
+            mask = ~mask
+        y_true = np.array(self.y_true)[mask]
+        return AccuracySplit(len(y_true), accuracy_score(y_true, np.array(self.y_pred)[mask]))
 
     def metrics(
         self, target_precision: float | None = None, intervals: bool = True
@@ -319,7 +325,7 @@ class ChoiceStats(_Ranked):
             brier=self._brier(),
             log_loss=self._log_loss(),
             ece=self._ece(),
-            macro_f1=macro_f1_score(self.y_true, self.y_pred, self._label_indices(options)),
+            macro_f1=macro_f1_from_confusion(confusion.matrix),
             confusion=confusion,
             accuracy_by_near_uniform=NearUniformSplit(self._split(True), self._split(False)),
             ece_uncertainty=self._ece_uncertainty() if intervals else None,
@@ -469,6 +475,15 @@ class ScoreStats(_Ranked):
             ),
             ece_uncertainty=self._ece_uncertainty() if intervals else None,
         )
+
+
+def _steps_of(ends: array[int], width: int, total: int) -> bool:
+    """Whether ``ends`` is ``width, 2 * width, ..., total``: every row ``width`` long."""
+    if len(ends) * width != total:
+        return False
+    import numpy as np  # labelled rows only: the metrics take numpy next
+
+    return bool(np.all(np.diff(np.array(ends, dtype=np.int64)) == width))
 
 
 def _column(rows: ProbabilityRows, k: int) -> Sequence[float]:
