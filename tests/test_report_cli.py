@@ -749,3 +749,22 @@ def test_jsonl_lines_are_judged_as_json_loads_would(runs: Path, tmp_path: Path) 
     code, _, err = _report(str(bad))
     assert code == 2
     assert error_line(err) == f"{bad}:2: not a JSON record: Extra data"
+
+
+@pytest.mark.parametrize(("given", "kept"), [(None, "1"), ("4", "4")])
+def test_report_runs_openblas_on_one_thread_unless_the_user_says(
+    runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str | None, kept: str
+) -> None:
+    """report_cmd: numpy's OpenBLAS would start a thread per CPU as it loads, spinning while the
+    workers count the run; the report never multiplies matrices, so it asks for one thread,
+    and a user's own setting wins."""
+    if given is None:
+        monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", given)
+    ran = run_cli(
+        "report", str(runs / "run.jsonl"), "--labels", str(runs / "labels.csv"),
+        "-o", str(tmp_path / "out.json"),
+    )  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    assert os.environ["OPENBLAS_NUM_THREADS"] == kept

@@ -53,3 +53,74 @@ def test_a_consumer_that_stops_early_joins_the_pool(monkeypatch: pytest.MonkeyPa
     assert next(results) == 0
     results.close()
     assert waits == [True]
+
+
+def _own_pid(_: int) -> int:
+    import os
+
+    return os.getpid()
+
+
+def test_meanwhile_runs_here_once_the_workers_are_started() -> None:
+    """``meanwhile()`` "runs here once the workers are started, while they work": what the
+    report needs next (numpy, for the labelled metrics) is imported off the serial path, and
+    after the fork, so no counting worker carries it."""
+    import multiprocessing
+    import os
+
+    seen: list[tuple[int, int]] = []
+
+    def meanwhile() -> None:
+        seen.append((os.getpid(), len(multiprocessing.active_children())))
+
+    pids = list(in_order(_own_pid, list(range(6)), 2, _own_pid, _nothing, (), meanwhile))
+    assert seen == [(os.getpid(), 2)]
+    assert os.getpid() not in pids
+
+
+def test_meanwhile_never_runs_with_one_job() -> None:
+    calls: list[int] = []
+    assert list(in_order(_square, [1, 2], 1, _square, _nothing, (), lambda: calls.append(1))) == [
+        1,
+        4,
+    ]
+    assert calls == []
+
+
+_PROBE_NUMPY = """
+import sys
+from toolnexus.report.labels import read_labels
+from toolnexus.report.reader import read_run
+import toolnexus.report.reader as reader
+labels = read_labels(sys.argv[2], "id") if sys.argv[2] != "-" else None
+stats = read_run(sys.argv[1], labels, jobs=2, chunk_bytes=4096)
+print("numpy" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(("labelled", "loaded"), [(True, True), (False, False)])
+def test_a_labelled_run_read_in_chunks_has_numpy_loaded_by_the_end_of_the_count(
+    tmp_path: Any, labelled: bool, loaded: bool
+) -> None:
+    """The parent imports numpy while its workers count a labelled run (and only then: an
+    unlabelled report never loads it)."""
+    import json
+    import subprocess
+
+    run = tmp_path / "run.jsonl"
+    lines = [
+        json.dumps({"id": f"t{i}", "answers": {"q": {"type": "noul", "noul": 0.25}}})
+        for i in range(400)
+    ]
+    run.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    labels = tmp_path / "labels.csv"
+    labels.write_text("id,q\n" + "".join(f"t{i},yes\n" for i in range(400)), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE_NUMPY, str(run), str(labels) if labelled else "-"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(loaded)

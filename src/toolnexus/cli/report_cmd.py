@@ -11,6 +11,7 @@ Exit codes: 0 ok; 1 a ``--fail-on`` condition met; 2 usage or input error.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -194,6 +195,11 @@ def report_command(
         raise CliError("--write-thresholds needs --target-precision: the pairs are searched for it")
     if fit_calibration is not None and labels is None:
         raise CliError("--fit-calibration needs --labels: a map is fitted on labelled answers")
+    # A labelled report loads numpy for its metrics: elementwise sums and counts, never a
+    # matrix product. OpenBLAS would start a pool of a thread per CPU as numpy loads, and its
+    # spinning takes CPU from the workers counting the run (bench/report.py); the process is
+    # this command's, and a user's own setting wins.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         conditions = parse_conditions(fail_on)
         report = build_report(

@@ -39,10 +39,13 @@ def in_order(
     here: Callable[[T], R],
     initializer: Callable[..., None],
     initargs: tuple[Any, ...],
+    meanwhile: Callable[[], object] | None = None,
 ) -> Iterator[R]:
     """``task(item)`` for every item, in item order, in up to ``jobs`` processes (``None``:
     :func:`default_jobs`) started with ``initializer(*initargs)``; ``here(item)`` computes
-    one in this process (with one job, and for what is left when a worker dies)."""
+    one in this process (with one job, and for what is left when a worker dies).
+    ``meanwhile()`` runs here once the workers are started, while they work (what this
+    process will need next, such as an import, off the serial path); never with one job."""
     jobs = min(jobs or default_jobs(), len(items))
     if jobs <= 1:
         for item in items:
@@ -67,6 +70,8 @@ def in_order(
         # ignore it), then the parent raises it here.
         with _sigint_held():
             futures: list[Future[R] | None] = [pool.submit(task, item) for item in items]
+        if meanwhile is not None:
+            meanwhile()
         for i in range(len(items)):
             # Taken out of the list, so a used result is freed, not held to the end.
             future, futures[i] = futures[i], None

@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
+from importlib import import_module
 from typing import Any
 
 from .accumulators import RecordError
@@ -249,9 +250,18 @@ def _count_span(count: _Count, span: Span) -> _Part:
 
 
 def _parts(count: _Count, spans: list[Span], jobs: int | None) -> Iterator[_Part]:
-    """The counted chunks, in file order."""
+    """The counted chunks, in file order. While the workers count a labelled run, this process
+    imports numpy, which the labelled metrics take next: off the serial path, and before the
+    metric workers (:mod:`.finish`) are forked, so none of them imports it again."""
+    meanwhile = partial(import_module, "numpy") if count.labels is not None else None
     return in_order(
-        _count_in_worker, spans, jobs, partial(_count_span, count), _start_worker, (count,)
+        _count_in_worker,
+        spans,
+        jobs,
+        partial(_count_span, count),
+        _start_worker,
+        (count,),
+        meanwhile,
     )
 
 
