@@ -204,8 +204,7 @@ def test_a_sum_longer_than_a_block_carries_its_total_across_blocks() -> None:
     expected = reduce(operator.add, terms, 0.0)
     assert sum_in_order(np.array(terms)) == expected == in_order_sum(terms)
     blockwise = sum(
-        reduce(operator.add, terms[i : i + SUM_BLOCK], 0.0)
-        for i in range(0, len(terms), SUM_BLOCK)
+        reduce(operator.add, terms[i : i + SUM_BLOCK], 0.0) for i in range(0, len(terms), SUM_BLOCK)
     )
     assert blockwise != expected, "the data must tell a blockwise sum from the in-order one"
 
