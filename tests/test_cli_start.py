@@ -236,3 +236,86 @@ def test_the_pyarrow_probe_is_not_blind(tmp_path: object) -> None:
     pq.write_table(pa.table({"id": ["t0"], "urgent": ["yes"]}), run)
     args = ["report", "tests/golden/report-inputs/run.jsonl", "--labels", run]
     assert "pyarrow" in _imported(tmp_path, "pyarrow", args)
+
+
+# --- one command registered per run (cli/app.py: "main registers only the command it runs") --
+
+COMMAND_MODULES = """
+import atexit, json, sys
+def report():
+    loaded = sorted(m for m in sys.modules if m.startswith("toolnexus.cli.") and m.endswith("_cmd"))
+    with open(sys.argv[1], "w") as f:
+        json.dump(loaded, f)
+atexit.register(report)
+import toolnexus.cli.app
+toolnexus.cli.app.main(sys.argv[2:])
+"""
+
+
+def _modules_of(tmp_path: object, *args: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    seen = os.path.join(str(tmp_path), "cmds.json")
+    done = subprocess.run(
+        [sys.executable, "-c", COMMAND_MODULES, seen, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    with open(seen, encoding="utf-8") as f:
+        return done, json.load(f)
+
+
+@pytest.mark.parametrize(
+    ("args", "modules"),
+    [
+        pytest.param(
+            ["schema", "report"], ["toolnexus.cli.schema_cmd"], id="a-command-imports-only-its-own"
+        ),
+        pytest.param(["diff", "--help"], ["toolnexus.cli.diff_cmd"], id="its-help-too"),
+    ],
+)
+def test_a_command_run_imports_no_other_command_module(
+    tmp_path: object, args: list[str], modules: list[str]
+) -> None:
+    done, loaded = _modules_of(tmp_path, *args)
+    assert done.returncode == 0, done.stderr
+    assert loaded == modules
+
+
+def test_the_root_help_lists_every_command_in_the_tables_order(tmp_path: object) -> None:
+    from toolnexus.cli.app import COMMANDS
+
+    done, loaded = _modules_of(tmp_path, "--help")
+    assert done.returncode == 0, done.stderr
+    assert len(loaded) == len(COMMANDS)
+    # typer's order: the commands as the table sorts them, then those with subcommands
+    assert _listed(done.stdout) == [n for n in COMMANDS if n != "cache"] + ["cache"]
+
+
+def _listed(help_text: str) -> list[str]:
+    from toolnexus.cli.app import COMMANDS
+
+    words = [line.split() for line in help_text.splitlines() if line.startswith("  ")]
+    return [w[0] for w in words if w and w[0] in COMMANDS]
+
+
+def test_the_help_lists_the_same_whatever_a_process_registered_first() -> None:
+    """In one process (the tests' own), a command registered alone before the others does not
+    move up the root's list."""
+    from clirun import run_cli
+    from toolnexus.cli.app import COMMANDS
+
+    run_cli("serve", "--help")
+    assert _listed(run_cli("--help").out) == [n for n in COMMANDS if n != "cache"] + ["cache"]
+
+
+def test_an_unknown_option_still_names_the_commands_that_take_it(tmp_path: object) -> None:
+    """Only ``eval`` is registered for ``toolnexus eval --cache``; the suggestion still looks at
+    every command."""
+    done, _ = _modules_of(tmp_path, "eval", "--cache", "x")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "toolnexus: No such option: --cache; toolnexus batch takes it; "
+        "see 'toolnexus eval --help'\n"
+    )

@@ -3,27 +3,29 @@
 Commands never import this module (pipx's ``commands/*.py`` never import ``main.py``): each
 ``cli/<name>_cmd.py`` defines a plain function with Typer annotations, raises ``CliError`` from
 ``cli/errors.py`` (where the exit codes live too), and this module registers it. Adding a
-command is one line in the registration block at the bottom::
+command is one line in the ``COMMANDS`` table at the bottom::
 
-    app.command("report")(report_cmd.report_command)
+    "report": ("report_cmd", "report_command", None),
 
-A command with subcommands builds its own ``typer.Typer`` in its module and is added with
-``app.add_typer(cache_cmd.cache_app)``. Keep the block sorted by command name.
+A command with subcommands builds its own ``typer.Typer`` in its module, and its line names
+that (``"cache": ("cache_cmd", "cache_app", None)``). Keep the table sorted by command name.
 
 The boundary is the app's group class (``BoundaryGroup``), so the console entry point,
 ``python -m toolnexus`` and Typer's ``CliRunner`` all pass through the same code: a usage,
 input or backend error becomes ONE line on stderr and a named exit code (``cli/errors.py``),
 never a traceback.
 
-Start-up stays fast: registering a command costs only typer. Each command imports what it needs
-(httpx, rich tables, the classifier) inside its own function, and ``check-criteria`` and
-``canonical`` never import httpx (a subprocess test asserts it).
+Start-up stays fast: ``main`` registers only the command it runs (``toolnexus report ...``
+imports ``report_cmd``, not the other eight modules), and every command when the first word
+names none of them (``--help``, a typo, completion). Each command imports what it needs (httpx,
+rich tables, the classifier) inside its own function, and ``check-criteria`` and ``canonical``
+never import httpx (a subprocess test asserts it).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NoReturn
 
 import typer
@@ -31,17 +33,6 @@ from typer.core import TyperGroup
 
 from .. import __version__
 from ..printable import printable
-from . import (
-    batch_cmd,
-    cache_cmd,
-    canonical_cmd,
-    check_cmd,
-    diff_cmd,
-    eval_cmd,
-    report_cmd,
-    schema_cmd,
-    serve_cmd,
-)
 from .errors import (
     EXIT_CODES_HELP,
     EXIT_OK,
@@ -105,7 +96,9 @@ def _no_such_option(option: str, ctx: Any) -> str:
     bare = {o.lstrip("-"): o for o in own}
     close = [bare[m] for m in difflib.get_close_matches(option.lstrip("-"), bare, 3, 0.75)]
     root = ctx.find_root()
-    elsewhere = list(_commands_with(option, root.command, root.info_name or "toolnexus"))
+    # every command, not only the one this run registered
+    every = typer.main.get_command(get_app())
+    elsewhere = list(_commands_with(option, every, root.info_name or "toolnexus"))
     message = f"No such option: {printable(option)}"
     if close:
         message += f" (did you mean {' or '.join(close)}?)"
@@ -116,6 +109,12 @@ def _no_such_option(option: str, ctx: Any) -> str:
 
 class BoundaryGroup(TyperGroup):
     """The app's group: parsing and every command run inside the one error boundary."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        # The table's order, whatever order a process registered them in; as typer lists
+        # them, the commands with subcommands last.
+        names = [name for name in COMMANDS if name in self.commands]
+        return sorted(names, key=lambda name: isinstance(self.commands[name], TyperGroup))
 
     def invoke(self, ctx: Any) -> Any:
         # Typer turns a KeyboardInterrupt inside a command into a silent exit 130 before
@@ -192,24 +191,57 @@ def _root(
     """Typed judgments from System One classifiers."""
 
 
-# The commands, one line each, sorted by name (see the module docstring).
-app.command("batch")(batch_cmd.batch_command)
-app.add_typer(cache_cmd.cache_app)
-app.command("canonical")(canonical_cmd.canonical)
-app.command("check-criteria", help=check_cmd.HELP)(check_cmd.check_criteria)
-app.command("diff")(diff_cmd.diff_command)
-app.command("eval")(eval_cmd.eval_command)
-app.command("report")(report_cmd.report_command)
-app.command("schema")(schema_cmd.schema)
-app.command("serve")(serve_cmd.serve)
+#: The commands, sorted by name (see the module docstring): name -> (module of this package,
+#: its command function or Typer, the module attribute holding its help or ``None`` for the
+#: function's docstring).
+COMMANDS: dict[str, tuple[str, str, str | None]] = {
+    "batch": ("batch_cmd", "batch_command", None),
+    "cache": ("cache_cmd", "cache_app", None),
+    "canonical": ("canonical_cmd", "canonical", None),
+    "check-criteria": ("check_cmd", "check_criteria", "HELP"),
+    "diff": ("diff_cmd", "diff_command", None),
+    "eval": ("eval_cmd", "eval_command", None),
+    "report": ("report_cmd", "report_command", None),
+    "schema": ("schema_cmd", "schema", None),
+    "serve": ("serve_cmd", "serve", None),
+}
+_registered: set[str] = set()
+
+
+def register(names: Iterable[str]) -> typer.Typer:
+    """Register the commands ``names`` on :data:`app` (importing their modules), each once."""
+    from importlib import import_module
+
+    for name in names:
+        if name in _registered:
+            continue
+        module_name, attribute, help_attribute = COMMANDS[name]
+        module = import_module(f"{__package__}.{module_name}")
+        target = getattr(module, attribute)
+        if isinstance(target, typer.Typer):
+            app.add_typer(target)
+        else:
+            help_text = getattr(module, help_attribute) if help_attribute else None
+            app.command(name, help=help_text)(target)
+        _registered.add(name)
+    return app
 
 
 def get_app() -> typer.Typer:
     """The app with every command registered (what tests hand to ``CliRunner``)."""
-    return app
+    return register(COMMANDS)
+
+
+def _commands_for(args: Sequence[str]) -> Iterable[str]:
+    """The one command ``args`` runs when its first word names one; else every command (the
+    root's help, a typo's suggestions, shell completion)."""
+    if args and args[0] in COMMANDS:
+        return (args[0],)
+    return COMMANDS
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
     """Console entry point: runs the app inside ``BoundaryGroup`` and exits with its code."""
+    register(_commands_for(sys.argv[1:] if argv is None else argv))
     app(args=argv, prog_name="toolnexus")
     sys.exit(EXIT_OK)  # not reached: the group exits in standalone mode
