@@ -223,3 +223,48 @@ def test_rate_cap_makes_admission_wait_on_the_clock() -> None:
 
     asyncio.run(go())
     assert clock.slept == [pytest.approx(0.5), pytest.approx(0.5)]
+
+
+@pytest.mark.parametrize(
+    ("token_rate", "budget", "estimated"),
+    [
+        pytest.param(None, False, 0, id="no-token-rate-no-budget-never-estimates"),
+        pytest.param(1e9, False, 3, id="a-token-rate-estimates-each-once"),
+        pytest.param(None, True, 3, id="a-budget-estimates-each-once"),
+    ],
+)
+def test_a_request_is_estimated_only_when_a_member_reads_the_estimate(
+    token_rate: float | None, budget: bool, estimated: int
+) -> None:
+    """Ticket: "given as a function, the estimate is made when a member first reads it, once:
+    a run with neither a token rate nor a budget never estimates a body" (every batch request
+    is admitted, and estimating its body was a sixth of the client's CPU beyond the floor)."""
+    made: list[int] = []
+
+    def estimate() -> TokenEstimate:
+        made.append(1)
+        return TokenEstimate(10, 20)
+
+    extra = [ToyBudget(cap_tokens=10**9)] if budget else []
+    scheduler = Scheduler.for_run(
+        concurrency=4, slow_start=4, token_rate=token_rate, extra=extra, clock=FakeClock()
+    )
+
+    async def go() -> list[Ticket]:
+        tickets = []
+        for _ in range(3):
+            async with scheduler.admit(estimate) as slot:
+                tickets.append(slot.ticket)
+                await slot.settle(outcome=Outcome.success())
+        return tickets
+
+    tickets = asyncio.run(go())
+    assert len(made) == estimated
+    assert all(t.estimated == bool(estimated) for t in tickets)
+    assert "not yet made" in repr(tickets[0]) or "central=10" in repr(tickets[0])
+
+
+def test_a_ticket_given_an_estimate_holds_it() -> None:
+    ticket = Ticket(7, TokenEstimate(3, 5))
+    assert ticket.estimated and ticket.estimate == TokenEstimate(3, 5)
+    assert repr(ticket) == "Ticket(id=7, estimate=TokenEstimate(central=3, upper=5))"

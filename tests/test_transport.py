@@ -583,3 +583,25 @@ def test_repr_carries_no_value(monkeypatch: pytest.MonkeyPatch) -> None:
     handler, _ = scripted(httpx.Response(200, content=OK_BODY))
     t, _ = make(handler, headers={"X": "${TYPESAFE_API_KEY}"})
     assert "sk-repr-secret" not in repr(t)
+
+
+@pytest.mark.parametrize(
+    ("url", "secrets"),
+    [
+        pytest.param("http://127.0.0.1:8080/v1", [], id="plain-has-none"),
+        pytest.param(
+            "https://u:p%2Dw@h/x", ["u:p%2Dw", "u", "p%2Dw", "u:p-w", "p-w"], id="userinfo"
+        ),
+        pytest.param("https://h/x?key=sk-1&a=${K}", ["sk-1"], id="query-a-reference-kept"),
+        pytest.param("https://h/x#frag", ["frag"], id="fragment"),
+        pytest.param("u:k@h", ["u:k", "u", "k"], id="no-scheme"),
+    ],
+)
+def test_url_secrets_of_a_plain_url_are_none_and_every_marker_still_looked_at(
+    url: str, secrets: list[str]
+) -> None:
+    """url_secrets is asked once per request: a URL without ``@``, ``?`` or ``#`` returns at
+    once, and one with any of them is read as before."""
+    from toolnexus.transport.redaction import url_secrets
+
+    assert url_secrets(url) == secrets

@@ -2,7 +2,7 @@
 
 A batch loop asks before each request and reports after it::
 
-    ticket = Ticket(id=..., estimate=estimate_tokens(body))
+    ticket = Ticket(id=..., estimate=lambda: estimate_tokens(body))
     await admission.acquire(ticket)          # waits, or raises RunStopped
     ... send ...
     await admission.release(ticket, usage, Outcome.success())
@@ -17,7 +17,7 @@ member without touching the batch loop. :class:`~.run.Scheduler` wraps a chain i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -89,14 +89,37 @@ class Outcome:
         return cls(OutcomeKind.NOT_SENT)
 
 
-@dataclass(frozen=True)
 class Ticket:
     """One admission: ``id`` is unique within the scheduler that made it (a shared limiter keys
     it with its worker); ``estimate`` is the request's input tokens (upper for limits, central
-    for spend)."""
+    for spend). Given as a function, the estimate is made when a member first reads it, once:
+    a run with neither a token rate nor a budget never estimates a body."""
 
-    id: int
-    estimate: TokenEstimate
+    __slots__ = ("_estimate", "_estimate_of", "id")
+
+    def __init__(self, id: int, estimate: TokenEstimate | Callable[[], TokenEstimate]) -> None:
+        self.id = id
+        if isinstance(estimate, TokenEstimate):
+            self._estimate: TokenEstimate | None = estimate
+            self._estimate_of: Callable[[], TokenEstimate] | None = None
+        else:
+            self._estimate, self._estimate_of = None, estimate
+
+    @property
+    def estimate(self) -> TokenEstimate:
+        if self._estimate is None:
+            assert self._estimate_of is not None, "a ticket holds an estimate or its function"
+            self._estimate, self._estimate_of = self._estimate_of(), None
+        return self._estimate
+
+    @property
+    def estimated(self) -> bool:
+        """Whether the estimate was made (a test's window on the laziness)."""
+        return self._estimate is not None
+
+    def __repr__(self) -> str:
+        shown = repr(self._estimate) if self._estimate is not None else "not yet made"
+        return f"Ticket(id={self.id}, estimate={shown})"
 
 
 class Admission(Protocol):

@@ -216,8 +216,9 @@ class RunLimiter:
         return self._changed
 
     async def acquire(self, ticket: Ticket) -> None:
-        # The account's tokens-per-second limit bills what is charged: the central estimate.
-        tokens = ticket.estimate.central
+        # The account's tokens-per-second limit bills what is charged: the central estimate
+        # (made only when there is such a limit).
+        tokens = ticket.estimate.central if self.window.token_rate is not None else 0
         while True:
             waits = self.window.waits_since_success
             if waits >= STALLED_WAITS:

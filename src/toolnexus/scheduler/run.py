@@ -3,7 +3,7 @@
 ::
 
     scheduler = Scheduler.for_run(concurrency=16, rate_per_minute=None)
-    async with scheduler.admit(estimate_tokens(body)) as slot:
+    async with scheduler.admit(lambda: estimate_tokens(body)) as slot:
         try:
             decision = await send(body)
         except ClassifierError as e:
@@ -30,7 +30,7 @@ outside a batch (a single ``evaluate``) is not admitted at all.
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from contextvars import Context, ContextVar, copy_context
 from dataclasses import dataclass
@@ -120,8 +120,12 @@ class Scheduler:
         return scheduler
 
     @asynccontextmanager
-    async def admit(self, estimate: TokenEstimate) -> AsyncIterator[Slot]:
-        """Wait until a request with ``estimate`` may be sent; raise RunStopped if never."""
+    async def admit(
+        self, estimate: TokenEstimate | Callable[[], TokenEstimate]
+    ) -> AsyncIterator[Slot]:
+        """Wait until a request with ``estimate`` (or the function that makes it, called only
+        if a member asks: see :class:`~.admission.Ticket`) may be sent; raise RunStopped if
+        never."""
         ticket = Ticket(next(self._ids), estimate)
         try:
             await self.admission.acquire(ticket)

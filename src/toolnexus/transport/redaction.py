@@ -109,6 +109,8 @@ def url_secrets(url: str) -> list[str]:
     """Every secret a URL can carry, as written and percent-decoded (``sk%2D...`` is sent as
     ``sk-...`` in Basic auth and may be echoed so): ``user:pass@`` and its parts, and each
     query value (``?key=...``). What a quoted reply must not show."""
+    if "@" not in url and "?" not in url and "#" not in url:
+        return []  # the common URL: nothing to look for (asked once per request)
     found = userinfo(url) + _query_values(url)
     return list(dict.fromkeys([*found, *(_percent_decoded(v) for v in found)]))
 

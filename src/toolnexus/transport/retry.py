@@ -41,6 +41,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 from ..config import ErrorInfo, RetryPolicy, Timeout, TransportKind
@@ -309,7 +310,7 @@ class SystemOneTransport:
         scheduler = current()
         if scheduler is None:
             return decode(await self._attempts(path, body, extra_headers, throttle=False))
-        estimate = estimate_tokens(body)
+        estimate = partial(estimate_tokens, body)  # made once, if a member asks
         while True:
             async with scheduler.admit(estimate) as slot:
                 try:
