@@ -146,3 +146,15 @@ def test_probability_rows_read_alike_every_way(ends: list[int]) -> None:
     assert [list(r) for r in rows] == expected
     assert [list(rows[i]) for i in range(len(rows))] == expected
     assert [list(r) for r in rows[::-1]] == expected[::-1]
+
+
+def test_the_report_counts_every_decision_flag_but_invalid_and_fail_on_names_the_same() -> None:
+    """Issue 16: "the flag list three times" is written once: ``validation.FLAGS`` names every
+    flag; the report's per-question flags are those but ``invalid`` (counted as invalid
+    answers), in the renderer's order, and ``--fail-on`` takes exactly those names."""
+    from toolnexus.report.accumulators import REPORT_FLAGS
+    from toolnexus.report.conditions import NAMES
+    from toolnexus.validation import FLAGS
+
+    assert sorted(REPORT_FLAGS) == sorted(f for f in FLAGS if f != "invalid")
+    assert [n for n in NAMES if n in FLAGS and n != "invalid"] == list(REPORT_FLAGS)

@@ -57,7 +57,8 @@ BANDS = ("yes", "no", "uncertain")
 _BAND_INDEX: dict[Any, int] = {b: i for i, b in enumerate(BANDS)}
 #: Score level keys on the wire, by level index (a rubric has at most 10 levels).
 _LEVEL_KEYS = tuple(str(i) for i in range(10))
-#: The flags a report counts per question, in the renderer's order.
+#: The flags a report counts per question, in the renderer's order: every flag of
+#: ``validation.FLAGS`` but ``invalid``, which the report counts as invalid answers.
 REPORT_FLAGS = ("near-uniform", "uncertain", "uncalibrated")
 #: How many ids of a flag's first answers are kept (``--fail-on`` names them).
 FIRST_IDS = 5

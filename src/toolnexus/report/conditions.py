@@ -20,16 +20,15 @@ import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .accumulators import FIRST_IDS
+from .accumulators import FIRST_IDS, REPORT_FLAGS
 from .model import SCALAR_METRICS, QuestionComparison, QuestionReport, Report, RunSummary
 from .runs import ReportInputError
 
 __all__ = ["NAMES", "Condition", "evaluate", "parse_conditions"]
 
-_FLAG_NAMES = ("near-uniform", "uncertain", "uncalibrated")
 #: ``ece>floor``: the right-hand side naming the noise floor's 95th percentile
 FLOOR = "floor"
-NAMES = (*SCALAR_METRICS, *_FLAG_NAMES, "errors", "invalid", "changed")
+NAMES = (*SCALAR_METRICS, *REPORT_FLAGS, "errors", "invalid", "changed")
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
     "<=": operator.le,
@@ -125,7 +124,7 @@ def _measure(
     if name in SCALAR_METRICS:
         value = q.metrics.scalar(name) if q.metrics is not None else None
         return _Measured(value) if value is not None else None
-    if name in _FLAG_NAMES:
+    if name in REPORT_FLAGS:
         flag = q.flags[name]
         if flag.share is None:
             return None
