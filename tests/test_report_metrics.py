@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from sklearn import metrics as sk
 
 from toolnexus.report.accumulators import NoulStats
+from toolnexus.report.levels import ScoreStats
 from toolnexus.report.metrics import (
     EPS,
     accuracy_score,
@@ -33,7 +34,7 @@ from toolnexus.report.metrics import (
     within_one,
 )
 from toolnexus.report.model import Confusion, ReliabilityBin
-from toolnexus.report.ranked import ChoiceStats, ScoreStats
+from toolnexus.report.ranked import ChoiceStats
 
 probability = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 # Two decimals, as System One answers: plenty of ties for AUROC and the threshold search.

@@ -23,24 +23,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolnexus.calibration.scores import rps, rps_columns, rps_term
+from toolnexus.report.arrays import SUM_BLOCK, ProbabilityRows, in_order_sum, sum_in_order
 from toolnexus.report.metrics import (
     EPS,
     N_BINS,
-    SUM_BLOCK,
     accuracy_score,
     brier_score_loss,
     confusion_matrix,
-    in_order_sum,
     log_loss,
     mean_absolute_error,
     multiclass_brier_score,
     multiclass_log_loss,
     reliability,
     score_groups,
-    sum_in_order,
     within_one,
 )
-from toolnexus.report.ranked import ProbabilityRows
 
 probability = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 wire_probability = st.integers(0, 100).map(lambda i: i / 100)

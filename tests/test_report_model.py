@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from sklearn import metrics as sk
 
+from toolnexus.report.arrays import ProbabilityRows
 from toolnexus.report.build import build_report
 from toolnexus.report.labels import read_labels
 from toolnexus.report.metrics import (
@@ -39,7 +40,6 @@ from toolnexus.report.model import (
     ScoreMetrics,
     to_json,
 )
-from toolnexus.report.ranked import ProbabilityRows
 from toolnexus.report.reader import read_run
 
 INPUTS = Path(__file__).parent / "golden" / "report-inputs"

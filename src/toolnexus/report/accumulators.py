@@ -15,13 +15,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .arrays import in_order_sum
 from .extras import ece_uncertainty, noul_threshold_pair, noul_threshold_table
 from .metrics import (
     N_BINS,
     Reliability,
     accuracy_score,
     brier_score_loss,
-    in_order_sum,
     log_loss,
     reliability,
     roc_auc_score,

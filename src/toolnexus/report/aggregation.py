@@ -28,9 +28,10 @@ from .accumulators import (
 )
 from .compare import Delta, Snapshot
 from .labels import Labels
+from .levels import ScoreStats
 from .model import QuestionReport, RunSummary
 from .model import Usage as UsageSummary
-from .ranked import ChoiceStats, ScoreStats
+from .ranked import ChoiceStats
 from .runs import ReportInputError
 
 __all__ = ["RunStats", "Usage", "record_id"]

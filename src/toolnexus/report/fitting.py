@@ -18,7 +18,8 @@ from typing import Any
 from .accumulators import NoulStats, QuestionStats
 from .aggregation import RunStats
 from .figures import CalibrationFit, FittedMap
-from .ranked import ScoreStats, _Ranked
+from .levels import ScoreStats
+from .ranked import RankedStats
 from .runs import ReportInputError
 
 __all__ = ["DEFAULT_PACK_SIZE", "DEFAULT_STYLE", "fit_calibration"]
@@ -74,7 +75,7 @@ def _fit_one(st: QuestionStats) -> Any:
 
     if isinstance(st, NoulStats):
         return fit_noul(list(st.y_true), list(st.y_prob))
-    if not isinstance(st, _Ranked):
+    if not isinstance(st, RankedStats):
         return Skipped(f"a {st.type} question has no map")
     names = list(st.classes)
     options = sorted(st.options, key=int) if isinstance(st, ScoreStats) else list(st.options)

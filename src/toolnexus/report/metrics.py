@@ -26,30 +26,29 @@ first seen after it), its missing entries counting 0. The definitions:
   whose precision on the labels reaches the target, with its recall.
 
 Sums run in record order, so a run gives the same last digit however it was read (and on every
-Python: ``sum`` of floats compensates from 3.12 on, so no float total here goes through it).
-
-Over a long labelled run these functions are the report's finish, so the per-record work runs
-in numpy (a core dependency, imported only when a labelled metric is computed: an unlabelled
-report never loads it), and only with operations that give the loop's exact bits: elementwise
-arithmetic, ``bincount`` (which adds its weights in index order) and ``add.accumulate`` (each
-partial sum from the one before), never numpy's pairwise ``sum`` or its own ``log``. Rows of
-one width (:class:`ProbabilityRows`-like: ``values`` and ``width``) are one 2-D array; any other
-rows take the generic path, which adds the same terms in the same order
-(``tests/test_report_metrics.py`` holds the two paths bit-equal).
+Python). The per-record work runs in numpy with the loops' exact bits: :mod:`.arrays` says how.
 """
 
 from __future__ import annotations
 
 import math
 import operator
-from array import array
 from collections import Counter
-from collections.abc import Hashable, Iterable, Iterator, Sequence, Sized
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import reduce
 from itertools import repeat, tee
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .arrays import (
+    floats,
+    in_order_sum,
+    integers,
+    logs,
+    numeric,
+    same_length,
+    sum_in_order,
+    uniform_rows,
+)
 from .model import ReliabilityBin, Threshold
 
 if TYPE_CHECKING:
@@ -67,7 +66,6 @@ __all__ = [
     "brier_score_loss",
     "confusion_matrix",
     "expected_calibration_error",
-    "in_order_sum",
     "log_loss",
     "macro_f1_from_confusion",
     "macro_f1_score",
@@ -77,7 +75,6 @@ __all__ = [
     "reliability",
     "roc_auc_score",
     "score_groups",
-    "sum_in_order",
     "threshold_for_precision",
     "within_one",
 ]
@@ -98,45 +95,6 @@ def _mean(total: float, n: int) -> float | None:
     return total / n if n else None
 
 
-#: Terms added per ``add.accumulate`` call: the running total is carried into the next block,
-#: so a sum of any length holds one block of partial sums in memory.
-SUM_BLOCK = 1 << 16
-
-
-def in_order_sum(values: Iterable[float]) -> float:
-    """``0.0 + v0 + v1 + ...``, added one by one in order (``sum`` of floats may compensate)."""
-    return reduce(operator.add, values, 0.0)
-
-
-def _floats(values: Any) -> Floats:
-    """A float64 copy of ``values`` (a copy, never a view: an ``array`` still being appended to
-    must stay resizable)."""
-    import numpy as np
-
-    return np.array(values, dtype=np.float64)
-
-
-def sum_in_order(terms: Floats) -> float:
-    """:func:`in_order_sum` of a float64 array: ``0.0 + t0 + t1 + ...`` one by one, as
-    ``total += t`` does (``terms`` is the caller's own temporary: each block's first term takes
-    the carried total)."""
-    import numpy as np
-
-    total = 0.0
-    for start in range(0, len(terms), SUM_BLOCK):
-        block = terms[start : start + SUM_BLOCK]
-        block[0] = total + block[0]
-        total = float(np.add.accumulate(block)[-1])
-    return total
-
-
-def _same_length(y_true: Sized, y_prob: Sized, what: str = "probabilities") -> int:
-    n = len(y_true)
-    if len(y_prob) != n:
-        raise ValueError(f"{n} labels for {len(y_prob)} {what}")
-    return n
-
-
 def _bins(p: Floats) -> npt.NDArray[np.intp]:
     """:func:`bin_index` of every ``p`` (``int`` truncates as ``astype`` does)."""
     import numpy as np
@@ -144,28 +102,12 @@ def _bins(p: Floats) -> npt.NDArray[np.intp]:
     return np.clip((p * N_BINS).astype(np.intp), 0, N_BINS - 1)
 
 
-def _uniform_rows(y_prob: Any, y_true: Sequence[int]) -> tuple[Floats, Any] | None:
-    """``y_prob`` as one (records, width) array and the labels as indices, when its rows are of
-    one width (``values`` and ``width``, as :class:`..ranked.ProbabilityRows` has) and every
-    label falls inside a row; ``None`` for the generic path."""
-    import numpy as np
-
-    width = getattr(y_prob, "width", 0)
-    values = getattr(y_prob, "values", None)
-    if not width or values is None or not len(y_true):
-        return None
-    labels = np.array(y_true, dtype=np.intp)
-    if labels.min() < 0 or labels.max() >= width:
-        return None
-    return _floats(values).reshape(-1, width), labels
-
-
 def accuracy_score(y_true: Sequence[Hashable], y_pred: Sequence[Hashable]) -> float | None:
     """The share of ``y_pred[i] == y_true[i]``."""
-    n = _same_length(y_true, y_pred, "predictions")
+    n = same_length(y_true, y_pred, "predictions")
     if not n:
         return None
-    if _numeric(y_true) and _numeric(y_pred):  # the accumulators' arrays: compared in numpy
+    if numeric(y_true) and numeric(y_pred):  # the accumulators' arrays: compared in numpy
         import numpy as np
 
         return int(np.count_nonzero(np.asarray(y_true) == np.asarray(y_pred))) / n
@@ -173,41 +115,24 @@ def accuracy_score(y_true: Sequence[Hashable], y_pred: Sequence[Hashable]) -> fl
     return hits / n
 
 
-def _numeric(values: Sequence[Hashable]) -> bool:
-    """An ``array`` of numbers or a numpy array of numbers or bools (never strings: numpy would
-    compare "1" and 1 as equal after a cast)."""
-    if isinstance(values, array):
-        return values.typecode != "u"
-    kind = getattr(getattr(values, "dtype", None), "kind", None)
-    return kind is not None and kind in "biuf"
-
-
 def brier_score_loss(y_true: Sequence[int], y_prob: Sequence[float]) -> float | None:
     """Mean ``(p - y)^2`` for binary labels ``y`` in {0, 1}."""
-    n = _same_length(y_true, y_prob)
+    n = same_length(y_true, y_prob)
     if not n:
         return None
-    return sum_in_order((_floats(y_prob) - _floats(y_true)) ** 2) / n
+    return sum_in_order((floats(y_prob) - floats(y_true)) ** 2) / n
 
 
 def log_loss(y_true: Sequence[int], y_prob: Sequence[float]) -> float | None:
     """Mean ``-(y log p + (1 - y) log(1 - p))`` with ``p`` clipped to ``[1e-15, 1 - 1e-15]``."""
     import numpy as np
 
-    n = _same_length(y_true, y_prob)
+    n = same_length(y_true, y_prob)
     if not n:
         return None
-    clipped = np.clip(_floats(y_prob), EPS, 1.0 - EPS)
-    said = np.where(_floats(y_true) != 0.0, clipped, 1.0 - clipped)
-    return -sum_in_order(_logs(said)) / n
-
-
-def _logs(values: Floats) -> Floats:
-    """``math.log`` of each value (the C library's, as the loop took it: numpy's own ``log`` may
-    round a last bit differently)."""
-    import numpy as np
-
-    return np.fromiter(map(math.log, values.tolist()), np.float64, len(values))
+    clipped = np.clip(floats(y_prob), EPS, 1.0 - EPS)
+    said = np.where(floats(y_true) != 0.0, clipped, 1.0 - clipped)
+    return -sum_in_order(logs(said)) / n
 
 
 def _p_of(row: Sequence[float], k: int) -> float:
@@ -231,10 +156,10 @@ def multiclass_brier_score(
     # being 0; each row's squares added in column order, the records' terms in record order.
     import numpy as np
 
-    n = _same_length(y_true, y_prob, "probability rows")
+    n = same_length(y_true, y_prob, "probability rows")
     if not n:
         return None
-    uniform = _uniform_rows(y_prob, y_true)
+    uniform = uniform_rows(y_prob, y_true)
     if uniform is not None:
         rows_, labels = uniform
         squares = rows_[:, 0] * rows_[:, 0]
@@ -253,14 +178,14 @@ def multiclass_log_loss(y_true: Sequence[int], y_prob: Sequence[Sequence[float]]
     """Mean ``-log p_label`` (clipped); ``y_true`` holds class indices."""
     import numpy as np
 
-    n = _same_length(y_true, y_prob, "probability rows")
+    n = same_length(y_true, y_prob, "probability rows")
     if not n:
         return None
-    uniform = _uniform_rows(y_prob, y_true)
+    uniform = uniform_rows(y_prob, y_true)
     if uniform is not None:
         rows_, labels = uniform
         clipped = np.clip(rows_[np.arange(n), labels], EPS, 1.0 - EPS)
-        return -sum_in_order(_logs(clipped)) / n
+        return -sum_in_order(logs(clipped)) / n
     clipped_ = map(max, repeat(EPS), map(min, repeat(1.0 - EPS), _p_true(y_true, y_prob)))
     return -in_order_sum(map(math.log, clipped_)) / n
 
@@ -274,8 +199,8 @@ def score_groups(
     replaces a comparison of every pair. ``-0.0`` is counted as ``0.0``."""
     import numpy as np
 
-    _same_length(y_true, y_score, "scores")
-    scores = _floats(y_score) + 0.0  # -0.0 + 0.0 is 0.0: one zero, printed without a sign
+    same_length(y_true, y_score, "scores")
+    scores = floats(y_score) + 0.0  # -0.0 + 0.0 is 0.0: one zero, printed without a sign
     values, inverse, sizes = np.unique(scores, return_inverse=True, return_counts=True)
     positive = np.bincount(
         inverse.reshape(-1), weights=np.array(y_true, dtype=bool), minlength=len(values)
@@ -337,14 +262,14 @@ def reliability(y_true: Sequence[int | float], y_prob: Sequence[float]) -> Relia
     count, and ``p`` and ``y`` each added in record order (``bincount``'s order)."""
     import numpy as np
 
-    if not _same_length(y_true, y_prob):
+    if not same_length(y_true, y_prob):
         return Reliability()
-    p = _floats(y_prob)
+    p = floats(y_prob)
     b = _bins(p)
     return Reliability(
         np.bincount(b, minlength=N_BINS).tolist(),
         np.bincount(b, weights=p, minlength=N_BINS).tolist(),
-        np.bincount(b, weights=_floats(y_true), minlength=N_BINS).tolist(),
+        np.bincount(b, weights=floats(y_true), minlength=N_BINS).tolist(),
     )
 
 
@@ -360,19 +285,15 @@ def confusion_matrix(
 ) -> tuple[tuple[int, ...], ...]:
     """Rows are labels, columns predictions, both in ``labels`` order; a pair naming a class
     outside ``labels`` is not counted."""
-    _same_length(y_true, y_pred, "predictions")
+    same_length(y_true, y_pred, "predictions")
     indices = [c for c in labels if type(c) is int]
-    if _integers(y_true) and _integers(y_pred) and len(indices) == len(labels):
+    if integers(y_true) and integers(y_pred) and len(indices) == len(labels):
         # class indices (the accumulators' arrays): one bincount of the pairs
         matrix = _index_confusion(y_true, y_pred, indices)
         if matrix is not None:
             return matrix
     pairs = Counter(zip(y_true, y_pred, strict=True))
     return tuple(tuple(pairs[(y, p)] for p in labels) for y in labels)
-
-
-def _integers(values: Sequence[Hashable]) -> bool:
-    return isinstance(values, array) and values.typecode in "bBhHiIlLqQ"
 
 
 def _index_confusion(
@@ -426,7 +347,7 @@ def within_one(y_true: Sequence[int], y_pred: Sequence[int]) -> float | None:
     """The share of ``|y_pred - y_true| <= 1``."""
     import numpy as np
 
-    n = _same_length(y_true, y_pred, "predictions")
+    n = same_length(y_true, y_pred, "predictions")
     if not n:
         return None
     gaps = np.array(y_pred, dtype=np.int64) - np.array(y_true, dtype=np.int64)
@@ -437,10 +358,10 @@ def mean_absolute_error(y_true: Sequence[float], y_pred: Sequence[float]) -> flo
     """Mean ``|y_pred - y_true|``."""
     import numpy as np
 
-    n = _same_length(y_true, y_pred, "predictions")
+    n = same_length(y_true, y_pred, "predictions")
     if not n:
         return None
-    return sum_in_order(np.abs(_floats(y_pred) - _floats(y_true))) / n
+    return sum_in_order(np.abs(floats(y_pred) - floats(y_true))) / n
 
 
 def threshold_for_precision(

@@ -1,6 +1,6 @@
-"""The choice and score accumulators: a probability per option, a top-1 pick, a confusion
-matrix over the options in first-seen order (see :mod:`.accumulators` for what every type
-counts).
+"""The choice accumulator, and what choice and score share (``RankedStats``; the score
+accumulator is :mod:`.levels`): a probability per option, a top-1 pick, a confusion matrix over
+the options in first-seen order (see :mod:`.accumulators` for what every type counts).
 
 Per labelled answer they keep the arrays the metrics are computed over: the label and the pick
 as class indices, the pick's probability and the probability row over the classes (in
@@ -12,40 +12,34 @@ from __future__ import annotations
 import operator
 from array import array
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import repeat
-from typing import Any, NamedTuple, overload
+from typing import Any, NamedTuple
 
-from ..questions import level_label
 from .accumulators import (
-    _LEVEL_KEYS,
     LabelError,
     QuestionStats,
     RecordError,
     _confidence,
-    _mean,
     _probabilities,
     _share,
     _shown,
 )
+from .arrays import ProbabilityRows, column
 from .extras import (
     choice_coverage,
     ece_uncertainty,
     option_calibration,
-    rps_in_level_order,
 )
 from .figures import EceUncertainty
 from .metrics import (
     Reliability,
     accuracy_score,
     confusion_matrix,
-    in_order_sum,
     macro_f1_from_confusion,
-    mean_absolute_error,
     multiclass_brier_score,
     multiclass_log_loss,
     reliability,
-    within_one,
 )
 from .model import (
     AccuracySplit,
@@ -53,17 +47,14 @@ from .model import (
     ChoiceMetrics,
     Confusion,
     Count,
-    LevelCount,
     NearUniformSplit,
     ReliabilityBin,
-    ScoreDistribution,
-    ScoreMetrics,
 )
 
-__all__ = ["ChoiceStats", "ScoreStats"]
+__all__ = ["ChoiceStats", "RankedStats"]
 
 
-class _Ranked(QuestionStats):
+class RankedStats(QuestionStats):
     """Shared by choice and score: a probability per option, a top-1 pick, a confusion matrix
     over the options in first-seen order."""
 
@@ -198,38 +189,7 @@ class _Labelled(NamedTuple):
     bins: Reliability
 
 
-class ProbabilityRows(Sequence[Sequence[float]]):
-    """The probability rows of the labelled answers, over one array of values and the end of
-    each row: what the multi-class metrics take as ``y_prob``, without a tuple per record in
-    memory. Rows of one width (every record offered the same options) iterate in C."""
-
-    def __init__(self, values: array[float], ends: array[int]) -> None:
-        self.values, self.ends = values, ends
-        width = ends[0] if ends else 0
-        self.width = width if width and _steps_of(ends, width, len(values)) else 0
-
-    def __len__(self) -> int:
-        return len(self.ends)
-
-    @overload
-    def __getitem__(self, i: int) -> Sequence[float]: ...
-    @overload
-    def __getitem__(self, i: slice) -> Sequence[Sequence[float]]: ...
-    def __getitem__(self, i: int | slice) -> Any:
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        start = self.ends[i - 1] if i > 0 else 0
-        return self.values[start : self.ends[i]]
-
-    def __iter__(self) -> Iterator[Sequence[float]]:
-        if self.width:
-            return zip(*[iter(self.values)] * self.width, strict=True)
-        return map(self.__getitem__, range(len(self)))
-
-
-class ChoiceStats(_Ranked):
+class ChoiceStats(RankedStats):
     type = "choice"
 
     def __init__(self, key: str) -> None:
@@ -319,7 +279,7 @@ class ChoiceStats(_Ranked):
         rows = finish.rows
         # an option offered only in unlabelled answers has no class: it reads 0 everywhere
         index = {o: self.classes.get(o, -1) for o in options}
-        columns = {o: _column(rows, index[o]) for o in options}
+        columns = {o: column(rows, index[o]) for o in options}
         return ChoiceMetrics(
             accuracy=accuracy_score(self.y_true, self.y_pred),
             brier=self._brier(),
@@ -332,173 +292,3 @@ class ChoiceStats(_Ranked):
             per_option=option_calibration(self.y_true, columns, index),
             accuracy_coverage=choice_coverage(finish.correct, self.p_pick),
         )
-
-
-class ScoreStats(_Ranked):
-    type = "score"
-
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.legend: dict[str, str] = {}
-        #: every answer's expected score, in file order (see ``confidences``)
-        self.scores = array("d")
-        # per labelled answer: the labelled level, the level picked, the expected score
-        self.y_level = array("b")
-        self.level_pick = array("b")
-        self.y_score = array("d")
-        self._label_cache: dict[str, int] = {}
-        self._legend_pending = False
-
-    def _level_of(self, label: str) -> int:
-        level = self._label_cache.get(label)
-        if level is not None:
-            return level
-        if label.isdigit() and label in self.options:
-            level = int(label)
-        else:
-            matches = [int(k) for k, v in self.legend.items() if v == label]
-            if not matches:
-                levels = ", ".join(f"{k} {v}" for k, v in self.legend.items())
-                raise LabelError(
-                    f"question {self.key!r}: {label!r} is neither a level index nor a level "
-                    f"label ({levels})"
-                )
-            level = matches[0]
-        self._label_cache[label] = level
-        return level
-
-    def _see_options(self, probs: Mapping[str, float]) -> None:
-        super()._see_options(probs)
-        self._legend_pending = True
-
-    def add(self, answer: Mapping[str, Any], label: str | None, sid: str = "") -> None:
-        rec = answer.get("recalibrated")
-        if rec is not None:
-            answer = self._recalibrated(answer, rec, label, sid)
-        self.count(
-            answer["probabilities"],
-            answer["level"],
-            answer.get("legend"),
-            answer["score"],
-            answer.get("confidence"),
-            answer.get("flags"),
-            label,
-            sid,
-        )
-
-    def count(
-        self,
-        probs: Any,
-        level: Any,
-        legend: Any,
-        score: Any,
-        confidence: Any,
-        flags: Any,
-        label: str | None,
-        sid: str,
-    ) -> None:
-        """One answer given by its fields (what :meth:`add` reads from an answer object, and
-        a Parquet run's columns hold)."""
-        self.n += 1
-        if flags:
-            self._count_flags(flags, sid)
-        _probabilities(probs)
-        if type(level) is not int or not 0 <= level < len(_LEVEL_KEYS):
-            raise RecordError(f"level is {_shown(level)}, not a level index 0..9")
-        picked = _LEVEL_KEYS[level]
-        if len(probs) != self._scanned or picked not in self.options:
-            self._see_options(probs)
-        if self._legend_pending:
-            legend = legend or {}
-            for k in self.options:
-                # seed 003: a label is always a string from the question's levels, so a
-                # structured level ({label, description}) is shown and matched by its label
-                self.legend.setdefault(k, level_label(legend.get(k, k)))
-            self._legend_pending = False
-        if type(score) is not float or not 0.0 <= score <= 9.0:
-            score = _score_value(score)
-        self.counts[picked] += 1
-        self.scores.append(score)
-        if type(confidence) is not float or not 0.0 <= confidence <= 1.0:
-            confidence = _confidence(confidence)
-        if confidence is not None:
-            self.confidences.append(confidence)
-        if label is None:
-            return
-        y = self._label_cache.get(label)
-        if y is None:
-            y = self._level_of(label)
-        self._score(probs, picked, _LEVEL_KEYS[y])
-        self.y_level.append(y)
-        self.level_pick.append(level)
-        self.y_score.append(score)
-
-    def merge(self, other: Any) -> None:
-        super().merge(other)
-        for k, v in other.legend.items():
-            self.legend.setdefault(k, v)
-        self.scores.extend(other.scores)
-        self.y_level.extend(other.y_level)
-        self.level_pick.extend(other.level_pick)
-        self.y_score.extend(other.y_score)
-
-    def category(self, answer: Mapping[str, Any]) -> Any:
-        return answer["level"]
-
-    def _levels(self) -> list[str]:
-        return sorted(set(self.options) | set(self.counts), key=lambda k: (len(k), k))
-
-    def distribution(self) -> ScoreDistribution:
-        return ScoreDistribution(
-            {
-                k: LevelCount(self.legend.get(k, k), self.counts[k], _share(self.counts[k], self.n))
-                for k in self._levels()
-            },
-            _mean(in_order_sum(self.scores), self.n),
-        )
-
-    def metrics(
-        self, target_precision: float | None = None, intervals: bool = True
-    ) -> ScoreMetrics:
-        top = max((int(k) for k in self.options), default=-1)
-        columns = [self.classes.get(str(k), -1) for k in range(top + 1)]
-        return ScoreMetrics(
-            accuracy=accuracy_score(self.y_level, self.level_pick),
-            within_one=within_one(self.y_level, self.level_pick),
-            mae=mean_absolute_error(self.y_level, self.y_score),
-            brier=self._brier(),
-            log_loss=self._log_loss(),
-            ece=self._ece(),
-            confusion=self._confusion(self._levels()),
-            rps=rps_in_level_order(
-                self.y_level, self._finish().rows, columns, self._finish().rows.width
-            ),
-            ece_uncertainty=self._ece_uncertainty() if intervals else None,
-        )
-
-
-def _steps_of(ends: array[int], width: int, total: int) -> bool:
-    """Whether ``ends`` is ``width, 2 * width, ..., total``: every row ``width`` long."""
-    if len(ends) * width != total:
-        return False
-    import numpy as np  # labelled rows only: the metrics take numpy next
-
-    return bool(np.all(np.diff(np.array(ends, dtype=np.int64)) == width))
-
-
-def _column(rows: ProbabilityRows, k: int) -> Sequence[float]:
-    """Each row's probability of class ``k`` (0 where a row lacks it); rows of one width are
-    sliced from the values array directly (a stride, not a call per row)."""
-    if rows.width and 0 <= k < rows.width:
-        return rows.values[k :: rows.width]
-    return [_p_at(r, k) for r in rows]
-
-
-def _p_at(row: Sequence[float], k: int) -> float:
-    return row[k] if 0 <= k < len(row) else 0.0
-
-
-def _score_value(score: Any) -> float:
-    if type(score) is int and 0 <= score <= 9:
-        return float(score)
-    raise RecordError(f"score is {_shown(score)}, not an expected level in [0, 9]")

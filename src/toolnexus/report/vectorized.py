@@ -27,8 +27,9 @@ from .accumulators import (
     NoulStats,
     QuestionStats,
 )
+from .levels import ScoreStats
 from .metrics import N_BINS
-from .ranked import ChoiceStats, ScoreStats, _Ranked
+from .ranked import ChoiceStats, RankedStats
 
 __all__ = ["count_column", "map_dicts"]
 
@@ -192,7 +193,7 @@ def _uniform(array: Any) -> tuple[tuple[str, ...], list[float]] | None:
 
 
 def _labelled_plan(
-    st: _Ranked, names: tuple[str, ...], picks: list[str], truths: list[str | None]
+    st: RankedStats, names: tuple[str, ...], picks: list[str], truths: list[str | None]
 ) -> list[int] | None:
     """The labelled rows, when each one's pick and truth are among ``names`` and the rows
     keep their probabilities in class order (as ``_score`` keeps them directly); else None."""
@@ -208,7 +209,7 @@ def _labelled_plan(
 
 
 def _keep_labelled(
-    st: _Ranked, names: tuple[str, ...], values: list[float], rows: list[int], picks: list[str],
+    st: RankedStats, names: tuple[str, ...], values: list[float], rows: list[int], picks: list[str],
     truths: list[Any],
 ) -> None:  # fmt: skip
     """What ``_score`` keeps of each labelled row, row after row."""
@@ -233,7 +234,7 @@ def _keep_labelled(
     st.p_pick.extend([values[i * width + position[picks[i]]] for i in rows])
 
 
-def _confidences(st: _Ranked, array: Any) -> bool:
+def _confidences(st: RankedStats, array: Any) -> bool:
     return _within(array, 0.0, 1.0, nulls=True)
 
 
