@@ -1,6 +1,6 @@
 """``toolnexus batch QUESTIONS INPUT...``: one question set over many states, streamed.
 
-Its options are the fields of ``batch_options.BatchOptions`` (and the backend's of
+Its options are the fields of ``batch_options.BatchFlags`` (and the backend's of
 ``options.BackendSettings``); the command hands them to ``batch_run.run_batch`` (imported inside the
 command, so registering ``batch`` costs only typer). Records go to ``--output`` or stdout;
 progress, warnings and the one-line summary go to stderr. Exit codes and error record codes
@@ -16,13 +16,13 @@ from typing import Annotated, Any
 
 import typer
 
-from .batch_options import BatchOptions
+from .batch_options import BatchFlags
 from .errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, CliError, one_line
 from .options import BackendSettings, backend_options, options_from
 
 
 @backend_options
-@options_from(BatchOptions, "batch_values")
+@options_from(BatchFlags, "batch_values")
 def batch_command(
     questions: Annotated[
         Path,

@@ -1,4 +1,5 @@
-"""``toolnexus batch``'s own options, as one values class: each field of :class:`BatchOptions`
+"""``toolnexus batch``'s own options, as one values class: each field of :class:`BatchFlags`
+(the flags as given; the library's batch options are ``config.BatchOptions``, built from them)
 IS its command-line option (``options.options_from`` gives the command one parameter per
 field), so the option table is written once. ``batch_values.BatchConfig`` adds the inputs and
 the parsed forms. Light on purpose: registering ``batch`` imports this module."""
@@ -16,11 +17,11 @@ from .errors import CliError
 from .options import CalibrationOpt, FailOnOpt, ThresholdsOpt
 from .render.formats import BatchFormat
 
-__all__ = ["BatchOptions", "parse_pack", "parse_shard"]
+__all__ = ["BatchFlags", "parse_pack", "parse_shard"]
 
 
 @dataclass(frozen=True)
-class BatchOptions:
+class BatchFlags:
     """The options of ``batch`` as given (text where the option takes text to parse)."""
 
     id_field: Annotated[

@@ -1,5 +1,5 @@
 """What ``toolnexus batch`` was asked to do (:class:`BatchConfig`, over the options of
-``batch_options.BatchOptions``) and what it did
+``batch_options.BatchFlags``) and what it did
 (:class:`BatchSummary`: the counts behind the one-line summary and the exit code)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..printable import printable
 from .batch_items import InputSpec
-from .batch_options import BatchOptions, parse_pack, parse_shard
+from .batch_options import BatchFlags, parse_pack, parse_shard
 from .errors import (
     EXIT_BACKEND,
     EXIT_CONDITION,
@@ -34,7 +34,7 @@ FIRST_IDS = 5
 
 
 @dataclass(frozen=True)
-class BatchConfig(BatchOptions):
+class BatchConfig(BatchFlags):
     """Everything ``batch`` was asked to do: its options, its inputs, and the options' parsed
     forms (a wrong one raises :class:`CliError` here, before anything is read)."""
 
@@ -49,7 +49,7 @@ class BatchConfig(BatchOptions):
     cut_points: Mapping[str, float] = field(init=False)
     #: ``--thresholds @FILE``'s cut-points per question key (``report --write-thresholds``)
     question_cut_points: Mapping[str, Mapping[str, float]] = field(init=False)
-    #: ``--pack`` as ``BatchOptions.pack`` takes it
+    #: ``--pack`` as ``config.BatchOptions.pack`` takes it
     pack_size: int | Literal["auto"] = field(init=False)
     #: ``--max-cost`` / ``--max-tokens`` / ``--max-requests``
     caps: Caps = field(init=False)
@@ -71,7 +71,7 @@ class BatchConfig(BatchOptions):
         object.__setattr__(self, "caps", _caps(self))
 
 
-def _caps(cfg: BatchOptions) -> Caps:
+def _caps(cfg: BatchFlags) -> Caps:
     """The caps, checked: a wrong one is one line naming the flag."""
     from decimal import InvalidOperation
 
