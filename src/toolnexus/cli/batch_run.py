@@ -31,9 +31,8 @@ import asyncio
 import math
 import os
 import signal
-import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,10 +40,11 @@ from ..errors import RunStopped
 from ..records import DecisionRecord, ErrorRecord, Record
 from .batch_ids import question_set_sha256
 from .batch_inputs import iter_inputs
-from .batch_items import InputItem, kind_of
+from .batch_items import InputItem
 from .batch_output import OutputWriter, ReorderBuffer
 from .batch_pace import SentCounter, StateFieldProbe
 from .batch_parquet import ParquetOutput
+from .batch_progress import Progress, bar_fits, count_lines, note_once
 from .batch_safety import check_config, check_existing, check_key, lock_output, open_output
 from .batch_select import select
 from .batch_values import BatchConfig, BatchSummary
@@ -225,92 +225,6 @@ class _Run:
                         self._write(record)
 
 
-class _Progress:
-    """A Rich progress line on stderr (done / failed / cached / rate / ETA); only on a TTY."""
-
-    def __init__(self, total: int | None) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        self._started = time.monotonic()
-        self._bar = Progress(
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[detail]}"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        self._task = self._bar.add_task("batch", total=total, detail="")
-        self._bar.start()
-
-    def update(self, s: BatchSummary) -> None:
-        elapsed = max(time.monotonic() - self._started, 1e-9)
-        detail = f"{s.failed} failed, {s.cached} cached, {s.states / elapsed:.1f}/s"
-        self._bar.update(self._task, completed=s.states, detail=detail)
-
-    def stop(self) -> None:
-        self._bar.stop()
-
-
-def _once() -> Callable[[str], None]:
-    """A note sink for the inputs: each note once per run, on stderr."""
-    said: set[str] = set()
-
-    def note(message: str) -> None:
-        if message not in said:
-            said.add(message)
-            sys.stderr.write(f"toolnexus: note: {one_line(message)}\n")
-            sys.stderr.flush()
-
-    return note
-
-
-def _bar_fits(output: str | None) -> bool:
-    """The live bar is shown when stderr is a terminal, unless the records go to that same
-    terminal (stdout without ``-o``): a bar redrawn between records glued itself onto them."""
-    try:
-        if not sys.stderr.isatty():
-            return False
-        if output is not None or not sys.stdout.isatty():
-            return True
-        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
-    except (AttributeError, OSError, ValueError):
-        return False
-    return (out.st_dev, out.st_ino, out.st_rdev) != (err.st_dev, err.st_ino, err.st_rdev)
-
-
-def _count_lines(inputs: list[str]) -> int | None:
-    """A total for the ETA: the lines of the JSONL/CSV files (a fast byte count, no parsing),
-    the rows of the Parquet/Arrow ones (their footers); None when an input is stdin, a
-    directory of state files or a glob."""
-    total = 0
-    for arg in inputs:
-        kind = kind_of(arg)
-        if kind == "arrow":
-            from .batch_arrow import parquet_rows
-
-            rows = parquet_rows(arg)
-            if rows is None:
-                return None
-            total += rows
-            continue
-        if kind not in ("jsonl", "csv"):
-            return None
-        with open(arg, "rb") as f:
-            total += sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-        total -= kind == "csv"
-    return total
-
-
 def run_batch(
     cfg: BatchConfig,
     questions_path: Path,
@@ -369,10 +283,12 @@ def _run_locked(
     writer, prior = open_output(cfg, columns, questions)
     summary = BatchSummary(pack=cfg.pack_size)
     retried: set[str] = set()
-    items = select(iter_inputs(cfg.inputs, cfg.spec, note=_once()), cfg, prior, summary, retried)
+    items = select(
+        iter_inputs(cfg.inputs, cfg.spec, note=note_once()), cfg, prior, summary, retried
+    )
     if show_progress is None:
-        show_progress = _bar_fits(cfg.output)
-    progress = _Progress(_count_lines(cfg.inputs)) if show_progress else None
+        show_progress = bar_fits(cfg.output)
+    progress = Progress(count_lines(cfg.inputs)) if show_progress else None
     run = _Run(
         cfg, backend, questions, writer, items, summary, progress,
         threaded_input="-" in cfg.inputs, admission=admission, recalibrator=recalibrator,
