@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from toolnexus.canonical import canonical_json
-from toolnexus.classifier import METRIC_EVALUATE, Classifier, create_classifier
+from toolnexus.classifier import METRIC_EVALUATE, Classifier
 from toolnexus.errors import (
     ClassifierError,
     ClassifierUnsupported,
@@ -26,6 +26,7 @@ from toolnexus.errors import (
     InvalidDecision,
     TransportError,
 )
+from toolnexus.factory import create_classifier
 from toolnexus.llm import SYSTEM_PROMPT, LlmStyle
 from toolnexus.questions import (
     ChoiceQuestion,

@@ -52,8 +52,6 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "METRIC_EVALUATE",
         "METRIC_WARNING",
         "Classifier",
-        "create_classifier",
-        "static_classifier",
     ),
     "config": (
         "BatchOptions",
@@ -102,6 +100,10 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "StaticMiss",
         "TransportError",
         "unsupported",
+    ),
+    "factory": (
+        "create_classifier",
+        "static_classifier",
     ),
     "images": (
         "IMAGE_MAX_BYTES",
@@ -178,8 +180,6 @@ if TYPE_CHECKING:
     from .classifier import METRIC_EVALUATE as METRIC_EVALUATE
     from .classifier import METRIC_WARNING as METRIC_WARNING
     from .classifier import Classifier as Classifier
-    from .classifier import create_classifier as create_classifier
-    from .classifier import static_classifier as static_classifier
     from .config import BatchOptions as BatchOptions
     from .config import RetryPolicy as RetryPolicy
     from .config import Timeout as Timeout
@@ -220,6 +220,8 @@ if TYPE_CHECKING:
     from .errors import StaticMiss as StaticMiss
     from .errors import TransportError as TransportError
     from .errors import unsupported as unsupported
+    from .factory import create_classifier as create_classifier
+    from .factory import static_classifier as static_classifier
     from .images import IMAGE_MAX_BYTES as IMAGE_MAX_BYTES
     from .images import IMAGE_MAX_SIDE as IMAGE_MAX_SIDE
     from .images import IMAGE_MIN_SIDE as IMAGE_MIN_SIDE

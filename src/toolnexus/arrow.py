@@ -34,10 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 from .arrowrecords import records_to_table, require_pyarrow
 from .canonical import questions_sha256
-from .classifier import Classifier, create_classifier
+from .classifier import Classifier
 from .config import BatchOptions
 from .defaults import DEFAULT_BATCH_CONCURRENCY
 from .errors import ConfigError
+from .factory import create_classifier
 from .failures import failure_of, one_line
 from .questions import Question
 from .records import DecisionRecord, ErrorRecord

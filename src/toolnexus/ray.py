@@ -52,10 +52,11 @@ from typing import TYPE_CHECKING, Any
 
 from .arrow import evaluate_rows
 from .arrowrecords import require_pyarrow, run_schema
-from .classifier import Classifier, create_classifier
+from .classifier import Classifier
 from .config import BatchOptions
 from .defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from .errors import ConfigError
+from .factory import create_classifier
 from .questions import Question
 from .ray_limiter import LimiterCore, SharedLimit, require_ray, shared_limiter
 from .sync._loop import background

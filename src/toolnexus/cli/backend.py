@@ -147,7 +147,7 @@ def build_backend(
 ) -> Backend:
     """``create_classifier(**classifier_options(...))`` wrapped with its recorder. ``cache``
     (``batch --cache``) is handed to the classifier as its decision cache."""
-    from ..classifier import create_classifier
+    from ..factory import create_classifier
 
     opts = classifier_options(settings, file_model=file_model, on_metric=on_metric)
     if cache is not None:

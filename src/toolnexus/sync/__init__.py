@@ -34,6 +34,7 @@ from collections.abc import (
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from .. import classifier as _async
+from .. import factory as _factory
 from ..batch import BoundState, BoundStates, StateResult
 from ..config import BatchOptions
 from ..defaults import DEFAULT_BATCH_CONCURRENCY
@@ -231,5 +232,5 @@ def _mirror(factory: Callable[P, _async.Classifier]) -> Callable[P, SyncClassifi
     return build
 
 
-create_classifier = _mirror(_async.create_classifier)
-static_classifier = _mirror(_async.static_classifier)
+create_classifier = _mirror(_factory.create_classifier)
+static_classifier = _mirror(_factory.static_classifier)
