@@ -272,3 +272,15 @@ def test_accuracy_compares_as_python_does(y_true: object, y_pred: object, share:
 def test_lengths_that_differ_are_a_value_error(metric: object) -> None:
     with pytest.raises(ValueError, match="2 labels for 1"):
         metric([0, 1], [0.5])  # type: ignore[operator]
+
+
+def test_one_vs_rest_compares_labels_as_python_does() -> None:
+    """The report's class indices are compared in numpy; a list mixing "1" and 1 is compared by
+    Python's ``==``, never cast to strings first (numpy would make 1 equal "1")."""
+    from toolnexus.calibration.choice import one_vs_rest_columns
+
+    column = [0.9, 0.8, 0.1, 0.2]
+    mixed = one_vs_rest_columns(["1", 1, 1, "a"], {"one": column}, {"one": "1"}, min_labels=1)
+    assert mixed[0].labelled == 1
+    indices = one_vs_rest_columns(array("l", [2, 2, 0, 1]), {"two": column}, {"two": 2})
+    assert indices[0].labelled == 2 and indices[0].skipped is not None

@@ -16,6 +16,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..report.arrays import numeric
 from ..report.metrics import reliability, score_groups
 
 __all__ = [
@@ -78,11 +79,16 @@ def one_vs_rest_columns(
     report keeps labels as class indices)."""
     import numpy as np  # the report's reliability takes numpy too
 
-    labels = np.array(y_true) if len(y_true) else np.zeros(0, dtype=np.int64)
+    # The report's class indices are compared in numpy; anything else by Python's == (numpy
+    # would cast a list of "a" and 1 to strings, and 1 would then equal "1").
+    indices = np.array(y_true) if numeric(y_true) else None
     out = []
     for option, column in columns.items():
         mine = label_of[option]
-        truth = labels == mine
+        if indices is not None:
+            truth = indices == mine
+        else:
+            truth = np.array([y == mine for y in y_true], dtype=bool)
         labelled = int(np.count_nonzero(truth))
         if labelled < min_labels:
             out.append(OptionReliability(
