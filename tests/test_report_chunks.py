@@ -27,7 +27,7 @@ from clirun import error_line, run_cli
 from toolnexus.report.compare import compare_runs
 from toolnexus.report.labels import read_labels
 from toolnexus.report.model import to_json
-from toolnexus.report.reader import CHUNK_BYTES, _spans, read_run, read_whole
+from toolnexus.report.reader import CHUNK_BYTES, _count_span, _spans, read_run, read_whole
 from toolnexus.report.runs import ReportInputError, iter_records
 
 INPUTS = Path(__file__).parent / "golden" / "report-inputs"
@@ -280,12 +280,15 @@ def test_a_run_replaced_while_its_chunks_are_read_is_an_error(tmp_path: Path) ->
         list(iter_records(str(run), "jsonl", spans[1]))
 
 
-def _die_on_the_second_chunk(span: Any) -> Any:
+_PARENT = os.getpid()
+
+
+def _die_on_the_second_chunk(count: Any, span: Any) -> Any:
     from toolnexus.report import reader
 
-    if span.start and span.start == reader._spans(RUN, SMALL)[1].start:
+    if os.getpid() != _PARENT and span.start and span.start == reader._spans(RUN, SMALL)[1].start:
         os._exit(9)  # as the OOM killer would end it: no exception, no result
-    return reader._count_span(reader._worker_count, span)  # type: ignore[arg-type]
+    return _count_span(count, span)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="platform: the workers fork on Linux only")
@@ -294,7 +297,7 @@ def test_a_worker_that_dies_leaves_the_report_whole(monkeypatch: pytest.MonkeyPa
     counted in the parent, to the same digits."""
     from toolnexus.report import reader
 
-    monkeypatch.setattr(reader, "_count_in_worker", _die_on_the_second_chunk)
+    monkeypatch.setattr(reader, "_count_span", _die_on_the_second_chunk)
     labels = read_labels(str(INPUTS / "labels.csv"))
     survived = _report(read_run(RUN, labels, jobs=2, chunk_bytes=SMALL))
     monkeypatch.undo()

@@ -16,12 +16,8 @@ from toolnexus.report.pool import in_order
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the fork pool is Linux's")
 
 
-def _square(x: int) -> int:
+def _square(_shared: object, x: int) -> int:
     return x * x
-
-
-def _nothing(*_: Any) -> None:
-    return None
 
 
 def _spy(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
@@ -40,22 +36,20 @@ def test_a_finished_pool_is_joined_and_its_results_come_in_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     waits = _spy(monkeypatch)
-    assert list(in_order(_square, list(range(9)), 2, _square, _nothing, ())) == [
-        x * x for x in range(9)
-    ]
+    assert list(in_order(_square, list(range(9)), 2, None)) == [x * x for x in range(9)]
     assert waits == [True]
     assert not [t for t in threading.enumerate() if "ExecutorManager" in type(t).__name__]
 
 
 def test_a_consumer_that_stops_early_joins_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     waits = _spy(monkeypatch)
-    results = in_order(_square, list(range(9)), 2, _square, _nothing, ())
+    results = in_order(_square, list(range(9)), 2, None)
     assert next(results) == 0
     results.close()
     assert waits == [True]
 
 
-def _own_pid(_: int) -> int:
+def _own_pid(_shared: object, _: int) -> int:
     import os
 
     return os.getpid()
@@ -73,14 +67,14 @@ def test_meanwhile_runs_here_once_the_workers_are_started() -> None:
     def meanwhile() -> None:
         seen.append((os.getpid(), len(multiprocessing.active_children())))
 
-    pids = list(in_order(_own_pid, list(range(6)), 2, _own_pid, _nothing, (), meanwhile))
+    pids = list(in_order(_own_pid, list(range(6)), 2, None, meanwhile))
     assert seen == [(os.getpid(), 2)]
     assert os.getpid() not in pids
 
 
 def test_meanwhile_never_runs_with_one_job() -> None:
     calls: list[int] = []
-    assert list(in_order(_square, [1, 2], 1, _square, _nothing, (), lambda: calls.append(1))) == [
+    assert list(in_order(_square, [1, 2], 1, None, lambda: calls.append(1))) == [
         1,
         4,
     ]
@@ -124,3 +118,22 @@ def test_a_labelled_run_read_in_chunks_has_numpy_loaded_by_the_end_of_the_count(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(loaded)
+
+
+def _what_is_shared(shared: object, _: int) -> tuple[object, int]:
+    import os
+
+    return shared, os.getpid()
+
+
+def test_the_shared_value_reaches_every_worker_as_it_starts() -> None:
+    """``task(shared, item)``: the pool installs ``shared`` in each worker once, and a task run
+    in this process (one job) gets the same value."""
+    import os
+
+    shared = {"labels": list(range(1000))}
+    seen = list(in_order(_what_is_shared, list(range(6)), 2, shared))
+    assert [value for value, _ in seen] == [shared] * 6
+    assert os.getpid() not in {pid for _, pid in seen}
+    here = list(in_order(_what_is_shared, [0, 1], 1, shared))
+    assert here == [(shared, os.getpid())] * 2

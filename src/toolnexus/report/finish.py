@@ -6,8 +6,6 @@ on ``jobs``."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from .aggregation import RunStats
 from .model import QuestionReport
 from .pool import in_order
@@ -31,23 +29,10 @@ def question_reports(
     if sum(st.labelled for st in stats.questions.values()) < PARALLEL_LABELLED_MIN:
         jobs = 1
     args = (stats, target_precision, intervals)
-    reports = in_order(_in_worker, keys, jobs, lambda key: _report(args, key), _start, (args,))
+    reports = in_order(_report, keys, jobs, args)
     return dict(zip(keys, reports, strict=True))
 
 
 def _report(args: tuple[RunStats, float | None, bool | None], key: str) -> QuestionReport:
     stats, target_precision, intervals = args
     return stats.question_report(key, target_precision, intervals)
-
-
-_worker_args: Any = None
-
-
-def _start(args: Any) -> None:
-    global _worker_args
-    _worker_args = args
-
-
-def _in_worker(key: str) -> QuestionReport:
-    assert _worker_args is not None, "the pool's initializer sets it"
-    return _report(_worker_args, key)

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 __all__ = ["DEFAULT_JOBS_MAX", "default_jobs", "in_order"]
 
+S = TypeVar("S")
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -33,23 +34,22 @@ def default_jobs() -> int:
 
 
 def in_order(
-    task: Callable[[T], R],
+    task: Callable[[S, T], R],
     items: Sequence[T],
     jobs: int | None,
-    here: Callable[[T], R],
-    initializer: Callable[..., None],
-    initargs: tuple[Any, ...],
+    shared: S,
     meanwhile: Callable[[], object] | None = None,
 ) -> Iterator[R]:
-    """``task(item)`` for every item, in item order, in up to ``jobs`` processes (``None``:
-    :func:`default_jobs`) started with ``initializer(*initargs)``; ``here(item)`` computes
-    one in this process (with one job, and for what is left when a worker dies).
+    """``task(shared, item)`` for every item, in item order, in up to ``jobs`` processes
+    (``None``: :func:`default_jobs`). ``task`` is a module-level function; ``shared`` (the
+    labels, a counted run) reaches each worker once, as it starts, never with each item. With one
+    job, and for what is left when a worker dies, a task runs in this process.
     ``meanwhile()`` runs here once the workers are started, while they work (what this
     process will need next, such as an import, off the serial path); never with one job."""
     jobs = min(jobs or default_jobs(), len(items))
     if jobs <= 1:
         for item in items:
-            yield here(item)
+            yield task(shared, item)
         return
     import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -59,9 +59,7 @@ def in_order(
     # the counted run) already in its memory. Where fork is unsafe (macOS frameworks) or
     # missing, spawn sends them once per worker.
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-    pool = ProcessPoolExecutor(
-        jobs, mp_context=context, initializer=_start, initargs=(initializer, initargs)
-    )
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_start, initargs=(shared,))
     interrupted = True
     try:
         # The workers start at the first submit. A Ctrl-C that lands while they are forked
@@ -69,7 +67,9 @@ def in_order(
         # would run on: SIGINT waits until they are started (they inherit it blocked, and
         # ignore it), then the parent raises it here.
         with _sigint_held():
-            futures: list[Future[R] | None] = [pool.submit(task, item) for item in items]
+            futures: list[Future[R] | None] = [
+                pool.submit(_in_worker, task, item) for item in items
+            ]
         if meanwhile is not None:
             meanwhile()
         for i in range(len(items)):
@@ -83,7 +83,7 @@ def in_order(
                 # report does not fail for a lost helper.
                 pool.shutdown(wait=False, cancel_futures=True)
                 for item in items[i:]:
-                    yield here(item)
+                    yield task(shared, item)
                 interrupted = False
                 return
             yield result
@@ -112,8 +112,17 @@ def _sigint_held() -> Iterator[None]:
         block(signal.SIG_SETMASK, previous)
 
 
-def _start(initializer: Callable[..., None], initargs: tuple[Any, ...]) -> None:
+#: What ``in_order``'s tasks share, in a worker: set once as it starts.
+_shared: Any = None
+
+
+def _start(shared: Any) -> None:
     # Ctrl-C reaches the whole process group: the parent answers it (exit 130) and closes the
     # pool; a worker finishes its task quietly instead of printing a traceback of its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    initializer(*initargs)
+    global _shared
+    _shared = shared
+
+
+def _in_worker(task: Callable[[Any, T], R], item: T) -> R:
+    return task(_shared, item)

@@ -254,25 +254,4 @@ def _parts(count: _Count, spans: list[Span], jobs: int | None) -> Iterator[_Part
     imports numpy, which the labelled metrics take next: off the serial path, and before the
     metric workers (:mod:`.finish`) are forked, so none of them imports it again."""
     meanwhile = partial(import_module, "numpy") if count.labels is not None else None
-    return in_order(
-        _count_in_worker,
-        spans,
-        jobs,
-        partial(_count_span, count),
-        _start_worker,
-        (count,),
-        meanwhile,
-    )
-
-
-_worker_count: _Count | None = None
-
-
-def _start_worker(count: _Count) -> None:
-    global _worker_count
-    _worker_count = count
-
-
-def _count_in_worker(span: Span) -> _Part:
-    assert _worker_count is not None, "the pool's initializer sets it"
-    return _count_span(_worker_count, span)
+    return in_order(_count_span, spans, jobs, count, meanwhile)
