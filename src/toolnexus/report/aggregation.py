@@ -36,6 +36,16 @@ from .runs import ReportInputError
 
 __all__ = ["RunStats", "Usage", "record_id"]
 
+#: A question's plan, resolved when its key is first met: its stats, their bound ``add``, its
+#: type, its label column in a labels row (0 for none), and its snapshot or delta (or None).
+Plan = tuple[
+    QuestionStats,
+    Callable[[Mapping[str, Any], str | None, str], None],
+    str,
+    int,
+    Snapshot | Delta | None,
+]
+
 _TYPES: dict[str, type[QuestionStats]] = {
     "noul": NoulStats,
     "choice": ChoiceStats,
@@ -144,18 +154,8 @@ class RunStats:
         self.deltas: dict[str, Delta] | None = {} if against is not None else None
         #: of two runs: the labelled ids (which labels no run used is said once for both)
         self.label_ids_seen: set[str] | None = set() if snapshot or against is not None else None
-        #: per question key, resolved once: (stats, its bound add, its type, its label column
-        #: in a labels row (0 for none), its snapshot or delta (or None))
-        self._plan: dict[
-            str,
-            tuple[
-                QuestionStats,
-                Callable[[Mapping[str, Any], str | None, str], None],
-                str,
-                int,
-                Snapshot | Delta | None,
-            ],
-        ] = {}
+        #: per question key, resolved once (:data:`Plan`)
+        self._plan: dict[str, Plan] = {}
         self._rows = labels.rows if labels is not None else {}
 
     def _question(self, key: str, answer: Mapping[str, Any]) -> QuestionStats:
@@ -285,15 +285,7 @@ class RunStats:
             if self.label_ids_seen is not None:
                 self.label_ids_seen.add(sid)
 
-    def plan_for(
-        self, key: str, qtype: str
-    ) -> tuple[
-        QuestionStats,
-        Callable[[Mapping[str, Any], str | None, str], None],
-        str,
-        int,
-        Snapshot | Delta | None,
-    ]:
+    def plan_for(self, key: str, qtype: str) -> Plan:
         """The plan of question ``key`` (made when first met, as an answer of ``qtype``):
         its stats, their ``add``, their type, its label column (0: none) and its snapshot or
         delta."""
@@ -314,15 +306,7 @@ class RunStats:
         self.styles.add(style)
         self.packs.add(packed)
 
-    def _step(
-        self, key: str, answer: Mapping[str, Any]
-    ) -> tuple[
-        QuestionStats,
-        Callable[[Mapping[str, Any], str | None, str], None],
-        str,
-        int,
-        Snapshot | Delta | None,
-    ]:
+    def _step(self, key: str, answer: Mapping[str, Any]) -> Plan:
         """The plan of a question key met for the first time in this run (or chunk)."""
         st = self.questions.get(key) or self._question(key, answer)
         column = self.labels.column(key) if self.labels is not None else None

@@ -148,25 +148,36 @@ def _p_true(y_true: Sequence[int], y_prob: Sequence[Sequence[float]]) -> Iterato
     return map(_p_of, y_prob, y_true)
 
 
+def _rows_and_labels(
+    y_true: Sequence[int], y_prob: Sequence[Sequence[float]]
+) -> tuple[int, Floats | None, Floats | None]:
+    """The record count and, for rows of one width (:func:`.arrays.uniform_rows`), the rows as
+    one 2-D array and each row's probability of its label; ``None`` twice for the generic
+    path."""
+    import numpy as np
+
+    n = same_length(y_true, y_prob, "probability rows")
+    uniform = uniform_rows(y_prob, y_true) if n else None
+    if uniform is None:
+        return n, None, None
+    rows, labels = uniform
+    return n, rows, rows[np.arange(n), labels]
+
+
 def multiclass_brier_score(
     y_true: Sequence[int], y_prob: Sequence[Sequence[float]]
 ) -> float | None:
     """Mean over records of ``sum_k (p_k - y_k)^2``; ``y_true`` holds class indices."""
     # sum_k p_k^2 - 2 p_y + 1 per record: the label's own term expanded, a missing class
     # being 0; each row's squares added in column order, the records' terms in record order.
-    import numpy as np
-
-    n = same_length(y_true, y_prob, "probability rows")
+    n, rows_, p_label = _rows_and_labels(y_true, y_prob)
     if not n:
         return None
-    uniform = uniform_rows(y_prob, y_true)
-    if uniform is not None:
-        rows_, labels = uniform
+    if rows_ is not None and p_label is not None:
         squares = rows_[:, 0] * rows_[:, 0]
         for k in range(1, rows_.shape[1]):
             squares = squares + rows_[:, k] * rows_[:, k]
-        twice = 2.0 * rows_[np.arange(n), labels]
-        return sum_in_order((squares - twice) + 1.0) / n
+        return sum_in_order((squares - 2.0 * p_label) + 1.0) / n
     rows, again = tee(y_prob)
     squares_ = map(in_order_sum, map(map, repeat(operator.mul), rows, again))
     twice_ = map(operator.mul, repeat(2.0), _p_true(y_true, y_prob))
@@ -178,14 +189,11 @@ def multiclass_log_loss(y_true: Sequence[int], y_prob: Sequence[Sequence[float]]
     """Mean ``-log p_label`` (clipped); ``y_true`` holds class indices."""
     import numpy as np
 
-    n = same_length(y_true, y_prob, "probability rows")
+    n, _, p_label = _rows_and_labels(y_true, y_prob)
     if not n:
         return None
-    uniform = uniform_rows(y_prob, y_true)
-    if uniform is not None:
-        rows_, labels = uniform
-        clipped = np.clip(rows_[np.arange(n), labels], EPS, 1.0 - EPS)
-        return -sum_in_order(logs(clipped)) / n
+    if p_label is not None:
+        return -sum_in_order(logs(np.clip(p_label, EPS, 1.0 - EPS))) / n
     clipped_ = map(max, repeat(EPS), map(min, repeat(1.0 - EPS), _p_true(y_true, y_prob)))
     return -in_order_sum(map(math.log, clipped_)) / n
 
