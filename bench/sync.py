@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from _common import QUESTIONS, states
 from toolnexus import create_classifier, sync
@@ -96,9 +97,11 @@ def async_callers(base_url: str) -> None:
     asyncio.run(go())
 
 
-def sync_callers(base_url: str) -> None:
+def _in_threads(evaluate: Callable[[Any], object]) -> None:
+    """``CONCURRENCY`` threads, each calling ``evaluate(state)`` for the next state until none
+    is left (a shared iterator is not thread-safe: a lock hands them out; tasks need none)."""
     pending = iter(states(REQUESTS))
-    lock = threading.Lock()  # a shared iterator is not thread-safe; the tasks above need none
+    lock = threading.Lock()
 
     def caller() -> None:
         while True:
@@ -106,14 +109,18 @@ def sync_callers(base_url: str) -> None:
                 state = next(pending, None)
             if state is None:
                 return
-            judge.evaluate(state, QUESTIONS)
+            evaluate(state)
 
+    threads = [threading.Thread(target=caller) for _ in range(CONCURRENCY)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def sync_callers(base_url: str) -> None:
     with sync.create_classifier(base_url=base_url) as judge:
-        threads = [threading.Thread(target=caller) for _ in range(CONCURRENCY)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        _in_threads(lambda state: judge.evaluate(state, QUESTIONS))
 
 
 def floor_callers(base_url: str) -> None:
@@ -122,23 +129,12 @@ def floor_callers(base_url: str) -> None:
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    pending = iter(states(REQUESTS))
-    lock = threading.Lock()
     judge = create_classifier(base_url=base_url)
-
-    def caller() -> None:
-        while True:
-            with lock:
-                state = next(pending, None)
-            if state is None:
-                return
-            asyncio.run_coroutine_threadsafe(judge.evaluate(state, QUESTIONS), loop).result()
-
-    threads = [threading.Thread(target=caller) for _ in range(CONCURRENCY)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _in_threads(
+        lambda state: asyncio.run_coroutine_threadsafe(
+            judge.evaluate(state, QUESTIONS), loop
+        ).result()
+    )
     asyncio.run_coroutine_threadsafe(judge.aclose(), loop).result()
     loop.call_soon_threadsafe(loop.stop)
     thread.join()

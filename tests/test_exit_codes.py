@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from clirun import run_main
 from loopback import Fault, Loopback
 from paths import REPO
 from toolnexus import errors as lib
-from toolnexus.cli.app import main
 from toolnexus.cli.errors import (
     CONDITION_FOR_CODE,
     EXIT_BACKEND,
@@ -108,15 +108,9 @@ class Ran:
 
 
 def _run(capfd: pytest.CaptureFixture[str], *args: str) -> Ran:
-    """The console entry point in-process; batch writes records with ``os.write`` on fd 1, so
-    the capture is at the file-descriptor level."""
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capfd.readouterr()
-    return Ran(code, out, err)
+    """The console entry point in-process (``clirun.run_main``); batch writes records with
+    ``os.write`` on fd 1, so the capture is at the file-descriptor level."""
+    return Ran(*run_main(capfd, *args))
 
 
 def _options(case: Case, server: Loopback, empty: Path) -> list[str]:
