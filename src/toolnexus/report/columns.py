@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from itertools import compress, repeat
 from typing import Any
 
+from ..records.arrowrows import column_values
 from .accumulators import QuestionStats
 from .aggregation import MAX_TOKENS, RunStats
 from .runs import Span
@@ -94,11 +95,11 @@ def _count_table(table: Any, stats: RunStats, seen: set[str]) -> bool:
         first, column = answered
         if column is not None:
             counted.append((field.name, kind, first, column))
-    ids = _values(table.column("id"))
+    ids = column_values(table.column("id"))
     if len(set(ids)) != n or not seen.isdisjoint(ids):
         return False
     run_fields = [
-        _values(table.column(name)) if name in names else [None] * n
+        column_values(table.column(name)) if name in names else [None] * n
         for name in ("model", "questions_sha256", "calibrated", "cached")
     ]
     plans = _plans(stats, counted)
@@ -182,7 +183,7 @@ def _field(array: Any, name: str) -> list[Any]:
     field as None (the record path drops it, and every accumulator reads it with ``get``)."""
     if name in ("probabilities", "legend"):
         return map_dicts(array)
-    return _values(array)
+    return column_values(array)
 
 
 def _count_run_fields(stats: RunStats, table: Any, run_fields: list[list[Any]]) -> bool:
@@ -234,7 +235,7 @@ def _usage(table: Any, n: int) -> list[Any]:
         return [None] * n
     usage = table.column("usage").combine_chunks()
     names = [f.name for f in usage.type]
-    fields = zip(*map(_values, usage.flatten()), strict=True)
+    fields = zip(*map(column_values, usage.flatten()), strict=True)
     rows: list[Any] = list(map(dict, map(zip, repeat(names), fields)))
     if usage.null_count:
         valid = usage.is_valid().to_pylist()
@@ -256,9 +257,3 @@ def _plans(
             raise ValueError(f"answer {key!r}: counted on the record path")
         steps[j] = (st, column, answers)
     return [steps[j] for j in range(len(counted))]
-
-
-def _values(array: Any) -> list[Any]:
-    from ..records.arrowrows import column_values
-
-    return column_values(array)

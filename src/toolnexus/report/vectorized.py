@@ -18,6 +18,7 @@ from collections import Counter
 from itertools import pairwise, repeat
 from typing import Any
 
+from ..records.arrowrows import column_values
 from .accumulators import (
     _BAND_INDEX,
     _LEVEL_KEYS,
@@ -59,7 +60,7 @@ def map_dicts(array: Any) -> list[Any]:
     name the same keys in the same order: their dicts are then made in C from one key list
     (and a row group whose values repeat too, a legend, shares one dict: nothing mutates it)."""
     offsets = array.offsets.to_pylist()
-    keys, items = _values(array.keys), _values(array.items)
+    keys, items = column_values(array.keys), column_values(array.items)
     n = len(array)
     start, width = offsets[0], (offsets[1] - offsets[0]) if n else 0
     rows: list[Any]
@@ -79,12 +80,6 @@ def map_dicts(array: Any) -> list[Any]:
         valid = array.is_valid().to_pylist()
         rows = [r if v else None for r, v in zip(rows, valid, strict=True)]
     return rows
-
-
-def _values(array: Any) -> list[Any]:
-    from ..records.arrowrows import column_values
-
-    return column_values(array)
 
 
 def _within(array: Any, low: float, high: float, *, nulls: bool = False) -> bool:
@@ -111,7 +106,7 @@ def _flags(st: QuestionStats, array: Any, ids: list[str]) -> None:
     start, end = offsets[0], offsets[-1]
     if end == start:
         return
-    inner = _values(array.values.slice(start, end - start))
+    inner = column_values(array.values.slice(start, end - start))
     counts = st.flags
     for flag, n in Counter(inner).items():
         before = counts[flag]
@@ -140,7 +135,7 @@ def _flags_plain(array: Any) -> bool:
 def _noul(st: NoulStats, f: dict[str, Any], labels: list[str | None], ids: list[str]) -> bool:
     if not (_within(f["noul"], 0.0, 1.0) and _flags_plain(f["flags"])):
         return False
-    bands = _values(f["band"])
+    bands = column_values(f["band"])
     if not set(map(type, bands)) <= {str, type(None)}:
         return False
     truth: dict[str | None, int] = {}
@@ -185,7 +180,7 @@ def _uniform(array: Any) -> tuple[tuple[str, ...], list[float]] | None:
     items = array.items.slice(start, width * n)
     if not _within(items, 0.0, 1.0):
         return None
-    keys = _values(array.keys.slice(start, width * n))
+    keys = column_values(array.keys.slice(start, width * n))
     names = tuple(keys[:width])
     if keys != list(names) * n or len(set(names)) != width:
         return None
@@ -247,7 +242,7 @@ def _choice(st: ChoiceStats, f: dict[str, Any], labels: list[str | None], ids: l
     if not pa.types.is_boolean(f["near_uniform"].type):
         return False
     names, values = uniform
-    choices = _values(f["choice"])
+    choices = column_values(f["choice"])
     if set(map(type, choices)) != {str}:
         return False
     options = set(st.options) | set(names)
