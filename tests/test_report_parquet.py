@@ -248,3 +248,31 @@ def test_a_long_parquet_run_reports_its_jsonl_runs_every_digit(
     assert True in whole_columns, "a column counted whole"
     assert (False in whole_columns) == mixed, "a mixed column counted row by row"
     assert _report(read_run(str(run), labels, jobs=3)) == want
+
+
+def test_a_plain_row_group_whose_usage_has_a_cost_is_still_counted_from_its_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run fields' fast path takes two token counts and no cost; a group with costs keeps
+    the column path for its answers and counts each row's usage as ``count_record`` does. Any
+    error in the column path sends the group to the record path (``count_columns``: None), so
+    the path taken is asserted, not only the digits."""
+    from toolnexus.report import columns
+
+    records = _varied_records(1000, seed=5, mixed=False)
+    for r in records:
+        r["usage"]["cost"] = 0.0025
+    run = _write_run(tmp_path, records, group=250)
+    jsonl = tmp_path / "run.jsonl"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    counted: list[bool] = []
+    count_columns = columns.count_columns
+
+    def spy(path: str, span: Any, stats: Any) -> Any:
+        ids = count_columns(path, span, stats)
+        counted.append(ids is not None)
+        return ids
+
+    monkeypatch.setattr(columns, "count_columns", spy)
+    assert _report(read_run(str(run), None, jobs=1)) == _report(read_whole(str(jsonl)))
+    assert counted == [True] * 4
