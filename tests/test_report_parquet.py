@@ -200,6 +200,22 @@ def _varied_records(n: int, seed: int, mixed: bool) -> list[dict[str, Any]]:
     return records
 
 
+def _spy_count_columns(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Per row group read, whether the column path counted it (``count_columns`` not None)."""
+    from toolnexus.report import columns
+
+    counted: list[bool] = []
+    count_columns = columns.count_columns
+
+    def spy(path: str, span: Any, stats: Any) -> Any:
+        ids = count_columns(path, span, stats)
+        counted.append(ids is not None)
+        return ids
+
+    monkeypatch.setattr(columns, "count_columns", spy)
+    return counted
+
+
 @pytest.mark.parametrize("mixed", [True, False], ids=["mixed", "one-shape"])
 @pytest.mark.parametrize("labelled", [False, True], ids=["unlabelled", "labelled"])
 def test_a_long_parquet_run_reports_its_jsonl_runs_every_digit(
@@ -224,15 +240,7 @@ def test_a_long_parquet_run_reports_its_jsonl_runs_every_digit(
         ]
         (tmp_path / "labels.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
         labels = read_labels(str(tmp_path / "labels.csv"))
-    counted: list[bool] = []
-    count_columns = columns.count_columns
-
-    def spy(path: str, span: Any, stats: Any) -> Any:
-        ids = count_columns(path, span, stats)
-        counted.append(ids is not None)
-        return ids
-
-    monkeypatch.setattr(columns, "count_columns", spy)
+    counted = _spy_count_columns(monkeypatch)
     whole_columns: list[bool] = []
     count_column = columns.count_column
 
@@ -257,7 +265,6 @@ def test_a_plain_row_group_whose_usage_has_a_cost_is_still_counted_from_its_colu
     the column path for its answers and counts each row's usage as ``count_record`` does. Any
     error in the column path sends the group to the record path (``count_columns``: None), so
     the path taken is asserted, not only the digits."""
-    from toolnexus.report import columns
 
     records = _varied_records(1000, seed=5, mixed=False)
     for r in records:
@@ -265,14 +272,6 @@ def test_a_plain_row_group_whose_usage_has_a_cost_is_still_counted_from_its_colu
     run = _write_run(tmp_path, records, group=250)
     jsonl = tmp_path / "run.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    counted: list[bool] = []
-    count_columns = columns.count_columns
-
-    def spy(path: str, span: Any, stats: Any) -> Any:
-        ids = count_columns(path, span, stats)
-        counted.append(ids is not None)
-        return ids
-
-    monkeypatch.setattr(columns, "count_columns", spy)
+    counted = _spy_count_columns(monkeypatch)
     assert _report(read_run(str(run), None, jobs=1)) == _report(read_whole(str(jsonl)))
     assert counted == [True] * 4
