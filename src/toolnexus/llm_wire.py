@@ -25,7 +25,7 @@ from .questions import (
     ScoreQuestion,
     question_to_wire,
 )
-from .transport.redaction import scrub
+from .transport.redaction import scrub, scrub_value
 from .validation import validate_decision
 
 __all__ = ["SYSTEM_PROMPT", "build_messages", "decode_reply", "quote", "response_schema"]
@@ -176,7 +176,9 @@ def decode_reply(
         why = f"refused: {quote(refusal, secrets)}" if refusal else "no message content"
         raise DecisionError(f"classifier: llm: chat reply has {why}")
     try:
-        reply = loads(content)
+        # Scrubbed as decoded: a host's own chat client never passed the transport's byte
+        # scrub, and content is JSON inside JSON, where a key may hide in escapes (issue 29).
+        reply = scrub_value(loads(content), secrets)
     except ValueError:
         reply = None
     if not isinstance(reply, Mapping) or not isinstance(reply.get("answers"), Mapping):
@@ -203,7 +205,7 @@ def decode_reply(
             if isinstance(q, ScoreQuestion):
                 answer["legend"] = {str(i): lv for i, lv in enumerate(q.criteria)}
         answers[key] = answer
-    model = response.get("model")
+    model = scrub_value(response.get("model"), secrets)
     body = {
         "model": model if isinstance(model, str) and model else fallback_model,
         "answers": answers,

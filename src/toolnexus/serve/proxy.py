@@ -27,10 +27,17 @@ import aiohttp
 from ..errors import DecisionError
 from ..questions import normalize_questions
 from ..recordings import write_recording
-from ..transport.redaction import redact_url
+from ..transport.redaction import redact_url, scrub_value, url_secrets
 from .wire import WireRequest
 
-__all__ = ["FORWARDED_HEADERS", "Upstream", "record_exchange", "shown_url", "upstream_base"]
+__all__ = [
+    "FORWARDED_HEADERS",
+    "Upstream",
+    "credentials",
+    "record_exchange",
+    "shown_url",
+    "upstream_base",
+]
 
 #: Request headers passed to the upstream (lower case). Everything else stays here.
 FORWARDED_HEADERS = (
@@ -82,6 +89,10 @@ class Upstream:
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
 
+    def secrets(self, authorization: str | None) -> list[str]:
+        """The credentials of one exchange through this upstream (:func:`credentials`)."""
+        return credentials(authorization, urlunsplit(self._parts))
+
     def url(self, endpoint: str, *, shown: bool = False) -> str:
         """The upstream URL of ``endpoint`` (``systemone``, ``models``): as sent (userinfo goes
         as Basic auth instead), or ``shown`` with credentials «redacted»."""
@@ -116,17 +127,44 @@ class Upstream:
             return resp.status, raw, back
 
 
+def credentials(authorization: str | None, upstream: str) -> list[str]:
+    """Every credential an exchange carried: the caller's Authorization (a Bearer token, or a
+    Basic pair and each of its parts) and the secrets of the upstream URL. What a recording
+    must never hold, however the upstream spelled its echo."""
+    found = url_secrets(upstream)
+    if authorization:
+        scheme, _, token = authorization.strip().partition(" ")
+        token = token.strip()
+        found += [authorization.strip(), token]
+        if scheme.lower() == "basic" and token:
+            try:
+                pair = base64.b64decode(token, validate=True).decode("utf-8")
+            except ValueError:
+                pair = ""
+            user, _, password = pair.partition(":")
+            found += [pair, user, password]
+    return [v for v in dict.fromkeys(found) if v]
+
+
 def record_exchange(
-    directory: str | Path, endpoint: str, request: WireRequest, response_body: bytes
+    directory: str | Path,
+    endpoint: str,
+    request: WireRequest,
+    response_body: bytes,
+    secrets: list[str] | None = None,
 ) -> Path:
     """Write one exchange as ``--record`` does (``recordings.write_recording``, image hashes
-    under ``assets``). Raises ``ClassifierError`` when toolnexus cannot model it."""
+    under ``assets``), every string of the response scrubbed of ``secrets`` as decoded (an
+    upstream may echo the key in ``\\u`` escapes: issue 29). Raises ``ClassifierError`` when
+    toolnexus cannot model it."""
     try:
         response: Any = json.loads(response_body)
     except (ValueError, UnicodeDecodeError) as e:
         raise DecisionError(f"classifier: the upstream's 200 body is not JSON: {e}") from None
     if not isinstance(response, Mapping):
         raise DecisionError("classifier: the upstream's 200 body is not a JSON object")
+    if secrets:
+        response = scrub_value(response, secrets)
     assets = {i.placeholder: {"sha256": i.sha256, "type": "image"} for i in request.images}
     return write_recording(
         directory,

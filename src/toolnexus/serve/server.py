@@ -300,7 +300,8 @@ class Server:
         try:
             wire = self.wire(request, ex)
             endpoint = self._upstream.url("systemone", shown=True)
-            record_exchange(self.options.record, endpoint, wire, data)
+            secrets = self._upstream.secrets(request.headers.get("Authorization"))
+            record_exchange(self.options.record, endpoint, wire, data, secrets)
         except (Reject, ClassifierError) as e:
             detail = e.detail if isinstance(e, ClassifierError) else f"HTTP {e.status}"
             return f" not-recorded({' '.join(detail.split())[:120]})"

@@ -29,6 +29,8 @@ __all__ = [
     "redact_url",
     "scrub",
     "scrub_bytes",
+    "scrub_escaped",
+    "scrub_value",
     "secret_forms",
     "server_message",
     "transport_error",
@@ -77,11 +79,96 @@ _REDACTED_BYTES = REDACTED.encode("utf-8")
 
 def scrub_bytes(data: bytes, secrets: Iterable[str]) -> bytes:
     """Raw answer bytes with every form of every secret replaced by «redacted»: run on EVERY
-    answer, whatever its status, before anything decodes, cuts, stores or prints it."""
+    answer, whatever its status, before anything decodes, cuts, stores or prints it. The literal
+    forms first (one ``replace`` each: the common, cheap case), then every JSON string that
+    carries an escape is decoded and scrubbed as the decoder would see it (issue 29)."""
+    secrets = [s for s in secrets if len(s) >= MIN_SECRET]
     for form in secret_forms(secrets):
         if form in data:
             data = data.replace(form, _REDACTED_BYTES)
-    return data
+    return scrub_escaped(data, secrets)
+
+
+# One JSON string literal, escapes included. Matched left to right over a JSON text it tokenizes
+# exactly: outside a string there is no quote, and inside one a quote is always escaped.
+_LITERAL = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_LITERAL_TEXT = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+#: How deep JSON text inside a JSON string is searched (an llm reply's content is one level).
+_NESTING = 3
+
+
+def scrub_escaped(data: bytes, secrets: Iterable[str]) -> bytes:
+    """``data`` (a JSON text, or anything) with every string literal that holds an escape and
+    decodes to text containing a secret rewritten, scrubbed, as a plain JSON string.
+
+    JSON lets a server spell each character of a key as ``\\u0073``, in either case of hex,
+    ``\\/`` for a slash, a surrogate pair for a character past the BMP, or any mix of these with
+    plain characters: no finite list of byte forms covers them, so the literal is decoded and
+    the decoded text is what is compared (issue 29 item 1). Literals without an escape were
+    covered by the literal forms; the other bytes are left as they were."""
+    if b"\\" not in data:
+        return data
+    found = [s for s in secrets if len(s) >= MIN_SECRET]
+    if not found:
+        return data
+
+    def one(m: re.Match[bytes]) -> bytes:
+        literal = m.group()
+        if b"\\" not in literal:
+            return literal
+        try:
+            text = json.loads(literal)
+        except ValueError:
+            return literal
+        clean = _scrub_decoded(text, found, _NESTING)
+        return literal if clean == text else _encode_literal(clean)
+
+    return _LITERAL.sub(one, data)
+
+
+def _scrub_decoded(text: str, secrets: list[str], depth: int) -> str:
+    """A decoded string scrubbed, and any JSON text inside it (escaped once more) too."""
+    text = scrub(text, secrets)
+    if depth > 1 and "\\" in text:
+
+        def one(m: re.Match[str]) -> str:
+            literal = m.group()
+            if "\\" not in literal:
+                return literal
+            try:
+                inner = json.loads(literal)
+            except ValueError:
+                return literal
+            clean = _scrub_decoded(inner, secrets, depth - 1)
+            return literal if clean == inner else json.dumps(clean, ensure_ascii=False)
+
+        text = _LITERAL_TEXT.sub(one, text)
+    return text
+
+
+def _encode_literal(text: str) -> bytes:
+    try:
+        return json.dumps(text, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: only the escaped form is valid UTF-8
+        return json.dumps(text).encode("ascii")
+
+
+def scrub_value(value: Any, secrets: Iterable[str]) -> Any:
+    """A decoded JSON value with every string in it (object keys included) scrubbed: for
+    bodies that were decoded somewhere the transport's byte scrub never saw (a host's own chat
+    client, a proxied answer about to be recorded). A copy; ``value`` is left as it was."""
+    found = [s for s in secrets if len(s) >= MIN_SECRET]
+    return _walk(value, found) if found else value
+
+
+def _walk(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    if isinstance(value, dict):
+        return {_walk(k, secrets): _walk(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_walk(v, secrets) for v in value]
+    return value
 
 
 # The scheme is optional so that a refused URL without one (``user:key@host``) is hidden too.
