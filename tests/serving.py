@@ -14,6 +14,29 @@ import httpx
 from toolnexus.serve import ServeOptions, Server
 
 
+class HeldClock:
+    """A server clock that stands still for its first ``reads`` readings, then runs.
+
+    ``Limits.admit`` reads the clock once per API request, so against a limit of capacity C
+    requests C+1..``reads`` are refused whatever the client's speed, and the run then finishes
+    at the real rate: a limit that binds by construction (issue 29 item 2: "send 120 requests
+    against a 100-request bucket refilling 100/s: they are throttled only if all 120 go out
+    within 0.2 s"). Safe to read from any thread."""
+
+    def __init__(self, reads: int) -> None:
+        self._reads = reads
+        self._count = 0
+        self._lock = threading.Lock()
+        self._start = time.monotonic()
+
+    def __call__(self) -> float:
+        with self._lock:
+            self._count += 1
+            held = self._count <= self._reads
+        # After the hold, far past 0: every bucket refills at once, then time runs.
+        return 0.0 if held else 1e6 + time.monotonic() - self._start
+
+
 def run_with(
     options: ServeOptions,
     scenario: Callable[[Server], Awaitable[Any]],

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from clirun import run_cli
-from serving import ThreadedServer
+from serving import HeldClock, ThreadedServer
 from toolnexus.cli.batch_pace import STATE_FIELD_PROBE
 from toolnexus.cli.errors import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
 from toolnexus.serve import ServeOptions
@@ -65,11 +65,13 @@ def test_concurrency_64_against_a_rate_limit_writes_no_429_record(
     """'0 error records from 429 at concurrency 64' (CLI), ``--retries 0``: before the
     scheduler every 429 became a ``backend_http`` record."""
     src, out = _input(tmp_path, 160), tmp_path / "out.jsonl"
-    with ThreadedServer(ServeOptions(synthetic=True, rate_limit="6000/min")) as server:
+    # 100 requests pass, the next 20 are refused whatever the machine's speed, then time runs.
+    options = ServeOptions(synthetic=True, rate_limit="6000/min")
+    with ThreadedServer(options, clock=HeldClock(120)) as server:
         ran = _batch(qfile, src, out, server, "--concurrency", "64", "--retries", "0")
         statuses = _statuses(server)
     assert ran.code == EXIT_OK, ran.stderr
-    assert statuses.get("429", 0) > 0, "the server never limited the run: the test proves nothing"
+    assert statuses.get("429", 0) >= 20, "the held clock refuses requests 101..120"
     records = _records(out)
     assert len(records) == 160 and not [r for r in records if "error" in r]
     assert f"{statuses['429']} answered 429 and were sent again" in ran.stderr
@@ -223,11 +225,12 @@ def test_evaluate_table_rides_the_limit_through_the_same_scheduler(tmp_path: Pat
 
     questions = {"refund": {"type": "noul", "instructions": "Is a refund requested?"}}
     table = pa.table({"text": [f"ticket {i}: charged twice" for i in range(120)]})
-    with ThreadedServer(ServeOptions(synthetic=True, rate_limit="6000/min")) as server:
+    options = ServeOptions(synthetic=True, rate_limit="6000/min")
+    with ThreadedServer(options, clock=HeldClock(110)) as server:
         out = evaluate_table(
             table, questions, state_column="text", concurrency=64, base_url=server.url, retries=0
         )
         throttled = _statuses(server).get("429", 0)
-    assert throttled > 0, "the server never limited the run: the test proves nothing"
+    assert throttled >= 10, "the held clock refuses requests 101..110"
     assert out.num_rows == 120
     assert out.column("error").null_count == 120
