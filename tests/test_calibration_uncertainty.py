@@ -147,3 +147,21 @@ def test_both_draws_match_a_direct_bootstrap_and_null(decimals: int | None) -> N
     want = np.percentile(boot, [2.5, 97.5])
     assert (interval.low, interval.high) == pytest.approx(tuple(want), rel=0.1)
     assert (floor.median, floor.p95) == pytest.approx(tuple(np.percentile(null, [50, 95])), rel=0.1)
+
+
+def test_the_bootstrap_sums_by_bin_in_column_order_with_no_matrix_product() -> None:
+    """Issue 29: "a suite that passes on any machine". A matrix product let OpenBLAS choose the
+    order of additions by the CPU it found, and a golden interval differed in its last digit on
+    another machine; the per-bin sums are now made column by column, equal with ``==`` to a
+    plain loop."""
+    from toolnexus.calibration import uncertainty
+
+    rng = np.random.default_rng(3)
+    bins = np.sort(rng.integers(0, uncertainty.N_BINS, 57))
+    weighted = rng.normal(size=(6, 57)) * 1e3
+    got = uncertainty._sum_by_bin(weighted, bins)
+    for r in range(6):
+        want = [0.0] * uncertainty.N_BINS
+        for c in range(57):
+            want[bins[c]] += float(weighted[r, c])
+        assert list(got[r]) == want

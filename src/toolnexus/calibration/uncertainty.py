@@ -119,6 +119,21 @@ def _per_bin_matrix(values: Floats, bins: npt.NDArray[np.intp]) -> Floats:
     return m
 
 
+def _sum_by_bin(weighted: Floats, bins: npt.NDArray[np.intp]) -> Floats:
+    """(rows, bins): each row's columns summed within their bin, in column order.
+
+    ``bins`` is non-decreasing (atoms come sorted by probability), so each bin is one run of
+    columns. Summed with ``add.accumulate``, which adds each column to the partial sum before
+    it: the same bits on every machine. A matrix product (``counts @ per-bin matrix``) is not:
+    OpenBLAS picks its kernel, and so its order of additions, by the CPU it finds (issue 29: a
+    golden interval differed in its last digit on another 2-core machine)."""
+    out = np.zeros((weighted.shape[0], N_BINS))
+    edges = np.flatnonzero(np.diff(bins)) + 1
+    for start, stop in zip([0, *edges], [*edges, len(bins)], strict=True):
+        out[:, bins[start]] = np.add.accumulate(weighted[:, start:stop], axis=1)[:, -1]
+    return out
+
+
 def _chunks(total: int, atoms: int) -> list[int]:
     rows = max(1, _CELLS_PER_CHUNK // max(atoms, 1))
     return [min(rows, total - start) for start in range(0, total, rows)]
@@ -141,7 +156,6 @@ def ece_interval(
     point = ece_binned(y, p)
     assert point is not None
     atoms, counts = _atoms(p, y)
-    by_bin = _per_bin_matrix(atoms[:, 1] - atoms[:, 0], _bins(atoms[:, 0]))
     rng = np.random.default_rng(seed)
     share = counts / n
     distinct = int(counts.max()) == 1  # continuous probabilities: every record its own atom
@@ -157,7 +171,7 @@ def ece_interval(
             samples.append(np.abs(sums.reshape(rows, N_BINS)).sum(axis=1) / n)
         else:
             drawn = rng.multinomial(n, share, size=rows).astype(np.float64)
-            samples.append(np.abs(drawn @ by_bin).sum(axis=1) / n)
+            samples.append(np.abs(_sum_by_bin(drawn * d, bins)).sum(axis=1) / n)
     low, high = np.percentile(np.concatenate(samples), [2.5, 97.5])
     return EceInterval(point, float(low), float(high), resamples, seed)
 
@@ -184,6 +198,7 @@ def ece_null(
             positives = (rng.random((rows, len(values))) < values).astype(np.float64)
         else:
             positives = rng.binomial(counts, values, size=(rows, len(values))).astype(np.float64)
+        # A product of 0/1 counts: whole numbers below 2**53, exact in any order of addition.
         samples.append(np.abs(positives @ ones - expected).sum(axis=1) / n)
     median, p95 = np.percentile(np.concatenate(samples), [50.0, 95.0])
     return EceNull(float(median), float(p95), draws, seed)
