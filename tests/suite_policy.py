@@ -12,17 +12,23 @@ tests/conftest.py registers it; ``python -m pytest -p suite_policy`` loads it on
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 #: The marker a skip reason must contain to be allowed.
 PLATFORM = "platform:"
 
 _NOTES = pytest.StashKey[list[str]]()
+_PENDING = pytest.StashKey[list[str]]()
+#: The name notes travel under in a report's ``user_properties``: under pytest-xdist a test
+#: runs in a worker, and only its reports reach the process that prints the summary.
+_NOTE = "suite-policy-note"
 
 
 def note(config: pytest.Config, text: str) -> None:
     """Leave a line for the terminal summary (e.g. which check a test could run here)."""
-    config.stash.setdefault(_NOTES, []).append(text)
+    config.stash.setdefault(_PENDING, []).append(text)
 
 
 def _reason(report: pytest.CollectReport | pytest.TestReport) -> str:
@@ -46,9 +52,21 @@ class SkipPolicy:
         if report.skipped:
             self._check(report)
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        outcome = yield
+        pending = self.config.stash.get(_PENDING, [])
+        if pending:
+            report: pytest.TestReport = outcome.get_result()
+            report.user_properties.extend((_NOTE, line) for line in pending)
+            pending.clear()
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.skipped and not hasattr(report, "wasxfail"):
             self._check(report)
+        for name, value in report.user_properties:
+            if name == _NOTE:
+                self.config.stash.setdefault(_NOTES, []).append(str(value))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.unexplained and session.exitstatus in (
