@@ -21,8 +21,11 @@ PRE_COMMIT = Path(sys.executable).with_name("pre-commit")
 #: where `make install` puts the wheels the hook's environment is installed from, offline
 WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
 
-GOOD = "questions:\n  d: {type: choice, instructions: x, criteria: {a: means a, b: means b}}\n"
-BAD = "questions:\n  d: {type: choice, instructions: x, criteria: {a: a, b: b}}\n"
+GOOD = (
+    "questions:\n  d: {type: choice, instructions: x, criteria: {a: means a, b: means b, "
+    "other: none of these}}\n"
+)
+BAD = "questions:\n  d: {type: choice, instructions: x, criteria: {a: a, b: b, other: other}}\n"
 BAD_LINE = "2:48: TN002 question 'd': every option description equals its own option id"
 NOT_A_SET = "jobs:\n  build: {runs-on: ubuntu}\n"
 
@@ -113,6 +116,7 @@ def test_json_format_is_a_list_of_findings(tmp_path: Path) -> None:
             "line": 2,
             "col": 48,
             "code": "TN002",
+            "severity": "warning",
             "message": "question 'd': every option description equals its own option id",
         }
     ]
@@ -125,7 +129,7 @@ def test_json_format_is_a_list_of_findings(tmp_path: Path) -> None:
     [
         pytest.param(
             ["--format", "xml", "q.yaml"],
-            "Invalid value for '--format': 'xml' is not one of 'text', 'json'; "
+            "Invalid value for '--format': 'xml' is not one of 'text', 'json', 'sarif'; "
             "see 'toolnexus check-criteria --help'",
             id="format",
         ),
@@ -165,7 +169,12 @@ def test_degenerate_fixture_warns_for_exactly_the_degenerate_keys() -> None:
     described; one code per seed rule."""
     expect = load_json(CONFORMANCE / "degenerate.json")["expect"]
     ran = run_cli(
-        "check-criteria", "--format", "json", str(REPO / "tests/conformance_yaml/degenerate.yaml")
+        "check-criteria",
+        "--select",
+        "TN00",
+        "--format",
+        "json",
+        str(REPO / "tests/conformance_yaml/degenerate.yaml"),
     )
     found = {f["message"].split("'")[1]: f["code"] for f in json.loads(ran.out)}
     assert sorted(found) == sorted(expect["warnings"])

@@ -185,7 +185,7 @@ BAD = [
         2,
         52,
         "TN020",
-        "question 'd': option 'a' description must be a string, got a boolean; quote it",
+        "question 'd': option 'a' description must be a string or null, got a boolean; quote it",
         id="choice-description-yaml11-bool",
     ),
     pytest.param(

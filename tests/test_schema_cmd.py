@@ -93,6 +93,9 @@ BAD = [
         id="choice-256",
     ),
     pytest.param(Q + "  d: {type: choice, instructions: x, criteria: {a: 1}}\n", id="choice-num"),
+    pytest.param("questions: []\n", id="questions-empty-list"),
+    pytest.param("questions:\n", id="questions-null"),
+    pytest.param("questions: [1, 2, 3]\n", id="questions-list"),
     pytest.param(Q + "  u: {type: score, instructions: x, criteria: [a]}\n", id="score-one"),
     pytest.param(
         Q + "  u: {type: score, instructions: x, criteria: [a,b,c,d,e,f,g,h,i,j,k]}\n",
@@ -127,6 +130,10 @@ GOOD = [
     pytest.param(
         "model: m\n" + Q + "  d: {type: choice, instructions: x, criteria: {a: b}}\n",
         id="choice-one-option",
+    ),
+    pytest.param(
+        Q + "  d: {type: choice, instructions: x, criteria: {a: ~, b: c}}\n",
+        id="choice-null-description-issue-33-item-4",
     ),
 ]
 

@@ -6,33 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .lintrules import RULES, Severity, rule_for
+
 __all__ = ["CODES", "WARNING_CODES", "Finding"]
 
 #: The stable finding codes of ``check-criteria``. Never renumber: configs and CI greps hold them.
-CODES: dict[str, str] = {
-    "TN001": "degenerate choice: every option description is empty",
-    "TN002": "degenerate choice: every option description equals its own option id",
-    "TN003": "degenerate choice: every option description is identical",
-    "TN010": "a choice takes 1..255 named options",
-    "TN011": "a score takes 2..10 ordered levels",
-    "TN012": "no questions, or an empty question key",
-    "TN020": "schema or shape error (wrong kind of value, unknown field, not a question set)",
-    "TN021": "duplicate mapping key (YAML would silently keep the last)",
-    "TN022": "duplicate score level",
-    "TN023": "empty option description or score level (when not all are empty)",
-    "TN024": "missing or unknown question type",
-    "TN025": "missing or empty instructions",
-    "TN026": (
-        "question key, option id or score level label holds a control or bidirectional character"
-    ),
-    "TN027": "question key, option id or score level label is whitespace only",
-    "TN028": "question key, option id or score level label contains a newline",
-    "TN900": "not YAML: syntax error, or not UTF-8 text",
-}
+CODES: dict[str, str] = {rule.code: rule.summary for rule in RULES}
 
-#: Advisory findings: ``check-criteria`` reports them, but a file with only these still loads
-#: (the classifier itself warns about degenerate criteria at run time, and sends the request).
-WARNING_CODES = frozenset({"TN001", "TN002", "TN003", "TN022", "TN023", "TN026", "TN027", "TN028"})
+#: Findings that do not stop ``eval``/``batch`` loading the file (the classifier itself warns
+#: about degenerate criteria at run time, and sends the request); ``check-criteria`` reports them.
+WARNING_CODES = frozenset(rule.code for rule in RULES if not rule.blocks)
 
 
 @dataclass(frozen=True, order=True)
@@ -47,8 +30,12 @@ class Finding:
 
     @property
     def is_error(self) -> bool:
-        """False for advisory codes (``WARNING_CODES``): the file still loads."""
+        """True when the file cannot be loaded (the rule ``blocks``): eval refuses it."""
         return self.code not in WARNING_CODES
+
+    @property
+    def severity(self) -> Severity:
+        return rule_for(self.code).severity
 
     def located(self) -> str:
         """``path:line:col: message``, the shape editors and terminals jump to."""
@@ -63,5 +50,6 @@ class Finding:
             "line": self.line,
             "col": self.col,
             "code": self.code,
+            "severity": self.severity,
             "message": self.message,
         }

@@ -22,11 +22,12 @@ from .errors import EXIT_CONDITION, EXIT_OK, EXIT_USAGE, fail, handle_error
 
 if TYPE_CHECKING:
     from ..questions import Question
+    from .lintcodes import Finding
 
 __all__ = ["canonical", "check_criteria", "fast_main"]
 
 _YAML_SUFFIXES = (".yaml", ".yml")
-_LINT_FORMATS = ("text", "json")  # render.formats.LintFormat (a test checks)
+_LINT_FORMATS = ("text", "json", "sarif")  # render.formats.LintFormat (a test checks)
 
 
 def _expand(paths: Iterable[Path]) -> list[Path]:
@@ -42,26 +43,77 @@ def _expand(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
-def check_criteria(files: Sequence[Path], *, strict: bool = False, fmt: str = "text") -> int:
-    """Lint ``files``, render the findings, return the exit code: 0 clean, 1 findings, 2 when
-    a file could not be read (its one line is on stderr)."""
-    from .questionfile import Finding, QuestionFileError, lint_file
+def check_criteria(
+    files: Sequence[Path],
+    *,
+    strict: bool = False,
+    fmt: str = "text",
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    level: str | None = None,
+    state: str | None = None,
+    as_: str | None = None,
+    list_rules: bool = False,
+    explain: str | None = None,
+) -> int:
+    """Lint ``files``, render the findings that pass the controls, return the exit code: 0
+    clean (or only ``info``), 1 a finding at or above ``warning``, 2 when a file could not be
+    read (its one line is on stderr)."""
+    from .lintrun import check_file, controls_from, fails, shown
+    from .questionfile import QuestionFileError
     from .render import LintResult, render
 
-    findings: list[Finding] = []
+    if list_rules or explain is not None:
+        return _rules(explain, fmt)
+    if not files:
+        fail("Missing argument 'FILE...': give question files or directories")
+    controls = controls_from(select=select, ignore=ignore, level=level, strict=strict)
+    sample = _sample_state(state, as_)
+    findings: list[Finding] = [] if sample is None else list(sample[2])
     unreadable = False
     for path in _expand(files):
         try:
-            lint = lint_file(path, strict=strict)
+            findings.extend(check_file(path, controls, None if sample is None else sample[:2]))
         except QuestionFileError as e:
             sys.stderr.write(f"toolnexus: {e.message}\n")
             unreadable = True
-            continue
-        findings.extend(lint.findings)
-    render(LintResult(tuple(findings)), fmt)
+    kept = tuple(f for f in findings if shown(f, controls))
+    render(LintResult(kept), fmt)
     if unreadable:
         return EXIT_USAGE
-    return EXIT_CONDITION if findings else EXIT_OK
+    return EXIT_CONDITION if any(fails(f) for f in kept) else EXIT_OK
+
+
+def _rules(explain: str | None, fmt: str) -> int:
+    from .lintrules import RULES
+    from .render import RulesResult, render
+
+    if explain is None:
+        render(RulesResult(RULES), fmt)
+        return EXIT_OK
+    code = explain.strip().upper()
+    chosen = tuple(r for r in RULES if r.code == code)
+    if not chosen:
+        fail(f"--explain {explain!r}: no such rule code (see check-criteria --list-rules)")
+    render(RulesResult(chosen, explain=True), fmt)
+    return EXIT_OK
+
+
+def _sample_state(state: str | None, as_: str | None) -> tuple[str, object, list[Finding]] | None:
+    """``--state FILE``: its name, its value as the classifier would send it, and TN041 for a
+    YAML state (values YAML 1.1 reads as booleans or numbers)."""
+    if state is None:
+        if as_ is not None:
+            fail("--as says how to read --state: give --state FILE too")
+        return None
+    from .lintbudget import state_findings
+    from .states import guess_format, load_state
+
+    value = load_state(state, as_=as_)  # type: ignore[arg-type]  # checked inside
+    traps = []
+    if state != "-" and (as_ or guess_format(state)) == "yaml":
+        traps = state_findings(state, Path(state).read_text(encoding="utf-8"))
+    return state, value, traps
 
 
 def canonical(
@@ -179,14 +231,44 @@ def _options(
 
 
 def _parse_check(args: Sequence[str]) -> int | None:
-    parsed = _options(args, {"--strict"}, {"--format"})
+    parsed = _options(
+        args,
+        {"--strict", "--list-rules"},
+        {"--format", "--select", "--ignore", "--level", "--state", "--as", "--explain"},
+    )
     if parsed is None:
         return None
     options, files = parsed
     fmt = str(options.get("--format", "text"))
-    if not files or fmt not in _LINT_FORMATS or "-" in files:
+    level = options.get("--level")
+    as_ = options.get("--as")
+    listing = "--list-rules" in options or "--explain" in options
+    if (
+        (not files and not listing)
+        or fmt not in _LINT_FORMATS
+        or "-" in files
+        or level not in (None, "info", "warning", "error")
+        or as_ not in (None, "text", "json", "yaml")
+    ):
         return None
-    return check_criteria([Path(f) for f in files], strict="--strict" in options, fmt=fmt)
+
+    def text(name: str) -> str | None:
+        value = options.get(name)
+        return value if isinstance(value, str) else None
+
+    select, ignore = text("--select"), text("--ignore")
+    return check_criteria(
+        [Path(f) for f in files],
+        strict="--strict" in options,
+        fmt=fmt,
+        select=[select] if select else [],
+        ignore=[ignore] if ignore else [],
+        level=text("--level"),
+        state=text("--state"),
+        as_=text("--as"),
+        list_rules="--list-rules" in options,
+        explain=text("--explain"),
+    )
 
 
 def _parse_canonical(args: Sequence[str]) -> int | None:

@@ -109,21 +109,37 @@ class Checker:
                     "a question set is a single YAML document; this starts a second one",
                 )
             return declared, None, {}
-        if not isinstance(data, dict) or not isinstance(data.get("questions"), dict):
+        # Issue 31 item 4: a top-level `questions` key of ANY value makes a question set, so
+        # `questions: []` or an emptied `questions:` fails the hook exactly as it fails `eval`.
+        if not isinstance(data, dict) or "questions" not in data:
             if declared:
                 got = "" if isinstance(data, dict) else f", got {_kind(data)}"
-                where = self.doc.at(("questions",)) if isinstance(data, dict) else self.doc.at(())
                 self.add(
-                    where, "TN020", f"not a question set: no top-level 'questions' mapping{got}"
+                    self.doc.at(()),
+                    "TN020",
+                    f"not a question set: no top-level 'questions' mapping{got}",
                 )
             return declared, None, {}
+        raw_questions = data["questions"]
+        if not isinstance(raw_questions, dict):
+            where = self.doc.at(("questions",))
+            if raw_questions is None or raw_questions == []:
+                self.add(where, "TN012", "no questions: write at least one")
+            else:
+                self.add(
+                    where,
+                    "TN020",
+                    "'questions' must be a mapping of question key to question, "
+                    f"got {_kind(raw_questions)}",
+                )
+            self.unknown_fields(data, (), _TOP_FIELDS, "")
+            return True, None, {}
         self.unknown_fields(data, (), _TOP_FIELDS, "")
         model = data.get("model")
         if "model" in data and (not isinstance(model, str) or not model.strip()):
             self.add(self.doc.at(("model",)), "TN020", "model must be a non-empty string")
             model = None
         questions: dict[str, Question] = {}
-        raw_questions: dict[str, Any] = data["questions"]
         if not raw_questions:
             self.add(self.doc.at(("questions",)), "TN012", "no questions: write at least one")
         for key, obj in raw_questions.items():
@@ -266,11 +282,13 @@ class Checker:
             )
             return
         for option, text in criteria.items():
-            if not isinstance(text, str):
+            # Issue 33 item 4: null is a description the wire accepts (seed 004's degenerate
+            # rule counts it as empty), so it loads and is sent as null, as written.
+            if text is not None and not isinstance(text, str):
                 self.add(
                     self.doc.at((*cpath, option)),
                     "TN020",
-                    f"{where}option {option!r} description must be a string, {_got(text)}",
+                    f"{where}option {option!r} description must be a string or null, {_got(text)}",
                 )
 
     def score_criteria(self, obj: dict[str, Any], path: NodePath, where: str) -> None:
@@ -326,7 +344,7 @@ class Checker:
                 self.add(self.doc.at(cpath), DEGENERATE_CODES[reason], f"{where}{reason}")
             elif len(criteria) >= 2:
                 for option, text in criteria.items():
-                    if not str(text).strip():
+                    if text is None or not str(text).strip():
                         self.add(
                             self.doc.at((*cpath, option)),
                             "TN023",

@@ -39,7 +39,7 @@ from ..questions import (
 from .errors import EXIT_USAGE, CliError
 from .lintcodes import CODES, WARNING_CODES, Finding
 from .questioncheck import Checker
-from .yamlread import YamlSyntaxError, read_yaml
+from .yamlread import Located, YamlSyntaxError, read_yaml
 
 __all__ = [
     "CODES",
@@ -89,6 +89,10 @@ class Lint:
     question_set: bool = True
     model: str | None = None
     questions: dict[str, Question] = field(default_factory=dict)
+    #: The document as read (positions, plain-scalar ends) and its text, for the rules that
+    #: need more than the questions (``lintrun``); None when the file could not be read as YAML.
+    doc: Located | None = None
+    text: str = ""
 
     @property
     def errors(self) -> list[Finding]:
@@ -122,7 +126,7 @@ def lint_text(text: str, path: str, *, strict: bool = False) -> Lint:
     is_set, model, questions = checker.top(strict or _declares_schema(text))
     if not is_set:
         return Lint(path, [], question_set=False)
-    return Lint(path, sorted(set(checker.findings)), True, model, questions)
+    return Lint(path, sorted(set(checker.findings)), True, model, questions, doc, text)
 
 
 def read_text(path: str | Path) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -34,6 +35,11 @@ NodePath: TypeAlias = tuple[str | int, ...]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _NUMBER_TAGS = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"})
+# The plain scalars that mean the same boolean or number in YAML 1.2's core schema and in JSON.
+_YAML12_FORM = re.compile(
+    r"true|false|True|False|TRUE|FALSE|[-+]?(0|[1-9][0-9]*)"
+    r"|[-+]?(\.[0-9]+|(0|[1-9][0-9]*)\.[0-9]*)([eE][-+]?[0-9]+)?|[-+]?(0|[1-9][0-9]*)[eE][-+]?[0-9]+"
+)
 # A document whose aliases expand into more nodes than this is an attack (a "billion laughs"),
 # not a question set or a state. Only EXPANSION counts (a node reached again through an alias):
 # a large file written out in full costs its own size, never this budget.
@@ -73,6 +79,12 @@ class Located:
     marks: dict[NodePath, tuple[int, int]] = field(default_factory=dict)
     key_marks: dict[NodePath, tuple[int, int]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    #: Where each PLAIN (unquoted) scalar ends, 1-based: what follows it on its line is either
+    #: nothing, flow punctuation, or a comment that may have cut the text (check-criteria TN040).
+    plain_ends: dict[NodePath, tuple[int, int]] = field(default_factory=dict)
+    #: Plain scalars that YAML 1.1 reads as a boolean or number while YAML 1.2 / JSON would read
+    #: them as text (``no``, ``on``, ``010``): not errors, reported for states (TN041).
+    yaml11: list[Problem] = field(default_factory=list)
 
     def at(self, path: NodePath) -> tuple[int, int]:
         """The value's position, else the nearest enclosing one that is known."""
@@ -141,6 +153,8 @@ class _Walker:
             return None
         inner = stack | {id(node)}
         if isinstance(node, ScalarNode):
+            if not node.style:  # plain: None from PyYAML, "" from libyaml
+                self.out.plain_ends[path] = (node.end_mark.line + 1, node.end_mark.column + 1)
             return self.scalar(node)
         if isinstance(node, SequenceNode):
             return [self.walk(child, (*path, i), inner) for i, child in enumerate(node.value)]
@@ -172,7 +186,24 @@ class _Walker:
         if isinstance(value, float) and not math.isfinite(value):
             self.problem(node, "TN020", f"{node.value} is not a JSON number")
             return node.value
+        if not node.style and isinstance(value, bool | int | float):
+            self.yaml11_value(node, value)
         return value
+
+    def yaml11_value(self, node: ScalarNode, value: bool | float) -> None:
+        """Record a plain scalar that only YAML 1.1 reads as non-text (``no`` -> False, ``010``
+        -> 8, ``1_000``, ``1:30`` -> 90); ``true``, ``12``, ``1.5e3`` mean the same in JSON."""
+        if _YAML12_FORM.fullmatch(node.value):
+            return
+        kind = "a boolean" if isinstance(value, bool) else "a number"
+        self.out.yaml11.append(
+            Problem(
+                *_pos(node),
+                "TN041",
+                f"{node.value!r} reads as {kind} ({value!r}) under YAML 1.1; quote it if the "
+                "text was meant",
+            )
+        )
 
     def pairs(self, node: MappingNode) -> Iterator[tuple[Node, Node, bool]]:
         """The entries of a mapping, its own first, then those it merges (``<<``)."""

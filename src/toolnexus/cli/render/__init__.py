@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 from ...printable import printable, printable_data
 from ...questions import Question
 from ...records.decision import FLAGS, RECORD_KEYS, answer_record, decision_record
-from ..lintcodes import Finding
+from . import lint
 from .decision import (
     default_format,
     make_console,
@@ -40,6 +40,7 @@ from .formats import (
     ReportFormat,
     StatsFormat,
 )
+from .lint import LintResult, RulesResult
 
 if TYPE_CHECKING:
     from ...report.model import Report
@@ -60,6 +61,7 @@ __all__ = [
     "LintResult",
     "ReportFormat",
     "ReportResult",
+    "RulesResult",
     "SchemaResult",
     "StatsFormat",
     "answer_record",
@@ -83,13 +85,6 @@ class DecisionResult:
     questions: Mapping[str, Question]
     item_id: str = ""
     width: int | None = None
-
-
-@dataclass(frozen=True)
-class LintResult:
-    """``check-criteria``: every finding, in file order."""
-
-    findings: tuple[Finding, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -151,14 +146,6 @@ def _decision(fmt: DecisionFormat) -> Renderer:
         )
 
     return write
-
-
-def _lint_text(result: LintResult, out: IO[str]) -> None:
-    out.write("".join(f"{printable(str(f))}\n" for f in result.findings))
-
-
-def _lint_json(result: LintResult, out: IO[str]) -> None:
-    out.write(json.dumps([f.to_json() for f in result.findings], ensure_ascii=False) + "\n")
 
 
 def _stats_text(result: CacheStatsResult, out: IO[str]) -> None:
@@ -246,7 +233,8 @@ RENDERERS: dict[type, Mapping[str, Renderer]] = {
         "jsonl": _decision("jsonl"),
         "csv": _decision("csv"),
     },
-    LintResult: {"text": _lint_text, "json": _lint_json},
+    LintResult: {"text": lint.lint_text, "json": lint.lint_json, "sarif": lint.lint_sarif},
+    RulesResult: {"text": lint.rules_text, "json": lint.rules_json, "sarif": lint.rules_sarif},
     CacheStatsResult: {"text": _stats_text, "json": _stats_json},
     SchemaResult: {"json": _schema},
     CanonicalResult: {

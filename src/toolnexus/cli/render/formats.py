@@ -22,8 +22,9 @@ DecisionFormat = Literal["table", "json", "jsonl", "csv"]
 #: ``batch``: streamed one record per line (``batch_output``), or one Parquet file
 #: (``batch_parquet``).
 BatchFormat = Literal["jsonl", "csv", "json", "parquet"]
-#: ``check-criteria``: ``path:line:col: CODE message`` lines, or one JSON array.
-LintFormat = Literal["text", "json"]
+#: ``check-criteria``: ``path:line:col: CODE message`` lines, one JSON array, or a SARIF 2.1.0
+#: log (code-scanning annotations).
+LintFormat = Literal["text", "json", "sarif"]
 #: ``cache stats``.
 StatsFormat = Literal["text", "json"]
 #: ``canonical``: the bytes themselves, their sha256, or indented JSON (chosen by flags).

@@ -1,0 +1,158 @@
+"""Token budgets against the wire's limits (TN030 over, TN031 near), and a sample state's own
+traps (TN041), for ``check-criteria``; and the one-line run-time warning ``eval`` and ``batch``
+print before sending a request that will pass a limit (issue 34 item 4).
+
+The estimate is ``scheduler.tokens.estimate_tokens``'s upper bound, the one the packer sizes
+packs with, so the lint, the dry run and the packer agree. That package pulls asyncio (about 40
+ms, most of ``check-criteria``'s start-up budget), so a question set too small to come near a
+limit does not import it: :data:`GATE_BYTES` is that size, and a test holds it against the
+public ``estimate_tokens`` (if the estimator's internals change, the test says so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .lintcodes import Finding
+
+if TYPE_CHECKING:
+    from ..questions import Question
+    from .yamlread import Located
+
+__all__ = ["GATE_BYTES", "NEAR", "Budget", "budget_findings", "request_budget", "state_findings"]
+
+#: A share of a limit at or above which TN031 warns: the state must fit in what is left.
+NEAR = 0.8
+#: Canonical question-set bytes under which no estimate can reach NEAR of the smaller limit
+#: (checked by tests/test_check_rules.py against the public estimator, worst-case text).
+GATE_BYTES = 8_000
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Upper-bound token estimates of one request: the whole body, and the state plus the
+    longest question (the 32k rule; without a state, the longest question alone)."""
+
+    request: int
+    state_and_question: int
+    longest: str
+
+    def over(self) -> str | None:
+        """The first limit passed, as a phrase, else None."""
+        from ..scheduler.tokens import CONTEXT_TOKENS, STATE_AND_QUESTION_TOKENS
+
+        if self.request > CONTEXT_TOKENS:
+            return f"about {self.request:,} tokens, over the {CONTEXT_TOKENS:,}-token request limit"
+        if self.state_and_question > STATE_AND_QUESTION_TOKENS:
+            return (
+                f"state plus the longest question ({self.longest!r}) about "
+                f"{self.state_and_question:,} tokens, over {STATE_AND_QUESTION_TOKENS:,}"
+            )
+        return None
+
+
+def request_budget(
+    model: str, questions: Mapping[str, Question], state: Any = None, *, with_state: bool = True
+) -> Budget:
+    """The budget of the request ``model`` + ``questions`` (+ ``state``, images lifted into
+    assets as the classifier sends them)."""
+    from ..canonical import canonical_json
+    from ..questions import questions_to_wire
+    from ..scheduler.tokens import estimate_tokens
+
+    wire = questions_to_wire(questions)
+    longest_key, longest = max(
+        ((k, canonical_json(v)) for k, v in wire.items()), key=lambda kv: len(kv[1])
+    )
+    body: dict[str, Any] = {"model": model, "questions": wire}
+    sizes: list[tuple[int, int]] = []
+    state_bytes = b""
+    if with_state:
+        from ..assets import lift_with_questions
+
+        lifted = lift_with_questions(state, questions)
+        body["state"] = lifted.state
+        if lifted.assets:
+            body["assets"] = lifted.wire_assets()
+        sizes = [size for a in lifted.assets if (size := a.image.size) is not None]
+        state_bytes = canonical_json(lifted.state)
+    return Budget(
+        estimate_tokens(canonical_json(body), sizes).upper,
+        estimate_tokens(state_bytes + longest, sizes).upper,
+        longest_key,
+    )
+
+
+def budget_findings(
+    path: str,
+    doc: Located,
+    model: str,
+    questions: Mapping[str, Question],
+    state: tuple[str, Any] | None = None,
+) -> list[Finding]:
+    """TN030/TN031 for the question set (its own share), or with ``state`` = (name, value) for
+    the whole request."""
+    if not questions:
+        return []
+    if state is None:
+        import json
+
+        from ..questions import questions_to_wire
+
+        # The canonical bytes' length, without importing canonical (hashlib) on every commit:
+        # the same separators and escaping, so the same size up to number spelling.
+        wire = json.dumps(questions_to_wire(questions), separators=(",", ":"), ensure_ascii=False)
+        if len(wire.encode("utf-8")) <= GATE_BYTES:
+            return []
+    from ..scheduler.tokens import CONTEXT_TOKENS, STATE_AND_QUESTION_TOKENS
+
+    budget = request_budget(
+        model, questions, None if state is None else state[1], with_state=state is not None
+    )
+    what = "the question set alone" if state is None else f"with state {state[0]}"
+    out: list[Finding] = []
+    checks = (
+        (budget.request, CONTEXT_TOKENS, ("questions",), "the request"),
+        (
+            budget.state_and_question,
+            STATE_AND_QUESTION_TOKENS,
+            ("questions", budget.longest),
+            "the state plus the longest question" if state else "the longest question",
+        ),
+    )
+    for tokens, limit, node, words in checks:
+        at = doc.key_at(node)
+        if tokens > limit:
+            out.append(
+                Finding(
+                    path,
+                    *at,
+                    "TN030",
+                    f"{words} ({what}) is about {tokens:,} tokens, over the "
+                    f"wire's {limit:,}: the server refuses it; shorten or split the set",
+                )
+            )
+        elif tokens >= NEAR * limit:
+            out.append(
+                Finding(
+                    path,
+                    *at,
+                    "TN031",
+                    f"{words} ({what}) is about {tokens:,} tokens, "
+                    f"{tokens / limit:.0%} of the wire's {limit:,}",
+                )
+            )
+    return out
+
+
+def state_findings(name: str, text: str) -> list[Finding]:
+    """TN041 for a YAML state: values YAML 1.1 reads as a boolean or number."""
+    from .yamlread import YamlSyntaxError, read_yaml
+
+    try:
+        doc = read_yaml(text)
+    except YamlSyntaxError:
+        return []  # load_state reports it, with its own line
+    return [Finding(name, p.line, p.col, p.code, f"state: {p.message}") for p in doc.yaml11]

@@ -1,0 +1,262 @@
+"""The rules about meaning (issue 34): how a well-formed question still fails, each a heuristic
+over the question's words, located at the node it is about.
+
+Precision first: each pattern is narrow on purpose, and ``tests/test_check_rules.py`` holds a
+corpus of positives and near-misses for every one ("How much does the picture look like a
+photograph" is not arithmetic). English only; a rule that cannot tell stays silent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .lintcodes import Finding
+from .questionwords import (
+    COUNTING,
+    DATES,
+    FILLER,
+    GENERATION,
+    IDENTIFIER,
+    LOCAL_ALIASES,
+    NEGATION,
+    NEGATORS,
+    NO_MATCH_IDS,
+    NO_MATCH_TEXT,
+    NO_MATCH_WORDS,
+    STOP,
+    VAGUE,
+)
+from .yamlread import Located
+
+__all__ = ["meaning_findings"]
+
+
+def _text(instructions: Any) -> str:
+    """The words of the instructions: a string, or the string values of a structured mapping."""
+    if isinstance(instructions, str):
+        return instructions
+    if isinstance(instructions, Mapping):
+        return "\n".join(v for v in instructions.values() if isinstance(v, str))
+    return ""
+
+
+def _words(text: str) -> list[str]:
+    return [w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _split(text)]
+
+
+_CAMEL = re.compile(r"([a-z])([A-Z])")
+_WORD = re.compile(r"[a-z0-9]+(?:['’]t)?")
+
+
+def _split(text: str) -> list[str]:
+    return [w.replace("’", "'") for w in _WORD.findall(_CAMEL.sub(r"\1 \2", text).lower())]
+
+
+def _negated(text: str) -> bool:
+    return any(w in NEGATORS or w.endswith("n't") for w in _split(text))
+
+
+def _identifier_like(key: str) -> bool:
+    """A key that cannot be an ordinary English word: ``wants_money_back``, ``step2``,
+    ``readFile``; plain words (``department``) are left alone, they occur in any question."""
+    return bool(IDENTIFIER.fullmatch(key)) and bool(
+        "_" in key or re.search(r"\d", key) or re.search(r"[a-z][A-Z]", key)
+    )
+
+
+def is_no_match_option(option: str, description: Any) -> bool:
+    """True when an option means "none of these" by its id or its description."""
+    if option.strip().lower() in NO_MATCH_IDS:
+        return True
+    if set(_split(option)) & NO_MATCH_WORDS:
+        return True
+    return isinstance(description, str) and bool(NO_MATCH_TEXT.search(description))
+
+
+def is_floating(model: str) -> bool:
+    return model in LOCAL_ALIASES or model.endswith(("-latest", "-preview"))
+
+
+class _Rules:
+    def __init__(self, path: str, doc: Located) -> None:
+        self.path = path
+        self.doc = doc
+        self.out: list[Finding] = []
+        self.keys: re.Pattern[str] | None = None
+
+    def add(self, at: tuple[int, int], code: str, message: str) -> None:
+        self.out.append(Finding(self.path, at[0], at[1], code, message))
+
+    def model(self, data: Mapping[str, Any]) -> None:
+        model = data.get("model")
+        if isinstance(model, str) and is_floating(model):
+            self.add(
+                self.doc.at(("model",)),
+                "TN070",
+                f"model {model!r} is a floating alias: pin a version (e.g. jev-1.13.0) so tuned "
+                "thresholds keep meaning the same",
+            )
+            return
+        if "model" in data:
+            return
+        for path in _gate_paths(data):
+            self.add(
+                self.doc.key_at(path),
+                "TN070",
+                f"{path[-1]!r} without a model: jev-latest (a floating alias) would answer; "
+                "write model: jev-1.13.0 (the version the thresholds were tuned on)",
+            )
+            return
+
+    def question(self, key: str, obj: Mapping[str, Any]) -> None:
+        qpath = ("questions", key)
+        where = f"question {key!r}: "
+        qtype = obj.get("type")
+        text = _text(obj.get("instructions"))
+        at = self.doc.at((*qpath, "instructions"))
+        criteria = obj.get("criteria")
+        if text:
+            self.text_rules(key, text, at, where)
+        if (
+            qtype == "choice"
+            and isinstance(criteria, Mapping)
+            and len(criteria) >= 2
+            and not any(is_no_match_option(str(k), v) for k, v in criteria.items())
+        ):
+            self.add(
+                self.doc.key_at(qpath),
+                "TN050",
+                f"{where}no option means none of these / other: out-of-scope input is forced "
+                "into a listed option at high confidence; add one, or mark a closed set with "
+                "# toolnexus: ignore[TN050] <why>",
+            )
+        if qtype == "noul":
+            self.noul(key, obj, text, where)
+        if (
+            qtype == "score"
+            and isinstance(criteria, list)
+            and len(criteria) >= 2
+            and all(_bare(level) for level in criteria)
+        ):
+            self.add(
+                self.doc.at((*qpath, "criteria")),
+                "TN064",
+                f"{where}every level is a bare word or number: describe what each means",
+            )
+
+    def text_rules(self, key: str, text: str, at: tuple[int, int], where: str) -> None:
+        if GENERATION.search(text):
+            self.add(
+                at,
+                "TN055",
+                f"{where}asks for generated text; a System One model returns no "
+                "text, only an answer: ask a noul, choice or score question instead",
+            )
+        if COUNTING.search(text):
+            self.add(at, "TN060", f"{where}asks for counting or arithmetic")
+        if DATES.search(text):
+            self.add(at, "TN061", f"{where}compares dates or times")
+        if NEGATION.search(text):
+            self.add(at, "TN062", f"{where}is a negated question")
+        named = {m.group(0) for m in self.keys.finditer(text)} if self.keys else set()
+        for other in sorted(named - {key}):
+            self.add(
+                at,
+                "TN051",
+                f"{where}names question {other!r}: questions are independent, its answer is "
+                "not context here; say what you mean instead",
+            )
+        content = {w for w in _words(text) if w not in FILLER}
+        if content and content <= set(_words(key)) and len(_split(text)) <= len(_split(key)) + 3:
+            self.add(at, "TN053", f"{where}instructions only restate the key {key!r}")
+
+    def noul(self, key: str, obj: Mapping[str, Any], text: str, where: str) -> None:
+        criteria = obj.get("criteria")
+        cpath = ("questions", key, "criteria")
+        sides = criteria if isinstance(criteria, Mapping) else {}
+        true = sides.get("true")
+        described = any(isinstance(v, str) and v.strip() for v in sides.values())
+        if "criteria" not in obj or not described:
+            if VAGUE.search(text):
+                self.add(
+                    self.doc.at(("questions", key, "instructions")),
+                    "TN063",
+                    f"{where}a judgement word without criteria: say where the line is",
+                )
+            return
+        if not isinstance(true, str) or not _negated(true) or _negated(text):
+            return
+        said = {w for w in _words(true) if w not in STOP and w not in NEGATORS}
+        asked = {w for w in _words(text) if w not in STOP}
+        if len(said) >= 2 and len(said & asked) >= 0.6 * len(said):
+            self.add(
+                self.doc.at((*cpath, "true")),
+                "TN054",
+                f"{where}criteria 'true' describes the negative of the question: true is what "
+                "a yes means; swap true and false, or rephrase the instructions",
+            )
+
+
+def _bare(level: Any) -> bool:
+    if isinstance(level, Mapping):
+        if isinstance(level.get("description"), str) and level["description"].strip():
+            return False
+        level = level.get("label")
+    return isinstance(level, str) and bool(re.fullmatch(r"\s*[-+]?[\w.]+\s*", level))
+
+
+def _gate_paths(data: Mapping[str, Any]) -> Iterator[tuple[str, ...]]:
+    for name in ("gates", "thresholds"):
+        if name in data:
+            yield (name,)
+    questions = data.get("questions")
+    if isinstance(questions, Mapping):
+        for key, obj in questions.items():
+            if isinstance(obj, Mapping):
+                for name in ("gates", "gate", "threshold", "thresholds"):
+                    if name in obj:
+                        yield ("questions", key, name)
+
+
+def _fingerprint(obj: Mapping[str, Any]) -> str:
+    instructions = obj.get("instructions")
+    if isinstance(instructions, str):
+        instructions = " ".join(instructions.casefold().split())
+    return json.dumps(
+        [obj.get("type"), instructions, obj.get("criteria")], sort_keys=True, default=str
+    )
+
+
+def meaning_findings(path: str, doc: Located) -> list[Finding]:
+    """Every meaning finding of a question-set document (one whose ``questions`` is a mapping)."""
+    data = doc.value
+    if not isinstance(data, Mapping):
+        return []
+    rules = _Rules(path, doc)
+    rules.model(data)
+    questions = data.get("questions")
+    if not isinstance(questions, Mapping):
+        return rules.out
+    keys = sorted((k for k in questions if _identifier_like(k)), key=len, reverse=True)
+    if keys:  # one pattern for every key: a set of 200 questions is not 40,000 searches
+        alternatives = "|".join(re.escape(k) for k in keys)
+        rules.keys = re.compile(rf"(?<![\w-])(?:{alternatives})(?![\w-])")
+    seen: dict[str, str] = {}
+    for key, obj in questions.items():
+        if not isinstance(obj, Mapping):
+            continue
+        rules.question(key, obj)
+        fingerprint = _fingerprint(obj)
+        if fingerprint in seen:
+            rules.add(
+                doc.key_at(("questions", key)),
+                "TN052",
+                f"question {key!r} repeats question {seen[fingerprint]!r} (same type, "
+                "instructions and criteria): remove one",
+            )
+        else:
+            seen[fingerprint] = key
+    return rules.out

@@ -1,0 +1,181 @@
+"""The words the meaning rules match (``questionrules``): patterns and word lists, English only.
+
+Each pattern is narrow on purpose (precision first, issue 34 item 3); the corpus of positives and
+near-misses that holds them is ``tests/test_check_rules.py``.
+"""
+
+from __future__ import annotations
+
+import re
+
+_I = re.IGNORECASE
+_NUMBER_WORD = (
+    r"(?:\d|one|two|three|four|five|six|seven|eight|nine|ten|a (?:dozen|hundred|thousand))"
+)
+_SENTENCE_START = r"(?:^|[.!?;:]\s+|\n\s*)"
+
+GENERATION = re.compile(
+    _SENTENCE_START + r"(?:please\s+)?(?:summari[sz]e|write|draft|compose|generate|rewrite"
+    r"|paraphrase|translate|explain|describe|outline|suggest|propose|tell me|give me|produce"
+    r"|list)\b|^\s*why\b",
+    _I,
+)
+COUNTING = re.compile(
+    r"\bhow many\b|\b(?:the|a) number of\b|\bcount(?:ing)?\s+(?:the|how|all|every|each)\b"
+    r"|\b(?:more|fewer|less|greater|larger|smaller|higher|lower)\s+than\s+"
+    + _NUMBER_WORD
+    + r"|\bat (?:least|most)\s+"
+    + _NUMBER_WORD
+    + r"\b|\b(?:sum|total) of\b"
+    r"|\b(?:add up|adds up|average|percentage|percent|multipl(?:y|ied)|divided by|subtract)\b"
+    r"|\d\s+[-+*/×÷]\s+\d|\d\s*[+*×÷=]\s*\d|\b(?:odd|even) number\b",
+    _I,
+)
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b"
+)
+_WHEN = (
+    r"(?:\d+\s+(?:days?|weeks?|months?|years?|hours?)|\d{4}\b|\d{1,2}[/.-]\d{1,2}|"
+    + _MONTH
+    + r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day|yesterday|today|tomorrow"
+    r"|(?:last|next|this)\s+(?:week|month|year|quarter)|(?:the\s+)?(?:deadline|due date"
+    r"|expiry date|expiration date))"
+)
+DATES = re.compile(
+    r"\b(?:before|after|earlier than|later than|older than|newer than|since|until|prior to"
+    r"|within|past|over)\s+(?:the\s+)?(?:last\s+|past\s+)?"
+    + _WHEN
+    + r"|\b\d{4}-\d{2}-\d{2}\b|\b(?:expired|overdue|past due|out of date)\b|\bhow old\b"
+    r"|\b\d+\s+days?\s+(?:ago|old)\b",
+    _I,
+)
+_AUX = r"(?:is|are|was|were|does|do|did|has|have|had|can|could|should|will|would)"
+NEGATION = re.compile(
+    r"^\s*" + _AUX + r"n't\b|^\s*" + _AUX + r"\s+(?:\w+\s+){0,3}?(?:not|never)\b"
+    r"|\bnot\s+(?:un|in|im|dis|non)[a-z]{3,}|\bneither\b.*\bnor\b",
+    _I,
+)
+VAGUE = re.compile(
+    r"\b(?:appropriate|inappropriate|relevant|irrelevant|suspicious|problematic|acceptable"
+    r"|unacceptable|reasonable|unreasonable|significant|serious|good|bad|quality|professional"
+    r"|offensive|harmful|risky|unsafe|important|properly|excessive|too (?:long|short|much|many)"
+    r"|a lot)\b",
+    _I,
+)
+NO_MATCH_TEXT = re.compile(
+    r"\bnone of\b|\b(?:anything|something|everything) else\b|\bnot (?:covered|listed"
+    r"|applicable|related|relevant|one of)\b|\bout[ -]of[ -]scope\b|\bunrelated\b"
+    r"|\b(?:does not|doesn't|do not|don't) fit\b|\bfits? no\b|\bno (?:other )?(?:option|category"
+    r"|class|label) (?:fits|applies)\b|\bcannot (?:tell|be determined|decide)\b"
+    r"|\b(?:unclear|unknown|undetermined|otherwise)\b|\b(?:any|all) other\b",
+    _I,
+)
+NO_MATCH_WORDS = frozenset(
+    [
+        "none",
+        "other",
+        "others",
+        "unknown",
+        "unclear",
+        "neither",
+        "na",
+        "unrelated",
+        "irrelevant",
+        "misc",
+        "miscellaneous",
+        "unsure",
+        "undetermined",
+        "undecided",
+        "nomatch",
+        "unmatched",
+        "unclassified",
+        "uncategorized",
+        "uncategorised",
+        "fallback",
+        "default",
+    ]
+)
+NO_MATCH_IDS = frozenset(
+    {"n/a", "not_applicable", "no_match", "out_of_scope", "something_else", "cannot_tell",
+     "not_sure", "none_of_these", "none_of_the_above", "no_category"}
+)  # fmt: skip
+NEGATORS = frozenset(
+    ["not", "no", "never", "none", "nothing", "nobody", "neither", "nor", "without", "cannot"]
+)
+STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "does",
+        "do",
+        "did",
+        "has",
+        "have",
+        "had",
+        "it",
+        "this",
+        "that",
+        "there",
+        "any",
+        "of",
+        "in",
+        "on",
+        "to",
+        "for",
+        "by",
+        "with",
+        "as",
+        "at",
+        "or",
+        "and",
+        "if",
+        "its",
+        "their",
+        "his",
+        "her",
+        "they",
+        "he",
+        "she",
+        "we",
+        "you",
+        "i",
+        "me",
+        "my",
+        "our",
+        "your",
+        "customer",
+        "user",
+        "message",
+        "text",
+        "state",
+    ]
+)
+FILLER = frozenset(
+    [
+        "is",
+        "are",
+        "was",
+        "were",
+        "does",
+        "do",
+        "did",
+        "the",
+        "a",
+        "an",
+        "it",
+        "this",
+        "that",
+        "there",
+        "any",
+    ]
+)
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+LOCAL_ALIASES = ("jev-latest", "jev-preview")
