@@ -29,13 +29,14 @@ def build_report(
     recalibration map per labelled key of the first run and write them to that file."""
     labels = read_labels(labels_path, id_field) if labels_path else None
     two = len(runs) == 2
-    first = read_run(runs[0], labels, snapshot=two, jobs=jobs)
+    warnings: list[str] = []
+    first = read_run(runs[0], labels, snapshot=two, jobs=jobs, warnings=warnings)
     questions = question_reports(first, target_precision, intervals, jobs)
     summaries = [first.summary()]
     comparison: Comparison | None = None
     stats = [first]
     if two:
-        second = read_run(runs[1], labels, against=first.snapshots, jobs=jobs)
+        second = read_run(runs[1], labels, against=first.snapshots, jobs=jobs, warnings=warnings)
         stats.append(second)
         summaries.append(second.summary())
         assert first.snapshots is not None and second.deltas is not None
@@ -47,7 +48,6 @@ def build_report(
             (first.path, second.path),
         )
         first.snapshots = second.deltas = None  # the comparison holds what it needs
-    warnings: list[str] = []
     fitted = None
     if fit_calibration is not None:
         from .fitting import fit_calibration as fit

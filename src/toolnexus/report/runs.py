@@ -36,6 +36,7 @@ __all__ = [
     "ReportInputError",
     "Span",
     "csv_rows",
+    "cut_last_line",
     "detect_format",
     "iter_records",
     "parquet_group_spans",
@@ -188,6 +189,46 @@ def _iter_jsonl(path: str, span: Span | None = None) -> Iterator[tuple[int, Any]
                     return  # cut short by a kill: never a complete record
                 raise LocatedError(path, n, f"not a JSON record: {_reason(e)}") from None
             yield n, obj
+
+
+def cut_last_line(path: str) -> str | None:
+    """``path:LINE: ...`` when a JSONL run's last line has no newline and is not JSON (a batch
+    killed, or out of disk, mid-write): :func:`_iter_jsonl` leaves that line out, and a report
+    says so (issue 31 item 19). ``None`` otherwise. Reads the tail, and counts the lines only
+    when the line is cut."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            if size == 0:
+                return None
+            f.seek(size - 1)
+            if f.read(1) == b"\n":
+                return None
+            start = size
+            tail = b""
+            while start > 0 and b"\n" not in tail:
+                step = min(start, _CHUNK)
+                start -= step
+                f.seek(start)
+                tail = f.read(step) + tail
+            tail = tail[tail.rfind(b"\n") + 1 :]
+            if not tail.strip():
+                return None
+            try:
+                line_loader()(tail)
+                return None  # a whole record without its newline is read as one
+            except UnicodeDecodeError:
+                return None  # the reader names that line itself
+            except ValueError:
+                pass
+            f.seek(0)
+            line = 1 + sum(block.count(b"\n") for block in iter(lambda: f.read(_CHUNK), b""))
+    except OSError:
+        return None  # the reader says what is wrong
+    return (
+        f"{path}:{line}: the last line is cut short (no newline, not JSON: a run killed or out "
+        "of disk mid-write); left out of the report (batch --resume asks its state again)"
+    )
 
 
 def _parquet_file(path: str, raw: IO[bytes], what: str) -> Any:

@@ -1,0 +1,57 @@
+"""``toolnexus report`` against issue 31 (items 7, 9, 15, 19): every section names its run,
+labels that match nothing say what did not match, count columns survive a narrow terminal, and a
+cut last line is warned about. Inputs: the golden batch runs kept under tests/golden/."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from clirun import run_cli
+
+INPUTS = Path(__file__).parent / "golden" / "report-inputs"
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in ("run.jsonl", "after.jsonl", "labels.csv"):
+        shutil.copy(INPUTS / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _warnings(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("toolnexus: warning:")]
+
+
+# --- item 19 --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tail", "warned"),
+    [
+        pytest.param(b'{"id": "t40", "answers": {"urg', True, id="cut-mid-record"),
+        pytest.param(b'{"id": "t40", "answers": {}, "err', True, id="cut-mid-key"),
+        pytest.param(None, False, id="whole-record-without-newline"),
+    ],
+)
+def test_report_warns_once_about_a_cut_last_jsonl_line(
+    run_dir: Path, tail: bytes | None, warned: bool
+) -> None:
+    """Issue 31 item 19: "report drops a partial last JSONL line (from a disk-full run) without
+    a warning": one warning line naming the file and the line."""
+    run = run_dir / "run.jsonl"
+    data = run.read_bytes()
+    run.write_bytes(data + tail if tail is not None else data.rstrip(b"\n"))
+    ran = run_cli("report", "run.jsonl", "--format", "json")
+    assert ran.code == 0, ran.stderr
+    if warned:
+        assert _warnings(ran.stderr) == [
+            "toolnexus: warning: run.jsonl:41: the last line is cut short (no newline, not "
+            "JSON: a run killed or out of disk mid-write); left out of the report (batch "
+            "--resume asks its state again)"
+        ]
+    else:
+        assert _warnings(ran.stderr) == []
