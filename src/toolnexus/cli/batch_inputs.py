@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..images import Image
-from ..jsonlimits import JsonLimitError, loads
+from ..jsonlimits import JsonLimitError, loads_noting_duplicates
 from ..printable import printable
 from .batch_items import (
     INVALID_STATE,
@@ -56,7 +56,14 @@ from .batch_items import (
     kind_of,
 )
 from .errors import CliError, one_line
-from .states import STATE_SUFFIXES, NotAState, guess_format, is_image_path, parse_state
+from .states import (
+    STATE_SUFFIXES,
+    NotAState,
+    guess_format,
+    is_image_path,
+    parse_state,
+    warn_duplicate_key,
+)
 
 __all__ = ["InputItem", "InputSpec", "iter_inputs", "kind_of", "read_csv", "read_jsonl"]
 
@@ -85,13 +92,15 @@ def read_jsonl(
 ) -> Iterator[InputItem]:
     """One state per non-blank line. Blank lines are skipped but still counted. ``base`` is
     the folder ``--image-field`` paths are relative to. ``note`` hears
-    :data:`WHOLE_OBJECT_NOTE` the first time an object is sent whole with its id in it."""
+    :data:`WHOLE_OBJECT_NOTE` the first time an object is sent whole with its id in it.
+    The first line whose object repeats a key is warned about on stderr, once per file."""
+    warned = False
     for lineno, raw in enumerate(stream, 1):
         if not raw.strip():
             continue
         where = f"{name}:{lineno}"
         try:
-            value = loads(raw)
+            value, twice = loads_noting_duplicates(raw)
         except UnicodeDecodeError as e:
             yield InputItem(where, error=(MALFORMED, f"{where}: not UTF-8 (byte {e.start})"))
             continue
@@ -101,6 +110,9 @@ def read_jsonl(
         except ValueError as e:
             yield InputItem(where, error=(MALFORMED, f"{where}: invalid JSON: {one_line(str(e))}"))
             continue
+        if twice is not None and not warned:
+            warned = True
+            warn_duplicate_key(where, twice[0], " (the first such line of this file)")
         if note is not None and (key := _whole_with_id(value, spec)) is not None:
             note(WHOLE_OBJECT_NOTE.format(field=key))
             note = None
