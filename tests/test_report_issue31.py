@@ -55,3 +55,41 @@ def test_report_warns_once_about_a_cut_last_jsonl_line(
         ]
     else:
         assert _warnings(ran.stderr) == []
+
+
+# --- item 9 ---------------------------------------------------------------------------------
+
+
+def _labels(path: Path, header: str, ids: str) -> None:
+    rows = [header] + [f"{ids}{i},billing" for i in range(40)]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+
+
+def test_fail_on_with_labels_that_match_no_id_says_so(run_dir: Path) -> None:
+    """Issue 31 item 9: "`report --labels nomatch.csv --fail-on ...` says the condition 'needs
+    --labels' though --labels was given and matched no id"."""
+    _labels(run_dir / "nomatch.csv", "id,desk", "x")
+    ran = run_cli("report", "run.jsonl", "--labels", "nomatch.csv", "--fail-on", "ece>0.1")
+    assert ran.code == 2
+    last = ran.stderr.splitlines()[-1]
+    assert "needs --labels" not in last
+    assert last == (
+        "toolnexus: --fail-on ece>0.1: nothing to measure it on (--labels nomatch.csv matched no "
+        "id of run.jsonl (its 'id' column holds ids such as 'x0', 'x1', 'x2'))"
+    )
+
+
+def test_a_misspelled_only_answer_column_is_named_not_the_ids(run_dir: Path) -> None:
+    """Issue 31 item 9: "a labels file whose only answer column is misspelled warns that
+    labelled ids have no record, though they do": the column is what did not match."""
+    _labels(run_dir / "dsk.csv", "id,dsk", "t")
+    ran = run_cli("report", "run.jsonl", "--labels", "dsk.csv", "--fail-on", "accuracy<0.5")
+    assert ran.code == 2
+    assert _warnings(ran.stderr) == [
+        "toolnexus: warning: dsk.csv: column 'dsk' matches no question key of the run (its "
+        "keys: 'urgent', 'desk', 'impact'); ignored"
+    ]
+    assert ran.stderr.splitlines()[-1] == (
+        "toolnexus: --fail-on accuracy<0.5: nothing to measure it on (--labels dsk.csv: no "
+        "label column matches a question key of the run (its keys: 'urgent', 'desk', 'impact'))"
+    )

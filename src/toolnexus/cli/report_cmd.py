@@ -212,13 +212,17 @@ def report_command(
             intervals=intervals,
             fit_calibration=fit_calibration,
         )
+    except ReportInputError as e:
+        raise CliError(str(e)) from None
+    # The warnings first: a condition nothing can measure is often explained by one of them.
+    for warning in report.warnings:
+        sys.stderr.write(f"toolnexus: warning: {one_line(warning)}\n")
+    try:
         met = evaluate(conditions, report)
     except ReportInputError as e:
         raise CliError(str(e)) from None
     if write_thresholds is not None:
         _write_thresholds(write_thresholds, report)
-    for warning in report.warnings:
-        sys.stderr.write(f"toolnexus: warning: {one_line(warning)}\n")
     chosen = fmt or _format_for(output) or default_format()
     result = ReportResult(report)
     try:

@@ -165,7 +165,8 @@ def evaluate(conditions: list[Condition], report: Report) -> list[str]:
             if m.above if m.above is not None else c.holds(m.value):
                 hits.append(m.text(key))
         if not measured:
-            why = (
+            needs_labels = c.floor or c.name in SCALAR_METRICS
+            why = report.labels_problem if needs_labels and report.labels_problem else (
                 "it needs --labels and the intervals (--intervals past 20,000 labels; not "
                 "--no-intervals)"
                 if c.floor

@@ -3,7 +3,7 @@ per question key (``--labels``, ``--id-field``). Every problem is a located ``Re
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,9 +48,12 @@ class Labels:
         rows = list(self.rows.values())
         return [k for i, k in enumerate(self.keys, 1) if any(row[i] for row in rows)]
 
-    def labelled_ids(self) -> Iterator[str]:
-        """The ids with at least one label."""
-        return (i for i, row in self.rows.items() if any(row[1:]))
+    def labelled_ids(self, keys: Iterable[str] | None = None) -> Iterator[str]:
+        """The ids with at least one label (in the columns of ``keys`` only, when given)."""
+        if keys is None:
+            return (i for i, row in self.rows.items() if any(row[1:]))
+        at = [n for n, k in enumerate(self.keys, 1) if k in set(keys)]
+        return (i for i, row in self.rows.items() if any(row[n] for n in at))
 
 
 def _label_text(value: Any) -> str | None:

@@ -427,6 +427,8 @@ class Report:
     comparison: Comparison | None
     warnings: tuple[str, ...] = field(default=(), metadata=SKIP)
     calibration_fit: CalibrationFit | None = field(default=None, metadata=OMIT_NONE)
+    #: with ``--labels``: why the last run has no labelled answer (no id or no column matched)
+    labels_problem: str | None = field(default=None, metadata=SKIP)
 
     @property
     def judged(self) -> Mapping[str, QuestionReport]:
