@@ -93,3 +93,27 @@ def test_a_misspelled_only_answer_column_is_named_not_the_ids(run_dir: Path) -> 
         "toolnexus: --fail-on accuracy<0.5: nothing to measure it on (--labels dsk.csv: no "
         "label column matches a question key of the run (its keys: 'urgent', 'desk', 'impact'))"
     )
+
+
+# --- item 7 ---------------------------------------------------------------------------------
+
+
+def test_every_section_of_a_two_run_report_names_its_run(run_dir: Path) -> None:
+    """Issue 31 item 7: "A two-run report shows the first run in its 'Questions' and 'Against
+    labels' sections (table and HTML) without saying so, while --fail-on judges the last run.
+    Every section names its run." (the JSON: ``questions_run``)."""
+    pytest.importorskip("matplotlib")
+    named = "before run.jsonl; --fail-on judges the after run, after.jsonl"
+    args = ("report", "run.jsonl", "after.jsonl", "--labels", "labels.csv")
+    table = run_cli(*args, "--format", "table")
+    assert table.code == 0, table.stderr
+    assert f"\nquestions ({named})\n" in table.out
+    assert f"\nagainst labels ({named})\n" in table.out
+    html = run_cli(*args, "--format", "html")
+    assert html.code == 0, html.stderr
+    for section in ("Questions", "Against labels"):
+        assert f'<h2>{section} <span class="muted">({named})</span></h2>' in html.out
+    assert '<h2>Before and after <span class="muted">(both runs)</span></h2>' in html.out
+    data = run_cli(*args, "--format", "json")
+    assert data.code == 0, data.stderr
+    assert '"questions_run": "run.jsonl"' in data.out

@@ -66,6 +66,7 @@ def build_report(
         runs=tuple(summaries),
         questions=questions,
         comparison=comparison,
+        questions_run=first.path,
         warnings=tuple(warnings),
         calibration_fit=fitted,
         labels_problem=problem,

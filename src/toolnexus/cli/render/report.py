@@ -359,15 +359,16 @@ def print_report(report: Report, console: Any, *, plain: bool) -> None:
     for i, run in enumerate(report.runs):
         label = "run" if len(report.runs) == 1 else ("before" if i == 0 else "after")
         console.print(Text(_run_header(run, label)))
-    console.print()
     questions = report.questions
+    named = report.section_run()
+    heading(f"questions ({named})")
     console.print(_questions_table(questions))
     for key, q in questions.items():
         if _distribution_rows(q):
             heading(f"{key} ({q.type}): {_answers_text(q)}")
             console.print(_distribution_chart(key, q, plain))
     if any(q.labelled for q in questions.values()):
-        heading("against labels")
+        heading(f"against labels ({named})")
         for table in _metrics_tables(questions):
             console.print(table)
         for key, q in questions.items():
@@ -395,7 +396,8 @@ def print_report(report: Report, console: Any, *, plain: bool) -> None:
     if fit is not None:
         p = fit.provenance
         heading(
-            f"calibration maps written to {fit.path} (sha256 {fit.sha256[:12]}; model "
+            f"calibration maps of {report.runs[0].path} written to {fit.path} (sha256 "
+            f"{fit.sha256[:12]}; model "
             f"{p['model']}, style {p['style']}, pack size {p['pack_size']}; cross-validated)"
         )
         if fit.provenance_note:
