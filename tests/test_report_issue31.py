@@ -117,3 +117,74 @@ def test_every_section_of_a_two_run_report_names_its_run(run_dir: Path) -> None:
     data = run_cli(*args, "--format", "json")
     assert data.code == 0, data.stderr
     assert '"questions_run": "run.jsonl"' in data.out
+
+
+# --- item 15 --------------------------------------------------------------------------------
+
+LONG_LEVEL = "some of the service, in one region, for some customers"
+LONG_OPTION = "technical-support-escalation-team"
+LONG_KEY = "which_desk_should_own_this_ticket_first"
+
+
+@pytest.fixture
+def long_labels(run_dir: Path) -> Path:
+    """The golden run with a long question key, option name and level label."""
+    for name, quote in (("run.jsonl", '"'), ("labels.csv", "")):
+        text = (run_dir / name).read_text(encoding="utf-8")
+        text = text.replace(f"{quote}desk{quote}", f"{quote}{LONG_KEY}{quote}")
+        text = text.replace("technical", LONG_OPTION)
+        level = f'"{LONG_LEVEL}"' if name == "labels.csv" else LONG_LEVEL
+        (run_dir / name).write_text(text.replace("some of it", level), encoding="utf-8")
+    return run_dir
+
+
+def _section(out: str, head: str) -> list[str]:
+    """The lines of the table whose header line starts with ``head``, header included."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(head))
+    end = next((i for i in range(start + 2, len(lines)) if not lines[i].strip()), len(lines))
+    return lines[start:end]
+
+
+@pytest.mark.parametrize("columns", [60, 80, 100])
+def test_narrow_tables_keep_every_count_column(
+    long_labels: Path, columns: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31 item 15: "at 80 columns drops the score histogram's n and share; at 60 the
+    summary loses n and conf; the reliability table's bar column has no header. At 80 and 100
+    columns every count column stays; only text labels may be shortened." """
+    monkeypatch.setenv("COLUMNS", str(columns))
+    ran = run_cli("report", "run.jsonl", "--labels", "labels.csv", "--format", "table")
+    assert ran.code == 0, ran.stderr
+    out = ran.out
+    assert max(len(line) for line in out.splitlines()) <= columns
+    summary = _section(out, "question ")
+    assert summary[0].split()[2:5] == ["n", "errors", "conf"]
+    assert summary[3].split()[2:5] == ["40", "0", "0.39"]  # the long key's row
+    levels = _section(out, "level ")
+    assert levels[0].split()[1:] == ["n", "share"]
+    assert [line.split()[-3:-1] for line in levels[2:]] == [
+        ["12", "30%"], ["16", "40%"], ["12", "30%"],
+    ]  # fmt: skip
+    assert levels[3].startswith("1 some of the")  # the label itself may be cut
+    reliability = [line for line in out.splitlines() if " confidence " in line and "gap" in line]
+    assert len(reliability) == 3
+    for head in reliability:
+        assert head.split()[-6:] == ["n", "confidence", "accuracy", "gap", "accuracy", "bar"]
+    confusion = _section(out, "label ")
+    assert [line.split()[-3:] for line in confusion[2:5]] == [
+        ["2", "6", "6"], ["3", "2", "8"], ["4", "6", "3"],
+    ]  # fmt: skip
+    choice = _section(out, "choice ")
+    assert choice[2].split()[1:] == ["40", "0.175", "0.904", "1.687", "0.416", "0.174"]
+    if columns >= 80:
+        assert choice[0].split()[1:] == [
+            "labelled", "accuracy", "brier", "log_loss", "ece", "macro_f1",
+        ]  # fmt: skip
+        score = _section(out, "score ")
+        assert score[0].split()[1:] == [
+            "labelled", "accuracy", "within_one", "mae", "brier", "rps", "ece",
+        ]  # fmt: skip
+        assert score[2].split()[1:] == [
+            "30", "0.267", "0.900", "0.763", "1.005", "0.303", "0.441",
+        ]  # fmt: skip
