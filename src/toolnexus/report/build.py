@@ -59,6 +59,7 @@ def build_report(
         warnings += skipped
     problem = None
     if labels is not None:
+        warnings += labels.notes
         problem = _check_labels(labels, stats, id_field, warnings)
     return Report(
         records=first.records,

@@ -7,11 +7,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..records.csvdialect import delimiter_name
 from ..records.model import id_problem
 from .runs import (
     ReportInputError,
     _iter_json,
     _iter_jsonl,
+    csv_file_delimiter,
     csv_rows,
     detect_format,
     parquet_rows,
@@ -31,6 +33,8 @@ class Labels:
     #: the label columns (question keys), in the file's order, the id column left out
     keys: list[str] = field(default_factory=list)
     rows: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: what the report says about the file (a CSV read with another delimiter)
+    notes: list[str] = field(default_factory=list)
 
     def where(self, item_id: str) -> str:
         row = self.rows.get(item_id)
@@ -134,7 +138,12 @@ def _label_id(
 def _read_labels_csv(labels: Labels, id_field: str) -> None:
     """The common case, kept tight: one tuple per row."""
     path = labels.path
-    rows = csv_rows(path, "CSV labels file")
+    delimiter = csv_file_delimiter(path)
+    if delimiter != ",":
+        labels.notes.append(
+            f"{path}: the header has no comma; read as {delimiter_name(delimiter)}-separated"
+        )
+    rows = csv_rows(path, "CSV labels file", delimiter)
     first = next(rows, None)
     if first is None:
         return
