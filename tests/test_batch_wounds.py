@@ -128,19 +128,20 @@ def test_a_csv_cell_has_the_jsonl_budget(
     assert _ids(out) == ["T-1"] and "error" not in out
 
 
-def test_a_latin1_byte_is_reported_at_its_row(
+def test_a_latin1_byte_is_reported_at_its_row_once_for_the_file(
     server: Loopback, qfile: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 17 §8: "a Latin-1 byte on row 2 is reported as latin.csv:1: bad CSV header"."""
+    """Issue 17 §8: "a Latin-1 byte on row 2 is reported as latin.csv:1: bad CSV header"; and
+    issue 31 item 14: "a cp1252 CSV fails row by row ('not UTF-8 (byte 7)') with no file-level
+    hint": the file is refused once, at its row, saying what to do, before anything is sent."""
     src = tmp_path / "latin.csv"
     src.write_bytes(b"id,text\nT-1,caf\xe9\nT-2,fine\n")
-    code, out, _ = _cli(capfd, "batch", str(qfile), str(src), *FIELDS, "--ordered",
-                        "--base-url", server.base_url)  # fmt: skip
-    records = [json.loads(line) for line in out.splitlines()]
+    code, out, err = _cli(capfd, "batch", str(qfile), str(src), *FIELDS, "--ordered",
+                          "--base-url", server.base_url)  # fmt: skip
     assert code == 2
-    assert records[0]["error"]["code"] == "malformed_input"
-    assert records[0]["error"]["message"].startswith(f"{src}:2: not UTF-8")
-    assert records[1]["id"] == "T-2" and "error" not in records[1]
+    assert out == ""
+    assert err.startswith(f"toolnexus: {src}:2: not UTF-8 (byte 8): the whole file must be UTF-8")
+    assert "save it as 'CSV UTF-8'" in err and err.count("\n") == 1
 
 
 # --- item 9: what a directory yields ---------------------------------------------------------

@@ -272,7 +272,7 @@ def test_json_and_csv_runs_give_the_jsonl_report(runs: Path, run: str) -> None:
     _, base, _ = _report(str(runs / "run.jsonl"), "--labels", str(runs / "labels.csv"))
     code, other, err = _report(str(runs / run), "--labels", str(runs / "labels.csv"))
     assert code == 0, err
-    base["runs"][0]["path"] = other["runs"][0]["path"]
+    base["runs"][0]["path"] = base["questions_run"] = other["runs"][0]["path"]
     assert other == base
 
 
@@ -513,7 +513,10 @@ def test_stray_label_columns_and_ids_are_warned_about(runs: Path, tmp_path: Path
     code, data, err = _report(str(runs / "run.jsonl"), "--labels", str(labels))
     assert code == 0
     assert data["labelled"] == 1
-    assert f"toolnexus: warning: {labels}: columns 'mood' name no question of the run" in err
+    assert (
+        f"toolnexus: warning: {labels}: column 'mood' matches no question key of the run (its "
+        "keys: 'urgent', 'desk', 'impact'); ignored"
+    ) in err
     assert f"toolnexus: warning: {labels}: 1 labelled ids have no answered record" in err
 
 

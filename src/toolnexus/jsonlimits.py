@@ -31,7 +31,9 @@ __all__ = [
     "JsonLimitError",
     "depth_error",
     "dumps",
+    "duplicate_key",
     "loads",
+    "loads_noting_duplicates",
     "value_problem",
 ]
 
@@ -112,6 +114,79 @@ def loads(data: str | bytes | bytearray) -> Any:
         return _DECODER.decode(text)
     except RecursionError:  # pragma: no cover - the scan above refuses this first
         raise depth_error() from None
+
+
+class _Duplicate(Exception):
+    """Raised by the pairs hook at an object with a repeated key: the text is then decoded
+    again without it, and :func:`duplicate_key` says which key and where."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        raise _Duplicate
+    return obj
+
+
+_CHECKING_DECODER = json.JSONDecoder(
+    parse_int=_int, parse_float=_float, parse_constant=_constant, object_pairs_hook=_pairs
+)
+
+
+def loads_noting_duplicates(data: str | bytes | bytearray) -> tuple[Any, tuple[str, int] | None]:
+    """:func:`loads`, and the first key that an object of the document repeats with the line
+    of its second occurrence (``None`` when no key repeats). A JSON object with a key twice
+    keeps the last value silently (RFC 8259 leaves it open); a YAML state refuses it, and a
+    JSON state's reader says so on stderr (issue 31 item 21)."""
+    if isinstance(data, bytes | bytearray):
+        data = bytes(data)
+        text = data.decode("utf-8-sig") if data[:3] == b"\xef\xbb\xbf" else data.decode("utf-8")
+    else:
+        text = data
+    if text.count("[") + text.count("{") > MAX_DEPTH and _too_deep(text):
+        raise depth_error()
+    try:
+        return _CHECKING_DECODER.decode(text), None
+    except _Duplicate:
+        return loads(text), duplicate_key(text)
+    except RecursionError:  # pragma: no cover - the scan above refuses this first
+        raise depth_error() from None
+
+
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]', re.DOTALL)
+
+
+def duplicate_key(text: str) -> tuple[str, int] | None:
+    """The first key (in text order) that repeats inside one object of the JSON ``text``, and
+    the 1-based line of its repetition; ``None`` when none does. One regex pass over strings and
+    brackets: run on the error path only."""
+    stack: list[set[str] | None] = []  # per open bracket: an object's keys, or None (array)
+    expect_key = False
+    for m in _TOKENS.finditer(text):
+        token = m.group()
+        if token == "{":
+            stack.append(set())
+            expect_key = True
+        elif token == "[":
+            stack.append(None)
+            expect_key = False
+        elif token in "]}":
+            if stack:
+                stack.pop()
+            expect_key = False
+        elif token == ",":
+            expect_key = bool(stack) and stack[-1] is not None
+        elif token == ":":
+            expect_key = False
+        elif expect_key:
+            keys = stack[-1]
+            assert keys is not None
+            key = json.loads(token)
+            if key in keys:
+                return key, text.count("\n", 0, m.start()) + 1
+            keys.add(key)
+            expect_key = False
+    return None
 
 
 def dumps(value: Any, **kwargs: Any) -> str:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import codecs
 import csv
 import glob
+import itertools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -45,8 +46,9 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..images import Image
-from ..jsonlimits import JsonLimitError, loads
+from ..jsonlimits import JsonLimitError, loads_noting_duplicates
 from ..printable import printable
+from ..records.csvdialect import NOT_UTF8_HINT, csv_delimiter, delimiter_name, first_non_utf8
 from .batch_items import (
     INVALID_STATE,
     MALFORMED,
@@ -56,7 +58,14 @@ from .batch_items import (
     kind_of,
 )
 from .errors import CliError, one_line
-from .states import STATE_SUFFIXES, NotAState, guess_format, is_image_path, parse_state
+from .states import (
+    STATE_SUFFIXES,
+    NotAState,
+    guess_format,
+    is_image_path,
+    parse_state,
+    warn_duplicate_key,
+)
 
 __all__ = ["InputItem", "InputSpec", "iter_inputs", "kind_of", "read_csv", "read_jsonl"]
 
@@ -85,13 +94,15 @@ def read_jsonl(
 ) -> Iterator[InputItem]:
     """One state per non-blank line. Blank lines are skipped but still counted. ``base`` is
     the folder ``--image-field`` paths are relative to. ``note`` hears
-    :data:`WHOLE_OBJECT_NOTE` the first time an object is sent whole with its id in it."""
+    :data:`WHOLE_OBJECT_NOTE` the first time an object is sent whole with its id in it.
+    The first line whose object repeats a key is warned about on stderr, once per file."""
+    warned = False
     for lineno, raw in enumerate(stream, 1):
         if not raw.strip():
             continue
         where = f"{name}:{lineno}"
         try:
-            value = loads(raw)
+            value, twice = loads_noting_duplicates(raw)
         except UnicodeDecodeError as e:
             yield InputItem(where, error=(MALFORMED, f"{where}: not UTF-8 (byte {e.start})"))
             continue
@@ -101,6 +112,9 @@ def read_jsonl(
         except ValueError as e:
             yield InputItem(where, error=(MALFORMED, f"{where}: invalid JSON: {one_line(str(e))}"))
             continue
+        if twice is not None and not warned:
+            warned = True
+            warn_duplicate_key(where, twice[0], " (the first such line of this file)")
         if note is not None and (key := _whole_with_id(value, spec)) is not None:
             note(WHOLE_OBJECT_NOTE.format(field=key))
             note = None
@@ -120,7 +134,7 @@ def _shown(name: str) -> str:
     return printable(repr(name))
 
 
-def _csv_text(stream: BinaryIO, bad: list[tuple[int, int]]) -> Iterator[str]:
+def _csv_text(stream: Iterable[bytes], bad: list[tuple[int, int]]) -> Iterator[str]:
     """Each physical line decoded on its own, so a byte that is not UTF-8 is reported at its own
     line (``(line, byte)`` appended to ``bad``; the line is then decoded with surrogateescape
     and its row becomes an error). A spreadsheet's byte-order mark before the header is
@@ -135,13 +149,38 @@ def _csv_text(stream: BinaryIO, bad: list[tuple[int, int]]) -> Iterator[str]:
             yield raw.decode("utf-8", "surrogateescape")
 
 
+def _dialect(path: str, f: BinaryIO) -> tuple[str, bytes]:
+    """The delimiter of the CSV file open as ``f`` and its first line (read, so the caller
+    puts it back). A file that is not UTF-8 is refused here, once, with what to do: row by row
+    it made one error record per line (issue 31 item 14)."""
+    bad = first_non_utf8(f)
+    if bad is not None:
+        line, byte = bad
+        raise CliError(f"{path}:{line}: not UTF-8 (byte {byte}): {NOT_UTF8_HINT}")
+    f.seek(0)
+    first = f.readline()
+    header = first.removeprefix(codecs.BOM_UTF8).decode("utf-8")
+    delimiter = csv_delimiter(header)
+    if delimiter != ",":
+        sys.stderr.write(
+            f"toolnexus: note: {path}: the header has no comma; read as "
+            f"{delimiter_name(delimiter)}-separated\n"
+        )
+    return delimiter, first
+
+
 def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
-    """One state per row after the header. The header names the columns."""
+    """One state per row after the header. The header names the columns; a header without a
+    comma but with ``;`` or tabs sets the delimiter (said on stderr)."""
     if csv.field_size_limit() < _CSV_CELL_LIMIT:
         csv.field_size_limit(_CSV_CELL_LIMIT)
     bad: list[tuple[int, int]] = []
     with open(path, "rb") as f:
-        reader = csv.DictReader(_csv_text(f, bad), restkey=_EXTRA, strict=True)
+        delimiter, first = _dialect(path, f)
+        lines = itertools.chain([first], f)
+        reader = csv.DictReader(
+            _csv_text(lines, bad), restkey=_EXTRA, strict=True, delimiter=delimiter
+        )
         try:
             columns = reader.fieldnames or []
         except csv.Error as e:

@@ -75,8 +75,8 @@ def report_command(
     runs: Annotated[
         list[str],
         typer.Argument(
-            help="Records written by `toolnexus batch` (JSONL, JSON or CSV); a second RUN is "
-            "compared with the first (before, after).",
+            help="Records written by `toolnexus batch` (JSONL, JSON, CSV or Parquet); a second "
+            "RUN is compared with the first (before, after).",
             metavar="RUN [RUN2]",
             show_default=False,
         ),
@@ -85,8 +85,9 @@ def report_command(
         str | None,
         typer.Option(
             "--labels",
-            help="JSONL or CSV: an id column and one column per question key (noul true/false, "
-            "choice option, score level index or label); an empty cell is unlabelled.",
+            help="JSONL, CSV or Parquet: an id column and one column per question key (noul "
+            "true/false, choice option, score level index or label); an empty cell is "
+            "unlabelled.",
             metavar="FILE",
             show_default=False,
         ),
@@ -211,13 +212,17 @@ def report_command(
             intervals=intervals,
             fit_calibration=fit_calibration,
         )
+    except ReportInputError as e:
+        raise CliError(str(e)) from None
+    # The warnings first: a condition nothing can measure is often explained by one of them.
+    for warning in report.warnings:
+        sys.stderr.write(f"toolnexus: warning: {one_line(warning)}\n")
+    try:
         met = evaluate(conditions, report)
     except ReportInputError as e:
         raise CliError(str(e)) from None
     if write_thresholds is not None:
         _write_thresholds(write_thresholds, report)
-    for warning in report.warnings:
-        sys.stderr.write(f"toolnexus: warning: {one_line(warning)}\n")
     chosen = fmt or _format_for(output) or default_format()
     result = ReportResult(report)
     try:

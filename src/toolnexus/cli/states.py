@@ -20,6 +20,7 @@ from typing import Any, Literal
 from ..assets import with_images
 from ..decision import json_kind
 from ..images import Image
+from ..printable import printable
 from .errors import CliError
 
 StateFormat = Literal["text", "json", "yaml"]
@@ -142,6 +143,15 @@ def _parse_yaml(text: str, name: str) -> Any:
     return doc.value
 
 
+def warn_duplicate_key(where: str, key: str, more: str = "") -> None:
+    """One stderr line for a JSON object that repeats ``key`` (issue 31 item 21): JSON keeps
+    the last value silently, where a YAML state is refused."""
+    sys.stderr.write(
+        f"toolnexus: warning: {where}: key {printable(repr(key))} appears twice in one JSON "
+        f"object; only its last value is sent{more}\n"
+    )
+
+
 def parse_state(text: str, fmt: StateFormat, name: str) -> Any:
     """Read ``text`` as ``fmt``; a syntax error names ``name`` and its line and column.
     A text state from a file or stdin loses ONE final newline; ``--state-text`` is verbatim.
@@ -149,14 +159,16 @@ def parse_state(text: str, fmt: StateFormat, name: str) -> Any:
     if fmt == "text":
         return text if name == TEXT_NAME else _strip_final_newline(text)
     if fmt == "json":
-        from ..jsonlimits import JsonLimitError, loads
+        from ..jsonlimits import JsonLimitError, loads_noting_duplicates
 
         try:
-            value = loads(text)
+            value, twice = loads_noting_duplicates(text)
         except json.JSONDecodeError as e:
             raise CliError(f"{name}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
         except JsonLimitError as e:
             raise CliError(f"{name}: JSON state refused: {e}") from None
+        if twice is not None:
+            warn_duplicate_key(f"{name}:{twice[1]}", twice[0])
         return check_state(value, name)
     return check_state(_parse_yaml(text, name), name)
 

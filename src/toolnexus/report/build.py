@@ -3,9 +3,12 @@ that every output format renders (``report.schema.json`` describes its JSON)."""
 
 from __future__ import annotations
 
+from itertools import islice
+
+from .aggregation import RunStats
 from .compare import compare_runs
 from .finish import question_reports
-from .labels import read_labels
+from .labels import Labels, read_labels
 from .model import Comparison, Report
 from .reader import read_run
 
@@ -29,13 +32,14 @@ def build_report(
     recalibration map per labelled key of the first run and write them to that file."""
     labels = read_labels(labels_path, id_field) if labels_path else None
     two = len(runs) == 2
-    first = read_run(runs[0], labels, snapshot=two, jobs=jobs)
+    warnings: list[str] = []
+    first = read_run(runs[0], labels, snapshot=two, jobs=jobs, warnings=warnings)
     questions = question_reports(first, target_precision, intervals, jobs)
     summaries = [first.summary()]
     comparison: Comparison | None = None
     stats = [first]
     if two:
-        second = read_run(runs[1], labels, against=first.snapshots, jobs=jobs)
+        second = read_run(runs[1], labels, against=first.snapshots, jobs=jobs, warnings=warnings)
         stats.append(second)
         summaries.append(second.summary())
         assert first.snapshots is not None and second.deltas is not None
@@ -47,34 +51,62 @@ def build_report(
             (first.path, second.path),
         )
         first.snapshots = second.deltas = None  # the comparison holds what it needs
-    warnings: list[str] = []
     fitted = None
     if fit_calibration is not None:
         from .fitting import fit_calibration as fit
 
         fitted, skipped = fit(stats[0], fit_calibration)
         warnings += skipped
+    problem = None
     if labels is not None:
-        asked = {k for s in stats for k in s.questions}
-        stray = [k for k in labels.labelled_keys() if k not in asked]
-        if stray:
-            warnings.append(
-                f"{labels.path}: columns {', '.join(repr(k) for k in stray)} name no question "
-                "of the run; ignored"
-            )
-        if two:
-            used = (stats[0].label_ids_seen or set()) | (stats[1].label_ids_seen or set())
-            unused = sum(1 for i in labels.labelled_ids() if i not in used)
-        else:  # ids are unique in a read run, so a count is enough (no set of 100k ids)
-            unused = sum(1 for _ in labels.labelled_ids()) - first.labelled
-        if unused:
-            warnings.append(f"{labels.path}: {unused} labelled ids have no answered record")
+        warnings += labels.notes
+        problem = _check_labels(labels, stats, id_field, warnings)
     return Report(
         records=first.records,
         labelled=first.labelled,
         runs=tuple(summaries),
         questions=questions,
         comparison=comparison,
+        questions_run=first.path,
         warnings=tuple(warnings),
         calibration_fit=fitted,
+        labels_problem=problem,
+    )
+
+
+def _check_labels(
+    labels: Labels, stats: list[RunStats], id_field: str, warnings: list[str]
+) -> str | None:
+    """Warn about label columns that name no question and labelled ids that no run answered;
+    return why the last run (the one ``--fail-on`` judges) has no labelled answer, if it has
+    none (issue 31 item 9: say what did not match)."""
+    asked = list(dict.fromkeys(k for s in stats for k in s.questions))
+    shown_keys = ", ".join(repr(k) for k in asked) or "none"
+    stray = [k for k in labels.labelled_keys() if k not in asked]
+    if stray:
+        warnings.append(
+            f"{labels.path}: {'column' if len(stray) == 1 else 'columns'} "
+            f"{', '.join(repr(k) for k in stray)} {'matches' if len(stray) == 1 else 'match'} "
+            f"no question key of the run (its keys: {shown_keys}); ignored"
+        )
+    used_keys = [k for k in labels.labelled_keys() if k in asked]
+    if len(stats) == 2:
+        used = (stats[0].label_ids_seen or set()) | (stats[1].label_ids_seen or set())
+        unused = sum(1 for i in labels.labelled_ids(used_keys) if i not in used)
+    else:  # ids are unique in a read run, so a count is enough (no set of 100k ids)
+        unused = sum(1 for _ in labels.labelled_ids(used_keys)) - stats[0].labelled
+    if unused:
+        warnings.append(f"{labels.path}: {unused} labelled ids have no answered record")
+    last = stats[-1]
+    if last.labelled:
+        return None
+    if not used_keys:
+        return (
+            f"--labels {labels.path}: no label column matches a question key of the run "
+            f"(its keys: {shown_keys})"
+        )
+    first = ", ".join(repr(i) for i in islice(labels.labelled_ids(used_keys), 3))
+    return (
+        f"--labels {labels.path} matched no id of {last.path} (its {id_field!r} column holds "
+        f"ids such as {first})"
     )

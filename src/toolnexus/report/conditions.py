@@ -165,15 +165,20 @@ def evaluate(conditions: list[Condition], report: Report) -> list[str]:
             if m.above if m.above is not None else c.holds(m.value):
                 hits.append(m.text(key))
         if not measured:
+            needs_labels = c.floor or c.name in SCALAR_METRICS
             why = (
-                "it needs --labels and the intervals (--intervals past 20,000 labels; not "
-                "--no-intervals)"
-                if c.floor
-                else "it needs two runs"
-                if c.name == "changed"
-                else "it needs --labels"
-                if c.name in SCALAR_METRICS
-                else "no question measures it"
+                report.labels_problem
+                if needs_labels and report.labels_problem
+                else (
+                    "it needs --labels and the intervals (--intervals past 20,000 labels; not "
+                    "--no-intervals)"
+                    if c.floor
+                    else "it needs two runs"
+                    if c.name == "changed"
+                    else "it needs --labels"
+                    if c.name in SCALAR_METRICS
+                    else "no question measures it"
+                )
             )
             raise ReportInputError(f"--fail-on {c.text}: nothing to measure it on ({why})")
         if hits:

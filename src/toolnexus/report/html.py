@@ -304,7 +304,9 @@ def _fit(report: Report) -> str:
                      escape(m.kind or f"skipped: {m.skipped}"), *cells])  # fmt: skip
     note = f"<p>{escape(fit.provenance_note)}</p>" if fit.provenance_note else ""
     return (
-        f"<h2>Calibration maps</h2><p>Written to <code>{escape(fit.path)}</code> (sha256 "
+        f'<h2>Calibration maps <span class="muted">(fitted on run '
+        f"{escape(report.runs[0].path)})</span></h2><p>Written to <code>{escape(fit.path)}"
+        f"</code> (sha256 "
         f"<code>{escape(fit.sha256[:12])}</code>) for model {escape(str(p['model']))}, style "
         f"{escape(str(p['style']))}, pack size {p['pack_size']}; cross-validated.</p>{note}"
         + _table(["question", "type", "labelled", "map", "ece", "brier", "log_loss"], rows)
@@ -314,7 +316,7 @@ def _fit(report: Report) -> str:
 def _comparison(comparison: Comparison, before: Mapping[str, QuestionReport], charts: Any) -> str:
     after = comparison.after_questions
     parts = [
-        "<h2>Before and after</h2>",
+        '<h2>Before and after <span class="muted">(both runs)</span></h2>',
         f"<p>before <code>{escape(comparison.before)}</code>, after "
         f"<code>{escape(comparison.after)}</code></p>",
     ]
@@ -369,6 +371,7 @@ def report_html(report: Report) -> str:
     from . import charts
 
     questions = report.questions
+    named = report.section_run()
     title = "toolnexus report"
     parts = [
         "<!DOCTYPE html>",
@@ -379,7 +382,7 @@ def report_html(report: Report) -> str:
         f'<p class="muted">{report.records} records, {report.labelled} labelled</p>',
         "<h2>Runs</h2>",
         _runs(report),
-        "<h2>Questions</h2>",
+        f'<h2>Questions <span class="muted">({escape(named)})</span></h2>',
         _overview(questions),
     ]
     for key, q in questions.items():
@@ -390,7 +393,7 @@ def report_html(report: Report) -> str:
         parts.append(f'<div class="charts">{chart}<div>{_distribution_table(q)}</div></div>')
     labelled = [(k, q) for k, q in questions.items() if q.labelled]
     if labelled:
-        parts.append("<h2>Against labels</h2>")
+        parts.append(f'<h2>Against labels <span class="muted">({escape(named)})</span></h2>')
         for key, q in labelled:
             parts.append(_metrics(key, q, charts))
     parts.append(_fit(report))

@@ -3,15 +3,17 @@ per question key (``--labels``, ``--id-field``). Every problem is a located ``Re
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..records.csvdialect import delimiter_name
 from ..records.model import id_problem
 from .runs import (
     ReportInputError,
     _iter_json,
     _iter_jsonl,
+    csv_file_delimiter,
     csv_rows,
     detect_format,
     parquet_rows,
@@ -31,6 +33,8 @@ class Labels:
     #: the label columns (question keys), in the file's order, the id column left out
     keys: list[str] = field(default_factory=list)
     rows: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: what the report says about the file (a CSV read with another delimiter)
+    notes: list[str] = field(default_factory=list)
 
     def where(self, item_id: str) -> str:
         row = self.rows.get(item_id)
@@ -48,9 +52,12 @@ class Labels:
         rows = list(self.rows.values())
         return [k for i, k in enumerate(self.keys, 1) if any(row[i] for row in rows)]
 
-    def labelled_ids(self) -> Iterator[str]:
-        """The ids with at least one label."""
-        return (i for i, row in self.rows.items() if any(row[1:]))
+    def labelled_ids(self, keys: Iterable[str] | None = None) -> Iterator[str]:
+        """The ids with at least one label (in the columns of ``keys`` only, when given)."""
+        if keys is None:
+            return (i for i, row in self.rows.items() if any(row[1:]))
+        at = [n for n, k in enumerate(self.keys, 1) if k in set(keys)]
+        return (i for i, row in self.rows.items() if any(row[n] for n in at))
 
 
 def _label_text(value: Any) -> str | None:
@@ -131,7 +138,12 @@ def _label_id(
 def _read_labels_csv(labels: Labels, id_field: str) -> None:
     """The common case, kept tight: one tuple per row."""
     path = labels.path
-    rows = csv_rows(path, "CSV labels file")
+    delimiter = csv_file_delimiter(path)
+    if delimiter != ",":
+        labels.notes.append(
+            f"{path}: the header has no comma; read as {delimiter_name(delimiter)}-separated"
+        )
+    rows = csv_rows(path, "CSV labels file", delimiter)
     first = next(rows, None)
     if first is None:
         return

@@ -425,13 +425,26 @@ class Report:
     runs: tuple[RunSummary, ...]
     questions: Mapping[str, QuestionReport]
     comparison: Comparison | None
+    #: the path of the run that ``questions`` (and ``calibration_fit``) describe: the first
+    #: (issue 31 item 7: every section names its run; ``--fail-on`` judges the last)
+    questions_run: str | None = field(default=None, metadata=OMIT_NONE)
     warnings: tuple[str, ...] = field(default=(), metadata=SKIP)
     calibration_fit: CalibrationFit | None = field(default=None, metadata=OMIT_NONE)
+    #: with ``--labels``: why the last run has no labelled answer (no id or no column matched)
+    labels_problem: str | None = field(default=None, metadata=SKIP)
 
     @property
     def judged(self) -> Mapping[str, QuestionReport]:
         """The questions of the last run, which ``--fail-on`` judges."""
         return self.comparison.after_questions if self.comparison else self.questions
+
+    def section_run(self) -> str:
+        """How a section of the first run's numbers names that run: ``run PATH``, or with two
+        runs ``before PATH`` and which run ``--fail-on`` judges (issue 31 item 7)."""
+        first = self.runs[0].path
+        if len(self.runs) == 1:
+            return f"run {first}"
+        return f"before {first}; --fail-on judges the after run, {self.runs[-1].path}"
 
     def to_json(self) -> dict[str, Any]:
         """The object ``--format json`` prints (``report.schema.json``)."""

@@ -38,6 +38,7 @@ from .pool import in_order
 from .runs import (
     LocatedError,
     Span,
+    cut_last_line,
     detect_format,
     iter_records,
     parquet_group_spans,
@@ -60,13 +61,19 @@ def read_run(
     against: Mapping[str, Snapshot] | None = None,
     jobs: int | None = None,
     chunk_bytes: int = CHUNK_BYTES,
+    warnings: list[str] | None = None,
 ) -> RunStats:
     """Stream ``path`` into a :class:`RunStats`; ``jobs`` processes count its chunks (default:
     one per CPU this process may use, at most ``pool.DEFAULT_JOBS_MAX``). ``snapshot`` and
     ``against`` are RunStats' two-run options. A pipe is read from a temporary copy
-    (:func:`readable_again`)."""
+    (:func:`readable_again`). ``warnings`` hears what the report should say about the file
+    (a cut last line)."""
     with readable_again(path) as readable:
         stats = _read_run(readable, labels, fmt, snapshot, against, jobs, chunk_bytes)
+        if warnings is not None and (fmt or detect_format(readable)) == "jsonl":
+            cut = cut_last_line(readable)
+            if cut is not None:
+                warnings.append(cut.replace(readable, path, 1))
     stats.path = path
     return stats
 

@@ -29,13 +29,16 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from ..records.codec import CsvCodec, RecordDecodeError, line_loader, read_csv_header
+from ..records.csvdialect import NOT_UTF8_HINT, csv_delimiter, first_non_utf8
 from ..records.parquet import PARQUET_MAGIC, journal_path
 
 __all__ = [
     "LocatedError",
     "ReportInputError",
     "Span",
+    "csv_file_delimiter",
     "csv_rows",
+    "cut_last_line",
     "detect_format",
     "iter_records",
     "parquet_group_spans",
@@ -188,6 +191,46 @@ def _iter_jsonl(path: str, span: Span | None = None) -> Iterator[tuple[int, Any]
                     return  # cut short by a kill: never a complete record
                 raise LocatedError(path, n, f"not a JSON record: {_reason(e)}") from None
             yield n, obj
+
+
+def cut_last_line(path: str) -> str | None:
+    """``path:LINE: ...`` when a JSONL run's last line has no newline and is not JSON (a batch
+    killed, or out of disk, mid-write): :func:`_iter_jsonl` leaves that line out, and a report
+    says so (issue 31 item 19). ``None`` otherwise. Reads the tail, and counts the lines only
+    when the line is cut."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            if size == 0:
+                return None
+            f.seek(size - 1)
+            if f.read(1) == b"\n":
+                return None
+            start = size
+            tail = b""
+            while start > 0 and b"\n" not in tail:
+                step = min(start, _CHUNK)
+                start -= step
+                f.seek(start)
+                tail = f.read(step) + tail
+            tail = tail[tail.rfind(b"\n") + 1 :]
+            if not tail.strip():
+                return None
+            try:
+                line_loader()(tail)
+                return None  # a whole record without its newline is read as one
+            except UnicodeDecodeError:
+                return None  # the reader names that line itself
+            except ValueError:
+                pass
+            f.seek(0)
+            line = 1 + sum(block.count(b"\n") for block in iter(lambda: f.read(_CHUNK), b""))
+    except OSError:
+        return None  # the reader says what is wrong
+    return (
+        f"{path}:{line}: the last line is cut short (no newline, not JSON: a run killed or out "
+        "of disk mid-write); left out of the report (batch --resume asks its state again)"
+    )
 
 
 def _parquet_file(path: str, raw: IO[bytes], what: str) -> Any:
@@ -355,13 +398,21 @@ def _text(raw: IO[bytes], path: str, *, csv_file: bool = False) -> IO[str]:
 # --- CSV ---------------------------------------------------------------------------------
 
 
-def csv_rows(path: str, what: str) -> Iterator[tuple[int, list[str]]]:
+def csv_file_delimiter(path: str) -> str:
+    """The delimiter of a CSV file, from its header line (``records.csvdialect``): a labels
+    file saved by a spreadsheet may be ``;``- or tab-separated."""
+    with _open(path) as raw:
+        first = raw.readline().removeprefix(codecs.BOM_UTF8)
+    return csv_delimiter(first.decode("utf-8", "replace"))
+
+
+def csv_rows(path: str, what: str, delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:
     """``(line, cells)`` for every row of a CSV file, the header first (line 1), blank rows
     skipped, every other row as wide as the header; a spreadsheet's byte-order mark is allowed.
     A header that is not CSV is an error saying the file is not ``what``; a bad row, or one of
     another width, an error at its line."""
     with _open(path) as raw:
-        reader = csv.reader(_text(raw, path, csv_file=True))
+        reader = csv.reader(_text(raw, path, csv_file=True), delimiter=delimiter)
         width: int | None = None
         line = 0  # the last physical line read
         while True:
@@ -371,7 +422,7 @@ def csv_rows(path: str, what: str) -> Iterator[tuple[int, list[str]]]:
                 return
             except UnicodeDecodeError:
                 # Decoded ahead in blocks: the error's own position says little; find the line.
-                raise ReportInputError(f"{path}:{_first_bad_utf8(path)}") from None
+                raise ReportInputError(f"{path}:{_first_bad_utf8(path)}: {NOT_UTF8_HINT}") from None
             except csv.Error as e:
                 if width is None:
                     raise ReportInputError(f"{path}:1: not a {what}: {e}") from None
@@ -389,24 +440,11 @@ def csv_rows(path: str, what: str) -> Iterator[tuple[int, list[str]]]:
 def _first_bad_utf8(path: str) -> str:
     """``LINE: not UTF-8 text (byte N)`` for the first byte of ``path`` that is not UTF-8
     (``N`` counted from the start of its line, from 1); read in blocks, on the error path only."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    line, line_start, offset = 1, 0, 0
     with _open(path) as f:
-        while block := f.read(_CHUNK):
-            try:
-                decoder.decode(block)
-            except UnicodeDecodeError as e:
-                bad = offset + e.start - len(decoder.getstate()[0])
-                before = block[: max(bad - offset, 0)]
-                line += before.count(b"\n")
-                if b"\n" in before:
-                    line_start = offset + before.rindex(b"\n") + 1
-                return f"{line}: not UTF-8 text (byte {bad - line_start + 1})"
-            line += block.count(b"\n")
-            if b"\n" in block:
-                line_start = offset + block.rindex(b"\n") + 1
-            offset += len(block)
-    return f"{line}: not UTF-8 text"
+        bad = first_non_utf8(f, _CHUNK)
+    if bad is None:
+        return "1: not UTF-8 text"
+    return f"{bad[0]}: not UTF-8 text (byte {bad[1]})"
 
 
 def _iter_csv(path: str) -> Iterator[tuple[int, Any]]:

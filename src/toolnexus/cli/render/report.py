@@ -27,10 +27,12 @@ from ...report.model import (
     ScoreDistribution,
     map_text,
 )
+from .grid import Bar, Grid
 
 __all__ = ["print_report"]
 
-BAR_WIDTH = 24
+#: The bar column's header in the reliability table: what the bar draws (issue 31 item 15).
+RELIABILITY_BAR = "accuracy bar"
 
 
 def _pct(value: Any) -> str:
@@ -51,15 +53,6 @@ def _signed(value: Any) -> str:
     return f"{value:+.3f}"
 
 
-def _bar(fraction: float, plain: bool, width: int = BAR_WIDTH) -> str:
-    fraction = min(max(fraction, 0.0), 1.0)
-    if plain:
-        return "#" * round(fraction * width)
-    eighths = round(fraction * width * 8)
-    full, part = divmod(eighths, 8)
-    return "█" * full + ("▏▎▍▌▋▊▉"[part - 1] if part else "")
-
-
 def _counts(mapping: Mapping[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in mapping.items()) or "none"
 
@@ -78,14 +71,14 @@ def _answers_text(q: QuestionReport) -> str:
     return "(not modelled)"
 
 
-def _table(*columns: str, right: Sequence[str] = ()) -> Any:
-    from rich import box
-    from rich.table import Table
-
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for c in columns:
-        table.add_column(c, justify="right" if c in right else "left", no_wrap=True)
-    return table
+def _table(
+    *columns: str,
+    right: Sequence[str] = (),
+    keep: Sequence[str] = (),
+) -> Grid:
+    """A table whose ``right`` columns (numbers) and ``keep`` columns keep their width on a
+    narrow terminal; only its text labels and bar give way (:mod:`.grid`)."""
+    return Grid(columns, frozenset(right), frozenset(keep))
 
 
 def _run_header(run: RunSummary, label: str) -> str:
@@ -153,7 +146,7 @@ def _distribution_chart(key: str, q: QuestionReport, plain: bool) -> Any:
     table = _table(what, "n", "share", "", right=("n", "share"))
     peak = max((share or 0.0 for _, _, share in rows), default=0.0) or 1.0
     for name, n, share in rows:
-        table.add_row(name, str(n), _pct(share), _bar((share or 0.0) / peak, plain))
+        table.add_row(name, str(n), _pct(share), Bar((share or 0.0) / peak, plain))
     return table
 
 
@@ -185,8 +178,15 @@ def _metrics_tables(questions: Mapping[str, QuestionReport]) -> list[Any]:
 
 def _reliability_chart(q: QuestionReport, plain: bool) -> Any:
     what = "p" if q.type == "noul" else "top-1 p"
-    table = _table(what, "n", "confidence", "accuracy", "gap", "", right=("n",))
-    table.columns[2].justify = table.columns[3].justify = table.columns[4].justify = "right"
+    table = _table(
+        what,
+        "n",
+        "confidence",
+        "accuracy",
+        "gap",
+        RELIABILITY_BAR,
+        right=("n", "confidence", "accuracy", "gap"),
+    )
     for b in q.reliability:
         if not b.n or b.accuracy is None or b.confidence is None:
             continue
@@ -197,7 +197,7 @@ def _reliability_chart(q: QuestionReport, plain: bool) -> Any:
             _num(conf, 2),
             _num(acc, 2),
             _signed(acc - conf),
-            _bar(acc, plain),
+            Bar(acc, plain),
         )
     return table
 
@@ -298,7 +298,7 @@ def _recalibrated_line(key: str, q: QuestionReport) -> str:
 def _fit_table(fit: CalibrationFit) -> Any:
     """``--fit-calibration``: each key's map and its cross-validated metrics before -> after."""
     table = _table("question", "type", "labelled", "map", "ece", "brier", "log_loss",
-                   right=("labelled",))  # fmt: skip
+                   right=("labelled",), keep=("ece", "brier", "log_loss"))  # fmt: skip
     for key, m in fit.questions.items():
         if m.kind is None:
             table.add_row(key, m.type, str(m.labelled), "skipped", "-", "-", "-")
@@ -359,15 +359,16 @@ def print_report(report: Report, console: Any, *, plain: bool) -> None:
     for i, run in enumerate(report.runs):
         label = "run" if len(report.runs) == 1 else ("before" if i == 0 else "after")
         console.print(Text(_run_header(run, label)))
-    console.print()
     questions = report.questions
+    named = report.section_run()
+    heading(f"questions ({named})")
     console.print(_questions_table(questions))
     for key, q in questions.items():
         if _distribution_rows(q):
             heading(f"{key} ({q.type}): {_answers_text(q)}")
             console.print(_distribution_chart(key, q, plain))
     if any(q.labelled for q in questions.values()):
-        heading("against labels")
+        heading(f"against labels ({named})")
         for table in _metrics_tables(questions):
             console.print(table)
         for key, q in questions.items():
@@ -395,7 +396,8 @@ def print_report(report: Report, console: Any, *, plain: bool) -> None:
     if fit is not None:
         p = fit.provenance
         heading(
-            f"calibration maps written to {fit.path} (sha256 {fit.sha256[:12]}; model "
+            f"calibration maps of {report.runs[0].path} written to {fit.path} (sha256 "
+            f"{fit.sha256[:12]}; model "
             f"{p['model']}, style {p['style']}, pack size {p['pack_size']}; cross-validated)"
         )
         if fit.provenance_note:
