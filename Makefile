@@ -31,10 +31,11 @@ $(WHEELS): pyproject.toml | $(STAMP)
 	$(BIN)/python -m pip wheel --quiet --wheel-dir $(WHEELHOUSE) . 'hatchling>=1.25,<2'
 	@touch $(WHEELS)
 
-# Two workers on the 2-core machines the suite is budgeted for (issue 29: 4 minutes of pytest);
-# loadgroup keeps the tests marked xdist_group("ray") on one worker, with the one Ray instance.
+# Two workers on the 2-core machines the suite is budgeted for (issue 29: 4 minutes of pytest).
+# loadfile: a file's tests run on one worker, in order, as they do serially (the README runner's
+# sh lines build on the files the lines before them wrote).
 test: install
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not slow"
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not slow"
 
 # The checks too slow for `make test`'s 4-minute budget (README, "The suite's time budget").
 test-slow: install

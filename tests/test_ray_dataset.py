@@ -30,12 +30,7 @@ from toolnexus.arrow import evaluate_table  # noqa: E402
 from toolnexus.ray import evaluate_dataset  # noqa: E402
 
 # Ray Data's own DataContext() warns about its own defaults (ray 2.60): not ours to fix.
-pytestmark = [
-    pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context"),
-    # One Ray instance per run, not per pytest-xdist worker: `make test` runs -n 2 --dist
-    # loadgroup, and a second instance would cost 3-4 s and fight the first for 2 CPUs.
-    pytest.mark.xdist_group("ray"),
-]
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")
 
 QUESTIONS: dict[str, Any] = {
     "urgent": NoulQuestion("Does this ticket need a human today?"),

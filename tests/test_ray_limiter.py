@@ -87,7 +87,6 @@ def test_a_dead_workers_tickets_come_back_when_their_lease_ends() -> None:
     assert stats["in_flight"] == 1
 
 
-@pytest.mark.xdist_group("ray")  # the run's one Ray instance: see tests/test_ray_dataset.py
 def test_the_shared_limit_on_one_ray_instance(ray_session: object) -> None:
     """The actor is named, costs no CPU, and two workers' members share it."""
     import sys
