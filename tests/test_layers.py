@@ -1,0 +1,240 @@
+"""Calls go one way (issue 30 item 3): every module has a rank, and a module imports only modules
+of its own rank or below. Every import counts, wherever it sits: at the top, inside a function,
+under ``if TYPE_CHECKING:`` (the reader is ``test_import_graph.imports_of``).
+
+The ranks, lowest first::
+
+    9  app        cli/, serve/, __main__, the MCP server, the pytest plugin
+    8  engines    arrow, arrowrecords, ray, ray_limiter
+    7  api        toolnexus (the curated namespace), sync/ (the facade over every call below)
+    6  analysis   records/, calibration/, report/
+    5  batch      batch, packing, packplan, packcache, packed (several states, one request)
+    4  classifier classifier, factory, telemetry (one state, one decision, its metric events)
+    3  styles     systemone, llm, llm_wire, styles, recordings (what answers one request)
+    2  transport  transport/ (the one place HTTP is spoken)
+    1  config     config, options, backends, cache/, scheduler/ (typed values and admission)
+    0  core       the pure modules: questions, canonical, decision, answers, validation, ...
+
+A module whose rank is not written here fails the test until it is given one: a new room is a
+decision, not a default. ``KNOWN_UPWARD`` lists the upward imports the tree still has (the
+structure pass removes them one by one); an entry that no longer exists fails too, so the list
+only shrinks.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from test_import_graph import cycles
+from test_import_graph import graph as _read_graph
+
+#: The tree's imports, read once per run (every test here asks).
+graph = functools.cache(_read_graph)
+
+CORE, CONFIG, TRANSPORT, STYLES, CLASSIFIER, BATCH, ANALYSIS, API, ENGINES, APP = range(10)
+NAMES = [
+    "core",
+    "config",
+    "transport",
+    "styles",
+    "classifier",
+    "batch",
+    "analysis",
+    "api",
+    "engines",
+    "app",
+]
+
+#: A module's rank: the longest prefix written here wins (``toolnexus.cli`` covers cli/).
+RANKS: dict[str, int] = {
+    # core: pure, no I/O
+    "toolnexus.errors": CORE,
+    "toolnexus.envname": CORE,
+    "toolnexus.jsonlimits": CORE,
+    "toolnexus.printable": CORE,
+    "toolnexus.defaults": CORE,
+    "toolnexus.questions": CORE,
+    "toolnexus.canonical": CORE,
+    "toolnexus.answers": CORE,
+    "toolnexus.validity": CORE,
+    "toolnexus.decision": CORE,
+    "toolnexus.validation": CORE,
+    "toolnexus.images": CORE,
+    "toolnexus.imagelimits": CORE,
+    "toolnexus.assets": CORE,
+    "toolnexus.failures": CORE,
+    "toolnexus.state": CORE,
+    "toolnexus.telemetry_attrs": CORE,
+    # config
+    "toolnexus.config": CONFIG,
+    "toolnexus.options": CONFIG,
+    "toolnexus.backends": CONFIG,
+    "toolnexus.cache": CONFIG,
+    "toolnexus.scheduler": CONFIG,
+    # transport
+    "toolnexus.transport": TRANSPORT,
+    # styles
+    "toolnexus.systemone": STYLES,
+    "toolnexus.llm": STYLES,
+    "toolnexus.llm_wire": STYLES,
+    "toolnexus.styles": STYLES,
+    "toolnexus.recordings": STYLES,
+    # classifier
+    "toolnexus.classifier": CLASSIFIER,
+    "toolnexus.factory": CLASSIFIER,
+    "toolnexus.telemetry": CLASSIFIER,
+    "toolnexus.telemetry_pack": CLASSIFIER,
+    # batch and packing
+    "toolnexus.batch": BATCH,
+    "toolnexus.packing": BATCH,
+    "toolnexus.packplan": BATCH,
+    "toolnexus.packcache": BATCH,
+    "toolnexus.packed": BATCH,
+    # analysis
+    "toolnexus.records": ANALYSIS,
+    "toolnexus.calibration": ANALYSIS,
+    "toolnexus.report": ANALYSIS,
+    # api
+    "toolnexus": API,
+    "toolnexus.sync": API,
+    # engines
+    "toolnexus.arrow": ENGINES,
+    "toolnexus.arrowrecords": ENGINES,
+    "toolnexus.ray": ENGINES,
+    "toolnexus.ray_limiter": ENGINES,
+    # apps
+    "toolnexus.__main__": APP,
+    "toolnexus.cli": APP,
+    "toolnexus.serve": APP,
+}
+
+#: The upward imports the tree still has, ``(importer, imported)``: issue 30's structure pass
+#: removes them. Never add to this list; a new upward import is a design change to discuss.
+KNOWN_UPWARD: set[tuple[str, str]] = {
+    ("toolnexus.backends", "toolnexus.transport.redaction"),
+    ("toolnexus.classifier", "toolnexus.batch"),
+    ("toolnexus.classifier", "toolnexus.calibration.apply"),
+    ("toolnexus.classifier", "toolnexus.calibration.maps"),
+    ("toolnexus.config", "toolnexus.packplan"),
+    ("toolnexus.records.parquet", "toolnexus.arrowrecords"),
+    ("toolnexus.report.columns", "toolnexus.arrowrecords"),
+    ("toolnexus.report.runs", "toolnexus.arrowrecords"),
+}
+
+#: Loops between rooms (a top-level module or folder of the package), each written from its
+#: smallest room: "The two folder loops go: metric primitives move below both calibration/ and
+#: report/; arrowrecords.py moves into records/" (issue 30 item 3). Only shrinks, like the above.
+KNOWN_ROOM_LOOPS: set[tuple[str, ...]] = {
+    ("arrowrecords", "records", "arrowrecords"),
+    ("arrowrecords", "records", "calibration", "report", "arrowrecords"),
+    ("calibration", "report", "calibration"),
+    ("calibration", "report", "records", "calibration"),
+}
+
+
+def rank_of(module: str, ranks: dict[str, int] = RANKS) -> int | None:
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        rank = ranks.get(".".join(parts[:n]))
+        if rank is not None:
+            return rank
+    return None
+
+
+def upward(
+    edges: dict[str, dict[str, int]], ranks: dict[str, int] = RANKS
+) -> list[tuple[str, str, int]]:
+    """Every import of a module of a higher rank: ``(importer, imported, line)``."""
+    found = []
+    for module, targets in sorted(edges.items()):
+        mine = rank_of(module, ranks)
+        for target, line in sorted(targets.items()):
+            theirs = rank_of(target, ranks)
+            if mine is not None and theirs is not None and theirs > mine:
+                found.append((module, target, line))
+    return found
+
+
+def _shown(module: str, target: str, line: int) -> str:
+    a, b = rank_of(module), rank_of(target)
+    assert a is not None and b is not None
+    return f"{module} ({NAMES[a]}) imports {target} ({NAMES[b]}) at line {line}"
+
+
+def test_every_module_has_a_rank() -> None:
+    missing = [m for m in graph() if rank_of(m) is None]
+    assert not missing, "give each a rank in RANKS (tests/test_layers.py): " + ", ".join(missing)
+
+
+def test_no_module_imports_a_higher_rank() -> None:
+    """'fails on any upward import, lazy and TYPE_CHECKING imports included'."""
+    found = upward(graph())
+    new = [f for f in found if (f[0], f[1]) not in KNOWN_UPWARD]
+    assert not new, "upward imports:\n" + "\n".join(_shown(*f) for f in new)
+
+
+def test_the_known_upward_imports_only_shrink() -> None:
+    still = {(a, b) for a, b, _ in upward(graph())}
+    gone = sorted(KNOWN_UPWARD - still)
+    assert not gone, f"no longer upward, drop them from KNOWN_UPWARD: {gone}"
+
+
+def room_loops(edges: dict[str, dict[str, int]]) -> set[tuple[str, ...]]:
+    """Every loop between rooms: ``toolnexus.report.metrics`` lives in room ``report``."""
+
+    def room(module: str) -> str:
+        parts = module.split(".")
+        return parts[1] if len(parts) > 1 else parts[0]
+
+    rooms: dict[str, dict[str, int]] = {}
+    for module, targets in edges.items():
+        for target, line in targets.items():
+            if room(module) != room(target):
+                rooms.setdefault(room(module), {}).setdefault(room(target), line)
+    return {tuple(loop) for loop in cycles(rooms)}
+
+
+def test_no_new_loop_between_rooms() -> None:
+    loops = room_loops(graph())
+    new = sorted(loops - KNOWN_ROOM_LOOPS)
+    assert not new, "loops between rooms: " + "; ".join(" -> ".join(loop) for loop in new)
+    gone = sorted(KNOWN_ROOM_LOOPS - loops)
+    assert not gone, f"no longer loops, drop them from KNOWN_ROOM_LOOPS: {gone}"
+
+
+def test_a_planted_room_loop_is_found() -> None:
+    edges = {
+        "toolnexus.report.metrics": {"toolnexus.calibration.fit": 4},
+        "toolnexus.calibration.fit": {"toolnexus.report.arrays": 9},
+    }
+    assert room_loops(edges) == {("calibration", "report", "calibration")}
+
+
+@pytest.mark.parametrize(
+    ("edges", "expected"),
+    [
+        pytest.param(
+            {"toolnexus.questions": {"toolnexus.transport.retry": 7}},
+            [("toolnexus.questions", "toolnexus.transport.retry", 7)],
+            id="core-imports-transport",
+        ),
+        pytest.param(
+            {"toolnexus.classifier": {"toolnexus.batch": 12, "toolnexus.decision": 3}},
+            [("toolnexus.classifier", "toolnexus.batch", 12)],
+            id="classifier-imports-batch",
+        ),
+        pytest.param(
+            {"toolnexus.cli.eval_cmd": {"toolnexus.batch": 1, "toolnexus.cli.errors": 2}},
+            [],
+            id="downward-and-sideways-pass",
+        ),
+    ],
+)
+def test_a_planted_upward_import_fails_the_checker(
+    edges: dict[str, dict[str, int]], expected: list[tuple[str, str, int]]
+) -> None:
+    """The checker on a synthetic module graph: a planted upward import is found, named with
+    its line; imports down or within a rank are not."""
+    assert upward(edges) == expected
