@@ -78,11 +78,12 @@ def budget_of(
         key=lambda kv: len(kv[1]),
         default=("", b""),
     )
-    return Budget(
-        estimate_tokens(body, sizes).upper,
-        estimate_tokens(state + longest, sizes).upper,
-        longest_key,
-    )
+    request = estimate_tokens(body, sizes).upper
+    if not state and len(wire_questions) == 1:
+        # The body is that one question plus its key and the model: its estimate stands for the
+        # question's (a few tokens over, so it errs toward reporting) at half the cost.
+        return Budget(request, request, longest_key)
+    return Budget(request, estimate_tokens(state + longest, sizes).upper, longest_key)
 
 
 def request_budget(

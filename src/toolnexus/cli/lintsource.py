@@ -140,10 +140,13 @@ def comment_cuts(text: str, doc: Located, path: str) -> list[Finding]:
     """TN040: a plain text scalar followed on its line by a comment that looks like the rest of
     the text (`` #`` after one space, or ``#`` followed by no space); suppressions are
     comments that are meant."""
+    if "#" not in text:
+        return []
     lines = text.splitlines()
+    hashed = {n for n, line in enumerate(lines, 1) if "#" in line}
     out: list[Finding] = []
     for node_path, (line, col) in doc.plain_ends.items():
-        if not _is_text_path(node_path) or line > len(lines):
+        if line not in hashed or not _is_text_path(node_path):
             continue
         rest = lines[line - 1][col - 1 :]
         m = re.match(r"(\s+)#(.*)$", rest)
