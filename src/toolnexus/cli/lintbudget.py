@@ -101,7 +101,11 @@ def request_budget(
     if with_state:
         from ..assets import lift_with_questions
 
+        from ..images import ImageLimits
+
         lifted = lift_with_questions(state, questions)
+        # An image the classifier refuses is never sent: that refusal, not a budget, is the news.
+        ImageLimits().check_request(lifted.assets)
         body["state"] = lifted.state
         if lifted.assets:
             body["assets"] = lifted.wire_assets()
