@@ -100,7 +100,6 @@ def request_budget(
     state_bytes = b""
     if with_state:
         from ..assets import lift_with_questions
-
         from ..images import ImageLimits
 
         lifted = lift_with_questions(state, questions)

@@ -18,7 +18,6 @@ from .yamlread import Located, NodePath
 __all__ = ["Suppression", "apply_suppressions", "comment_cuts", "suppressions"]
 
 _SUPPRESSION = re.compile(r"#\s*toolnexus:\s*ignore\[([^\]]*)\]\s*(.*?)\s*$")
-_CODE = re.compile(r"TN\d{3}")
 #: The text fields a comment can cut: below a question, its instructions and its criteria.
 _TEXT_FIELDS = frozenset({"instructions", "criteria"})
 
@@ -46,7 +45,7 @@ def suppressions(text: str, path: str) -> tuple[list[Suppression], list[Finding]
             continue
         col = m.start() + 1
         codes = tuple(c.strip() for c in m.group(1).split(",") if c.strip())
-        bad = [c for c in codes if not _CODE.fullmatch(c) or c not in CODES]
+        bad = [c for c in codes if c not in CODES]
         if not codes or bad:
             problems.append(
                 Finding(
