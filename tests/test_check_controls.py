@@ -286,3 +286,15 @@ def test_every_question_set_in_the_readme_is_clean(tmp_path: Path) -> None:
         (tmp_path / f"set{i}.yaml").write_text(text, encoding="utf-8")
     ran = run_cli("check-criteria", str(tmp_path))
     assert (ran.code, ran.out) == (0, "")
+
+
+def test_sarif_uris_are_percent_encoded(tmp_path: Path) -> None:
+    """A SARIF artifactLocation.uri is a URI reference: a space in a path is %20."""
+    path = tmp_path / "my set.yaml"
+    path.write_text((REPO / SAMPLE).read_text(encoding="utf-8"), encoding="utf-8")
+    log = json.loads(run_cli("check-criteria", "--format", "sarif", str(path)).out)
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in log["runs"][0]["results"]
+    }
+    assert uris == {path.as_posix().replace(" ", "%20")}
