@@ -130,9 +130,13 @@ def test_errors_that_stop_eval_loading_cannot_be_ignored(tmp_path: Path) -> None
             "--ignore: no rule code is or starts with 'E501' (see check-criteria --list-rules)",
             id="ignore-foreign",
         ),
+        pytest.param(
+            ["--as", "yaml"], "--as says how to read --state: give --state FILE too", id="as-alone"
+        ),
     ],
 )
 def test_unknown_codes_are_usage_errors(args: list[str], message: str) -> None:
+    """And `--as` says how to read `--state`: alone it is a usage error too."""
     ran = run_cli("check-criteria", *args, SAMPLE)
     assert (ran.code, error_line(ran.stderr)) == (2, message)
 
