@@ -130,9 +130,13 @@ def test_errors_that_stop_eval_loading_cannot_be_ignored(tmp_path: Path) -> None
             "--ignore: no rule code is or starts with 'E501' (see check-criteria --list-rules)",
             id="ignore-foreign",
         ),
+        pytest.param(
+            ["--as", "yaml"], "--as says how to read --state: give --state FILE too", id="as-alone"
+        ),
     ],
 )
 def test_unknown_codes_are_usage_errors(args: list[str], message: str) -> None:
+    """And `--as` says how to read `--state`: alone it is a usage error too."""
     ran = run_cli("check-criteria", *args, SAMPLE)
     assert (ran.code, error_line(ran.stderr)) == (2, message)
 
@@ -264,3 +268,37 @@ def test_a_broken_config_is_one_line_exit_2(
     assert str(tmp_path / "pyproject.toml") in error_line(ran.stderr)
     assert words in error_line(ran.stderr)
     assert "Traceback" not in ran.stderr
+
+
+def test_the_readme_rule_table_is_the_rule_table() -> None:
+    """The README's table and each rule's helpUri anchor are RULES, rendered (one definition)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for rule in RULES:
+        row = f'| <a id="{rule.code.lower()}"></a>{rule.code} | {rule.severity} | {rule.summary} |'
+        assert row in readme, rule.code
+
+
+def test_every_question_set_in_the_readme_is_clean(tmp_path: Path) -> None:
+    """Issue 34 item 3: "every question set in the README passes clean at the default level"."""
+    import re
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    sets = [b for b in re.findall(r"```ya?ml\n(.*?)```", readme, re.S) if "\nquestions:" in b
+            or b.startswith("questions:")]  # fmt: skip
+    assert len(sets) >= 2
+    for i, text in enumerate(sets):
+        (tmp_path / f"set{i}.yaml").write_text(text, encoding="utf-8")
+    ran = run_cli("check-criteria", str(tmp_path))
+    assert (ran.code, ran.out) == (0, "")
+
+
+def test_sarif_uris_are_percent_encoded(tmp_path: Path) -> None:
+    """A SARIF artifactLocation.uri is a URI reference: a space in a path is %20."""
+    path = tmp_path / "my set.yaml"
+    path.write_text((REPO / SAMPLE).read_text(encoding="utf-8"), encoding="utf-8")
+    log = json.loads(run_cli("check-criteria", "--format", "sarif", str(path)).out)
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in log["runs"][0]["results"]
+    }
+    assert uris == {path.as_posix().replace(" ", "%20")}

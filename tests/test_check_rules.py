@@ -350,3 +350,73 @@ def test_every_shipped_question_set_is_clean_at_the_default_level() -> None:
     """Issue 34 item 3: "Every file under `questions/` ... passes clean at the default level"."""
     ran = run_cli("check-criteria", str(REPO / "questions"))
     assert (ran.code, ran.out, ran.stderr) == (0, "", "")
+
+
+# --- the peers' rules, one trigger each (issue 34 acceptance: the mapping table) ------------------
+
+_Q = "model: jev-1.13.0\nquestions:\n"
+
+
+def _one(body: str) -> str:
+    return _Q + body
+
+
+JEVKIT = [
+    pytest.param(_one("  n: {type: noul, instructions: How many days has the customer waited?}\n"),
+                 "TN060", id="JEV001-counting"),
+    pytest.param(_one("  n: {type: noul, instructions: Was the order placed before 2024-01-01?}\n"),
+                 "TN061", id="JEV002-dates"),
+    pytest.param(_one("  n: {type: noul, instructions: Summarize the complaint.}\n"),
+                 "TN055", id="JEV003-generation"),
+    pytest.param(_one("  n: {type: noul, instructions: Is the customer not satisfied?}\n"),
+                 "TN062", id="JEV004-negation"),
+    pytest.param(_one("  n: {type: noul, instructions: Is the reply appropriate?}\n"),
+                 "TN063", id="JEV005-vague-scope"),
+    pytest.param(_one("  n: {type: noul, instructions: Is the author's manager named?}\n"),
+                 None, id="JEV006-indirection-not-caught"),
+    pytest.param(_one("  n:\n    type: noul\n    instructions: Does the customer want a refund?\n"
+                      "    criteria:\n      'true': the customer does not want a refund\n"
+                      "      'false': the customer wants a refund\n"),
+                 "TN054", id="JEV007-noul-polarity"),
+    pytest.param(_one("  c: {type: choice, instructions: Which team?, criteria: "
+                      "{billing: Payment issues, technical: Bugs}}\n"),
+                 "TN050", id="JEV008-no-match-option"),
+    pytest.param(_one("  c: {type: choice, instructions: Which team?, criteria: {}}\n"),
+                 "TN010", id="JEV009-arity"),
+    pytest.param(_one("  c: {type: choice, instructions: Which team?, criteria: "
+                      "{billing: billing, other: other}}\n"),
+                 "TN002", id="JEV010-descriptions"),
+    pytest.param(_one("  s: {type: score, instructions: How urgent is it?, criteria: "
+                      "[low, medium, high]}\n"),
+                 "TN064", id="JEV011-bare-levels"),
+    pytest.param(_one("  urgency: {type: noul, instructions: Urgency?}\n"),
+                 "TN053", id="JEV012-terse"),
+    pytest.param(_one("  wants_refund: {type: noul, instructions: Is a refund asked for?}\n"
+                      "  reason: {type: noul, instructions: If wants_refund, a duplicate?}\n"),
+                 "TN051", id="JEV013-names-another-key"),
+    pytest.param(_one(f"  n:\n    type: noul\n    instructions: \"Is it? {'word ' * 7_000}\"\n"),
+                 "TN030", id="JEV014-32k"),
+    pytest.param(_one("".join(f"  n{i}:\n    type: noul\n    instructions: \"Is it {i}? "
+                              f"{'word ' * 5_000}\"\n" for i in range(3))),
+                 "TN030", id="JEV015-64k"),
+    pytest.param(_one("  n: {type: noul, instructions: Is the parcel late?}\n"),
+                 None, id="JEV016-state-noise-not-caught"),
+    pytest.param(_one("  n: {type: noul, instructions: Is the amount over 1e3?}\n"),
+                 None, id="JEV017-numeric-representation-not-caught"),
+    pytest.param(_one("  a: {type: noul, instructions: Is it late?}\n"
+                      "  b: {type: noul, instructions: Is it late?}\n"),
+                 "TN052", id="JEV018-duplicates"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "code"), JEVKIT)
+def test_each_jevkit_lint_rule_maps_to_the_code_the_readme_names(
+    text: str, code: str | None
+) -> None:
+    """Issue 34 acceptance: "each of jevkit-lint's 18 rules ... -> the toolnexus code that catches
+    it, or why not" (README, check-criteria section): one trigger per rule, at --level info."""
+    found = {f.code for f in check_text(text, "f.yaml")}
+    if code is None:
+        assert found <= {"TN053"}, found  # the README says why these are not caught
+    else:
+        assert code in found, found

@@ -55,6 +55,11 @@ class DryRun:
     cost: Decimal | None = None
     #: the largest single request's estimated input tokens (a cap under it admits nothing)
     largest_request: int = 0
+    #: that request against the wire's limits (upper bounds, as the packer judges; issue 34):
+    #: the whole body, its state plus the longest question, and the limit it passes, if any
+    largest_request_upper: int = 0
+    largest_state_and_question_upper: int = 0
+    over_limit: str | None = None
 
     @property
     def output_per_request(self) -> int:
@@ -75,6 +80,20 @@ class DryRun:
             f"estimated tokens: {self.input_tokens} in / {self.output_tokens} out",
             f"estimated cost: {cost}",
         ]
+        if self.requests:
+            from ..scheduler.tokens import CONTEXT_TOKENS, STATE_AND_QUESTION_TOKENS
+
+            verdict = (
+                "within the limits"
+                if self.over_limit is None
+                else (f"OVER: {self.over_limit}; the server will refuse it")
+            )
+            lines.append(
+                f"largest request: about {self.largest_request_upper} tokens of "
+                f"{CONTEXT_TOKENS}, state plus longest question about "
+                f"{self.largest_state_and_question_upper} of {STATE_AND_QUESTION_TOKENS} "
+                f"(upper bounds): {verdict}"
+            )
         return "\n".join(lines)
 
     def render(self, fmt: str) -> str:
@@ -145,6 +164,8 @@ def dry_run(
     output_per_request = estimate_output_tokens(questions_to_wire(qs))
     pieces = _Pieces()
     packed: list[Any] = []
+    wire = questions_to_wire(qs)
+    largest: tuple[bytes, Any, Any, list[tuple[int, int]]] | None = None
     for item in items:
         result.states += 1
         if item.error is not None:
@@ -164,19 +185,21 @@ def dry_run(
             packed.append((item.state, request.lifted))
             continue
         result.requests += 1
+        sizes = [size for a in request.lifted.assets if (size := a.image.size) is not None]
         if request.multipart:
-            sizes = [size for a in request.lifted.assets if (size := a.image.size) is not None]
             one = estimate_tokens(request.json, sizes).central
-            result.input_tokens += one
-            result.largest_request = max(result.largest_request, one)
         else:
             tail = canonical_json(request.lifted.state) + b"}"
             one = central_of(pieces.count(request.json, tail))
-            result.input_tokens += one
-            result.largest_request = max(result.largest_request, one)
+        result.input_tokens += one
+        if one > result.largest_request:
+            result.largest_request = one
+            largest = (request.json, request.lifted.state, wire, sizes)
         result.output_tokens += output_per_request
     if packed:
-        _estimate_packs(result, packed, qs, style.model)
+        largest = _estimate_packs(result, packed, qs, style.model) or largest
+    if largest is not None:
+        _against_limits(result, *largest)
     result.states += summary.skipped + summary.other_shards
     result.skipped, result.other_shards = summary.skipped, summary.other_shards
     if price is not None:
@@ -189,24 +212,55 @@ def _pack_of(cfg: BatchConfig) -> Any:
     return cfg.pack_size
 
 
+def _against_limits(
+    result: DryRun, body: bytes, state: Any, wire: Any, sizes: list[tuple[int, int]]
+) -> None:
+    """The largest request against the wire's limits (``batch --dry-run``, issue 34 item 4)."""
+    from .lintbudget import budget_of
+
+    budget = budget_of(body, canonical_json(state), wire, sizes)
+    result.largest_request_upper = budget.request
+    result.largest_state_and_question_upper = budget.state_and_question
+    result.over_limit = budget.over()
+
+
+def warn_if_over_limits(settings: Any, model: str, questions: dict[str, Question]) -> None:
+    """``batch``: one warning before anything is sent when the question set alone passes the
+    wire's token limits, so every request of the run would (issue 34 item 4)."""
+    if settings.style != "systemone":
+        return
+    import sys
+
+    from .lintbudget import over_limit_warning
+
+    warning = over_limit_warning(model or "jev-latest", questions, with_state=False)
+    if warning is not None:
+        sys.stderr.write(warning)
+
+
 def _estimate_packs(
     result: DryRun, sendable: list[tuple[Any, Any]], qs: dict[str, Question], model: str
-) -> None:
+) -> tuple[bytes, Any, Any, list[tuple[int, int]]] | None:
     """Requests and tokens of the packed requests ``packplan.plan_packs`` makes of the states
     to send, each estimated on its own packed body, exactly as it will be sent."""
     from ..packing import pack_lifted, pack_questions
     from ..packplan import packed_body, plan_packs
 
     states = [state for state, _ in sendable]
+    largest = None
     for pack in plan_packs(states, qs, result.pack, model=model):
         wire = questions_to_wire(pack_questions(qs, len(pack)))
         merged = pack_lifted([sendable[i][1] for i in pack])
         sizes = [size for a in merged.assets if (size := a.image.size) is not None]
-        one = estimate_tokens(packed_body(model, merged, wire), sizes).central
+        body = packed_body(model, merged, wire)
+        one = estimate_tokens(body, sizes).central
         result.requests += 1
         result.input_tokens += one
-        result.largest_request = max(result.largest_request, one)
+        if one > result.largest_request:
+            result.largest_request = one
+            largest = (body, merged.state, wire, sizes)
         result.output_tokens += estimate_output_tokens(wire)
+    return largest
 
 
 def price_of(text: str | None) -> Price | None:

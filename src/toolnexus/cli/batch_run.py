@@ -241,12 +241,14 @@ def run_batch(
     fast does (``summary.stop_kind`` is its kind)."""
     from ..records.decision import sample_record
     from .backend import build_backend, warn_to_stderr
+    from .batch_dry import warn_if_over_limits
     from .batch_output import csv_columns
     from .questionfile import load_question_set
 
     check_config(cfg, questions_path)
     file_model, questions = load_question_set(questions_path)
     backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr, cache=cache)
+    warn_if_over_limits(settings, backend.model, questions)  # issue 34 item 4
     sha = question_set_sha256(questions)
     recalibrator = None
     if cfg.calibration is not None:

@@ -85,6 +85,13 @@ def run_eval(
 
         recalibrator = Recalibrator.load(calibration, questions_sha256(questions), settings.style)
     backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr)
+    if settings.style == "systemone":  # the wire's limits (issue 34 item 4)
+        from ..defaults import DEFAULT_MODEL
+        from .lintbudget import over_limit_warning
+
+        warning = over_limit_warning(backend.model or DEFAULT_MODEL, questions, state)
+        if warning is not None:
+            sys.stderr.write(warning)
 
     async def once() -> Decision:
         async with backend.classifier:

@@ -11,7 +11,7 @@ public ``estimate_tokens`` (if the estimator's internals change, the test says s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,16 @@ if TYPE_CHECKING:
     from ..questions import Question
     from .yamlread import Located
 
-__all__ = ["GATE_BYTES", "NEAR", "Budget", "budget_findings", "request_budget", "state_findings"]
+__all__ = [
+    "GATE_BYTES",
+    "NEAR",
+    "Budget",
+    "budget_findings",
+    "budget_of",
+    "over_limit_warning",
+    "request_budget",
+    "state_findings",
+]
 
 #: A share of a limit at or above which TN031 warns: the state must fit in what is left.
 NEAR = 0.8
@@ -53,6 +62,30 @@ class Budget:
         return None
 
 
+def budget_of(
+    body: bytes,
+    state: bytes,
+    wire_questions: Mapping[str, Any],
+    sizes: Sequence[tuple[int, int]] = (),
+) -> Budget:
+    """The budget of a request whose canonical ``body`` carries the canonical ``state`` bytes
+    and ``wire_questions`` (the 32k rule counts the state with the longest of them)."""
+    from ..canonical import canonical_json
+    from ..scheduler.tokens import estimate_tokens
+
+    longest_key, longest = max(
+        ((k, canonical_json(v)) for k, v in wire_questions.items()),
+        key=lambda kv: len(kv[1]),
+        default=("", b""),
+    )
+    request = estimate_tokens(body, sizes).upper
+    if not state and len(wire_questions) == 1:
+        # The body is that one question plus its key and the model: its estimate stands for the
+        # question's (a few tokens over, so it errs toward reporting) at half the cost.
+        return Budget(request, request, longest_key)
+    return Budget(request, estimate_tokens(state + longest, sizes).upper, longest_key)
+
+
 def request_budget(
     model: str, questions: Mapping[str, Question], state: Any = None, *, with_state: bool = True
 ) -> Budget:
@@ -60,28 +93,46 @@ def request_budget(
     assets as the classifier sends them)."""
     from ..canonical import canonical_json
     from ..questions import questions_to_wire
-    from ..scheduler.tokens import estimate_tokens
 
     wire = questions_to_wire(questions)
-    longest_key, longest = max(
-        ((k, canonical_json(v)) for k, v in wire.items()), key=lambda kv: len(kv[1])
-    )
     body: dict[str, Any] = {"model": model, "questions": wire}
     sizes: list[tuple[int, int]] = []
     state_bytes = b""
     if with_state:
         from ..assets import lift_with_questions
+        from ..images import ImageLimits
 
         lifted = lift_with_questions(state, questions)
+        # An image the classifier refuses is never sent: that refusal, not a budget, is the news.
+        ImageLimits().check_request(lifted.assets)
         body["state"] = lifted.state
         if lifted.assets:
             body["assets"] = lifted.wire_assets()
         sizes = [size for a in lifted.assets if (size := a.image.size) is not None]
         state_bytes = canonical_json(lifted.state)
-    return Budget(
-        estimate_tokens(canonical_json(body), sizes).upper,
-        estimate_tokens(state_bytes + longest, sizes).upper,
-        longest_key,
+    return budget_of(canonical_json(body), state_bytes, wire, sizes)
+
+
+def over_limit_warning(
+    model: str, questions: Mapping[str, Question], state: Any = None, *, with_state: bool = True
+) -> str | None:
+    """The one warning line ``eval`` and ``batch`` print before sending a request that will
+    pass the wire's token limits (issue 34 item 4), or None. Without ``state`` (``batch``,
+    before reading its input) the question set alone is judged: over a limit, every request
+    of the run is."""
+    from ..errors import ClassifierError
+
+    try:
+        over = request_budget(model, questions, state, with_state=with_state).over()
+    except ClassifierError:
+        return None  # a state the classifier refuses: it says why, before anything is sent
+    if over is None:
+        return None
+    what = "the request" if with_state else "every request (the question set alone)"
+    return (
+        f"toolnexus: warning: {what} will pass the wire's token limits ({over}); the server "
+        "will refuse it: shorten the state or the instructions, or split the question set "
+        "(check-criteria --state FILE shows the budget)\n"
     )
 
 

@@ -45,7 +45,6 @@ class Rule:
 
 _SHAPE = "The file is refused by eval and batch with the same one line."
 _SHOWN = "A CSV writes it raw and a table or terminal breaks or reorders it."
-_SUPPRESS = "If the finding is wrong for this question, end the key's line with "
 
 RULES: tuple[Rule, ...] = (
     Rule("TN001", "warning", "degenerate choice: every option description is empty",
@@ -112,8 +111,8 @@ RULES: tuple[Rule, ...] = (
          "Measured harm (PriorBench, jev-1.13): without an explicit \"none of these\" option, 0 "
          "of 30 out-of-scope messages were flagged, at 0.99 confidence (a cake recipe taken for "
          "a technical issue at 0.94). The model always answers, and confidence does not warn.",
-         "Add an option such as `other: none of the options above fits`. "
-         + _SUPPRESS + "`# toolnexus: ignore[TN050] closed set: <why>`."),
+         "Add an option such as `other: none of the options above fits`; a set closed on "
+         "purpose says so with the suppression, giving the reason it is closed."),
     Rule("TN051", "warning", "instructions name another question's key",
          "Seed 001: questions are independent; one answer is never context for another, so a "
          "question that refers to another question's answer is judged without it. Only "

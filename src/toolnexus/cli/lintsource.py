@@ -18,7 +18,6 @@ from .yamlread import Located, NodePath
 __all__ = ["Suppression", "apply_suppressions", "comment_cuts", "suppressions"]
 
 _SUPPRESSION = re.compile(r"#\s*toolnexus:\s*ignore\[([^\]]*)\]\s*(.*?)\s*$")
-_CODE = re.compile(r"TN\d{3}")
 #: The text fields a comment can cut: below a question, its instructions and its criteria.
 _TEXT_FIELDS = frozenset({"instructions", "criteria"})
 
@@ -46,7 +45,7 @@ def suppressions(text: str, path: str) -> tuple[list[Suppression], list[Finding]
             continue
         col = m.start() + 1
         codes = tuple(c.strip() for c in m.group(1).split(",") if c.strip())
-        bad = [c for c in codes if not _CODE.fullmatch(c) or c not in CODES]
+        bad = [c for c in codes if c not in CODES]
         if not codes or bad:
             problems.append(
                 Finding(
@@ -140,10 +139,13 @@ def comment_cuts(text: str, doc: Located, path: str) -> list[Finding]:
     """TN040: a plain text scalar followed on its line by a comment that looks like the rest of
     the text (`` #`` after one space, or ``#`` followed by no space); suppressions are
     comments that are meant."""
+    if "#" not in text:
+        return []
     lines = text.splitlines()
+    hashed = {n for n, line in enumerate(lines, 1) if "#" in line}
     out: list[Finding] = []
     for node_path, (line, col) in doc.plain_ends.items():
-        if not _is_text_path(node_path) or line > len(lines):
+        if line not in hashed or not _is_text_path(node_path):
             continue
         rest = lines[line - 1][col - 1 :]
         m = re.match(r"(\s+)#(.*)$", rest)

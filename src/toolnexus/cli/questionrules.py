@@ -27,6 +27,7 @@ from .questionwords import (
     NO_MATCH_TEXT,
     NO_MATCH_WORDS,
     STOP,
+    TOKEN,
     VAGUE,
 )
 from .yamlread import Located
@@ -69,11 +70,20 @@ def _identifier_like(key: str) -> bool:
 
 def is_no_match_option(option: str, description: Any) -> bool:
     """True when an option means "none of these" by its id or its description."""
-    if option.strip().lower() in NO_MATCH_IDS:
-        return True
-    if set(_split(option)) & NO_MATCH_WORDS:
-        return True
-    return isinstance(description, str) and bool(NO_MATCH_TEXT.search(description))
+    return has_no_match_option({option: description})
+
+
+def has_no_match_option(criteria: Mapping[str, Any]) -> bool:
+    """True when one of a choice's options means "none of these": by its id (a word of it), or
+    by its description. The descriptions are searched as one text (a 255-option choice is one
+    search, not 255)."""
+    for option in criteria:
+        low = str(option).strip().lower()
+        words = _WORD.findall(low) if low == option else _split(str(option))  # camelCase
+        if low in NO_MATCH_IDS or not NO_MATCH_WORDS.isdisjoint(words):
+            return True
+    text = "\n".join(v for v in criteria.values() if isinstance(v, str))
+    return bool(NO_MATCH_TEXT.search(text))
 
 
 def is_floating(model: str) -> bool:
@@ -85,7 +95,7 @@ class _Rules:
         self.path = path
         self.doc = doc
         self.out: list[Finding] = []
-        self.keys: re.Pattern[str] | None = None
+        self.keys: frozenset[str] = frozenset()
 
     def add(self, at: tuple[int, int], code: str, message: str) -> None:
         self.out.append(Finding(self.path, at[0], at[1], code, message))
@@ -124,7 +134,7 @@ class _Rules:
             qtype == "choice"
             and isinstance(criteria, Mapping)
             and len(criteria) >= 2
-            and not any(is_no_match_option(str(k), v) for k, v in criteria.items())
+            and not has_no_match_option(criteria)
         ):
             self.add(
                 self.doc.key_at(qpath),
@@ -161,7 +171,9 @@ class _Rules:
             self.add(at, "TN061", f"{where}compares dates or times")
         if NEGATION.search(text):
             self.add(at, "TN062", f"{where}is a negated question")
-        named = {m.group(0) for m in self.keys.finditer(text)} if self.keys else set()
+        # Whole-word: a run of word characters and hyphens is one token, so `pre-wants_refund`
+        # and `wants_refunds` never name `wants_refund` (one pass, no pattern per key).
+        named = set(TOKEN.findall(text)) & self.keys if self.keys else set()
         for other in sorted(named - {key}):
             self.add(
                 at,
@@ -169,6 +181,8 @@ class _Rules:
                 f"{where}names question {other!r}: questions are independent, its answer is "
                 "not context here; say what you mean instead",
             )
+        if len(text) > 2 * len(key) + 40:  # too long to be the key's words alone
+            return
         content = {w for w in _words(text) if w not in FILLER}
         if content and content <= set(_words(key)) and len(_split(text)) <= len(_split(key)) + 3:
             self.add(at, "TN053", f"{where}instructions only restate the key {key!r}")
@@ -221,12 +235,17 @@ def _gate_paths(data: Mapping[str, Any]) -> Iterator[tuple[str, ...]]:
                         yield ("questions", key, name)
 
 
-def _fingerprint(obj: Mapping[str, Any]) -> str:
+def _said(obj: Mapping[str, Any]) -> str:
+    """The instructions as compared for duplicates: case and spacing do not count."""
     instructions = obj.get("instructions")
     if isinstance(instructions, str):
-        instructions = " ".join(instructions.casefold().split())
+        return " ".join(instructions.casefold().split())
+    return json.dumps(instructions, sort_keys=True, default=str)
+
+
+def _fingerprint(obj: Mapping[str, Any]) -> str:
     return json.dumps(
-        [obj.get("type"), instructions, obj.get("criteria")], sort_keys=True, default=str
+        [obj.get("type"), _said(obj), obj.get("criteria")], sort_keys=True, default=str
     )
 
 
@@ -240,23 +259,22 @@ def meaning_findings(path: str, doc: Located) -> list[Finding]:
     questions = data.get("questions")
     if not isinstance(questions, Mapping):
         return rules.out
-    keys = sorted((k for k in questions if _identifier_like(k)), key=len, reverse=True)
-    if keys:  # one pattern for every key: a set of 200 questions is not 40,000 searches
-        alternatives = "|".join(re.escape(k) for k in keys)
-        rules.keys = re.compile(rf"(?<![\w-])(?:{alternatives})(?![\w-])")
-    seen: dict[str, str] = {}
+    rules.keys = frozenset(k for k in questions if _identifier_like(k))
+    seen: dict[str, list[str]] = {}
     for key, obj in questions.items():
         if not isinstance(obj, Mapping):
             continue
         rules.question(key, obj)
-        fingerprint = _fingerprint(obj)
-        if fingerprint in seen:
+        # Bucketed by instructions first: the criteria are serialised only on a collision.
+        same = seen.setdefault(_said(obj), [])
+        first = next((k for k in same if _fingerprint(questions[k]) == _fingerprint(obj)), None)
+        if first is not None:
             rules.add(
                 doc.key_at(("questions", key)),
                 "TN052",
-                f"question {key!r} repeats question {seen[fingerprint]!r} (same type, "
-                "instructions and criteria): remove one",
+                f"question {key!r} repeats question {first!r} (same type, instructions and "
+                "criteria): remove one",
             )
         else:
-            seen[fingerprint] = key
+            same.append(key)
     return rules.out

@@ -178,4 +178,6 @@ FILLER = frozenset(
     ]
 )
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: A token for whole-word key matching: word characters and hyphens run together.
+TOKEN = re.compile(r"[\w-]+")
 LOCAL_ALIASES = ("jev-latest", "jev-preview")

@@ -61,6 +61,8 @@ def _sarif_rule(rule: Rule) -> dict[str, Any]:
 
 def sarif_log(findings: tuple[Finding, ...]) -> dict[str, Any]:
     """A SARIF 2.1.0 log of one run: the tool with every rule, and one result per finding."""
+    from urllib.parse import quote
+
     index = {rule.code: i for i, rule in enumerate(RULES)}
     results = [
         {
@@ -71,7 +73,7 @@ def sarif_log(findings: tuple[Finding, ...]) -> dict[str, Any]:
             "locations": [
                 {
                     "physicalLocation": {
-                        "artifactLocation": {"uri": PurePath(f.path).as_posix()},
+                        "artifactLocation": {"uri": quote(PurePath(f.path).as_posix())},
                         "region": {"startLine": f.line, "startColumn": f.col},
                     }
                 }
