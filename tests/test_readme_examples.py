@@ -34,6 +34,10 @@ import pytest
 from serving import ThreadedServer
 from toolnexus.serve.options import ServeOptions
 
+#: One worker runs them all, in README order, in one scratch folder: a command reads what the
+#: commands above it wrote (``make test`` runs ``-n 2 --dist loadgroup``).
+pytestmark = pytest.mark.xdist_group("readme")
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 BIN = Path(sys.executable).parent
