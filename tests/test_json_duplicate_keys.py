@@ -57,3 +57,15 @@ def test_batch_jsonl_with_repeated_keys_warns_once_per_file(tmp_path: Path) -> N
         f"toolnexus: warning: {src}:2: key 'text' appears twice in one JSON object; only its "
         "last value is sent (the first such line of this file)"
     ]
+
+
+def test_pack_states_with_a_repeated_key_warns_once(tmp_path: Path) -> None:
+    """Item 21 for ``canonical --pack-states`` (one JSON state per line)."""
+    states = tmp_path / "states.jsonl"
+    states.write_text('"charged twice"\n{"t": 1, "t": 2}\n{"u": 1, "u": 2}\n', encoding="utf-8")
+    ran = run_cli("canonical", QUESTIONS, "--pack-states", str(states))
+    assert ran.code == 0, ran.stderr
+    assert ran.stderr == (
+        f"toolnexus: warning: {states}:2: key 't' appears twice in one JSON object; only its "
+        "last value is sent (the first such line of this file)\n"
+    )

@@ -236,19 +236,23 @@ def load_state(
 def load_states_jsonl(source: str) -> list[Any]:
     """The states of a JSONL file (``canonical --pack-states``): one JSON state per line, blank
     lines skipped; an error names the file and the line."""
-    from ..jsonlimits import JsonLimitError, loads
+    from ..jsonlimits import JsonLimitError, loads_noting_duplicates
 
     name = STDIN_NAME if source == "-" else source
     states: list[Any] = []
+    warned = False
     for number, line in enumerate(_read(source).splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            value = loads(line)
+            value, twice = loads_noting_duplicates(line)
         except json.JSONDecodeError as e:
             raise CliError(f"{name}:{number}:{e.colno}: invalid JSON: {e.msg}") from None
         except JsonLimitError as e:
             raise CliError(f"{name}:{number}: JSON state refused: {e}") from None
+        if twice is not None and not warned:
+            warned = True
+            warn_duplicate_key(f"{name}:{number}", twice[0], " (the first such line of this file)")
         states.append(check_state(value, f"{name}:{number}"))
     if not states:
         raise CliError(f"{name}: no states: write one JSON state per line")

@@ -82,14 +82,36 @@ class Codec(Protocol):
 # --- ids -------------------------------------------------------------------------------------
 
 _ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r"}
-_ESCAPE = re.compile(r"[\\\n\r]")
+#: Escaped wherever they stand in an id: the backslash, every C0/C1 control character and DEL,
+#: the line and paragraph separators, and the bidirectional marks, embeddings, overrides and
+#: isolates (text that reorders what a spreadsheet or terminal shows).
+_ESCAPE = re.compile(
+    "[\\\\\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+#: Escaped as the first character only: what makes a spreadsheet read a cell as a formula.
+_FORMULA_START = frozenset("=+-@")
 _UNESCAPE = re.compile(r"\\(\\|n|r|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2})")
 
 
+def _escaped(m: re.Match[str]) -> str:
+    char = m.group()
+    fixed = _ESCAPES.get(char)
+    if fixed is not None:
+        return fixed
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def escape_id(text: str) -> str:
-    """An id as one CSV-safe line of UTF-8 text, losslessly: ``\\``, LF and CR become ``\\\\``,
-    ``\\n`` and ``\\r``, and text that is not UTF-8 (a lone surrogate from JSON) ``\\uXXXX``."""
-    text = _ESCAPE.sub(lambda m: _ESCAPES[m.group()], text)
+    """An id as one CSV-safe line of UTF-8 text, losslessly (:func:`unescape_id` reverses it):
+    ``\\``, LF and CR become ``\\\\``, ``\\n`` and ``\\r``; any other control character
+    ``\\xXX``; a line separator or bidirectional control ``\\uXXXX``; a first character
+    ``=``, ``+``, ``-`` or ``@`` with more after it (a formula when Excel opens the file)
+    ``\\u003d`` and so on; and text that is not UTF-8 (a lone surrogate from JSON) ``\\uXXXX``."""
+    text = _ESCAPE.sub(_escaped, text)
+    # A lone "-" (eval's name for stdin) starts no formula: nothing follows it.
+    if text[:1] in _FORMULA_START and len(text) > 1:
+        text = f"\\u{ord(text[0]):04x}{text[1:]}"
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

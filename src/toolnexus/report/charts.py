@@ -28,11 +28,17 @@ from .model import (
 __all__ = [
     "MissingChartLibrary",
     "comparison_chart",
+    "comparison_figure",
+    "confusion_figure",
     "confusion_heatmap",
+    "contrast",
     "distribution_chart",
+    "distribution_figure",
     "option_reliability",
     "recalibration_diagram",
     "reliability_diagram",
+    "reliability_figure",
+    "text_color_on",
 ]
 
 BLUE = "#3b6ea8"
@@ -90,8 +96,65 @@ def _short(name: str, limit: int = 18) -> str:
     return name if len(name) <= limit else name[: limit - 1] + "…"
 
 
+def _short_all(names: list[str], limit: int) -> list[str]:
+    """Each name cut to ``limit`` characters; where two cut names would read the same, both keep
+    their ends instead (``technical-s…-escalation``), so no two labels of a chart are one."""
+    out = [_short(n, limit) for n in names]
+    if len(set(out)) == len(out):
+        return out
+    head = (limit - 1) // 2
+    return [
+        n if len(n) <= limit else n[:head] + "…" + n[len(n) - (limit - 1 - head) :] for n in names
+    ]
+
+
+#: Points per character of the titles' 9-point font, a little over DejaVu Sans's mean advance.
+_TITLE_CHAR_PT = 5.8
+
+
+def _title(fig: Any, key: str, rest: str, note: str = "") -> None:
+    """The chart's title across the figure's top, its question key cut to fit the figure's
+    width (a long key ran past the edge), and ``note`` on a second line."""
+    room = int(fig.get_figwidth() * 72 / _TITLE_CHAR_PT) - 1
+    text = _short(key, max(room - len(rest), 8)) + rest
+    if note:
+        text += "\n" + note
+    fig.suptitle(text, x=0.01, ha="left", fontsize=9)
+
+
+#: WCAG 2.1 AA: text against its background at least this contrast ratio.
+MIN_CONTRAST = 4.5
+
+
+def _luminance(rgb: Any) -> float:
+    """WCAG relative luminance of an sRGB colour (components 0..1)."""
+
+    def channel(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (channel(float(c)) for c in rgb[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a: Any, b: Any) -> float:
+    """The WCAG contrast ratio of two sRGB colours (1 to 21)."""
+    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def text_color_on(fill: Any) -> str:
+    """Black or white, whichever contrasts more with ``fill``: one of the two always reaches
+    4.5:1 (the worst fill, of luminance 0.18, gives black 4.58:1), where a dark grey does not."""
+    return "#000000" if contrast(fill, (0, 0, 0)) >= contrast(fill, (1, 1, 1)) else "#ffffff"
+
+
 def distribution_chart(key: str, q: QuestionReport) -> str:
     """Noul: the 10-bin histogram of p. Choice: share per option. Score: share per level."""
+    return _svg(distribution_figure(key, q))
+
+
+def distribution_figure(key: str, q: QuestionReport) -> Any:
+    """The figure of :func:`distribution_chart` (its layout is what the tests measure)."""
     d = q.distribution
     fig = _figure(6.0, 2.6)
     ax = fig.add_subplot()
@@ -116,21 +179,27 @@ def distribution_chart(key: str, q: QuestionReport) -> str:
             items = [(o, v.n) for o, v in d.options.items()]
         elif isinstance(d, ScoreDistribution):
             items = [(f"{k} {v.label}", v.n) for k, v in d.levels.items()]
-        names = [_short(name, 26) for name, _ in items][::-1]
+        names = _short_all([name for name, _ in items], 26)[::-1]
         counts = [n for _, n in items][::-1]
         ax.barh(range(len(items)), counts, color=BLUE)
         ax.set_yticks(range(len(items)), names)
         ax.set_xlabel("answers", fontsize=8)
         _integer_ticks(ax.xaxis)
         fig.set_size_inches(6.0, max(1.6, 0.3 * len(items) + 0.8))
-    ax.set_title(f"{key}: answers", fontsize=9, loc="left")
-    return _svg(fig)
+    _title(fig, key, ": answers")
+    return fig
 
 
 def reliability_diagram(key: str, q: QuestionReport) -> str:
     """Accuracy per confidence bin against the diagonal of perfect calibration, with the bin's
     mean confidence marked and its count written above the bar."""
-    fig = _figure(4.2, 3.6)
+    return _svg(reliability_figure(key, q))
+
+
+def reliability_figure(key: str, q: QuestionReport) -> Any:
+    """The figure of :func:`reliability_diagram`. The ECE note and the legend sit outside the
+    axes (issue 31 item 16: inside, the note covered the high bins' bars and counts)."""
+    fig = _figure(4.2, 4.2)
     ax = fig.add_subplot()
     _style(ax)
     ax.plot([0, 1], [0, 1], linestyle="--", color=GREY, linewidth=1, label="perfectly calibrated")
@@ -169,22 +238,16 @@ def reliability_diagram(key: str, q: QuestionReport) -> str:
     ax.set_ylabel("observed", fontsize=8)
     m = q.metrics
     ece = m.scalar("ece") if m is not None else None
-    ax.set_title(
-        f"{key}: reliability" + (f" (ECE {ece:.3f})" if ece is not None else ""),
-        fontsize=9,
-        loc="left",
-    )
+    rest = ": reliability" + (f" (ECE {ece:.3f})" if ece is not None else "")
     u = m.ece_uncertainty if m is not None else None
+    note = ""
     if u is not None and ece is not None:
-        # issue 24: the interval and the noise floor on the diagram itself
+        # issue 24: the interval and the noise floor on the diagram itself, under its title
         verdict = "above the floor" if u.above_floor else "indistinguishable from calibrated"
-        ax.text(
-            0.98, 0.02,
-            f"ECE {ece:.3f} ({u.low:.3f}–{u.high:.3f})\nfloor p95 {u.floor_p95:.3f}: {verdict}",
-            transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="#333333",
-        )  # fmt: skip
-    ax.legend(fontsize=7, loc="upper left", frameon=False)
-    return _svg(fig)
+        note = f"{u.low:.3f}–{u.high:.3f}, floor p95 {u.floor_p95:.3f}: {verdict}"
+    _title(fig, key, rest, note)
+    fig.legend(fontsize=7, loc="outside lower center", ncols=2, frameon=False)
+    return fig
 
 
 def _reliability_points(ax: Any, bins: Any, color: str, label: str, marker: str = "o") -> None:
@@ -214,7 +277,7 @@ def recalibration_diagram(key: str, q: QuestionReport) -> str:
     ax.set_ylim(0, 1.1)
     ax.set_xlabel("mean p in the bin", fontsize=8)
     ax.set_ylabel("observed", fontsize=8)
-    ax.set_title(f"{key}: before and after recalibration", fontsize=9, loc="left")
+    _title(fig, key, ": before and after recalibration")
     ax.legend(fontsize=7, loc="upper left", frameon=False)
     return _svg(fig)
 
@@ -235,20 +298,28 @@ def option_reliability(key: str, options: Any) -> str:
     ax.set_ylim(0, 1.1)
     ax.set_xlabel("P(option)", fontsize=8)
     ax.set_ylabel("share labelled with it", fontsize=8)
-    ax.set_title(f"{key}: one-vs-rest reliability", fontsize=9, loc="left")
+    _title(fig, key, ": one-vs-rest reliability")
     ax.legend(fontsize=7, loc="upper left", frameon=False)
     return _svg(fig)
 
 
 def confusion_heatmap(key: str, confusion: Confusion) -> str:
     """Rows are labels, columns answers; each cell's count written in it."""
+    return _svg(confusion_figure(key, confusion))
+
+
+def confusion_figure(key: str, confusion: Confusion) -> Any:
+    """The figure of :func:`confusion_heatmap`: each count in black or white, whichever
+    contrasts more with its cell's fill (issue 31 item 16: WCAG AA, at least 4.5:1)."""
     labels, matrix = confusion.labels, confusion.matrix
     n = len(labels)
     side = min(7.0, 1.6 + 0.5 * n)
     fig = _figure(side + 1.0, side)
     ax = fig.add_subplot()
-    image = ax.imshow(matrix, cmap="Blues", aspect="equal")
-    names = [_short(label, 14) for label in labels]
+    low = min((min(row) for row in matrix), default=0)
+    peak = max((max(row) for row in matrix), default=0)
+    image = ax.imshow(matrix, cmap="Blues", aspect="equal", vmin=low, vmax=max(peak, low + 1))
+    names = _short_all(list(labels), 14)
     slanted = n > 3 and max(len(name) for name in names) > 3
     ax.set_xticks(
         range(n), names, rotation=45 if slanted else 0, ha="right" if slanted else "center"
@@ -257,35 +328,36 @@ def confusion_heatmap(key: str, confusion: Confusion) -> str:
     ax.tick_params(labelsize=8)
     ax.set_xlabel("answer", fontsize=8)
     ax.set_ylabel("label", fontsize=8)
-    peak = max((max(row) for row in matrix), default=0) or 1
     if n <= 30:
         for i, row in enumerate(matrix):
             for j, v in enumerate(row):
-                ax.text(
-                    j,
-                    i,
-                    str(v),
-                    ha="center",
-                    va="center",
-                    fontsize=8,
-                    color="white" if v > peak / 2 else "#222222",
-                )
+                fill = image.cmap(image.norm(v))
+                ax.text(j, i, str(v), ha="center", va="center", fontsize=8,
+                        color=text_color_on(fill))  # fmt: skip
     from matplotlib.ticker import MaxNLocator
 
     bar = fig.colorbar(image, ax=ax, shrink=0.8, ticks=MaxNLocator(integer=True))
     bar.ax.tick_params(labelsize=7)
-    ax.set_title(f"{key}: confusion", fontsize=9, loc="left")
-    return _svg(fig)
+    _title(fig, key, ": confusion")
+    return fig
 
 
 def comparison_chart(key: str, before: QuestionReport | None, after: QuestionReport | None) -> str:
     """The answer distribution of the two runs side by side (shares, so runs of different sizes
     compare)."""
+    return _svg(comparison_figure(key, before, after))
+
+
+def comparison_figure(key: str, before: QuestionReport | None, after: QuestionReport | None) -> Any:
+    """The figure of :func:`comparison_chart`: a noul's ten bins as columns; options and levels
+    as rows, labelled at a width that keeps them apart (issue 31 item 16: as columns, every
+    level of a score with long labels read "0 the custo…")."""
     fig = _figure(6.0, 2.6)
     ax = fig.add_subplot()
     _style(ax)
     names: list[str] = []
     shares: list[dict[str, float]] = []
+    columns = True
     for q in (before, after):
         row: dict[str, float] = {}
         d = q.distribution if q is not None else None
@@ -295,32 +367,30 @@ def comparison_chart(key: str, before: QuestionReport | None, after: QuestionRep
                 row[f"{b.lo:.1f}–{b.hi:.1f}"] = b.n / total
         elif isinstance(d, ChoiceDistribution):
             row = {o: v.share or 0.0 for o, v in d.options.items()}
+            columns = False
         elif isinstance(d, ScoreDistribution):
             row = {f"{k} {v.label}": v.share or 0.0 for k, v in d.levels.items()}
+            columns = False
         names += [k for k in row if k not in names]
         shares.append(row)
-    xs = range(len(names))
     width = 0.4
-    ax.bar(
-        [x - width / 2 for x in xs],
-        [shares[0].get(k, 0.0) for k in names],
-        width,
-        color=GREY,
-        label="before",
-    )
-    ax.bar(
-        [x + width / 2 for x in xs],
-        [shares[1].get(k, 0.0) for k in names],
-        width,
-        color=BLUE,
-        label="after",
-    )
-    ax.set_xticks(list(xs), [_short(k, 12) for k in names], fontsize=7)
-    if len(names) > 6:
-        for label in ax.get_xticklabels():
-            label.set_rotation(45)
-            label.set_horizontalalignment("right")
-    ax.set_ylabel("share of answers", fontsize=8)
-    ax.legend(fontsize=7, frameon=False)
-    ax.set_title(f"{key}: before and after", fontsize=9, loc="left")
-    return _svg(fig)
+    if columns:
+        xs = range(len(names))
+        ax.bar([x - width / 2 for x in xs], [shares[0].get(k, 0.0) for k in names], width,
+               color=GREY, label="before")  # fmt: skip
+        ax.bar([x + width / 2 for x in xs], [shares[1].get(k, 0.0) for k in names], width,
+               color=BLUE, label="after")  # fmt: skip
+        ax.set_xticks(list(xs), names, fontsize=7)
+        ax.set_ylabel("share of answers", fontsize=8)
+    else:
+        ys = range(len(names))[::-1]  # the first option on top, as the table lists it
+        ax.barh([y + width / 2 for y in ys], [shares[0].get(k, 0.0) for k in names], width,
+                color=GREY, label="before")  # fmt: skip
+        ax.barh([y - width / 2 for y in ys], [shares[1].get(k, 0.0) for k in names], width,
+                color=BLUE, label="after")  # fmt: skip
+        ax.set_yticks(list(ys), _short_all(names, 30), fontsize=7)
+        ax.set_xlabel("share of answers", fontsize=8)
+        fig.set_size_inches(6.0, max(1.8, 0.45 * len(names) + 1.0))
+    fig.legend(fontsize=7, frameon=False, loc="outside right upper")
+    _title(fig, key, ": before and after")
+    return fig
