@@ -34,9 +34,8 @@ import pytest
 from serving import ThreadedServer
 from toolnexus.serve.options import ServeOptions
 
-#: One worker runs them all, in README order, in one scratch folder: a command reads what the
-#: commands above it wrote (``make test`` runs ``-n 2 --dist loadgroup``).
-pytestmark = pytest.mark.xdist_group("readme")
+# One worker runs them all, in README order, in one scratch folder: a command reads what the
+# commands above it wrote (``make test`` runs ``-n 2 --dist loadfile``: a file on one worker).
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
