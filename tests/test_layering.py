@@ -18,6 +18,7 @@ PURE = {
     "answers.py",
     "validation.py",
     "validity.py",
+    "consistency.py",
     "failures.py",
     "records/decision.py",
 }

@@ -1,0 +1,80 @@
+"""Whether an answer's numbers agree with each other (issue 33): derived from the answer as
+decoded, like ``near_uniform``, and never repaired. Pure.
+
+Each disagreement is a flag name in ``validation.FLAGS``; records carry them in their ``flags``
+list, so every format, ``report``'s counts and ``--fail-on`` see them. ``validate_decision``
+keeps exactly seed 004's checks: an inconsistent answer is flagged, not invalid.
+
+The wire prints probabilities, scores and confidences to two decimals, so every comparison
+allows what that rounding can explain and no more (``ROUNDING``, half a unit in the last place):
+
+- ``choice-not-top``: the picked option's probability is below the largest one. Rounding is
+  monotone, so the true most probable option is never printed below another: no tolerance is
+  needed and ties are allowed.
+- ``score-not-mean``: ``|score - sum(i * p_i)| > ROUNDING * (1 + n(n-1)/2)``. Each printed p_i
+  is off by at most ``ROUNDING`` and level i weighs it i times (``sum i = n(n-1)/2``), and the
+  printed score is itself off by ``ROUNDING``: 0.01 for 2 levels, 0.035 for 3, 0.23 for 10.
+- ``confidence-off-formula`` (choice, n >= 2 options): ``|confidence - clip((max p - 1/n) /
+  (1 - 1/n), 0, 1)| > ROUNDING + ROUNDING / (1 - 1/n)``, the formula the API is observed to use
+  (system-one-wire.md); max p is off by ``ROUNDING`` and the formula scales that by
+  ``1/(1 - 1/n)``. One option has no formula to check. Self-reported answers (a backend that
+  says ``calibrated: false``, the llm style) state their own confidence, so only the numbers of
+  a calibrated reply are held to the formula; the other two checks apply to every answer.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .answers import Answer, ChoiceAnswer, ScoreAnswer
+
+__all__ = [
+    "CONSISTENCY_FLAGS",
+    "ROUNDING",
+    "choice_confidence",
+    "consistency_flags",
+    "score_mean_bound",
+]
+
+#: Half a unit in the second decimal: the most a value printed to two decimals is off by.
+ROUNDING = 0.005
+#: Binary floating point on top of the decimal bound (0.49 - 0.48 is 0.010000000000000009).
+_SLACK = 1e-9
+
+#: The flags this module derives, in the order records list them.
+CONSISTENCY_FLAGS = ("choice-not-top", "score-not-mean", "confidence-off-formula")
+
+
+def choice_confidence(max_probability: float, n: int) -> float:
+    """The choice confidence the API is observed to report: ``clip((max p - 1/n) / (1 - 1/n),
+    0, 1)`` for n >= 2 options; 1.0 for a single option (nothing to rank against)."""
+    if n <= 1:
+        return 1.0
+    return min(1.0, max(0.0, (max_probability - 1.0 / n) / (1.0 - 1.0 / n)))
+
+
+def score_mean_bound(levels: int) -> float:
+    """How far a printed score may lie from ``sum(i * p_i)`` of printed probabilities over
+    ``levels`` levels by two-decimal rounding alone."""
+    return ROUNDING * (1 + levels * (levels - 1) / 2)
+
+
+def consistency_flags(answer: Answer, *, calibrated: bool = True) -> tuple[str, ...]:
+    """The ``CONSISTENCY_FLAGS`` this answer's own numbers earn (module docstring), in order.
+    A noul or raw answer, or one without probabilities, has nothing to compare."""
+    flags: list[str] = []
+    if isinstance(answer, ChoiceAnswer) and answer.probabilities:
+        probs = answer.probabilities
+        top = max(probs.values())
+        if probs.get(answer.choice, 0.0) < top - _SLACK:
+            flags.append("choice-not-top")
+        n = len(probs)
+        if calibrated and n >= 2:
+            bound = ROUNDING + ROUNDING / (1.0 - 1.0 / n) + _SLACK
+            if abs(answer.confidence - choice_confidence(top, n)) > bound:
+                flags.append("confidence-off-formula")
+    elif isinstance(answer, ScoreAnswer) and answer.levels:
+        mean = math.fsum(i * p for i, (_, p) in enumerate(answer.levels))
+        if abs(answer.score - mean) > score_mean_bound(len(answer.levels)) + _SLACK:
+            flags.append("score-not-mean")
+    return tuple(flags)
