@@ -56,7 +56,9 @@ def classifier_options(
         from ..recordings import load_recordings
 
         assert settings.replay is not None
-        opts["decisions"] = [r.to_recorded_decision() for r in load_recordings(settings.replay)]
+        # A recording of a request toolnexus cannot ask (serve --record) can never match.
+        recorded = [r for r in load_recordings(settings.replay) if r.askable()]
+        opts["decisions"] = [r.to_recorded_decision() for r in recorded]
         return opts
     for name in ("backend", "base_url", "api_key_env", "timeout", "retries"):
         value = getattr(settings, name)
