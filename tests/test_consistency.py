@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from toolnexus.consistency import consistency_flags, score_mean_bound
+from toolnexus.consistency import consistency_flags, score_confidence_fits, score_mean_bound
 from toolnexus.decision import ClassifierUsage, parse_decision
 from toolnexus.questions import normalize_questions
 from toolnexus.records.decision import decision_record
@@ -217,3 +217,74 @@ def test_the_budget_charges_a_reply_without_usage_at_its_estimate(
     asyncio.run(go())
     assert budget.spent.tokens == charged
     assert budget.spent.requests == 1
+
+
+# --- item 2: which known formula a backend's score confidences fit --------------------------
+
+
+def test_the_live_score_confidences_fit_the_choice_formula_on_levels() -> None:
+    """Issue 33 item 2: "for score, where no formula is published, report says which of the
+    known formulas a backend's answers fit" — the live captures fit the choice formula."""
+    fits = []
+    for path in sorted(LIVE.glob("*.json")):
+        text = path.read_text(encoding="utf-8")
+        for answer in _answers_of(json.loads(text)):
+            if answer.get("type") == "score":
+                probs = answer["probabilities"]
+                ordered = [probs[k] for k in sorted(probs, key=int)]
+                fits.append(score_confidence_fits(ordered, answer["confidence"]))
+    assert fits and all(choice for _, choice, _ in fits)
+    assert not all(top for top, _, _ in fits)
+
+
+def _answers_of(obj: Any) -> list[dict[str, Any]]:
+    if isinstance(obj, dict):
+        own = list(obj["answers"].values()) if isinstance(obj.get("answers"), dict) else []
+        return own + [a for v in obj.values() for a in _answers_of(v)]
+    if isinstance(obj, list):
+        return [a for v in obj for a in _answers_of(v)]
+    return []
+
+
+@pytest.mark.parametrize(
+    ("probs", "confidence", "fits"),
+    [
+        pytest.param([0.1, 0.8, 0.1], 0.8, (True, False, False), id="top"),
+        pytest.param([0.1, 0.8, 0.1], 0.7, (False, True, True), id="choice-and-distance-agree"),
+        pytest.param([0.6, 0.0, 0.4], 0.0, (False, False, True), id="distance-only"),
+        pytest.param([0.5, 0.0, 0.5], 0.25, (False, True, False), id="choice-only"),
+        pytest.param([0.5, 0.0, 0.5], 0.5, (True, False, False), id="top-only"),
+        pytest.param([0.5, 0.0, 0.5], 0.9, (False, False, False), id="none"),
+    ],
+)
+def test_score_confidence_fits_each_known_formula(
+    probs: list[float], confidence: float, fits: tuple[bool, bool, bool]
+) -> None:
+    assert score_confidence_fits(probs, confidence) == fits
+
+
+def test_the_report_counts_fits_alike_row_by_row_and_column_wise() -> None:
+    """The Parquet path (vectorized) counts what the row path counts, answer by answer."""
+    import random
+
+    from toolnexus.report.levels import ScoreStats
+    from toolnexus.report.vectorized import _score_fits
+
+    rng = random.Random(33)
+    names = tuple(str(i) for i in range(4))
+    rows: list[tuple[dict[str, float], float | None]] = []
+    for _ in range(300):
+        cents = [rng.randint(0, 100) for _ in names]
+        total = sum(cents) or 1
+        probs = {k: round(c / total, 2) for k, c in zip(names, cents, strict=True)}
+        conf = rng.choice([None, round(rng.random(), 2), round(max(probs.values()), 2)])
+        rows.append((probs, conf))
+    by_row = ScoreStats("q")
+    for probs, conf in rows:
+        if conf is not None:
+            by_row.fit(score_confidence_fits([probs[k] for k in names], conf))
+    by_column = ScoreStats("q")
+    values = [p for probs, _ in rows for p in probs.values()]
+    _score_fits(by_column, names, values, [c for _, c in rows])
+    assert (by_column.fitted, by_column.fits) == (by_row.fitted, by_row.fits)
+    assert by_row.fitted and 0 < sum(by_row.fits) < 3 * by_row.fitted

@@ -25,15 +25,20 @@ allows what that rounding can explain and no more (``ROUNDING``, half a unit in 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from .answers import Answer, ChoiceAnswer, ScoreAnswer
 
 __all__ = [
     "CONSISTENCY_FLAGS",
     "ROUNDING",
+    "SCORE_CONFIDENCE_FORMULAS",
     "choice_confidence",
     "consistency_flags",
+    "distance_confidence",
+    "score_confidence_fits",
     "score_mean_bound",
+    "uniform_spread",
 ]
 
 #: Half a unit in the second decimal: the most a value printed to two decimals is off by.
@@ -78,3 +83,49 @@ def consistency_flags(answer: Answer, *, calibrated: bool = True) -> tuple[str, 
         if abs(answer.score - mean) > score_mean_bound(len(answer.levels)) + _SLACK:
             flags.append("score-not-mean")
     return tuple(flags)
+
+
+#: The formulas a score's ``confidence`` is known to follow on "compatible" servers (no formula
+#: is published for score), as ``report`` names them: the top probability, the choice formula
+#: over the levels (what the live captures fit), and jevcompat's distance formula.
+SCORE_CONFIDENCE_FORMULAS = ("top-probability", "choice-formula", "distance")
+
+
+def uniform_spread(n: int) -> float:
+    """``U(n) = sum_i |i - (n-1)/2| / n``: the mean distance from the middle level of a uniform
+    answer over n levels, which jevcompat's distance formula divides by."""
+    return sum(abs(i - (n - 1) / 2) for i in range(n)) / n
+
+
+def distance_confidence(probabilities: Sequence[float], mode: int) -> float:
+    """jevcompat's score confidence, ``max(0, 1 - sum_i p_i |i - mode| / U(n))``."""
+    n = len(probabilities)
+    if n <= 1:
+        return 1.0
+    spread = math.fsum(p * abs(i - mode) for i, p in enumerate(probabilities))
+    return max(0.0, 1.0 - spread / uniform_spread(n))
+
+
+def score_confidence_fits(
+    probabilities: Sequence[float], confidence: float
+) -> tuple[bool, bool, bool]:
+    """Whether a score's ``confidence`` is, within two-decimal rounding, each formula of
+    ``SCORE_CONFIDENCE_FORMULAS`` of its ``probabilities`` (in level order). For the distance
+    formula any most probable level may be the mode; each bound is the rounding of the
+    confidence plus what the rounding of the probabilities moves the formula by."""
+    n = len(probabilities)
+    top = max(probabilities)
+    if n <= 1:
+        fit = abs(confidence - 1.0) <= ROUNDING + _SLACK
+        return fit, fit, fit
+    by_top = abs(confidence - top) <= 2 * ROUNDING + _SLACK
+    choice_bound = ROUNDING + ROUNDING / (1.0 - 1.0 / n) + _SLACK
+    by_choice = abs(confidence - choice_confidence(top, n)) <= choice_bound
+    spread = uniform_spread(n)
+    by_distance = any(
+        abs(confidence - distance_confidence(probabilities, m))
+        <= ROUNDING + ROUNDING * sum(abs(i - m) for i in range(n)) / spread + _SLACK
+        for m, p in enumerate(probabilities)
+        if p >= top - _SLACK
+    )
+    return by_top, by_choice, by_distance
