@@ -288,3 +288,12 @@ def test_the_report_counts_fits_alike_row_by_row_and_column_wise() -> None:
     _score_fits(by_column, names, values, [c for _, c in rows])
     assert (by_column.fitted, by_column.fits) == (by_row.fitted, by_row.fits)
     assert by_row.fitted and 0 < sum(by_row.fits) < 3 * by_row.fitted
+
+
+def test_the_fail_on_help_names_every_flag() -> None:
+    """`--fail-on` accepts every name of ``validation.FLAGS``; its help says so (the help is
+    written out because the CLI must not import the core at start)."""
+    from toolnexus.cli.options import FailOnOpt
+
+    help_text = FailOnOpt.__metadata__[0].help
+    assert [f for f in FLAGS if f in help_text] == list(FLAGS)
