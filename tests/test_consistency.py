@@ -297,3 +297,18 @@ def test_the_fail_on_help_names_every_flag() -> None:
 
     help_text = FailOnOpt.__metadata__[0].help
     assert [f for f in FLAGS if f in help_text] == list(FLAGS)
+
+
+def test_a_telemetry_span_carries_the_consistency_flags_too() -> None:
+    """The span's ``toolnexus.flags`` are ``validation.FLAGS`` names a decision earns by
+    itself: the consistency flags and ``usage-missing`` among them."""
+    from toolnexus.classifier import _flags
+
+    body = {
+        "model": "m",
+        "answers": {
+            "dept": _choice("Técnico", {"Técnico": 0.2, "Billing": 0.64, "Account": 0.16}, 0.46)
+        },
+    }
+    decision = parse_decision(body, QUESTIONS)
+    assert _flags(decision) == ["choice-not-top", "usage-missing"]
