@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from serving import post, run_with
+from toolnexus.recordings import read_recording
 from toolnexus.serve import ServeOptions, Server
 
 
@@ -123,3 +124,10 @@ def test_record_keeps_each_request_exactly_and_replay_answers_only_that_request(
     assert recorded == sorted(json.dumps(q, sort_keys=True) for q in asked)
     assert replayed == proxied
     assert other.status_code == 409  # the two-sided spelling was never recorded
+    # toolnexus's own --replay uses only the recordings of requests it sends exactly so.
+    askable = {
+        json.dumps(r.questions["q"], sort_keys=True): r.askable()
+        for r in map(read_recording, record.glob("*.json"))
+    }
+    sendable = {"noul-criteria-absent", "choice-null-descriptions", "score-structured-level"}
+    assert askable == {json.dumps(p.values[0], sort_keys=True): p.id in sendable for p in ALLOWED}

@@ -93,13 +93,16 @@ class Recording:
     assets: Mapping[str, Any] | None = None
 
     def askable(self) -> bool:
-        """Whether toolnexus's typed questions can hold this request's questions (a recording
-        ``serve --record`` made of a request the wire allows may hold ones they cannot)."""
+        """Whether toolnexus could have sent exactly this request's questions: its typed
+        questions hold them and send them back as the same JSON. A recording ``serve --record``
+        made of a request the wire allows may hold questions they cannot (noul ``criteria:
+        null``) or would send otherwise (a one-sided noul, sent two-sided): a replay must never
+        answer toolnexus's request with it (issue 33)."""
         try:
-            normalize_questions(self.questions)
+            typed = normalize_questions(self.questions)
         except QuestionError:
             return False
-        return True
+        return canonical_json(questions_to_wire(typed)) == canonical_json(self.questions)
 
     def to_recorded_decision(self) -> RecordedDecision:
         """The entry the ``static`` style answers from (matching images by their sha256)."""
