@@ -169,14 +169,17 @@ def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
 
 
 def test_a_temperature_map_keeps_the_wire_and_adds_beside_it() -> None:
-    """Wire untouched; recalibrated probabilities and a confidence recomputed from them."""
+    """Wire untouched; recalibrated probabilities and a confidence recomputed from them by the
+    wire's formula (issue 33 item 2: "a recalibrated answer's confidence is computed by the same
+    formula from the recalibrated probabilities"), not their maximum."""
     qmap = _file().maps["desk"]
     answer = {"choice": "a", "probabilities": {"a": 0.9, "b": 0.1}, "confidence": 0.9}
     before = json.dumps(answer, sort_keys=True)
     extra = qmap.recalibrated(answer)
     assert json.dumps(answer, sort_keys=True) == before
     assert extra["probabilities"]["a"] == pytest.approx(0.75)  # sqrt(.9) / (sqrt(.9) + sqrt(.1))
-    assert extra["confidence"] == max(extra["probabilities"].values())
+    top = max(extra["probabilities"].values())
+    assert extra["confidence"] == pytest.approx((top - 1 / 2) / (1 - 1 / 2))  # 0.5, not 0.75
     noul = _file().maps["risky"].recalibrated({"noul": 0.99})
     assert set(noul) == {"noul"} and noul["noul"] < 0.99
 

@@ -18,6 +18,7 @@ PURE = {
     "answers.py",
     "validation.py",
     "validity.py",
+    "consistency.py",
     "failures.py",
     "records/decision.py",
 }
@@ -28,7 +29,7 @@ HTTP = {
     "llm.py",
 }
 #: Redaction and safe messages: pure, like the core (issue 8 §4).
-PURE_TRANSPORT = {"transport/redaction.py", "transport/adapter.py"}
+PURE_TRANSPORT = {"transport/redaction.py", "transport/adapter.py", "transport/authcause.py"}
 
 
 def _imports(path: Path) -> set[str]:

@@ -470,7 +470,11 @@ def test_require_key_env_answers_401_echoing_nothing(monkeypatch: pytest.MonkeyP
     wrong, none, right = run_with(synthetic(require_key_env="SERVE_TEST_KEY"), scenario)
     assert wrong.status_code == none.status_code == 401
     assert "WRONG" not in wrong.text and "Bearer" not in wrong.text
-    assert wrong.json() == {"detail": "Invalid or missing API key."}
+    # Issue 33: the body follows jevcompat's reference server (detail.error_type).
+    assert wrong.json() == {
+        "detail": {"error_type": "authentication_error", "message": "Invalid API key."}
+    }
+    assert none.json()["detail"]["message"] == "Missing API key."
     assert right.status_code == 200
 
 

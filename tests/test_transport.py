@@ -486,7 +486,9 @@ def test_auth_failure_body_is_never_shown(monkeypatch: pytest.MonkeyPatch, code:
     with pytest.raises(HTTPStatusError) as info:
         post(t)
     msg = str(info.value)
-    assert msg.startswith(f"classifier: POST {ENDPOINT}: HTTP {code}: authentication failed")
+    # Issue 33: a 403 with a key sent is "forbidden for this key", not "key rejected".
+    cause = "authentication failed" if code == 401 else "forbidden"
+    assert msg.startswith(f"classifier: POST {ENDPOINT}: HTTP {code}: {cause}")
     assert "TYPESAFE_API_KEY" in msg and "(request id req_9)" in msg
     assert "sk-echoed-back" not in msg and "invalid key" not in msg and info.value.body == ""
 

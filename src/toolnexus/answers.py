@@ -172,11 +172,16 @@ Answer: TypeAlias = NoulAnswer | ChoiceAnswer | ScoreAnswer | RawAnswer
 @dataclass(frozen=True)
 class ClassifierUsage:
     """Tokens the backend billed. ``cost`` is ``None`` when not reported, NOT zero: printing
-    $0.00 for an unreported cost would be a lie about money."""
+    $0.00 for an unreported cost would be a lie about money.
+
+    ``reported`` is False when the response had no ``usage`` or a ``null`` token count (issue
+    33): the counts then read 0 but are unknown, so records flag ``usage-missing`` and spend
+    caps charge the request at its estimate. Not a wire field."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float | None = None
+    reported: bool = True
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {

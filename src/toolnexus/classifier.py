@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from .batch import BoundState, BoundStates, StateResult, evaluate_batch, evaluate_stream
 from .config import BatchOptions
+from .consistency import consistency_flags
 from .decision import Decision
 from .defaults import DEFAULT_BATCH_CONCURRENCY
 from .errors import ClassifierError, ConfigError
@@ -39,7 +40,7 @@ from .questions import (
 from .state import check_state
 from .styles import CustomStyle, Style, make_style
 from .transport.observe import observing
-from .validation import Checked, validate_decision
+from .validation import FLAGS, Checked, validate_decision
 
 __all__ = [
     "METRIC_EVALUATE",
@@ -310,12 +311,16 @@ def _telemetry_for(options: ClassifierOptions) -> Any:
 def _flags(decision: Decision) -> list[str]:
     """The flags a decision carries by itself (``validation.FLAGS`` names; ``uncertain``
     depends on the caller's thresholds and ``invalid`` on validation, so neither is here)."""
-    flags = []
+    found = set()
     if any(getattr(a, "near_uniform", False) for a in decision.answers.values()):
-        flags.append("near-uniform")
+        found.add("near-uniform")
     if not decision.calibrated:
-        flags.append("uncalibrated")
-    return flags
+        found.add("uncalibrated")
+    for answer in decision.answers.values():
+        found.update(consistency_flags(answer, calibrated=decision.calibrated))
+    if not decision.usage.reported:
+        found.add("usage-missing")
+    return [f for f in FLAGS if f in found]
 
 
 def _endpoint_of(style: Style) -> str:

@@ -293,12 +293,16 @@ MAX_USAGE = 2**53
 
 def _usage(obj: Any) -> ClassifierUsage:
     if obj is None:
-        return ClassifierUsage()
+        # Absent is not zero (issue 33): the official SDK refuses such a reply; we decode it
+        # and say the counts are unknown, so a spend cap still charges the request.
+        return ClassifierUsage(reported=False)
     if not isinstance(obj, Mapping):
         raise DecisionError(f"classifier: usage must be an object, got {json_kind(obj)}")
 
+    missing = [name for name in ("input_tokens", "output_tokens") if obj.get(name) is None]
+
     def tokens(name: str) -> int:
-        v = obj.get(name, 0)
+        v = obj.get(name)
         if v is None:
             return 0
         if type(v) is int and 0 <= v <= MAX_USAGE:
@@ -318,7 +322,9 @@ def _usage(obj: Any) -> ClassifierUsage:
         if not 0 <= cost <= MAX_USAGE:
             raise DecisionError("classifier: usage.cost must be in 0..2**53")
         cost = float(cost)
-    return ClassifierUsage(tokens("input_tokens"), tokens("output_tokens"), cost)
+    return ClassifierUsage(
+        tokens("input_tokens"), tokens("output_tokens"), cost, reported=not missing
+    )
 
 
 def parse_decision(obj: Any, questions: Mapping[str, Question] | None = None) -> Decision:

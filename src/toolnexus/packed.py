@@ -155,7 +155,12 @@ def _plus(a: ClassifierUsage, b: ClassifierUsage) -> ClassifierUsage:
     else:
         total = Decimal(repr(a.cost or 0.0)) + Decimal(repr(b.cost or 0.0))
         cost = float(total)
-    return ClassifierUsage(a.input_tokens + b.input_tokens, a.output_tokens + b.output_tokens, cost)
+    return ClassifierUsage(
+        a.input_tokens + b.input_tokens,
+        a.output_tokens + b.output_tokens,
+        cost,
+        reported=a.reported and b.reported,
+    )
 
 
 def _sent(error: ClassifierError) -> bool:

@@ -232,7 +232,10 @@ def split_usage(usage: ClassifierUsage, weights: Sequence[int]) -> list[Classifi
         nanos = int((Decimal(repr(usage.cost)) * _NANO).to_integral_value())
         sign = -1 if nanos < 0 else 1
         costs = [float(sign * Decimal(p) / _NANO) for p in largest_remainder(abs(nanos), weights)]
-    return [ClassifierUsage(i, o, c) for i, o, c in zip(inputs, outputs, costs, strict=True)]
+    return [
+        ClassifierUsage(i, o, c, reported=usage.reported)
+        for i, o, c in zip(inputs, outputs, costs, strict=True)
+    ]
 
 
 def unpack_decisions(

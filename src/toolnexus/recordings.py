@@ -35,7 +35,7 @@ from typing import Any
 
 from .canonical import QUESTIONS_DIGEST, canonical_json, canonical_request, sha256_hex
 from .decision import parse_decision
-from .errors import ClassifierError, ConfigError, DecisionError, StaticMiss
+from .errors import ClassifierError, ConfigError, DecisionError, QuestionError, StaticMiss
 from .jsonlimits import loads
 from .options import RecordedDecision
 from .questions import Question, normalize_questions, questions_to_wire
@@ -48,7 +48,9 @@ __all__ = [
     "read_recording",
     "recording_name",
     "replay_miss_message",
+    "wire_recording_name",
     "write_recording",
+    "write_wire_recording",
 ]
 
 #: Every key of a recording file, in the order the docstring describes them.
@@ -89,6 +91,18 @@ class Recording:
     recorded_at: str
     #: ``{placeholder: {"type": "image", "sha256": hex}}`` for a request with images, else None.
     assets: Mapping[str, Any] | None = None
+
+    def askable(self) -> bool:
+        """Whether toolnexus could have sent exactly this request's questions: its typed
+        questions hold them and send them back as the same JSON. A recording ``serve --record``
+        made of a request the wire allows may hold questions they cannot (noul ``criteria:
+        null``) or would send otherwise (a one-sided noul, sent two-sided): a replay must never
+        answer toolnexus's request with it (issue 33)."""
+        try:
+            typed = normalize_questions(self.questions)
+        except QuestionError:
+            return False
+        return canonical_json(questions_to_wire(typed)) == canonical_json(self.questions)
 
     def to_recorded_decision(self) -> RecordedDecision:
         """The entry the ``static`` style answers from (matching images by their sha256)."""
@@ -132,6 +146,43 @@ def write_recording(
     Written atomically (a temporary file in the same directory, then ``os.replace``), so a
     reader never sees half a file and two writers of the same exchange leave one whole file.
     """
+    return write_wire_recording(
+        directory,
+        model=model,
+        endpoint=endpoint,
+        state=state,
+        questions=questions_to_wire(questions),
+        response=response,
+        recorded_at=recorded_at,
+        assets=assets,
+    )
+
+
+def wire_recording_name(
+    model: str, questions: Mapping[str, Any], state: Any, assets: Mapping[str, Any] | None = None
+) -> str:
+    """:func:`recording_name` of a request as received: ``questions`` is its wire JSON, hashed
+    as it came (canonical bytes), so a request toolnexus sent gets the same name either way."""
+    tail = canonical_json(dict(assets)) if assets else b""
+    head = canonical_json({"model": model, "questions": questions})
+    return sha256_hex(head + canonical_json(state) + tail) + ".json"
+
+
+def write_wire_recording(
+    directory: str | os.PathLike[str],
+    *,
+    model: str,
+    endpoint: str,
+    state: Any,
+    questions: Mapping[str, Any],
+    response: Mapping[str, Any],
+    recorded_at: str | None = None,
+    assets: Mapping[str, Any] | None = None,
+) -> Path:
+    """:func:`write_recording` for a request as received (``serve --proxy --record``): the
+    questions are its wire JSON, written exactly as they came, never through the typed question
+    round trip, which is narrower than the wire (issue 33: a noul ``{"true": X}`` is not
+    ``{"true": X, "false": ""}``, and ``criteria: null`` has no typed form)."""
     served = response.get("model")
     record = Recording(
         path=None,
@@ -140,7 +191,7 @@ def write_recording(
         # Recordings are meant to be committed: a key in the URL never reaches one (issue 17).
         endpoint=redact_url(endpoint),
         state=state,
-        questions=questions_to_wire(questions),
+        questions=dict(questions),
         response=response,
         recorded_at=recorded_at or _utc_now(),
         assets=dict(assets) if assets else None,
@@ -148,7 +199,7 @@ def write_recording(
     folder = Path(directory)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        target = folder / recording_name(model, questions, state, assets)
+        target = folder / wire_recording_name(model, questions, state, assets)
         text = json.dumps(record.to_json(), indent=2, sort_keys=False, ensure_ascii=False)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".recording-", suffix=".tmp")
         try:
@@ -192,7 +243,13 @@ def read_recording(path: str | os.PathLike[str]) -> Recording:
     if "state" not in obj:
         raise ConfigError(f"classifier: recording {p}: missing 'state'")
     try:
-        qs = normalize_questions(questions)
+        try:
+            qs: Mapping[str, Question] | None = normalize_questions(questions)
+        except QuestionError:
+            # A request the wire allows and the typed questions cannot hold (serve --record:
+            # noul criteria null or structured, a noul without instructions): the response is
+            # still checked, against no question.
+            qs = None
         parse_decision(response, qs)
     except (DecisionError, ClassifierError) as e:
         raise ConfigError(f"classifier: recording {p}: {e.detail}") from None

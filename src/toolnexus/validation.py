@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal, TypeAlias
 
+from .consistency import CONSISTENCY_FLAGS
 from .decision import (
     Answer,
     ChoiceAnswer,
@@ -31,9 +32,18 @@ __all__ = [
 
 #: Every flag an answer or a decision can carry, in the order records list them: a choice
 #: ``near_uniform``, a backend that is not ``calibrated``, an ``uncertain`` band
-#: (``threshold_band``), a reply that fails ``validate_decision``. The names are also the
-#: ``--fail-on`` conditions. The one list: records, the CLI and the report derive from it.
-FLAGS = ("near-uniform", "uncalibrated", "uncertain", "invalid")
+#: (``threshold_band``), an answer whose numbers disagree with each other
+#: (``consistency.CONSISTENCY_FLAGS``), a reply without token counts (``usage-missing``), a
+#: reply that fails ``validate_decision``. The names are also the ``--fail-on`` conditions.
+#: The one list: records, the CLI and the report derive from it.
+FLAGS = (
+    "near-uniform",
+    "uncalibrated",
+    "uncertain",
+    *CONSISTENCY_FLAGS,
+    "usage-missing",
+    "invalid",
+)
 
 #: Inclusive cut-points (seed 004 ``default-thresholds``): noul ``p >= yes`` is yes, ``p <= no``
 #: is no; choice/score ``confidence >= min_confidence`` is yes. A threshold tuned against one

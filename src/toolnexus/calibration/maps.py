@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ..consistency import choice_confidence
 from ..errors import ConfigError
 from .transforms import isotonic_apply, platt_apply, temperature_apply
 
@@ -127,11 +128,20 @@ class QuestionMap:
 
     def recalibrated(self, answer: Mapping[str, Any]) -> dict[str, Any]:
         """The fields that go beside a wire answer (``noul``, or ``probabilities`` and the
-        ``confidence`` recomputed from them: their maximum). ``answer`` is not changed."""
+        ``confidence`` recomputed from them). ``answer`` is not changed.
+
+        The confidence is the wire's own formula, ``clip((max p - 1/n) / (1 - 1/n), 0, 1)``
+        over the n options or levels (issue 33: one meaning of confidence), so a
+        ``min_confidence`` band reads the same quantity before and after ``--calibration``;
+        the live API's score confidences fit the same formula on levels (README)."""
         if self.type == "noul":
             return {"noul": self.recalibrate_noul(answer["noul"])}
         probs = temperature_apply(answer["probabilities"], self.fit.params["temperature"])
-        return {"probabilities": probs, "confidence": max(probs.values(), default=0.0)}
+        n = max(len(probs), len(answer.get("legend") or ()))
+        return {
+            "probabilities": probs,
+            "confidence": choice_confidence(max(probs.values(), default=0.0), n),
+        }
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -56,7 +56,10 @@ def classifier_options(
         from ..recordings import load_recordings
 
         assert settings.replay is not None
-        opts["decisions"] = [r.to_recorded_decision() for r in load_recordings(settings.replay)]
+        # A recording of a request toolnexus would not send as it is (serve --record of a
+        # one-sided noul, say) must never answer one it does send.
+        recorded = [r for r in load_recordings(settings.replay) if r.askable()]
+        opts["decisions"] = [r.to_recorded_decision() for r in recorded]
         return opts
     for name in ("backend", "base_url", "api_key_env", "timeout", "retries"):
         value = getattr(settings, name)

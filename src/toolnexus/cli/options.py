@@ -124,7 +124,11 @@ FailOnOpt = Annotated[
     str | None,
     typer.Option(
         "--fail-on",
-        help="Exit 1 when any result is near-uniform,uncalibrated,uncertain,invalid (comma list).",
+        help=(
+            "Exit 1 when any result carries one of these flags (comma list): near-uniform, "
+            "uncalibrated, uncertain, choice-not-top, score-not-mean, confidence-off-formula, "
+            "usage-missing, invalid."
+        ),
     ),
 ]
 ThresholdsOpt = Annotated[

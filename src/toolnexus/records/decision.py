@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..consistency import consistency_flags
 from ..decision import Answer, ChoiceAnswer, Decision, ScoreAnswer
 from ..questions import Question
 from ..validation import DEFAULT_THRESHOLDS, FLAGS, threshold_band, validate_decision
@@ -103,10 +104,12 @@ def answer_record(
     calibrated: bool,
     thresholds: Mapping[str, float],
     invalid: bool = False,
+    usage_reported: bool = True,
 ) -> dict[str, Any]:
-    """One answer's wire fields, its derived fields and its flags."""
+    """One answer's wire fields, its derived fields and its flags (a reply's missing usage is
+    flagged on each of its answers, as ``uncalibrated`` is, so ``report`` counts it)."""
     out = answer.to_wire()
-    flags: list[str] = []
+    flags: list[str] = list(consistency_flags(answer, calibrated=calibrated))
     if isinstance(answer, ChoiceAnswer):
         out["near_uniform"] = answer.near_uniform
         if answer.near_uniform:
@@ -120,6 +123,8 @@ def answer_record(
         flags.append("uncertain")
     if not calibrated:
         flags.append("uncalibrated")
+    if not usage_reported:
+        flags.append("usage-missing")
     if invalid:
         flags.append("invalid")
     out["flags"] = _ordered_flags(flags)
@@ -159,12 +164,15 @@ def decision_record(
             calibrated=decision.calibrated,
             thresholds=per_key[k],
             invalid=k == bad_key,
+            usage_reported=decision.usage.reported,
         )
         for k in keys
     }
     flags: set[str] = {f for a in answers.values() for f in a["flags"]}
     if not decision.calibrated:
         flags.add("uncalibrated")
+    if not decision.usage.reported:
+        flags.add("usage-missing")
     if problem is not None:
         flags.add("invalid")
     recalibrated = (

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..validation import FLAGS
 from .arrays import in_order_sum
 from .extras import ece_uncertainty, noul_threshold_pair, noul_threshold_table
 from .metrics import (
@@ -58,8 +59,15 @@ _BAND_INDEX: dict[Any, int] = {b: i for i, b in enumerate(BANDS)}
 #: Score level keys on the wire, by level index (a rubric has at most 10 levels).
 _LEVEL_KEYS = tuple(str(i) for i in range(10))
 #: The flags a report counts per question, in the renderer's order: every flag of
-#: ``validation.FLAGS`` but ``invalid``, which the report counts as invalid answers.
-REPORT_FLAGS = ("near-uniform", "uncertain", "uncalibrated")
+#: ``validation.FLAGS`` but ``invalid``, which the report counts as invalid answers. The first
+#: three keep the order reports have always printed; every flag added to ``FLAGS`` after them
+#: follows in ``FLAGS`` order, so a new flag is written once, there.
+REPORT_FLAGS = (
+    "near-uniform",
+    "uncertain",
+    "uncalibrated",
+    *(f for f in FLAGS if f not in ("near-uniform", "uncertain", "uncalibrated", "invalid")),
+)
 #: How many ids of a flag's first answers are kept (``--fail-on`` names them).
 FIRST_IDS = 5
 #: ``report``'s default computes an ECE's interval and floor up to this many labelled answers

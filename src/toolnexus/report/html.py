@@ -169,7 +169,11 @@ def _distribution_table(q: QuestionReport) -> str:
             ["level", "label", "answers", "share"],
             [[escape(k), escape(v.label), str(v.n), _pct(v.share)] for k, v in d.levels.items()],
         )
-        return table + f"<p>mean score {_num(d.mean_score, 2)}</p>"
+        fits = ", ".join(
+            f"{escape(k)} {_pct(v.share)}" for k, v in d.confidence_fits.items() if v.n
+        )
+        fitted = f"; confidence fits {fits}" if fits else "; confidence fits no known formula"
+        return table + f"<p>mean score {_num(d.mean_score, 2)}{fitted}</p>"
     return '<p class="muted">a type the library does not model: counted only</p>'
 
 

@@ -10,6 +10,7 @@ from array import array
 from collections.abc import Mapping
 from typing import Any
 
+from ..consistency import SCORE_CONFIDENCE_FORMULAS, score_confidence_fits
 from ..questions import level_label
 from .accumulators import (
     _LEVEL_KEYS,
@@ -24,7 +25,7 @@ from .accumulators import (
 from .arrays import in_order_sum
 from .extras import rps_in_level_order
 from .metrics import accuracy_score, mean_absolute_error, within_one
-from .model import LevelCount, ScoreDistribution, ScoreMetrics
+from .model import Count, LevelCount, ScoreDistribution, ScoreMetrics
 from .ranked import RankedStats
 
 __all__ = ["ScoreStats"]
@@ -44,6 +45,10 @@ class ScoreStats(RankedStats):
         self.y_score = array("d")
         self._label_cache: dict[str, int] = {}
         self._legend_pending = False
+        #: answers with a confidence, and how many of them fit each known score confidence
+        #: formula (``consistency.SCORE_CONFIDENCE_FORMULAS``, issue 33)
+        self.fitted = 0
+        self.fits = [0] * len(SCORE_CONFIDENCE_FORMULAS)
 
     def _level_of(self, label: str) -> int:
         level = self._label_cache.get(label)
@@ -119,6 +124,8 @@ class ScoreStats(RankedStats):
             confidence = _confidence(confidence)
         if confidence is not None:
             self.confidences.append(confidence)
+            ordered = [probs[k] for k in sorted(probs, key=lambda k: (len(k), k))]
+            self.fit(score_confidence_fits(ordered, confidence))
         if label is None:
             return
         y = self._label_cache.get(label)
@@ -129,8 +136,16 @@ class ScoreStats(RankedStats):
         self.level_pick.append(level)
         self.y_score.append(score)
 
+    def fit(self, fits: tuple[bool, ...], answers: int = 1) -> None:
+        """Count ``answers`` answers whose confidence fits each formula as ``fits`` says."""
+        self.fitted += answers
+        for i, fit in enumerate(fits):
+            self.fits[i] += answers * fit
+
     def merge(self, other: Any) -> None:
         super().merge(other)
+        self.fitted += other.fitted
+        self.fits = [a + b for a, b in zip(self.fits, other.fits, strict=True)]
         for k, v in other.legend.items():
             self.legend.setdefault(k, v)
         self.scores.extend(other.scores)
@@ -151,6 +166,10 @@ class ScoreStats(RankedStats):
                 for k in self._levels()
             },
             _mean(in_order_sum(self.scores), self.n),
+            {
+                name: Count(n, _share(n, self.fitted))
+                for name, n in zip(SCORE_CONFIDENCE_FORMULAS, self.fits, strict=True)
+            },
         )
 
     def metrics(

@@ -224,8 +224,14 @@ class LevelCount:
 
 @dataclass(frozen=True)
 class ScoreDistribution:
+    """``confidence_fits``: per known score confidence formula (top probability, the choice
+    formula over the levels, jevcompat's distance formula), the answers whose confidence it
+    gives within rounding, as a share of the answers with a confidence (issue 33: no formula
+    is published for score, so the report says which one a backend's answers fit)."""
+
     levels: Mapping[str, LevelCount]
     mean_score: float | None
+    confidence_fits: Mapping[str, Count]
 
 
 Distribution = NoulDistribution | ChoiceDistribution | ScoreDistribution

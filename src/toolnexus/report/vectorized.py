@@ -296,9 +296,49 @@ def _score(st: ScoreStats, f: dict[str, Any], labels: list[str | None], ids: lis
     scores = f["score"].to_pylist()
     st.counts.update(picks)
     st.scores.extend(scores)
-    st.confidences.extend([c for c in f["confidence"].to_pylist() if c is not None])
+    confidences = f["confidence"].to_pylist()
+    st.confidences.extend([c for c in confidences if c is not None])
+    _score_fits(st, names, values, confidences)
     _keep_labelled(st, names, values, rows, picks, truths)
     st.y_level.extend([truth[labels[i]] for i in rows])  # type: ignore[index]
     st.level_pick.extend([levels[i] for i in rows])
     st.y_score.extend([scores[i] for i in rows])
     return True
+
+
+def _score_fits(
+    st: ScoreStats, names: tuple[str, ...], values: list[float], confidences: list[Any]
+) -> None:
+    """``consistency.score_confidence_fits`` over a whole column, as the row path counts it
+    answer by answer (the same bounds, array-wise)."""
+    import numpy as np
+
+    from ..consistency import ROUNDING, choice_confidence, uniform_spread
+
+    keep = [i for i, c in enumerate(confidences) if c is not None]
+    if not keep:
+        return
+    width = len(names)
+    order = sorted(range(width), key=lambda j: (len(names[j]), names[j]))
+    p = np.asarray(values, dtype=np.float64).reshape(-1, width)[keep][:, order]
+    c = np.asarray([confidences[i] for i in keep], dtype=np.float64)
+    top = p.max(axis=1)
+    slack = 1e-9
+    if width <= 1:
+        fit = np.abs(c - 1.0) <= ROUNDING + slack
+        fits = [fit, fit, fit]
+    else:
+        choice = np.array([choice_confidence(t, width) for t in top.tolist()])
+        index = np.arange(width)
+        distance = np.abs(index[:, None] - index[None, :])  # |i - mode|, one column per mode
+        spread = uniform_spread(width)
+        by_mode = np.maximum(0.0, 1.0 - (p @ distance) / spread)
+        bounds = ROUNDING + ROUNDING * distance.sum(axis=0) / spread + slack
+        is_mode = p >= (top - slack)[:, None]
+        fits = [
+            np.abs(c - top) <= 2 * ROUNDING + slack,
+            np.abs(c - choice) <= ROUNDING + ROUNDING / (1.0 - 1.0 / width) + slack,
+            (is_mode & (np.abs(c[:, None] - by_mode) <= bounds[None, :])).any(axis=1),
+        ]
+    st.fitted += len(keep)
+    st.fits = [n + int(f.sum()) for n, f in zip(st.fits, fits, strict=True)]

@@ -206,10 +206,22 @@ class Budget:
         self.spent.requests += extra_attempts
 
     async def release(self, ticket: Ticket, usage: ClassifierUsage, outcome: Outcome) -> None:
-        self._reserved.pop(ticket.id, None)
+        held = self._reserved.pop(ticket.id, None)
         if outcome.kind is OutcomeKind.NOT_SENT:
             return
         self.spent.requests += 1
+        if not usage.reported and outcome.kind is OutcomeKind.SUCCESS:
+            # A reply without token counts is charged at its estimate, never 0 (issue 33):
+            # otherwise every cap counts nothing against such a server.
+            estimate = held or self.estimate(ticket.estimate.central)
+            self.spent.tokens += max(estimate.tokens, usage.input_tokens + usage.output_tokens)
+            if usage.cost is not None:
+                self.spent.cost += Decimal(repr(usage.cost))
+            elif self.price is not None:
+                self.spent.cost += estimate.cost
+            else:
+                self.spent.cost_unknown = True
+            return
         self.spent.tokens += usage.input_tokens + usage.output_tokens
         if usage.cost is not None:
             self.spent.cost += Decimal(repr(usage.cost))

@@ -355,10 +355,14 @@ def auth(key: str) -> Middleware:
     @web.middleware
     async def layer(request: web.Request, handler: Handler) -> web.StreamResponse:
         if _api(request) is not None:
-            sent = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+            header = request.headers.get("Authorization", "")
+            sent = header.encode("utf-8", "surrogateescape")
             if not hmac.compare_digest(sent, want):
-                # Nothing of the request is echoed: not the header, not the key.
-                raise Reject(401, {"detail": "Invalid or missing API key."}, "unauthorized")
+                # Nothing of the request is echoed. The shape is jevcompat's reference server's
+                # (detail.error_type), unverified against the live API (issue 33).
+                message = "Invalid API key." if header else "Missing API key."
+                detail = {"error_type": "authentication_error", "message": message}
+                raise Reject(401, {"detail": detail}, "unauthorized")
         return await handler(request)
 
     return layer

@@ -25,8 +25,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import aiohttp
 
 from ..errors import DecisionError
-from ..questions import normalize_questions
-from ..recordings import write_recording
+from ..recordings import write_wire_recording
 from ..transport.redaction import redact_url, scrub_value, url_secrets
 from .wire import WireRequest
 
@@ -153,10 +152,11 @@ def record_exchange(
     response_body: bytes,
     secrets: list[str] | None = None,
 ) -> Path:
-    """Write one exchange as ``--record`` does (``recordings.write_recording``, image hashes
-    under ``assets``), every string of the response scrubbed of ``secrets`` as decoded (an
-    upstream may echo the key in ``\\u`` escapes: issue 29). Raises ``ClassifierError`` when
-    toolnexus cannot model it."""
+    """Write one exchange as ``--record`` does (``recordings.write_wire_recording``: the
+    request's questions exactly as received, never through the typed question round trip, issue
+    33; image hashes under ``assets``), every string of the response scrubbed of ``secrets`` as
+    decoded (an upstream may echo the key in ``\\u`` escapes: issue 29). Raises
+    ``ClassifierError`` when the upstream's 200 body is not a JSON object."""
     try:
         response: Any = json.loads(response_body)
     except (ValueError, UnicodeDecodeError) as e:
@@ -166,12 +166,12 @@ def record_exchange(
     if secrets:
         response = scrub_value(response, secrets)
     assets = {i.placeholder: {"sha256": i.sha256, "type": "image"} for i in request.images}
-    return write_recording(
+    return write_wire_recording(
         directory,
         model=request.model,
         endpoint=endpoint,
         state=request.state,
-        questions=normalize_questions(request.questions),
+        questions=request.questions,
         response=response,
         assets=assets or None,
     )

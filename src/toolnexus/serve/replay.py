@@ -1,11 +1,14 @@
 """The ``--replay DIR`` answer source: recordings as ``--record`` writes them, matched on the
 canonical request, the canonical state and the image hashes.
 
-Questions are keyed in toolnexus's canonical wire form (``questions_to_wire``), so a request the
-official SDK spells differently (an absent ``instructions``, say) still matches the recording a
-toolnexus run wrote. Every image placeholder, in the state and in the questions, is replaced by
-the sha256 of its image before keying: the SDK draws a random placeholder per run, so a key on
-the placeholder text would never match twice (wire reference, "Images").
+Questions are keyed as received, by their canonical JSON (issue 33): a replay answers only the
+request that was recorded, never one the typed question round trip would fold into it (a noul
+``{"true": X}`` is not ``{"true": X, "false": ""}``). toolnexus sends and records its questions
+in its wire form (``questions_to_wire``), so its own recordings match its requests, and a
+request the official SDK sends with the same JSON matches them too. Every image placeholder,
+in the state and in the questions, is replaced by the sha256 of its image before keying: the
+SDK draws a random placeholder per run, so a key on the placeholder text would never match
+twice (wire reference, "Images").
 
 A request is first matched with its model; failing that, on the questions, state and images
 alone, as toolnexus's own ``--replay`` does (a recording made against ``jev-latest`` still
@@ -21,9 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..canonical import QUESTIONS_DIGEST, canonical_json, questions_sha256, sha256_hex
-from ..errors import ClassifierError
-from ..questions import normalize_questions, questions_to_wire
+from ..canonical import QUESTIONS_DIGEST, canonical_json, sha256_hex
 from ..recordings import Recording, load_recordings
 from .rules import Reject
 from .wire import WireRequest, swap_placeholders
@@ -39,12 +40,8 @@ __all__ = [
 
 
 def question_key(questions: Mapping[str, Any]) -> bytes:
-    """The canonical bytes of a question set in toolnexus's wire form (the raw wire form when
-    toolnexus cannot model it)."""
-    try:
-        return canonical_json(questions_to_wire(normalize_questions(questions)))
-    except ClassifierError:
-        return canonical_json(questions)
+    """The canonical bytes of a question set as received (its wire JSON, never re-typed)."""
+    return canonical_json(questions)
 
 
 def _keys(
@@ -69,13 +66,10 @@ QUESTION_SET_DIGEST = f"{QUESTIONS_DIGEST} (questions_sha256)"
 
 
 def question_set_sha256(questions: Mapping[str, Any]) -> str:
-    """The question-set digest, the ``questions_sha256`` that batch records carry
-    (``canonical.questions_sha256``); over the wire object as it came when toolnexus cannot
-    model the questions."""
-    try:
-        return questions_sha256(normalize_questions(questions))
-    except ClassifierError:
-        return sha256_hex(canonical_json(questions))
+    """The question-set digest over the wire object as it came: for a request toolnexus sent,
+    the ``questions_sha256`` that batch records carry (``canonical.questions_sha256`` hashes
+    the same canonical bytes)."""
+    return sha256_hex(canonical_json(questions))
 
 
 def miss_body(request: WireRequest, directory: str) -> dict[str, Any]:

@@ -98,9 +98,13 @@ def _error(kind: str, loc: list[Any], msg: str, value: Any) -> dict[str, Any]:
 _CONTENT = (str, dict, list)
 
 
+_NOT_TEXT = "Input should be a valid string"
+
+
 def _check_content(value: Any, loc: list[Any], errors: list[dict[str, Any]]) -> None:
+    """Text on the wire: a string, object or array, or null."""
     if value is not None and not isinstance(value, _CONTENT):
-        errors.append(_error("string_type", loc, "Input should be a valid string", value))
+        errors.append(_error("string_type", loc, _NOT_TEXT, value))
 
 
 def _check_question(key: str, q: Any, errors: list[dict[str, Any]], allow_unknown: bool) -> None:
@@ -145,6 +149,19 @@ def _check_question(key: str, q: Any, errors: list[dict[str, Any]], allow_unknow
                     "dict_type", [*loc, "criteria"], "Input should be a valid dictionary", criteria
                 )
             )
+        elif not criteria:
+            errors.append(
+                _error(
+                    "too_short",
+                    [*loc, "criteria"],
+                    "Dictionary should have at least 1 item after validation, not 0",
+                    criteria,
+                )
+            )
+        else:
+            # The schema's option description: text or null (a number or boolean is refused).
+            for option, description in criteria.items():
+                _check_content(description, [*loc, "criteria", option], errors)
     elif qtype == "score":
         if "criteria" not in q:
             errors.append(_error("missing", [*loc, "criteria"], "Field required", q))
@@ -161,15 +178,26 @@ def _check_question(key: str, q: Any, errors: list[dict[str, Any]], allow_unknow
                     criteria,
                 )
             )
-    elif qtype == "noul" and criteria is not None and not isinstance(criteria, dict):
-        errors.append(
-            _error(
-                "model_type",
-                [*loc, "criteria"],
-                "Input should be a valid dictionary or instance of NoulCriteria",
-                criteria,
+        else:
+            # The schema's level: text, never null (the official SDK cannot parse a null
+            # legend, and the API refuses it: issue 33).
+            for i, level in enumerate(criteria):
+                if not isinstance(level, _CONTENT):
+                    errors.append(_error("string_type", [*loc, "criteria", i], _NOT_TEXT, level))
+    elif qtype == "noul" and criteria is not None:
+        if not isinstance(criteria, dict):
+            errors.append(
+                _error(
+                    "model_type",
+                    [*loc, "criteria"],
+                    "Input should be a valid dictionary or instance of NoulCriteria",
+                    criteria,
+                )
             )
-        )
+        else:
+            # NoulCriteria: "true" and "false", each text or null, either may be absent.
+            for side in ("true", "false"):
+                _check_content(criteria.get(side), [*loc, "criteria", side], errors)
 
 
 def check_fields(body: Any, allow_unknown: bool) -> None:
@@ -254,8 +282,6 @@ def check_rules(body: Mapping[str, Any]) -> None:
         qtype = q.get("type")
         if qtype == "choice":
             n = len(q["criteria"])
-            if n == 0:
-                raise reject(400, "A choice question needs at least 1 choice.")
             if n > MAX_CHOICE_OPTIONS:
                 raise reject(
                     400, f"Too many choices. Must have at most {MAX_CHOICE_OPTIONS} choices."

@@ -19,6 +19,7 @@ from ..envname import ENV_REF
 from ..errors import HTTPStatusError, TransportError
 from ..jsonlimits import loads
 from ..options import TransportKind
+from .authcause import auth_failure_cause
 
 __all__ = [
     "ENV_REF",
@@ -320,6 +321,7 @@ def http_status_error(
     attempts: int,
     retry_after_ms: str | None = None,
     url_credentials: bool = False,
+    www_authenticate: str | None = None,
 ) -> HTTPStatusError:
     """The error for a non-2xx answer: its message is safe to show anywhere. With
     ``url_credentials`` (the base URL's ``user:pass@`` was sent) an auth failure names those,
@@ -330,14 +332,19 @@ def http_status_error(
     suffix = tries + (f" (request id {request_id})" if request_id else "")
     if status in (401, 403):
         # Never shown: an auth failure body routinely echoes the credential or header sent.
-        if url_credentials:
-            check = "the credentials (user:pass@) in the base URL"
-        else:
-            state = "is set but was rejected" if key_is_set else "is not set"
-            check = f"the API key in the environment variable {api_key_env} (it {state})"
+        # The cause is told from the status, WWW-Authenticate, detail.error_type and whether a
+        # key was sent (issue 33: a 403, a server refusing any Authorization and one wanting
+        # x-api-key all read "key rejected").
+        cause = auth_failure_cause(
+            status,
+            content,
+            www_authenticate=www_authenticate,
+            api_key_env=api_key_env,
+            key_is_set=key_is_set,
+            url_credentials=url_credentials,
+        )
         return HTTPStatusError(
-            f"classifier: POST {endpoint}: HTTP {status}: authentication failed; check "
-            f"{check}{suffix}",
+            f"classifier: POST {endpoint}: HTTP {status}: {cause}{suffix}",
             status=status,
             endpoint=endpoint,
             request_id=request_id,

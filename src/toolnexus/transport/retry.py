@@ -407,6 +407,7 @@ class SystemOneTransport:
                     attempts=attempt + 1,
                     retry_after_ms=_header(resp_headers, "retry-after-ms", secrets),
                     url_credentials=bool(userinfo(self._base_url)),
+                    www_authenticate=_header(resp_headers, "www-authenticate", secrets),
                 )
                 info = ErrorInfo(
                     attempt=attempt,

@@ -1,7 +1,8 @@
 """A decision result printed as a Rich table, JSON, JSONL or CSV (the ``eval`` formats).
 
-Flags are words first: ``near-uniform``, ``uncalibrated``, ``uncertain`` and ``invalid`` are
-spelled out in every format, and a terminal additionally shows them in colour. ``NO_COLOR`` and
+Flags are words first: every name of ``validation.FLAGS`` (``near-uniform``, ``uncalibrated``,
+``uncertain``, the consistency flags, ``invalid``) is spelled out in every format, and a
+terminal additionally shows them in colour. ``NO_COLOR`` and
 pipes get the words alone (Rich honours both).
 """
 
@@ -21,6 +22,11 @@ _STYLES = {
     "near-uniform": "bold yellow",
     "uncalibrated": "bold magenta",
     "uncertain": "yellow",
+    # An answer whose numbers disagree with each other (issue 33): not invalid, not to trust.
+    "choice-not-top": "red",
+    "score-not-mean": "red",
+    "confidence-off-formula": "red",
+    "usage-missing": "magenta",
     "invalid": "bold red",
 }
 _BAND_STYLES = {"yes": "green", "no": "cyan", "uncertain": "yellow"}

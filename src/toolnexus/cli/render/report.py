@@ -67,8 +67,16 @@ def _answers_text(q: QuestionReport) -> str:
         text = " · ".join(f"{o} {_pct(v.share)}" for o, v in top)
         return text + (f" · +{more} more" if more > 0 else "")
     if isinstance(d, ScoreDistribution):
-        return f"mean score {_num(d.mean_score, 2)}"
+        return f"mean score {_num(d.mean_score, 2)} · {_fits_text(d)}"
     return "(not modelled)"
+
+
+def _fits_text(d: ScoreDistribution) -> str:
+    """Which known score confidence formulas the answers fit (issue 33), best first."""
+    fits = sorted(((v.share or 0.0, k) for k, v in d.confidence_fits.items() if v.n), reverse=True)
+    if not fits:
+        return "confidence fits no known formula"
+    return "confidence fits " + ", ".join(f"{k} {_pct(share)}" for share, k in fits)
 
 
 def _table(
