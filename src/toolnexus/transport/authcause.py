@@ -95,8 +95,10 @@ def auth_failure_cause(
             f"forbidden: {sent} was accepted, but this key may not make this request (its "
             "model, endpoint or account permissions); check the key's access"
         )
+    # With user:pass@ no key was sent: the way to send no Authorization is to drop the pair.
+    drop = "drop user:pass@ from the base URL" if url_credentials else f"unset {api_key_env}"
     return (
         f"authentication failed: {sent} was rejected (a wrong, expired or revoked key), or "
-        "the server takes no key and refuses any Authorization header (then unset "
-        f"{api_key_env}); check {sent}"
+        f"the server takes no key and refuses any Authorization header (then {drop}); "
+        f"check {sent}"
     )
