@@ -13,8 +13,13 @@ the answer into one result per state:
   at pack 1 (returned as decoded, or with ``fail_closed`` the ``InvalidDecision``);
 - a 413, or the API's context-length 400 (``max_tokens_exceeded``), splits the pack in halves
   and asks each half; a pack over a limit before sending is split the same way (``packplan``);
-  a transient failure is retried by the transport with the same bytes; a failure that remains
-  is every state's result (as it would be at pack 1);
+- any other 400 or 422 that is about the request's own body (not the API's ``api_usage_error``,
+  which every request of the run would get) is bisected the same way (issue 32 item 3): one
+  state's content can fail the whole pack, so the halves are asked until the state that causes
+  it is asked alone and gets the server's error, and every other state is decided. One bad state
+  among N costs at most 2 * ceil(log2 N) requests more than the pack (two halves per level);
+- a transient failure is retried by the transport with the same bytes; a failure that remains
+  (a 5xx, a timeout, a 404) is every state's result (as it would be at pack 1);
 - the other styles (static, custom, llm) ask state by state (seed 004: "Each state goes through
   the per-state evaluate (every style)"); :func:`packs` says whether a classifier packs.
 
@@ -53,7 +58,7 @@ from .packing import (
 )
 from .packplan import pack_violation
 from .questions import Question, questions_to_wire
-from .scheduler.admission import Outcome
+from .scheduler.admission import Outcome, OutcomeKind
 from .scheduler.failfast import error_type, outcome_of
 from .scheduler.run import Settled
 from .scheduler.tokens import TokenEstimate, estimate_tokens
@@ -174,6 +179,18 @@ def _context_error(error: ClassifierError) -> bool:
         return False
     return error.status == 413 or (
         error.status == 400 and error_type(error.body) == CONTEXT_ERROR_TYPE
+    )
+
+
+def _one_states_error(error: ClassifierError) -> bool:
+    """A 400 or 422 about the request's own body (a content policy, a validation error of one
+    state): some state of the pack may cause it, so the halves are asked apart. Not a
+    systematic one (the API's ``api_usage_error`` for an unknown model would fail every half
+    the same way, and stops the run instead)."""
+    return (
+        isinstance(error, HTTPStatusError)
+        and error.status in (400, 422)
+        and outcome_of(error).kind is OutcomeKind.FAILED
     )
 
 
@@ -324,7 +341,7 @@ class _Pack:
             self.requests.append(
                 RequestFacts(tuple(indices), estimate, sent=_sent(e), packed=True, error=e)
             )
-            if _context_error(e):
+            if _context_error(e) or _one_states_error(e):
                 await self._halves(style, indices)
             elif isinstance(e, DecisionError):
                 for i in indices:  # no state has an answer: each is asked alone, once
