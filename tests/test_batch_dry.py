@@ -13,8 +13,7 @@ import pytest
 
 from clirun import run_main as _cli
 from loopback import Loopback, recordings
-from toolnexus.cli.batch_dry import _Pieces
-from toolnexus.scheduler.tokens import estimate_tokens
+from toolnexus.scheduler.tokens import PrefixTally, estimate_tokens
 
 QUESTIONS = """\
 questions:
@@ -79,9 +78,9 @@ def _charged(out_path: Path) -> tuple[int, int, int]:
 def test_counting_the_question_set_once_gives_the_whole_bodys_estimate(body: bytes) -> None:
     """The dry run's fast count is exactly ``estimate_tokens(body)``, both figures."""
     tail = body[body.index(b',"state":') + len(b',"state":') :]
-    pieces = _Pieces()
+    pieces = PrefixTally()
     for _ in range(2):  # the prefix counted once, then reused
-        assert pieces.count(body, tail).estimate() == estimate_tokens(body)
+        assert pieces.estimate(body, tail) == estimate_tokens(body)
 
 
 def test_dry_run_sends_nothing_and_counts_exactly(

@@ -9,7 +9,7 @@ item 4), the output tokens :func:`~toolnexus.scheduler.budget.estimate_output_to
 of the question set, and the cost the ``--price`` given (none is built in). Nothing is written.
 
 The question set is the same in every body, so its tally is counted once and each state's once
-(:class:`_Pieces`): the same count as the whole body's, at a fraction of the cost
+(``scheduler.tokens.PrefixTally``): the same count as the whole body's, at a fraction of the cost
 (100,000 states in a few seconds; ``tests/test_batch_dry.py``).
 """
 
@@ -25,7 +25,7 @@ from ..canonical import canonical_json
 from ..errors import ClassifierError
 from ..questions import Question, questions_to_wire
 from ..scheduler.budget import Price, estimate_output_tokens
-from ..scheduler.tokens import Tally, TokenEstimate, estimate_tokens, split_pieces, tally
+from ..scheduler.tokens import PrefixTally, TokenEstimate, estimate_tokens
 from ..state import check_state
 from .batch_inputs import iter_inputs
 from .batch_resume import PriorMismatch, PriorOutput, read_prior
@@ -119,27 +119,6 @@ class DryRun:
         return self.text()
 
 
-class _Pieces:
-    """The tally of ``prefix + tail`` counted as the prefix's once plus each tail's: the
-    prefix's last piece is re-counted with the tail, since a run of punctuation (``":`` before
-    a state) joins what follows it. So the tally is exactly the whole body's."""
-
-    def __init__(self) -> None:
-        self._prefix: bytes | None = None
-        self._head = Tally()
-        self._last = ""
-
-    def count(self, body: bytes, tail: bytes) -> Tally:
-        if not body.endswith(tail):
-            return tally(body)
-        prefix = body[: len(body) - len(tail)]
-        if prefix != self._prefix:
-            pieces = split_pieces(prefix.decode("utf-8", errors="replace"))
-            self._last = pieces[-1] if pieces else ""
-            self._prefix, self._head = prefix, tally(prefix) - tally(self._last)
-        return self._head + tally(self._last.encode("utf-8") + tail)
-
-
 def _prior(cfg: BatchConfig, sha: str) -> PriorOutput | None:
     if cfg.output is None or not (cfg.resume or cfg.retry_errors):
         return None
@@ -179,7 +158,7 @@ def dry_run(
     items = select(iter_inputs(cfg.inputs, cfg.spec), cfg, _prior(cfg, sha), summary, set())
     result = DryRun(pack=_pack_of(cfg))
     output_per_request = estimate_output_tokens(questions_to_wire(qs))
-    pieces = _Pieces()
+    pieces = PrefixTally()
     packed: list[Any] = []
     wire = questions_to_wire(qs)
     largest: tuple[bytes, Any, Any, list[tuple[int, int]]] | None = None
@@ -205,7 +184,7 @@ def dry_run(
         if request.multipart:
             one = estimate_tokens(request.json, sizes)
         else:
-            one = pieces.count(request.json, canonical_json(request.lifted.state) + b"}").estimate()
+            one = pieces.estimate(request.json, canonical_json(request.lifted.state) + b"}")
         if result.add(one, output_per_request):
             largest = (request.json, request.lifted.state, wire, sizes)
     if packed:

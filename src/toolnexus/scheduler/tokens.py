@@ -54,6 +54,7 @@ from dataclasses import dataclass
 __all__ = [
     "CONTEXT_TOKENS",
     "STATE_AND_QUESTION_TOKENS",
+    "PrefixTally",
     "Tally",
     "TokenEstimate",
     "central_of",
@@ -195,6 +196,44 @@ def estimate_tokens(body: bytes | str, images: Iterable[tuple[int, int]] = ()) -
     estimate with the per-request prompt included). ``images`` are the (width, height) of the
     images the request carries; their placeholders are part of ``body``."""
     return tally(body).estimate(_image_tokens(images))
+
+
+class PrefixTally:
+    """Tallies of bodies that share a long prefix (the model and the question set, before the
+    state), each prefix tallied once: a pack's body is mostly its derived questions, the same
+    for every pack of one size, so the planner and the dry run count only each state's part.
+
+    The prefix's last piece is re-counted with the tail, since a run of punctuation (``":``
+    before a state) joins what follows it; every piece before it is cut the same in the prefix
+    alone as in the whole body. So the tally is exactly the whole body's (a test holds it)."""
+
+    #: Prefixes kept (one per pack size in use, typically one or two).
+    KEEP = 8
+
+    def __init__(self) -> None:
+        self._known: dict[bytes, tuple[Tally, bytes]] = {}
+
+    def tally(self, body: bytes, tail: bytes) -> Tally:
+        """The tally of ``body``, which ends with ``tail``."""
+        if not body.endswith(tail):
+            return tally(body)
+        prefix = body[: len(body) - len(tail)]
+        known = self._known.get(prefix)
+        if known is None:
+            pieces = split_pieces(prefix.decode("utf-8", errors="replace"))
+            last = pieces[-1].encode("utf-8") if pieces else b""
+            known = (tally(prefix) - tally(last), last)
+            if len(self._known) >= self.KEEP:
+                self._known.clear()
+            self._known[prefix] = known
+        head, last = known
+        return head + tally(last + tail)
+
+    def estimate(
+        self, body: bytes, tail: bytes, images: Iterable[tuple[int, int]] = ()
+    ) -> TokenEstimate:
+        """:func:`estimate_tokens` of ``body`` (which ends with ``tail``)."""
+        return self.tally(body, tail).estimate(_image_tokens(images))
 
 
 def limit_violation(

@@ -41,13 +41,12 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, TypeVar
 
 from ..config import ErrorInfo, RetryPolicy, Timeout, TransportKind
 from ..decision import ClassifierUsage
 from ..errors import BackendError, ConfigError, DecisionError, HTTPStatusError
-from ..scheduler import Outcome, current, estimate_tokens, outcome_of
+from ..scheduler import Outcome, TokenEstimate, current, estimate_tokens, outcome_of
 from .adapter import MAX_BODY_BYTES, Adapter, BodyTooLarge, SendError
 from .observe import AttemptObserver, AttemptWatch, observers
 from .redaction import (
@@ -304,15 +303,27 @@ class SystemOneTransport:
         extra_headers: Mapping[str, str] | None,
         decode: Callable[[Reply], T],
         usage: Callable[[T], ClassifierUsage],
+        *,
+        estimate: TokenEstimate | None = None,
     ) -> T:
         """:meth:`post`, then ``decode`` the 2xx reply; in a batch the scheduler is told
-        ``usage(decoded)``, what the server charged (a spend budget settles on it)."""
+        ``usage(decoded)``, what the server charged (a spend budget settles on it).
+
+        ``estimate`` is the request's token estimate when the caller made it already (a packed
+        request: the plan's, or of its JSON part when ``body`` is multipart); else it is made
+        from ``body`` once, if a scheduler member asks, and kept across re-admissions."""
         scheduler = current()
         if scheduler is None:
             return decode(await self._attempts(path, body, extra_headers, throttle=False))
-        estimate = partial(estimate_tokens, body)  # made once, if a member asks
+        made: list[TokenEstimate] = [] if estimate is None else [estimate]
+
+        def estimated() -> TokenEstimate:
+            if not made:
+                made.append(estimate_tokens(body))
+            return made[0]
+
         while True:
-            async with scheduler.admit(estimate) as slot:
+            async with scheduler.admit(estimated) as slot:
                 try:
                     reply = await self._attempts(path, body, extra_headers, throttle=True)
                 except _Throttled as throttled:
