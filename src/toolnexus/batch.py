@@ -99,7 +99,10 @@ def scheduler_for(options: BatchOptions) -> Scheduler:
     """The one scheduler of a batch run with ``options``: its own limiter and fail fast, then
     the options' extra admission members."""
     return Scheduler.for_run(
-        concurrency=options.concurrency, rate_per_minute=options.rate, extra=options.admission
+        concurrency=options.concurrency,
+        rate_per_minute=options.rate,
+        extra=options.admission,
+        patience=options.patience,
     )
 
 

@@ -208,6 +208,7 @@ class _Run:
         options = BatchOptions(
             concurrency=self.cfg.concurrency,
             rate=self.cfg.rate,
+            patience=self.cfg.patience,
             # --retry-errors asks each failed state alone (issue 32 item 3): packed again, a
             # state that failed its pack would cost a bisection per pack, and at pack 1 its
             # error is its own, as the record it replaces claims.

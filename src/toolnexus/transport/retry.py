@@ -24,9 +24,10 @@ Retries (seed 004 + SPEC-8B Appendix A, verbatim), as the ``config.RetryPolicy``
 
 In a batch (``scheduler.current()`` is the run's scheduler) every request is admitted by it
 first, with the estimate of its own bytes, and released with its outcome and the usage charged.
-There a 429 is not slept on here: the request goes back to the run's scheduler at once, which
-pauses the whole run for its ``retry-after-ms`` / ``Retry-After``, cuts the run's concurrency
-and admits the request again, without spending ``retries`` on it (those are for failures of the
+There a 429 (and a 503 or 529: an overloaded server, issue 32) is not slept on here: the
+request goes back to the run's scheduler at once, which pauses the whole run for its
+``retry-after-ms`` / ``Retry-After``, cuts the run's concurrency and admits the request again
+(within the run's patience), without spending ``retries`` on it (those are for failures of the
 request itself). ``on_error`` answering "fail" to a 429 still makes it this request's error.
 Outside a batch (one ``evaluate``) a 429 is retried here as seed 004 says, within ``retries``.
 
@@ -47,6 +48,7 @@ from ..config import ErrorInfo, RetryPolicy, Timeout, TransportKind
 from ..decision import ClassifierUsage
 from ..errors import BackendError, ConfigError, DecisionError, HTTPStatusError
 from ..scheduler import Outcome, TokenEstimate, current, estimate_tokens, outcome_of
+from ..scheduler.failfast import STORM_STATUSES
 from .adapter import MAX_BODY_BYTES, Adapter, BodyTooLarge, SendError
 from .observe import AttemptObserver, AttemptWatch, observers
 from .redaction import (
@@ -430,7 +432,7 @@ class SystemOneTransport:
                     request_id=request_id,
                 )
             verdict = retry.verdict(info)
-            throttled = isinstance(failure, HTTPStatusError) and failure.status == 429
+            throttled = isinstance(failure, HTTPStatusError) and failure.status in STORM_STATUSES
             if throttle and throttled and verdict == "retry":
                 assert isinstance(failure, HTTPStatusError)
                 raise _Throttled(failure)
