@@ -1,4 +1,5 @@
-"""The run's own limiter: slow start, AIMD concurrency, run-wide Retry-After, a hard rate cap.
+"""The run's own limiter: slow start, AIMD concurrency, a learned pace, run-wide Retry-After,
+patience, a hard rate cap.
 
 :class:`Window` is the state machine, driven by explicit times so tests (and a simulated server)
 step it without sleeping; :class:`RunLimiter` is the :class:`~.admission.Admission` member that
@@ -18,6 +19,16 @@ waits on it with an injectable :class:`Clock`.
   cut can cut or pause again: a burst of 429s from one window of requests is one signal, not
   many (each later reply's whole-second ``Retry-After`` would otherwise push the pause on by
   its own arrival time, idling the run past the moment the server has tokens again).
+- **Pacing by rate** (issue 32 item 1): concurrency alone keeps probing over a limit (one
+  request in flight asks for 10 a second at 100 ms of latency), so a run drew 0.3 to 2 429s per
+  success. The first 429 that cuts sets a pace, a token bucket without burst, a little
+  (``PACE_BACKOFF``) under the rate of the successes of the last ``PACE_WINDOW`` seconds; each
+  later cutting 429 lowers it the same way (never raises it), run-wide; each success raises it
+  by ``PACE_GAIN`` requests a second (about 2 % of the rate a second). Requests are released at
+  the pace, with the window as an upper bound; a 429 during a blackout (no recent successes)
+  teaches nothing. In the simulation of the issue's regime: 0.006 to 0.014 429s per success
+  at 1.0x the limit (``tests/test_scheduler_pace.py``). The token rate is not learned: a token
+  limit's 429 lowers the request pace like any other.
 - **Patience** (issue 32 item 2): a storm of 429s (and of 503s and 529s, which a batch hands
   to the scheduler the same way) is ridden out for up to ``patience`` seconds (default 60,
   ``--patience``) counted from the last success, or from the run's first admission. Past it,
@@ -35,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -56,6 +68,14 @@ __all__ = [
 DEFAULT_SLOW_START = 2
 #: Seconds a storm of 429/503/529 is ridden out without one success before the run stops.
 DEFAULT_PATIENCE = DEFAULT_BATCH_PATIENCE
+#: Pacing by rate: the successes of this many seconds measure what the server accepts...
+PACE_WINDOW = 2.0
+#: ...a 429 sets the pace a little under it...
+PACE_BACKOFF = 0.95
+#: ...and each success adds this many requests a second (about 2 % of the rate a second).
+PACE_GAIN = 0.02
+#: The pace never goes under one request every 10 s (the patience decides when to stop).
+PACE_FLOOR = 0.1
 #: The official SDK's backoff when a 429 carries no Retry-After: 0.5 s doubling, capped at 5 s.
 NO_RETRY_AFTER_BASE = 0.5
 NO_RETRY_AFTER_CAP = 5.0
@@ -142,6 +162,11 @@ class Window:
     last_progress: float | None = field(default=None, init=False)
     #: what the storm's last reply was (``HTTP 429``), for the stop's message
     storm_signature: str = field(default="", init=False)
+    #: the learned sustainable request rate (None until the first 429: see the docstring)
+    pace: TokenBucket | None = field(default=None, init=False)
+    #: when the recent successes came back (the last ``PACE_WINDOW`` seconds of them)
+    accepted: deque[float] = field(default_factory=deque, init=False, repr=False)
+    first_success: float | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1 or self.slow_start < 1:
@@ -166,6 +191,8 @@ class Window:
         if self.in_flight >= self.allowed:
             return None
         at = max(now, self.paused_until)
+        if self.pace is not None:
+            at = max(at, self.pace.ready_at(at))
         if self.rate is not None:
             at = max(at, self.rate.ready_at(at))
         if self.token_rate is not None and tokens:
@@ -192,6 +219,8 @@ class Window:
     def admit(self, now: float, ticket_id: int, tokens: int = 0) -> None:
         self.in_flight += 1
         self.last_admitted = max(self.last_admitted, ticket_id)
+        if self.pace is not None:
+            self.pace.take(now)
         if self.rate is not None:
             self.rate.take(now)
         if self.token_rate is not None and tokens:
@@ -204,6 +233,7 @@ class Window:
             self.waits_since_success = 0
             self.last_progress = now
             self.opened = True
+            self._accept(now)
             # Exponential opening (one slot per success, doubling per round) until the first
             # 429; additive (one slot per round) after it.
             step = 1.0 if self.throttled == 0 else 1.0 / self.window
@@ -216,10 +246,40 @@ class Window:
                 wait = min(NO_RETRY_AFTER_CAP, NO_RETRY_AFTER_BASE * 2**self.consecutive_429s)
             self.consecutive_429s += 1
             if ticket_id > self.cut_after:
+                self._slow_pace(now)
                 self.waits_since_success += 1
                 self.paused_until = max(self.paused_until, now + max(0.0, wait))
                 self.window = max(1.0, self.window * self.decrease)
                 self.cut_after = self.last_admitted
+
+    def _accept(self, now: float) -> None:
+        """A success: remember when, and let the pace climb slowly."""
+        if self.first_success is None:
+            self.first_success = now
+        self.accepted.append(now)
+        while self.accepted[0] < now - PACE_WINDOW:
+            self.accepted.popleft()
+        if self.pace is not None:
+            # About PACE_GAIN of the rate per second, whatever the rate: there are about
+            # ``rate`` successes a second, each adding PACE_GAIN requests a second.
+            self.pace.rate += PACE_GAIN
+
+    def _slow_pace(self, now: float) -> None:
+        """A 429 that cuts: pace a little under what the server accepted lately."""
+        if self.first_success is None:
+            return
+        span = min(PACE_WINDOW, now - self.first_success)
+        recent = sum(1 for t in self.accepted if t >= now - PACE_WINDOW)
+        if span <= 0 or recent < 2:
+            return  # a blackout, not a limit: no rate to learn
+        measured = recent / span
+        if self.pace is not None:
+            measured = min(measured, self.pace.rate)
+        rate = max(PACE_FLOOR, PACE_BACKOFF * measured)
+        if self.pace is None:
+            self.pace = TokenBucket(rate, burst=1.0)
+        else:
+            self.pace.rate = rate
 
 
 class RunLimiter:
