@@ -21,7 +21,7 @@ waits on it with an injectable :class:`Clock`.
   its own arrival time, idling the run past the moment the server has tokens again).
 - **Pacing by rate** (issue 32 item 1): concurrency alone keeps probing over a limit (one
   request in flight asks for 10 a second at 100 ms of latency), so a run drew 0.3 to 2 429s per
-  success. The first 429 that cuts sets a pace, a token bucket without burst, a little
+  success. The first 429 that cuts sets a pace, a token bucket (a quarter second of burst), a little
   (``PACE_BACKOFF``) under the rate of the successes of the last ``PACE_WINDOW`` seconds; each
   later cutting 429 lowers it the same way (never raises it), run-wide; each success raises it
   by ``PACE_GAIN`` requests a second (about 2 % of the rate a second). Requests are released at
@@ -76,6 +76,8 @@ PACE_BACKOFF = 0.95
 PACE_GAIN = 0.02
 #: The pace never goes under one request every 10 s (the patience decides when to stop).
 PACE_FLOOR = 0.1
+#: Seconds of the pace a run may save up and release at once.
+PACE_BURST = 0.25
 #: The official SDK's backoff when a 429 carries no Retry-After: 0.5 s doubling, capped at 5 s.
 NO_RETRY_AFTER_BASE = 0.5
 NO_RETRY_AFTER_CAP = 5.0
@@ -262,7 +264,7 @@ class Window:
         if self.pace is not None:
             # About PACE_GAIN of the rate per second, whatever the rate: there are about
             # ``rate`` successes a second, each adding PACE_GAIN requests a second.
-            self.pace.rate += PACE_GAIN
+            self._set_pace(self.pace.rate + PACE_GAIN)
 
     def _slow_pace(self, now: float) -> None:
         """A 429 that cuts: pace a little under what the server accepted lately."""
@@ -275,11 +277,18 @@ class Window:
         measured = recent / span
         if self.pace is not None:
             measured = min(measured, self.pace.rate)
-        rate = max(PACE_FLOOR, PACE_BACKOFF * measured)
+        self._set_pace(max(PACE_FLOOR, PACE_BACKOFF * measured))
+
+    def _set_pace(self, rate: float) -> None:
+        # A short burst (PACE_BURST seconds of the rate): a release the event loop makes late
+        # (it was decoding a reply, writing a record) is caught up, not lost; the server's own
+        # bucket holds a whole second, so catching up never passes it.
+        burst = max(1.0, rate * PACE_BURST)
         if self.pace is None:
-            self.pace = TokenBucket(rate, burst=1.0)
+            self.pace = TokenBucket(rate, burst=burst)
         else:
-            self.pace.rate = rate
+            self.pace.rate, self.pace.burst = rate, burst
+            self.pace.level = min(self.pace.level, burst)
 
 
 class RunLimiter:
