@@ -13,8 +13,7 @@ import pytest
 
 from clirun import run_main as _cli
 from loopback import Loopback, recordings
-from toolnexus.cli.batch_dry import _Pieces
-from toolnexus.scheduler.tokens import central_of, estimate_tokens
+from toolnexus.scheduler.tokens import PrefixTally, estimate_tokens
 
 QUESTIONS = """\
 questions:
@@ -73,14 +72,15 @@ def _charged(out_path: Path) -> tuple[int, int, int]:
         pytest.param(b'{"model":"m","questions":{},"state":{"a":[1,2,"x y"]}}', id="object"),
         pytest.param(b'{"model":"m","questions":{},"state":"  spaced  "}', id="spaces"),
         pytest.param(b'{"model":"m","questions":{},"state":123456}', id="number"),
+        pytest.param('{"model":"m","questions":{},"state":"日本語の文"}'.encode(), id="cjk"),
     ],
 )
 def test_counting_the_question_set_once_gives_the_whole_bodys_estimate(body: bytes) -> None:
-    """The dry run's fast count is exactly ``estimate_tokens(body).central``."""
+    """The dry run's fast count is exactly ``estimate_tokens(body)``, both figures."""
     tail = body[body.index(b',"state":') + len(b',"state":') :]
-    pieces = _Pieces()
+    pieces = PrefixTally()
     for _ in range(2):  # the prefix counted once, then reused
-        assert central_of(pieces.count(body, tail)) == estimate_tokens(body).central
+        assert pieces.estimate(body, tail) == estimate_tokens(body)
 
 
 def test_dry_run_sends_nothing_and_counts_exactly(

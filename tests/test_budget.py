@@ -25,7 +25,8 @@ LIVE = Path(__file__).parent / "fixtures" / "recordings-live"
 
 
 def _ticket(i: int, tokens: int = 1000) -> Ticket:
-    return Ticket(i, TokenEstimate(central=tokens, upper=tokens * 2))
+    """A request whose UPPER bound is ``tokens``: what a budget reserves (issue 32 item 4)."""
+    return Ticket(i, TokenEstimate(central=tokens // 2, upper=tokens))
 
 
 def test_the_next_request_that_would_pass_the_cap_stops_the_run() -> None:

@@ -79,10 +79,13 @@ def _refused() -> TransportError:
         pytest.param(_refused(), OutcomeKind.SYSTEMATIC, "connection refused", id="refused"),
         pytest.param(
             TransportError("classifier: timeout", kind="timeout", endpoint=EP),
-            OutcomeKind.FAILED,
-            "",
-            id="timeout",
+            OutcomeKind.SYSTEMATIC,
+            "timeout",
+            id="timeout-after-retries",  # issue 32 item 2: a hung server
         ),
+        pytest.param(_http(404), OutcomeKind.SYSTEMATIC, "HTTP 404", id="404-no-such-endpoint"),
+        pytest.param(_http(503), OutcomeKind.RATE_LIMITED, "HTTP 503", id="503-a-storm"),
+        pytest.param(_http(529), OutcomeKind.RATE_LIMITED, "HTTP 529", id="529-a-storm"),
     ],
 )
 def test_failures_are_classified_by_status_and_error_type(
@@ -164,6 +167,16 @@ def test_identical_systematic_failures_in_a_row_stop_the_run(
         pytest.param(_http(402), "HTTP 402", id="no-funds"),
         pytest.param(_http(400, UNKNOWN_MODEL), "api_usage_error", id="unknown-model"),
         pytest.param(_refused(), "connection refused", id="refused"),
+        # Issue 32 item 2: "Consecutive timeouts, and a 404 on the endpoint itself ... stop the
+        # run after the same 3 requests as a rejected key."
+        pytest.param(
+            TransportError(
+                f"classifier: POST {EP}: no answer within 2 s", kind="timeout", endpoint=EP
+            ),
+            "timeout",
+            id="hung-server",
+        ),
+        pytest.param(_http(404, '{"detail": "Not Found"}'), "HTTP 404", id="wrong-path"),
     ],
 )
 def test_a_systematic_failure_stops_a_run_of_300_within_5_requests(

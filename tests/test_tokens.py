@@ -79,11 +79,52 @@ def test_bytes_alone_would_not_do() -> None:
     ],
 )
 def test_upper_bound_covers_a_byte_level_tokenizer_worst_case(text: str) -> None:
-    """Text a tokenizer has never seen costs a token every 2 to 3 bytes; the upper bound allows
-    at least 0.75 tokens per byte of any text beyond the per-request prompt, above that and above
-    what the captures' marginal bytes cost (about 0.55 tokens per byte)."""
+    """Issue 32 item 4: "an upper bound that no tokenizer of this model class exceeds for any
+    script": a byte-level BPE spends at most one token per byte, so the upper bound allows a
+    token for every byte of any text beyond the per-request prompt."""
     body = text.encode("utf-8")
-    assert estimate_tokens(body).upper - estimate_tokens(b"").upper >= 0.75 * len(body)
+    assert estimate_tokens(body).upper - estimate_tokens(b"").upper >= len(body)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("お問い合わせありがとうございます。請求書が二重に" * 80, id="japanese"),
+        pytest.param("我的订单被重复扣款了请尽快退款" * 100, id="chinese"),
+        pytest.param("청구서가두번발행되었습니다" * 100, id="korean-unspaced"),
+        pytest.param("สวัสดีครับผมต้องการเงินคืน" * 100, id="thai"),
+        pytest.param("🎉🔥👍🏽" * 300, id="emoji"),
+    ],
+)
+def test_scripts_without_spaces_count_a_token_per_character(text: str) -> None:
+    """Issue 32 item 4: the central estimate "counts at least one token per character for
+    scripts written without spaces" (100,000 Japanese characters were once 238 tokens)."""
+    est = estimate_tokens(text.encode("utf-8"))
+    assert est.central - estimate_tokens(b"").central >= len(text)
+    assert est.upper >= est.central + len(text)  # and the bound stays above it
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("Здравствуйте, мне дважды выставили счёт за заказ " * 40, id="cyrillic"),
+        pytest.param("مرحبا، تم خصم المبلغ مرتين من بطاقتي الرجاء الاسترداد " * 40, id="arabic"),
+        pytest.param("QmFzZTY0IGJsb2I9PT0rLw" * 200, id="base64"),
+        pytest.param('{"a":[1,2,3],"b":{"c":null,"d":"e"}}' * 100, id="minified-json"),
+        pytest.param("a" * (16 << 20), id="16-MiB-of-one-letter"),
+    ],
+)
+def test_the_upper_bound_is_at_least_the_bytes_in_any_script(text: str) -> None:
+    """Issue 32 item 4: CJK, Cyrillic, Arabic, emoji, base64, minified JSON, long unbroken
+    runs: at least one token per UTF-8 byte on top of the fixed prompt."""
+    body = text.encode("utf-8")
+    assert estimate_tokens(body).upper >= len(body) + 189
+
+
+@given(st.text(max_size=400))
+def test_the_upper_bound_is_at_least_the_bytes_of_any_text(text: str) -> None:
+    body = text.encode("utf-8")
+    assert estimate_tokens(body).upper >= len(body) + 189
 
 
 @given(st.text(max_size=300), st.text(max_size=300))
@@ -118,14 +159,27 @@ def test_limit_violation_names_the_rule(
 
 def _piecewise(text: str) -> TokenEstimate:
     """The estimate as the module docstring writes it, piece by piece over the str pattern:
-    ``upper = ceil(1.15 * (189 + 2.03 * sum(max(1, ceil(bytes(piece) / 3)))))``."""
+    ``central = 189 + 2.03 * pieces + wide``, ``upper = max(ceil(1.15 * 189) + bytes,
+    ceil(1.15 * (189 + 2.03 * sum(max(1, ceil(bytes(piece) / 3))))))``."""
     import math
     import re
 
     pieces = re.findall(r" ?[A-Za-z]+| ?[0-9]{1,3}| ?[^\sA-Za-z0-9]+|\s+", text)
     units = sum(max(1, math.ceil(len(p.encode("utf-8")) / 3)) for p in pieces)
-    central = round(189 + 2.03 * len(pieces))
-    return TokenEstimate(central, max(central, math.ceil(1.15 * (189 + 2.03 * units))))
+    wide = sum(1 for c in text if _wide(c))
+    central = round(189 + 2.03 * len(pieces)) + wide
+    by_bytes = math.ceil(1.15 * 189) + len(text.encode("utf-8"))
+    upper = max(by_bytes, math.ceil(1.15 * (189 + 2.03 * units)))
+    return TokenEstimate(central, max(central, upper))
+
+
+def _wide(c: str) -> bool:
+    """A character of a script written without spaces, or an emoji (the module's list)."""
+    ranges = [(0x0E00, 0x0FFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0x3000, 0x31FF),
+              (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xA000, 0xA4CF), (0xAC00, 0xD7AF),
+              (0xF900, 0xFAFF), (0xFF00, 0xFFEF), (0x1F000, 0x1FAFF),
+              (0x20000, 0x3FFFF)]  # fmt: skip
+    return any(lo <= ord(c) <= hi for lo, hi in ranges)
 
 
 @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=400))

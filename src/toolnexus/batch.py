@@ -42,6 +42,8 @@ from .state import check_state
 if TYPE_CHECKING:
     import asyncio
 
+    from .packplan import Planned
+
 __all__ = [
     "MAX_CONCURRENCY",
     "MIN_CONCURRENCY",
@@ -97,30 +99,41 @@ def scheduler_for(options: BatchOptions) -> Scheduler:
     """The one scheduler of a batch run with ``options``: its own limiter and fail fast, then
     the options' extra admission members."""
     return Scheduler.for_run(
-        concurrency=options.concurrency, rate_per_minute=options.rate, extra=options.admission
+        concurrency=options.concurrency,
+        rate_per_minute=options.rate,
+        extra=options.admission,
+        patience=options.patience,
     )
 
 
 def plan(
     classifier: Evaluator, states: Sequence[Any], qs: dict[str, Question], options: BatchOptions
-) -> list[list[int]]:
+) -> list[Planned]:
     """The requests for ``states``, as the positions each one asks: one state each at
-    ``pack=1`` (or a style that does not pack), else ``packplan.plan_packs``' packs."""
+    ``pack=1`` (or a style that does not pack), else ``packplan.plan_requests``' packs, each
+    with the estimate the plan made of its body (the send reuses it)."""
+    from .packplan import Planned
+
     if options.pack == 1:
-        return [[i] for i in range(len(states))]
+        return [Planned([i]) for i in range(len(states))]
     from .images import ImageLimits
     from .packed import packs
-    from .packplan import plan_packs
+    from .packplan import plan_requests
 
     if not packs(classifier):
-        return [[i] for i in range(len(states))]
+        return [Planned([i]) for i in range(len(states))]
     limits = ImageLimits.of(getattr(getattr(classifier, "options", None), "image_limits", None))
     model = str(getattr(classifier, "model", "jev-latest"))
-    return plan_packs(states, qs, options.pack, model=model, image_limits=limits)
+    return plan_requests(states, qs, options.pack, model=model, image_limits=limits)
 
 
 async def evaluate_group(
-    classifier: Evaluator, states: Sequence[Any], qs: dict[str, Question], *, fail_closed: bool
+    classifier: Evaluator,
+    states: Sequence[Any],
+    qs: dict[str, Question],
+    *,
+    fail_closed: bool,
+    planned: Planned | None = None,
 ) -> list[StateResult]:
     """One request's states (one pack of :func:`plan`), one result each: THE call site every
     batch loop sends through. A group of one is exactly the per-state evaluate, byte for byte;
@@ -134,7 +147,7 @@ async def evaluate_group(
         return [StateResult(decision=d)]
     from .packed import evaluate_pack
 
-    outcome = await evaluate_pack(classifier, states, qs, fail_closed=fail_closed)
+    outcome = await evaluate_pack(classifier, states, qs, fail_closed=fail_closed, planned=planned)
     return [
         StateResult(error=r) if isinstance(r, ClassifierError) else StateResult(decision=r)
         for r in outcome.results
@@ -171,9 +184,13 @@ async def run_states(
             if scheduler.stopped is not None:
                 break
             got = await evaluate_group(
-                classifier, [states[i] for i in group], qs, fail_closed=fail_closed
+                classifier,
+                [states[i] for i in group.indices],
+                qs,
+                fail_closed=fail_closed,
+                planned=group,
             )
-            for i, r in zip(group, got, strict=True):
+            for i, r in zip(group.indices, got, strict=True):
                 results[i] = r
 
     workers = min(options.concurrency, len(groups))
@@ -279,9 +296,13 @@ async def evaluate_stream(
                 values = [value for _, value in taken]
                 for group in plan(classifier, values, qs, options):
                     got = await evaluate_group(
-                        classifier, [values[i] for i in group], qs, fail_closed=True
+                        classifier,
+                        [values[i] for i in group.indices],
+                        qs,
+                        fail_closed=True,
+                        planned=group,
                     )
-                    for i, result in zip(group, got, strict=True):
+                    for i, result in zip(group.indices, got, strict=True):
                         if not _refused(result, scheduler):  # not sent: no result (resume)
                             await done.put((taken[i][0], result))
         except Exception as e:  # from the SOURCE iterable: re-raised to the consumer

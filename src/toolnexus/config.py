@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from .defaults import (
     DEFAULT_BATCH_CONCURRENCY,
+    DEFAULT_BATCH_PATIENCE,
     DEFAULT_RETRIES,
     DEFAULT_RETRY_BASE_MS,
     DEFAULT_RETRYABLE_STATUSES,
@@ -266,12 +267,15 @@ class BatchOptions:
       1 sends one request per state, byte for byte the per-state evaluate (``packplan``).
     - ``admission``: extra admission members (a limiter shared by workers, a spend budget),
       chained after the run's own limiter and fail fast; each sees every request of the batch.
+    - ``patience``: seconds a storm of 429/503/529 is ridden out without one success (counted
+      from the last success, or the start) before the run stops (the CLI's ``--patience``).
     """
 
     concurrency: int = DEFAULT_BATCH_CONCURRENCY
     rate: float | None = None
     pack: int | Literal["auto"] = 1
     admission: tuple[Admission, ...] = ()
+    patience: float = DEFAULT_BATCH_PATIENCE
 
     def __post_init__(self) -> None:
         c = self.concurrency
@@ -286,6 +290,11 @@ class BatchOptions:
         ):
             raise ConfigError(
                 f"classifier: rate takes a number of requests per minute above 0, got {_shown(r)}"
+            )
+        p = self.patience
+        if isinstance(p, bool) or not isinstance(p, int | float) or not 0 < p < math.inf:
+            raise ConfigError(
+                f"classifier: patience takes a number of seconds above 0, got {_shown(p)}"
             )
         if self.pack != 1 or isinstance(self.pack, bool):  # True == 1, but is no pack size
             from .packplan import check_pack  # the one rule for pack=; loaded only when packing

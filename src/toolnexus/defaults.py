@@ -15,6 +15,7 @@ __all__ = [
     "DEFAULT_API_KEY_ENV",
     "DEFAULT_BASE_URL",
     "DEFAULT_BATCH_CONCURRENCY",
+    "DEFAULT_BATCH_PATIENCE",
     "DEFAULT_MODEL",
     "DEFAULT_RETRIES",
     "DEFAULT_RETRYABLE_STATUSES",
@@ -47,6 +48,8 @@ DEFAULT_RETRY_BASE_MS = 500
 DEFAULT_RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 #: At most this many evaluate calls in flight in one batch.
 DEFAULT_BATCH_CONCURRENCY = 16
+#: Seconds a batch rides out a storm of 429/503/529 without one success (issue 32).
+DEFAULT_BATCH_PATIENCE = 60.0
 #: The environment variable that names the model when no flag does (the CLI's).
 MODEL_ENV = "TOOLNEXUS_MODEL"
 

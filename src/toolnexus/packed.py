@@ -13,8 +13,13 @@ the answer into one result per state:
   at pack 1 (returned as decoded, or with ``fail_closed`` the ``InvalidDecision``);
 - a 413, or the API's context-length 400 (``max_tokens_exceeded``), splits the pack in halves
   and asks each half; a pack over a limit before sending is split the same way (``packplan``);
-  a transient failure is retried by the transport with the same bytes; a failure that remains
-  is every state's result (as it would be at pack 1);
+- any other 400 or 422 that is about the request's own body (not the API's ``api_usage_error``,
+  which every request of the run would get) is bisected the same way (issue 32 item 3): one
+  state's content can fail the whole pack, so the halves are asked until the state that causes
+  it is asked alone and gets the server's error, and every other state is decided. One bad state
+  among N costs at most 2 * ceil(log2 N) requests more than the pack (two halves per level);
+- a transient failure is retried by the transport with the same bytes; a failure that remains
+  (a 5xx, a timeout, a 404) is every state's result (as it would be at pack 1);
 - the other styles (static, custom, llm) ask state by state (seed 004: "Each state goes through
   the per-state evaluate (every style)"); :func:`packs` says whether a classifier packs.
 
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -51,9 +57,9 @@ from .packing import (
     state_weights,
     unpack_decisions,
 )
-from .packplan import pack_violation
+from .packplan import Planned, pack_check
 from .questions import Question, questions_to_wire
-from .scheduler.admission import Outcome
+from .scheduler.admission import Outcome, OutcomeKind
 from .scheduler.failfast import error_type, outcome_of
 from .scheduler.run import Settled
 from .scheduler.tokens import TokenEstimate, estimate_tokens
@@ -149,6 +155,28 @@ def packs(classifier: object) -> bool:
     return systemone_style(classifier) is not None
 
 
+#: Per style, the derived questions of the last question set per pack size: every pack of a
+#: batch asks the same ones, and the SAME dict lets the style reuse its encoded bytes.
+_DERIVED: weakref.WeakKeyDictionary[SystemOneStyle, dict[int, tuple[Any, dict[str, Question]]]]
+_DERIVED = weakref.WeakKeyDictionary()
+
+
+def _derived_questions(
+    style: SystemOneStyle, qs: dict[str, Question], count: int
+) -> dict[str, Question]:
+    """``pack_questions(qs, count)``, made once per question set (by identity: a batch prepares
+    its set once) and pack size. Questions are frozen, so sharing the dict is safe."""
+    known = _DERIVED.setdefault(style, {})
+    hit = known.get(count)
+    if hit is not None and hit[0] is qs:
+        return hit[1]
+    if len(known) >= 8:
+        known.clear()
+    derived = pack_questions(qs, count)
+    known[count] = (qs, derived)
+    return derived
+
+
 def _plus(a: ClassifierUsage, b: ClassifierUsage) -> ClassifierUsage:
     if a.cost is None and b.cost is None:
         cost = None
@@ -177,6 +205,18 @@ def _context_error(error: ClassifierError) -> bool:
     )
 
 
+def _one_states_error(error: ClassifierError) -> bool:
+    """A 400 or 422 about the request's own body (a content policy, a validation error of one
+    state): some state of the pack may cause it, so the halves are asked apart. Not a
+    systematic one (the API's ``api_usage_error`` for an unknown model would fail every half
+    the same way, and stops the run instead)."""
+    return (
+        isinstance(error, HTTPStatusError)
+        and error.status in (400, 422)
+        and outcome_of(error).kind is OutcomeKind.FAILED
+    )
+
+
 class _Pack:
     """The state of one :func:`evaluate_pack` call."""
 
@@ -188,8 +228,10 @@ class _Pack:
         qs: dict[str, Question],
         fail_closed: bool,
         gate: Gate | None,
+        planned: Planned | None = None,
     ) -> None:
         self.classifier = classifier
+        self.planned = planned
         self.style = style
         self.states = states
         self.qs = qs
@@ -281,15 +323,22 @@ class _Pack:
             return
         parts = [self.lifted[i] for i in indices]
         packed = pack_lifted(parts)
-        pqs = pack_questions(self.qs, len(indices))
+        pqs = _derived_questions(style, self.qs, len(indices))
         request = style.prepare(packed, pqs)
-        sizes = [s for a in packed.assets if (s := a.image.size) is not None]
-        estimate = estimate_tokens(request.json, sizes)
+        # Estimated once: the plan's estimate when it checked these very bytes (then the limits
+        # are checked too), else here; the same estimate admits the request and goes to the
+        # transport with it.
+        planned = self.planned.estimate_of(request.json) if self.planned is not None else None
         try:
             style.image_limits.check_request(packed.assets)
-            over = pack_violation(packed, questions_to_wire(pqs), request.json, style.image_limits)
+            if planned is not None:
+                over, estimate = None, planned
+            else:
+                wire = questions_to_wire(pqs)
+                over, estimate = pack_check(packed, wire, request.json, style.image_limits)
         except ImageError as e:
-            over = e.detail
+            sizes = [s for a in packed.assets if (s := a.image.size) is not None]
+            over, estimate = e.detail, estimate_tokens(request.json, sizes)
         if over is not None:
             self.requests.append(RequestFacts(tuple(indices), estimate, sent=False, packed=True))
             await self._halves(style, indices)
@@ -307,7 +356,12 @@ class _Pack:
             # ``exchange``, not ``post``: in a batch the run's scheduler settles the request on
             # what the server charged for it, so a spend budget sees a packed request's usage.
             return await style.transport.exchange(
-                PATH, request.content, request.headers or None, decode, lambda got: got[1]
+                PATH,
+                request.content,
+                request.headers or None,
+                decode,
+                lambda got: got[1],
+                estimate=estimate,
             )
 
         trace = pack_trace(self.classifier)
@@ -324,7 +378,7 @@ class _Pack:
             self.requests.append(
                 RequestFacts(tuple(indices), estimate, sent=_sent(e), packed=True, error=e)
             )
-            if _context_error(e):
+            if _context_error(e) or _one_states_error(e):
                 await self._halves(style, indices)
             elif isinstance(e, DecisionError):
                 for i in indices:  # no state has an answer: each is asked alone, once
@@ -391,6 +445,7 @@ async def evaluate_pack(
     *,
     fail_closed: bool = False,
     gate: Gate | None = None,
+    planned: Planned | None = None,
 ) -> PackOutcome:
     """One result per state of ``states`` (one pack of ``plan_packs``), in order.
 
@@ -398,10 +453,12 @@ async def evaluate_pack(
     pack: the style encodes it once); the states have passed
     ``check_state``. ``fail_closed`` is ``evaluate_prepared``'s: an invalid decision (at pack 1,
     or the re-ask of an invalid packed answer) is then its ``InvalidDecision``. With ``gate``,
-    every request goes through ``gate.admit(estimate)`` and is settled with what it cost. See
-    the module docstring for packing, re-asks, splits, usage and the cache."""
+    every request goes through ``gate.admit(estimate)`` and is settled with what it cost.
+    ``planned`` is this pack as ``packplan.plan_requests`` planned it: its estimate is reused
+    for the same bytes. See the module docstring for packing, re-asks, splits, usage and the
+    cache."""
     style = systemone_style(classifier)
-    run = _Pack(classifier, style, states, qs, fail_closed, gate)
+    run = _Pack(classifier, style, states, qs, fail_closed, gate, planned)
     if len(states) == 1 or style is None:
         for i in range(len(states)):
             await run.alone(i)

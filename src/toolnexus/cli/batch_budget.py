@@ -11,12 +11,13 @@ through the transport's attempt hook, since retries bill like requests.
 
 from __future__ import annotations
 
+import math
 import sys
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from ..scheduler.budget import Budget, Caps, Price, Spend
+from ..scheduler.budget import OUTPUT_MARGIN, Budget, Caps, Price, Spend
 from .batch_dry import DryRun, describe, dry_run
 from .batch_values import BatchConfig
 from .errors import EXIT_BUDGET, CliError
@@ -67,10 +68,11 @@ def refusal(caps: Caps, already: Spend, estimate: DryRun, price: Price | None) -
     spent plus the largest single request's estimate admits nothing at all."""
     if not estimate.requests:
         return None
-    one_tokens = estimate.largest_request + estimate.output_per_request
-    one_cost = (
-        price.cost(estimate.largest_request, estimate.output_per_request) if price else Decimal(0)
-    )
+    # What the budget reserves for the largest request: its upper bound, and the output with
+    # the budget's margin (scheduler.budget).
+    output = math.ceil(OUTPUT_MARGIN * estimate.output_per_request)
+    one_tokens = estimate.largest_request + output
+    one_cost = price.cost(estimate.largest_request, output) if price else Decimal(0)
     why = None
     if caps.max_requests is not None and already.requests + 1 > caps.max_requests:
         why = f"--max-requests {caps.max_requests} ({already.requests} already sent)"

@@ -4,11 +4,12 @@ Every input is read and selected exactly as the run selects it (``--resume``, ``
 duplicate ids), each state is checked, the decision cache is looked up with the classifier's own
 keys (a cached answer is not sent), and each request's body is built as the systemone style
 builds it. The input tokens are the scheduler's central estimate of that body
-(``scheduler.tokens``), the output tokens :func:`~toolnexus.scheduler.budget.estimate_output_tokens`
+(``scheduler.tokens``), shown beside its upper bound (what a spend cap reserves for it: issue 32
+item 4), the output tokens :func:`~toolnexus.scheduler.budget.estimate_output_tokens`
 of the question set, and the cost the ``--price`` given (none is built in). Nothing is written.
 
-The question set is the same in every body, so its pre-split pieces are counted once and each
-state's once (:class:`_Pieces`): the same count as the whole body's, at a fraction of the cost
+The question set is the same in every body, so its tally is counted once and each state's once
+(``scheduler.tokens.PrefixTally``): the same count as the whole body's, at a fraction of the cost
 (100,000 states in a few seconds; ``tests/test_batch_dry.py``).
 """
 
@@ -24,7 +25,7 @@ from ..canonical import canonical_json
 from ..errors import ClassifierError
 from ..questions import Question, questions_to_wire
 from ..scheduler.budget import Price, estimate_output_tokens
-from ..scheduler.tokens import central_of, count_pieces, estimate_tokens, split_pieces
+from ..scheduler.tokens import PrefixTally, TokenEstimate, estimate_tokens
 from ..state import check_state
 from .batch_inputs import iter_inputs
 from .batch_resume import PriorMismatch, PriorOutput, read_prior
@@ -53,13 +54,28 @@ class DryRun:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: Decimal | None = None
-    #: the largest single request's estimated input tokens (a cap under it admits nothing)
+    #: the largest single request's upper-bound input tokens: what a budget reserves for it
+    #: (a cap under it, with the output, admits nothing)
     largest_request: int = 0
     #: that request against the wire's limits (upper bounds, as the packer judges; issue 34):
     #: the whole body, its state plus the longest question, and the limit it passes, if any
     largest_request_upper: int = 0
     largest_state_and_question_upper: int = 0
     over_limit: str | None = None
+    #: the sum of the requests' upper bounds (the central sum is ``input_tokens``)
+    input_tokens_upper: int = 0
+
+    def add(self, one: TokenEstimate, output_tokens: int) -> bool:
+        """Count one request of estimate ``one`` and ``output_tokens``; whether it is the
+        largest so far (by its upper bound)."""
+        self.requests += 1
+        self.input_tokens += one.central
+        self.input_tokens_upper += one.upper
+        self.output_tokens += output_tokens
+        if one.upper > self.largest_request:
+            self.largest_request = one.upper
+            return True
+        return False
 
     @property
     def output_per_request(self) -> int:
@@ -77,7 +93,8 @@ class DryRun:
             f"{self.not_sendable} not sendable, {self.skipped} skipped, "
             f"{self.other_shards} in other shards)",
             f"requests: {self.requests} (pack {self.pack}; retries not included)",
-            f"estimated tokens: {self.input_tokens} in / {self.output_tokens} out",
+            f"estimated tokens: {self.input_tokens} in (upper bound {self.input_tokens_upper}) "
+            f"/ {self.output_tokens} out",
             f"estimated cost: {cost}",
         ]
         if self.requests:
@@ -100,27 +117,6 @@ class DryRun:
         if fmt == "json":
             return json.dumps(self.to_object(), sort_keys=True)
         return self.text()
-
-
-class _Pieces:
-    """Pieces of ``prefix + tail`` counted as pieces of the prefix once plus pieces of each
-    tail: the prefix's last piece is re-counted with the tail, since a run of punctuation
-    (``":`` before a state) joins what follows it. So the count is exactly the whole body's."""
-
-    def __init__(self) -> None:
-        self._prefix: bytes | None = None
-        self._head = 0
-        self._last = ""
-
-    def count(self, body: bytes, tail: bytes) -> int:
-        if not body.endswith(tail):
-            return count_pieces(body.decode("utf-8", errors="replace"))
-        prefix = body[: len(body) - len(tail)]
-        if prefix != self._prefix:
-            pieces = split_pieces(prefix.decode("utf-8", errors="replace"))
-            self._prefix, self._head = prefix, len(pieces) - 1
-            self._last = pieces[-1] if pieces else ""
-        return self._head + count_pieces(self._last + tail.decode("utf-8", errors="replace"))
 
 
 def _prior(cfg: BatchConfig, sha: str) -> PriorOutput | None:
@@ -162,7 +158,7 @@ def dry_run(
     items = select(iter_inputs(cfg.inputs, cfg.spec), cfg, _prior(cfg, sha), summary, set())
     result = DryRun(pack=_pack_of(cfg))
     output_per_request = estimate_output_tokens(questions_to_wire(qs))
-    pieces = _Pieces()
+    pieces = PrefixTally()
     packed: list[Any] = []
     wire = questions_to_wire(qs)
     largest: tuple[bytes, Any, Any, list[tuple[int, int]]] | None = None
@@ -184,18 +180,13 @@ def dry_run(
         if result.pack != 1:
             packed.append((item.state, request.lifted))
             continue
-        result.requests += 1
         sizes = [size for a in request.lifted.assets if (size := a.image.size) is not None]
         if request.multipart:
-            one = estimate_tokens(request.json, sizes).central
+            one = estimate_tokens(request.json, sizes)
         else:
-            tail = canonical_json(request.lifted.state) + b"}"
-            one = central_of(pieces.count(request.json, tail))
-        result.input_tokens += one
-        if one > result.largest_request:
-            result.largest_request = one
+            one = pieces.estimate(request.json, canonical_json(request.lifted.state) + b"}")
+        if result.add(one, output_per_request):
             largest = (request.json, request.lifted.state, wire, sizes)
-        result.output_tokens += output_per_request
     if packed:
         largest = _estimate_packs(result, packed, qs, style.model) or largest
     if largest is not None:
@@ -253,13 +244,9 @@ def _estimate_packs(
         merged = pack_lifted([sendable[i][1] for i in pack])
         sizes = [size for a in merged.assets if (size := a.image.size) is not None]
         body = packed_body(model, merged, wire)
-        one = estimate_tokens(body, sizes).central
-        result.requests += 1
-        result.input_tokens += one
-        if one > result.largest_request:
-            result.largest_request = one
+        one = estimate_tokens(body, sizes)
+        if result.add(one, estimate_output_tokens(wire)):
             largest = (body, merged.state, wire, sizes)
-        result.output_tokens += estimate_output_tokens(wire)
     return largest
 
 

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from ..defaults import DEFAULT_BATCH_CONCURRENCY
+from ..defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_BATCH_PATIENCE
 from .cache_cmd import CacheDirOpt
 from .errors import CliError
 from .options import CalibrationOpt, FailOnOpt, ThresholdsOpt
@@ -61,6 +61,15 @@ class BatchFlags:
             "server's 429s).",
         ),
     ] = None
+    patience: Annotated[
+        float,
+        typer.Option(
+            "--patience",
+            help="Seconds to ride out a storm of 429/503/529 without one success before the "
+            "run stops (exit 4; --resume continues it).",
+            metavar="SECONDS",
+        ),
+    ] = DEFAULT_BATCH_PATIENCE
     pack: Annotated[
         str,
         typer.Option(

@@ -35,7 +35,7 @@ class SentCounter:
 
         if outcome.kind is not OutcomeKind.NOT_SENT:
             self.summary.requests += 1
-        if outcome.kind is OutcomeKind.RATE_LIMITED:
+        if outcome.kind is OutcomeKind.RATE_LIMITED and outcome.signature == "HTTP 429":
             self.summary.throttled += 1
 
 

@@ -208,7 +208,11 @@ class _Run:
         options = BatchOptions(
             concurrency=self.cfg.concurrency,
             rate=self.cfg.rate,
-            pack=self.cfg.pack_size,
+            patience=self.cfg.patience,
+            # --retry-errors asks each failed state alone (issue 32 item 3): packed again, a
+            # state that failed its pack would cost a bisection per pack, and at pack 1 its
+            # error is its own, as the record it replaces claims.
+            pack=1 if self.cfg.retry_errors else self.cfg.pack_size,
             admission=self.admission,
         )
         stream = self.backend.classifier.evaluate_stream(

@@ -4,6 +4,7 @@ same file, and the prior records ``--resume`` / ``--retry-errors`` read back."""
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 import sys
@@ -173,6 +174,8 @@ def check_config(cfg: BatchConfig, questions_path: Path) -> None:
         )
     if cfg.rate is not None and not cfg.rate > 0:
         raise CliError(f"--rate must be a positive number of requests per minute, got {cfg.rate}")
+    if not 0 < cfg.patience < math.inf:
+        raise CliError(f"--patience must be a positive number of seconds, got {cfg.patience}")
     if cfg.fmt == "parquet" and cfg.output is None:
         raise CliError(
             "--format parquet writes one file, not a stream: name it with -o FILE.parquet"

@@ -5,9 +5,11 @@ classifies by what the server said, not only the status: a 400 whose body says
 ``{"detail": {"error_type": "api_usage_error", ...}}`` is the API's answer for an unknown model,
 and every request of the run names the same model; any other 400 is about that request's own
 body. Systematic: 401, 403 (the key), 402 (a gateway's insufficient funds), the unknown model, a
-connection refused after the retries (nothing listens there). A 429 is the account's limit.
-Everything else (5xx, timeouts after their retries, a 4xx about one body) is that request's own
-failure.
+404 (the endpoint itself does not exist: a wrong base path; the API answers an unknown model
+with a 400), a connection refused and a timeout after the retries (nothing listens there, or a
+hung server: issue 32 item 2). A 429 is the account's limit, and a 503 or 529 (overloaded) is
+treated alike: the run waits and re-sends, within its patience (``limiter``). Everything else
+(500, 502, 504, a 4xx about one body) is that request's own failure.
 
 :class:`FailFast` is the admission member that stops the run once ``threshold`` (default 3)
 requests in a row failed the same systematic way, with one line naming the cause. With the
@@ -23,10 +25,23 @@ from ..decision import ClassifierUsage
 from ..errors import ConfigError, HTTPStatusError, TransportError
 from .admission import Outcome, OutcomeKind, RunStopped, Ticket
 
-__all__ = ["DEFAULT_THRESHOLD", "FailFast", "outcome_of", "retry_after_seconds"]
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "STORM_STATUSES",
+    "FailFast",
+    "outcome_of",
+    "retry_after_seconds",
+]
 
 DEFAULT_THRESHOLD = 3
-_SYSTEMATIC_STATUSES = {401: "authentication", 402: "payment required", 403: "permission"}
+_SYSTEMATIC_STATUSES = {
+    401: "authentication",
+    402: "payment required",
+    403: "permission",
+    404: "no such endpoint",
+}
+#: Statuses of a storm: the run waits and re-sends, as on a 429 (an overloaded server).
+STORM_STATUSES = frozenset({429, 503, 529})
 #: ``error_type`` values that no request of the run can avoid (the model is the run's).
 _SYSTEMATIC_ERROR_TYPES = frozenset({"api_usage_error"})
 _DIGITS = re.compile(r"[0-9]+(\.[0-9]+)?", re.ASCII)
@@ -65,8 +80,9 @@ def outcome_of(error: BaseException, *, retry_after_ms: str | None = None) -> Ou
     error carries ``Retry-After`` only)."""
     if isinstance(error, HTTPStatusError):
         status = error.status
-        if status == 429:
-            return Outcome.rate_limited(retry_after_seconds(error.retry_after, retry_after_ms))
+        if status in STORM_STATUSES:
+            wait = retry_after_seconds(error.retry_after, retry_after_ms)
+            return Outcome(OutcomeKind.RATE_LIMITED, retry_after=wait, signature=f"HTTP {status}")
         if status in _SYSTEMATIC_STATUSES:
             return Outcome.systematic(error.message, f"HTTP {status}")
         kind = error_type(error.body) if status == 400 else None
@@ -74,8 +90,8 @@ def outcome_of(error: BaseException, *, retry_after_ms: str | None = None) -> Ou
             return Outcome.systematic(error.message, f"HTTP 400 {kind}")
         return Outcome.failed(error.message)
     if isinstance(error, TransportError):
-        if error.kind == "connection refused":
-            return Outcome.systematic(error.message, "connection refused")
+        if error.kind in ("connection refused", "timeout"):
+            return Outcome.systematic(error.message, error.kind)
         return Outcome.failed(error.message)
     return Outcome.failed(f"{type(error).__name__}")
 

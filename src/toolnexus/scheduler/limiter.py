@@ -1,4 +1,5 @@
-"""The run's own limiter: slow start, AIMD concurrency, run-wide Retry-After, a hard rate cap.
+"""The run's own limiter: slow start, AIMD concurrency, a learned pace, run-wide Retry-After,
+patience, a hard rate cap.
 
 :class:`Window` is the state machine, driven by explicit times so tests (and a simulated server)
 step it without sleeping; :class:`RunLimiter` is the :class:`~.admission.Admission` member that
@@ -18,10 +19,23 @@ waits on it with an injectable :class:`Clock`.
   cut can cut or pause again: a burst of 429s from one window of requests is one signal, not
   many (each later reply's whole-second ``Retry-After`` would otherwise push the pause on by
   its own arrival time, idling the run past the moment the server has tokens again).
-- **A limit that never lets up** (a quota spent for the day, a server answering only 429):
-  after ``STALLED_WAITS`` (4) run-wide waits in a row without one success, the run stops
-  (``RunStopped``, systematic) instead of re-sending forever; with the live API's Retry-After
-  that is minutes of waiting, and 7.5 s on the no-Retry-After schedule.
+- **Pacing by rate** (issue 32 item 1): concurrency alone keeps probing over a limit (one
+  request in flight asks for 10 a second at 100 ms of latency), so a run drew 0.3 to 2 429s per
+  success. The first 429 that cuts sets a pace, a token bucket (a quarter second of burst), a little
+  (``PACE_BACKOFF``) under the rate of the successes of the last ``PACE_WINDOW`` seconds; each
+  later cutting 429 lowers it the same way (never raises it), run-wide; each success raises it
+  by ``PACE_GAIN`` requests a second (about 2 % of the rate a second). Requests are released at
+  the pace, with the window as an upper bound; a 429 during a blackout (no recent successes)
+  teaches nothing. In the simulation of the issue's regime: 0.006 to 0.014 429s per success
+  at 1.0x the limit (``tests/test_scheduler_pace.py``). The token rate is not learned: a token
+  limit's 429 lowers the request pace like any other.
+- **Patience** (issue 32 item 2): a storm of 429s (and of 503s and 529s, which a batch hands
+  to the scheduler the same way) is ridden out for up to ``patience`` seconds (default 60,
+  ``--patience``) counted from the last success, or from the run's first admission. Past it,
+  with no success in between, the run stops (``RunStopped``, systematic: exit 4, ``--resume``)
+  instead of re-sending forever; a pause the server asks for that would end past the patience
+  stops it at once, since no request could be sent in time. (It used to stop after 4 run-wide
+  waits, about 4 s of a 6-second blackout with ``Retry-After: 1``.)
 - **``rate``** requests per second (and ``token_rate`` estimated input tokens per second, the
   account's other published limit) are hard caps, as token buckets whose burst is one second
   (a batch's ``--rate`` has none: ``Scheduler.for_run``).
@@ -32,16 +46,18 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..decision import ClassifierUsage
+from ..defaults import DEFAULT_BATCH_PATIENCE
 from ..errors import ConfigError, RunStopped
 from .admission import Outcome, OutcomeKind, Ticket
 
 __all__ = [
+    "DEFAULT_PATIENCE",
     "DEFAULT_SLOW_START",
-    "STALLED_WAITS",
     "Clock",
     "MonotonicClock",
     "RunLimiter",
@@ -50,8 +66,18 @@ __all__ = [
 ]
 
 DEFAULT_SLOW_START = 2
-#: Run-wide 429 waits in a row, with no success between them, that stop the run.
-STALLED_WAITS = 4
+#: Seconds a storm of 429/503/529 is ridden out without one success before the run stops.
+DEFAULT_PATIENCE = DEFAULT_BATCH_PATIENCE
+#: Pacing by rate: the successes of this many seconds measure what the server accepts...
+PACE_WINDOW = 2.0
+#: ...a 429 sets the pace a little under it...
+PACE_BACKOFF = 0.95
+#: ...and each success adds this many requests a second (about 2 % of the rate a second).
+PACE_GAIN = 0.02
+#: The pace never goes under one request every 10 s (the patience decides when to stop).
+PACE_FLOOR = 0.1
+#: Seconds of the pace a run may save up and release at once.
+PACE_BURST = 0.25
 #: The official SDK's backoff when a 429 carries no Retry-After: 0.5 s doubling, capped at 5 s.
 NO_RETRY_AFTER_BASE = 0.5
 NO_RETRY_AFTER_CAP = 5.0
@@ -130,12 +156,27 @@ class Window:
     #: success (the no-Retry-After backoff doubles on them).
     throttled: int = field(default=0, init=False)
     consecutive_429s: int = field(default=0, init=False)
-    #: run-wide waits (cuts) since the last success: ``STALLED_WAITS`` of them stop the run
+    #: run-wide waits (cuts) since the last success: the run is in a storm while above 0
     waits_since_success: int = field(default=0, init=False)
+    #: seconds a storm is ridden out (see the module docstring)
+    patience: float = DEFAULT_PATIENCE
+    #: the last success, or the first admission: where the patience is counted from
+    last_progress: float | None = field(default=None, init=False)
+    #: what the storm's last reply was (``HTTP 429``), for the stop's message
+    storm_signature: str = field(default="", init=False)
+    #: the learned sustainable request rate (None until the first 429: see the docstring)
+    pace: TokenBucket | None = field(default=None, init=False)
+    #: when the recent successes came back (the last ``PACE_WINDOW`` seconds of them)
+    accepted: deque[float] = field(default_factory=deque, init=False, repr=False)
+    first_success: float | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1 or self.slow_start < 1:
             raise ConfigError("classifier: concurrency and slow start must be at least 1")
+        if not 0 < self.patience < math.inf:
+            raise ConfigError(
+                f"classifier: patience takes a number of seconds above 0, got {self.patience!r}"
+            )
         if not 0 < self.decrease < 1:
             raise ConfigError("classifier: the decrease factor must be between 0 and 1")
         self.window = float(min(self.slow_start, self.max_concurrency))
@@ -152,15 +193,36 @@ class Window:
         if self.in_flight >= self.allowed:
             return None
         at = max(now, self.paused_until)
+        if self.pace is not None:
+            at = max(at, self.pace.ready_at(at))
         if self.rate is not None:
             at = max(at, self.rate.ready_at(at))
         if self.token_rate is not None and tokens:
             at = max(at, self.token_rate.ready_at(at, tokens))
         return at
 
+    def out_of_patience(self, now: float) -> str | None:
+        """Why the run stops now (a storm outlasted the patience), or None."""
+        if self.last_progress is None:
+            self.last_progress = now
+        if self.waits_since_success == 0:
+            return None
+        deadline = self.last_progress + self.patience
+        if now < deadline and self.paused_until <= deadline:
+            return None
+        return (
+            f"classifier: stopped scheduling: no success for {self.patience:g} s of "
+            f"{self.storm_signature or 'HTTP 429'} replies (the patience; "
+            f"{self.waits_since_success} run-wide waits); the server or the account's limit lets "
+            "nothing through (a spent quota, an outage?): run again later (toolnexus batch: "
+            "with --resume; a longer storm needs a larger --patience)"
+        )
+
     def admit(self, now: float, ticket_id: int, tokens: int = 0) -> None:
         self.in_flight += 1
         self.last_admitted = max(self.last_admitted, ticket_id)
+        if self.pace is not None:
+            self.pace.take(now)
         if self.rate is not None:
             self.rate.take(now)
         if self.token_rate is not None and tokens:
@@ -171,22 +233,62 @@ class Window:
         if outcome.kind is OutcomeKind.SUCCESS:
             self.consecutive_429s = 0
             self.waits_since_success = 0
+            self.last_progress = now
             self.opened = True
+            self._accept(now)
             # Exponential opening (one slot per success, doubling per round) until the first
             # 429; additive (one slot per round) after it.
             step = 1.0 if self.throttled == 0 else 1.0 / self.window
             self.window = min(float(self.max_concurrency), self.window + step)
         elif outcome.kind is OutcomeKind.RATE_LIMITED:
             self.throttled += 1
+            self.storm_signature = outcome.signature
             wait = outcome.retry_after
             if wait is None:
                 wait = min(NO_RETRY_AFTER_CAP, NO_RETRY_AFTER_BASE * 2**self.consecutive_429s)
             self.consecutive_429s += 1
             if ticket_id > self.cut_after:
+                self._slow_pace(now)
                 self.waits_since_success += 1
                 self.paused_until = max(self.paused_until, now + max(0.0, wait))
                 self.window = max(1.0, self.window * self.decrease)
                 self.cut_after = self.last_admitted
+
+    def _accept(self, now: float) -> None:
+        """A success: remember when, and let the pace climb slowly."""
+        if self.first_success is None:
+            self.first_success = now
+        self.accepted.append(now)
+        while self.accepted[0] < now - PACE_WINDOW:
+            self.accepted.popleft()
+        if self.pace is not None:
+            # About PACE_GAIN of the rate per second, whatever the rate: there are about
+            # ``rate`` successes a second, each adding PACE_GAIN requests a second.
+            self._set_pace(self.pace.rate + PACE_GAIN)
+
+    def _slow_pace(self, now: float) -> None:
+        """A 429 that cuts: pace a little under what the server accepted lately."""
+        if self.first_success is None:
+            return
+        span = min(PACE_WINDOW, now - self.first_success)
+        recent = sum(1 for t in self.accepted if t >= now - PACE_WINDOW)
+        if span <= 0 or recent < 2:
+            return  # a blackout, not a limit: no rate to learn
+        measured = recent / span
+        if self.pace is not None:
+            measured = min(measured, self.pace.rate)
+        self._set_pace(max(PACE_FLOOR, PACE_BACKOFF * measured))
+
+    def _set_pace(self, rate: float) -> None:
+        # A short burst (PACE_BURST seconds of the rate): a release the event loop makes late
+        # (it was decoding a reply, writing a record) is caught up, not lost; the server's own
+        # bucket holds a whole second, so catching up never passes it.
+        burst = max(1.0, rate * PACE_BURST)
+        if self.pace is None:
+            self.pace = TokenBucket(rate, burst=burst)
+        else:
+            self.pace.rate, self.pace.burst = rate, burst
+            self.pace.level = min(self.pace.level, burst)
 
 
 class RunLimiter:
@@ -200,10 +302,12 @@ class RunLimiter:
         rate: float | None = None,
         token_rate: float | None = None,
         clock: Clock | None = None,
+        patience: float = DEFAULT_PATIENCE,
     ) -> None:
         self.window = Window(
             max_concurrency,
             slow_start=slow_start,
+            patience=patience,
             rate=TokenBucket(rate) if rate is not None else None,
             token_rate=TokenBucket(token_rate) if token_rate is not None else None,
         )
@@ -220,15 +324,10 @@ class RunLimiter:
         # (made only when there is such a limit).
         tokens = ticket.estimate.central if self.window.token_rate is not None else 0
         while True:
-            waits = self.window.waits_since_success
-            if waits >= STALLED_WAITS:
-                raise RunStopped(
-                    f"classifier: stopped scheduling after {waits} waits on HTTP 429 in a row "
-                    "without one success: the account's limit lets nothing through (a spent "
-                    "quota?); run again later (toolnexus batch: with --resume)",
-                    "systematic",
-                )
             now = self.clock.now()
+            why = self.window.out_of_patience(now)
+            if why is not None:
+                raise RunStopped(why, "systematic")
             at = self.window.ready_at(now, tokens)
             if at is None:
                 await self._event().wait()

@@ -39,7 +39,14 @@ from ..decision import ClassifierUsage
 from ..errors import ConfigError
 from .admission import Admission, Chain, Outcome, OutcomeKind, RunStopped, Ticket
 from .failfast import DEFAULT_THRESHOLD, FailFast, outcome_of
-from .limiter import DEFAULT_SLOW_START, Clock, MonotonicClock, RunLimiter, TokenBucket
+from .limiter import (
+    DEFAULT_PATIENCE,
+    DEFAULT_SLOW_START,
+    Clock,
+    MonotonicClock,
+    RunLimiter,
+    TokenBucket,
+)
 from .tokens import TokenEstimate
 
 __all__ = ["Scheduler", "Settled", "Slot", "current", "under"]
@@ -101,15 +108,22 @@ class Scheduler:
         fail_fast: int = DEFAULT_THRESHOLD,
         extra: Sequence[Admission] = (),
         clock: Clock | None = None,
+        patience: float = DEFAULT_PATIENCE,
     ) -> Scheduler:
         """The run's scheduler: its limiter (which waits), then fail fast, then ``extra``
         members that refuse (a budget). ``rate_per_minute`` is ``--rate`` (requests per
         minute, as the CLI and the account's published limit count them); ``token_rate`` is
-        estimated input tokens per second (the account's other limit)."""
+        estimated input tokens per second (the account's other limit); ``patience`` the seconds
+        a storm of 429/503/529 is ridden out without a success (``limiter``)."""
         clock = clock or MonotonicClock()
         rate = None if rate_per_minute is None else rate_per_minute / 60
         limiter = RunLimiter(
-            concurrency, slow_start=slow_start, rate=rate, token_rate=token_rate, clock=clock
+            concurrency,
+            slow_start=slow_start,
+            rate=rate,
+            token_rate=token_rate,
+            clock=clock,
+            patience=patience,
         )
         if rate is not None:
             # ``--rate`` spaces requests evenly, as it did before the scheduler: a cap the user

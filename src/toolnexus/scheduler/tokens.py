@@ -1,25 +1,42 @@
-"""One token estimate, two uses: an upper bound for limits, a central estimate for spend. Pure.
+"""One token estimate, two uses: an upper bound for limits and spend caps, a central one. Pure.
 
-The live API bills ``usage.input_tokens`` by a tokenizer it does not publish, so the estimate is
-fitted on what it reported for the six live captures (``tests/fixtures/recordings-live/``). Bytes
-alone predict badly: the captures span 0.50 to 1.63 tokens per byte, because a fixed per-request
-prompt (about 190 tokens) dominates small requests and JSON punctuation costs little. What tracks
-the bill is the number of *pieces* of the body's canonical bytes, as a byte-level BPE's pre-split
-cuts them (a word with its leading space, up to three digits, a run of punctuation, a run of
-whitespace)::
+The live API bills ``usage.input_tokens`` by a tokenizer it does not publish, so the central
+estimate is fitted on what it reported for the six live captures
+(``tests/fixtures/recordings-live/``). Bytes alone predict badly: the captures span 0.50 to 1.63
+tokens per byte, because a fixed per-request prompt (about 190 tokens) dominates small requests
+and JSON punctuation costs little. What tracks the bill is the number of *pieces* of the body's
+canonical bytes, as a byte-level BPE's pre-split cuts them (a word with its leading space, up to
+three digits, a run of punctuation, a run of whitespace)::
 
-    central = 189 + 2.03 * pieces           (least squares over the six captures)
+    central = 189 + 2.03 * pieces + wide          (least squares over the six captures)
 
-is within 8.5 % of every capture (the test prints the table). The upper bound must never be
-under the bill (a pack that passes 64k context or 32k state-plus-longest-question is refused by
-the server), so it counts each piece as one unit per started 3 bytes (a long run a tokenizer has
-never seen, base64, a hash or CJK text, costs a token every 2 to 3 bytes, far more than a word
-of the same length) and adds a 15 % margin::
+is within 8.5 % of every capture (the test prints the table). ``wide`` counts the characters of
+scripts written without spaces (CJK, kana, Hangul, Thai, Lao, Khmer, Myanmar, Tibetan, Yi,
+fullwidth forms) and emoji, one token each: the pre-split makes one piece of a whole sentence
+of them, where every tokenizer spends at least about one token per character (issue 32: 100,000
+Japanese characters were once estimated at 238 tokens). The captures are ASCII: ``wide`` is 0
+there, so the fit is unchanged.
 
-    upper = ceil(1.15 * (189 + 2.03 * sum(max(1, ceil(bytes(piece) / 3)))))
+The upper bound must never be under the bill, whatever the text (a pack that passes 64k context
+or 32k state-plus-longest-question is refused; a spend cap reserves it, so no run spends past
+``--max-tokens`` / ``--max-cost``). It is the larger of two bounds, each covering what the
+other cannot::
 
-which allows at least 0.77 tokens per byte of any text and is 1.3x to 2.2x the bill on the
-captures: it costs pack size, never a refused request.
+    by_bytes  = ceil(1.15 * 189) + utf8_bytes(body)
+    by_pieces = ceil(1.15 * (189 + 2.03 * sum(max(1, ceil(bytes(piece) / 3)))))
+    upper     = max(by_bytes, by_pieces)
+
+``by_bytes``: every token of a byte-level BPE (the tokenizers of this model class: GPT-2,
+cl100k, o200k, Llama 3) covers at least one byte, and a SentencePiece tokenizer with byte
+fallback spends at most one token per byte of a character it does not know; the body's bytes
+are the content the server renders into its prompt (a JSON escape is 2+ bytes for one
+character), so its tokens are at most its bytes, in any script: CJK, Cyrillic, Arabic, emoji,
+base64, minified JSON, a 16 MiB run of one letter. The fixed prompt is the fitted 189 plus the
+15 % margin. ``by_pieces`` covers what bytes do not: a server that re-renders the JSON (an
+indent per element) spends a token per tiny piece (``1,``), more than its bytes, and the fit
+says a piece costs about 2 tokens; it allows 2.33 tokens per piece of 1 to 3 bytes. On the
+captures the upper bound is 1.3x to 2.2x the bill: it costs pack size and some headroom under a
+cap, never a refused request or a cap passed.
 
 No capture carries an image. Until one does, an image is charged by its pixel area (the tile
 rule vision models commonly publish, ``area / 750``), doubled in the upper bound; that is an
@@ -37,12 +54,15 @@ from dataclasses import dataclass
 __all__ = [
     "CONTEXT_TOKENS",
     "STATE_AND_QUESTION_TOKENS",
+    "PrefixTally",
+    "Tally",
     "TokenEstimate",
     "central_of",
     "count_pieces",
     "estimate_tokens",
     "limit_violation",
     "split_pieces",
+    "tally",
 ]
 
 #: The wire's limits (``system-one-wire.md``: "64k tokens per request; state plus the longest
@@ -61,6 +81,18 @@ UPPER_BYTES_PER_UNIT = 3
 UPPER_MARGIN = 1.15
 #: Pixels per image token (assumed: no capture has an image), doubled in the upper bound.
 PIXELS_PER_IMAGE_TOKEN = 750
+#: The fixed prompt in the byte bound: the fitted overhead with the margin.
+UPPER_OVERHEAD_TOKENS = math.ceil(UPPER_MARGIN * OVERHEAD_TOKENS)
+
+# Characters of scripts written without spaces, and emoji: one central token each (see the
+# module docstring). Thai, Lao, Tibetan, Myanmar, Khmer, CJK punctuation, kana and Bopomofo,
+# CJK (with its extensions and compatibility ideographs), Yi, Hangul syllables, fullwidth
+# forms, emoji.
+_WIDE = re.compile(
+    "[\u0e00-\u0fff\u1000-\u109f\u1780-\u17ff\u3000-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
+    "\U0001f000-\U0001faff\U00020000-\U0003ffff]"
+)
 
 # A byte-level BPE's pre-split: a word with its leading space, one to three digits, a run of
 # other symbols (JSON punctuation, non-ASCII text), a run of whitespace.
@@ -77,11 +109,49 @@ _PIECE_ASCII = re.compile(
 
 @dataclass(frozen=True)
 class TokenEstimate:
-    """Estimated input tokens of one request. ``upper`` is for limits (never under the bill on
-    any capture); ``central`` is for spend (the best guess). ``upper >= central`` always."""
+    """Estimated input tokens of one request. ``upper`` is for limits and spend caps (never
+    under the bill, in any script); ``central`` is the best guess (``--dry-run``, the token
+    rate). ``upper >= central`` always."""
 
     central: int
     upper: int
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What the estimate counts in a text: pre-split ``pieces``, upper-bound ``units``
+    (``ceil(bytes / 3)`` per piece), ``wide`` characters and UTF-8 ``nbytes``. Tallies of two
+    texts add up to the tally of their concatenation when the cut falls between pieces (a
+    dry run counts the question set once, then each state)."""
+
+    pieces: int = 0
+    units: int = 0
+    wide: int = 0
+    nbytes: int = 0
+
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(
+            self.pieces + other.pieces,
+            self.units + other.units,
+            self.wide + other.wide,
+            self.nbytes + other.nbytes,
+        )
+
+    def __sub__(self, other: Tally) -> Tally:
+        return Tally(
+            self.pieces - other.pieces,
+            self.units - other.units,
+            self.wide - other.wide,
+            self.nbytes - other.nbytes,
+        )
+
+    def estimate(self, image_tokens: int = 0) -> TokenEstimate:
+        """The request's estimate (the module docstring's formulas)."""
+        central = central_of(self.pieces, image_tokens, self.wide)
+        by_pieces = math.ceil(UPPER_MARGIN * (OVERHEAD_TOKENS + TOKENS_PER_PIECE * self.units))
+        by_bytes = UPPER_OVERHEAD_TOKENS + self.nbytes
+        upper = max(by_pieces, by_bytes) + 2 * image_tokens
+        return TokenEstimate(central=central, upper=max(upper, central))
 
 
 def _image_tokens(images: Iterable[tuple[int, int]]) -> int:
@@ -98,11 +168,26 @@ def count_pieces(text: str) -> int:
     return len(_PIECE.findall(text))
 
 
-def central_of(pieces: int, image_tokens: int = 0) -> int:
-    """The central estimate of a body of ``pieces`` pieces: what :func:`estimate_tokens` gives
-    as ``central``, for a caller that counts a body's pieces in parts (a dry run counts the
-    question set once, then each state)."""
-    return round(OVERHEAD_TOKENS + TOKENS_PER_PIECE * pieces) + image_tokens
+def central_of(pieces: int, image_tokens: int = 0, wide: int = 0) -> int:
+    """The central estimate of a body of ``pieces`` pieces and ``wide`` wide characters: what
+    :func:`estimate_tokens` gives as ``central``."""
+    return round(OVERHEAD_TOKENS + TOKENS_PER_PIECE * pieces) + wide + image_tokens
+
+
+def tally(body: bytes | str) -> Tally:
+    """What :func:`estimate_tokens` counts in ``body``."""
+    if isinstance(body, bytes) and body.isascii():
+        # Most bodies are ASCII canonical JSON: no decode, no per-piece encode, no wide char.
+        lengths = Counter(map(len, _PIECE_ASCII.findall(body)))
+        nbytes, wide = len(body), 0
+    else:
+        text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
+        lengths = Counter(len(p.encode("utf-8")) for p in _PIECE.findall(text))
+        nbytes = len(body) if isinstance(body, bytes) else len(text.encode("utf-8", "replace"))
+        wide = len(_WIDE.findall(text))
+    # A piece is never empty, so each counts at least one unit; pieces of one length together.
+    units = sum(n * -(-size // UPPER_BYTES_PER_UNIT) for size, n in lengths.items())
+    return Tally(lengths.total(), units, wide, nbytes)
 
 
 def estimate_tokens(body: bytes | str, images: Iterable[tuple[int, int]] = ()) -> TokenEstimate:
@@ -110,17 +195,45 @@ def estimate_tokens(body: bytes | str, images: Iterable[tuple[int, int]] = ()) -
     packer may pass a part, such as a state plus its longest question, and gets that part's
     estimate with the per-request prompt included). ``images`` are the (width, height) of the
     images the request carries; their placeholders are part of ``body``."""
-    if isinstance(body, bytes) and body.isascii():
-        lengths = Counter(map(len, _PIECE_ASCII.findall(body)))
-    else:
-        text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
-        lengths = Counter(len(p.encode("utf-8")) for p in _PIECE.findall(text))
-    # A piece is never empty, so each counts at least one unit; pieces of one length together.
-    units = sum(n * -(-size // UPPER_BYTES_PER_UNIT) for size, n in lengths.items())
-    image = _image_tokens(images)
-    central = central_of(lengths.total(), image)
-    upper = math.ceil(UPPER_MARGIN * (OVERHEAD_TOKENS + TOKENS_PER_PIECE * units)) + 2 * image
-    return TokenEstimate(central=central, upper=max(upper, central))
+    return tally(body).estimate(_image_tokens(images))
+
+
+class PrefixTally:
+    """Tallies of bodies that share a long prefix (the model and the question set, before the
+    state), each prefix tallied once: a pack's body is mostly its derived questions, the same
+    for every pack of one size, so the planner and the dry run count only each state's part.
+
+    The prefix's last piece is re-counted with the tail, since a run of punctuation (``":``
+    before a state) joins what follows it; every piece before it is cut the same in the prefix
+    alone as in the whole body. So the tally is exactly the whole body's (a test holds it)."""
+
+    #: Prefixes kept (one per pack size in use, typically one or two).
+    KEEP = 8
+
+    def __init__(self) -> None:
+        self._known: dict[bytes, tuple[Tally, bytes]] = {}
+
+    def tally(self, body: bytes, tail: bytes) -> Tally:
+        """The tally of ``body``, which ends with ``tail``."""
+        if not body.endswith(tail):
+            return tally(body)
+        prefix = body[: len(body) - len(tail)]
+        known = self._known.get(prefix)
+        if known is None:
+            pieces = split_pieces(prefix.decode("utf-8", errors="replace"))
+            last = pieces[-1].encode("utf-8") if pieces else b""
+            known = (tally(prefix) - tally(last), last)
+            if len(self._known) >= self.KEEP:
+                self._known.clear()
+            self._known[prefix] = known
+        head, last = known
+        return head + tally(last + tail)
+
+    def estimate(
+        self, body: bytes, tail: bytes, images: Iterable[tuple[int, int]] = ()
+    ) -> TokenEstimate:
+        """:func:`estimate_tokens` of ``body`` (which ends with ``tail``)."""
+        return self.tally(body, tail).estimate(_image_tokens(images))
 
 
 def limit_violation(

@@ -88,6 +88,12 @@ class TokenBucket:
         self._refill(now)
         self.level -= cost
 
+    def retune(self, rate: float, now: float) -> None:
+        """Refill at ``rate`` from ``now`` on, holding at most one second of it."""
+        self._refill(now)
+        self.rate, self.capacity = rate, max(1.0, rate)
+        self.level = min(self.level, self.capacity)
+
     def is_full(self, now: float) -> bool:
         self._refill(now)
         return self.level >= self.capacity
@@ -132,6 +138,17 @@ class Limits:
                 self._buckets = {k: b for k, b in self._buckets.items() if not b.is_full(now)}
             bucket = self._buckets[(key, kind)] = TokenBucket.full(rate, now)
         return bucket
+
+    def set_requests_per_second(self, rate: float) -> None:
+        """Change the request limit from now on (``--rate-change``): every key's bucket takes
+        the new rate and holds at most one second of it."""
+        if rate == self.requests_per_second:
+            return
+        self.requests_per_second = rate
+        now = self.clock()
+        for (_, kind), bucket in self._buckets.items():
+            if kind == "requests":
+                bucket.retune(rate, now)
 
     def admit(self, key: str, tokens: int = 0) -> Refusal | None:
         """Charge one request of ``tokens`` input tokens to ``key``, or say why not."""

@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from .faults import CLI_FAULTS, DEFAULT_RETRY_AFTER_MS, DEFAULT_STALL_SECONDS, Fault, parse_faults
 from .limits import Limits, parse_rate
 from .script import Script
+from .storm import Storm, parse_blackouts, parse_rate_changes
 
 if TYPE_CHECKING:
     from .replay import ReplayIndex
@@ -206,6 +207,32 @@ class ServeOptions:
             )
         ),
     )
+    #: a blackout (``storm.py``): ``"2+6"`` answers every API request 429 from 2 s to 8 s
+    blackout: str | None = field(
+        default=None,
+        metadata=_on_cli(
+            Flag(
+                "--blackout",
+                str | None,
+                "Answer every API request with a 429 (or :503, :529, :stall) for SECONDS from "
+                "START seconds after the server starts, e.g. 2+6 or 2+6:503 (commas for more).",
+                "START+SECONDS",
+            )
+        ),
+    )
+    #: a change of ``rate_limit`` at a time (``storm.py``): ``"10=600/min"``
+    rate_change: str | None = field(
+        default=None,
+        metadata=_on_cli(
+            Flag(
+                "--rate-change",
+                str | None,
+                "Set --rate-limit to N/min from SECONDS after the server starts, e.g. "
+                "10=600/min (commas for more, in time order).",
+                "SECONDS=N/min",
+            )
+        ),
+    )
     #: where the access log goes (one line per request); ``None``: nowhere
     access_log: IO[str] | None = None
     #: answer a replay miss synthetically instead of 409 (tests/loopback.py's mode)
@@ -229,6 +256,23 @@ class ServeOptions:
         except ValueError as e:
             raise ConfigError(f"classifier: serve: {e}") from None
         return Limits(requests, tokens) if clock is None else Limits(requests, tokens, clock)
+
+    def storm(self) -> Storm:
+        """The blackouts and rate changes ``blackout`` and ``rate_change`` ask for."""
+        try:
+            blackouts = (
+                ()
+                if self.blackout is None
+                else parse_blackouts(
+                    self.blackout,
+                    retry_after_ms=self.retry_after_ms,
+                    stall_seconds=self.stall_seconds,
+                )
+            )
+            changes = () if self.rate_change is None else parse_rate_changes(self.rate_change)
+        except ValueError as e:
+            raise ConfigError(f"classifier: serve: {e}") from None
+        return Storm(blackouts, changes)
 
     def fault_list(self) -> tuple[Fault, ...]:
         """``faults`` as faults; a string is parsed with this ``retry_after_ms`` and
@@ -280,6 +324,10 @@ class ServeOptions:
                 "folder that holds the recordings (*.json)"
             )
         self.limits()
+        if self.storm().rate_changes and self.rate_limit is None:
+            raise ConfigError(
+                "classifier: serve: --rate-change changes --rate-limit: give --rate-limit too"
+            )
         if self.require_key_env is not None and not os.environ.get(self.require_key_env):
             raise ConfigError(
                 f"classifier: serve: --require-key-env {self.require_key_env} names a variable "

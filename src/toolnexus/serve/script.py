@@ -37,6 +37,8 @@ class ScriptedRequest:
     body: bytes
     headers: Mapping[str, str]
     endpoint: str = "systemone"
+    #: seconds since the server started, on its clock: a script can time a storm of its own
+    elapsed: float = 0.0
 
     @property
     def json(self) -> Any:

@@ -87,6 +87,10 @@ class Server:
         self.stats: Counter[tuple[str, str]] = self.traffic.routes
         self.in_flight = 0
         self.limits: Limits = options.limits(clock)
+        self.clock = clock
+        #: the blackouts and rate changes of ``--blackout`` / ``--rate-change``, timed from start
+        self.storm = options.storm()
+        self.started = clock()
         self.fault_hook: Callable[[bytes, Mapping[str, str]], Fault | None] | None = None
         self.on_request: Callable[[bytes, Mapping[str, str]], None] | None = None
         #: derive each answer's request id from its body bytes (default: random ids)
@@ -124,9 +128,18 @@ class Server:
         self._queue.extend(faults)
 
     def next_fault(self, raw: bytes, headers: Mapping[str, str]) -> Fault | None:
-        """The fault for this request: queued first, then the hook's, then a draw."""
+        """The fault for this request: queued first, then a blackout's, then the hook's, then
+        a draw. A scheduled rate change takes effect here, before the limits see the request."""
         if self._queue:
             return self._queue.popleft()
+        if self.storm.active:
+            elapsed = self.clock() - self.started
+            rate = self.storm.rate_at(elapsed)
+            if rate is not None:
+                self.limits.set_requests_per_second(rate)
+            fault = self.storm.fault_at(elapsed)
+            if fault is not None:
+                return fault
         if self.fault_hook is not None:
             fault = self.fault_hook(raw, headers)
             if fault is not None:
@@ -139,7 +152,9 @@ class Server:
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> str:
-        """Bind and serve; return the URL. ``OSError`` when the address cannot be bound."""
+        """Bind and serve; return the URL. ``OSError`` when the address cannot be bound. A
+        storm's times count from here."""
+        self.started = self.clock()
         key = None
         if self.options.require_key_env is not None:
             key = os.environ.get(self.options.require_key_env, "")
@@ -227,7 +242,12 @@ class Server:
             if decompress is not None:
                 body = decompress(ex.raw, self.options.max_body_bytes)
         reply: ScriptedReply | None = self.script(
-            ScriptedRequest(body=body, headers=request.headers, endpoint=ex.endpoint)
+            ScriptedRequest(
+                body=body,
+                headers=request.headers,
+                endpoint=ex.endpoint,
+                elapsed=self.clock() - self.started,
+            )
         )
         if reply is None:
             return None

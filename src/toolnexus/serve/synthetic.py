@@ -30,6 +30,7 @@ one overhead for the pack), so packing visibly saves tokens.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -208,13 +209,28 @@ IMAGE_INPUT_TOKENS = 258
 
 def input_tokens(state_key: bytes, questions: Mapping[str, Any], images: int = 0) -> int:
     """The synthetic model's ``usage.input_tokens`` for a request, and what ``--token-limit``
-    charges it: ``96 + (S + sum(K + Q + 4)) // 4 + 258 * images``, where ``S`` is the byte length
-    of the canonical JSON of the state (an image placeholder counted as its image's 64-digit
-    sha256), and for each question ``K`` its key's length in characters and ``Q`` the byte
-    length of its canonical JSON (the 4 stands for the quotes, colon and comma around it). So
-    about one token per 4 bytes of state and questions, plus a fixed overhead per request."""
+    charges it: ``96 + (S + sum(K + Q + 4) + W) // 4 + 258 * images``, where ``S`` is the byte
+    length of the canonical JSON of the state (an image placeholder counted as its image's
+    64-digit sha256), and for each question ``K`` its key's length in characters and ``Q`` the
+    byte length of its canonical JSON (the 4 stands for the quotes, colon and comma around it).
+    So about one token per 4 bytes of state and questions, plus a fixed overhead per request.
+
+    ``W`` makes a character of three or four UTF-8 bytes (CJK, kana, Hangul, Thai, Indic,
+    emoji) cost one whole token, as real tokenizers charge at least about that (issue 32): one
+    more byte for each three-byte character, so its 3 + 1 bytes make 4. Cyrillic, Greek,
+    Arabic or Hebrew (two bytes a character) stay at half a token a character."""
     size = len(state_key) + sum(len(_question_bytes(q)) + len(k) + 4 for k, q in questions.items())
-    return INPUT_TOKEN_OVERHEAD + size // 4 + IMAGE_INPUT_TOKENS * images
+    wide = _three_byte_characters(state_key)
+    wide += sum(_three_byte_characters(_question_bytes(q)) for q in questions.values())
+    return INPUT_TOKEN_OVERHEAD + (size + wide) // 4 + IMAGE_INPUT_TOKENS * images
+
+
+_THREE_BYTE_LEAD = re.compile(rb"[\xe0-\xef]")
+
+
+def _three_byte_characters(data: bytes) -> int:
+    """How many characters of ``data`` (UTF-8) take three bytes (their lead byte says so)."""
+    return 0 if data.isascii() else len(_THREE_BYTE_LEAD.findall(data))
 
 
 def _packed_answers(

@@ -24,9 +24,10 @@ Retries (seed 004 + SPEC-8B Appendix A, verbatim), as the ``config.RetryPolicy``
 
 In a batch (``scheduler.current()`` is the run's scheduler) every request is admitted by it
 first, with the estimate of its own bytes, and released with its outcome and the usage charged.
-There a 429 is not slept on here: the request goes back to the run's scheduler at once, which
-pauses the whole run for its ``retry-after-ms`` / ``Retry-After``, cuts the run's concurrency
-and admits the request again, without spending ``retries`` on it (those are for failures of the
+There a 429 (and a 503 or 529: an overloaded server, issue 32) is not slept on here: the
+request goes back to the run's scheduler at once, which pauses the whole run for its
+``retry-after-ms`` / ``Retry-After``, cuts the run's concurrency and admits the request again
+(within the run's patience), without spending ``retries`` on it (those are for failures of the
 request itself). ``on_error`` answering "fail" to a 429 still makes it this request's error.
 Outside a batch (one ``evaluate``) a 429 is retried here as seed 004 says, within ``retries``.
 
@@ -41,13 +42,13 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, TypeVar
 
 from ..config import ErrorInfo, RetryPolicy, Timeout, TransportKind
 from ..decision import ClassifierUsage
 from ..errors import BackendError, ConfigError, DecisionError, HTTPStatusError
-from ..scheduler import Outcome, current, estimate_tokens, outcome_of
+from ..scheduler import Outcome, TokenEstimate, current, estimate_tokens, outcome_of
+from ..scheduler.failfast import STORM_STATUSES
 from .adapter import MAX_BODY_BYTES, Adapter, BodyTooLarge, SendError
 from .observe import AttemptObserver, AttemptWatch, observers
 from .redaction import (
@@ -304,15 +305,27 @@ class SystemOneTransport:
         extra_headers: Mapping[str, str] | None,
         decode: Callable[[Reply], T],
         usage: Callable[[T], ClassifierUsage],
+        *,
+        estimate: TokenEstimate | None = None,
     ) -> T:
         """:meth:`post`, then ``decode`` the 2xx reply; in a batch the scheduler is told
-        ``usage(decoded)``, what the server charged (a spend budget settles on it)."""
+        ``usage(decoded)``, what the server charged (a spend budget settles on it).
+
+        ``estimate`` is the request's token estimate when the caller made it already (a packed
+        request: the plan's, or of its JSON part when ``body`` is multipart); else it is made
+        from ``body`` once, if a scheduler member asks, and kept across re-admissions."""
         scheduler = current()
         if scheduler is None:
             return decode(await self._attempts(path, body, extra_headers, throttle=False))
-        estimate = partial(estimate_tokens, body)  # made once, if a member asks
+        made: list[TokenEstimate] = [] if estimate is None else [estimate]
+
+        def estimated() -> TokenEstimate:
+            if not made:
+                made.append(estimate_tokens(body))
+            return made[0]
+
         while True:
-            async with scheduler.admit(estimate) as slot:
+            async with scheduler.admit(estimated) as slot:
                 try:
                     reply = await self._attempts(path, body, extra_headers, throttle=True)
                 except _Throttled as throttled:
@@ -419,7 +432,7 @@ class SystemOneTransport:
                     request_id=request_id,
                 )
             verdict = retry.verdict(info)
-            throttled = isinstance(failure, HTTPStatusError) and failure.status == 429
+            throttled = isinstance(failure, HTTPStatusError) and failure.status in STORM_STATUSES
             if throttle and throttled and verdict == "retry":
                 assert isinstance(failure, HTTPStatusError)
                 raise _Throttled(failure)

@@ -1,0 +1,93 @@
+"""Issue 32 item 5: "Each request's estimate is computed once and travels with it; the pack
+plan and the send reuse it." Counted, not timed: the bytes the estimator reads in a packed run,
+against the bytes the run sends (the profile had ``estimate_tokens`` reading every packed body
+5 times, about a sixth of a packed run's client CPU)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from serving import ThreadedServer
+from toolnexus import BatchOptions, create_classifier
+from toolnexus.decision import ClassifierUsage
+from toolnexus.scheduler import Outcome, Ticket, TokenEstimate, estimate_tokens
+from toolnexus.scheduler import tokens as token_module
+from toolnexus.serve import ScriptedReply, ScriptedRequest, ServeOptions
+
+QUESTIONS: dict[str, Any] = {
+    "refund": {"type": "noul", "instructions": "Is the customer asking for money back?"},
+    "desk": {
+        "type": "choice",
+        "instructions": "Which desk should own this ticket?",
+        "criteria": {"billing": "money that moved", "technical": "the product broke"},
+    },
+}
+
+
+class Recorder:
+    """An admission member that asks every ticket for its estimate (as a budget does)."""
+
+    def __init__(self) -> None:
+        self.estimates: list[TokenEstimate] = []
+
+    async def acquire(self, ticket: Ticket) -> None:
+        self.estimates.append(ticket.estimate)
+
+    async def release(self, ticket: Ticket, usage: ClassifierUsage, outcome: Outcome) -> None:
+        return None
+
+
+class Bodies:
+    def __init__(self) -> None:
+        self.seen: list[bytes] = []
+        self.threaded = ThreadedServer(ServeOptions(synthetic=True, script=self._script))
+
+    def _script(self, request: ScriptedRequest) -> ScriptedReply | None:
+        if request.endpoint == "systemone":
+            self.seen.append(request.body)
+        return None
+
+
+@pytest.fixture(scope="module")
+def bodies() -> Iterator[Bodies]:
+    b = Bodies()
+    with b.threaded:
+        yield b
+
+
+def test_a_packed_run_reads_each_body_once_and_admits_it_on_its_own_estimate(
+    bodies: Bodies, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bodies.seen.clear()
+    read: list[int] = []
+    tally = token_module.tally
+
+    def counting(body: bytes | str) -> Any:
+        read.append(len(body))
+        return tally(body)
+
+    monkeypatch.setattr(token_module, "tally", counting)
+    recorder = Recorder()
+    states = [f"ticket {i}: I was charged twice for order {i * 7}" for i in range(96)]
+
+    async def go() -> None:
+        async with create_classifier(
+            base_url=bodies.threaded.url + "/v1", api_key_env="NO_SUCH", model="jev-latest"
+        ) as c:
+            options = BatchOptions(concurrency=4, pack=32, admission=(recorder,))
+            await c.evaluate_batch(states, QUESTIONS, options=options)
+
+    asyncio.run(go())
+    sent = sum(len(b) for b in bodies.seen)
+    assert len(bodies.seen) == 3
+    # Once at most: the plan tallies the derived questions once and each pack's states once;
+    # the send and the scheduler reuse that estimate (before: 5 full passes per body).
+    assert sum(read) <= sent
+    monkeypatch.setattr(token_module, "tally", tally)
+    # ...and the estimate that travelled is exactly that of the bytes sent.
+    assert Counter(recorder.estimates) == Counter(estimate_tokens(b) for b in bodies.seen)
