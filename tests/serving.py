@@ -15,9 +15,10 @@ from toolnexus.serve import ServeOptions, Server
 
 
 class HeldClock:
-    """A server clock that stands still for its first ``reads`` readings, then runs.
+    """A clock for a server's limits that stands still for its first ``reads`` readings, then
+    runs: pass it as ``limits_clock`` (the server's own clock is read at start-up too).
 
-    ``Limits.admit`` reads the clock once per API request, so against a limit of capacity C
+    ``Limits.admit`` reads it once per API request, so against a limit of capacity C
     requests C+1..``reads`` are refused whatever the client's speed, and the run then finishes
     at the real rate: a limit that binds by construction (issue 29 item 2: "send 120 requests
     against a 100-request bucket refilling 100/s: they are throttled only if all 120 go out
@@ -41,12 +42,15 @@ def run_with(
     options: ServeOptions,
     scenario: Callable[[Server], Awaitable[Any]],
     clock: Callable[[], float] = time.monotonic,
+    limits_clock: Callable[[], float] | None = None,
 ) -> Any:
-    """Start a server with ``options`` (its limits on ``clock``), run ``scenario(server)``, stop
-    it, return the result."""
+    """Start a server with ``options`` (its limits on ``clock``, or on ``limits_clock`` alone
+    when given), run ``scenario(server)``, stop it, return the result."""
 
     async def go() -> Any:
         async with Server(options, clock=clock) as server:
+            if limits_clock is not None:
+                server.limits.clock = limits_clock
             return await scenario(server)
 
     return asyncio.run(go())
@@ -90,8 +94,15 @@ class ThreadedServer:
     """A :class:`Server` on its own event loop in a background thread, for synchronous clients
     (the official SDK's sync client blocks the calling thread)."""
 
-    def __init__(self, options: ServeOptions, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        options: ServeOptions,
+        clock: Callable[[], float] = time.monotonic,
+        limits_clock: Callable[[], float] | None = None,
+    ) -> None:
         self.server = Server(options, clock=clock)
+        if limits_clock is not None:
+            self.server.limits.clock = limits_clock
         self.seen: list[dict[str, str]] = []
         self.server.on_request = lambda _raw, headers: self.seen.append(dict(headers))
         self._loop = asyncio.new_event_loop()

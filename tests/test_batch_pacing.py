@@ -67,7 +67,7 @@ def test_concurrency_64_against_a_rate_limit_writes_no_429_record(
     src, out = _input(tmp_path, 160), tmp_path / "out.jsonl"
     # 100 requests pass, the next 20 are refused whatever the machine's speed, then time runs.
     options = ServeOptions(synthetic=True, rate_limit="6000/min")
-    with ThreadedServer(options, clock=HeldClock(120)) as server:
+    with ThreadedServer(options, limits_clock=HeldClock(120)) as server:
         ran = _batch(qfile, src, out, server, "--concurrency", "64", "--retries", "0")
         statuses = _statuses(server)
     assert ran.code == EXIT_OK, ran.stderr
@@ -226,7 +226,7 @@ def test_evaluate_table_rides_the_limit_through_the_same_scheduler(tmp_path: Pat
     questions = {"refund": {"type": "noul", "instructions": "Is a refund requested?"}}
     table = pa.table({"text": [f"ticket {i}: charged twice" for i in range(120)]})
     options = ServeOptions(synthetic=True, rate_limit="6000/min")
-    with ThreadedServer(options, clock=HeldClock(110)) as server:
+    with ThreadedServer(options, limits_clock=HeldClock(110)) as server:
         out = evaluate_table(
             table, questions, state_column="text", concurrency=64, base_url=server.url, retries=0
         )
