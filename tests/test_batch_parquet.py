@@ -195,7 +195,8 @@ def test_retry_errors_reruns_only_errors_and_leaves_one_record_per_id(
         "--retries", "0", "--concurrency", "1", "--format", "parquet", "-o", str(run),
         "--base-url", server.base_url,
     ]  # fmt: skip
-    server.push(Fault.http(503), Fault.http(500), Fault.http(502))
+    # 503 and 529 are re-sent like 429 in a batch (issue 32 item 2): three statuses that are not.
+    server.push(Fault.http(504), Fault.http(500), Fault.http(502))
     assert _cli(capfd, *args)[0] == 3
     failed = {r["id"] for r in _run_records(run) if r["error"] is not None}
     assert len(failed) == 3
