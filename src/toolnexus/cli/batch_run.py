@@ -258,7 +258,10 @@ def run_batch(
     if cfg.calibration is not None:
         from ..records.decision import Recalibrator
 
-        recalibrator = Recalibrator.load(cfg.calibration, sha, settings.style)
+        # An unpacked run asks every state alone: a packed map is refused before anything is
+        # sent (a packed run's sizes vary by request, so its maps are checked per decision).
+        pack = 1 if cfg.pack_size == 1 else None
+        recalibrator = Recalibrator.load(cfg.calibration, sha, settings.style, pack)
     columns: list[str] = []
     if cfg.fmt == "csv":  # the header learns its columns from a record of this question set
         sample = DecisionRecord.from_body(

@@ -83,7 +83,9 @@ def run_eval(
         from ..canonical import questions_sha256
         from ..records.decision import Recalibrator
 
-        recalibrator = Recalibrator.load(calibration, questions_sha256(questions), settings.style)
+        recalibrator = Recalibrator.load(
+            calibration, questions_sha256(questions), settings.style, pack=1
+        )
     backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr)
     if settings.style == "systemone":  # the wire's limits (issue 34 item 4)
         from ..defaults import DEFAULT_MODEL

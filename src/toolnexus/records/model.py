@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 __all__ = [
+    "ASKED_KEYS",
     "QUESTIONS_SHA256",
     "RECALIBRATED",
     "RECORD_KEYS",
@@ -41,12 +42,20 @@ RECORD_KEYS = (
     "model",
     "calibrated",
     "cached",
+    "packed",
+    "position",
+    "reasked",
     "usage",
     "thresholds",
     "answers",
     "flags",
     "invalid",
 )
+#: How the state was asked (issue 31 item 1): the size of the request that answered it, the
+#: state's index in that request's ``states``, and whether a packed answer was asked again
+#: alone. A record written before they existed lacks them; it is read back (and rewritten)
+#: without them, never with made-up values.
+ASKED_KEYS = ("packed", "position", "reasked")
 #: The key a recalibrated decision adds after them (``eval``/``batch --calibration``): the
 #: calibration file and its sha256. Absent otherwise, so other records keep their bytes.
 RECALIBRATED = "recalibrated"
@@ -79,6 +88,10 @@ class DecisionRecord:
     calibrated: bool = False
     #: answered from the decision cache: ``usage`` was spent by the run that first asked
     cached: bool = False
+    #: how the state was asked (:data:`ASKED_KEYS`); None in a record written before them
+    packed: int | None = None
+    position: int | None = None
+    reasked: bool | None = None
     usage: RecordUsage = field(default_factory=RecordUsage)
     thresholds: Mapping[str, float] = field(default_factory=dict)
     answers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -107,6 +120,10 @@ class DecisionRecord:
         out["model"] = self.model
         out["calibrated"] = self.calibrated
         out["cached"] = self.cached
+        for name in ASKED_KEYS:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
         out["usage"] = self.usage.to_object()
         out["thresholds"] = dict(self.thresholds)
         out["answers"] = {k: dict(v) for k, v in self.answers.items()}
@@ -166,6 +183,10 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _count_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _float_or_none(value: Any) -> float | None:
     # An integer cost stays an integer: a record is written back byte for byte.
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -187,6 +208,9 @@ def _decision(item_id: str | int, sha: str | None, obj: Mapping[str, Any]) -> De
         model=_text(obj.get("model")),
         calibrated=obj.get("calibrated") is True,
         cached=obj.get("cached") is True,
+        packed=_count_or_none(obj.get("packed")),
+        position=_count_or_none(obj.get("position")),
+        reasked=reasked if isinstance(reasked := obj.get("reasked"), bool) else None,
         usage=RecordUsage(
             _int(usage.get("input_tokens")),
             _int(usage.get("output_tokens")),
