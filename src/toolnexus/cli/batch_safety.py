@@ -188,6 +188,13 @@ def check_config(cfg: BatchConfig, questions_path: Path) -> None:
         )
     if (cfg.resume or cfg.retry_errors) and cfg.output is None:
         raise CliError("--resume and --retry-errors need --output FILE (they read it back)")
+    if cfg.retry_errors and not cfg.resume and cfg.output and not _holds_run(cfg.output, cfg.fmt):
+        # Issue 31 item 3: it once said "40 skipped (already in the output)", exited 0 and
+        # left an empty file.
+        raise CliError(
+            f"--retry-errors: --output {cfg.output} holds no records, so no error to re-run; "
+            "drop --retry-errors to send the states (or add --resume)"
+        )
     if cfg.inputs.count("-") > 1:
         raise CliError("stdin (-) can be given only once")
     if "-" in cfg.inputs and sys.stdin is None:  # fd 0 closed
