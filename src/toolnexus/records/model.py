@@ -167,9 +167,11 @@ def id_problem(value: Any) -> str | None:
     """Why ``value`` is not an input id, else None: the one rule for the ids ``batch`` reads and
     ``report --labels`` joins on. An id is a non-empty string or an integer (``7`` and ``"7"``
     are one id); a bool, a float, a list or an object is refused, shown cut to 40 characters."""
-    if value is None:
-        return "missing"
-    if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+    if value is None or value == "":
+        # One message for an absent key, null and "" (issue 31 item 13: "" once read "not a
+        # string or integer", null "missing").
+        return "missing, null or empty: an id is a non-empty string or an integer"
+    if isinstance(value, bool) or not isinstance(value, str | int):
         shown = repr(value)
         return f"not a string or integer: {shown if len(shown) <= 40 else shown[:40] + '...'}"
     return None
