@@ -146,10 +146,14 @@ def _run(url: str, states: list[Any], questions: Any, sizes: list[int], **opts: 
 
 
 def _alike(packed: Decision, alone: Decision) -> bool:
-    """Equal but for calibrated, packed and usage (issue 20 acceptance)."""
+    """Equal but for calibrated, packed (and its position) and usage (issue 20 acceptance)."""
     return (
         dataclasses.replace(
-            packed, calibrated=alone.calibrated, packed=alone.packed, usage=alone.usage
+            packed,
+            calibrated=alone.calibrated,
+            packed=alone.packed,
+            position=alone.position,
+            usage=alone.usage,
         )
         == alone
     )

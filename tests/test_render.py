@@ -115,7 +115,19 @@ def test_record_keys_are_pinned() -> None:
     assert (
         tuple(record)
         == RECORD_KEYS
-        == ("model", "calibrated", "cached", "usage", "thresholds", "answers", "flags", "invalid")
+        == (
+            "model",
+            "calibrated",
+            "cached",
+            "packed",
+            "position",
+            "reasked",
+            "usage",
+            "thresholds",
+            "answers",
+            "flags",
+            "invalid",
+        )
     )
     assert tuple(record["usage"]) == ("input_tokens", "output_tokens", "cost")
     a = record["answers"]

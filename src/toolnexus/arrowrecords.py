@@ -14,6 +14,10 @@ questions_sha256   string: the question-set digest
 model              string: what served the request
 calibrated         bool
 cached             bool
+packed             int64: how many states the request that answered it asked about (null in a
+                   run written before it existed)
+position           int64: the state's index in that request's ``states``
+reasked            bool: a packed answer that failed validation, asked again alone
 usage              struct<input_tokens int64, output_tokens int64, cost float64>
 thresholds         struct<yes float64, no float64, min_confidence float64>
 answers            struct<one struct per question key, in question order>
@@ -54,7 +58,7 @@ from .errors import ConfigError
 from .questions import ChoiceQuestion, NoulQuestion, Question, RawQuestion, ScoreQuestion
 from .records.arrowcolumns import RecordColumns, record_batch
 from .records.arrowrows import batch_rows
-from .records.model import QUESTIONS_SHA256, RECALIBRATED, RECORD_KEYS
+from .records.model import ASKED_KEYS, QUESTIONS_SHA256, RECALIBRATED, RECORD_KEYS
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -175,6 +179,9 @@ def run_schema(questions: Mapping[str, Question]) -> pa.Schema:
             pa.field("model", pa.string()),
             pa.field("calibrated", pa.bool_()),
             pa.field("cached", pa.bool_()),
+            pa.field("packed", pa.int64()),
+            pa.field("position", pa.int64()),
+            pa.field("reasked", pa.bool_()),
             pa.field(
                 "usage",
                 pa.struct(
@@ -264,8 +271,10 @@ def _record_back(row: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, 
         out["error"] = dict(row["error"])
         out.update(extra)
         return out
-    for name in ("model", "calibrated", "cached", "usage", "thresholds"):
+    for name in ("model", "calibrated", "cached", *ASKED_KEYS, "usage", "thresholds"):
         value = row.get(name)
+        if value is None and name in ASKED_KEYS:
+            continue  # a run written before records said how a state was asked
         out[name] = dict(value) if isinstance(value, Mapping) else value
     answers = row.get("answers") or {}
     back = {k: _answer_back(kinds[k], answers.get(k)) for k in kinds}

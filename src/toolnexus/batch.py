@@ -339,20 +339,48 @@ def _pull(
         ait = aiter(states)
         lock = asyncio.Lock()
 
+        pulled = 0
+
         async def next_async() -> tuple[K, Any] | None:
+            nonlocal pulled
             async with lock:
                 try:
-                    return await anext(ait)
+                    item = await anext(ait)
                 except StopAsyncIteration:
                     return None
+                pulled += 1
+                return _pair(item, pulled - 1)
 
         return next_async
     it = iter(states)
 
+    count = 0
+
     async def next_sync() -> tuple[K, Any] | None:
-        return next(it, None)
+        nonlocal count
+        item = next(it, _END)
+        if item is _END:
+            return None
+        count += 1
+        return _pair(item, count - 1)
 
     return next_sync
+
+
+_END = object()
+
+
+def _pair(item: Any, index: int) -> tuple[K, Any]:
+    """``item`` when it is an ``(id, state)`` pair; else the ConfigError naming what
+    ``evaluate_stream`` takes (issue 31 item 23: a bare string failed inside a worker with
+    ``IndexError: string index out of range``)."""
+    if isinstance(item, tuple) and len(item) == 2:
+        return item
+    shown = type(item).__name__ + (f" of {len(item)}" if isinstance(item, tuple) else "")
+    raise ConfigError(
+        f"classifier: evaluate_stream takes (id, state) pairs; item {index} is a {shown}, not "
+        "a pair: pass enumerate(states) or zip(ids, states)"
+    )
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,8 @@ class Decision:
     ``packed`` is how many states the request that answered it asked about (1: the state alone;
     N > 1: a packed request, issue 20, and then ``calibrated`` is False); ``reasked`` is True
     when a packed answer failed validation and the state was asked again, alone (``packed`` is
-    then 1 and ``usage`` holds both requests' charges). Neither is a wire field.
+    then 1 and ``usage`` holds both requests' charges); ``position`` is the state's index in
+    that request's ``states`` (0 for a state asked alone). None is a wire field.
 
     ``recalibrated`` (``create_classifier(calibration=FILE)``, issue 24): per question key with
     a map, the answer with recalibrated probabilities, beside the wire's ``answers`` (which are
@@ -77,6 +78,7 @@ class Decision:
     calibrated: bool = True
     cached: bool = False
     packed: int = 1
+    position: int = 0
     reasked: bool = False
     recalibrated: Mapping[str, Answer] | None = None
     calibration_sha256: str | None = None

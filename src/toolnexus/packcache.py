@@ -48,7 +48,9 @@ def cached(style: SystemOneStyle, lifted: LiftedState, qs: dict[str, Question]) 
         return None  # a damaged entry is a miss; the live answer overwrites it
     packed = obj.get("packed")
     size = packed if isinstance(packed, int) and not isinstance(packed, bool) else 1
-    return dataclasses.replace(decision, cached=True, packed=size)
+    position = obj.get("position")
+    at = position if isinstance(position, int) and not isinstance(position, bool) else 0
+    return dataclasses.replace(decision, cached=True, packed=size, position=at)
 
 
 def store(
@@ -58,5 +60,5 @@ def store(
     if not style.caches:
         return
     style.cache_set(style.model_key, decision.model)
-    entry = {**decision.to_wire(), "packed": decision.packed}
+    entry = {**decision.to_wire(), "packed": decision.packed, "position": decision.position}
     style.cache_set(_key(style, decision.model, lifted, qs), canonical_json(entry).decode())

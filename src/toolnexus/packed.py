@@ -398,9 +398,9 @@ class _Pack:
                 await self.alone(i, share)
             return
         self.requests.append(RequestFacts(tuple(indices), estimate, total, packed=True))
-        for i, got, share in zip(indices, per_state, shares, strict=True):
+        for position, (i, got, share) in enumerate(zip(indices, per_state, shares, strict=True)):
             if isinstance(got, Decision) and validate_decision(self.qs, got) is None:
-                decision = dataclasses.replace(got, packed=len(indices))
+                decision = dataclasses.replace(got, packed=len(indices), position=position)
                 self.results[i] = decision
                 store(style, self.lifted[i], self.qs, decision)
                 self._emit(decision, len(indices))

@@ -46,7 +46,7 @@ from .images import ImageLimits
 from .jsonlimits import JsonLimitError, loads
 from .options import ClassifierOptions
 from .questions import Question, questions_to_wire
-from .transport import SystemOneTransport
+from .transport import SystemOneTransport, server_message
 from .validation import Checked, validate_decision
 
 __all__ = ["PreparedRequest", "SystemOneStyle"]
@@ -342,6 +342,19 @@ class SystemOneStyle:
         try:
             return parse_decision(obj, questions), text
         except DecisionError as e:
+            if (
+                isinstance(obj, dict)
+                and "answers" not in obj
+                and ("error" in obj or "detail" in obj)
+            ):
+                # A 200 that carries an error body: the server's own words, not "response
+                # model must be a string, got null" (issue 31 item 8).
+                said = server_message(self.transport.scrub(text))
+                raise DecisionError(
+                    f"classifier: POST {endpoint}: HTTP 200 carries an error, not a decision: "
+                    f"{said[:300]}{rid}",
+                    e.key,
+                ) from None
             raise DecisionError(
                 f"classifier: POST {endpoint}: {e.detail}{rid}",
                 e.key,

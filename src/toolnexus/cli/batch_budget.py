@@ -89,6 +89,8 @@ def refusal(caps: Caps, already: Spend, estimate: DryRun, price: Price | None) -
 
 
 def _passes(caps: Caps, already: Spend, estimate: DryRun) -> str | None:
+    if not estimate.requests:
+        return None  # nothing left to send passes no cap (issue 31 item 11)
     if caps.max_requests is not None and already.requests + estimate.requests > caps.max_requests:
         return f"--max-requests {caps.max_requests}"
     tokens = estimate.input_tokens + estimate.output_tokens

@@ -104,6 +104,14 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings, run_span: Any) 
         sys.stderr.write(f"toolnexus: {one_line(summary.stopped)}\n")
     run_span.summary(summary)
     sys.stderr.write(f"toolnexus: {summary.line()}\n")
+    if summary.stopped is not None and cfg.output is not None and summary.failed:
+        # The states never sent have no record; the ones that failed keep theirs, which a
+        # plain --resume leaves in place (issue 31 item 2).
+        sys.stderr.write(
+            "toolnexus: fix the cause, then run the same command with --resume --retry-errors "
+            f"(--resume sends the states not sent; --retry-errors re-runs the {summary.failed} "
+            "error records)\n"
+        )
     if summary.interrupted is not None:
         sys.stderr.write(f"toolnexus: {_resume_hint(cfg.output, summary.kept_old_output)}\n")
         raise typer.Exit(EXIT_INTERRUPTED if summary.interrupted == "SIGINT" else EXIT_TERMINATED)

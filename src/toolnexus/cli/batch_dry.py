@@ -145,6 +145,12 @@ def dry_run(
 
     if settings.replay is not None or settings.style != "systemone":
         raise CliError("--dry-run estimates System One requests; drop --replay or --llm-model")
+    from .batch_safety import check_config, check_existing
+
+    # The refusals the real run would give before sending (issue 31 item 18): an --output that
+    # already holds records without --resume, --retry-errors with nothing to retry, ...
+    check_config(cfg, questions_path)
+    check_existing(cfg)
     file_model, questions = load_question_set(questions_path)
     backend = build_backend(settings, file_model=file_model, on_metric=None, cache=cache)
     from ..packed import systemone_style
@@ -191,8 +197,9 @@ def dry_run(
         largest = _estimate_packs(result, packed, qs, style.model) or largest
     if largest is not None:
         _against_limits(result, *largest)
-    result.states += summary.skipped + summary.other_shards
-    result.skipped, result.other_shards = summary.skipped, summary.other_shards
+    result.states += summary.skipped + summary.not_in_output + summary.other_shards
+    result.skipped = summary.skipped + summary.not_in_output
+    result.other_shards = summary.other_shards
     if price is not None:
         result.cost = price.cost(result.input_tokens, result.output_tokens)
     return result

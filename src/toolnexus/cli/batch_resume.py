@@ -49,6 +49,9 @@ class PriorOutput:
 
     ok: set[str] = field(default_factory=set)
     errors: set[str] = field(default_factory=set)
+    #: the code of each id's last error record (the ids of ``errors``): what a run that leaves
+    #: them in the output reports and exits with (issue 31 item 2)
+    error_codes: dict[str, str] = field(default_factory=dict)
     repeated: set[str] = field(default_factory=set)
     keep_bytes: int = 0
     header: list[str] | None = None
@@ -176,8 +179,10 @@ def note_record(prior: PriorOutput, record: Record, questions_sha256: str | None
     if not isinstance(record, ErrorRecord):
         prior.ok.add(key)
         prior.errors.discard(key)
+        prior.error_codes.pop(key, None)
     elif key not in prior.ok:
         prior.errors.add(key)
+        prior.error_codes[key] = record.code
 
 
 def complete_records(path: str) -> Iterator[Record]:

@@ -258,20 +258,49 @@ def run_batch(
     if cfg.calibration is not None:
         from ..records.decision import Recalibrator
 
-        recalibrator = Recalibrator.load(cfg.calibration, sha, settings.style)
+        # An unpacked run asks every state alone: a packed map is refused before anything is
+        # sent (a packed run's sizes vary by request, so its maps are checked per decision).
+        pack = 1 if cfg.pack_size == 1 else None
+        recalibrator = Recalibrator.load(cfg.calibration, sha, settings.style, pack)
     columns: list[str] = []
     if cfg.fmt == "csv":  # the header learns its columns from a record of this question set
         sample = DecisionRecord.from_body(
             "", sha, sample_record(questions, cfg.cut_points, recalibrator)
         )
         columns = csv_columns(sample.to_object())
+    created = cfg.output is not None and not os.path.lexists(cfg.output)
     lock = lock_output(cfg.output) if cfg.output is not None else None
     try:
         check_existing(cfg)
         return _run_locked(cfg, backend, questions, columns, show_progress, admission, recalibrator)
+    except BaseException:
+        if created and cfg.output is not None:
+            # A run refused before its first record (an unset key, a calibration refused at
+            # the first decision) leaves no empty -o file behind (issue 31 item 18).
+            _remove_if_empty(cfg.output, cfg.fmt)
+        raise
     finally:
         if lock is not None:
             os.close(lock)
+
+
+def _remove_if_empty(path: str, fmt: str) -> None:
+    """Remove ``path`` (and a Parquet run's journal) when it holds no record."""
+    from ..records.parquet import journal_path
+    from .batch_resume import read_ids
+
+    paths = [path, journal_path(path)] if fmt == "parquet" else [path]
+    try:
+        if fmt == "parquet":
+            empty = all(not os.path.exists(p) or os.path.getsize(p) == 0 for p in paths)
+        else:
+            empty = not read_ids(path, fmt)
+        if empty:
+            for p in paths:
+                if os.path.exists(p):
+                    os.unlink(p)
+    except (OSError, ValueError):
+        pass  # the refusal is what the user must see; a file left over is harmless
 
 
 def _run_locked(
@@ -335,6 +364,10 @@ def _run_locked(
         summary.kept_old_output = writer.staged and not (completed and finished)
         if isinstance(writer, ParquetOutput) and not clean:
             writer.abort()  # an error: the journal stays for --resume
+    if prior is not None:
+        # What --resume left in the output still counts (issue 31 item 2): it once said
+        # "1901 ok, 0 failed" and exited 0 over 99 error records.
+        summary.left_errors.update(c for k, c in prior.error_codes.items() if k not in retried)
     superseded = retried | (prior.repeated if prior is not None else set())
     if isinstance(writer, ParquetOutput):
         # Finished or interrupted (a signal): either way a clean end folds the journal in.

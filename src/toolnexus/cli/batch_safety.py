@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import ConfigError
+from ..records.model import ASKED_KEYS
 from ..records.parquet import journal_path
 from .batch_ids import question_set_sha256
 from .batch_items import kind_of
@@ -73,6 +75,11 @@ def open_output(
     prior = None
     if cfg.output is not None and (cfg.resume or cfg.retry_errors):
         prior = _read_prior(cfg.output, cfg.fmt, question_set_sha256(questions))
+        old_header = [c for c in columns if c not in ASKED_KEYS]
+        if cfg.fmt == "csv" and prior.header is not None and prior.header == old_header:
+            # A run written before records said how a state was asked: continued under its
+            # own header (the new records' packed/position/reasked are not written).
+            columns[:] = prior.header
         if cfg.fmt == "csv" and prior.header is not None and prior.header != columns:
             raise CliError(
                 f"--output {cfg.output}: its CSV columns differ from this question set's; "
@@ -182,6 +189,13 @@ def check_config(cfg: BatchConfig, questions_path: Path) -> None:
         )
     if (cfg.resume or cfg.retry_errors) and cfg.output is None:
         raise CliError("--resume and --retry-errors need --output FILE (they read it back)")
+    if cfg.retry_errors and not cfg.resume and cfg.output and not _holds_run(cfg.output, cfg.fmt):
+        # Issue 31 item 3: it once said "40 skipped (already in the output)", exited 0 and
+        # left an empty file.
+        raise CliError(
+            f"--retry-errors: --output {cfg.output} holds no records, so no error to re-run; "
+            "drop --retry-errors to send the states (or add --resume)"
+        )
     if cfg.inputs.count("-") > 1:
         raise CliError("stdin (-) can be given only once")
     if "-" in cfg.inputs and sys.stdin is None:  # fd 0 closed
@@ -199,15 +213,34 @@ def check_config(cfg: BatchConfig, questions_path: Path) -> None:
 
 
 def check_key(settings: BackendSettings) -> None:
-    """A batch to a backend's own endpoint with its key's variable unset is refused before the
-    first request (issue 19: unrefused, a missing key wrote one 401 record per state). A
+    """A base URL carrying ``user:pass@`` while the key's variable is set too is refused (a
+    request carries one credential). A batch to a backend's own endpoint with its key's
+    variable unset is refused before the first request (issue 19: unrefused, a missing key
+    wrote one 401 record per state). A
     ``--base-url`` (or ``$TYPESAFE_BASE_URL``) may be a server that takes no key, or carry its
     credentials as ``user:pass@``: it is sent to, and fail fast stops a run it refuses."""
-    if settings.style != "systemone" or settings.base_url is not None:
+    if settings.style != "systemone":
         return
     from ..backends import BACKENDS, resolve_backend
+    from ..transport.redaction import redact_url, userinfo
 
     name = settings.backend or "typesafe"
+    try:
+        resolved = resolve_backend(
+            name, base_url=settings.base_url, api_key_env=settings.api_key_env,
+            supports={"images": False},
+        )  # fmt: skip
+    except ConfigError:
+        return  # the classifier's own refusal says what is wrong
+    if userinfo(resolved.base_url) and os.environ.get(resolved.api_key_env):
+        # Issue 31 item 22: refused once, before the run, not as one config_error per state.
+        raise CliError(
+            f"the base URL {redact_url(resolved.base_url)} carries credentials (user:pass@) and "
+            f"${resolved.api_key_env} is set too; a request carries one: unset "
+            f"${resolved.api_key_env} or drop user:pass@ from the URL (nothing was sent)"
+        )
+    if settings.base_url is not None:
+        return
     resolved = resolve_backend(name, api_key_env=settings.api_key_env)
     row = next(b for b in BACKENDS if b.name == name)
     if resolved.base_url != row.base_url or os.environ.get(resolved.api_key_env):

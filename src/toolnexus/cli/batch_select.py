@@ -66,7 +66,10 @@ def select(
         if prior is not None:
             if key in prior.errors and cfg.retry_errors:
                 retried.add(key)
-            elif key in prior or not cfg.resume:
+            elif key in prior:
                 summary.skipped += 1
+                continue
+            elif not cfg.resume:
+                summary.not_in_output += 1  # --retry-errors alone: never "already in" it
                 continue
         yield item

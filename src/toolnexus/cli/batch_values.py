@@ -100,6 +100,8 @@ class BatchSummary:
     ok: int = 0
     cached: int = 0
     skipped: int = 0
+    #: ``--retry-errors`` without ``--resume``: states the output has no record of (not sent)
+    not_in_output: int = 0
     #: states of the input that ``--shard`` leaves to the other shards
     other_shards: int = 0
     #: tokens and cost this run spent: cached decisions are not in them
@@ -110,6 +112,9 @@ class BatchSummary:
     cached_input_tokens: int = 0
     cached_output_tokens: int = 0
     codes: Counter[str] = field(default_factory=Counter)
+    #: the error records already in ``--output`` that this run left there (``--resume``
+    #: without ``--retry-errors``), by code: counted in the summary and the exit code
+    left_errors: Counter[str] = field(default_factory=Counter)
     conditions: set[str] = field(default_factory=set)
     #: per ``--fail-on`` condition met: how many records, and the first ids (``FIRST_IDS``)
     condition_counts: Counter[str] = field(default_factory=Counter)
@@ -160,7 +165,9 @@ class BatchSummary:
         code's exit code is ``failure_of``'s."""
         if self.stop_kind is not None:
             return EXIT_FOR_STOP.get(self.stop_kind, EXIT_STOPPED)
-        exits = {EXIT_FOR_CODE.get(c, EXIT_USAGE) for c in self.codes}
+        # An error record already in the output still stands: a resumed run that leaves one
+        # there never exits 0 (issue 31 item 2).
+        exits = {EXIT_FOR_CODE.get(c, EXIT_USAGE) for c in self.codes | self.left_errors}
         for worst in (EXIT_BACKEND, EXIT_USAGE):
             if worst in exits:
                 return worst
@@ -187,6 +194,17 @@ class BatchSummary:
             parts.append(f"{self.throttled} answered 429 and were sent again")
         if self.skipped:
             parts.append(f"{self.skipped} skipped (already in the output)")
+        if self.not_in_output:
+            parts.append(
+                f"{self.not_in_output} not in the output (not sent: --retry-errors re-runs "
+                "errors only; add --resume to send them)"
+            )
+        if self.left_errors:
+            left = ", ".join(f"{c} {n}" for c, n in sorted(self.left_errors.items()))
+            parts.append(
+                f"{sum(self.left_errors.values())} error records already in the output "
+                f"({left}): re-run them with --retry-errors"
+            )
         if self.other_shards:
             parts.append(f"{self.other_shards} in other shards")
         parts.append(f"tokens {self.input_tokens} in / {self.output_tokens} out")

@@ -74,16 +74,23 @@ def run_eval(
     from ..errors import InvalidDecision, StaticMiss
     from ..recordings import replay_miss_message
     from .backend import build_backend, warn_to_stderr
+    from .batch_safety import check_key
     from .questionfile import load_question_set
     from .render import decision_record
 
     file_model, questions = load_question_set(questions_path)
+    # As batch: a backend's own endpoint with its key's variable unset is refused before the
+    # request, naming the variable (issue 31 item 12: eval sent it three times and reported a
+    # network error).
+    check_key(settings)
     recalibrator = None
     if calibration is not None:
         from ..canonical import questions_sha256
         from ..records.decision import Recalibrator
 
-        recalibrator = Recalibrator.load(calibration, questions_sha256(questions), settings.style)
+        recalibrator = Recalibrator.load(
+            calibration, questions_sha256(questions), settings.style, pack=1
+        )
     backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr)
     if settings.style == "systemone":  # the wire's limits (issue 34 item 4)
         from ..defaults import DEFAULT_MODEL
@@ -100,7 +107,8 @@ def run_eval(
     try:
         decision = asyncio.run(once())
     except StaticMiss as miss:
-        assert settings.replay is not None
+        if settings.replay is None:  # a `toolnexus serve --replay` miss: its own words
+            raise CliError(miss.message) from None
         raise CliError(replay_miss_message(miss, settings.replay)) from None
     except InvalidDecision as invalid:
         # A style that validates its own reply (llm) raises where System One's reply is printed

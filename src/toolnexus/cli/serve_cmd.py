@@ -33,6 +33,18 @@ def _flags() -> list[tuple[str, Flag, Any]]:
     return out
 
 
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only."""
+    import ipaddress
+
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name another machine may resolve to this one
+
+
 def serve(**values: Any) -> None:
     """Serve the System One wire on 127.0.0.1: from recordings, a synthetic model, or a proxy."""
     import sys
@@ -48,6 +60,13 @@ def serve(**values: Any) -> None:
         except ValueError as e:
             raise CliError(str(e)) from None
     options = ServeOptions(**values, access_log=sys.stderr)
+    if not _loopback(options.host):
+        # Issue 31 item 22: one warning, before the server starts.
+        sys.stderr.write(
+            f"toolnexus: warning: serve --host {options.host} is reachable from other machines "
+            "(it answers anyone who can reach this address); use --host 127.0.0.1 to keep it "
+            "on this machine\n"
+        )
     try:
         code = run(options)
     except ClassifierError as e:

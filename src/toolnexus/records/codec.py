@@ -7,7 +7,8 @@ most one short line, and ``--resume`` reads it back line by line:
 - ``json``: a JSON array written as ``[`` / ``{record}`` / ``,{record}`` ... / ``]``.
 - ``csv``: a header, then one row per record. The columns are ``id``, ``error.code``,
   ``error.message``, then a decision record's fields flattened to dotted names in record order
-  (``questions_sha256``, ``model``, ``calibrated``, ``cached``, ``usage.*``, ``thresholds.*``,
+  (``questions_sha256``, ``model``, ``calibrated``, ``cached``, ``packed``, ``position``,
+  ``reasked``, ``usage.*``, ``thresholds.*``,
   ``answers.<key>.<field>``, ``flags``, ``invalid``). Cells: ``true``/``false`` for booleans,
   empty for null, flags as their words separated by spaces (``near-uniform uncalibrated``), any
   other list or object (a probability map, a legend) as compact JSON; a newline inside a cell is
@@ -303,8 +304,10 @@ def _words_or_json(value: str) -> Any:
 #: How a cell is read back, by its field name (the last dotted segment of its column).
 _READERS: dict[str, Callable[[str], Any]] = {
     **dict.fromkeys(("noul", "confidence", "score", "cost", "yes", "no", "min_confidence"), float),
-    **dict.fromkeys(("level", "input_tokens", "output_tokens"), int),
-    **dict.fromkeys(("near_uniform", "calibrated", "cached"), lambda v: _BOOLS.get(v, v)),
+    **dict.fromkeys(("level", "input_tokens", "output_tokens", "packed", "position"), int),
+    **dict.fromkeys(
+        ("near_uniform", "calibrated", "cached", "reasked"), lambda v: _BOOLS.get(v, v)
+    ),
     **dict.fromkeys(("probabilities", "legend", "recalibrated"), json.loads),
     "flags": _words_or_json,
 }

@@ -43,7 +43,11 @@ class Recalibrator:
     style: str
 
     @classmethod
-    def load(cls, path: str, questions_sha256: str, style: str) -> Recalibrator:
+    def load(
+        cls, path: str, questions_sha256: str, style: str, pack: int | None = None
+    ) -> Recalibrator:
+        """The maps of ``path``, refused now for another question set or style, and for
+        another pack size when every answer's is known (``pack=1``: a run that never packs)."""
         from ..calibration.maps import load_calibration
 
         # A replay answers what System One answered when it was recorded.
@@ -51,7 +55,8 @@ class Recalibrator:
         out = cls(load_calibration(path), questions_sha256, asked)
         for key, qmap in out.loaded.file.maps.items():
             fitted = qmap.provenance
-            out.loaded.map_for(key, out.provenance(fitted.model, fitted.pack_size))
+            size = fitted.pack_size if pack is None else pack
+            out.loaded.map_for(key, out.provenance(fitted.model, size))
         return out
 
     def provenance(self, model: str, pack_size: int) -> Provenance:
@@ -184,6 +189,9 @@ def decision_record(
         "model": decision.model,
         "calibrated": decision.calibrated,
         "cached": decision.cached,
+        "packed": decision.packed,
+        "position": decision.position,
+        "reasked": decision.reasked,
         "usage": {
             "input_tokens": decision.usage.input_tokens,
             "output_tokens": decision.usage.output_tokens,

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 __all__ = [
+    "ASKED_KEYS",
     "QUESTIONS_SHA256",
     "RECALIBRATED",
     "RECORD_KEYS",
@@ -41,12 +42,20 @@ RECORD_KEYS = (
     "model",
     "calibrated",
     "cached",
+    "packed",
+    "position",
+    "reasked",
     "usage",
     "thresholds",
     "answers",
     "flags",
     "invalid",
 )
+#: How the state was asked (issue 31 item 1): the size of the request that answered it, the
+#: state's index in that request's ``states``, and whether a packed answer was asked again
+#: alone. A record written before they existed lacks them; it is read back (and rewritten)
+#: without them, never with made-up values.
+ASKED_KEYS = ("packed", "position", "reasked")
 #: The key a recalibrated decision adds after them (``eval``/``batch --calibration``): the
 #: calibration file and its sha256. Absent otherwise, so other records keep their bytes.
 RECALIBRATED = "recalibrated"
@@ -79,6 +88,10 @@ class DecisionRecord:
     calibrated: bool = False
     #: answered from the decision cache: ``usage`` was spent by the run that first asked
     cached: bool = False
+    #: how the state was asked (:data:`ASKED_KEYS`); None in a record written before them
+    packed: int | None = None
+    position: int | None = None
+    reasked: bool | None = None
     usage: RecordUsage = field(default_factory=RecordUsage)
     thresholds: Mapping[str, float] = field(default_factory=dict)
     answers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -107,6 +120,10 @@ class DecisionRecord:
         out["model"] = self.model
         out["calibrated"] = self.calibrated
         out["cached"] = self.cached
+        for name in ASKED_KEYS:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
         out["usage"] = self.usage.to_object()
         out["thresholds"] = dict(self.thresholds)
         out["answers"] = {k: dict(v) for k, v in self.answers.items()}
@@ -150,9 +167,11 @@ def id_problem(value: Any) -> str | None:
     """Why ``value`` is not an input id, else None: the one rule for the ids ``batch`` reads and
     ``report --labels`` joins on. An id is a non-empty string or an integer (``7`` and ``"7"``
     are one id); a bool, a float, a list or an object is refused, shown cut to 40 characters."""
-    if value is None:
-        return "missing"
-    if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+    if value is None or value == "":
+        # One message for an absent key, null and "" (issue 31 item 13: "" once read "not a
+        # string or integer", null "missing").
+        return "missing, null or empty: an id is a non-empty string or an integer"
+    if isinstance(value, bool) or not isinstance(value, str | int):
         shown = repr(value)
         return f"not a string or integer: {shown if len(shown) <= 40 else shown[:40] + '...'}"
     return None
@@ -164,6 +183,10 @@ def _text(value: Any) -> str:
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _count_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _float_or_none(value: Any) -> float | None:
@@ -187,6 +210,9 @@ def _decision(item_id: str | int, sha: str | None, obj: Mapping[str, Any]) -> De
         model=_text(obj.get("model")),
         calibrated=obj.get("calibrated") is True,
         cached=obj.get("cached") is True,
+        packed=_count_or_none(obj.get("packed")),
+        position=_count_or_none(obj.get("position")),
+        reasked=reasked if isinstance(reasked := obj.get("reasked"), bool) else None,
         usage=RecordUsage(
             _int(usage.get("input_tokens")),
             _int(usage.get("output_tokens")),

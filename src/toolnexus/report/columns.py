@@ -104,13 +104,15 @@ def _count_table(table: Any, stats: RunStats, seen: set[str]) -> bool:
         column_values(table.column(name)) if name in names else [None] * n
         for name in ("model", "questions_sha256", "calibrated", "cached")
     ]
+    # how each row was asked (issue 31 item 1): null in a run written before records said it
+    packed = column_values(table.column("packed")) if "packed" in names else [None] * n
     plans = _plans(stats, counted)
     stats.records += n
-    if not _count_run_fields(stats, table, run_fields):
+    if not _count_run_fields(stats, table, run_fields, packed):
         usage = _usage(table, n)
         count_record = stats.count_record
         for i, (model, digest, calibrated, cached) in enumerate(zip(*run_fields, strict=True)):
-            count_record(model, digest, None, None, None, calibrated, cached, usage[i])
+            count_record(model, digest, None, None, packed[i], calibrated, cached, usage[i])
     seen.update(ids)
     label_rows = list(map(stats._rows.get, ids))
     labelled = [False] * n
@@ -188,7 +190,9 @@ def _field(array: Any, name: str) -> list[Any]:
     return column_values(array)
 
 
-def _count_run_fields(stats: RunStats, table: Any, run_fields: list[list[Any]]) -> bool:
+def _count_run_fields(
+    stats: RunStats, table: Any, run_fields: list[list[Any]], packed: list[Any]
+) -> bool:
     """What ``count_record`` counts of each row, over the whole group at once, when every
     row's usage is two token counts in range and no cost (the fast path ``count_record``
     takes row by row); False, with ``stats`` untouched, otherwise."""
@@ -220,7 +224,11 @@ def _count_run_fields(stats: RunStats, table: Any, run_fields: list[list[Any]]) 
     stats.models.update(models)
     stats.digests.update(digests)
     stats._last_digest = digests[-1]
-    stats.unasked = True  # no record of a plain group says how it was asked
+    for size in set(packed):
+        if size is None:
+            stats.unasked = True  # a row that does not say how it was asked
+        else:
+            stats._asked(None, size)
     stats.uncalibrated += sum(1 for c in calibrated if not c)
     was_cached = [c is True for c in cached]
     stats.cached_records += sum(was_cached)

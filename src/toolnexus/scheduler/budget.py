@@ -21,6 +21,7 @@ of every extra attempt of an admitted request.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -156,6 +157,11 @@ class Budget:
     spent: Spend = field(init=False)
     _reserved: dict[int, _Reservation] = field(default_factory=dict, init=False)
     stopped: RunStopped | None = field(default=None, init=False)
+    #: a request has been settled: with no price, what a request costs is known from then on
+    _settled_once: bool = field(default=False, init=False)
+    _settled: asyncio.Event = field(
+        default_factory=asyncio.Event, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         self.spent = Spend(
@@ -179,22 +185,35 @@ class Budget:
     def _would_pass(self, extra: _Reservation) -> str | None:
         held_cost = sum((r.cost for r in self._reserved.values()), Decimal(0))
         held_tokens = sum(r.tokens for r in self._reserved.values())
+        held = len(self._reserved)
         caps, spent = self.caps, self.spent
-        if caps.max_requests is not None and spent.requests + len(self._reserved) + 1 > (
-            caps.max_requests
-        ):
-            return f"--max-requests {caps.max_requests}: {spent.requests} requests sent"
+        # The stop line counts what is in flight too (issue 31 item 11): "35 requests sent"
+        # under a cap of 50 read as a budget stopped too early.
+        if caps.max_requests is not None and spent.requests + held + 1 > caps.max_requests:
+            flying = f" and {held} in flight" if held else ""
+            return f"--max-requests {caps.max_requests}: {spent.requests} requests sent{flying}"
         if caps.max_tokens is not None and spent.tokens + held_tokens + extra.tokens > (
             caps.max_tokens
         ):
-            return f"--max-tokens {caps.max_tokens}: {spent.tokens} tokens spent"
+            flying = f" and {held_tokens} reserved in flight" if held else ""
+            return f"--max-tokens {caps.max_tokens}: {spent.tokens} tokens spent{flying}"
         if caps.max_cost is not None and spent.cost + held_cost + extra.cost > caps.max_cost:
-            return f"--max-cost {caps.max_cost}: ${spent.cost:.6f} spent"
+            flying = f" and ${held_cost:.6f} reserved in flight" if held else ""
+            return f"--max-cost {caps.max_cost}: ${spent.cost:.6f} spent{flying}"
         return None
 
     async def acquire(self, ticket: Ticket) -> None:
         if self.stopped is not None:
             raise self.stopped
+        while self._unpriced_cap() and not self._settled_once and self._reserved:
+            # --max-cost with no --price: what a request costs is known only once one is
+            # settled (the server's usage.cost), so until then one request is in flight at a
+            # time and the cap holds from the first (issue 31 item 6: two went through a cap
+            # of 0.0000001 at once).
+            self._settled.clear()
+            await self._settled.wait()
+            if self.stopped is not None:
+                raise self.stopped
         reservation = self.estimate(ticket.estimate.upper)
         why = self._would_pass(reservation)
         if why is not None:
@@ -216,10 +235,15 @@ class Budget:
         attempt hook knows): it bills like a request."""
         self.spent.requests += extra_attempts
 
+    def _unpriced_cap(self) -> bool:
+        return self.caps.max_cost is not None and self.price is None
+
     async def release(self, ticket: Ticket, usage: ClassifierUsage, outcome: Outcome) -> None:
         held = self._reserved.pop(ticket.id, None)
+        self._settled.set()
         if outcome.kind is OutcomeKind.NOT_SENT:
             return
+        self._settled_once = True
         self.spent.requests += 1
         if not usage.reported and outcome.kind is OutcomeKind.SUCCESS:
             # A reply without token counts is charged at its estimate, never 0 (issue 33):

@@ -355,6 +355,9 @@ def http_status_error(
         )
     body = redact(content.decode("utf-8", errors="replace"), secrets)
     message = server_message(body) or _reason(status)
+    # A plain body such as aiohttp's "307: Temporary Redirect" repeats the status the line
+    # already says (issue 31 item 13).
+    message = message.removeprefix(f"{status}: ").removeprefix(f"{status} ") or _reason(status)
     return HTTPStatusError(
         f"classifier: POST {endpoint}: HTTP {status}: {cap(message)}{suffix}",
         status=status,

@@ -38,6 +38,7 @@ the variable named ``api_key_env``, are resolved at EVERY call and never stored.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -46,7 +47,7 @@ from typing import Any, TypeVar
 
 from ..config import ErrorInfo, RetryPolicy, Timeout, TransportKind
 from ..decision import ClassifierUsage
-from ..errors import BackendError, ConfigError, DecisionError, HTTPStatusError
+from ..errors import BackendError, ConfigError, DecisionError, HTTPStatusError, StaticMiss
 from ..scheduler import Outcome, TokenEstimate, current, estimate_tokens, outcome_of
 from ..scheduler.failfast import STORM_STATUSES
 from .adapter import MAX_BODY_BYTES, Adapter, BodyTooLarge, SendError
@@ -193,6 +194,45 @@ def _end(watches: list[AttemptWatch]) -> None:
         w.end()
 
 
+def _replay_miss(failure: HTTPStatusError) -> StaticMiss | None:
+    """A ``toolnexus serve --replay`` miss (409, ``error_type`` ``replay_miss``) as the
+    StaticMiss ``eval --replay DIR`` raises: an input problem (exit 2), its advice whole
+    (issue 31 item 10: it was cut at 200 characters, "record it once with `toolnex...", and
+    exited 3)."""
+    try:
+        body = json.loads(failure.body)
+    except ValueError:
+        return None
+    detail = body.get("detail") if isinstance(body, dict) else None
+    if not isinstance(detail, dict) or detail.get("error_type") != "replay_miss":
+        return None
+    message = detail.get("message")
+    if not isinstance(message, str):
+        return None
+    rid = f" (request id {failure.request_id})" if failure.request_id else ""
+    digest, preview = body.get("questions_sha256"), body.get("state_preview")
+    return StaticMiss(
+        f"classifier: POST {failure.endpoint}: HTTP 409: {' '.join(message.split())}{rid}",
+        digest if isinstance(digest, str) else "",
+        preview if isinstance(preview, str) else "",
+    )
+
+
+def _trimmed(base_url: str) -> str:
+    """``base_url`` without the trailing ``/`` of its path (a query string is kept whole)."""
+    head, mark, rest = base_url.partition("?")
+    return head.rstrip("/") + mark + rest
+
+
+def _joined(base_url: str, path: str) -> str:
+    """``{base_url}/{path}``, the path joined BEFORE a query string or fragment (issue 31 item
+    5: ``.../v1?api_key=...`` once became ``.../v1?api_key=.../systemone``, a 404)."""
+    cut = min((i for i in (base_url.find("?"), base_url.find("#")) if i >= 0), default=-1)
+    if cut < 0:
+        return f"{base_url}/{path}"
+    return f"{base_url[:cut].rstrip('/')}/{path}{base_url[cut:]}"
+
+
 class SystemOneTransport:
     """POSTs canonical bytes to ``{base_url}/<path>`` with retries; see the module docstring.
 
@@ -214,7 +254,7 @@ class SystemOneTransport:
     ) -> None:
         # What is sent keeps a user:pass@ written into the URL; what any message, repr or cache
         # key shows never does.
-        self._base_url = base_url.rstrip("/")
+        self._base_url = _trimmed(base_url)
         self.base_url = redact_url(self._base_url)
         _check_url(self.base_url, self._base_url)
         self.api_key_env = api_key_env
@@ -233,7 +273,7 @@ class SystemOneTransport:
 
     def endpoint(self, path: str) -> str:
         """The endpoint as configured, ``${NAME}`` unexpanded: what errors and keys show."""
-        return f"{self.base_url}/{path}"
+        return _joined(self.base_url, path)
 
     async def aclose(self) -> None:
         """Close the connection pool; a host's own http_client is left for the host to close.
@@ -259,8 +299,8 @@ class SystemOneTransport:
 
     def _prepare(self, path: str) -> tuple[str, dict[str, str], list[str]]:
         secrets: list[str] = []
-        url = expand_env(f"{self._base_url}/{path}", "base_url", secrets)
-        secrets += url_secrets(url.removesuffix(f"/{path}"))
+        url = expand_env(_joined(self._base_url, path), "base_url", secrets)
+        secrets += url_secrets(url)
         basic = _basic_auth(url, secrets)
         if basic is not None:
             url = _USERINFO_AT.sub(r"\1", url, count=1)
@@ -363,7 +403,7 @@ class SystemOneTransport:
                 headers[RETRY_COUNT_HEADER] = str(attempt)
             if watching:
                 watches = _watch(watching, attempt)
-            failure: BackendError
+            failure: BackendError | StaticMiss
             too_large = False
             try:
                 async with asyncio.timeout(seconds):
@@ -422,6 +462,8 @@ class SystemOneTransport:
                     url_credentials=bool(userinfo(self._base_url)),
                     www_authenticate=_header(resp_headers, "www-authenticate", secrets),
                 )
+                if status == 409:
+                    failure = _replay_miss(failure) or failure
                 info = ErrorInfo(
                     attempt=attempt,
                     kind="http status",
