@@ -21,6 +21,7 @@ PURE = {
     "consistency.py",
     "failures.py",
     "records/decision.py",
+    "policy.py",
 }
 HTTP = {
     "transport/aiohttp_adapter.py",

@@ -98,6 +98,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "QuestionError",
         "RunStopped",
         "StaticMiss",
+        "TapeMiss",
         "TransportError",
         "unsupported",
     ),
@@ -115,12 +116,27 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "image_format",
         "image_size",
     ),
+    "judge": (
+        "Tape",
+        "ask",
+        "gate",
+    ),
     "options": (
         "STYLES",
         "ClassifierOptions",
         "ErrorInfo",
         "RecordedDecision",
         "Verdict",
+    ),
+    "policy": (
+        "DEFAULT_BANDS",
+        "NEEDS_INPUT",
+        "Bands",
+        "GateResult",
+        "JudgedAnswer",
+        "Policy",
+        "Request",
+        "Rule",
     ),
     "questions": (
         "MAX_CHOICE_OPTIONS",
@@ -218,6 +234,7 @@ if TYPE_CHECKING:
     from .errors import QuestionError as QuestionError
     from .errors import RunStopped as RunStopped
     from .errors import StaticMiss as StaticMiss
+    from .errors import TapeMiss as TapeMiss
     from .errors import TransportError as TransportError
     from .errors import unsupported as unsupported
     from .factory import create_classifier as create_classifier
@@ -230,11 +247,22 @@ if TYPE_CHECKING:
     from .images import ImageLimits as ImageLimits
     from .images import image_format as image_format
     from .images import image_size as image_size
+    from .judge import Tape as Tape
+    from .judge import ask as ask
+    from .judge import gate as gate
     from .options import STYLES as STYLES
     from .options import ClassifierOptions as ClassifierOptions
     from .options import ErrorInfo as ErrorInfo
     from .options import RecordedDecision as RecordedDecision
     from .options import Verdict as Verdict
+    from .policy import DEFAULT_BANDS as DEFAULT_BANDS
+    from .policy import NEEDS_INPUT as NEEDS_INPUT
+    from .policy import Bands as Bands
+    from .policy import GateResult as GateResult
+    from .policy import JudgedAnswer as JudgedAnswer
+    from .policy import Policy as Policy
+    from .policy import Request as Request
+    from .policy import Rule as Rule
     from .questions import MAX_CHOICE_OPTIONS as MAX_CHOICE_OPTIONS
     from .questions import MAX_SCORE_LEVELS as MAX_SCORE_LEVELS
     from .questions import MIN_SCORE_LEVELS as MIN_SCORE_LEVELS
