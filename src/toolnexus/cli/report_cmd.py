@@ -21,6 +21,7 @@ from .errors import EXIT_CONDITION, CliError, one_line
 from .render.formats import ReportFormat
 
 if TYPE_CHECKING:
+    from ..report.conditions import Condition
     from ..report.model import Report
 
 #: ``--jobs`` at most: more processes than this only add start-up and memory.
@@ -71,6 +72,35 @@ def _write_thresholds(path: str, report: Report) -> None:
         sys.stderr.write(f"toolnexus: warning: {path}: {one_line(line)}\n")
 
 
+def junit_xml(results: list[tuple[Condition, str | None]]) -> str:
+    """JUnit XML with one test case per ``--fail-on`` condition: a failure when it was met (its
+    message names where and the first ids), a pass otherwise. What CI systems read."""
+    from xml.etree import ElementTree as ET
+
+    failed = sum(1 for _, met in results if met is not None)
+    suite = ET.Element(
+        "testsuite",
+        name="toolnexus report --fail-on",
+        tests=str(len(results)),
+        failures=str(failed),
+        errors="0",
+    )
+    for condition, met in results:
+        case = ET.SubElement(suite, "testcase", classname="toolnexus.report", name=condition.text)
+        if met is not None:
+            ET.SubElement(case, "failure", message=f"--fail-on met: {met}").text = met
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, "unicode") + "\n"
+
+
+def _write_junit(path: str, results: list[tuple[Condition, str | None]]) -> None:
+    try:
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            f.write(junit_xml(results))
+    except OSError as e:
+        raise CliError(f"{path}: cannot write: {e.strerror or type(e).__name__}") from None
+
+
 def report_command(
     runs: Annotated[
         list[str],
@@ -86,8 +116,8 @@ def report_command(
         typer.Option(
             "--labels",
             help="JSONL, CSV or Parquet: an id column and one column per question key (noul "
-            "true/false, choice option, score level index or label); an empty cell is "
-            "unlabelled.",
+            "true/false, choice option, score level index or label) or gate (the action each "
+            "record should get); an empty cell is unlabelled.",
             metavar="FILE",
             show_default=False,
         ),
@@ -168,7 +198,19 @@ def report_command(
             '"ece>0.1,near-uniform>0.05,errors>0". Names: the scalar metrics (rps for score), '
             "near-uniform, uncertain, uncalibrated (shares), errors, invalid (counts), "
             "changed (two runs); ece>floor: above the noise floor's p95; KEY.NAME limits one "
-            "to a question.",
+            "to a question. A gate is a KEY too: escalated (share), accuracy (against a labels "
+            "column named after it); with two runs and --labels: fixes, breaks (counts) and "
+            'mcnemar_p, e.g. "merge.breaks>0,merge.mcnemar_p<0.05".',
+            show_default=False,
+        ),
+    ] = None,
+    junit: Annotated[
+        str | None,
+        typer.Option(
+            "--junit",
+            help="Write JUnit XML to FILE: one test case per --fail-on condition, failed when "
+            "it is met.",
+            metavar="FILE",
             show_default=False,
         ),
     ] = None,
@@ -180,7 +222,7 @@ def report_command(
     """
     from ..report.build import build_report
     from ..report.charts import MissingChartLibrary
-    from ..report.conditions import evaluate, parse_conditions
+    from ..report.conditions import check, parse_conditions
     from ..report.runs import ReportInputError
     from .render import ReportResult, default_format, render
 
@@ -194,6 +236,8 @@ def report_command(
         raise CliError("--target-precision needs --labels: precision is measured on labels")
     if write_thresholds is not None and target_precision is None:
         raise CliError("--write-thresholds needs --target-precision: the pairs are searched for it")
+    if junit is not None and not fail_on:
+        raise CliError("--junit writes one test case per --fail-on condition: give --fail-on")
     if fit_calibration is not None and labels is None:
         raise CliError("--fit-calibration needs --labels: a map is fitted on labelled answers")
     # A labelled report loads numpy for its metrics: elementwise sums and counts, never a
@@ -218,9 +262,12 @@ def report_command(
     for warning in report.warnings:
         sys.stderr.write(f"toolnexus: warning: {one_line(warning)}\n")
     try:
-        met = evaluate(conditions, report)
+        results = check(conditions, report)
     except ReportInputError as e:
         raise CliError(str(e)) from None
+    met = [m for _, m in results if m is not None]
+    if junit is not None:
+        _write_junit(junit, results)
     if write_thresholds is not None:
         _write_thresholds(write_thresholds, report)
     chosen = fmt or _format_for(output) or default_format()

@@ -57,10 +57,13 @@ def build_report(
 
         fitted, skipped = fit(stats[0], fit_calibration)
         warnings += skipped
+    from .judged import judge_section
+
+    gates, paired = judge_section(runs, labels)
     problem = None
     if labels is not None:
         warnings += labels.notes
-        problem = _check_labels(labels, stats, id_field, warnings)
+        problem = _check_labels(labels, stats, id_field, warnings, list(gates or ()))
     return Report(
         records=first.records,
         labelled=first.labelled,
@@ -71,16 +74,23 @@ def build_report(
         warnings=tuple(warnings),
         calibration_fit=fitted,
         labels_problem=problem,
+        gates=gates,
+        paired=paired,
     )
 
 
 def _check_labels(
-    labels: Labels, stats: list[RunStats], id_field: str, warnings: list[str]
+    labels: Labels,
+    stats: list[RunStats],
+    id_field: str,
+    warnings: list[str],
+    gates: list[str] | None = None,
 ) -> str | None:
     """Warn about label columns that name no question and labelled ids that no run answered;
     return why the last run (the one ``--fail-on`` judges) has no labelled answer, if it has
-    none (issue 31 item 9: say what did not match)."""
-    asked = list(dict.fromkeys(k for s in stats for k in s.questions))
+    none (issue 31 item 9: say what did not match). A column named after a ``gates`` name holds
+    the outcome each record should get (issue 35): not a stray column."""
+    asked = list(dict.fromkeys([*(k for s in stats for k in s.questions), *(gates or ())]))
     shown_keys = ", ".join(repr(k) for k in asked) or "none"
     stray = [k for k in labels.labelled_keys() if k not in asked]
     if stray:

@@ -411,6 +411,17 @@ def print_report(report: Report, console: Any, *, plain: bool) -> None:
         if fit.provenance_note:
             console.print(Text(fit.provenance_note))
         console.print(_fit_table(fit))
+    if report.gates or report.paired:
+        from .judged import gates_table, outcomes_lines, paired_table
+
+        if report.gates:
+            heading("gates (the question file's policies; escalated: declined to decide)")
+            console.print(gates_table(report.gates))
+            for line in outcomes_lines(report.gates):
+                console.print(Text(line))
+        if report.paired:
+            heading("paired against labels (first run, then second)")
+            console.print(paired_table(report.paired))
     comparison = report.comparison
     if comparison:
         heading("comparison")
