@@ -204,6 +204,26 @@ def report_command(
             show_default=False,
         ),
     ] = None,
+    gates: Annotated[
+        str | None,
+        typer.Option(
+            "--gates",
+            help="A question file whose gates: to sweep over the run against the labels column "
+            "named after each gate (its outcome): per floor and outcome, records let through "
+            "and held, and per rule question caught by direction, by confidence and alone.",
+            metavar="QUESTIONS.yaml",
+            show_default=False,
+        ),
+    ] = None,
+    floors: Annotated[
+        str | None,
+        typer.Option(
+            "--floors",
+            help="With --gates: the floors, e.g. 0.5,0.8,0.9 or 0.50:0.95:0.05 (the default). A "
+            "floor f is thresholds yes=f, no=1-f (or bands high=f, low=1-f), in hundredths.",
+            show_default=False,
+        ),
+    ] = None,
     junit: Annotated[
         str | None,
         typer.Option(
@@ -224,6 +244,7 @@ def report_command(
     from ..report.charts import MissingChartLibrary
     from ..report.conditions import check, parse_conditions
     from ..report.runs import ReportInputError
+    from ..report.sweep import parse_floors
     from .render import ReportResult, default_format, render
 
     if not 1 <= len(runs) <= 2:
@@ -236,6 +257,16 @@ def report_command(
         raise CliError("--target-precision needs --labels: precision is measured on labels")
     if write_thresholds is not None and target_precision is None:
         raise CliError("--write-thresholds needs --target-precision: the pairs are searched for it")
+    if floors is not None and gates is None:
+        raise CliError("--floors needs --gates: the floors are those of the file's gates")
+    sweep_gates = None
+    if gates is not None:
+        from .questionfile import load_question_file
+
+        (_, gate_questions), policies = load_question_file(gates)
+        if not policies:
+            raise CliError(f"{gates}: no gates: to sweep (add a gates: section)")
+        sweep_gates = (policies, gate_questions)
     if junit is not None and not fail_on:
         raise CliError("--junit writes one test case per --fail-on condition: give --fail-on")
     if fit_calibration is not None and labels is None:
@@ -255,6 +286,8 @@ def report_command(
             jobs=jobs,
             intervals=intervals,
             fit_calibration=fit_calibration,
+            sweep_gates=sweep_gates,
+            floors=parse_floors(floors) if sweep_gates is not None else None,
         )
     except ReportInputError as e:
         raise CliError(str(e)) from None

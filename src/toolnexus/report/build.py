@@ -3,7 +3,9 @@ that every output format renders (``report.schema.json`` describes its JSON)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from itertools import islice
+from typing import TYPE_CHECKING
 
 from .aggregation import RunStats
 from .compare import compare_runs
@@ -11,6 +13,11 @@ from .finish import question_reports
 from .labels import Labels, read_labels
 from .model import Comparison, Report
 from .reader import read_run
+
+if TYPE_CHECKING:
+    from ..policy import Policy
+    from ..questions import Question
+    from .sweep import GateSweep
 
 __all__ = ["Report", "build_report"]
 
@@ -24,6 +31,8 @@ def build_report(
     jobs: int | None = None,
     intervals: bool | None = None,
     fit_calibration: str | None = None,
+    sweep_gates: tuple[Mapping[str, Policy], Mapping[str, Question]] | None = None,
+    floors: Sequence[int] | None = None,
 ) -> Report:
     """Read ``runs`` (one or two files) and, with ``labels_path``, join labels by id; ``jobs``
     processes count a long run's chunks (default: one per CPU, at most 8); ``intervals``: every ECE
@@ -63,7 +72,8 @@ def build_report(
     problem = None
     if labels is not None:
         warnings += labels.notes
-        problem = _check_labels(labels, stats, id_field, warnings, list(gates or ()))
+        outcome_columns = [*(gates or ()), *(sweep_gates[0] if sweep_gates else ())]
+        problem = _check_labels(labels, stats, id_field, warnings, outcome_columns)
     return Report(
         records=first.records,
         labelled=first.labelled,
@@ -76,7 +86,23 @@ def build_report(
         labels_problem=problem,
         gates=gates,
         paired=paired,
+        sweeps=_sweeps(runs[-1], sweep_gates, labels, floors),
     )
+
+
+def _sweeps(
+    run: str,
+    sweep_gates: tuple[Mapping[str, Policy], Mapping[str, Question]] | None,
+    labels: Labels | None,
+    floors: Sequence[int] | None,
+) -> dict[str, GateSweep] | None:
+    """``--gates FILE``: the file's gates swept over the judged run (issue 35 item 3)."""
+    if sweep_gates is None:
+        return None
+    from .sweep import DEFAULT_FLOORS, sweep
+
+    policies, questions = sweep_gates
+    return sweep(run, policies, questions, labels, floors or DEFAULT_FLOORS)
 
 
 def _check_labels(
@@ -90,9 +116,9 @@ def _check_labels(
     return why the last run (the one ``--fail-on`` judges) has no labelled answer, if it has
     none (issue 31 item 9: say what did not match). A column named after a ``gates`` name holds
     the outcome each record should get (issue 35): not a stray column."""
-    asked = list(dict.fromkeys([*(k for s in stats for k in s.questions), *(gates or ())]))
+    asked = list(dict.fromkeys(k for s in stats for k in s.questions))
     shown_keys = ", ".join(repr(k) for k in asked) or "none"
-    stray = [k for k in labels.labelled_keys() if k not in asked]
+    stray = [k for k in labels.labelled_keys() if k not in asked and k not in (gates or ())]
     if stray:
         warnings.append(
             f"{labels.path}: {'column' if len(stray) == 1 else 'columns'} "

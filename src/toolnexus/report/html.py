@@ -401,6 +401,10 @@ def report_html(report: Report) -> str:
         for key, q in labelled:
             parts.append(_metrics(key, q, charts))
     parts.append(_fit(report))
+    if report.gates or report.paired or report.sweeps:
+        from .judgedhtml import judged_html
+
+        parts.append(judged_html(report))
     if report.comparison:
         parts.append(_comparison(report.comparison, questions, charts))
     parts.append("</body></html>\n")

@@ -29,6 +29,7 @@ from .figures import (
     ThresholdPair,
 )
 from .judged import GateReport, PairedCount
+from .sweep import GateSweep
 
 T = TypeVar("T")
 
@@ -443,6 +444,8 @@ class Report:
     gates: Mapping[str, GateReport] | None = field(default=None, metadata=OMIT_NONE)
     #: two runs and labels: per question and gate, fixes, breaks and McNemar's p (issue 35)
     paired: Mapping[str, PairedCount] | None = field(default=None, metadata=OMIT_NONE)
+    #: ``--gates FILE``: each gate swept over ``--floors`` against its outcome labels (issue 35)
+    sweeps: Mapping[str, GateSweep] | None = field(default=None, metadata=OMIT_NONE)
 
     @property
     def judged(self) -> Mapping[str, QuestionReport]:

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...report.judged import GateReport, PairedCount
+from ...report.sweep import GateSweep
 
-__all__ = ["gates_table", "outcomes_lines", "paired_table"]
+__all__ = ["gates_table", "outcomes_lines", "paired_table", "sweep_table"]
 
 
 def _table(*columns: str, right: tuple[str, ...] = ()) -> Any:
@@ -65,5 +66,21 @@ def paired_table(paired: Mapping[str, PairedCount]) -> Any:
             str(p.both_right),
             str(p.both_wrong),
             f"{p.mcnemar_p:.4g}",
+        )
+    return table
+
+
+def sweep_table(sweep: GateSweep) -> Any:
+    """One row per floor and outcome; per rule question, caught by direction / by confidence /
+    alone."""
+    keys = list(sweep.rows[0].questions) if sweep.rows else []
+    heads = ("floor", "outcome", "n", "let through", "held")
+    table = _table(
+        *heads, *(f"{k} dir/conf/alone" for k in keys), right=("n", "let through", "held")
+    )
+    for r in sweep.rows:
+        cells = [f"{c.direction}/{c.confidence}/{c.alone}" for c in r.questions.values()]
+        table.add_row(
+            f"{r.floor:.2f}", r.outcome, str(r.n), str(r.let_through), str(r.held), *cells
         )
     return table

@@ -411,8 +411,15 @@ def print_report(report: Report, console: Any, *, plain: bool) -> None:
         if fit.provenance_note:
             console.print(Text(fit.provenance_note))
         console.print(_fit_table(fit))
-    if report.gates or report.paired:
-        from .judged import gates_table, outcomes_lines, paired_table
+    if report.gates or report.paired or report.sweeps:
+        from .judged import gates_table, outcomes_lines, paired_table, sweep_table
+
+        for name, sweep in (report.sweeps or {}).items():
+            heading(
+                f"sweep of gate {name} ({sweep.cut_points}; let through: {sweep.default}; per "
+                "question: caught by direction/by confidence/alone)"
+            )
+            console.print(sweep_table(sweep))
 
         if report.gates:
             heading("gates (the question file's policies; escalated: declined to decide)")
