@@ -28,7 +28,7 @@ _SKIP: Mapping[str, str] = {"json": "skip"}  # model.SKIP (model imports this mo
 _OMIT_NONE: Mapping[str, str] = {"json": "omit_none"}
 #: Ids named in a --fail-on message, at most (accumulators.FIRST_IDS).
 _FIRST_IDS = 5
-_TRUTH = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+LABEL_TRUTH = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def _right(answer: Any, label: str) -> bool | None:
         return None
     kind = answer.get("type")
     if kind == "noul":
-        truth = _TRUTH.get(label.lower())
+        truth = LABEL_TRUTH.get(label.lower())
         p = answer.get("noul")
         if truth is None or not isinstance(p, int | float):
             return None
@@ -103,7 +103,7 @@ def _right(answer: Any, label: str) -> bool | None:
     return None
 
 
-def _decided(path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def decided_records(path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """``(id, record)`` for each decided record of a run (errors and non-records left out)."""
     for _, obj in iter_records(path):
         if isinstance(obj, Mapping) and "error" not in obj and "id" in obj:
@@ -112,7 +112,7 @@ def _decided(path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
 
 def _has_gates(path: str) -> bool:
     """A run's records carry gates when its first decided record does (one question file)."""
-    for _, record in _decided(path):
+    for _, record in decided_records(path):
         return isinstance(record.get("gates"), Mapping)
     return False
 
@@ -122,7 +122,7 @@ def _gate_reports(path: str, labels: Labels | None) -> dict[str, GateReport]:
     escalated: Counter[str] = Counter()
     first_ids: dict[str, list[str]] = {}
     outcomes: dict[str, dict[str, Counter[str]]] = {}
-    for item_id, record in _decided(path):
+    for item_id, record in decided_records(path):
         gates = record.get("gates")
         if not isinstance(gates, Mapping):
             continue
@@ -168,7 +168,7 @@ def _gate_reports(path: str, labels: Labels | None) -> dict[str, GateReport]:
 def _verdicts(path: str, labels: Labels) -> dict[str, dict[str, bool]]:
     """Per question or gate, per labelled id: whether the run got it right."""
     out: dict[str, dict[str, bool]] = {}
-    for item_id, record in _decided(path):
+    for item_id, record in decided_records(path):
         row = labels.rows.get(item_id)
         if row is None:
             continue
