@@ -265,6 +265,24 @@ def report_command(
             show_default=False,
         ),
     ] = None,
+    selective: Annotated[
+        bool,
+        typer.Option(
+            "--selective",
+            help="With --labels: per question, risk against coverage when answering only above "
+            "a confidence floor (noul: max(p, 1-p)), and its area (AURC).",
+        ),
+    ] = False,
+    target_risk: Annotated[
+        float | None,
+        typer.Option(
+            "--target-risk",
+            help="With --labels: the largest coverage whose risk (error rate) is at most R, "
+            "and the floor that gives it (implies --selective).",
+            metavar="R",
+            show_default=False,
+        ),
+    ] = None,
     junit: Annotated[
         str | None,
         typer.Option(
@@ -298,6 +316,10 @@ def report_command(
         raise CliError("--target-precision needs --labels: precision is measured on labels")
     if write_thresholds is not None and target_precision is None:
         raise CliError("--write-thresholds needs --target-precision: the pairs are searched for it")
+    if (selective or target_risk is not None) and labels is None:
+        raise CliError("--selective and --target-risk need --labels: risk is measured on labels")
+    if target_risk is not None and not 0.0 <= target_risk <= 1.0:
+        raise CliError(f"--target-risk takes an error rate in [0, 1], got {target_risk}")
     if floors is not None and gates is None:
         raise CliError("--floors needs --gates: the floors are those of the file's gates")
     sweep_gates = None
@@ -329,6 +351,8 @@ def report_command(
             fit_calibration=fit_calibration,
             sweep_gates=sweep_gates,
             floors=parse_floors(floors) if sweep_gates is not None else None,
+            selective=selective,
+            target_risk=target_risk,
         )
     except ReportInputError as e:
         raise CliError(str(e)) from None

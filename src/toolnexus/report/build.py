@@ -13,6 +13,7 @@ from .finish import question_reports
 from .labels import Labels, read_labels
 from .model import Comparison, Report
 from .reader import read_run
+from .selective import selective_reports
 
 if TYPE_CHECKING:
     from ..policy import Policy
@@ -33,6 +34,8 @@ def build_report(
     fit_calibration: str | None = None,
     sweep_gates: tuple[Mapping[str, Policy], Mapping[str, Question]] | None = None,
     floors: Sequence[int] | None = None,
+    selective: bool = False,
+    target_risk: float | None = None,
 ) -> Report:
     """Read ``runs`` (one or two files) and, with ``labels_path``, join labels by id; ``jobs``
     processes count a long run's chunks (default: one per CPU, at most 8); ``intervals``: every ECE
@@ -87,6 +90,11 @@ def build_report(
         gates=gates,
         paired=paired,
         sweeps=_sweeps(runs[-1], sweep_gates, labels, floors),
+        selective=(
+            selective_reports(runs[0], labels, target_risk)
+            if labels is not None and (selective or target_risk is not None)
+            else None
+        ),
     )
 
 

@@ -401,7 +401,7 @@ def report_html(report: Report) -> str:
         for key, q in labelled:
             parts.append(_metrics(key, q, charts))
     parts.append(_fit(report))
-    if report.gates or report.paired or report.sweeps:
+    if report.gates or report.paired or report.sweeps or report.selective:
         from .judgedhtml import judged_html
 
         parts.append(judged_html(report))

@@ -29,6 +29,7 @@ from .figures import (
     ThresholdPair,
 )
 from .judged import GateReport, PairedCount
+from .selective import SelectiveReport
 from .sweep import GateSweep
 
 T = TypeVar("T")
@@ -446,6 +447,8 @@ class Report:
     paired: Mapping[str, PairedCount] | None = field(default=None, metadata=OMIT_NONE)
     #: ``--gates FILE``: each gate swept over ``--floors`` against its outcome labels (issue 35)
     sweeps: Mapping[str, GateSweep] | None = field(default=None, metadata=OMIT_NONE)
+    #: ``--selective``: per labelled question of the first run, risk against coverage (issue 35)
+    selective: Mapping[str, SelectiveReport] | None = field(default=None, metadata=OMIT_NONE)
 
     @property
     def judged(self) -> Mapping[str, QuestionReport]:

@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...report.judged import GateReport, PairedCount
+from ...report.selective import SelectiveReport
 from ...report.sweep import GateSweep
 
-__all__ = ["gates_table", "outcomes_lines", "paired_table", "sweep_table"]
+__all__ = ["gates_table", "outcomes_lines", "paired_table", "selective_table", "sweep_table"]
 
 
 def _table(*columns: str, right: tuple[str, ...] = ()) -> Any:
@@ -83,4 +84,16 @@ def sweep_table(sweep: GateSweep) -> Any:
         table.add_row(
             f"{r.floor:.2f}", r.outcome, str(r.n), str(r.let_through), str(r.held), *cells
         )
+    return table
+
+
+def selective_table(selective: Mapping[str, SelectiveReport]) -> Any:
+    """One row per question: labelled answers, AURC, and the coverage at the target risk."""
+    cols = ("n", "aurc", "coverage at target", "floor")
+    table = _table("key", *cols, right=cols)
+    for key, s in selective.items():
+        at = "-" if s.coverage_at_target is None else f"{s.coverage_at_target:.1%}"
+        floor = "-" if s.floor_at_target is None else f"{s.floor_at_target:.3g}"
+        aurc = "-" if s.aurc is None else f"{s.aurc:.4f}"
+        table.add_row(key, str(s.n), aurc, at, floor)
     return table

@@ -411,8 +411,14 @@ def print_report(report: Report, console: Any, *, plain: bool) -> None:
         if fit.provenance_note:
             console.print(Text(fit.provenance_note))
         console.print(_fit_table(fit))
-    if report.gates or report.paired or report.sweeps:
-        from .judged import gates_table, outcomes_lines, paired_table, sweep_table
+    if report.gates or report.paired or report.sweeps or report.selective:
+        from .judged import gates_table, outcomes_lines, paired_table, selective_table, sweep_table
+
+        if report.selective:
+            target = next(iter(report.selective.values())).target_risk
+            said = f"; coverage at risk <= {target:g}" if target is not None else ""
+            heading(f"selective prediction (answering above a confidence floor{said})")
+            console.print(selective_table(report.selective))
 
         for name, sweep in (report.sweeps or {}).items():
             heading(
