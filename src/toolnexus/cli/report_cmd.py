@@ -95,11 +95,11 @@ def _write_thresholds(path: str, report: Report, guards: Mapping[str, GuardedPai
         sys.stderr.write(f"toolnexus: warning: {path}: {one_line(line)}\n")
 
 
-def _guards(run: str, labels: str, id_field: str, report: Report) -> dict[str, GuardedPair]:
+def _guards(run: str, labels: list[str], id_field: str, report: Report) -> dict[str, GuardedPair]:
     """Each pair the report found, chosen again on bootstrap resamples (``report.floors``):
     only when a pair is to be written, so the bootstrap runs only when a target is asked."""
+    from ..report.build import read_all_labels
     from ..report.floors import guard_pairs
-    from ..report.labels import read_labels
 
     targets = {}
     for key, q in report.questions.items():
@@ -108,7 +108,7 @@ def _guards(run: str, labels: str, id_field: str, report: Report) -> dict[str, G
             targets[key] = pair.target_precision
     if not targets:
         return {}
-    return guard_pairs(run, read_labels(labels, id_field), targets)
+    return guard_pairs(run, read_all_labels(labels, id_field), targets)
 
 
 def junit_xml(results: list[tuple[Condition, str | None]]) -> str:
@@ -151,12 +151,13 @@ def report_command(
         ),
     ],
     labels: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--labels",
             help="JSONL, CSV or Parquet: an id column and one column per question key (noul "
             "true/false, choice option, score level index or label) or gate (the action each "
-            "record should get); an empty cell is unlabelled.",
+            "record should get); an empty cell is unlabelled, a column named #... a comment. "
+            "Repeat it to merge files (a filled --review-out file refines the labels).",
             metavar="FILE",
             show_default=False,
         ),
@@ -283,6 +284,18 @@ def report_command(
             show_default=False,
         ),
     ] = None,
+    review_out: Annotated[
+        str | None,
+        typer.Option(
+            "--review-out",
+            help="Write the records to review as a CSV a person can open: those a gate "
+            "escalated (or held, with --gates), or with an uncertain, near-uniform or invalid "
+            "answer; answers, actions and reasons in #... columns, empty label columns. The "
+            "filled file is a --labels file.",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ] = None,
     junit: Annotated[
         str | None,
         typer.Option(
@@ -366,6 +379,15 @@ def report_command(
     met = [m for _, m in results if m is not None]
     if junit is not None:
         _write_junit(junit, results)
+    if review_out is not None:
+        from ..report.review import write_review
+
+        defaults = {n: p.default for n, p in sweep_gates[0].items()} if sweep_gates else None
+        try:
+            queued = write_review(runs[-1], review_out, defaults)
+        except ReportInputError as e:
+            raise CliError(str(e)) from None
+        sys.stderr.write(f"toolnexus: {review_out}: {queued} records to review\n")
     if write_thresholds is not None:
         assert labels is not None  # --target-precision, which it needs, needs --labels
         try:

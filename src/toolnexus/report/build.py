@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from .aggregation import RunStats
 from .compare import compare_runs
 from .finish import question_reports
-from .labels import Labels, read_labels
+from .labels import Labels, merge_labels, read_labels
 from .model import Comparison, Report
 from .reader import read_run
 from .selective import selective_reports
@@ -26,7 +26,7 @@ __all__ = ["Report", "build_report"]
 def build_report(
     runs: list[str],
     *,
-    labels_path: str | None = None,
+    labels_path: str | Sequence[str] | None = None,
     id_field: str = "id",
     target_precision: float | None = None,
     jobs: int | None = None,
@@ -42,7 +42,7 @@ def build_report(
     with its bootstrap interval and noise floor (issue 24; numpy; ``None``: for a question of at
     most ``AUTO_INTERVALS_MAX`` labelled answers); ``fit_calibration``: fit a
     recalibration map per labelled key of the first run and write them to that file."""
-    labels = read_labels(labels_path, id_field) if labels_path else None
+    labels = read_all_labels(labels_path, id_field) if labels_path else None
     two = len(runs) == 2
     warnings: list[str] = []
     first = read_run(runs[0], labels, snapshot=two, jobs=jobs, warnings=warnings)
@@ -96,6 +96,13 @@ def build_report(
             else None
         ),
     )
+
+
+def read_all_labels(paths: str | Sequence[str], id_field: str = "id") -> Labels:
+    """One labels file, or several merged (``--labels A --labels B``: ``merge_labels``)."""
+    if isinstance(paths, str):
+        return read_labels(paths, id_field)
+    return merge_labels([read_labels(p, id_field) for p in paths])
 
 
 def _sweeps(
