@@ -42,7 +42,7 @@ gates:
     default: permit
     thresholds: {"yes": 0.8, "no": 0.2}
 """
-#: Values that sit exactly on a floor or on 1 - floor (0.35 = 1 - 0.65 misses in floats).
+#: Values that sit exactly on a floor or on 1 - floor (0.1 misses 1 - 0.9 in floats).
 EDGES = [0.05, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 0.9, 0.95]
 
 

@@ -5,8 +5,8 @@ A floor ``f`` sets the policy's cut-points and keeps its rules: with seed 004's 
 ``thresholds``, ``yes = f`` and ``no = 1 - f``; with §8B's exclusive ``bands`` (a policy's
 default), ``high = f`` and ``low = 1 - f``; ``min_confidence`` (choice, score) is ``f`` too. The
 cut-points are built from integer hundredths (``no = (100 - F) / 100``), so a two-decimal
-answer at exactly ``1 - f`` compares equal, as it does in hundredths: ``1 - 0.65`` is
-``0.35000000000000003`` in floating point and would miss ``p = 0.35``.
+answer at exactly ``1 - f`` compares equal, as it does in hundredths: ``1 - 0.9`` is
+``0.09999999999999998`` in floating point and would miss ``p = 0.1``.
 
 Per floor and per outcome (the labels column named after the gate, in the user's words): the
 records the policy let through (its default action), those it held (any other action or an
