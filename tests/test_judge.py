@@ -37,7 +37,8 @@ from toolnexus import (
     Tape,
     TapeMiss,
 )
-from toolnexus.policy import decide, read_answer
+from toolnexus.bands import read_answer
+from toolnexus.policy import decide
 
 LEVELS = ["needs product input", "needs investigation", "fixable from the report"]
 QUESTIONS: dict[str, Any] = {

@@ -22,6 +22,7 @@ PURE = {
     "failures.py",
     "records/decision.py",
     "policy.py",
+    "bands.py",
 }
 HTTP = {
     "transport/aiohttp_adapter.py",

@@ -69,6 +69,7 @@ RANKS: dict[str, int] = {
     "toolnexus.telemetry_attrs": CORE,
     "toolnexus.consistency": CORE,
     "toolnexus.policy": CORE,  # SPEC §8B's judge rules over answers (issue 35)
+    "toolnexus.bands": CORE,  # how an answer reads for the judge layer (issue 35)
     # config
     "toolnexus.config": CONFIG,
     "toolnexus.options": CONFIG,

@@ -29,6 +29,11 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "IMAGES_HEADER",
         "Backend",
     ),
+    "bands": (
+        "DEFAULT_BANDS",
+        "Bands",
+        "JudgedAnswer",
+    ),
     "batch": (
         "BoundState",
         "BoundStates",
@@ -129,11 +134,8 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "Verdict",
     ),
     "policy": (
-        "DEFAULT_BANDS",
         "NEEDS_INPUT",
-        "Bands",
         "GateResult",
-        "JudgedAnswer",
         "Policy",
         "Request",
         "Rule",
@@ -180,6 +182,9 @@ if TYPE_CHECKING:
     from .backends import BACKENDS as BACKENDS
     from .backends import IMAGES_HEADER as IMAGES_HEADER
     from .backends import Backend as Backend
+    from .bands import DEFAULT_BANDS as DEFAULT_BANDS
+    from .bands import Bands as Bands
+    from .bands import JudgedAnswer as JudgedAnswer
     from .batch import BoundState as BoundState
     from .batch import BoundStates as BoundStates
     from .batch import StateResult as StateResult
@@ -255,11 +260,8 @@ if TYPE_CHECKING:
     from .options import ErrorInfo as ErrorInfo
     from .options import RecordedDecision as RecordedDecision
     from .options import Verdict as Verdict
-    from .policy import DEFAULT_BANDS as DEFAULT_BANDS
     from .policy import NEEDS_INPUT as NEEDS_INPUT
-    from .policy import Bands as Bands
     from .policy import GateResult as GateResult
-    from .policy import JudgedAnswer as JudgedAnswer
     from .policy import Policy as Policy
     from .policy import Request as Request
     from .policy import Rule as Rule

@@ -16,21 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .bands import Bands, JudgedAnswer, as_bands, read_answer
 from .classifier import Classifier
 from .decision import Decision
 from .errors import ConfigError, QuestionError, TapeMiss
 from .factory import create_classifier
-from .policy import (
-    Bands,
-    GateResult,
-    JudgedAnswer,
-    Policy,
-    Rule,
-    as_bands,
-    as_rules,
-    decide,
-    read_answer,
-)
+from .policy import GateResult, Policy, Rule, as_rules, decide
 from .questions import Question
 
 __all__ = ["Tape", "ask", "gate"]

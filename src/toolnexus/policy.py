@@ -13,26 +13,30 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer
+from .bands import (
+    DEFAULT_BANDS,
+    Bands,
+    JudgedAnswer,
+    as_bands,
+    as_thresholds,
+    read_exclusive,
+    read_inclusive,
+)
 from .errors import ConfigError
 from .questions import Question
-from .validation import Band, threshold_band
+from .validation import merged_thresholds
 from .validity import validate_answers
 
 __all__ = [
-    "DEFAULT_BANDS",
     "NEEDS_INPUT",
-    "Bands",
     "GateResult",
-    "JudgedAnswer",
     "Policy",
     "Request",
     "Rule",
     "decide",
-    "read_answer",
 ]
 
 #: The action of every escalation (§8B): the gate declines to decide and asks for input.
@@ -40,111 +44,6 @@ NEEDS_INPUT = "needs_input"
 #: The Request id and reason of the no-rule-fired escalation (a Policy with an empty default).
 DEFAULT_REQUEST_ID = "gate:default"
 NO_RULE_FIRED = "no rule fired"
-
-
-def _unit(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(f"classifier: {name} must be a number in 0..1, got {value!r}")
-    if not 0 <= value <= 1:
-        raise ConfigError(f"classifier: {name} must be a number in 0..1, got {value!r}")
-    return float(value)
-
-
-@dataclass(frozen=True)
-class Bands:
-    """§8B's cut-points, EXCLUSIVE on the confident side: noul ``p < low`` is no, ``p > high``
-    is yes, else uncertain; a choice is sure iff ``confidence > high`` and not near-uniform, a
-    score iff ``confidence > high``. A threshold tuned against one backend does not transfer
-    to another."""
-
-    low: float = 0.30
-    high: float = 0.70
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "low", _unit("bands.low", self.low))
-        object.__setattr__(self, "high", _unit("bands.high", self.high))
-        if self.low > self.high:
-            raise ConfigError(
-                f"classifier: bands.low ({self.low}) must not be above bands.high ({self.high})"
-            )
-
-
-#: §8B's default bands, the default of ask / gate (seed 004: they stay the default, beside
-#: the inclusive ``DEFAULT_THRESHOLDS``).
-DEFAULT_BANDS = Bands()
-
-
-def as_bands(value: Bands | Mapping[str, Any] | None) -> Bands | None:
-    if value is None or isinstance(value, Bands):
-        return value
-    if isinstance(value, Mapping):
-        unknown = sorted(set(value) - {"low", "high"})
-        if unknown:
-            raise ConfigError(f"classifier: unknown band {unknown[0]!r} (low, high)")
-        return Bands(**value)
-    raise ConfigError(f"classifier: bands must be Bands or a mapping, got {type(value).__name__}")
-
-
-def _thresholds(value: Mapping[str, Any] | None) -> Mapping[str, float] | None:
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"classifier: thresholds must be a mapping, got {type(value).__name__}")
-    threshold_band(NoulAnswer(0.5), value)  # the one check of names and ranges
-    return MappingProxyType(dict(value))
-
-
-@dataclass(frozen=True)
-class JudgedAnswer:
-    """One answer as ``ask`` reads it: a noul carries ``band`` (yes | no | uncertain), a
-    choice or score carries ``sure``; a raw answer is uncertain (``sure`` False)."""
-
-    answer: Answer
-    band: Band | None = None
-    sure: bool | None = None
-
-    def value(self) -> float | None:
-        """The one number: noul probability, score value, choice confidence (None: raw)."""
-        a = self.answer
-        if isinstance(a, NoulAnswer):
-            return a.noul
-        if isinstance(a, ScoreAnswer):
-            return a.score
-        if isinstance(a, ChoiceAnswer):
-            return a.confidence
-        return None
-
-    def choice(self) -> str | None:
-        """The picked option of a choice answer (None for every other type)."""
-        return self.answer.choice if isinstance(self.answer, ChoiceAnswer) else None
-
-    @property
-    def certain(self) -> bool:
-        """A noul on a confident side, or a sure choice/score."""
-        return self.band in ("yes", "no") or self.sure is True
-
-
-def read_answer(
-    answer: Answer, bands: Bands | None = None, thresholds: Mapping[str, float] | None = None
-) -> JudgedAnswer:
-    """``answer`` against the exclusive ``bands`` (default ``DEFAULT_BANDS``) or, given,
-    seed 004's inclusive ``thresholds`` (``threshold_band``: no near-uniform demotion)."""
-    if thresholds is not None:
-        band = threshold_band(answer, thresholds)
-        if isinstance(answer, NoulAnswer):
-            return JudgedAnswer(answer, band=band)
-        return JudgedAnswer(answer, sure=band == "yes")
-    b = bands or DEFAULT_BANDS
-    if isinstance(answer, NoulAnswer):
-        p = answer.noul
-        return JudgedAnswer(
-            answer, band="no" if p < b.low else "yes" if p > b.high else "uncertain"
-        )
-    if isinstance(answer, ChoiceAnswer):
-        return JudgedAnswer(answer, sure=answer.confidence > b.high and not answer.near_uniform)
-    if isinstance(answer, ScoreAnswer):
-        return JudgedAnswer(answer, sure=answer.confidence > b.high)
-    return JudgedAnswer(answer, sure=False)
 
 
 _CONDITIONS = ("below", "at_least", "is_")
@@ -246,35 +145,48 @@ class Request:
 
 @dataclass(frozen=True)
 class GateResult:
-    """What a gate decided: ``action`` (``needs_input`` when ``escalated``), ``target``, the
-    Request of an escalation, ``reason`` (the escalation's exact reason; for a fired rule its
-    condition; ``no rule fired`` for the default), ``question`` (the rule's key, ``""`` for
-    the default) and ``rule`` (the 0-based index of the rule that fired or escalated)."""
+    """What a gate decided: ``action`` (``needs_input`` when ``escalated``), ``target``,
+    ``reason`` (the escalation's exact reason; for a fired rule its condition; ``no rule
+    fired`` for the default), ``question`` (the rule's key, ``""`` for the default), ``rule``
+    (the 0-based index of the rule that fired or escalated) and, for an escalation, the §10
+    ``request``."""
 
     action: str
     target: str = ""
     escalated: bool = False
-    request: Request | None = None
     reason: str = ""
     question: str = ""
     rule: int | None = None
+    #: the answers an escalation's Request carries (built when asked for: a batch record
+    #: needs only the action and the reason)
+    answers: Mapping[str, Answer] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def request(self) -> Request | None:
+        """The §10 Request of an escalation (``kind`` input), None otherwise."""
+        if not self.escalated:
+            return None
+        rule, question = self.rule, self.question
+        return Request(
+            id=DEFAULT_REQUEST_ID if rule is None else f"gate:{rule}:{question}",
+            kind="input",
+            prompt=f"The gate cannot decide ({self.reason}). Decide, or supply the input it needs.",
+            data={
+                "question": question,
+                "reason": self.reason,
+                "answers": {k: a.to_wire() for k, a in (self.answers or {}).items()},
+            },
+        )
+
+
+class _Cuts(dict[str, float]):
+    """Thresholds already merged over the defaults and checked (a Policy merges once)."""
 
 
 def _escalate(
     reason: str, question: str, rule: int | None, answers: Mapping[str, Answer]
 ) -> GateResult:
-    rid = DEFAULT_REQUEST_ID if rule is None else f"gate:{rule}:{question}"
-    request = Request(
-        id=rid,
-        kind="input",
-        prompt=f"The gate cannot decide ({reason}). Decide, or supply the input it needs.",
-        data={
-            "question": question,
-            "reason": reason,
-            "answers": {k: a.to_wire() for k, a in answers.items()},
-        },
-    )
-    return GateResult(NEEDS_INPUT, "", True, request, reason, question, rule)
+    return GateResult(NEEDS_INPUT, "", True, reason, question, rule, answers)
 
 
 def _invalid(key: str, answer: Answer, questions: Mapping[str, Question] | None) -> bool:
@@ -327,6 +239,12 @@ def decide(
     skipped instead under ``skip_uncertain``), then a rule that does not fit its answer.
     When no rule fires: ``default`` None is the plain gate (action ``""``), a non-empty
     default is that action, an empty one escalates (``no rule fired``, ``gate:default``)."""
+    cuts = (
+        thresholds
+        if isinstance(thresholds, _Cuts) or thresholds is None
+        else _Cuts(merged_thresholds(thresholds))
+    )
+    b = bands or DEFAULT_BANDS
     for i, rule in enumerate(rules if isinstance(rules, tuple) else as_rules(rules)):
         key = rule.question
         answer = answers.get(key)
@@ -334,7 +252,7 @@ def decide(
             return _escalate(f'missing answer "{key}"', key, i, answers)
         if _invalid(key, answer, questions):
             return _escalate(f'invalid answer "{key}"', key, i, answers)
-        judged = read_answer(answer, bands, thresholds)
+        judged = read_inclusive(answer, cuts) if cuts is not None else read_exclusive(answer, b)
         if not judged.certain:
             if skip_uncertain:
                 continue
@@ -343,7 +261,7 @@ def decide(
         if misfit is not None:
             return _escalate(f'rule {i} does not fit answer "{key}": {misfit}', key, i, answers)
         if _fires(rule, judged):
-            return GateResult(rule.action, rule.target, False, None, rule.describe(), key, i)
+            return GateResult(rule.action, rule.target, False, rule.describe(), key, i)
     if default is None:
         return GateResult("", reason=NO_RULE_FIRED)
     if default:
@@ -375,7 +293,9 @@ class Policy:
         if not isinstance(self.skip_uncertain, bool):
             raise ConfigError("classifier: skip_uncertain is True or False")
         object.__setattr__(self, "bands", as_bands(self.bands))
-        object.__setattr__(self, "thresholds", _thresholds(self.thresholds))
+        object.__setattr__(self, "thresholds", as_thresholds(self.thresholds))
+        cuts = None if self.thresholds is None else _Cuts(merged_thresholds(self.thresholds))
+        object.__setattr__(self, "_cuts", cuts)
         if self.bands is not None and self.thresholds is not None:
             raise ConfigError(
                 "classifier: a policy reads answers with bands (exclusive) or thresholds "
@@ -396,7 +316,7 @@ class Policy:
             got,
             default=self.default,
             bands=self.bands,
-            thresholds=self.thresholds,
+            thresholds=self._cuts,  # type: ignore[attr-defined]  # set in __post_init__
             skip_uncertain=self.skip_uncertain,
             questions=questions,
         )

@@ -134,7 +134,7 @@ def answer_record(
 
 
 def gate_records(
-    gates: Mapping[str, Policy], decision: Decision, questions: Mapping[str, Question]
+    gates: Mapping[str, Policy], decision: Decision, questions: Mapping[str, Question] | None
 ) -> dict[str, dict[str, Any]]:
     """Each gate over ``decision`` (``Policy.decide``, the one rule): ``{action, escalated,
     reason}`` by gate name, in the file's order. A gate reads the wire answers, never a
@@ -212,7 +212,9 @@ def decision_record(
         "invalid": problem.message if problem is not None else None,
     }
     if gates:
-        out["gates"] = gate_records(gates, decision, questions)
+        # A valid decision (validated here, or fail-closed by the batch stream) has no answer
+        # a gate could find invalid: the per-answer check is paid only for an invalid one.
+        out["gates"] = gate_records(gates, decision, questions if problem is not None else None)
     if recalibrated is not None:
         out["recalibrated"] = recalibrated
     return out

@@ -21,9 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..bands import Bands
 from ..decision import Answer, parse_decision
 from ..errors import ClassifierError
-from ..policy import Bands, Policy, Rule, decide
+from ..policy import Policy, Rule, decide
 from ..questions import Question
 from .labels import Labels
 from .runs import ReportInputError, iter_records

@@ -36,12 +36,13 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from .. import classifier as _async
 from .. import factory as _factory
 from .. import judge as _judge
+from ..bands import JudgedAnswer
 from ..batch import BoundState, BoundStates, StateResult
 from ..config import BatchOptions
 from ..decision import Decision
 from ..defaults import DEFAULT_BATCH_CONCURRENCY
 from ..errors import ConfigError
-from ..policy import GateResult, JudgedAnswer
+from ..policy import GateResult
 from ..questions import Question
 from ._loop import background
 
