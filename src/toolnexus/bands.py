@@ -22,9 +22,12 @@ __all__ = [
     "JudgedAnswer",
     "as_bands",
     "as_thresholds",
+    "is_certain",
+    "noul_band",
     "read_answer",
     "read_exclusive",
     "read_inclusive",
+    "sure",
 ]
 
 
@@ -127,14 +130,31 @@ def read_inclusive(answer: Answer, cuts: Mapping[str, float]) -> JudgedAnswer:
     return JudgedAnswer(answer, sure=band == "yes")
 
 
+def noul_band(p: float, b: Bands) -> Band:
+    """§8B: ``p < low`` is no, ``p > high`` is yes, else uncertain (exclusive)."""
+    return "no" if p < b.low else "yes" if p > b.high else "uncertain"
+
+
+def sure(answer: Answer, b: Bands) -> bool:
+    """§8B: a choice is sure iff ``confidence > high`` and not near-uniform; a score iff
+    ``confidence > high``; a raw answer never."""
+    if isinstance(answer, ChoiceAnswer):
+        return answer.confidence > b.high and not answer.near_uniform
+    if isinstance(answer, ScoreAnswer):
+        return answer.confidence > b.high
+    return False
+
+
 def read_exclusive(answer: Answer, b: Bands) -> JudgedAnswer:
     if isinstance(answer, NoulAnswer):
-        p = answer.noul
-        return JudgedAnswer(
-            answer, band="no" if p < b.low else "yes" if p > b.high else "uncertain"
-        )
-    if isinstance(answer, ChoiceAnswer):
-        return JudgedAnswer(answer, sure=answer.confidence > b.high and not answer.near_uniform)
-    if isinstance(answer, ScoreAnswer):
-        return JudgedAnswer(answer, sure=answer.confidence > b.high)
-    return JudgedAnswer(answer, sure=False)
+        return JudgedAnswer(answer, band=noul_band(answer.noul, b))
+    return JudgedAnswer(answer, sure=sure(answer, b))
+
+
+def is_certain(answer: Answer, cuts: Mapping[str, float] | None, b: Bands) -> bool:
+    """``read_*(answer).certain`` without building the reading: a gate's hot path."""
+    if cuts is not None:
+        return band_of(answer, cuts) != "uncertain"
+    if isinstance(answer, NoulAnswer):
+        return noul_band(answer.noul, b) != "uncertain"
+    return sure(answer, b)

@@ -16,15 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer
-from .bands import (
-    DEFAULT_BANDS,
-    Bands,
-    JudgedAnswer,
-    as_bands,
-    as_thresholds,
-    read_exclusive,
-    read_inclusive,
-)
+from .bands import DEFAULT_BANDS, Bands, as_bands, as_thresholds, is_certain
 from .errors import ConfigError
 from .questions import Question
 from .validation import merged_thresholds
@@ -63,6 +55,8 @@ class Rule:
     at_least: float | None = None
     is_: str | None = None
     target: str = ""
+    #: the condition in words, ``"addresses_task" below 0.5``: a fired rule's reason
+    condition: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.question, str):
@@ -92,6 +86,16 @@ class Rule:
                 object.__setattr__(self, name, float(v))
         if self.is_ is not None and not isinstance(self.is_, str):
             raise ConfigError(f'classifier: the rule on "{self.question}": is_ must be a string')
+        object.__setattr__(self, "condition", self._condition())
+
+    def _condition(self) -> str:
+        if self.below is not None:
+            return f'"{self.question}" below {self.below:g}'
+        if self.at_least is not None:
+            return f'"{self.question}" at_least {self.at_least:g}'
+        if self.is_ is not None:
+            return f'"{self.question}" is "{self.is_}"'
+        return f'"{self.question}" (no condition)'
 
     @classmethod
     def from_mapping(cls, obj: Mapping[str, Any]) -> Rule:
@@ -113,16 +117,6 @@ class Rule:
             if needed not in fields:
                 raise ConfigError(f"classifier: a rule needs {needed}")
         return cls(**fields)
-
-    def describe(self) -> str:
-        """The condition in words: ``"addresses_task" below 0.5``."""
-        if self.below is not None:
-            return f'"{self.question}" below {self.below:g}'
-        if self.at_least is not None:
-            return f'"{self.question}" at_least {self.at_least:g}'
-        if self.is_ is not None:
-            return f'"{self.question}" is "{self.is_}"'
-        return f'"{self.question}" (no condition)'
 
 
 def as_rules(value: Iterable[Rule | Mapping[str, Any]]) -> tuple[Rule, ...]:
@@ -212,11 +206,11 @@ def _misfit(rule: Rule, answer: Answer) -> str | None:
     return f"{which} on a {answer.type} answer"
 
 
-def _fires(rule: Rule, judged: JudgedAnswer) -> bool:
+def _fires(rule: Rule, answer: Answer) -> bool:
     if rule.is_ is not None:
-        return judged.choice() == rule.is_
-    value = judged.value()
-    assert value is not None  # _misfit let only a noul or score through
+        return isinstance(answer, ChoiceAnswer) and answer.choice == rule.is_
+    # _misfit let only a noul or a score through: the one number is its probability or value
+    value = answer.noul if isinstance(answer, NoulAnswer) else getattr(answer, "score", 0.0)
     if rule.below is not None:
         return value < rule.below
     assert rule.at_least is not None
@@ -252,16 +246,15 @@ def decide(
             return _escalate(f'missing answer "{key}"', key, i, answers)
         if _invalid(key, answer, questions):
             return _escalate(f'invalid answer "{key}"', key, i, answers)
-        judged = read_inclusive(answer, cuts) if cuts is not None else read_exclusive(answer, b)
-        if not judged.certain:
+        if not is_certain(answer, cuts, b):
             if skip_uncertain:
                 continue
             return _escalate(f'uncertain answer "{key}"', key, i, answers)
         misfit = _misfit(rule, answer)
         if misfit is not None:
             return _escalate(f'rule {i} does not fit answer "{key}": {misfit}', key, i, answers)
-        if _fires(rule, judged):
-            return GateResult(rule.action, rule.target, False, rule.describe(), key, i)
+        if _fires(rule, answer):
+            return GateResult(rule.action, rule.target, False, rule.condition, key, i)
     if default is None:
         return GateResult("", reason=NO_RULE_FIRED)
     if default:
