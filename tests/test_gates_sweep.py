@@ -82,7 +82,7 @@ def _independent(facts: dict[str, Any], floors: list[int]) -> list[dict[str, Any
         for outcome in ("bad", "clarify", "permit"):
             rows = [ps for ps, o in facts.values() if o == outcome]
             counts = {k: [0, 0, 0] for k in FAVOURABLE}
-            let = 0
+            let = escalated = agreed = 0
             for ps in rows:
                 caught = {}
                 for k, fav in FAVOURABLE.items():
@@ -99,6 +99,14 @@ def _independent(facts: dict[str, Any], floors: list[int]) -> list[dict[str, Any
                     )
                 hits = [k for k, c in caught.items() if c]
                 let += not hits
+                # first match, in the file's rule order: the first question caught decides
+                first = next((caught[k] for k in FAVOURABLE if caught[k]), "")
+                action = {"": "permit", "confidence": "needs_input"}.get(first)
+                if first == "direction":
+                    key = next(k for k in FAVOURABLE if caught[k])
+                    action = "clarify" if key == "needs_clarification" else "hold"
+                escalated += first == "confidence"
+                agreed += action == outcome
                 for k, c in caught.items():
                     counts[k][0] += c == "direction"
                     counts[k][1] += c == "confidence"
@@ -110,6 +118,8 @@ def _independent(facts: dict[str, Any], floors: list[int]) -> list[dict[str, Any
                     "n": len(rows),
                     "let_through": let,
                     "held": len(rows) - let,
+                    "escalated": escalated,
+                    "agreed": agreed,
                     "questions": {
                         k: dict(zip(("direction", "confidence", "alone"), c, strict=True))
                         for k, c in counts.items()
@@ -132,7 +142,13 @@ def test_the_sweep_reproduces_an_independent_count_cell_for_cell(tmp_path: Path)
     jsonschema.validate(report, SCHEMA)
     sweep = report["sweeps"]["merge"]
     assert sweep["default"] == "permit" and sweep["cut_points"] == "thresholds (inclusive)"
-    assert sweep["rows"] == _independent(facts, list(range(50, 100, 5)))
+    rows = _independent(facts, list(range(50, 100, 5)))
+    assert sweep["rows"] == rows
+    for point in sweep["curve"]:  # issue 35 item 5, per gate: coverage against risk
+        at = [r for r in rows if r["floor"] == point["floor"]]
+        answered = sum(r["n"] - r["escalated"] for r in at)
+        assert point["answered"] == answered
+        assert point["risk"] == pytest.approx((answered - sum(r["agreed"] for r in at)) / answered)
 
 
 def test_floors_and_the_table(tmp_path: Path) -> None:
@@ -187,3 +203,4 @@ def test_the_html_report_shows_the_sweep_self_contained(tmp_path: Path) -> None:
     check_self_contained(html)
     assert "<h2>Sweep of gate merge" in html
     assert "<th>needs_clarification dir/conf/alone</th>" in html
+    assert 'aria-label="gate merge: risk against coverage"' in html  # item 5, per gate

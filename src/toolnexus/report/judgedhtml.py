@@ -113,18 +113,17 @@ def judged_html(report: Report) -> str:
             f" let through: {escape(sweep.default)})</span></h2>"
         )
         keys = list(sweep.rows[0].questions) if sweep.rows else []
-        head = (
-            "floor",
-            "outcome",
-            "n",
-            "let through",
-            "held",
-            *(f"{k} dir/conf/alone" for k in keys),
-        )
+        head = ("floor", "outcome", "n", "let through", "held", "escalated", "agreed",
+                *(f"{k} dir/conf/alone" for k in keys))  # fmt: skip
         rows = [
             (f"{r.floor:.2f}", r.outcome, str(r.n), str(r.let_through), str(r.held),
+             str(r.escalated), str(r.agreed),
              *(f"{c.direction}/{c.confidence}/{c.alone}" for c in r.questions.values()))
             for r in sweep.rows
         ]  # fmt: skip
-        parts.append(_table(head, rows, (0, 2, 3, 4)))
+        parts.append(_table(head, rows, (0, 2, 3, 4, 5, 6)))
+        points = [(p.coverage, p.risk) for p in sweep.curve if p.risk is not None]
+        if points:
+            parts.append(f"<h3>gate {escape(name)}: risk against coverage, by floor</h3>")
+            parts.append(risk_chart(f"gate {name}", points))
     return "\n".join(parts)

@@ -28,6 +28,7 @@ from ..policy import Policy, Rule, decide
 from ..questions import Question
 from .labels import Labels
 from .runs import ReportInputError, iter_records
+from .selective import RiskPoint
 
 __all__ = ["DEFAULT_FLOORS", "FloorRow", "GateSweep", "QuestionCatch", "parse_floors", "sweep"]
 
@@ -54,16 +55,24 @@ class FloorRow:
     n: int
     let_through: int
     held: int
+    #: of the held: those the gate escalated (declined to decide)
+    escalated: int
+    #: records whose action is their outcome label (with labels)
+    agreed: int
     questions: Mapping[str, QuestionCatch]
 
 
 @dataclass(frozen=True)
 class GateSweep:
-    """A gate swept over floors: its default action and one row per floor and outcome."""
+    """A gate swept over floors: its default action, one row per floor and outcome and, with
+    outcome labels, per floor the gate's selective prediction (issue 35 item 5): ``answered``
+    the records it decided (did not escalate), ``coverage`` their share, ``risk`` the share of
+    those whose action is not their outcome."""
 
     default: str
     cut_points: str
     rows: tuple[FloorRow, ...]
+    curve: tuple[RiskPoint, ...] = ()
 
 
 def parse_floors(text: str | None) -> tuple[int, ...]:
@@ -163,7 +172,7 @@ def sweep(
             p = at_floor(policy, floor)
             for outcome in sorted(groups):
                 records = groups[outcome]
-                let_through = held = 0
+                let_through = held = escalated = agreed = 0
                 counts = {k: [0, 0, 0] for k in by_question}
                 for answers in records:
                     result = p.decide(answers, questions)
@@ -171,6 +180,8 @@ def sweep(
                         let_through += 1
                     else:
                         held += 1
+                    escalated += result.escalated
+                    agreed += result.action == outcome
                     caught = {k: _catch(p, r, answers, questions) for k, r in by_question.items()}
                     hits = [k for k, how in caught.items() if how]
                     for k, how in caught.items():
@@ -187,9 +198,27 @@ def sweep(
                         len(records),
                         let_through,
                         held,
+                        escalated,
+                        agreed,
                         {k: QuestionCatch(*c) for k, c in counts.items()},
                     )
                 )
         sense = "thresholds (inclusive)" if policy.thresholds is not None else "bands (exclusive)"
-        out[name] = GateSweep(policy.default, sense, tuple(rows))
+        curve = _curve(rows) if labels is not None else ()
+        out[name] = GateSweep(policy.default, sense, tuple(rows), curve)
     return out
+
+
+def _curve(rows: list[FloorRow]) -> tuple[RiskPoint, ...]:
+    """Per floor, over every outcome: what the gate decided, and how often wrongly."""
+    out = []
+    for floor in dict.fromkeys(r.floor for r in rows):
+        at = [r for r in rows if r.floor == floor]
+        n = sum(r.n for r in at)
+        answered = n - sum(r.escalated for r in at)
+        wrong = answered - sum(r.agreed for r in at)
+        out.append(
+            RiskPoint(floor, answered, answered / n if n else 0.0,
+                      wrong / answered if answered else None)
+        )  # fmt: skip
+    return tuple(out)
