@@ -143,3 +143,27 @@ def test_batch_records_carry_every_gate_and_read_back(tmp_path: Path, fmt: str) 
             assert record is not None
             got[str(record.id)] = record.to_object()["gates"]
     assert got == WANT
+
+
+def test_batch_review_out_queues_what_the_gates_held_or_escalated(tmp_path: Path) -> None:
+    """Issue 35 item 6: "``batch --review-out FILE`` ... writes the records a gate escalated or
+    held ... as a CSV a person can open"."""
+    qpath, rec = _setup(tmp_path)
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": s, "text": s}) + "\n" for s in STATES), "utf-8")
+    review = tmp_path / "review.csv"
+    base = ["batch", str(qpath), str(src), "--id-field", "id", "--state-field", "text"]
+    refused = run_cli(*base, "--replay", str(rec), "--review-out", str(review))
+    assert refused.code == 2 and "give -o FILE" in refused.stderr
+    ran = run_cli(
+        *base, "--replay", str(rec), "-o", str(tmp_path / "out.jsonl"), "--ordered",
+        "--review-out", str(review),
+    )  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    assert f"{review}: 4 records to review" in ran.stderr
+    with review.open(encoding="utf-8", newline="") as f:
+        rows = {r[0]: r for r in csv.reader(f)}
+    assert rows["good"][1] == "strict escalated"
+    assert rows["bad"][1] == "merge held; strict held"
+    assert rows["unsure"][1].startswith("merge escalated; strict escalated")
+    assert rows["id"][-4:] == ["addresses_task", "needs_clarification", "merge", "strict"]
