@@ -180,7 +180,7 @@ def test_usage_errors_are_one_line(tmp_path: Path, args: tuple[str, ...], fragme
     assert fragment in error_line(ran.stderr)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.integers(0, 1500), st.integers(0, 1500))
 def test_mcnemar_p_equals_scipy_binomtest(fixes: int, breaks: int) -> None:
     """Issue 35 item 7: "McNemar's exact two-sided p (1.0 when nothing is discordant; equal to

@@ -573,7 +573,7 @@ RULE = st.tuples(
 ).map(lambda t: Rule(t[0], t[4], target=t[0], **{t[1]: (t[3] if t[1] == "is_" else t[2])}))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     rules=st.lists(RULE, max_size=4),
     given_answers=st.dictionaries(st.sampled_from(KEYS), ANSWER),
