@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from clirun import run_cli
-from toolnexus import Decision, NoulAnswer, NoulQuestion
+from toolnexus import ChoiceAnswer, ChoiceQuestion, Decision, NoulAnswer, NoulQuestion
 from toolnexus.calibration.oob import oob_guard
 from toolnexus.calibration.thresholds import threshold_pair
 from toolnexus.records.decision import decision_record
@@ -83,3 +83,44 @@ def test_write_thresholds_writes_a_floor_that_holds_with_its_numbers(tmp_path: P
     text = out.read_text("utf-8")
     assert "yes: 0.9" in text
     assert "# yes out-of-bag precision 1 [1, 1] over 200 of 200 resamples (seed 0" in text
+
+
+def _choice_run(tmp_path: Path, name: str, rows: list[tuple[float, bool]]) -> tuple[Path, Path]:
+    qs = {"desk": ChoiceQuestion("Which desk?", {"billing": "money", "tech": "bugs"})}
+    lines, labels = [], ["id,desk"]
+    for i, (conf, right) in enumerate(rows):
+        other = round(1 - conf, 2)
+        d = Decision("m", {"desk": ChoiceAnswer("billing", {"billing": conf, "tech": other}, conf)})
+        record = DecisionRecord.from_body(f"{name}{i}", None, decision_record(d, qs))
+        lines.append(json.dumps(record.to_object()))
+        labels.append(f"{name}{i},{'billing' if right else 'tech'}")
+    run, lab = tmp_path / f"{name}.jsonl", tmp_path / f"{name}.csv"
+    run.write_text("\n".join(lines) + "\n", "utf-8")
+    lab.write_text("\n".join(labels) + "\n", "utf-8")
+    return run, lab
+
+
+def test_choice_floors_are_written_when_they_hold_and_refused_when_they_do_not(
+    tmp_path: Path,
+) -> None:
+    """Issue 35 item 4: "--write-thresholds ... covers ... choice and score confidence floors":
+    the lowest min_confidence whose answers reach the target accuracy, guarded out of bag."""
+    good = [(0.9, True)] * 100 + [(0.6, False)] * 100
+    run, labels = _choice_run(tmp_path, "good", good)
+    out = tmp_path / "good.yaml"
+    ran = run_cli(
+        "report", str(run), "--labels", str(labels), "--target-precision", "0.8",
+        "--write-thresholds", str(out), "--format", "json",
+    )  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    assert "min_confidence: 0.9" in out.read_text("utf-8")
+    lucky = [(p, r) for p, r in zip(SMALL_P, SMALL_Y, strict=True)]
+    run, labels = _choice_run(tmp_path, "lucky", [(p, bool(r)) for p, r in lucky])
+    out = tmp_path / "lucky.yaml"
+    ran = run_cli(
+        "report", str(run), "--labels", str(labels), "--target-precision", "0.8",
+        "--write-thresholds", str(out), "--format", "json",
+    )  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    assert "question 'desk': min_confidence 0.75 refused, not written" in ran.stderr
+    assert "desk" not in out.read_text("utf-8")

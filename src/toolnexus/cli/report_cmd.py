@@ -10,7 +10,6 @@ Exit codes: 0 ok; 1 a ``--fail-on`` condition met; 2 usage or input error.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import TYPE_CHECKING, Annotated
@@ -21,11 +20,7 @@ from .errors import EXIT_CONDITION, CliError, one_line
 from .render.formats import ReportFormat
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from ..report.conditions import Condition
-    from ..report.floors import GuardedPair
-    from ..report.model import Report
 
 #: ``--jobs`` at most: more processes than this only add start-up and memory.
 MAX_JOBS = 64
@@ -39,76 +34,6 @@ def _format_for(output: str | None) -> str | None:
     if lower.endswith((".html", ".htm")):
         return "html"
     return "json" if lower.endswith(".json") else "table"
-
-
-def thresholds_yaml(
-    report: Report, guards: Mapping[str, GuardedPair] | None = None
-) -> tuple[str, list[str]]:
-    """The ``--thresholds @FILE`` form of the report's noul pairs, and one line per question
-    that has none (no cut-point reaches the target) or whose pair the out-of-bag guard refused
-    (issue 35 item 4: refused with the numbers and never written)."""
-    lines, missing = [], []
-    target = None
-    for key, q in report.questions.items():
-        pair = getattr(q.metrics, "thresholds", None)
-        if pair is None:
-            continue
-        target = pair.target_precision
-        if pair.yes is None or pair.no is None:
-            missing.append(f"question {key!r}: no pair written: {pair.reason}")
-            continue
-        guard = (guards or {}).get(key)
-        if guard is not None and not guard.accepted:
-            sides = [
-                f"{side} {g.text()}, in-sample {inside:.3g}"
-                for side, g, inside in (
-                    ("yes:", guard.yes, pair.yes_precision or 0.0),
-                    ("no:", guard.no, pair.no_precision or 0.0),
-                )
-                if not g.accepted
-            ]
-            missing.append(
-                f"question {key!r}: pair refused, not written: the target precision "
-                f"{pair.target_precision:g} is missed out of bag ({'; '.join(sides)})"
-            )
-            continue
-        lines += [f"  {json.dumps(key)}:", f"    yes: {pair.yes!r}", f"    no: {pair.no!r}"]
-        if guard is not None:
-            lines += [f"    # yes {guard.yes.text()}", f"    # no {guard.no.text()}"]
-    head = [
-        f"# toolnexus report --target-precision {target:g}: per noul question, yes from the "
-        "search and no <= yes,",
-        "# for this model and way of asking only (seed 000). Use: --thresholds @THIS_FILE",
-        "questions:" if lines else "questions: {}",
-    ]
-    return "\n".join(head + lines) + "\n", missing
-
-
-def _write_thresholds(path: str, report: Report, guards: Mapping[str, GuardedPair]) -> None:
-    text, missing = thresholds_yaml(report, guards)
-    try:
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-    except OSError as e:
-        raise CliError(f"{path}: cannot write: {e.strerror or type(e).__name__}") from None
-    for line in missing:
-        sys.stderr.write(f"toolnexus: warning: {path}: {one_line(line)}\n")
-
-
-def _guards(run: str, labels: list[str], id_field: str, report: Report) -> dict[str, GuardedPair]:
-    """Each pair the report found, chosen again on bootstrap resamples (``report.floors``):
-    only when a pair is to be written, so the bootstrap runs only when a target is asked."""
-    from ..report.build import read_all_labels
-    from ..report.floors import guard_pairs
-
-    targets = {}
-    for key, q in report.questions.items():
-        pair = getattr(q.metrics, "thresholds", None)
-        if pair is not None and pair.yes is not None and pair.no is not None:
-            targets[key] = pair.target_precision
-    if not targets:
-        return {}
-    return guard_pairs(run, read_all_labels(labels, id_field), targets)
 
 
 def junit_xml(results: list[tuple[Condition, str | None]]) -> str:
@@ -389,12 +314,11 @@ def report_command(
             raise CliError(str(e)) from None
         sys.stderr.write(f"toolnexus: {review_out}: {queued} records to review\n")
     if write_thresholds is not None:
-        assert labels is not None  # --target-precision, which it needs, needs --labels
-        try:
-            guards = _guards(runs[0], labels, id_field, report)
-        except ReportInputError as e:
-            raise CliError(str(e)) from None
-        _write_thresholds(write_thresholds, report, guards)
+        from .thresholds_out import write_thresholds as write_file
+
+        # --write-thresholds needs --target-precision, which needs --labels
+        assert labels is not None and target_precision is not None
+        write_file(write_thresholds, report, runs[0], labels, id_field, target_precision)
     chosen = fmt or _format_for(output) or default_format()
     result = ReportResult(report)
     try:

@@ -11,7 +11,14 @@ from ..calibration.oob import OobGuard, oob_guard
 from .judged import LABEL_TRUTH, decided_records
 from .labels import Labels
 
-__all__ = ["GuardedPair", "guard_pairs", "labelled_noul"]
+__all__ = [
+    "GuardedFloor",
+    "GuardedPair",
+    "confidence_floors",
+    "guard_pairs",
+    "labelled_confidence",
+    "labelled_noul",
+]
 
 
 @dataclass(frozen=True)
@@ -59,4 +66,63 @@ def guard_pairs(run: str, labels: Labels, targets: Mapping[str, float]) -> dict[
         yes = oob_guard(ys, ps, target)
         no = oob_guard([1 - y for y in ys], [1.0 - p for p in ps], target)
         out[key] = GuardedPair(yes, no)
+    return out
+
+
+def labelled_confidence(
+    run: str, labels: Labels, keys: list[str]
+) -> dict[str, tuple[list[int], list[float]]]:
+    """Per choice or score question of ``keys``: whether each labelled answer is right (1/0)
+    and its wire ``confidence``, what ``min_confidence`` reads."""
+    from .selective import confident
+
+    out: dict[str, tuple[list[int], list[float]]] = {k: ([], []) for k in keys}
+    columns = {k: labels.column(k) for k in keys}
+    for item_id, record in decided_records(run):
+        row = labels.rows.get(item_id)
+        answers = record.get("answers")
+        if row is None or not isinstance(answers, Mapping):
+            continue
+        for key, at in columns.items():
+            answer = answers.get(key)
+            if at is None or not row[at] or not isinstance(answer, Mapping):
+                continue
+            if answer.get("type") not in ("choice", "score"):
+                continue
+            got = confident(answer, row[at])
+            if got is not None:
+                out[key][0].append(int(got[1]))
+                out[key][1].append(got[0])
+    return out
+
+
+@dataclass(frozen=True)
+class GuardedFloor:
+    """A choice or score question's ``min_confidence`` for a target accuracy: the lowest wire
+    confidence whose answers at or above it are right at least ``target`` of the time on these
+    labels (``floor`` None: none is), its in-sample accuracy, and the out-of-bag guard."""
+
+    target: float
+    floor: float | None
+    accuracy: float | None
+    guard: OobGuard
+
+
+def confidence_floors(
+    run: str, labels: Labels, targets: Mapping[str, float]
+) -> dict[str, GuardedFloor]:
+    """Per choice or score question of ``targets`` (key -> target accuracy): its floor and guard
+    (issue 35 item 4: "choice and score confidence floors")."""
+    from .metrics import threshold_for_precision
+
+    arrays = labelled_confidence(run, labels, list(targets))
+    out = {}
+    for key, target in targets.items():
+        right, conf = arrays[key]
+        if not right:
+            continue
+        found = threshold_for_precision(right, conf, target)
+        out[key] = GuardedFloor(
+            target, found.threshold, found.precision, oob_guard(right, conf, target)
+        )
     return out

@@ -20,7 +20,7 @@ from typing import Any
 from .judged import LABEL_TRUTH, decided_records
 from .labels import Labels
 
-__all__ = ["FLOORS", "RiskPoint", "SelectiveReport", "selective_reports"]
+__all__ = ["FLOORS", "RiskPoint", "SelectiveReport", "confident", "selective_reports"]
 
 _OMIT_NONE: Mapping[str, str] = {"json": "omit_none"}
 #: The floors of the curve: 0.00, 0.05, ..., 1.00 (a noul's confidence is at least 0.5).
@@ -50,7 +50,7 @@ class SelectiveReport:
     floor_at_target: float | None = field(default=None, metadata=_OMIT_NONE)
 
 
-def _confident(answer: Any, label: str) -> tuple[float, bool] | None:
+def confident(answer: Any, label: str) -> tuple[float, bool] | None:
     """``(confidence, right)`` of one answer against its label, None when it cannot be read."""
     if not isinstance(answer, Mapping):
         return None
@@ -115,7 +115,7 @@ def selective_reports(
             continue
         for i, key in enumerate(labels.keys, 1):
             if row[i] and key in answers:
-                got = _confident(answers[key], row[i])
+                got = confident(answers[key], row[i])
                 if got is not None:
                     pairs.setdefault(key, []).append(got)
     return {k: _report(v, target_risk) for k, v in pairs.items()}
