@@ -21,6 +21,8 @@ PURE = {
     "consistency.py",
     "failures.py",
     "records/decision.py",
+    "policy.py",
+    "bands.py",
 }
 HTTP = {
     "transport/aiohttp_adapter.py",

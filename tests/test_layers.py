@@ -68,6 +68,8 @@ RANKS: dict[str, int] = {
     "toolnexus.state": CORE,
     "toolnexus.telemetry_attrs": CORE,
     "toolnexus.consistency": CORE,
+    "toolnexus.policy": CORE,  # SPEC §8B's judge rules over answers (issue 35)
+    "toolnexus.bands": CORE,  # how an answer reads for the judge layer (issue 35)
     # config
     "toolnexus.config": CONFIG,
     "toolnexus.options": CONFIG,
@@ -87,6 +89,7 @@ RANKS: dict[str, int] = {
     "toolnexus.factory": CLASSIFIER,
     "toolnexus.telemetry": CLASSIFIER,
     "toolnexus.telemetry_pack": CLASSIFIER,
+    "toolnexus.judge": CLASSIFIER,  # ask / gate / Tape over one classifier (issue 35)
     # batch and packing
     "toolnexus.batch": BATCH,
     "toolnexus.packing": BATCH,

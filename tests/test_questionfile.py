@@ -309,7 +309,7 @@ BAD = [
         1,
         1,
         "TN020",
-        "unknown field 'modle' (expected model, questions); did you mean 'model'?",
+        "unknown field 'modle' (expected model, questions, gates); did you mean 'model'?",
         id="unknown-top-level-field",
     ),
     pytest.param(

@@ -29,6 +29,11 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "IMAGES_HEADER",
         "Backend",
     ),
+    "bands": (
+        "DEFAULT_BANDS",
+        "Bands",
+        "JudgedAnswer",
+    ),
     "batch": (
         "BoundState",
         "BoundStates",
@@ -98,6 +103,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "QuestionError",
         "RunStopped",
         "StaticMiss",
+        "TapeMiss",
         "TransportError",
         "unsupported",
     ),
@@ -115,12 +121,24 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "image_format",
         "image_size",
     ),
+    "judge": (
+        "Tape",
+        "ask",
+        "gate",
+    ),
     "options": (
         "STYLES",
         "ClassifierOptions",
         "ErrorInfo",
         "RecordedDecision",
         "Verdict",
+    ),
+    "policy": (
+        "NEEDS_INPUT",
+        "GateResult",
+        "Policy",
+        "Request",
+        "Rule",
     ),
     "questions": (
         "MAX_CHOICE_OPTIONS",
@@ -164,6 +182,9 @@ if TYPE_CHECKING:
     from .backends import BACKENDS as BACKENDS
     from .backends import IMAGES_HEADER as IMAGES_HEADER
     from .backends import Backend as Backend
+    from .bands import DEFAULT_BANDS as DEFAULT_BANDS
+    from .bands import Bands as Bands
+    from .bands import JudgedAnswer as JudgedAnswer
     from .batch import BoundState as BoundState
     from .batch import BoundStates as BoundStates
     from .batch import StateResult as StateResult
@@ -218,6 +239,7 @@ if TYPE_CHECKING:
     from .errors import QuestionError as QuestionError
     from .errors import RunStopped as RunStopped
     from .errors import StaticMiss as StaticMiss
+    from .errors import TapeMiss as TapeMiss
     from .errors import TransportError as TransportError
     from .errors import unsupported as unsupported
     from .factory import create_classifier as create_classifier
@@ -230,11 +252,19 @@ if TYPE_CHECKING:
     from .images import ImageLimits as ImageLimits
     from .images import image_format as image_format
     from .images import image_size as image_size
+    from .judge import Tape as Tape
+    from .judge import ask as ask
+    from .judge import gate as gate
     from .options import STYLES as STYLES
     from .options import ClassifierOptions as ClassifierOptions
     from .options import ErrorInfo as ErrorInfo
     from .options import RecordedDecision as RecordedDecision
     from .options import Verdict as Verdict
+    from .policy import NEEDS_INPUT as NEEDS_INPUT
+    from .policy import GateResult as GateResult
+    from .policy import Policy as Policy
+    from .policy import Request as Request
+    from .policy import Rule as Rule
     from .questions import MAX_CHOICE_OPTIONS as MAX_CHOICE_OPTIONS
     from .questions import MAX_SCORE_LEVELS as MAX_SCORE_LEVELS
     from .questions import MIN_SCORE_LEVELS as MIN_SCORE_LEVELS

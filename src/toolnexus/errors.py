@@ -20,6 +20,7 @@ call), :class:`CacheError` for "the cache cannot be read or written" (drop the c
     ├── HookError                   a host hook (body_transform, on_error) raised, or
     │                               answered outside its contract
     ├── StaticMiss                  the static style has no recording for a request
+    ├── TapeMiss                    a replaying Tape has no decision for a call name (§8B)
     ├── ClassifierUnsupported       a backend/model cannot serve a feature
     ├── BackendError                the far side failed: no answer, a bad answer, or no decision
     │   ├── TransportError          the request never got an HTTP answer
@@ -64,6 +65,7 @@ __all__ = [
     "QuestionError",
     "RunStopped",
     "StaticMiss",
+    "TapeMiss",
     "TransportError",
     "unsupported",
 ]
@@ -204,6 +206,16 @@ class StaticMiss(ClassifierError):
         super().__init__(message)
         self.questions_sha256 = questions_sha256
         self.state_preview = state_preview
+
+
+class TapeMiss(ClassifierError):
+    """A replaying ``Tape`` has no decision for this call name; nothing was sent. §8B's
+    message, after the house prefix: ``classifier: tape: no recorded decision for call
+    "<name>"`` (the name verbatim between double quotes). ``call`` is the name."""
+
+    def __init__(self, call: str) -> None:
+        super().__init__(f'classifier: tape: no recorded decision for call "{call}"')
+        self.call = call
 
 
 class ClassifierUnsupported(ClassifierError):

@@ -26,6 +26,8 @@ __all__ = [
     "FLAGS",
     "Band",
     "Checked",
+    "band_of",
+    "merged_thresholds",
     "threshold_band",
     "validate_decision",
 ]
@@ -79,13 +81,9 @@ class Checked:
 Band: TypeAlias = Literal["yes", "no", "uncertain"]
 
 
-def threshold_band(answer: Answer, thresholds: Mapping[str, float] | None = None) -> Band:
-    """``"yes" | "no" | "uncertain"`` for one answer, INCLUSIVE cut-points (seed 004).
-
-    noul: ``p >= yes`` is yes, else ``p <= no`` is no, else uncertain. choice/score:
-    ``confidence >= min_confidence`` is yes, else uncertain. No near-uniform demotion.
-    A raw answer is uncertain. ``thresholds`` merges over ``DEFAULT_THRESHOLDS``.
-    """
+def merged_thresholds(thresholds: Mapping[str, float] | None = None) -> dict[str, float]:
+    """``thresholds`` merged over ``DEFAULT_THRESHOLDS``, each name and value checked: what
+    ``threshold_band`` reads answers with (a caller banding many answers merges once)."""
     if thresholds is not None and not isinstance(thresholds, Mapping):
         raise ConfigError(
             f"classifier: thresholds must be a mapping, got {type(thresholds).__name__}"
@@ -98,10 +96,12 @@ def threshold_band(answer: Answer, thresholds: Mapping[str, float] | None = None
             raise ConfigError(
                 f"classifier: threshold {name} must be a number in 0..1, got {value!r}"
             )
-    if not isinstance(answer, NoulAnswer | ChoiceAnswer | ScoreAnswer | RawAnswer):
-        raise ConfigError(
-            f"classifier: threshold_band takes an answer, got {type(answer).__name__}"
-        )
+    return t
+
+
+def band_of(answer: Answer, t: Mapping[str, float]) -> Band:
+    """``threshold_band``'s reading with ``t`` already merged (``merged_thresholds``): the one
+    copy of the inclusive rule."""
     if isinstance(answer, NoulAnswer):
         if answer.noul >= t["yes"]:
             return "yes"
@@ -111,3 +111,18 @@ def threshold_band(answer: Answer, thresholds: Mapping[str, float] | None = None
     if isinstance(answer, ChoiceAnswer | ScoreAnswer):
         return "yes" if answer.confidence >= t["min_confidence"] else "uncertain"
     return "uncertain"
+
+
+def threshold_band(answer: Answer, thresholds: Mapping[str, float] | None = None) -> Band:
+    """``"yes" | "no" | "uncertain"`` for one answer, INCLUSIVE cut-points (seed 004).
+
+    noul: ``p >= yes`` is yes, else ``p <= no`` is no, else uncertain. choice/score:
+    ``confidence >= min_confidence`` is yes, else uncertain. No near-uniform demotion.
+    A raw answer is uncertain. ``thresholds`` merges over ``DEFAULT_THRESHOLDS``.
+    """
+    t = merged_thresholds(thresholds)
+    if not isinstance(answer, NoulAnswer | ChoiceAnswer | ScoreAnswer | RawAnswer):
+        raise ConfigError(
+            f"classifier: threshold_band takes an answer, got {type(answer).__name__}"
+        )
+    return band_of(answer, t)

@@ -103,16 +103,22 @@ def threshold_pair(y_true: Sequence[int], y_prob: Sequence[float], target: float
 @dataclass(frozen=True)
 class ThresholdRow:
     """Answering yes for ``p >= cut``: its precision (``None`` when nothing is yes), recall
-    (``None`` without positives) and coverage (the share answered yes)."""
+    (``None`` without positives) and coverage (the share answered yes); and the no side at the
+    same floor (issue 35 item 3), answering no for ``p <= 1 - cut``: ``no_precision`` (the share
+    of those that are negatives), ``no_recall`` (of all negatives) and ``no_coverage``."""
 
     cut: float
     precision: float | None
     recall: float | None
     coverage: float
+    no_precision: float | None = None
+    no_recall: float | None = None
+    no_coverage: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {"cut": self.cut, "precision": self.precision, "recall": self.recall,
-                "coverage": self.coverage}  # fmt: skip
+                "coverage": self.coverage, "no_precision": self.no_precision,
+                "no_recall": self.no_recall, "no_coverage": self.no_coverage}  # fmt: skip
 
 
 def threshold_table(
@@ -125,11 +131,18 @@ def threshold_table(
     n = len(y_prob)
     values, said_from, positives_from = tail_counts(groups)
     positives = positives_from[0]
+    negatives = n - positives
     rows = []
     for cut in grid:
         start = bisect.bisect_left(values, cut)
         said = said_from[start]
         tp = positives_from[start]
+        # The no side at the same floor: p <= 1 - cut, with 1 - cut taken in hundredths (1 -
+        # 0.9 is 0.09999999999999998 in floating point, and would miss a wire 0.1).
+        end = bisect.bisect_right(values, (100 - round(cut * 100)) / 100)
+        said_no = n - said_from[end]
+        tn = said_no - (positives - positives_from[end])
         rows.append(ThresholdRow(cut, _share(tp, said), _share(tp, positives),
-                                 said / n if n else 0.0))  # fmt: skip
+                                 said / n if n else 0.0, _share(tn, said_no),
+                                 _share(tn, negatives), said_no / n if n else 0.0))  # fmt: skip
     return rows

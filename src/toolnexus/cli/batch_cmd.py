@@ -74,6 +74,8 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings, run_span: Any) 
     from .batch_run import run_batch
 
     price = price_of(cfg.price)
+    if cfg.review_out is not None and cfg.output is None:
+        raise CliError("--review-out reads the records the run wrote: give -o FILE")
     cache = None
     if cfg.use_cache:
         if settings.style != "systemone":
@@ -112,6 +114,8 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings, run_span: Any) 
             f"(--resume sends the states not sent; --retry-errors re-runs the {summary.failed} "
             "error records)\n"
         )
+    if cfg.review_out is not None and summary.interrupted is None:
+        _write_review(cfg.output, cfg.review_out, questions)
     if summary.interrupted is not None:
         sys.stderr.write(f"toolnexus: {_resume_hint(cfg.output, summary.kept_old_output)}\n")
         raise typer.Exit(EXIT_INTERRUPTED if summary.interrupted == "SIGINT" else EXIT_TERMINATED)
@@ -120,6 +124,21 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings, run_span: Any) 
     code = summary.exit_code()
     if code != EXIT_OK:
         raise typer.Exit(code)
+
+
+def _write_review(output: str, review_out: str, questions: Path) -> None:
+    """``--review-out``: the queue of what the run wrote (``report.review``, as ``report
+    --review-out --gates`` writes it), a held record known by the file's gates' defaults."""
+    from ..report.review import write_review
+    from ..report.runs import ReportInputError
+    from .questionfile import load_question_file
+
+    _, gates = load_question_file(questions)
+    try:
+        queued = write_review(output, review_out, {n: p.default for n, p in gates.items()})
+    except ReportInputError as e:
+        raise CliError(str(e)) from None
+    sys.stderr.write(f"toolnexus: {review_out}: {queued} records to review\n")
 
 
 def _counting_resends(budget: Any) -> Any:

@@ -163,6 +163,16 @@ class BatchFlags:
         bool, typer.Option("--cache", help="Reuse and store decisions in the SQLite cache.")
     ] = False
     cache_dir: CacheDirOpt = None
+    review_out: Annotated[
+        str | None,
+        typer.Option(
+            "--review-out",
+            help="After the run, write the records to review (a gate escalated or held them, "
+            "or an answer is uncertain, near-uniform or invalid) as a CSV a person can fill in; "
+            "the filled file is a report --labels file. Needs -o.",
+            metavar="FILE",
+        ),
+    ] = None
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:

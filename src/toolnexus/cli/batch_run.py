@@ -53,6 +53,7 @@ from .errors import CONDITION_FOR_CODE, failure_of, one_line
 if TYPE_CHECKING:
     from ..batch import StateResult
     from ..errors import ClassifierError
+    from ..policy import Policy
     from ..questions import Question
     from ..records.decision import Recalibrator
     from ..scheduler import Admission
@@ -89,9 +90,11 @@ class _Run:
         threaded_input: bool = False,
         admission: Sequence[Admission] = (),
         recalibrator: Recalibrator | None = None,
+        gates: Mapping[str, Policy] | None = None,
     ) -> None:
         self.cfg = cfg
         self.recalibrator = recalibrator
+        self.gates = gates
         self.backend = backend
         self.questions = questions
         self.writer = writer
@@ -185,6 +188,7 @@ class _Run:
                 validated=True,
                 recalibrator=self.recalibrator,
                 question_thresholds=self.cfg.question_cut_points,
+                gates=self.gates,
             ),
         )
         s.ok += 1
@@ -247,10 +251,10 @@ def run_batch(
     from .backend import build_backend, warn_to_stderr
     from .batch_dry import warn_if_over_limits
     from .batch_output import csv_columns
-    from .questionfile import load_question_set
+    from .questionfile import load_question_file
 
     check_config(cfg, questions_path)
-    file_model, questions = load_question_set(questions_path)
+    (file_model, questions), gates = load_question_file(questions_path)
     backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr, cache=cache)
     warn_if_over_limits(settings, backend.model, questions)  # issue 34 item 4
     sha = question_set_sha256(questions)
@@ -265,14 +269,16 @@ def run_batch(
     columns: list[str] = []
     if cfg.fmt == "csv":  # the header learns its columns from a record of this question set
         sample = DecisionRecord.from_body(
-            "", sha, sample_record(questions, cfg.cut_points, recalibrator)
+            "", sha, sample_record(questions, cfg.cut_points, recalibrator, gates)
         )
         columns = csv_columns(sample.to_object())
     created = cfg.output is not None and not os.path.lexists(cfg.output)
     lock = lock_output(cfg.output) if cfg.output is not None else None
     try:
         check_existing(cfg)
-        return _run_locked(cfg, backend, questions, columns, show_progress, admission, recalibrator)
+        return _run_locked(
+            cfg, backend, questions, columns, show_progress, admission, recalibrator, gates
+        )
     except BaseException:
         if created and cfg.output is not None:
             # A run refused before its first record (an unset key, a calibration refused at
@@ -311,6 +317,7 @@ def _run_locked(
     show_progress: bool | None,
     admission: Sequence[Admission],
     recalibrator: Recalibrator | None = None,
+    gates: Mapping[str, Policy] | None = None,
 ) -> BatchSummary:
     """The run once ``--output`` (if any) is locked."""
     from .batch_resume import compact
@@ -327,6 +334,7 @@ def _run_locked(
     run = _Run(
         cfg, backend, questions, writer, items, summary, progress,
         threaded_input="-" in cfg.inputs, admission=admission, recalibrator=recalibrator,
+        gates=gates,
     )  # fmt: skip
     started = time.perf_counter()
 

@@ -75,10 +75,10 @@ def run_eval(
     from ..recordings import replay_miss_message
     from .backend import build_backend, warn_to_stderr
     from .batch_safety import check_key
-    from .questionfile import load_question_set
+    from .questionfile import load_question_file
     from .render import decision_record
 
-    file_model, questions = load_question_set(questions_path)
+    (file_model, questions), gates = load_question_file(questions_path)
     # As batch: a backend's own endpoint with its key's variable unset is refused before the
     # request, naming the variable (issue 31 item 12: eval sent it three times and reported a
     # network error).
@@ -118,7 +118,7 @@ def run_eval(
         raise CliError(invalid.message, failure.exit_code_under(fail_on)) from None
     record = decision_record(
         decision, questions, thresholds, recalibrator=recalibrator,
-        question_thresholds=question_thresholds,
+        question_thresholds=question_thresholds, gates=gates,
     )  # fmt: skip
     failed = tuple(f for f in fail_on if f in record["flags"])
     return EvalResult(decision, questions, record, failed)

@@ -159,6 +159,13 @@ RULES: tuple[Rule, ...] = (
          "the file writes one, or declares gates/thresholds without a model (so jev-latest "
          "would be used).",
          "Write `model: jev-1.13.0` (the version the thresholds were tuned on)."),
+    Rule("TN080", "error",
+         "gate cannot be applied (unknown question, a condition its type cannot meet)",
+         "A gate's rule on a question the file does not have, `below`/`at_least` on a choice, "
+         "`is` on a noul or score, or an option the choice does not offer would escalate every "
+         "record (SPEC §8B: a misfit rule is never skipped). " + _SHAPE,
+         "Name a question of this file, and a condition its type can meet (a choice takes "
+         "`is: <offered option>`).", True),
     Rule("TN090", "warning", "suppression comment suppresses nothing",
          "A stale `# toolnexus: ignore[...]` hides the next real finding on that line.",
          "Remove the comment, or correct its code."),

@@ -58,7 +58,7 @@ DEGENERATE_CODES = {
 }
 _MODELLED_TYPES = ("noul", "choice", "score")
 _QUESTION_FIELDS = ("type", "instructions", "criteria", "raw")
-_TOP_FIELDS = ("model", "questions")
+_TOP_FIELDS = ("model", "questions", "gates")
 
 
 def _kind(value: Any) -> str:

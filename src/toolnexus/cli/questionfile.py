@@ -8,6 +8,8 @@ The format (``question-set.schema.json`` is its machine-readable twin)::
       department: {type: choice, instructions: Which desk?, criteria: {billing: ..., ...}}
       urgency: {type: score, instructions: How fast?, criteria: [level 0, level 1, level 2]}
       located: {type: box, raw: true, instructions: Where is the cat?}
+    gates:                          # optional: named SPEC §8B policies (``cli/gatecheck.py``)
+      refund: {rules: [{question: wants_money_back, at_least: 0.5, action: refund}]}
 
 Decisions a user can rely on:
 - an unknown ``type`` is an error (``choise`` is a typo, not a new type); a type the library does
@@ -32,11 +34,13 @@ from typing import NamedTuple
 from ..defaults import DEFAULT_MODEL
 from ..defaults import resolve_model as _resolve_model
 from ..errors import QuestionError
+from ..policy import Policy
 from ..questions import (
     Question,
     check_limits,
 )
 from .errors import EXIT_USAGE, CliError
+from .gatecheck import check_gates
 from .lintcodes import CODES, WARNING_CODES, Finding
 from .questioncheck import Checker
 from .yamlread import Located, YamlSyntaxError, read_yaml
@@ -51,6 +55,7 @@ __all__ = [
     "QuestionSet",
     "lint_file",
     "lint_text",
+    "load_question_file",
     "load_question_set",
     "read_text",
     "resolve_model",
@@ -93,6 +98,8 @@ class Lint:
     #: need more than the questions (``lintrun``); None when the file could not be read as YAML.
     doc: Located | None = None
     text: str = ""
+    #: The file's ``gates:`` (named §8B policies; never sent, never in the digest).
+    gates: dict[str, Policy] = field(default_factory=dict)
 
     @property
     def errors(self) -> list[Finding]:
@@ -126,7 +133,8 @@ def lint_text(text: str, path: str, *, strict: bool = False) -> Lint:
     is_set, model, questions = checker.top(strict or _declares_schema(text))
     if not is_set:
         return Lint(path, [], question_set=False)
-    return Lint(path, sorted(set(checker.findings)), True, model, questions, doc, text)
+    gates = check_gates(checker, doc.value, questions)
+    return Lint(path, sorted(set(checker.findings)), True, model, questions, doc, text, gates)
 
 
 def read_text(path: str | Path) -> str:
@@ -169,6 +177,11 @@ def load_question_set(path: str | Path) -> QuestionSet:
     The first error (by position) raises :class:`QuestionFileError` with its one-line
     ``path:line:col: message``; advisory findings (degenerate criteria, ...) do not stop it.
     """
+    return load_question_file(path)[0]
+
+
+def load_question_file(path: str | Path) -> tuple[QuestionSet, dict[str, Policy]]:
+    """:func:`load_question_set` and the file's ``gates:`` (named policies, in file order)."""
     lint = lint_file(path, strict=True)
     errors = lint.errors
     if errors:
@@ -180,4 +193,4 @@ def load_question_set(path: str | Path) -> QuestionSet:
     except QuestionError as e:
         finding = Finding(lint.path, 1, 1, "TN020", e.detail)
         raise QuestionFileError(finding.located(), finding) from None
-    return QuestionSet(lint.model, lint.questions)
+    return QuestionSet(lint.model, lint.questions), lint.gates

@@ -10,7 +10,6 @@ Exit codes: 0 ok; 1 a ``--fail-on`` condition met; 2 usage or input error.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import TYPE_CHECKING, Annotated
@@ -21,7 +20,7 @@ from .errors import EXIT_CONDITION, CliError, one_line
 from .render.formats import ReportFormat
 
 if TYPE_CHECKING:
-    from ..report.model import Report
+    from ..report.conditions import Condition
 
 #: ``--jobs`` at most: more processes than this only add start-up and memory.
 MAX_JOBS = 64
@@ -37,38 +36,33 @@ def _format_for(output: str | None) -> str | None:
     return "json" if lower.endswith(".json") else "table"
 
 
-def thresholds_yaml(report: Report) -> tuple[str, list[str]]:
-    """The ``--thresholds @FILE`` form of the report's noul pairs, and one line per question
-    that has none (no cut-point reaches the target)."""
-    lines, missing = [], []
-    target = None
-    for key, q in report.questions.items():
-        pair = getattr(q.metrics, "thresholds", None)
-        if pair is None:
-            continue
-        target = pair.target_precision
-        if pair.yes is None or pair.no is None:
-            missing.append(f"question {key!r}: no pair written: {pair.reason}")
-            continue
-        lines += [f"  {json.dumps(key)}:", f"    yes: {pair.yes!r}", f"    no: {pair.no!r}"]
-    head = [
-        f"# toolnexus report --target-precision {target:g}: per noul question, yes from the "
-        "search and no <= yes,",
-        "# for this model and way of asking only (seed 000). Use: --thresholds @THIS_FILE",
-        "questions:" if lines else "questions: {}",
-    ]
-    return "\n".join(head + lines) + "\n", missing
+def junit_xml(results: list[tuple[Condition, str | None]]) -> str:
+    """JUnit XML with one test case per ``--fail-on`` condition: a failure when it was met (its
+    message names where and the first ids), a pass otherwise. What CI systems read."""
+    from xml.etree import ElementTree as ET
+
+    failed = sum(1 for _, met in results if met is not None)
+    suite = ET.Element(
+        "testsuite",
+        name="toolnexus report --fail-on",
+        tests=str(len(results)),
+        failures=str(failed),
+        errors="0",
+    )
+    for condition, met in results:
+        case = ET.SubElement(suite, "testcase", classname="toolnexus.report", name=condition.text)
+        if met is not None:
+            ET.SubElement(case, "failure", message=f"--fail-on met: {met}").text = met
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, "unicode") + "\n"
 
 
-def _write_thresholds(path: str, report: Report) -> None:
-    text, missing = thresholds_yaml(report)
+def _write_junit(path: str, results: list[tuple[Condition, str | None]]) -> None:
     try:
         with open(path, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+            f.write(junit_xml(results))
     except OSError as e:
         raise CliError(f"{path}: cannot write: {e.strerror or type(e).__name__}") from None
-    for line in missing:
-        sys.stderr.write(f"toolnexus: warning: {path}: {one_line(line)}\n")
 
 
 def report_command(
@@ -82,12 +76,13 @@ def report_command(
         ),
     ],
     labels: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--labels",
             help="JSONL, CSV or Parquet: an id column and one column per question key (noul "
-            "true/false, choice option, score level index or label); an empty cell is "
-            "unlabelled.",
+            "true/false, choice option, score level index or label) or gate (the action each "
+            "record should get); an empty cell is unlabelled, a column named #... a comment. "
+            "Repeat it to merge files (a filled --review-out file refines the labels).",
             metavar="FILE",
             show_default=False,
         ),
@@ -155,7 +150,9 @@ def report_command(
         typer.Option(
             "--write-thresholds",
             help="With --target-precision: write per noul question a consistent pair of "
-            "cut-points (no <= yes) to FILE, for eval/batch --thresholds @FILE.",
+            "cut-points (no <= yes) to FILE, for eval/batch --thresholds @FILE. Each side is "
+            "chosen again on 200 bootstrap resamples (seed 0) and measured out of bag; a pair "
+            "whose out-of-bag precision misses the target is refused and not written.",
             metavar="FILE",
             show_default=False,
         ),
@@ -168,7 +165,69 @@ def report_command(
             '"ece>0.1,near-uniform>0.05,errors>0". Names: the scalar metrics (rps for score), '
             "near-uniform, uncertain, uncalibrated (shares), errors, invalid (counts), "
             "changed (two runs); ece>floor: above the noise floor's p95; KEY.NAME limits one "
-            "to a question.",
+            "to a question. A gate is a KEY too: escalated (share), accuracy (against a labels "
+            "column named after it); with two runs and --labels: fixes, breaks (counts) and "
+            'mcnemar_p, e.g. "merge.breaks>0,merge.mcnemar_p<0.05".',
+            show_default=False,
+        ),
+    ] = None,
+    gates: Annotated[
+        str | None,
+        typer.Option(
+            "--gates",
+            help="A question file whose gates: to sweep over the run against the labels column "
+            "named after each gate (its outcome): per floor and outcome, records let through "
+            "and held, and per rule question caught by direction, by confidence and alone.",
+            metavar="QUESTIONS.yaml",
+            show_default=False,
+        ),
+    ] = None,
+    floors: Annotated[
+        str | None,
+        typer.Option(
+            "--floors",
+            help="With --gates: the floors, e.g. 0.5,0.8,0.9 or 0.50:0.95:0.05 (the default). A "
+            "floor f is thresholds yes=f, no=1-f (or bands high=f, low=1-f), in hundredths.",
+            show_default=False,
+        ),
+    ] = None,
+    selective: Annotated[
+        bool,
+        typer.Option(
+            "--selective",
+            help="With --labels: per question, risk against coverage when answering only above "
+            "a confidence floor (noul: max(p, 1-p)), and its area (AURC).",
+        ),
+    ] = False,
+    target_risk: Annotated[
+        float | None,
+        typer.Option(
+            "--target-risk",
+            help="With --labels: the largest coverage whose risk (error rate) is at most R, "
+            "and the floor that gives it (implies --selective).",
+            metavar="R",
+            show_default=False,
+        ),
+    ] = None,
+    review_out: Annotated[
+        str | None,
+        typer.Option(
+            "--review-out",
+            help="Write the records to review as a CSV a person can open: those a gate "
+            "escalated (or held, with --gates), or with an uncertain, near-uniform or invalid "
+            "answer; answers, actions and reasons in #... columns, empty label columns. The "
+            "filled file is a --labels file.",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ] = None,
+    junit: Annotated[
+        str | None,
+        typer.Option(
+            "--junit",
+            help="Write JUnit XML to FILE: one test case per --fail-on condition, failed when "
+            "it is met.",
+            metavar="FILE",
             show_default=False,
         ),
     ] = None,
@@ -180,8 +239,9 @@ def report_command(
     """
     from ..report.build import build_report
     from ..report.charts import MissingChartLibrary
-    from ..report.conditions import evaluate, parse_conditions
+    from ..report.conditions import check, parse_conditions
     from ..report.runs import ReportInputError
+    from ..report.sweep import parse_floors
     from .render import ReportResult, default_format, render
 
     if not 1 <= len(runs) <= 2:
@@ -194,6 +254,22 @@ def report_command(
         raise CliError("--target-precision needs --labels: precision is measured on labels")
     if write_thresholds is not None and target_precision is None:
         raise CliError("--write-thresholds needs --target-precision: the pairs are searched for it")
+    if (selective or target_risk is not None) and labels is None:
+        raise CliError("--selective and --target-risk need --labels: risk is measured on labels")
+    if target_risk is not None and not 0.0 <= target_risk <= 1.0:
+        raise CliError(f"--target-risk takes an error rate in [0, 1], got {target_risk}")
+    if floors is not None and gates is None:
+        raise CliError("--floors needs --gates: the floors are those of the file's gates")
+    sweep_gates = None
+    if gates is not None:
+        from .questionfile import load_question_file
+
+        (_, gate_questions), policies = load_question_file(gates)
+        if not policies:
+            raise CliError(f"{gates}: no gates: to sweep (add a gates: section)")
+        sweep_gates = (policies, gate_questions)
+    if junit is not None and not fail_on:
+        raise CliError("--junit writes one test case per --fail-on condition: give --fail-on")
     if fit_calibration is not None and labels is None:
         raise CliError("--fit-calibration needs --labels: a map is fitted on labelled answers")
     # A labelled report loads numpy for its metrics: elementwise sums and counts, never a
@@ -211,6 +287,10 @@ def report_command(
             jobs=jobs,
             intervals=intervals,
             fit_calibration=fit_calibration,
+            sweep_gates=sweep_gates,
+            floors=parse_floors(floors) if sweep_gates is not None else None,
+            selective=selective,
+            target_risk=target_risk,
         )
     except ReportInputError as e:
         raise CliError(str(e)) from None
@@ -218,11 +298,27 @@ def report_command(
     for warning in report.warnings:
         sys.stderr.write(f"toolnexus: warning: {one_line(warning)}\n")
     try:
-        met = evaluate(conditions, report)
+        results = check(conditions, report)
     except ReportInputError as e:
         raise CliError(str(e)) from None
+    met = [m for _, m in results if m is not None]
+    if junit is not None:
+        _write_junit(junit, results)
+    if review_out is not None:
+        from ..report.review import write_review
+
+        defaults = {n: p.default for n, p in sweep_gates[0].items()} if sweep_gates else None
+        try:
+            queued = write_review(runs[-1], review_out, defaults)
+        except ReportInputError as e:
+            raise CliError(str(e)) from None
+        sys.stderr.write(f"toolnexus: {review_out}: {queued} records to review\n")
     if write_thresholds is not None:
-        _write_thresholds(write_thresholds, report)
+        from .thresholds_out import write_thresholds as write_file
+
+        # --write-thresholds needs --target-precision, which needs --labels
+        assert labels is not None and target_precision is not None
+        write_file(write_thresholds, report, runs[0], labels, id_field, target_precision)
     chosen = fmt or _format_for(output) or default_format()
     result = ReportResult(report)
     try:

@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from .model import QUESTIONS_SHA256, RECALIBRATED, Record, record_from_object
+from .model import GATES, QUESTIONS_SHA256, RECALIBRATED, Record, record_from_object
 
 __all__ = [
     "CODECS",
@@ -306,7 +306,8 @@ _READERS: dict[str, Callable[[str], Any]] = {
     **dict.fromkeys(("noul", "confidence", "score", "cost", "yes", "no", "min_confidence"), float),
     **dict.fromkeys(("level", "input_tokens", "output_tokens", "packed", "position"), int),
     **dict.fromkeys(
-        ("near_uniform", "calibrated", "cached", "reasked"), lambda v: _BOOLS.get(v, v)
+        ("near_uniform", "calibrated", "cached", "reasked", "escalated"),
+        lambda v: _BOOLS.get(v, v),
     ),
     **dict.fromkeys(("probabilities", "legend", "recalibrated"), json.loads),
     "flags": _words_or_json,
@@ -320,6 +321,9 @@ def _column_plan(column: str) -> tuple[str, ...]:
     if column.startswith("answers."):
         key, _, name = column[len("answers.") :].rpartition(".")
         return ("answers", key, name)
+    if column.startswith(GATES + "."):  # gates.<name>.<field>: a gate's name may hold dots
+        key, _, name = column[len(GATES) + 1 :].rpartition(".")
+        return (GATES, key, name)
     return tuple(column.split(".", 1))
 
 
@@ -359,10 +363,14 @@ class CsvCodec:
             raise RecordDecodeError(f"{len(row)} cells for {len(self._plan)} columns")
         record: dict[str, Any] = {}
         answers: dict[str, dict[str, Any]] = {}
+        gates: dict[str, dict[str, Any]] = {}
         for where, value in zip(self._plan, row, strict=True):
             if where[0] == "answers":
                 if value != "":
                     answers.setdefault(where[1], {})[where[2]] = _read_cell(where[2], value)
+            elif where[0] == GATES and len(where) == 3:
+                if value != "":
+                    gates.setdefault(where[1], {})[where[2]] = _read_cell(where[2], value)
             elif len(where) == 1:
                 name = where[0]
                 if name == "id":
@@ -396,6 +404,8 @@ class CsvCodec:
         if isinstance(recalibrated, dict) and not any(recalibrated.values()):
             del record[RECALIBRATED]  # a record that was not recalibrated: empty cells
         record["answers"] = answers
+        if gates:
+            record[GATES] = gates
         return record
 
     def decode_row(self, row: Sequence[str]) -> Record | None:

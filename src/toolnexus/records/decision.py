@@ -19,6 +19,7 @@ from .model import RECORD_KEYS
 
 if TYPE_CHECKING:
     from ..calibration.maps import LoadedCalibration, Provenance
+    from ..policy import Policy
 
 __all__ = [
     "FLAGS",
@@ -26,6 +27,7 @@ __all__ = [
     "Recalibrator",
     "answer_record",
     "decision_record",
+    "gate_records",
     "sample_record",
 ]
 
@@ -136,6 +138,19 @@ def answer_record(
     return out
 
 
+def gate_records(
+    gates: Mapping[str, Policy], decision: Decision, questions: Mapping[str, Question] | None
+) -> dict[str, dict[str, Any]]:
+    """Each gate over ``decision`` (``Policy.decide``, the one rule): ``{action, escalated,
+    reason}`` by gate name, in the file's order. A gate reads the wire answers, never a
+    recalibrated one: what it decides is what ``toolnexus.gate`` decides on the same reply."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, policy in gates.items():
+        got = policy.decide(decision.answers, questions)
+        out[name] = {"action": got.action, "escalated": got.escalated, "reason": got.reason}
+    return out
+
+
 def decision_record(
     decision: Decision,
     questions: Mapping[str, Question],
@@ -145,6 +160,7 @@ def decision_record(
     recalibrator: Recalibrator | None = None,
     any_model: bool = False,
     question_thresholds: Mapping[str, Mapping[str, float]] | None = None,
+    gates: Mapping[str, Policy] | None = None,
 ) -> dict[str, Any]:
     """A decision as one JSON-ready record: the wire fields (model, calibrated, usage, each
     answer's fields) plus the derived ones (near_uniform, level, label, band), a ``flags`` list
@@ -153,7 +169,8 @@ def decision_record(
 
     ``usage.cost`` is ``None`` when the backend did not report one: absent, not zero.
     ``validated=True`` says the caller's evaluate already validated fail-closed (the batch
-    stream does), so the check is not paid twice on the hot path.
+    stream does), so the check is not paid twice on the hot path. ``gates``: the question
+    file's named policies; the record then carries ``gates`` (``gate_records``).
     """
     t = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
     problem = None if validated else validate_decision(questions, decision)
@@ -202,6 +219,10 @@ def decision_record(
         "flags": _ordered_flags(flags),
         "invalid": problem.message if problem is not None else None,
     }
+    if gates:
+        # A valid decision (validated here, or fail-closed by the batch stream) has no answer
+        # a gate could find invalid: the per-answer check is paid only for an invalid one.
+        out["gates"] = gate_records(gates, decision, questions if problem is not None else None)
     if recalibrated is not None:
         out["recalibrated"] = recalibrated
     return out
@@ -211,6 +232,7 @@ def sample_record(
     questions: Mapping[str, Question],
     thresholds: Mapping[str, float] | None = None,
     recalibrator: Recalibrator | None = None,
+    gates: Mapping[str, Policy] | None = None,
 ) -> dict[str, Any]:
     """A decision record for this question set, to learn the CSV columns from the renderer
     itself (so the header can never drift from ``decision_record``)."""
@@ -244,5 +266,5 @@ def sample_record(
     body = {"model": "m", "answers": answers, "usage": {"input_tokens": 0, "output_tokens": 0}}
     return decision_record(
         parse_decision(body, questions), questions, thresholds,
-        recalibrator=recalibrator, any_model=True,
+        recalibrator=recalibrator, any_model=True, gates=gates,
     )  # fmt: skip

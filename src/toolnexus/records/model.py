@@ -23,6 +23,7 @@ from typing import Any, TypeAlias
 
 __all__ = [
     "ASKED_KEYS",
+    "GATES",
     "QUESTIONS_SHA256",
     "RECALIBRATED",
     "RECORD_KEYS",
@@ -59,6 +60,12 @@ ASKED_KEYS = ("packed", "position", "reasked")
 #: The key a recalibrated decision adds after them (``eval``/``batch --calibration``): the
 #: calibration file and its sha256. Absent otherwise, so other records keep their bytes.
 RECALIBRATED = "recalibrated"
+#: The key a gated decision adds after ``invalid`` (a question file with ``gates:``, issue 35):
+#: per gate name, ``{"action", "escalated", "reason"}``. Absent otherwise, so other records keep
+#: their bytes.
+GATES = "gates"
+#: The fields of one gate's outcome in a record, in order.
+GATE_FIELDS = ("action", "escalated", "reason")
 
 
 @dataclass(frozen=True)
@@ -100,6 +107,8 @@ class DecisionRecord:
     #: ``{"file", "sha256"}`` of the calibration map that recalibrated its answers (each
     #: answer then carries ``recalibrated`` beside its wire probabilities)
     recalibrated: Mapping[str, str] | None = None
+    #: per gate of the question file: what it decided (``GATE_FIELDS``); None: no gates
+    gates: Mapping[str, Mapping[str, Any]] | None = None
 
     @property
     def key(self) -> str:
@@ -129,6 +138,8 @@ class DecisionRecord:
         out["answers"] = {k: dict(v) for k, v in self.answers.items()}
         out["flags"] = list(self.flags)
         out["invalid"] = self.invalid
+        if self.gates is not None:
+            out[GATES] = {k: dict(v) for k, v in self.gates.items()}
         if self.recalibrated is not None:
             out[RECALIBRATED] = dict(self.recalibrated)
         return out
@@ -204,6 +215,7 @@ def _decision(item_id: str | int, sha: str | None, obj: Mapping[str, Any]) -> De
     flags = obj.get("flags")
     invalid = obj.get("invalid")
     recalibrated = obj.get(RECALIBRATED)
+    gates = obj.get(GATES)
     return DecisionRecord(
         id=item_id,
         questions_sha256=sha,
@@ -229,6 +241,11 @@ def _decision(item_id: str | int, sha: str | None, obj: Mapping[str, Any]) -> De
         recalibrated=(
             {k: v for k, v in recalibrated.items() if isinstance(v, str)}
             if isinstance(recalibrated, Mapping)
+            else None
+        ),
+        gates=(
+            {k: v for k, v in gates.items() if isinstance(v, Mapping)}
+            if isinstance(gates, Mapping)
             else None
         ),
     )

@@ -3,14 +3,22 @@ that every output format renders (``report.schema.json`` describes its JSON)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from itertools import islice
+from typing import TYPE_CHECKING
 
 from .aggregation import RunStats
 from .compare import compare_runs
 from .finish import question_reports
-from .labels import Labels, read_labels
+from .labels import Labels, merge_labels, read_labels
 from .model import Comparison, Report
 from .reader import read_run
+from .selective import selective_reports
+
+if TYPE_CHECKING:
+    from ..policy import Policy
+    from ..questions import Question
+    from .sweep import GateSweep
 
 __all__ = ["Report", "build_report"]
 
@@ -18,19 +26,23 @@ __all__ = ["Report", "build_report"]
 def build_report(
     runs: list[str],
     *,
-    labels_path: str | None = None,
+    labels_path: str | Sequence[str] | None = None,
     id_field: str = "id",
     target_precision: float | None = None,
     jobs: int | None = None,
     intervals: bool | None = None,
     fit_calibration: str | None = None,
+    sweep_gates: tuple[Mapping[str, Policy], Mapping[str, Question]] | None = None,
+    floors: Sequence[int] | None = None,
+    selective: bool = False,
+    target_risk: float | None = None,
 ) -> Report:
     """Read ``runs`` (one or two files) and, with ``labels_path``, join labels by id; ``jobs``
     processes count a long run's chunks (default: one per CPU, at most 8); ``intervals``: every ECE
     with its bootstrap interval and noise floor (issue 24; numpy; ``None``: for a question of at
     most ``AUTO_INTERVALS_MAX`` labelled answers); ``fit_calibration``: fit a
     recalibration map per labelled key of the first run and write them to that file."""
-    labels = read_labels(labels_path, id_field) if labels_path else None
+    labels = read_all_labels(labels_path, id_field) if labels_path else None
     two = len(runs) == 2
     warnings: list[str] = []
     first = read_run(runs[0], labels, snapshot=two, jobs=jobs, warnings=warnings)
@@ -57,10 +69,14 @@ def build_report(
 
         fitted, skipped = fit(stats[0], fit_calibration)
         warnings += skipped
+    from .judged import judge_section
+
+    gates, paired = judge_section(runs, labels)
     problem = None
     if labels is not None:
         warnings += labels.notes
-        problem = _check_labels(labels, stats, id_field, warnings)
+        outcome_columns = [*(gates or ()), *(sweep_gates[0] if sweep_gates else ())]
+        problem = _check_labels(labels, stats, id_field, warnings, outcome_columns)
     return Report(
         records=first.records,
         labelled=first.labelled,
@@ -71,18 +87,53 @@ def build_report(
         warnings=tuple(warnings),
         calibration_fit=fitted,
         labels_problem=problem,
+        gates=gates,
+        paired=paired,
+        sweeps=_sweeps(runs[-1], sweep_gates, labels, floors),
+        selective=(
+            selective_reports(runs[0], labels, target_risk)
+            if labels is not None and (selective or target_risk is not None)
+            else None
+        ),
     )
 
 
+def read_all_labels(paths: str | Sequence[str], id_field: str = "id") -> Labels:
+    """One labels file, or several merged (``--labels A --labels B``: ``merge_labels``)."""
+    if isinstance(paths, str):
+        return read_labels(paths, id_field)
+    return merge_labels([read_labels(p, id_field) for p in paths])
+
+
+def _sweeps(
+    run: str,
+    sweep_gates: tuple[Mapping[str, Policy], Mapping[str, Question]] | None,
+    labels: Labels | None,
+    floors: Sequence[int] | None,
+) -> dict[str, GateSweep] | None:
+    """``--gates FILE``: the file's gates swept over the judged run (issue 35 item 3)."""
+    if sweep_gates is None:
+        return None
+    from .sweep import DEFAULT_FLOORS, sweep
+
+    policies, questions = sweep_gates
+    return sweep(run, policies, questions, labels, floors or DEFAULT_FLOORS)
+
+
 def _check_labels(
-    labels: Labels, stats: list[RunStats], id_field: str, warnings: list[str]
+    labels: Labels,
+    stats: list[RunStats],
+    id_field: str,
+    warnings: list[str],
+    gates: list[str] | None = None,
 ) -> str | None:
     """Warn about label columns that name no question and labelled ids that no run answered;
     return why the last run (the one ``--fail-on`` judges) has no labelled answer, if it has
-    none (issue 31 item 9: say what did not match)."""
+    none (issue 31 item 9: say what did not match). A column named after a ``gates`` name holds
+    the outcome each record should get (issue 35): not a stray column."""
     asked = list(dict.fromkeys(k for s in stats for k in s.questions))
     shown_keys = ", ".join(repr(k) for k in asked) or "none"
-    stray = [k for k in labels.labelled_keys() if k not in asked]
+    stray = [k for k in labels.labelled_keys() if k not in asked and k not in (gates or ())]
     if stray:
         warnings.append(
             f"{labels.path}: {'column' if len(stray) == 1 else 'columns'} "

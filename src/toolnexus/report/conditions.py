@@ -8,6 +8,9 @@ when ANY question meets it. NAME is a scalar metric (``accuracy``, ``brier``, ``
 ``auroc``, ``ece``, ``macro_f1``, ``within_one``, ``mae``, ``rps``), a flag share (``near-uniform``,
 ``uncertain``, ``uncalibrated``), a count (``errors``, ``invalid``) or, with two runs,
 ``changed`` (the share of ids whose answer changed). The judged run is the last one given.
+A gate of the question file is a KEY too (issue 35): ``escalated`` (the share of records it
+escalated) and ``accuracy`` (against a labels column named after it); with two runs and labels,
+any question or gate measures ``fixes`` and ``breaks`` (counts) and ``mcnemar_p``.
 A condition that no question can be measured on (``ece`` without labels) is a usage error,
 never a silent pass. A condition met names, per question, the value and, for a flag, a count or
 ``changed``, how many answers that is and the first ids (issue 17: "``--fail-on met:
@@ -24,11 +27,13 @@ from .accumulators import FIRST_IDS, REPORT_FLAGS
 from .model import SCALAR_METRICS, QuestionComparison, QuestionReport, Report, RunSummary
 from .runs import ReportInputError
 
-__all__ = ["NAMES", "Condition", "evaluate", "parse_conditions"]
+__all__ = ["JUDGED_NAMES", "NAMES", "Condition", "check", "evaluate", "parse_conditions"]
 
 #: ``ece>floor``: the right-hand side naming the noise floor's 95th percentile
 FLOOR = "floor"
-NAMES = (*SCALAR_METRICS, *REPORT_FLAGS, "errors", "invalid", "changed")
+#: What a gate or a paired comparison measures (``report.judged``), beside the questions' names.
+JUDGED_NAMES = ("escalated", "fixes", "breaks", "mcnemar_p")
+NAMES = (*SCALAR_METRICS, *REPORT_FLAGS, "errors", "invalid", "changed", *JUDGED_NAMES)
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
     "<=": operator.le,
@@ -143,22 +148,48 @@ def _measure(
     )
 
 
-def evaluate(conditions: list[Condition], report: Report) -> list[str]:
-    """The conditions met, each as ``text (key value [count; first ids ...], ...)``. Raises
-    ReportInputError for a condition that nothing in the report can measure."""
+def _measure_judged(c: Condition, key: str, report: Report) -> _Measured | None:
+    """A gate's or a paired comparison's value for ``c`` (None: not measured here)."""
+    gate = (report.gates or {}).get(key)
+    paired = (report.paired or {}).get(key)
+    if c.name == "escalated" and gate is not None and gate.escalated_share is not None:
+        return _Measured(
+            gate.escalated_share, f"{gate.escalated} of {gate.n} records", gate.escalated_ids
+        )
+    if c.name == "accuracy" and gate is not None and gate.accuracy is not None:
+        return _Measured(gate.accuracy, f"{gate.agreed} of {gate.labelled} labelled records")
+    if paired is not None and c.name in ("fixes", "breaks"):
+        ids = paired.fix_ids if c.name == "fixes" else paired.break_ids
+        return _Measured(getattr(paired, c.name), f"of {paired.compared} labelled ids", ids)
+    if paired is not None and c.name == "mcnemar_p":
+        return _Measured(
+            paired.mcnemar_p, f"{paired.fixes} fixes, {paired.breaks} breaks of {paired.compared}"
+        )
+    return None
+
+
+def check(conditions: list[Condition], report: Report) -> list[tuple[Condition, str | None]]:
+    """Each condition with what met it (``text (key value ...)``), or None when it holds
+    nowhere: one entry per condition, in order (``--junit`` writes one test case each).
+    Raises ReportInputError for a condition that nothing in the report can measure."""
     comparison = report.comparison
     judged = report.judged
     run = report.runs[-1]
-    met: list[str] = []
+    extra = [k for k in (*(report.gates or {}), *(report.paired or {})) if k not in judged]
+    out: list[tuple[Condition, str | None]] = []
     for c in conditions:
-        keys = [c.key] if c.key is not None else list(judged)
-        if c.key is not None and c.key not in judged:
-            raise ReportInputError(f"--fail-on {c.text}: no question {c.key!r} in the run")
+        keys = [c.key] if c.key is not None else [*judged, *dict.fromkeys(extra)]
+        if c.key is not None and c.key not in judged and c.key not in extra:
+            raise ReportInputError(f"--fail-on {c.text}: no question or gate {c.key!r} in the run")
         hits: list[str] = []
         measured = 0
         for key in keys:
-            compared = comparison.questions.get(key) if comparison else None
-            m = _measure(c, judged[key], compared, run)
+            m = None
+            if key in judged and c.name not in JUDGED_NAMES:
+                compared = comparison.questions.get(key) if comparison else None
+                m = _measure(c, judged[key], compared, run)
+            if m is None:
+                m = _measure_judged(c, key, report)
             if m is None:
                 continue
             measured += 1
@@ -177,10 +208,19 @@ def evaluate(conditions: list[Condition], report: Report) -> list[str]:
                     if c.name == "changed"
                     else "it needs --labels"
                     if c.name in SCALAR_METRICS
+                    else "it needs two runs and --labels"
+                    if c.name in ("fixes", "breaks", "mcnemar_p")
+                    else "no gate in the run: a question file with gates:"
+                    if c.name == "escalated"
                     else "no question measures it"
                 )
             )
             raise ReportInputError(f"--fail-on {c.text}: nothing to measure it on ({why})")
-        if hits:
-            met.append(f"{c.text} ({', '.join(hits)})")
-    return met
+        out.append((c, f"{c.text} ({', '.join(hits)})" if hits else None))
+    return out
+
+
+def evaluate(conditions: list[Condition], report: Report) -> list[str]:
+    """The conditions met, each as ``text (key value [count; first ids ...], ...)``. Raises
+    ReportInputError for a condition that nothing in the report can measure."""
+    return [met for _, met in check(conditions, report) if met is not None]

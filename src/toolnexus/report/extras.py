@@ -56,7 +56,9 @@ def noul_threshold_table(
     y_true: Sequence[int], y_prob: Sequence[float]
 ) -> tuple[ThresholdCut, ...]:
     return tuple(
-        ThresholdCut(r.cut, r.precision, r.recall, r.coverage)
+        ThresholdCut(
+            r.cut, r.precision, r.recall, r.coverage, r.no_precision, r.no_recall, r.no_coverage
+        )
         for r in threshold_table(y_true, y_prob)
     )
 

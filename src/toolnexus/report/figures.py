@@ -38,12 +38,17 @@ class EceUncertainty:
 
 @dataclass(frozen=True)
 class ThresholdCut:
-    """Answering yes for ``p >= cut``: its precision, recall and coverage (share said yes)."""
+    """Answering yes for ``p >= cut``: its precision, recall and coverage (share said yes); and
+    answering no for ``p <= 1 - cut`` (in hundredths): the no side's precision, recall (of the
+    negatives) and coverage (issue 35 item 3)."""
 
     cut: float
     precision: float | None
     recall: float | None
     coverage: float
+    no_precision: float | None = None
+    no_recall: float | None = None
+    no_coverage: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -277,9 +277,12 @@ def _calibration_parts(q: QuestionReport) -> list[str]:
                 f"{_num(pair.no_precision, 2)}).</p>"
             )
         if m.threshold_table:
-            rows = [[f"{t.cut:.2f}", _num(t.precision, 2), _num(t.recall, 2), _pct(t.coverage)]
+            rows = [[f"{t.cut:.2f}", _num(t.precision, 2), _num(t.recall, 2), _pct(t.coverage),
+                     f"{(100 - round(t.cut * 100)) / 100:.2f}", _num(t.no_precision, 2),
+                     _num(t.no_recall, 2), _pct(t.no_coverage)]
                     for t in m.threshold_table]  # fmt: skip
-            table = _table(["yes when p ≥", "precision", "recall", "coverage"], rows)
+            table = _table(["yes when p ≥", "precision", "recall", "coverage", "no when p ≤",
+                            "precision", "recall", "coverage"], rows)  # fmt: skip
             parts.append(f"<details><summary>threshold table</summary>{table}</details>")
     if isinstance(m, ChoiceMetrics):
         if m.per_option:
@@ -401,6 +404,10 @@ def report_html(report: Report) -> str:
         for key, q in labelled:
             parts.append(_metrics(key, q, charts))
     parts.append(_fit(report))
+    if report.gates or report.paired or report.sweeps or report.selective:
+        from .judgedhtml import judged_html
+
+        parts.append(judged_html(report))
     if report.comparison:
         parts.append(_comparison(report.comparison, questions, charts))
     parts.append("</body></html>\n")

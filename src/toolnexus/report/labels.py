@@ -20,7 +20,7 @@ from .runs import (
     readable_again,
 )
 
-__all__ = ["Labels", "read_labels"]
+__all__ = ["COMMENT_PREFIX", "Labels", "merge_labels", "read_labels"]
 
 
 @dataclass
@@ -71,13 +71,48 @@ def _label_text(value: Any) -> str | None:
     return None
 
 
+#: A column whose name starts with this is a comment (what a review file shows a person:
+#: the answers, the action, the reason), never a label column (issue 35 item 6).
+COMMENT_PREFIX = "#"
+
+
 def read_labels(path: str, id_field: str = "id") -> Labels:
     """A labels file: JSONL objects, a CSV with a header or a Parquet table; ``id_field`` names
-    the id column, every other column is a question key."""
+    the id column, a column named ``#...`` is a comment, every other column is a question key
+    (or a gate's outcome)."""
     with readable_again(path) as readable:
         labels = _read_labels(readable, id_field)
     labels.path = path
+    keep = [i for i, k in enumerate(labels.keys) if not k.startswith(COMMENT_PREFIX)]
+    if len(keep) < len(labels.keys):
+        labels.keys = [labels.keys[i] for i in keep]
+        labels.rows = {
+            item: (row[0], *(row[i + 1] for i in keep)) for item, row in labels.rows.items()
+        }
     return labels
+
+
+def merge_labels(parts: list[Labels]) -> Labels:
+    """Several labels files as one (``report --labels A --labels B``): the columns of all, and
+    per id and column the last file's non-empty label (a filled review file refines a run's
+    labels). Lines point into the file of each id's last row."""
+    if len(parts) == 1:
+        return parts[0]
+    keys = list(dict.fromkeys(k for p in parts for k in p.keys))
+    cells: dict[str, dict[str, str]] = {}
+    lines: dict[str, Any] = {}
+    for part in parts:
+        for item, row in part.rows.items():
+            mine = cells.setdefault(item, {})
+            for i, key in enumerate(part.keys, 1):
+                if row[i]:
+                    mine[key] = row[i]
+            lines[item] = row[0]
+    out = Labels(" + ".join(p.path for p in parts), keys)
+    out.rows = {item: (lines[item], *(c.get(k, "") for k in keys)) for item, c in cells.items()}
+    for part in parts:
+        out.notes += part.notes
+    return out
 
 
 def _read_labels(path: str, id_field: str) -> Labels:

@@ -28,6 +28,9 @@ from .figures import (
     ThresholdCut,
     ThresholdPair,
 )
+from .judged import GateReport, PairedCount
+from .selective import SelectiveReport
+from .sweep import GateSweep
 
 T = TypeVar("T")
 
@@ -438,6 +441,14 @@ class Report:
     calibration_fit: CalibrationFit | None = field(default=None, metadata=OMIT_NONE)
     #: with ``--labels``: why the last run has no labelled answer (no id or no column matched)
     labels_problem: str | None = field(default=None, metadata=SKIP)
+    #: per gate of the question file, over the judged (last) run (issue 35)
+    gates: Mapping[str, GateReport] | None = field(default=None, metadata=OMIT_NONE)
+    #: two runs and labels: per question and gate, fixes, breaks and McNemar's p (issue 35)
+    paired: Mapping[str, PairedCount] | None = field(default=None, metadata=OMIT_NONE)
+    #: ``--gates FILE``: each gate swept over ``--floors`` against its outcome labels (issue 35)
+    sweeps: Mapping[str, GateSweep] | None = field(default=None, metadata=OMIT_NONE)
+    #: ``--selective``: per labelled question of the first run, risk against coverage (issue 35)
+    selective: Mapping[str, SelectiveReport] | None = field(default=None, metadata=OMIT_NONE)
 
     @property
     def judged(self) -> Mapping[str, QuestionReport]:

@@ -35,9 +35,14 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from .. import classifier as _async
 from .. import factory as _factory
+from .. import judge as _judge
+from ..bands import JudgedAnswer
 from ..batch import BoundState, BoundStates, StateResult
 from ..config import BatchOptions
+from ..decision import Decision
 from ..defaults import DEFAULT_BATCH_CONCURRENCY
+from ..errors import ConfigError
+from ..policy import GateResult
 from ..questions import Question
 from ._loop import background
 
@@ -45,7 +50,10 @@ __all__ = [
     "SyncBoundState",
     "SyncBoundStates",
     "SyncClassifier",
+    "Tape",
+    "ask",
     "create_classifier",
+    "gate",
     "static_classifier",
 ]
 
@@ -234,3 +242,51 @@ def _mirror(factory: Callable[P, _async.Classifier]) -> Callable[P, SyncClassifi
 
 create_classifier = _mirror(_factory.create_classifier)
 static_classifier = _mirror(_factory.static_classifier)
+
+
+def _async_of(classifier: Any) -> _async.Classifier:
+    if not isinstance(classifier, SyncClassifier):
+        raise ConfigError(
+            "classifier: toolnexus.sync's ask/gate/Tape take a SyncClassifier (the async ones "
+            f"are toolnexus.ask/gate/Tape), got {type(classifier).__name__}"
+        )
+    return classifier.async_classifier
+
+
+def ask(
+    classifier: SyncClassifier,
+    state: Any,
+    questions: Any,
+    bands: Any = None,
+    *,
+    thresholds: Mapping[str, float] | None = None,
+) -> dict[str, JudgedAnswer]:
+    """The blocking ``toolnexus.ask``: the same parameters, a ``SyncClassifier``."""
+    c = _async_of(classifier)
+    return background.run(_judge.ask(c, state, questions, bands, thresholds=thresholds))
+
+
+def gate(
+    classifier: SyncClassifier, state: Any, questions: Any, rules: Any, bands: Any = None
+) -> GateResult:
+    """The blocking ``toolnexus.gate``: the same parameters, a ``SyncClassifier``."""
+    return background.run(_judge.gate(_async_of(classifier), state, questions, rules, bands))
+
+
+class Tape:
+    """The blocking ``toolnexus.Tape``: ``Tape(live).call(name)`` records, ``Tape(recorded=
+    ...).call(name)`` replays; each call is a ``SyncClassifier``."""
+
+    def __init__(
+        self, live: SyncClassifier | None = None, *, recorded: Mapping[str, Decision] | None = None
+    ) -> None:
+        self._tape = _judge.Tape(None if live is None else _async_of(live), recorded=recorded)
+
+    @property
+    def recorded(self) -> dict[str, Decision]:
+        """The decisions on the tape, by call name (a copy)."""
+        return self._tape.recorded
+
+    def call(self, name: str) -> SyncClassifier:
+        """A classifier for the call ``name``: recording, or replaying."""
+        return SyncClassifier(self._tape.call(name))

@@ -173,6 +173,15 @@ def print_table(
     console.print(table)
     if record.get("invalid"):
         console.print(Text(f"invalid: {record['invalid']}", style=_STYLES["invalid"]))
+    gates = record.get("gates")
+    if isinstance(gates, Mapping):
+        for name, g in gates.items():
+            # A gate that escalated declined to decide: shown as such, never as an action.
+            said = "escalated: " if g.get("escalated") else ""
+            line = Text(f"gate {name}: {g.get('action')} ({said}{g.get('reason')})")
+            if g.get("escalated"):
+                line.stylize(_STYLES["uncertain"])
+            console.print(line)
 
 
 def _table(

@@ -411,6 +411,30 @@ def print_report(report: Report, console: Any, *, plain: bool) -> None:
         if fit.provenance_note:
             console.print(Text(fit.provenance_note))
         console.print(_fit_table(fit))
+    if report.gates or report.paired or report.sweeps or report.selective:
+        from .judged import gates_table, outcomes_lines, paired_table, selective_table, sweep_table
+
+        if report.selective:
+            target = next(iter(report.selective.values())).target_risk
+            said = f"; coverage at risk <= {target:g}" if target is not None else ""
+            heading(f"selective prediction (answering above a confidence floor{said})")
+            console.print(selective_table(report.selective))
+
+        for name, sweep in (report.sweeps or {}).items():
+            heading(
+                f"sweep of gate {name} ({sweep.cut_points}; let through: {sweep.default}; per "
+                "question: caught by direction/by confidence/alone)"
+            )
+            console.print(sweep_table(sweep))
+
+        if report.gates:
+            heading("gates (the question file's policies; escalated: declined to decide)")
+            console.print(gates_table(report.gates))
+            for line in outcomes_lines(report.gates):
+                console.print(Text(line))
+        if report.paired:
+            heading("paired against labels (first run, then second)")
+            console.print(paired_table(report.paired))
     comparison = report.comparison
     if comparison:
         heading("comparison")

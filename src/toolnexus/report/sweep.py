@@ -1,0 +1,224 @@
+"""Floor sweeps of a gate against outcome labels (issue 35 item 3): ``report RUN --labels L
+--gates QUESTIONS.yaml [--floors ...]``.
+
+A floor ``f`` sets the policy's cut-points and keeps its rules: with seed 004's inclusive
+``thresholds``, ``yes = f`` and ``no = 1 - f``; with §8B's exclusive ``bands`` (a policy's
+default), ``high = f`` and ``low = 1 - f``; ``min_confidence`` (choice, score) is ``f`` too. The
+cut-points are built from integer hundredths (``no = (100 - F) / 100``), so a two-decimal
+answer at exactly ``1 - f`` compares equal, as it does in hundredths: ``1 - 0.9`` is
+``0.09999999999999998`` in floating point and would miss ``p = 0.1``.
+
+Per floor and per outcome (the labels column named after the gate, in the user's words): the
+records the policy let through (its default action), those it held (any other action or an
+escalation) and, per rule question, how many it caught by direction (its rule fires), by
+confidence (its answer is uncertain, missing or invalid: the gate escalates) and alone (no other
+question caught it). Each question is judged on its own rules, whatever their order: the
+caught-alone column is about questions, not about the first-match order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..bands import Bands
+from ..decision import Answer, parse_decision
+from ..errors import ClassifierError
+from ..policy import Policy, Rule, decide
+from ..questions import Question
+from .labels import Labels
+from .runs import ReportInputError, iter_records
+from .selective import RiskPoint
+
+__all__ = ["DEFAULT_FLOORS", "FloorRow", "GateSweep", "QuestionCatch", "parse_floors", "sweep"]
+
+#: 0.50 to 0.95 by 0.05, in hundredths.
+DEFAULT_FLOORS = tuple(range(50, 100, 5))
+
+
+@dataclass(frozen=True)
+class QuestionCatch:
+    """One rule question at one floor, over one outcome's records."""
+
+    direction: int
+    confidence: int
+    alone: int
+
+
+@dataclass(frozen=True)
+class FloorRow:
+    """One floor and one outcome: ``n`` records, ``let_through`` (the default action),
+    ``held`` (anything else), and per rule question what it caught."""
+
+    floor: float
+    outcome: str
+    n: int
+    let_through: int
+    held: int
+    #: of the held: those the gate escalated (declined to decide)
+    escalated: int
+    #: records whose action is their outcome label (with labels)
+    agreed: int
+    questions: Mapping[str, QuestionCatch]
+
+
+@dataclass(frozen=True)
+class GateSweep:
+    """A gate swept over floors: its default action, one row per floor and outcome and, with
+    outcome labels, per floor the gate's selective prediction (issue 35 item 5): ``answered``
+    the records it decided (did not escalate), ``coverage`` their share, ``risk`` the share of
+    those whose action is not their outcome."""
+
+    default: str
+    cut_points: str
+    rows: tuple[FloorRow, ...]
+    curve: tuple[RiskPoint, ...] = ()
+
+
+def parse_floors(text: str | None) -> tuple[int, ...]:
+    """``--floors``: ``0.5,0.6,0.7`` or ``0.50:0.95:0.05`` -> floors in integer hundredths."""
+    if not text:
+        return DEFAULT_FLOORS
+
+    def hundredths(part: str) -> int:
+        try:
+            value = float(part)
+        except ValueError:
+            raise ReportInputError(f"--floors: {part.strip()!r} is not a number") from None
+        n = round(value * 100)
+        if abs(value * 100 - n) > 1e-6 or not 50 <= n <= 100:
+            raise ReportInputError(
+                f"--floors: {part.strip()!r} is not a floor in 0.50..1.00 in hundredths"
+            )
+        return n
+
+    if ":" in text:
+        parts = text.split(":")
+        if len(parts) != 3:
+            raise ReportInputError(f"--floors: {text!r} is not FROM:TO:STEP")
+        lo, hi, step = (
+            hundredths(p) if i < 2 else round(float(p) * 100) for i, p in enumerate(parts)
+        )
+        if step <= 0 or hi < lo:
+            raise ReportInputError(f"--floors: {text!r} is not FROM:TO:STEP with FROM <= TO")
+        return tuple(range(lo, hi + 1, step))
+    return tuple(sorted({hundredths(p) for p in text.split(",") if p.strip()}))
+
+
+def at_floor(policy: Policy, floor: int) -> Policy:
+    """``policy`` with its cut-points set by ``floor`` (integer hundredths), in its own sense."""
+    if policy.thresholds is not None:
+        t = {"yes": floor / 100, "no": (100 - floor) / 100, "min_confidence": floor / 100}
+        return Policy(policy.rules, policy.default, None, policy.skip_uncertain, t)
+    bands = Bands(low=(100 - floor) / 100, high=floor / 100)
+    return Policy(policy.rules, policy.default, bands, policy.skip_uncertain)
+
+
+def _catch(
+    policy: Policy, rules: Sequence[Rule], answers: Mapping[str, Answer], qs: Mapping[str, Question]
+) -> str:
+    """How this question's own rules read the answers: ``direction``, ``confidence`` or ``""``."""
+    got = decide(
+        rules,
+        answers,
+        default="\x00pass",
+        bands=policy.bands,
+        thresholds=policy.thresholds,
+        skip_uncertain=policy.skip_uncertain,
+        questions=qs,
+    )
+    if got.escalated:
+        return "confidence"
+    return "" if got.action == "\x00pass" else "direction"
+
+
+def sweep(
+    run: str,
+    gates: Mapping[str, Policy],
+    questions: Mapping[str, Question],
+    labels: Labels | None,
+    floors: Iterable[int] = DEFAULT_FLOORS,
+) -> dict[str, GateSweep]:
+    """Each gate of ``gates`` swept over ``floors`` on the decided records of ``run``, grouped by
+    the outcome in the labels column named after the gate (``all`` without one)."""
+    floors = tuple(floors)
+    decided: list[tuple[str, Mapping[str, Answer]]] = []
+    for line, obj in iter_records(run):
+        if not isinstance(obj, Mapping) or "error" in obj or "id" not in obj:
+            continue
+        try:
+            answers = parse_decision({"model": "", "answers": obj.get("answers", {})}).answers
+        except ClassifierError as e:
+            raise ReportInputError(f"{run}:{line}: {e.detail}") from None
+        decided.append((str(obj["id"]), answers))
+    out: dict[str, GateSweep] = {}
+    for name, policy in gates.items():
+        column = labels.column(name) if labels is not None else None
+        if labels is not None and column is None:
+            continue  # no outcome column for this gate: nothing to sweep against
+        by_question: dict[str, list[Rule]] = {}
+        for rule in policy.rules:
+            by_question.setdefault(rule.question, []).append(rule)
+        groups: dict[str, list[Mapping[str, Answer]]] = {}
+        for item_id, answers in decided:
+            if labels is None or column is None:
+                groups.setdefault("all", []).append(answers)
+                continue
+            row = labels.rows.get(item_id)
+            if row is not None and row[column]:
+                groups.setdefault(row[column], []).append(answers)
+        rows: list[FloorRow] = []
+        for floor in floors:
+            p = at_floor(policy, floor)
+            for outcome in sorted(groups):
+                records = groups[outcome]
+                let_through = held = escalated = agreed = 0
+                counts = {k: [0, 0, 0] for k in by_question}
+                for answers in records:
+                    result = p.decide(answers, questions)
+                    if result.action == policy.default and not result.escalated:
+                        let_through += 1
+                    else:
+                        held += 1
+                    escalated += result.escalated
+                    agreed += result.action == outcome
+                    caught = {k: _catch(p, r, answers, questions) for k, r in by_question.items()}
+                    hits = [k for k, how in caught.items() if how]
+                    for k, how in caught.items():
+                        if how == "direction":
+                            counts[k][0] += 1
+                        elif how == "confidence":
+                            counts[k][1] += 1
+                        if hits == [k]:
+                            counts[k][2] += 1
+                rows.append(
+                    FloorRow(
+                        floor / 100,
+                        outcome,
+                        len(records),
+                        let_through,
+                        held,
+                        escalated,
+                        agreed,
+                        {k: QuestionCatch(*c) for k, c in counts.items()},
+                    )
+                )
+        sense = "thresholds (inclusive)" if policy.thresholds is not None else "bands (exclusive)"
+        curve = _curve(rows) if labels is not None else ()
+        out[name] = GateSweep(policy.default, sense, tuple(rows), curve)
+    return out
+
+
+def _curve(rows: list[FloorRow]) -> tuple[RiskPoint, ...]:
+    """Per floor, over every outcome: what the gate decided, and how often wrongly."""
+    out = []
+    for floor in dict.fromkeys(r.floor for r in rows):
+        at = [r for r in rows if r.floor == floor]
+        n = sum(r.n for r in at)
+        answered = n - sum(r.escalated for r in at)
+        wrong = answered - sum(r.agreed for r in at)
+        out.append(
+            RiskPoint(floor, answered, answered / n if n else 0.0,
+                      wrong / answered if answered else None)
+        )  # fmt: skip
+    return tuple(out)
