@@ -249,3 +249,9 @@ def test_a_bad_case_line_is_one_collection_error(pytester: pytest.Pytester) -> N
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*cases.jsonl:1: missing 'questions'"])
     assert os.sep + "toolnexus" + os.sep not in result.stdout.str()
+
+
+def test_the_readme_shows_the_shipped_example_test() -> None:
+    """The README's test example is examples/test_triage.py, which its sh block runs."""
+    shipped = (ROOT / "examples" / "test_triage.py").read_text(encoding="utf-8")
+    assert f"```python\n{shipped}```" in (ROOT / "README.md").read_text(encoding="utf-8")

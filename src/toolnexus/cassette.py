@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .canonical import QUESTIONS_DIGEST
 from .errors import StaticMiss
-from .recordings import load_recordings, read_recording
+from .recordings import read_recording
 from .styles import StaticStyle
 
 if TYPE_CHECKING:
@@ -72,7 +72,13 @@ class Cassette:
         self._live: Backend | None = None
         self._fresh: set[str] = set()  # request names recorded in this session (rerecord)
         if self.directory.is_dir() and any(self.directory.glob("*.json")):
-            self._entries = [r.to_recorded_decision() for r in load_recordings(self.directory)]
+            from .cli.backend import classifier_options
+            from .cli.options import BackendSettings
+
+            # Exactly what ``eval --replay DIR`` answers from (recordings of requests toolnexus
+            # would not send as they are left out).
+            replay = classifier_options(BackendSettings(replay=self.directory))
+            self._entries = list(replay["decisions"])
         self._static = StaticStyle(self._entries)
 
     async def evaluate(self, state: Any, questions: dict[str, Question]) -> Decision:
