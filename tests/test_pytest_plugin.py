@@ -21,6 +21,7 @@ import pytest
 from serving import ThreadedServer
 from toolnexus.recordings import write_recording
 from toolnexus.serve.options import ServeOptions
+from toolnexus.serve.script import ScriptedReply, ScriptedRequest
 
 pytest_plugins = ["pytester"]
 
@@ -56,7 +57,7 @@ def _record(directory: Path, state: str, noul: float) -> None:
 
 
 TEST_FILE = f"""
-import json
+import asyncio
 from toolnexus.pytest_plugin import assert_answer
 
 REFUND = {REFUND!r}
@@ -67,6 +68,13 @@ def test_refund(toolnexus_classifier):
 
 def test_unrecorded(toolnexus_classifier):
     toolnexus_classifier.evaluate("Nobody recorded this one.", REFUND)
+
+def test_async(toolnexus_async_classifier, toolnexus_classifier):
+    d = asyncio.run(toolnexus_async_classifier.evaluate({CHARGED!r}, REFUND))
+    assert d == toolnexus_classifier.evaluate({CHARGED!r}, REFUND)
+
+def test_async_unrecorded(toolnexus_async_classifier):
+    asyncio.run(toolnexus_async_classifier.evaluate("Nor this one.", REFUND))
 """
 
 
@@ -101,7 +109,7 @@ def test_replay_passes_and_a_miss_fails_with_the_command_that_records_it(
     _record(pytester.path / "recordings", CHARGED, 0.99)
     pytester.makepyfile(test_refunds=TEST_FILE)
     result = pytester.runpytest_inprocess(*PLUGIN)
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=2, failed=2)
     from toolnexus.canonical import questions_sha256
     from toolnexus.questions import normalize_questions
 
@@ -110,10 +118,21 @@ def test_replay_passes_and_a_miss_fails_with_the_command_that_records_it(
         [
             "toolnexus: no recording in recordings for state 'Nobody recorded this one.' with "
             f"question-set digest {digest}; record it with: pytest -p toolnexus.pytest_plugin "
-            "--toolnexus-record test_refunds.py::test_unrecorded"
+            "--toolnexus-record test_refunds.py::test_unrecorded",
+            "toolnexus: no recording in recordings for state 'Nor this one.'*"
+            "test_refunds.py::test_async_unrecorded",
         ]
     )
     assert "Traceback" not in result.stdout.str()
+
+
+POISON = "A state the server refuses."
+
+
+def _refuse_poison(request: ScriptedRequest) -> ScriptedReply | None:
+    if request.endpoint == "systemone" and request.json.get("state") == POISON:
+        return ScriptedReply(400, json.dumps({"detail": "this state is refused"}).encode())
+    return None
 
 
 def test_record_then_replay_give_the_same_decision_and_no_key(
@@ -138,7 +157,7 @@ def test_record_then_replay_give_the_same_decision_and_no_key(
     out = pytester.path / "decisions.txt"
     monkeypatch.setenv("DECISIONS_OUT", str(out))
     recordings = pytester.path / "recordings"
-    with ThreadedServer(ServeOptions(synthetic=True)) as server:
+    with ThreadedServer(ServeOptions(synthetic=True, script=_refuse_poison)) as server:
         url = server.url + "/v1"
         base = (*PLUGIN, "--toolnexus-base-url", url)
         pytester.runpytest_inprocess(*base, "--toolnexus-record").assert_outcomes(passed=1)
@@ -148,6 +167,19 @@ def test_record_then_replay_give_the_same_decision_and_no_key(
         assert len(server.seen) == sent  # replay sends nothing
         pytester.runpytest_inprocess(*base, "--toolnexus-rerecord").assert_outcomes(passed=1)
         assert len(server.seen) == sent + 2
+        # A backend failure while recording is one line too: the library's, naming the URL.
+        pytester.makepyfile(
+            test_poison=f"""
+            def test_poison(toolnexus_classifier):
+                toolnexus_classifier.evaluate({POISON!r}, {REFUND!r})
+            """
+        )
+        failed = pytester.runpytest_inprocess(*base, "--toolnexus-record", "test_poison.py")
+        failed.assert_outcomes(failed=1)
+        failed.stdout.fnmatch_lines(
+            [f"toolnexus: recording failed: POST {url}/systemone: HTTP 400: this state is refused*"]
+        )
+        assert "Traceback" not in failed.stdout.str()
     recorded, replayed, rerecorded = out.read_text(encoding="utf-8").splitlines()
     assert recorded == replayed == rerecorded
     for path in recordings.iterdir():

@@ -21,17 +21,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .canonical import QUESTIONS_DIGEST
-from .errors import StaticMiss
+from .errors import ClassifierError, StaticMiss
 from .recordings import read_recording
 from .styles import StaticStyle
 
 if TYPE_CHECKING:
+    from .classifier import Classifier
     from .cli.backend import Backend
     from .decision import Decision
     from .questions import Question
     from .sync import SyncClassifier
 
-__all__ = ["Cassette", "Mode", "RecordingMiss"]
+__all__ = ["Cassette", "Mode", "RecordingFailed", "RecordingMiss"]
 
 Mode = Literal["replay", "record", "rerecord"]
 
@@ -48,6 +49,10 @@ class RecordingMiss(StaticMiss):
             state_preview=miss.state_preview,
         )
         self.directory = directory
+
+
+class RecordingFailed(ClassifierError):
+    """The live backend failed a request the run was recording: its one line, naming where."""
 
 
 @dataclass
@@ -110,7 +115,11 @@ class Cassette:
         live = self._backend()
         # Backend.evaluate writes the file ``eval --record`` writes (decision.to_wire(), the
         # endpoint with ${ENV} left unexpanded, no headers, no key).
-        await live.evaluate(state, questions)
+        try:
+            await live.evaluate(state, questions)
+        except ClassifierError as e:
+            # The library's line names the URL (redacted), the status and the request id.
+            raise RecordingFailed(f"recording failed: {e.detail}") from e
         lifted = lift_with_questions(state, questions)
         path = self.directory / recording_name(
             live.model, questions, lifted.state, lifted.key_assets()
@@ -139,6 +148,20 @@ class Cassette:
         from .sync import create_classifier
 
         return create_classifier(style="custom", evaluate=self.evaluate)
+
+    def async_classifier(self) -> Classifier:
+        """An async classifier answering through this cassette, for a test's own event loop.
+        The work runs on the sync facade's loop (a worker thread waits on it), so one live
+        classifier serves both kinds of test and nothing is bound to the test's loop."""
+        import asyncio
+
+        from .factory import create_classifier
+        from .sync._loop import background
+
+        async def evaluate(state: Any, questions: dict[str, Question]) -> Decision:
+            return await asyncio.to_thread(background.run, self.evaluate(state, questions))
+
+        return create_classifier(style="custom", evaluate=evaluate)
 
     def close(self) -> None:
         """Close the live classifier, if recording opened one (on the sync facade's loop)."""

@@ -16,10 +16,10 @@ Options:
 - ``--toolnexus-cases FILE``: golden cases, one per JSONL line, each a test item.
 
 Fixtures: ``toolnexus_classifier`` (a blocking ``toolnexus.sync`` classifier over the
-recordings), ``toolnexus_questions`` (loads a question file, relative to the rootdir) and
-``toolnexus_cassette`` (the session's recordings). Without ``--toolnexus-record`` a request
-with no recording fails its test in one line: the state, the question-set digest, and the
-exact command that records it.
+recordings), ``toolnexus_async_classifier`` (the same, async), ``toolnexus_questions`` (loads a
+question file, relative to the rootdir) and ``toolnexus_cassette`` (the session's recordings).
+Without ``--toolnexus-record`` a request with no recording fails its test in one line: the
+state, the question-set digest, and the exact command that records it.
 
 Golden cases are collected by ``pytest_collect_file`` (not ``pytest_generate_tests``: a case
 file needs no test function written for it); ``pytest_configure`` adds each cases file to the
@@ -42,7 +42,8 @@ from .pytest_cases import CASSETTE as _CASSETTE
 from .pytest_cases import CasesFile, cassette_for, load_questions
 
 if TYPE_CHECKING:
-    from .cassette import Cassette, RecordingMiss
+    from .cassette import Cassette, RecordingFailed, RecordingMiss
+    from .classifier import Classifier
     from .questions import Question
     from .sync import SyncClassifier
 
@@ -143,12 +144,13 @@ def _plugins_named(config: pytest.Config) -> list[str]:
     return named + [a[2:] for a in args if a.startswith("-p") and len(a) > 2]
 
 
-def _miss_in(error: BaseException | None) -> RecordingMiss | None:
-    from .cassette import RecordingMiss
+def _ours(error: BaseException | None) -> RecordingMiss | RecordingFailed | None:
+    """The cassette's miss or recording failure in ``error``'s chain, if there is one."""
+    from .cassette import RecordingFailed, RecordingMiss
 
     seen = 0
     while error is not None and seen < 10:
-        if isinstance(error, RecordingMiss):
+        if isinstance(error, RecordingMiss | RecordingFailed):
             return error
         error, seen = error.__cause__ or error.__context__, seen + 1
     return None
@@ -160,12 +162,15 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         return (yield)
     except Exception as error:
         # Only a run that used the recordings can miss one; nothing is imported otherwise.
-        miss = _miss_in(error) if _CASSETTE in item.config.stash else None
+        miss = _ours(error) if _CASSETTE in item.config.stash else None
         if miss is None:
             raise
-    # Failed outside the except block: the line alone, not the miss chained under it.
+    # Failed outside the except block: the line alone, not the error chained under it.
     from .canonical import QUESTIONS_DIGEST
+    from .cassette import RecordingFailed
 
+    if isinstance(miss, RecordingFailed):
+        pytest.fail(f"toolnexus: {miss.detail}", pytrace=False)
     config = item.config
     pytest.fail(
         f"toolnexus: no recording in {_relative(miss.directory, config.rootpath)} for state "
@@ -187,6 +192,13 @@ def toolnexus_classifier(toolnexus_cassette: Cassette) -> Iterator[SyncClassifie
     classifier = toolnexus_cassette.sync_classifier()
     with classifier:
         yield classifier
+
+
+@pytest.fixture
+def toolnexus_async_classifier(toolnexus_cassette: Cassette) -> Classifier:
+    """The same recordings behind an async classifier (``await c.evaluate(...)``) for a test
+    that runs its own event loop."""
+    return toolnexus_cassette.async_classifier()
 
 
 @pytest.fixture(scope="session")
