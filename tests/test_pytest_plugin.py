@@ -18,6 +18,10 @@ from pathlib import Path
 
 import pytest
 
+# Imported out here, not first inside an in-process run: pytester drops the modules a run
+# imported when it ends, and a re-imported ``yaml`` no longer knows the node classes of the
+# libyaml extension, which cannot be re-imported (every flow mapping read "unsupported").
+import toolnexus.cli.questionfile  # noqa: F401
 from serving import ThreadedServer
 from toolnexus.recordings import write_recording
 from toolnexus.serve.options import ServeOptions
