@@ -86,6 +86,14 @@ def test_question_sets_are_tools_sharing_one_budget_and_no_key_in_any_message() 
     assert isinstance(noul["structuredContent"]["flags"], list)  # the record's flags
     assert noul["content"][0]["text"].startswith("refund: noul ")
     assert not choice["isError"] and "answers" in choice["structuredContent"]
+    # The bytes `toolnexus canonical` prints: the model the file's requests name (its model:).
+    from toolnexus.canonical import canonical_request
+    from toolnexus.cli.questionfile import load_question_set
+
+    model, questions = load_question_set(ROOT / "questions" / "noul-small.yaml")
+    assert model == "jev-latest"
+    expected = canonical_request(model, questions).decode("utf-8")
+    assert canonical["structuredContent"]["canonical"] == expected
     assert canonical["structuredContent"]["questions_sha256"] == (
         "8fd464df03bd59049766c44b73502dfc16bf06ca346b40473e73d72df5caf819"
     )

@@ -67,7 +67,7 @@ def mcp_command(
 
     from ..scheduler.budget import Budget
     from ..scheduler.run import Scheduler
-    from .backend import build_backend
+    from .backend import Backend, build_backend, model_for
     from .batch_values import _caps
     from .mcp_server import BUILTIN_TOOLS, McpApp, QuestionTool, serve_stdio, tool_name
     from .questionfile import load_question_set
@@ -97,7 +97,15 @@ def mcp_command(
         import mcp  # noqa: F401  # the extra, checked before anything is served
     except ImportError:
         raise CliError(MISSING_EXTRA) from None
-    backend = build_backend(settings)
+    # One backend per model the files request (flag > env > file > default, as eval), shared
+    # by every file that resolves to it.
+    by_model: dict[str | None, Backend] = {}
+    backends: dict[str | None, Backend] = {}
+    for file_model in dict.fromkeys(t.model for t in tools.values()):
+        resolved = model_for(settings, file_model)
+        if resolved not in by_model:
+            by_model[resolved] = build_backend(settings, file_model=file_model)
+        backends[file_model] = by_model[resolved]
     extra = [Budget(caps)] if caps.any else []
     scheduler = Scheduler.for_run(concurrency=concurrency, rate_per_minute=rate, extra=extra)
-    asyncio.run(serve_stdio(McpApp(tools, backend, scheduler)))
+    asyncio.run(serve_stdio(McpApp(tools, backends, scheduler)))

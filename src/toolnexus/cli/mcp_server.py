@@ -18,6 +18,7 @@ Only this path imports ``mcp``; ``mcp_cmd`` imports this module inside the comma
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -68,11 +69,14 @@ class QuestionTool:
 
 @dataclass
 class McpApp:
-    """The server's state: the tools, the one backend, the one scheduler. Pure of ``mcp``: the
-    SDK calls :meth:`call`, which returns ``(structured, text, is_error)``."""
+    """The server's state: the tools, their backends, the one scheduler. Pure of ``mcp``: the
+    SDK calls :meth:`call`, which returns ``(structured, text, is_error)``.
+
+    ``backends`` maps a question file's ``model:`` to the backend its tool asks (one per model
+    actually requested; usually one in all), so each file is asked as ``eval`` would ask it."""
 
     tools: dict[str, QuestionTool]
-    backend: Backend
+    backends: dict[str | None, Backend]
     scheduler: Scheduler
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -107,7 +111,7 @@ class McpApp:
         # Under the one scheduler: every request of every call is admitted by the same rate
         # limit and budget, exactly where the transport sends it.
         task = asyncio.get_running_loop().create_task(
-            self.backend.classifier.evaluate(state, tool.questions),
+            self.backends[tool.model].classifier.evaluate(state, tool.questions),
             context=under(self.scheduler),
         )
         decision = await task
@@ -126,7 +130,8 @@ class McpApp:
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             return None, f"'question_set' must be one of: {', '.join(self.tools)}", True
-        model = self.backend.settings.model or tool.model or DEFAULT_MODEL
+        # The model this tool's requests name: the canonical bytes are what is sent.
+        model = self.backends[tool.model].model or DEFAULT_MODEL
         body = canonical_request(model, tool.questions)
         out = {
             "canonical": body.decode("utf-8"),
@@ -217,5 +222,8 @@ async def serve_stdio(app: McpApp) -> None:
     server: Server[Any] = Server(
         "toolnexus", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool
     )
-    async with app.backend.classifier, stdio_server() as (read, write):
+    async with contextlib.AsyncExitStack() as stack:
+        for backend in {id(b): b for b in app.backends.values()}.values():
+            await stack.enter_async_context(backend.classifier)
+        read, write = await stack.enter_async_context(stdio_server())
         await server.run(read, write, server.create_initialization_options())
