@@ -1,10 +1,12 @@
 """``toolnexus mcp QUESTIONS...``: serve the question sets as MCP tools over stdio (issue 36
 item 2). The server itself is ``mcp_server``; this is its flags.
 
-``--rate``, ``--concurrency``, ``--max-cost``, ``--max-tokens`` and ``--max-requests`` mean what
-they mean to ``batch`` and are checked by batch's own checker (``batch_values``); ``--price``
-is not offered (the budget uses the server's reported cost, else counts tokens), nor
-``--pack`` (one agent call is one state). The backend options are eval's.
+``--rate``, ``--concurrency``, ``--max-cost``, ``--max-tokens``, ``--max-requests`` and
+``--price`` mean what they mean to ``batch`` and are checked by batch's own code
+(``batch_values``, ``batch_dry.price_of``). Not shared: batch's option declarations (they are
+fields of its one flags class), its refusal of a cap before the first request (that needs the
+whole input, which an agent's session does not have) and ``--pack`` (one call is one state).
+The backend options are eval's.
 """
 
 from __future__ import annotations
@@ -56,6 +58,16 @@ def mcp_command(
         int | None,
         typer.Option("--max-requests", help="The same cap on HTTP attempts (retries bill)."),
     ] = None,
+    price: Annotated[
+        str | None,
+        typer.Option(
+            "--price",
+            help="input=USD/Mtok,output=USD/Mtok: the spend when the server reports no "
+            "usage.cost (none is built in).",
+            envvar="TOOLNEXUS_PRICE",
+            show_envvar=True,
+        ),
+    ] = None,
     *,
     backend_values: Mapping[str, Any],
 ) -> None:
@@ -64,10 +76,13 @@ def mcp_command(
     The key is read from the environment at each call and never appears in a tool result.
     """
     import asyncio
+    import sys
 
-    from ..scheduler.budget import Budget
+    from ..questions import questions_to_wire
+    from ..scheduler.budget import Budget, estimate_output_tokens
     from ..scheduler.run import Scheduler
     from .backend import Backend, build_backend, model_for
+    from .batch_dry import price_of
     from .batch_values import _caps
     from .mcp_server import BUILTIN_TOOLS, McpApp, QuestionTool, serve_stdio, tool_name
     from .questionfile import load_question_set
@@ -106,6 +121,15 @@ def mcp_command(
         if resolved not in by_model:
             by_model[resolved] = build_backend(settings, file_model=file_model)
         backends[file_model] = by_model[resolved]
-    extra = [Budget(caps)] if caps.any else []
+    unit_price = price_of(price)
+    if caps.max_cost is not None and unit_price is None and settings.replay is None:
+        sys.stderr.write(
+            "toolnexus: note: --max-cost counts the usage.cost the server reports; with no "
+            "--price, a server that reports none is charged nothing\n"
+        )
+    # Output tokens per request: the largest set's estimate (a cap is never passed by a call
+    # the budget under-reserved).
+    output = max(estimate_output_tokens(questions_to_wire(t.questions)) for t in tools.values())
+    extra = [Budget(caps, unit_price, output_tokens=output)] if caps.any else []
     scheduler = Scheduler.for_run(concurrency=concurrency, rate_per_minute=rate, extra=extra)
     asyncio.run(serve_stdio(McpApp(tools, backends, scheduler)))
