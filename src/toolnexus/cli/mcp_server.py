@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,7 +78,6 @@ class McpApp:
     tools: dict[str, QuestionTool]
     backends: dict[str | None, Backend]
     scheduler: Scheduler
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def call(self, name: str, arguments: Mapping[str, Any]) -> tuple[Any, str, bool]:
         try:
