@@ -57,21 +57,36 @@ async def _session(args: list[str], calls: list[tuple[str, dict[str, Any]]]) -> 
     }
 
 
-def test_question_sets_are_tools_sharing_one_budget_and_no_key_in_any_message() -> None:
+GATED = """questions:
+  refund:
+    type: noul
+    instructions: Is a refund requested?
+gates:
+  refund_desk:
+    rules:
+      - {question: refund, at_least: 0.5, action: permit}
+    default: hold
+"""
+
+
+def test_question_sets_are_tools_sharing_one_budget_and_no_key_in_any_message(
+    tmp_path: Path,
+) -> None:
     """'each question set becomes a tool ... whose result is the typed decision with flags
-    (structured content, plus text); plus tools for canonical and check-criteria. All calls
-    share one scheduler, one rate limit and the spend caps given on the command line. The key
-    ... never appears in a tool result or log'."""
+    and gate actions (structured content, plus text); plus tools for canonical and
+    check-criteria. All calls share one scheduler, one rate limit and the spend caps given on
+    the command line. The key ... never appears in a tool result or log'."""
     with ThreadedServer(ServeOptions(synthetic=True)) as server:
+        (tmp_path / "refund gate.yaml").write_text(GATED, encoding="utf-8")
         args = ["--base-url", server.url + "/v1", "--rate", "6000", "--max-requests", "2"]
-        args += ["questions/noul-small.yaml", "questions/choice-small.yaml"]
+        args += ["questions/noul-small.yaml", str(tmp_path / "refund gate.yaml")]
         ticket = {"state": {"subject": "printer", "body": "It is on fire."}}
         seen = asyncio.run(
             _session(
                 args,
                 [
                     ("noul-small", {"state": CHARGED}),
-                    ("choice-small", ticket),
+                    ("refund_gate", ticket),
                     ("canonical", {"question_set": "noul-small"}),
                     ("check-criteria", {"yaml": "questions:\n  a:\n    type: noul\n"}),
                     ("noul-small", {"state": "A third request: past --max-requests 2."}),
@@ -79,13 +94,16 @@ def test_question_sets_are_tools_sharing_one_budget_and_no_key_in_any_message() 
             )
         )
         sent = len(server.seen)
-    assert list(seen["tools"]) == ["noul-small", "choice-small", "canonical", "check-criteria"]
+    assert list(seen["tools"]) == ["noul-small", "refund_gate", "canonical", "check-criteria"]
     assert seen["tools"]["noul-small"]["properties"]["state"]["type"] == ["string", "object"]
     noul, choice, canonical, check, over = seen["results"]
     assert not noul["isError"] and noul["structuredContent"]["answers"]["refund"]["type"] == "noul"
     assert isinstance(noul["structuredContent"]["flags"], list)  # the record's flags
     assert noul["content"][0]["text"].startswith("refund: noul ")
-    assert not choice["isError"] and "answers" in choice["structuredContent"]
+    # The file's gates: the record's gate actions, and a line of the text.
+    gate = choice["structuredContent"]["gates"]["refund_desk"]
+    assert not choice["isError"] and gate["action"] in ("permit", "hold", "needs_input")
+    assert f"gate refund_desk: {gate['action']}" in choice["content"][0]["text"]
     # The bytes `toolnexus canonical` prints: the model the file's requests name (its model:).
     from toolnexus.canonical import canonical_request
     from toolnexus.cli.questionfile import load_question_set

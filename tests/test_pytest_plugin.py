@@ -294,3 +294,60 @@ def test_the_readme_shows_the_shipped_example_test() -> None:
     """The README's test example is examples/test_triage.py, which its sh block runs."""
     shipped = (ROOT / "examples" / "test_triage.py").read_text(encoding="utf-8")
     assert f"```python\n{shipped}```" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+GATED = """questions:
+  refund:
+    type: noul
+    instructions: Is a refund requested?
+gates:
+  refund_desk:
+    rules:
+      - {question: refund, at_least: 0.5, action: permit}
+    default: hold
+"""
+
+
+def test_gates_in_tests_and_in_golden_cases(pytester: pytest.Pytester) -> None:
+    """'Assertion helpers (... and one for gate actions) print the distribution on failure';
+    a golden case expects a gate's action (the question file's gates:)."""
+    _record(pytester.path / "recordings", CHARGED, 0.99)
+    _record(pytester.path / "recordings", "Maybe a refund?", 0.5)
+    (pytester.path / "refund.yaml").write_text(GATED, encoding="utf-8")
+    pytester.makepyfile(
+        test_gate=f"""
+        from toolnexus.pytest_plugin import assert_gate
+
+        def test_permit(toolnexus_classifier, toolnexus_questions, toolnexus_gates):
+            d = toolnexus_classifier.evaluate({CHARGED!r}, toolnexus_questions("refund.yaml"))
+            assert_gate(d, toolnexus_gates("refund.yaml")["refund_desk"], action="permit")
+
+        def test_escalates(toolnexus_classifier, toolnexus_questions):
+            d = toolnexus_classifier.evaluate("Maybe a refund?", toolnexus_questions("refund.yaml"))
+            assert_gate(d, [{{"question": "refund", "at_least": 0.5, "action": "permit"}}],
+                        action="permit")
+        """
+    )
+    cases = [
+        {"id": "permit", "questions": "refund.yaml", "state": CHARGED,
+         "expect": {"gates": {"refund_desk": "permit"}}},
+        {"id": "held", "questions": "refund.yaml", "state": CHARGED,
+         "expect": {"gates": {"refund_desk": "hold"}}},
+    ]  # fmt: skip
+    (pytester.path / "cases.jsonl").write_text(
+        "".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8"
+    )
+    result = pytester.runpytest_inprocess(
+        *PLUGIN, "test_gate.py", "--toolnexus-cases", "cases.jsonl", "-v"
+    )
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "test_gate.py::test_permit PASSED*",
+            "cases.jsonl::permit PASSED*",
+            "E   *AssertionError: gate: expected action 'permit', got 'needs_input' "
+            '(uncertain answer "refund")',
+            "E * refund: noul 0.5",
+            "*cases.jsonl:2: gate: expected action 'hold', got 'permit'*",
+        ]
+    )

@@ -4,20 +4,25 @@ the answer's whole distribution, so a failing test says what the model saw (issu
     assert_answer(d, "desk", choice="billing", min_confidence=0.6)
     assert_answer(d, "refund", band="yes")            # seed 004's inclusive thresholds
     assert_answer(d, "urgency", level=2)              # or level="high": the level's label
+    assert_gate(d, policy, action="permit")          # SPEC §8B's gate over the same decision
 
 Pure: answers and thresholds only, no I/O, cheap to import (the pytest plugin re-exports it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .answers import Answer, ChoiceAnswer, NoulAnswer, RawAnswer, ScoreAnswer
 from .decision import Decision
 from .validation import threshold_band
 
-__all__ = ["assert_answer", "describe_answer"]
+if TYPE_CHECKING:
+    from .bands import Bands
+    from .policy import GateResult, Policy, Rule
+
+__all__ = ["assert_answer", "assert_gate", "describe_answer"]
 
 
 def _p(value: float) -> str:
@@ -120,3 +125,53 @@ def assert_answer(
     )
     if failed:
         raise AssertionError(f"answer {key!r}: {'; '.join(failed)}\n  {describe_answer(answer)}")
+
+
+def gate_result(
+    decision: Decision,
+    gate: Policy | Iterable[Rule | Mapping[str, Any]],
+    *,
+    questions: Mapping[str, Any] | None = None,
+    bands: Bands | Mapping[str, float] | None = None,
+) -> GateResult:
+    """What ``toolnexus.gate`` decides over ``decision``, with no request: a ``Policy`` (its
+    default and bands), or a list of rules (the plain gate: no rule fired is action ``""``)."""
+    from .bands import as_bands
+    from .policy import Policy, as_rules, decide
+
+    if isinstance(gate, Policy):
+        return gate.decide(decision, questions)
+    return decide(as_rules(gate), decision.answers, bands=as_bands(bands), questions=questions)
+
+
+def assert_gate(
+    decision: Decision,
+    gate: Policy | Iterable[Rule | Mapping[str, Any]],
+    *,
+    action: str,
+    questions: Mapping[str, Any] | None = None,
+    bands: Bands | Mapping[str, float] | None = None,
+) -> None:
+    """Assert the action SPEC §8B's gate takes over ``decision`` (``needs_input`` when it
+    escalates). ``gate`` is a ``Policy`` (a question file's ``gates:`` entry) or a list of rules.
+    Raises AssertionError with the action taken, its reason, and the distribution of every
+    answer the gate's rules read."""
+    __tracebackhide__ = True
+    if not isinstance(decision, Decision):
+        raise TypeError(f"assert_gate takes a Decision, got {type(decision).__name__}")
+    got = gate_result(decision, gate, questions=questions, bands=bands)
+    if got.action == action:
+        return
+    from .policy import Policy, as_rules
+
+    rules = gate.rules if isinstance(gate, Policy) else as_rules(gate)
+    read = dict.fromkeys(r.question for r in rules)
+    lines = [
+        f"  {k}: {describe_answer(decision.answers[k])}" if k in decision.answers else
+        f"  {k}: absent"
+        for k in read
+    ]  # fmt: skip
+    why = f" ({got.reason})" if got.reason else ""
+    raise AssertionError(
+        f"gate: expected action {action!r}, got {got.action!r}{why}\n" + "\n".join(lines)
+    )

@@ -12,6 +12,8 @@ item that evaluates its state through the session's recordings and checks what i
 - ``state``: the state, text or JSON, as ``evaluate`` takes it.
 - ``expect.answers``: per question key, ``assert_answer``'s keywords (``choice``,
   ``min_confidence``, ``band``, ``level``, ``noul_at_least``, ``thresholds``).
+- ``expect.gates``: per gate of the question file's ``gates:``, the action it must take
+  (``needs_input`` for an escalation): ``{"refund_gate": "permit"}``.
 
 Blank lines are skipped. A line that is not such an object fails collection naming file:line.
 """
@@ -26,32 +28,42 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .assertions import assert_answer
+from .assertions import assert_answer, assert_gate
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
 
     from .cassette import Cassette
 
-__all__ = ["CASSETTE", "CaseItem", "CasesFile", "cassette_for", "load_questions"]
+__all__ = ["CASSETTE", "CaseItem", "CasesFile", "cassette_for", "load_gates", "load_questions"]
 
 #: Where a session keeps its cassette (built on first use, closed at unconfigure).
 CASSETTE = pytest.StashKey["Cassette"]()
 
 #: The keys a case line may have, and what ``expect`` may hold.
 CASE_KEYS = frozenset({"id", "questions", "state", "expect"})
-EXPECT_KEYS = frozenset({"answers"})
+EXPECT_KEYS = frozenset({"answers", "gates"})
 ANSWER_KEYS = frozenset(
     {"choice", "min_confidence", "band", "level", "noul_at_least", "thresholds"}
 )
 
 
 @functools.cache
+def _load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    from .cli.questionfile import load_question_file
+
+    question_set, gates = load_question_file(path)
+    return dict(question_set.questions), gates
+
+
 def load_questions(path: Path) -> dict[str, Any]:
     """A question file as ``eval`` loads it (the first error raises, one line with file:line)."""
-    from .cli.questionfile import load_question_set
+    return _load(path)[0]
 
-    return dict(load_question_set(path).questions)
+
+def load_gates(path: Path) -> dict[str, Any]:
+    """A question file's ``gates:``: named SPEC §8B policies, in file order."""
+    return _load(path)[1]
 
 
 def cassette_for(config: pytest.Config) -> Cassette:
@@ -89,7 +101,12 @@ def _case(obj: Any, where: str) -> dict[str, Any]:
         raise CaseError(f"{where}: 'questions' is a file path or a question set object")
     expect = obj["expect"]
     if not isinstance(expect, dict) or set(expect) - EXPECT_KEYS:
-        raise CaseError(f"{where}: 'expect' is an object with 'answers'")
+        raise CaseError(f"{where}: 'expect' is an object with 'answers' and/or 'gates'")
+    gates = expect.get("gates", {})
+    if not isinstance(gates, dict) or not all(isinstance(a, str) for a in gates.values()):
+        raise CaseError(f"{where}: 'expect.gates' maps gate names to actions")
+    if gates and not isinstance(obj["questions"], str):
+        raise CaseError(f"{where}: 'expect.gates' needs a question file with gates:")
     answers = expect.get("answers", {})
     if not isinstance(answers, dict):
         raise CaseError(f"{where}: 'expect.answers' maps question keys to expectations")
@@ -143,8 +160,17 @@ class CaseItem(pytest.Item):
         classifier = cassette_for(self.config).sync_classifier()
         with classifier:
             decision = classifier.evaluate(self.case["state"], self._questions())
+        questions = self._questions()
         for key, want in self.case["expect"].get("answers", {}).items():
             assert_answer(decision, key, **want)
+        gates = self.case["expect"].get("gates", {})
+        if gates:
+            known = load_gates(self.path.parent / self.case["questions"])
+            for name, action in gates.items():
+                if name not in known:
+                    shown = ", ".join(known) or "none"
+                    raise AssertionError(f"no gate {name!r} in {self.case['questions']} ({shown})")
+                assert_gate(decision, known[name], action=action, questions=questions)
 
     def repr_failure(
         self,

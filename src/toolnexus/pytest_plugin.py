@@ -16,8 +16,9 @@ Options:
 - ``--toolnexus-cases FILE``: golden cases, one per JSONL line, each a test item.
 
 Fixtures: ``toolnexus_classifier`` (a blocking ``toolnexus.sync`` classifier over the
-recordings), ``toolnexus_async_classifier`` (the same, async), ``toolnexus_questions`` (loads a
-question file, relative to the rootdir) and ``toolnexus_cassette`` (the session's recordings).
+recordings), ``toolnexus_async_classifier`` (the same, async), ``toolnexus_questions`` and
+``toolnexus_gates`` (a question file's questions and its ``gates:``, relative to the rootdir)
+and ``toolnexus_cassette`` (the session's recordings).
 Without ``--toolnexus-record`` a request with no recording fails its test in one line: the
 state, the question-set digest, and the exact command that records it.
 
@@ -37,17 +38,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .assertions import assert_answer, describe_answer
+from .assertions import assert_answer, assert_gate, describe_answer
 from .pytest_cases import CASSETTE as _CASSETTE
-from .pytest_cases import CasesFile, cassette_for, load_questions
+from .pytest_cases import CasesFile, cassette_for, load_gates, load_questions
 
 if TYPE_CHECKING:
     from .cassette import Cassette, RecordingFailed, RecordingMiss
     from .classifier import Classifier
+    from .policy import Policy
     from .questions import Question
     from .sync import SyncClassifier
 
-__all__ = ["assert_answer", "describe_answer"]
+__all__ = ["assert_answer", "assert_gate", "describe_answer"]
 
 _PLUGIN = "toolnexus.pytest_plugin"
 
@@ -207,5 +209,16 @@ def toolnexus_questions(pytestconfig: pytest.Config) -> Callable[[str], dict[str
 
     def load(path: str | Path) -> dict[str, Any]:
         return load_questions(pytestconfig.rootpath / path)
+
+    return load
+
+
+@pytest.fixture(scope="session")
+def toolnexus_gates(pytestconfig: pytest.Config) -> Callable[[str], dict[str, Policy]]:
+    """``load(path)``: a question file's ``gates:`` (named SPEC §8B policies) for
+    ``assert_gate``, by name, relative to the rootdir."""
+
+    def load(path: str | Path) -> dict[str, Policy]:
+        return load_gates(pytestconfig.rootpath / path)
 
     return load

@@ -85,7 +85,7 @@ def mcp_command(
     from .batch_dry import price_of
     from .batch_values import _caps
     from .mcp_server import BUILTIN_TOOLS, McpApp, QuestionTool, serve_stdio, tool_name
-    from .questionfile import load_question_set
+    from .questionfile import load_question_file
 
     tools: dict[str, QuestionTool] = {}
     for path in questions:
@@ -95,8 +95,8 @@ def mcp_command(
             raise CliError(
                 f"{path}: its tool name {name!r} is taken by {other}; rename one of the files"
             )
-        file_model, qs = load_question_set(path)
-        tools[name] = QuestionTool(name, path, file_model, qs)
+        (file_model, qs), gates = load_question_file(path)
+        tools[name] = QuestionTool(name, path, file_model, qs, gates)
     # batch's own checker of the caps (it reads only these three attributes).
     caps = _caps(
         SimpleNamespace(  # type: ignore[arg-type]

@@ -2,10 +2,10 @@
 ``mcp`` SDK (the ``mcp`` extra, major version 2; issue 36 item 2).
 
 Each question file is one tool, named from its file stem (``[a-zA-Z0-9_-]{1,64}``), taking
-``{"state": text or object}`` and returning the decision's record (answers, flags: what
-``eval --format json`` prints) as structured content plus a one-line-per-answer text. Two more
-tools: ``canonical`` (the canonical request of a loaded set, with both digests) and
-``check-criteria`` (the findings for a question-set YAML text).
+``{"state": text or object}`` and returning the decision's record (answers, flags and the
+file's gate actions: what ``eval --format json`` prints) as structured content plus a line per
+answer and per gate as text. Two more tools: ``canonical`` (the canonical request of a loaded
+set, with both digests) and ``check-criteria`` (the findings for a question-set YAML text).
 
 Every call shares one classifier and one scheduler: one ``--rate``, one spend budget
 (``--max-cost`` / ``--max-tokens`` / ``--max-requests``, as ``batch`` counts them). The key is
@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from ..errors import ClassifierError
 from ..failures import one_line
 
 if TYPE_CHECKING:
+    from ..policy import Policy
     from ..questions import Question
     from ..scheduler.run import Scheduler
     from .backend import Backend
@@ -65,6 +66,8 @@ class QuestionTool:
     path: Path
     model: str | None
     questions: Mapping[str, Question]
+    #: the file's ``gates:`` (named SPEC §8B policies), applied to every decision as eval does
+    gates: Mapping[str, Policy] = field(default_factory=dict)
 
 
 @dataclass
@@ -114,11 +117,13 @@ class McpApp:
             context=under(self.scheduler),
         )
         decision = await task
-        record = decision_record(decision, tool.questions)
+        record = decision_record(decision, tool.questions, gates=tool.gates)
         lines = [f"{k}: {describe_answer(a)}" for k, a in decision.answers.items()]
         flags = record.get("flags") or []
         if flags:
             lines.append(f"flags: {', '.join(flags)}")
+        for name, gate in (record.get("gates") or {}).items():
+            lines.append(f"gate {name}: {gate['action']} ({gate['reason']})")
         return record, "\n".join(lines), False
 
     def _canonical(self, arguments: Mapping[str, Any]) -> tuple[Any, str, bool]:
