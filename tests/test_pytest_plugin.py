@@ -131,6 +131,11 @@ def test_replay_passes_and_a_miss_fails_with_the_command_that_records_it(
         ]
     )
     assert "Traceback" not in result.stdout.str()
+    # A base URL's credentials never reach the failure line (replaying sends nothing to it).
+    url = f"http://user:{SECRET}@127.0.0.1:9/v1"
+    shown = pytester.runpytest_inprocess(*PLUGIN, "--toolnexus-base-url", url)
+    shown.stdout.fnmatch_lines(["*--toolnexus-base-url 'http://«redacted»@127.0.0.1:9/v1' *"])
+    assert SECRET not in shown.stdout.str()
 
 
 POISON = "A state the server refuses."

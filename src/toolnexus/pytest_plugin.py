@@ -124,7 +124,10 @@ def record_command(config: pytest.Config, nodeid: str, miss: RecordingMiss) -> s
     args.append("--toolnexus-record")
     base_url = config.getoption("toolnexus_base_url")
     if base_url:
-        args += ["--toolnexus-base-url", base_url]
+        from .transport.redaction import redact_url
+
+        # A failure line is shown and logged: credentials in the URL never are.
+        args += ["--toolnexus-base-url", redact_url(base_url)]
     for case in sorted(_cases_paths(config)):
         if nodeid.startswith(f"{_relative(case, root)}::"):
             args += ["--toolnexus-cases", _relative(case, root)]
