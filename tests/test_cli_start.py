@@ -132,7 +132,7 @@ def test_the_entry_probe_can_see_typer(tmp_path: object) -> None:
 
 #: The optional engines: only ``toolnexus.arrow`` / ``arrowrecords`` and ``toolnexus.ray`` bring
 #: them in (issue 21 item 6, issue 22 item 6).
-ENGINES = "pyarrow,ray"
+ENGINES = "pyarrow,ray,mcp,mcp_types"
 
 IMPORT_PROBE = """
 import importlib, json, sys
@@ -189,10 +189,13 @@ def test_cli_start_never_imports_pyarrow_or_ray(tmp_path: object, args: list[str
 
 
 def test_the_engine_modules_import_their_extra_only_when_called(tmp_path: object) -> None:
-    """Importing ``toolnexus.arrow`` and ``toolnexus.ray`` is free; the probe is not blind."""
-    assert _imported_by(tmp_path, ENGINES, ["toolnexus.arrow", "toolnexus.ray"]) == []
-    seen = _imported_by(tmp_path, ENGINES, ["toolnexus.ray", "pyarrow", "ray"])
-    assert {"pyarrow", "ray"} <= set(seen)
+    """Importing ``toolnexus.arrow``, ``toolnexus.ray`` and the MCP server's modules is free
+    (issue 36: "the CLI's start-up and the core never import mcp unless that path is used");
+    the probe is not blind."""
+    free = ["toolnexus.arrow", "toolnexus.ray", "toolnexus.cli.mcp_server", "toolnexus.cli.mcp_cmd"]
+    assert _imported_by(tmp_path, ENGINES, free) == []
+    seen = _imported_by(tmp_path, ENGINES, ["toolnexus.ray", "pyarrow", "ray", "mcp"])
+    assert {"pyarrow", "ray", "mcp"} <= set(seen)
 
 
 @pytest.mark.parametrize(

@@ -112,6 +112,11 @@ RANKS: dict[str, int] = {
     "toolnexus.__main__": APP,
     "toolnexus.cli": APP,
     "toolnexus.serve": APP,
+    # the pytest plugin: its recordings, cases and assertion helpers (issue 36 item 1)
+    "toolnexus.pytest_plugin": APP,
+    "toolnexus.pytest_cases": APP,
+    "toolnexus.cassette": APP,
+    "toolnexus.assertions": APP,
 }
 
 #: The upward imports the tree still has, ``(importer, imported)``: issue 30's structure pass

@@ -1,0 +1,135 @@
+"""``toolnexus mcp QUESTIONS...``: serve the question sets as MCP tools over stdio (issue 36
+item 2). The server itself is ``mcp_server``; this is its flags.
+
+``--rate``, ``--concurrency``, ``--max-cost``, ``--max-tokens``, ``--max-requests`` and
+``--price`` mean what they mean to ``batch`` and are checked by batch's own code
+(``batch_values``, ``batch_dry.price_of``). Not shared: batch's option declarations (they are
+fields of its one flags class), its refusal of a cap before the first request (that needs the
+whole input, which an agent's session does not have) and ``--pack`` (one call is one state).
+The backend options are eval's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Annotated, Any
+
+import typer
+
+from ..defaults import DEFAULT_BATCH_CONCURRENCY
+from .errors import CliError
+from .options import BackendSettings, backend_options
+
+MISSING_EXTRA = "toolnexus mcp needs the MCP SDK: pip install 'toolnexus-classifier[mcp]'"
+
+
+@backend_options
+def mcp_command(
+    questions: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Question-set YAML files: each becomes a tool named by its file stem.",
+            metavar="QUESTIONS...",
+            show_default=False,
+        ),
+    ],
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", help="Requests in flight at most, over all calls.")
+    ] = DEFAULT_BATCH_CONCURRENCY,
+    rate: Annotated[
+        float | None,
+        typer.Option("--rate", help="At most R requests per minute over all calls."),
+    ] = None,
+    max_cost: Annotated[
+        str | None,
+        typer.Option(
+            "--max-cost",
+            help="Refuse calls once the spend (usage.cost) would pass USD, over the session.",
+            metavar="USD",
+        ),
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option("--max-tokens", help="The same cap on input + output tokens billed."),
+    ] = None,
+    max_requests: Annotated[
+        int | None,
+        typer.Option("--max-requests", help="The same cap on HTTP attempts (retries bill)."),
+    ] = None,
+    price: Annotated[
+        str | None,
+        typer.Option(
+            "--price",
+            help="input=USD/Mtok,output=USD/Mtok: the spend when the server reports no "
+            "usage.cost (none is built in).",
+            envvar="TOOLNEXUS_PRICE",
+            show_envvar=True,
+        ),
+    ] = None,
+    *,
+    backend_values: Mapping[str, Any],
+) -> None:
+    """Serve the QUESTIONS files as MCP tools over stdio (plus canonical and check-criteria).
+
+    The key is read from the environment at each call and never appears in a tool result.
+    """
+    import asyncio
+    import sys
+
+    from ..questions import questions_to_wire
+    from ..scheduler.budget import Budget, estimate_output_tokens
+    from ..scheduler.run import Scheduler
+    from .backend import Backend, build_backend, model_for
+    from .batch_dry import price_of
+    from .batch_values import _caps
+    from .mcp_server import BUILTIN_TOOLS, McpApp, QuestionTool, serve_stdio, tool_name
+    from .questionfile import load_question_file
+
+    tools: dict[str, QuestionTool] = {}
+    for path in questions:
+        name = tool_name(path)
+        if name in tools or name in BUILTIN_TOOLS:
+            other = tools[name].path if name in tools else "a built-in tool"
+            raise CliError(
+                f"{path}: its tool name {name!r} is taken by {other}; rename one of the files"
+            )
+        (file_model, qs), gates = load_question_file(path)
+        tools[name] = QuestionTool(name, path, file_model, qs, gates)
+    # batch's own checker of the caps (it reads only these three attributes).
+    caps = _caps(
+        SimpleNamespace(  # type: ignore[arg-type]
+            max_cost=max_cost, max_tokens=max_tokens, max_requests=max_requests
+        )
+    )
+    if concurrency < 1:
+        raise CliError(f"--concurrency must be 1 or more, got {concurrency}")
+    settings = BackendSettings(**backend_values)
+    if settings.record is not None:
+        raise CliError("--record is not offered by toolnexus mcp")
+    try:
+        import mcp  # noqa: F401  # the extra, checked before anything is served
+    except ImportError:
+        raise CliError(MISSING_EXTRA) from None
+    # One backend per model the files request (flag > env > file > default, as eval), shared
+    # by every file that resolves to it.
+    by_model: dict[str | None, Backend] = {}
+    backends: dict[str | None, Backend] = {}
+    for file_model in dict.fromkeys(t.model for t in tools.values()):
+        resolved = model_for(settings, file_model)
+        if resolved not in by_model:
+            by_model[resolved] = build_backend(settings, file_model=file_model)
+        backends[file_model] = by_model[resolved]
+    unit_price = price_of(price)
+    if caps.max_cost is not None and unit_price is None and settings.replay is None:
+        sys.stderr.write(
+            "toolnexus: note: --max-cost counts the usage.cost the server reports; with no "
+            "--price, a server that reports none is charged nothing\n"
+        )
+    # Output tokens per request: the largest set's estimate (a cap is never passed by a call
+    # the budget under-reserved).
+    output = max(estimate_output_tokens(questions_to_wire(t.questions)) for t in tools.values())
+    extra = [Budget(caps, unit_price, output_tokens=output)] if caps.any else []
+    scheduler = Scheduler.for_run(concurrency=concurrency, rate_per_minute=rate, extra=extra)
+    asyncio.run(serve_stdio(McpApp(tools, backends, scheduler)))
