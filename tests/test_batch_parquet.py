@@ -275,6 +275,9 @@ def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+# Two 10,000-state runs and two reports: about 50 s on a loaded 2-core machine, past 120 s
+# with two busy loops beside it. The suite's 120 s is a hang guard, not a verdict on speed.
+@pytest.mark.timeout(600)
 def test_ten_thousand_rows_kill_9_then_resume_every_id_once(
     server: Loopback, qfile: Path, tmp_path: Path
 ) -> None:
@@ -379,7 +382,7 @@ def test_sigterm_writes_the_parquet_file_and_resume_finishes(
 ) -> None:
     """An interrupted run (SIGTERM, exit 143) is a clean end: run.parquet holds what was done
     and the journal is folded in; --resume finishes the rest."""
-    src = _parquet_input(tmp_path / "tickets.parquet", 3000)
+    src = _parquet_input(tmp_path / "tickets.parquet", 200)
     run = tmp_path / "run.parquet"
     args = [
         str(qfile), str(src), "--id-field", "id", "--state-field", "text", "--concurrency",
@@ -399,7 +402,7 @@ def test_sigterm_writes_the_parquet_file_and_resume_finishes(
     resumed = _run_cli("batch", *args, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     ids = pq.read_table(run, columns=["id"]).column("id").to_pylist()
-    assert Counter(ids) == Counter(f"t{i}" for i in range(3000))
+    assert Counter(ids) == Counter(f"t{i}" for i in range(200))
 
 
 def test_ctrl_c_to_the_process_group_writes_the_parquet_file(
@@ -408,7 +411,7 @@ def test_ctrl_c_to_the_process_group_writes_the_parquet_file(
     """Ctrl-C reaches the whole process group, the child writing the Parquet file included: it
     ignores it, and the run's clean end (exit 130) still puts every journaled record in
     run.parquet, with no traceback and nothing left beside it."""
-    src = _parquet_input(tmp_path / "tickets.parquet", 3000)
+    src = _parquet_input(tmp_path / "tickets.parquet", 200)
     run = tmp_path / "run.parquet"
     server.hold(40)
     proc = subprocess.Popen(
@@ -436,7 +439,7 @@ def test_an_interrupted_overwrite_leaves_the_old_run_as_it_was(
     server: Loopback, qfile: Path, tmp_path: Path
 ) -> None:
     """--overwrite: 'the old file stays until this run finishes', as for JSONL."""
-    src = _parquet_input(tmp_path / "tickets.parquet", 3000)
+    src = _parquet_input(tmp_path / "tickets.parquet", 200)
     run = tmp_path / "run.parquet"
     base = [str(qfile), str(src), "--id-field", "id", "--state-field", "text"]
     small = _parquet_input(tmp_path / "small.parquet", 5)
@@ -468,7 +471,7 @@ def test_an_interrupted_overwrite_leaves_the_old_run_as_it_was(
         "--concurrency", "32", "--base-url", server.base_url,
     )  # fmt: skip
     assert finished.returncode == 0, finished.stderr
-    assert pq.read_metadata(run).num_rows == 3000
+    assert pq.read_metadata(run).num_rows == 200
 
 
 @pytest.mark.parametrize(
