@@ -20,7 +20,9 @@ Faults (:class:`Fault`, from ``toolnexus.serve``): an HTTP status with optional 
 truncated body, a non-JSON body, and a 401 whose body echoes the ``Authorization`` header (as
 gateways do). ``push`` queues faults for the next requests in arrival order;
 ``fail_first_attempts`` faults the FIRST arrival of every body whose digest falls in a fraction,
-so a retry of that body succeeds. Request ids are ``req_loopback_`` + 8 hex digits of the
+so a retry of that body succeeds. ``hold`` and ``hold_body`` stall requests until ``release``: a
+run that cannot finish (or a state that cannot answer) before the test says so, whatever the
+machine's speed. Request ids are ``req_loopback_`` + 8 hex digits of the
 sha256 of the answer's body, so a test can predict them.
 
 Run as a script (``python tests/loopback.py --latency-ms 20``) it prints its base URL on the first
@@ -45,6 +47,10 @@ from toolnexus.recordings import Recording
 from toolnexus.serve import Fault, ReplayIndex, ServeOptions, Server, synthesize
 
 __all__ = ["RECORDINGS_LIVE", "Fault", "Loopback", "body_digest", "recordings", "synthesize"]
+
+#: How long a held request stalls if the test never releases it: only a hang guard, far past
+#: any test's own timeout (the server's stop ends every stall anyway).
+HOLD_SECONDS = 600.0
 
 
 def body_digest(body: bytes) -> str:
@@ -105,6 +111,8 @@ class Loopback:
         self.headers: deque[dict[str, str]] = deque(maxlen=64)
         self._queue: deque[Fault] = deque()
         self._every: tuple[int, tuple[Fault, ...]] | None = None
+        self._hold_after: int | None = None
+        self._held_bodies: set[str] = set()
         self._options = ServeOptions(
             replay=_index(recordings_folder),
             replay_fallback_synthetic=True,
@@ -130,6 +138,33 @@ class Loopback:
         ``every`` bodies), cycling through ``faults``; later arrivals of that body succeed."""
         self._every = (every, tuple(faults))
 
+    def hold(self, after: int) -> None:
+        """Answer the API requests up to the ``after``-th arrival (retries count), then stall
+        every later one until :meth:`release`: a run against this server cannot finish, so a
+        test interrupts it mid-way by construction, not by outrunning it (issue 29 item 2)."""
+        self._hold_after = after
+
+    def hold_body(self, body: bytes) -> None:
+        """Stall every request carrying exactly these bytes until :meth:`release`."""
+        self._held_bodies.add(body_digest(body))
+
+    def release(self) -> None:
+        """Stop holding and end every stall waiting now (held or pushed); a stall pushed later
+        waits as usual. Thread-safe."""
+        self._hold_after = None
+        self._held_bodies.clear()
+        server, loop = self._server, self._loop
+        if server is None or loop is None:
+            return
+
+        def end_stalls() -> None:
+            # A stall waits on the ``stopping`` event it read when it began: set that one, and
+            # give later stalls a fresh event (``Server.stop`` sets whichever is current).
+            waited, server.stopping = server.stopping, asyncio.Event()
+            waited.set()
+
+        loop.call_soon_threadsafe(end_stalls)
+
     def count(self, body: bytes) -> int:
         """How many requests carried exactly these bytes."""
         return self.requests[body_digest(body)]
@@ -144,8 +179,11 @@ class Loopback:
     def _pick_fault(self, raw: bytes, headers: Mapping[str, str]) -> Fault | None:
         fault: Fault | None = None
         digest = body_digest(raw)
+        hold = self._hold_after
         if self._queue:
             fault = self._queue.popleft()
+        elif (hold is not None and self.total > hold) or digest in self._held_bodies:
+            fault = Fault.stall(HOLD_SECONDS)
         elif self._every is not None and self.requests[digest] == 1:
             every, faults = self._every
             n = int(digest[:12], 16)

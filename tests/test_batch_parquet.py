@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -234,24 +233,9 @@ def test_resuming_what_is_not_a_parquet_run_is_one_line(
     assert run.read_bytes() == content
 
 
-# --- kill -9, SIGTERM and --overwrite against `toolnexus serve --synthetic` (subprocesses) ------
-
-
-@pytest.fixture
-def synthetic() -> Iterator[str]:
-    with subprocess.Popen(
-        [*TOOLNEXUS, "serve", "--synthetic", "--port", "0", "--latency-ms", "2"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    ) as proc:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        try:
-            yield url
-        finally:
-            proc.kill()
-            proc.wait(10)
+# --- kill -9, SIGTERM and --overwrite (subprocesses) against a server that holds the run -------
+# The server answers N requests and holds the rest (Loopback.hold), so the signal lands mid-run
+# by construction, not because the run outlasts the test's reaction (issue 29 item 2).
 
 
 def _batch(*args: str) -> subprocess.Popen[str]:
@@ -274,6 +258,13 @@ def _wait_for_journal(run: Path, lines: int, proc: subprocess.Popen[str]) -> Non
     raise AssertionError("the batch never journaled enough records")
 
 
+def _lines(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:  # renamed away between the listing and the read
+        return 0
+
+
 def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "toolnexus", *args],
@@ -284,8 +275,11 @@ def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+# Two 10,000-state runs and two reports: about 50 s on a loaded 2-core machine, past 120 s
+# with two busy loops beside it. The suite's 120 s is a hang guard, not a verdict on speed.
+@pytest.mark.timeout(600)
 def test_ten_thousand_rows_kill_9_then_resume_every_id_once(
-    synthetic: str, qfile: Path, tmp_path: Path
+    server: Loopback, qfile: Path, tmp_path: Path
 ) -> None:
     """Issue 21's test: '10,000 rows in, kill -9 mid-run, --resume: every id once, the
     documented schema'. What the kill left is in the journal; the resumed run folds it in."""
@@ -294,16 +288,18 @@ def test_ten_thousand_rows_kill_9_then_resume_every_id_once(
     run = tmp_path / "run.parquet"
     common = [
         str(qfile), str(src), "--id-field", "id", "--state-field", "text", "--ordered",
-        "--concurrency", "32", "--base-url", synthetic,
+        "--concurrency", "32", "--base-url", server.base_url,
     ]  # fmt: skip
     args = [*common, "--format", "parquet", "-o", str(run)]
+    server.hold(1000)
     proc = _batch(*args)
     _wait_for_journal(run, 500, proc)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     journal = Path(journal_path(str(run)))
     done = journal.read_bytes().count(b"\n")
-    assert 500 <= done < n
+    assert 500 <= done <= 1000
+    server.release()
     refused = _run_cli("batch", *args)
     assert refused.returncode == 2 and "already holds records" in refused.stderr
     # The kill left the journal. The child writing the Parquet file drops its temporary file
@@ -382,16 +378,17 @@ def test_duckdb_reads_a_batch_run_typed(
 
 
 def test_sigterm_writes_the_parquet_file_and_resume_finishes(
-    synthetic: str, qfile: Path, tmp_path: Path
+    server: Loopback, qfile: Path, tmp_path: Path
 ) -> None:
     """An interrupted run (SIGTERM, exit 143) is a clean end: run.parquet holds what was done
     and the journal is folded in; --resume finishes the rest."""
-    src = _parquet_input(tmp_path / "tickets.parquet", 3000)
+    src = _parquet_input(tmp_path / "tickets.parquet", 200)
     run = tmp_path / "run.parquet"
     args = [
         str(qfile), str(src), "--id-field", "id", "--state-field", "text", "--concurrency",
-        "4", "--format", "parquet", "-o", str(run), "--base-url", synthetic,
+        "4", "--format", "parquet", "-o", str(run), "--base-url", server.base_url,
     ]  # fmt: skip
+    server.hold(40)
     proc = _batch(*args)
     _wait_for_journal(run, 20, proc)
     proc.send_signal(signal.SIGTERM)
@@ -400,26 +397,28 @@ def test_sigterm_writes_the_parquet_file_and_resume_finishes(
     assert f"the records so far are in {run}" in err
     assert not os.path.exists(journal_path(str(run)))
     first = pq.read_table(run, columns=["id"]).column("id").to_pylist()
-    assert 20 <= len(first) < 3000 and len(set(first)) == len(first)
+    assert 20 <= len(first) <= 40 and len(set(first)) == len(first)
+    server.release()
     resumed = _run_cli("batch", *args, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     ids = pq.read_table(run, columns=["id"]).column("id").to_pylist()
-    assert Counter(ids) == Counter(f"t{i}" for i in range(3000))
+    assert Counter(ids) == Counter(f"t{i}" for i in range(200))
 
 
 def test_ctrl_c_to_the_process_group_writes_the_parquet_file(
-    synthetic: str, qfile: Path, tmp_path: Path
+    server: Loopback, qfile: Path, tmp_path: Path
 ) -> None:
     """Ctrl-C reaches the whole process group, the child writing the Parquet file included: it
     ignores it, and the run's clean end (exit 130) still puts every journaled record in
     run.parquet, with no traceback and nothing left beside it."""
-    src = _parquet_input(tmp_path / "tickets.parquet", 3000)
+    src = _parquet_input(tmp_path / "tickets.parquet", 200)
     run = tmp_path / "run.parquet"
+    server.hold(40)
     proc = subprocess.Popen(
         [
             sys.executable, "-m", "toolnexus", "batch", str(qfile), str(src), "--id-field",
             "id", "--state-field", "text", "--concurrency", "4", "--format", "parquet", "-o",
-            str(run), "--base-url", synthetic,
+            str(run), "--base-url", server.base_url,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -432,45 +431,47 @@ def test_ctrl_c_to_the_process_group_writes_the_parquet_file(
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     ids = pq.read_table(run, columns=["id"]).column("id").to_pylist()
-    assert 20 <= len(ids) < 3000 and len(set(ids)) == len(ids)
+    assert 20 <= len(ids) <= 40 and len(set(ids)) == len(ids)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
 def test_an_interrupted_overwrite_leaves_the_old_run_as_it_was(
-    synthetic: str, qfile: Path, tmp_path: Path
+    server: Loopback, qfile: Path, tmp_path: Path
 ) -> None:
     """--overwrite: 'the old file stays until this run finishes', as for JSONL."""
-    src = _parquet_input(tmp_path / "tickets.parquet", 3000)
+    src = _parquet_input(tmp_path / "tickets.parquet", 200)
     run = tmp_path / "run.parquet"
     base = [str(qfile), str(src), "--id-field", "id", "--state-field", "text"]
     small = _parquet_input(tmp_path / "small.parquet", 5)
     first = _run_cli(
         "batch", str(qfile), str(small), "--id-field", "id", "--state-field", "text",
-        "--format", "parquet", "-o", str(run), "--base-url", synthetic,
+        "--format", "parquet", "-o", str(run), "--base-url", server.base_url,
     )  # fmt: skip
     assert first.returncode == 0, first.stderr
     old = run.read_bytes()
+    server.hold(server.total + 20)
     proc = _batch(
         *base, "--concurrency", "2", "--format", "parquet", "-o", str(run), "--overwrite",
-        "--base-url", synthetic,
+        "--base-url", server.base_url,
     )  # fmt: skip
+    # Records staged beside the old file (a condition, not a fixed sleep), then Ctrl-C.
     deadline = time.monotonic() + 60
-    while not any(p.name.startswith(".run.parquet.journal-") for p in tmp_path.iterdir()):
+    while not [p for p in tmp_path.glob(".run.parquet.journal-*") if _lines(p) >= 10]:
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.01)
-    time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert f"{run} was left as it was" in err
     assert run.read_bytes() == old
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    server.release()
     finished = _run_cli(
         "batch", *base, "--format", "parquet", "-o", str(run), "--overwrite",
-        "--concurrency", "32", "--base-url", synthetic,
+        "--concurrency", "32", "--base-url", server.base_url,
     )  # fmt: skip
     assert finished.returncode == 0, finished.stderr
-    assert pq.read_metadata(run).num_rows == 3000
+    assert pq.read_metadata(run).num_rows == 200
 
 
 @pytest.mark.parametrize(

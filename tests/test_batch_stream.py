@@ -147,7 +147,14 @@ def test_async_source_and_early_close_cancels_in_flight() -> None:
     async def run() -> tuple[int, int]:
         stream = judge.evaluate_stream(source(), QS, concurrency=3)
         task = asyncio.ensure_future(anext(stream))
-        await asyncio.sleep(0.01)
+        # Until three calls are in flight (a condition, not 10 ms of a busy machine's time: the
+        # hang guard only bounds a broken stream), then enough turns of the loop for a fourth
+        # worker to start if the stream would start one (issue 29 item 2).
+        async with asyncio.timeout(30):
+            while len(probe.calls) < 3:
+                await asyncio.sleep(0)
+        for _ in range(100):
+            await asyncio.sleep(0)
         started = len(probe.calls)
         task.cancel()  # the consumer is cancelled (Ctrl-C in the CLI) mid-wait
         with contextlib.suppress(asyncio.CancelledError):

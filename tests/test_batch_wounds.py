@@ -219,7 +219,8 @@ def test_overwrite_keeps_the_old_output_until_the_new_run_replaces_it(
     src, out = _jsonl(tmp_path, 40), tmp_path / "out.jsonl"
     old = b'{"id":"old","error":{"code":"backend_http","message":"x"}}\n' * 50
     out.write_bytes(old)
-    with Loopback(latency=0.05) as server:
+    with Loopback() as server:
+        server.hold(4)  # the run cannot end before the kill, whatever the machine's speed
         proc = subprocess.Popen(
             [sys.executable, "-m", "toolnexus", "batch", str(qfile), str(src), *FIELDS,
              "--concurrency", "2", "-o", str(out), "--overwrite", "--base-url", server.base_url],
@@ -317,7 +318,8 @@ def test_fail_on_names_the_count_and_first_ids(
 def test_the_interrupt_summary_says_how_to_resume(qfile: Path, tmp_path: Path) -> None:
     """Issue 17 §13: "The interrupt summary says how to resume"."""
     src, out = _jsonl(tmp_path, 100), tmp_path / "out.jsonl"
-    with Loopback(latency=0.05) as server:
+    with Loopback() as server:
+        server.hold(2)  # the run cannot end before the signal, whatever the machine's speed
         proc = subprocess.Popen(
             [sys.executable, "-m", "toolnexus", "batch", str(qfile), str(src), *FIELDS,
              "-o", str(out), "--base-url", server.base_url],
@@ -399,7 +401,8 @@ def test_an_interrupted_overwrite_keeps_the_old_output_and_says_so(
     src, out = _jsonl(tmp_path, 100), tmp_path / "out.jsonl"
     old = b'{"id":"old","error":{"code":"backend_http","message":"x"}}\n'
     out.write_bytes(old)
-    with Loopback(latency=0.05) as server:
+    with Loopback() as server:
+        server.hold(2)  # the run cannot end before the signal, whatever the machine's speed
         proc = subprocess.Popen(
             [sys.executable, "-m", "toolnexus", "batch", str(qfile), str(src), *FIELDS,
              "-o", str(out), "--overwrite", "--base-url", server.base_url],
@@ -420,7 +423,8 @@ def test_an_interrupted_overwrite_onto_a_new_file_says_resume(qfile: Path, tmp_p
     """Issue 17 §13: "The interrupt summary says how to resume": with nothing to keep, an
     --overwrite run wrote its records in place, and --resume continues them."""
     src, out = _jsonl(tmp_path, 100), tmp_path / "new.jsonl"
-    with Loopback(latency=0.05) as server:
+    with Loopback() as server:
+        server.hold(2)  # the run cannot end before the signal, whatever the machine's speed
         proc = subprocess.Popen(
             [sys.executable, "-m", "toolnexus", "batch", str(qfile), str(src), *FIELDS,
              "-o", str(out), "--overwrite", "--base-url", server.base_url],

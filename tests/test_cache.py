@@ -309,8 +309,10 @@ def test_sqlite_is_thread_safe(tmp_path: Path) -> None:
 
 
 def _process_writer(path: str, tag: str, n: int) -> None:
-    """Runs in a child process: its own SqliteCache on the shared file."""
-    with SqliteCache(path) as c:
+    """Runs in a child process: its own SqliteCache on the shared file. It waits up to 60 s
+    for the other's lock (5 s by default): the test is about losing nothing, and a loaded
+    machine can hold a commit past 5 s (issue 29 item 2); 60 s is only a hang guard."""
+    with SqliteCache(path, busy_timeout_ms=60_000) as c:
         for i in range(n):
             c.set(f"{tag}-{i}", f"{tag}:{i}")
             c.set("shared", f"{tag}:{i}")

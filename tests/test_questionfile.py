@@ -680,7 +680,11 @@ def _must_only_raise_documented(text: str, tmp_path: Path) -> None:
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=150,
+    deadline=None,
+    # too_slow as in the suite's profile (tests/conftest.py): a list here replaces the
+    # profile's, and generation time is the machine's speed, not a verdict (issue 29 item 2).
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(text=_yaml_tokens | st.text(max_size=60))
 def test_random_yaml_text_never_escapes_as_another_exception(text: str, tmp_path: Path) -> None:
@@ -688,7 +692,11 @@ def test_random_yaml_text_never_escapes_as_another_exception(text: str, tmp_path
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=150,
+    deadline=None,
+    # too_slow as in the suite's profile (tests/conftest.py): a list here replaces the
+    # profile's, and generation time is the machine's speed, not a verdict (issue 29 item 2).
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=_question_sets | _json_values)
 def test_random_structures_never_escape_as_another_exception(data: object, tmp_path: Path) -> None:
@@ -696,7 +704,9 @@ def test_random_structures_never_escape_as_another_exception(data: object, tmp_p
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=_question_sets)
 def test_random_question_sets_through_the_cli_never_print_a_traceback(

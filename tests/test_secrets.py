@@ -85,10 +85,11 @@ def test_the_secret_never_appears(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
                 d = await c.evaluate({"ticket": 1}, QUESTIONS)
                 said.append(repr(d))
             # 401 echoing the Authorization header; 500s echoing it (retried, then failing);
-            # a stall past the timeout; a transient 429 that succeeds on retry.
+            # a stall past the timeout (it ends only when the server stops, so on any machine);
+            # a transient 429 that succeeds on retry.
             server.push(Fault.echo_auth(401))
             server.push(*[Fault.echo_auth(500)] * 3)
-            server.push(*[Fault.stall(3)] * 3)
+            server.push(*[Fault.stall(600)] * 3)
             server.push(Fault.http(429, retry_after="0"))
             for i in range(2, 6):
                 try:
