@@ -108,6 +108,17 @@ EXAMPLES: dict[str, Callable[[], Any]] = {
     "StateWithImages": lambda: with_images("Is <a> a room?", {"a": PNG}),
     "Asset": lambda: toolnexus.lift_images(Image(PNG)).assets[0],
     "LiftedState": lambda: toolnexus.lift_images({"photo": Image(PNG, alias="a")}),
+    # The judge layer (issue 35): a policy with thresholds, what it decides, what it asks for.
+    "Rule": lambda: toolnexus.Rule(question="refund", below=0.5, action="hold"),
+    "Policy": lambda: toolnexus.Policy(
+        rules=(toolnexus.Rule(question="refund", below=0.5, action="hold"),),
+        default="permit",
+        thresholds={"yes": 0.8, "no": 0.2},
+    ),
+    "GateResult": lambda: toolnexus.Policy(default="permit").decide(DECISION.answers),
+    "Request": lambda: toolnexus.Policy().decide(DECISION.answers).request,
+    "Bands": lambda: toolnexus.Bands(low=0.25, high=0.75),
+    "JudgedAnswer": lambda: toolnexus.JudgedAnswer(DECISION.noul("refund"), band="yes"),
 }
 
 

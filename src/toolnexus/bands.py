@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer
@@ -80,7 +79,9 @@ def as_thresholds(value: Mapping[str, Any] | None) -> Mapping[str, float] | None
     if not isinstance(value, Mapping):
         raise ConfigError(f"classifier: thresholds must be a mapping, got {type(value).__name__}")
     merged_thresholds(value)  # the one check of names and ranges
-    return MappingProxyType(dict(value))
+    # A plain copy, not a MappingProxyType: every public value copies, pickles and asdicts
+    # (tests/test_value_objects.py); the policy reads its own copy made at construction.
+    return dict(value)
 
 
 @dataclass(frozen=True)
