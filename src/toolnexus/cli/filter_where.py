@@ -1,0 +1,135 @@
+"""``filter --where``: one condition over a decision, ``KEY[.FIELD] OP VALUE``.
+
+Read with the grammar ``report --fail-on`` reads (``toolnexus.comparisons``: the same tokenizer
+and operators). KEY is a question key of the set; keys may contain dots, so the longest key that
+the left side starts with wins (``a.b.level`` with keys ``a`` and ``a.b`` is ``a.b``'s level).
+FIELD defaults by the question's type, and each type has its own:
+
+- noul: ``noul`` (the probability of yes; the default);
+- choice: ``choice`` (the option picked; the default, compared with ``==`` / ``!=`` and an option
+  of the question), ``confidence``, or an option's name (its probability);
+- score: ``score`` (the expected level, the default), ``level``, ``label`` (``==`` / ``!=``),
+  ``confidence``.
+
+A bad condition is a :class:`CliError` naming the column at fault and what would be right.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..comparisons import OPERATORS, parse_comparison
+from ..decision import Decision
+from ..errors import ConfigError
+from ..questions import ChoiceQuestion, Question
+from .errors import CliError
+
+__all__ = ["Where", "parse_where"]
+
+#: The fields of each question type: name -> whether it is a number (else text); the first is
+#: the default.
+FIELDS: dict[str, dict[str, bool]] = {
+    "noul": {"noul": True},
+    "choice": {"choice": False, "confidence": True},
+    "score": {"score": True, "level": True, "label": False, "confidence": True},
+}
+_TEXT_OPS = ("==", "!=")
+
+
+@dataclass(frozen=True)
+class Where:
+    """One parsed ``--where``: question ``key``'s ``field`` compared with ``value``."""
+
+    text: str
+    key: str
+    field: str
+    op: str
+    value: float | str
+    #: the field is an option's probability (a choice question)
+    option: bool = False
+
+    def measure(self, decision: Decision) -> float | str | None:
+        """The field's value in ``decision``, or None when the decision has no such answer."""
+        answer: Any = decision.answers.get(self.key)
+        if answer is None:
+            return None
+        if self.option:
+            return float(answer.probabilities.get(self.field, 0.0))
+        value = getattr(answer, self.field, None)
+        return value if isinstance(value, str) else None if value is None else float(value)
+
+    def holds(self, decision: Decision) -> bool:
+        measured = self.measure(decision)
+        if measured is None:
+            return False
+        return OPERATORS[self.op](measured, self.value)
+
+
+def _fail(text: str, column: int, why: str) -> CliError:
+    return CliError(f"--where {text!r}: column {column}: {why}")
+
+
+def _key_of(left: str, keys: list[str]) -> tuple[str, str | None] | None:
+    """The longest question key ``left`` is or starts with (``key.``), and the rest."""
+    for key in sorted(keys, key=len, reverse=True):
+        if left == key:
+            return key, None
+        if left.startswith(key + "."):
+            return key, left[len(key) + 1 :]
+    return None
+
+
+def parse_where(text: str, questions: Mapping[str, Question]) -> Where:
+    """``text`` as a condition over ``questions``; see the module docstring."""
+    try:
+        c = parse_comparison(text)
+    except ConfigError as e:
+        raise CliError(f"--where {text!r}: {e.detail}") from None
+    left, op = c.left, c.op.text
+    found = _key_of(left.text, list(questions))
+    if found is None:
+        raise _fail(
+            text,
+            left.column,
+            f"{left.text!r} is not a question key (keys: {', '.join(questions)})",
+        )
+    key, field = found
+    q = questions[key]
+    fields = FIELDS.get(q.type)
+    if fields is None:
+        raise _fail(
+            text, left.column, f"question {key!r} is of type {q.type}, which --where cannot read"
+        )
+    options = list(q.criteria) if isinstance(q, ChoiceQuestion) else []
+    name = field if field is not None else next(iter(fields))
+    at = left.column + len(key) + 1
+    option = name not in fields and name in options
+    if name not in fields and not option:
+        known = ", ".join(fields) + (f", or an option ({', '.join(options)})" if options else "")
+        raise _fail(
+            text, at, f"{name!r} is not a field of {q.type} question {key!r} (fields: {known})"
+        )
+    number = option or fields[name]
+    right = c.right
+    if number:
+        try:
+            value: float | str = float(right.text)
+        except ValueError:
+            raise _fail(
+                text, right.column, f"{right.text!r} is not a number ({key}.{name} is one)"
+            ) from None
+    else:
+        if op not in _TEXT_OPS:
+            raise _fail(
+                text, c.op.column, f"{key}.{name} is text: compare it with == or !=, not {op}"
+            )
+        value = right.text
+        if name == "choice" and value not in options:
+            raise _fail(
+                text,
+                right.column,
+                f"{value!r} is not an option of {key!r} (options: {', '.join(options)})",
+            )
+    return Where(c.text, key, name, op, value, option=option)
