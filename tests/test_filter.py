@@ -123,6 +123,15 @@ def test_lines_that_pass_leave_unchanged_in_input_order(
     assert ran.code == EXIT_OK, ran.stderr
     assert ran.stdout == (f"{len(want)}\n".encode() if count else b"".join(want))
     assert ran.stderr == ""
+    assert KEY.encode() not in ran.stdout
+
+
+def test_lines_are_packed_by_default(qfile: Path, server: ThreadedServer) -> None:
+    """'packed (--pack N|auto, default auto, as batch has it)': 30 lines, a few requests."""
+    before = len(server.seen)
+    ran = _filter(qfile, server.url, "--where", "refund >= 0")
+    assert ran.code == EXIT_OK and ran.stdout == INPUT, ran.stderr
+    assert len(server.seen) - before < len(LINES) // 5
 
 
 @pytest.mark.parametrize(
