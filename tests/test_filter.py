@@ -170,6 +170,25 @@ def test_where_reads_each_answer_field(
     assert ran.code == (EXIT_OK if want else EXIT_CONDITION), ran.stderr
 
 
+def test_input_order_is_kept_when_the_first_line_finishes_last(qfile: Path) -> None:
+    """'output must be reordered to input order with a bounded reorder buffer': the first
+    line's first request answers 500 and is retried after a backoff, while the others, four
+    in flight, are answered; the lines still leave in input order."""
+    failed: list[bool] = []
+
+    def first_fails_once(req: ScriptedRequest) -> ScriptedReply | None:
+        if req.json.get("state") == LINES[0].decode().rstrip("\n") and not failed:
+            failed.append(True)
+            return ScriptedReply(500, b'{"error": "once"}')
+        return None
+
+    with ThreadedServer(ServeOptions(synthetic=True, script=first_fails_once)) as srv:
+        ran = _filter(qfile, srv.url, "--where", "refund >= 0", "--pack", "1",
+                      "--concurrency", "4", "--retries", "1")  # fmt: skip
+    assert ran.code == EXIT_OK, ran.stderr
+    assert failed and ran.stdout == INPUT
+
+
 def test_with_answers_writes_the_line_and_batch_record_body(
     qfile: Path, server: ThreadedServer
 ) -> None:
