@@ -234,6 +234,14 @@ def test_a_bad_where_is_one_line_naming_the_column_exit_2(
     assert line.startswith(f"--where {where!r}: ") and message in line, line
 
 
+def test_gate_without_the_judge_layer_is_one_line(qfile: Path) -> None:
+    """'--gate NAME --action permit ... otherwise leave a clean one-line error saying gates need
+    the judge layer'."""
+    ran = run_cli("filter", str(qfile), "--gate", "refunds", "--action", "permit", input=INPUT)
+    assert ran.code == EXIT_USAGE and ran.stdout == b""
+    assert "--gate needs the judge layer" in error_line(ran.stderr)
+
+
 @pytest.mark.parametrize(
     ("text", "column"),
     [

@@ -39,7 +39,7 @@ def filter_command(
     filter_values: Mapping[str, Any],
     backend_values: Mapping[str, Any],
 ) -> None:
-    """Write the lines of INPUT... that pass the --where conditions, unchanged, in input order.
+    """Keep the lines that pass the --where conditions: written unchanged, in input order.
 
     Lines are read as they come and evaluated packed (--pack, default auto) under the run's
     scheduler; a part-filled pack is sent after a short delay, so a pipe that stays open gets

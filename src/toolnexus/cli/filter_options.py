@@ -1,6 +1,8 @@
 """``toolnexus filter``'s own options, as one values class (:class:`FilterFlags`): each field IS
-its command-line option (``options.options_from``). Those it shares with ``batch`` take
-``batch``'s own definitions (``batch_options.BatchFlags``), so they read and check the same.
+its command-line option (``options.options_from``). Those that mean for a stream what they mean
+for ``batch`` take ``batch``'s own definitions (``batch_options.BatchFlags``), so they read and
+check the same; ``--dry-run`` and ``--max-cost`` say what they do here (no ``--format``, no
+``--resume``).
 Light on purpose: registering ``filter`` imports this module."""
 
 from __future__ import annotations
@@ -19,8 +21,6 @@ if TYPE_CHECKING:
     ConcurrencyOpt = int
     RateOpt = float | None
     PackOpt = str
-    DryRunOpt = bool
-    MaxCostOpt = str | None
     MaxTokensOpt = int | None
     MaxRequestsOpt = int | None
     PriceOpt = str | None
@@ -30,8 +30,6 @@ else:
     ConcurrencyOpt = _BATCH["concurrency"]
     RateOpt = _BATCH["rate"]
     PackOpt = _BATCH["pack"]
-    DryRunOpt = _BATCH["dry_run"]
-    MaxCostOpt = _BATCH["max_cost"]
     MaxTokensOpt = _BATCH["max_tokens"]
     MaxRequestsOpt = _BATCH["max_requests"]
     PriceOpt = _BATCH["price"]
@@ -90,8 +88,23 @@ class FilterFlags:
     concurrency: ConcurrencyOpt = DEFAULT_BATCH_CONCURRENCY
     rate: RateOpt = None
     pack: PackOpt = "auto"
-    dry_run: DryRunOpt = False
-    max_cost: MaxCostOpt = None
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Read every line, send nothing: print the lines to send, the requests, the "
+            "estimated tokens and (with --price) the cost.",
+        ),
+    ] = False
+    max_cost: Annotated[
+        str | None,
+        typer.Option(
+            "--max-cost",
+            help="Stop sending before the spend (usage.cost, else tokens x --price) would pass "
+            "USD; in-flight requests finish (exit 5).",
+            metavar="USD",
+        ),
+    ] = None
     max_tokens: MaxTokensOpt = None
     max_requests: MaxRequestsOpt = None
     price: PriceOpt = None
