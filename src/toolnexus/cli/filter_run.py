@@ -47,6 +47,7 @@ from .filter_where import Where, parse_where
 
 if TYPE_CHECKING:
     from ..batch import StateResult
+    from ..errors import ClassifierError
     from ..questions import Question
     from ..scheduler.budget import Caps
     from .backend import Backend
@@ -239,6 +240,17 @@ class _Run:
             self.out.write(written)
             self.out.flush()  # a pipe's reader sees each line as it passes
 
+    def _message(self, error: ClassifierError) -> str:
+        """What failed, as batch's error record says it (a replay miss names the folder)."""
+        from ..errors import StaticMiss
+
+        replay = self.backend.settings.replay
+        if isinstance(error, StaticMiss) and replay is not None:
+            from ..recordings import replay_miss_message
+
+            return replay_miss_message(error, replay)
+        return error.detail
+
     def _line_text(self, line: Line) -> str:
         return line.raw.decode("utf-8", errors="replace").rstrip("\r\n")
 
@@ -249,7 +261,7 @@ class _Run:
         if result is not None and result.error is not None:
             failure = failure_of(result.error)
             code = failure.code if failure is not None else "error"
-            error = (code, f"{line.where}: {one_line(result.error.message)}")
+            error = (code, f"{line.where}: {one_line(self._message(result.error))}")
         if error is not None:
             code, message = error
             self.counts.codes[code] += 1
@@ -378,7 +390,9 @@ def _budget(cfg: FilterConfig, backend: Backend, questions: Mapping[str, Any], p
         return None
     from ..questions import questions_to_wire
     from ..scheduler.budget import Budget, estimate_output_tokens
+    from .batch_budget import note_cost_source
 
+    note_cost_source(cfg.caps, price, backend.settings)
     wire = questions_to_wire(backend.classifier.prepare(questions))
     return Budget(cfg.caps, price, output_tokens=estimate_output_tokens(wire))
 
