@@ -37,11 +37,11 @@ from .errors import (
     EXIT_OK,
     EXIT_STOPPED,
     EXIT_USAGE,
-    MALFORMED_INPUT,
     CliError,
     failure_of,
     one_line,
 )
+from .filter_lines import Line, read_lines
 from .filter_options import FilterFlags
 from .filter_where import Where, parse_where
 
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from .backend import Backend
     from .options import BackendSettings
 
-__all__ = ["FLUSH_DELAY", "FilterConfig", "Line", "read_lines", "run_filter"]
+__all__ = ["FLUSH_DELAY", "FilterConfig", "run_filter"]
 
 #: Seconds a part-filled pack waits for more lines before it is sent: long enough that a
 #: stream's burst fills its packs, short beside one request's latency.
@@ -87,66 +87,6 @@ class FilterConfig(FilterFlags):
         for path in self.inputs:
             if path != "-" and not Path(path).is_file():
                 raise CliError(f"{path}: no such file (filter reads text files, or - for stdin)")
-
-
-@dataclass(frozen=True, slots=True)
-class Line:
-    """One input line: where it was read, its bytes as read, and its state or why it has none."""
-
-    where: str
-    raw: bytes
-    state: Any = None
-    error: tuple[str, str] | None = None
-    blank: bool = False
-
-
-def _field(value: Any, path: str) -> tuple[bool, Any]:
-    """``path`` in ``value``: the key itself first, else a dotted path into nested objects."""
-    if isinstance(value, dict) and path in value:
-        return True, value[path]
-    for part in path.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return False, None
-        value = value[part]
-    return True, value
-
-
-def _state_of(
-    text: str, where: str, fields: list[str] | None
-) -> tuple[Any, tuple[str, str] | None]:
-    if not fields:
-        return text, None
-    bad = MALFORMED_INPUT.code
-    try:
-        value = json.loads(text)
-    except ValueError as e:
-        return None, (bad, f"{where}: invalid JSON: {one_line(str(e))}")
-    got: dict[str, Any] = {}
-    for name in fields:
-        found, got[name] = _field(value, name)
-        if not found:
-            return None, (bad, f"{where}: state field {name!r} missing")
-    return (got[fields[0]] if len(fields) == 1 else got), None
-
-
-def read_lines(streams: list[tuple[str, IO[bytes]]], fields: list[str] | None) -> Iterator[Line]:
-    """Every line of ``streams`` (name, binary stream) as a :class:`Line`, read lazily."""
-    for name, stream in streams:
-        for lineno, raw in enumerate(stream, 1):
-            where = f"{name}:{lineno}"
-            body = raw.rstrip(b"\r\n") if raw.endswith(b"\n") else raw
-            if not body.strip():
-                yield Line(where, raw, blank=True)
-                continue
-            try:
-                text = body.decode("utf-8")
-            except UnicodeDecodeError as e:
-                yield Line(
-                    where, raw, error=(MALFORMED_INPUT.code, f"{where}: not UTF-8 (byte {e.start})")
-                )
-                continue
-            state, error = _state_of(text, where, fields)
-            yield Line(where, raw, state, error)
 
 
 @dataclass
