@@ -6,12 +6,13 @@ is one line naming the column"; and the key never appears in what it writes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import select
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -384,3 +385,33 @@ def test_batch_options_flush_takes_seconds(flush: Any) -> None:
 
     with pytest.raises(ConfigError, match="flush takes seconds"):
         BatchOptions(pack="auto", flush=flush)
+
+
+def test_evaluate_stream_sends_a_part_filled_pack_after_the_flush() -> None:
+    """'a part-filled pack is sent after a short flush delay' (``BatchOptions.flush``): two
+    states, then a source that waits; both results come out before it ends. (The 60 s is a
+    hang guard: without the flush the stream waits for a full pack forever.)"""
+    from toolnexus import NoulQuestion, create_classifier
+    from toolnexus.config import BatchOptions
+
+    async def evaluate(state: Any, questions: Any) -> dict[str, Any]:
+        return {"model": "stub", "answers": {"holds": {"type": "noul", "noul": 0.5}}}
+
+    judge = create_classifier(style="custom", evaluate=evaluate)
+    more = asyncio.Event()
+
+    async def source() -> AsyncIterator[tuple[str, str]]:
+        yield "a", "one"
+        yield "b", "two"
+        await more.wait()
+        yield "c", "three"
+
+    async def run() -> tuple[list[str], list[str]]:
+        options = BatchOptions(pack="auto", flush=0.01)
+        stream = judge.evaluate_stream(source(), {"holds": NoulQuestion("Holds?")}, options=options)
+        first = [(await anext(stream))[0], (await anext(stream))[0]]
+        more.set()
+        return first, [k async for k, _ in stream]
+
+    first, rest = asyncio.run(asyncio.wait_for(run(), 60))
+    assert sorted(first) == ["a", "b"] and rest == ["c"]
