@@ -264,7 +264,7 @@ def _streams(inputs: list[str]) -> list[tuple[str, IO[bytes]]]:
 def run_filter(cfg: FilterConfig, questions_path: Path, settings: BackendSettings) -> int:
     """Run ``filter`` and return its exit code (the stop's line already on stderr)."""
     from .backend import build_backend, warn_to_stderr
-    from .batch_dry import price_of
+    from .batch_dry import price_of, warn_if_over_limits
     from .questionfile import load_question_set
 
     file_model, questions = load_question_set(questions_path)
@@ -281,6 +281,7 @@ def run_filter(cfg: FilterConfig, questions_path: Path, settings: BackendSetting
         if cfg.dry_run:
             return _dry_run(cfg, lines, questions, file_model, settings, price)
         backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr)
+        warn_if_over_limits(settings, backend.model, questions)  # as batch (issue 34 item 4)
         budget = _budget(cfg, backend, questions, price)
         run = _Run(
             cfg, backend, questions, wheres, lines, sys.stdout.buffer,
