@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, get_type_hints
 
 import typer
 
-from ..defaults import DEFAULT_BATCH_CONCURRENCY
+from ..defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_BATCH_PATIENCE
 from .batch_options import BatchFlags
 
 __all__ = ["FilterFlags"]
@@ -87,6 +87,15 @@ class FilterFlags:
     ] = "drop"
     concurrency: ConcurrencyOpt = DEFAULT_BATCH_CONCURRENCY
     rate: RateOpt = None
+    patience: Annotated[
+        float,
+        typer.Option(
+            "--patience",
+            help="Seconds to ride out a storm of 429/503/529 without one success before the "
+            "run stops (exit 4).",
+            metavar="SECONDS",
+        ),
+    ] = DEFAULT_BATCH_PATIENCE
     pack: PackOpt = "auto"
     dry_run: Annotated[
         bool,

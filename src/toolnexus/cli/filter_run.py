@@ -234,6 +234,7 @@ class _Run:
         options = BatchOptions(
             concurrency=self.cfg.concurrency,
             rate=self.cfg.rate,
+            patience=self.cfg.patience,
             pack=self.cfg.pack_size,
             admission=self.admission,
             flush=FLUSH_DELAY,
