@@ -50,6 +50,13 @@ questions:
       - waiting on an answer
       - will chase today
       - blocked right now
+gates:
+  route:
+    rules:
+      - {question: refund, at_least: 0.7, action: refund}
+      - {question: desk, is: technical, action: engineer}
+    default: review
+    skip_uncertain: true
 """
 KEY_ENV = "FILTER_TEST_SECRET"
 KEY = "sk-filter-secret-8c41d9"
@@ -235,12 +242,38 @@ def test_a_bad_where_is_one_line_naming_the_column_exit_2(
     assert line.startswith(f"--where {where!r}: ") and message in line, line
 
 
-def test_gate_without_the_judge_layer_is_one_line(qfile: Path) -> None:
-    """'--gate NAME --action permit ... otherwise leave a clean one-line error saying gates need
-    the judge layer'."""
-    ran = run_cli("filter", str(qfile), "--gate", "refunds", "--action", "permit", input=INPUT)
-    assert ran.code == EXIT_USAGE and ran.stdout == b""
-    assert "--gate needs the judge layer" in error_line(ran.stderr)
+@pytest.mark.parametrize("action", ["refund", "engineer", "review", "needs_input"])
+def test_gate_keeps_the_lines_whose_action_is_the_one_asked(
+    qfile: Path, server: ThreadedServer, answers: list[dict[str, Any]], action: str
+) -> None:
+    """'--gate NAME --action permit: keep lines whose gate action equals' (the question file's
+    gates:, the action its records carry)."""
+    want = [raw for raw, a in zip(LINES, answers, strict=True)
+            if a["gates"]["route"]["action"] == action]  # fmt: skip
+    ran = _filter(qfile, server.url, "--gate", "route", "--action", action)
+    assert ran.stdout == b"".join(want)
+    assert ran.code == (EXIT_OK if want else EXIT_CONDITION), ran.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        pytest.param(["--gate", "rout", "--action", "refund"],
+                     "--gate 'rout': no such gate in the question file (its gates: route)",
+                     id="unknown-gate"),
+        pytest.param(["--gate", "route", "--action", "permit"],
+                     "--action 'permit': gate 'route' never gives it (its actions: refund, "
+                     "engineer, review, needs_input)", id="unknown-action"),
+        pytest.param(["--gate", "route"],
+                     "--gate and --action go together: --gate NAME --action ACTION",
+                     id="no-action"),
+    ],
+)  # fmt: skip
+def test_a_bad_gate_is_one_line_exit_2(qfile: Path, flags: list[str], message: str) -> None:
+    """A gate the file does not have, or an action it never gives, is one line, exit 2."""
+    ran = run_cli("filter", str(qfile), *flags, input=INPUT)
+    assert (ran.code, ran.stdout) == (EXIT_USAGE, b"")
+    assert error_line(ran.stderr) == message
 
 
 @pytest.mark.parametrize(

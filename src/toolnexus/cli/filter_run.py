@@ -43,11 +43,12 @@ from .errors import (
 )
 from .filter_lines import Line, read_lines
 from .filter_options import FilterFlags
-from .filter_where import Where, parse_where
+from .filter_where import GateCondition, Where, parse_gate, parse_where
 
 if TYPE_CHECKING:
     from ..batch import StateResult
     from ..errors import ClassifierError
+    from ..policy import Policy
     from ..questions import Question
     from ..scheduler.budget import Caps
     from .backend import Backend
@@ -113,15 +114,17 @@ class _Run:
         cfg: FilterConfig,
         backend: Backend,
         questions: Mapping[str, Question],
-        wheres: list[Where],
+        conditions: list[Where | GateCondition],
         lines: Iterator[Line],
         out: IO[bytes],
         admission: tuple[Any, ...],
+        gates: Mapping[str, Policy],
     ) -> None:
         from ..packing import PACK_CAP
         from .batch_output import ReorderBuffer
 
-        self.cfg, self.backend, self.questions, self.wheres = cfg, backend, questions, wheres
+        self.cfg, self.backend, self.questions = cfg, backend, questions
+        self.conditions, self.gates = conditions, gates
         self.lines, self.out, self.admission = lines, out, admission
         per_request = PACK_CAP if cfg.pack_size == "auto" else cfg.pack_size
         self.reorder = ReorderBuffer(cfg.concurrency * per_request)
@@ -216,7 +219,7 @@ class _Run:
                 return _jsonl(obj)
             return line.raw
         decision = result.decision if result is not None else None
-        passed = decision is not None and all(w.holds(decision) for w in self.wheres)
+        passed = decision is not None and all(c.holds(decision) for c in self.conditions)
         if passed == self.cfg.invert:
             return None
         if not self.cfg.with_answers:
@@ -225,7 +228,10 @@ class _Run:
         if decision is not None:
             from .render import decision_record
 
-            body = decision_record(decision, self.questions, {}, validated=True)
+            # the record batch writes: with the file's gates, their actions
+            body = decision_record(
+                decision, self.questions, {}, validated=True, gates=self.gates or None
+            )
         return _jsonl({"line": self._line_text(line), "decision": body})
 
     async def run(self) -> None:
@@ -266,15 +272,14 @@ def run_filter(cfg: FilterConfig, questions_path: Path, settings: BackendSetting
     """Run ``filter`` and return its exit code (the stop's line already on stderr)."""
     from .backend import build_backend, warn_to_stderr
     from .batch_dry import price_of, warn_if_over_limits
-    from .questionfile import load_question_set
+    from .questionfile import load_question_file
 
-    file_model, questions = load_question_set(questions_path)
-    wheres = [parse_where(text, questions) for text in cfg.where or ()]
-    if cfg.gate is not None:
-        raise CliError(
-            "--gate needs the judge layer (gates: in the question file), which this "
-            "toolnexus does not have yet; use --where"
-        )
+    (file_model, questions), gates = load_question_file(questions_path)
+    conditions: list[Where | GateCondition] = [
+        parse_where(text, questions) for text in cfg.where or ()
+    ]
+    if cfg.gate is not None and cfg.action is not None:
+        conditions.append(parse_gate(cfg.gate, cfg.action, gates, questions))
     price = price_of(cfg.price)
     streams = _streams(cfg.inputs)
     try:
@@ -285,8 +290,8 @@ def run_filter(cfg: FilterConfig, questions_path: Path, settings: BackendSetting
         warn_if_over_limits(settings, backend.model, questions)  # as batch (issue 34 item 4)
         budget = _budget(cfg, backend, questions, price)
         run = _Run(
-            cfg, backend, questions, wheres, lines, sys.stdout.buffer,
-            () if budget is None else (budget,),
+            cfg, backend, questions, conditions, lines, sys.stdout.buffer,
+            () if budget is None else (budget,), gates,
         )  # fmt: skip
         with _counting_resends(budget):
             asyncio.run(run.run())

@@ -12,13 +12,17 @@ FIELD defaults by the question's type, and each type has its own:
   ``confidence``.
 
 A bad condition is a :class:`CliError` naming the column at fault and what would be right.
+
+``--gate NAME --action ACTION`` (:class:`GateCondition`) holds when the question file's gate
+``NAME`` (a ``gates:`` policy, SPEC §8B) gives ``ACTION`` on the decision: one of its rules'
+actions, its default, or ``needs_input`` (the gate escalated).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..comparisons import OPERATORS, parse_comparison
 from ..decision import Decision
@@ -26,7 +30,10 @@ from ..errors import ConfigError
 from ..questions import ChoiceQuestion, Question
 from .errors import CliError
 
-__all__ = ["Where", "parse_where"]
+if TYPE_CHECKING:
+    from ..policy import Policy
+
+__all__ = ["GateCondition", "Where", "parse_gate", "parse_where"]
 
 #: The fields of each question type: name -> whether it is a number (else text); the first is
 #: the default.
@@ -133,3 +140,37 @@ def parse_where(text: str, questions: Mapping[str, Question]) -> Where:
                 f"{value!r} is not an option of {key!r} (options: {', '.join(options)})",
             )
     return Where(c.text, key, name, op, value, option=option)
+
+
+@dataclass(frozen=True)
+class GateCondition:
+    """``--gate NAME --action ACTION``: the gate's action on a decision is ``action``."""
+
+    name: str
+    action: str
+    policy: Policy
+    questions: Mapping[str, Question]
+
+    def holds(self, decision: Decision) -> bool:
+        # Policy.decide, the one rule: what eval/batch records and ``toolnexus.gate`` decide.
+        return self.policy.decide(decision.answers, self.questions).action == self.action
+
+
+def parse_gate(
+    name: str, action: str, gates: Mapping[str, Policy], questions: Mapping[str, Question]
+) -> GateCondition:
+    """``--gate NAME --action ACTION`` against the question file's ``gates:``; an unknown gate
+    or an action it never gives is one line naming what it has."""
+    from ..policy import NEEDS_INPUT
+
+    if name not in gates:
+        have = f"its gates: {', '.join(gates)}" if gates else "it has no gates: section"
+        raise CliError(f"--gate {name!r}: no such gate in the question file ({have})")
+    policy = gates[name]
+    actions = [*dict.fromkeys(r.action for r in policy.rules)]
+    actions += [a for a in (policy.default, NEEDS_INPUT) if a and a not in actions]
+    if action not in actions:
+        raise CliError(
+            f"--action {action!r}: gate {name!r} never gives it (its actions: {', '.join(actions)})"
+        )
+    return GateCondition(name, action, policy, questions)
