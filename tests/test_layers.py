@@ -70,6 +70,7 @@ RANKS: dict[str, int] = {
     "toolnexus.consistency": CORE,
     "toolnexus.policy": CORE,  # SPEC §8B's judge rules over answers (issue 35)
     "toolnexus.bands": CORE,  # how an answer reads for the judge layer (issue 35)
+    "toolnexus.comparisons": CORE,  # the command line's comparison grammar (issue 36)
     # config
     "toolnexus.config": CONFIG,
     "toolnexus.options": CONFIG,

@@ -248,7 +248,9 @@ async def evaluate_stream(
 ) -> AsyncIterator[tuple[K, StateResult]]:
     """See ``Classifier.evaluate_stream``."""
     import asyncio
+    import contextlib
 
+    loop = asyncio.get_running_loop()
     concurrency = options.concurrency
     qs = classifier.prepare(questions)
     classifier.reserve(options)
@@ -264,19 +266,44 @@ async def evaluate_stream(
     def spawn() -> None:
         workers.append(asyncio.create_task(worker(), context=under(scheduler)))
 
+    # ``options.flush``: a pack is sent part-filled once its first state has waited that long.
+    # The pull that was waiting stays pending for the next pack (cancelling it would cancel the
+    # caller's async generator), so packs are taken one at a time, under ``taking``.
+    flush = options.flush if chunk > 1 else None
+    taking = asyncio.Lock()
+    pending: list[asyncio.Future[tuple[K, Any] | None]] = []
+
+    async def pull(deadline: float | None) -> tuple[K, Any] | None:
+        if flush is None:
+            return await source()
+        if not pending:
+            pending.append(asyncio.ensure_future(source()))
+        timeout = None if deadline is None else max(0.0, deadline - loop.time())
+        ready, _ = await asyncio.wait({pending[0]}, timeout=timeout)
+        if not ready:
+            raise _Late
+        return pending.pop().result()
+
     async def take() -> list[tuple[K, Any]]:
         """Up to ``chunk`` valid states; an invalid one is its error result, nothing sent."""
         taken: list[tuple[K, Any]] = []
-        while len(taken) < chunk:
-            item = await source()
-            if item is None:
-                break
-            try:
-                check_state(item[1])
-            except ClassifierError as e:
-                await done.put((item[0], StateResult(error=e)))
-                continue
-            taken.append(item)
+        deadline: float | None = None
+        async with taking if flush is not None else contextlib.nullcontext():
+            while len(taken) < chunk:
+                try:
+                    item = await pull(deadline)
+                except _Late:
+                    break
+                if item is None:
+                    break
+                try:
+                    check_state(item[1])
+                except ClassifierError as e:
+                    await done.put((item[0], StateResult(error=e)))
+                    continue
+                taken.append(item)
+                if flush is not None and deadline is None:
+                    deadline = loop.time() + flush
         return taken
 
     async def worker() -> None:
@@ -323,9 +350,14 @@ async def evaluate_stream(
         if scheduler.stopped is not None:
             raise RunStopped(scheduler.stopped.message, scheduler.stopped.kind)
     finally:
-        for w in workers:
+        running: list[asyncio.Future[Any]] = [*workers, *pending]
+        for w in running:
             w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+        await asyncio.gather(*running, return_exceptions=True)
+
+
+class _Late(Exception):
+    """No state came before a part-filled pack's flush deadline (``BatchOptions.flush``)."""
 
 
 def _pull(

@@ -269,6 +269,9 @@ class BatchOptions:
       chained after the run's own limiter and fail fast; each sees every request of the batch.
     - ``patience``: seconds a storm of 429/503/529 is ridden out without one success (counted
       from the last success, or the start) before the run stops (the CLI's ``--patience``).
+    - ``flush``: ``evaluate_stream`` only, when packing: seconds a part-filled pack waits for
+      more states before it is sent (a pipe that stays open still gets its answers); None
+      waits for a full pack or the end of the states.
     """
 
     concurrency: int = DEFAULT_BATCH_CONCURRENCY
@@ -276,6 +279,7 @@ class BatchOptions:
     pack: int | Literal["auto"] = 1
     admission: tuple[Admission, ...] = ()
     patience: float = DEFAULT_BATCH_PATIENCE
+    flush: float | None = None
 
     def __post_init__(self) -> None:
         c = self.concurrency
@@ -315,3 +319,8 @@ class BatchOptions:
                     f"classifier: admission member {_shown(m)} has no acquire/release methods"
                 )
         object.__setattr__(self, "admission", members)
+        f = self.flush
+        if f is not None and (
+            isinstance(f, bool) or not isinstance(f, int | float) or not 0 <= f < math.inf
+        ):
+            raise ConfigError(f"classifier: flush takes seconds (0 or more), got {_shown(f)}")

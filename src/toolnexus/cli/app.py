@@ -201,6 +201,7 @@ COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "check-criteria": ("check_cmd", "check_criteria", "HELP"),
     "diff": ("diff_cmd", "diff_command", None),
     "eval": ("eval_cmd", "eval_command", None),
+    "filter": ("filter_cmd", "filter_command", None),
     "mcp": ("mcp_cmd", "mcp_command", None),
     "report": ("report_cmd", "report_command", None),
     "schema": ("schema_cmd", "schema", None),

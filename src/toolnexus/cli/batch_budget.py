@@ -22,7 +22,7 @@ from .batch_dry import DryRun, describe, dry_run
 from .batch_values import BatchConfig
 from .errors import EXIT_BUDGET, CliError
 
-__all__ = ["ResendCounter", "budget_for", "recorded_spend", "refusal"]
+__all__ = ["ResendCounter", "budget_for", "note_cost_source", "recorded_spend", "refusal"]
 
 
 class ResendCounter:
@@ -102,6 +102,15 @@ def _passes(caps: Caps, already: Spend, estimate: DryRun) -> str | None:
     return None
 
 
+def note_cost_source(caps: Caps, price: Price | None, settings: Any) -> None:
+    """Say on stderr what ``--max-cost`` counts when no ``--price`` is given (batch, filter)."""
+    if caps.max_cost is not None and price is None and settings.replay is None:
+        sys.stderr.write(
+            "toolnexus: note: --max-cost counts the usage.cost the server reports; with no "
+            "--price, a server that reports none is charged nothing\n"
+        )
+
+
 def budget_for(
     cfg: BatchConfig, questions: Path, settings: Any, cache: Any, price: Price | None
 ) -> Budget | None:
@@ -111,11 +120,7 @@ def budget_for(
     from .batch_ids import question_set_sha256
     from .questionfile import load_question_set
 
-    if cfg.caps.max_cost is not None and price is None and settings.replay is None:
-        sys.stderr.write(
-            "toolnexus: note: --max-cost counts the usage.cost the server reports; with no "
-            "--price, a server that reports none is charged nothing\n"
-        )
+    note_cost_source(cfg.caps, price, settings)
     _, qs = load_question_set(questions)
     already = recorded_spend(cfg, question_set_sha256(qs), price)
     estimate = dry_run(cfg, questions, settings, cache=cache, price=price)

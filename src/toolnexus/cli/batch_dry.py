@@ -16,6 +16,7 @@ The question set is the same in every body, so its tally is counted once and eac
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -28,12 +29,13 @@ from ..scheduler.budget import Price, estimate_output_tokens
 from ..scheduler.tokens import PrefixTally, TokenEstimate, estimate_tokens
 from ..state import check_state
 from .batch_inputs import iter_inputs
+from .batch_items import InputItem
 from .batch_resume import PriorMismatch, PriorOutput, read_prior
 from .batch_select import select
 from .batch_values import BatchConfig, BatchSummary
 from .errors import CliError
 
-__all__ = ["DryRun", "dry_run"]
+__all__ = ["DryRun", "check_dry", "dry_run", "estimate_items"]
 
 
 @dataclass
@@ -139,12 +141,10 @@ def dry_run(
     price: Price | None = None,
 ) -> DryRun:
     """What ``batch`` would send for ``cfg``; sends nothing, writes nothing."""
-    from .backend import build_backend
     from .batch_ids import question_set_sha256
     from .questionfile import load_question_set
 
-    if settings.replay is not None or settings.style != "systemone":
-        raise CliError("--dry-run estimates System One requests; drop --replay or --llm-model")
+    check_dry(settings)
     from .batch_safety import check_config, check_existing
 
     # The refusals the real run would give before sending (issue 31 item 18): an --output that
@@ -152,6 +152,39 @@ def dry_run(
     check_config(cfg, questions_path)
     check_existing(cfg)
     file_model, questions = load_question_set(questions_path)
+    sha = question_set_sha256(questions)
+    summary = BatchSummary()
+    items = select(iter_inputs(cfg.inputs, cfg.spec), cfg, _prior(cfg, sha), summary, set())
+    result = estimate_items(
+        items, questions, file_model, settings, _pack_of(cfg), cache=cache, price=price
+    )
+    result.states += summary.skipped + summary.not_in_output + summary.other_shards
+    result.skipped = summary.skipped + summary.not_in_output
+    result.other_shards = summary.other_shards
+    return result
+
+
+def check_dry(settings: Any) -> None:
+    """A dry run estimates System One requests: refused for a replay or the llm style."""
+    if settings.replay is not None or settings.style != "systemone":
+        raise CliError("--dry-run estimates System One requests; drop --replay or --llm-model")
+
+
+def estimate_items(
+    items: Iterable[InputItem],
+    questions: Mapping[str, Any],
+    file_model: str | None,
+    settings: Any,
+    pack: Any,
+    *,
+    cache: Any = None,
+    price: Price | None = None,
+) -> DryRun:
+    """What sending ``items`` (read and selected by the caller: ``batch``, ``filter``) would
+    cost, packed as ``pack``; sends nothing."""
+    from .backend import build_backend
+
+    check_dry(settings)
     backend = build_backend(settings, file_model=file_model, on_metric=None, cache=cache)
     from ..packed import systemone_style
 
@@ -159,10 +192,7 @@ def dry_run(
     style = systemone_style(backend.classifier)
     assert style is not None  # --replay and --llm-model are refused above
     qs: dict[str, Question] = backend.classifier.prepare(questions)
-    sha = question_set_sha256(questions)
-    summary = BatchSummary()
-    items = select(iter_inputs(cfg.inputs, cfg.spec), cfg, _prior(cfg, sha), summary, set())
-    result = DryRun(pack=_pack_of(cfg))
+    result = DryRun(pack=pack)
     output_per_request = estimate_output_tokens(questions_to_wire(qs))
     pieces = PrefixTally()
     packed: list[Any] = []
@@ -197,9 +227,6 @@ def dry_run(
         largest = _estimate_packs(result, packed, qs, style.model) or largest
     if largest is not None:
         _against_limits(result, *largest)
-    result.states += summary.skipped + summary.not_in_output + summary.other_shards
-    result.skipped = summary.skipped + summary.not_in_output
-    result.other_shards = summary.other_shards
     if price is not None:
         result.cost = price.cost(result.input_tokens, result.output_tokens)
     return result

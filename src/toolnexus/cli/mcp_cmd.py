@@ -76,12 +76,12 @@ def mcp_command(
     The key is read from the environment at each call and never appears in a tool result.
     """
     import asyncio
-    import sys
 
     from ..questions import questions_to_wire
     from ..scheduler.budget import Budget, estimate_output_tokens
     from ..scheduler.run import Scheduler
     from .backend import Backend, build_backend, model_for
+    from .batch_budget import note_cost_source
     from .batch_dry import price_of
     from .batch_values import _caps
     from .mcp_server import BUILTIN_TOOLS, McpApp, QuestionTool, serve_stdio, tool_name
@@ -122,11 +122,7 @@ def mcp_command(
             by_model[resolved] = build_backend(settings, file_model=file_model)
         backends[file_model] = by_model[resolved]
     unit_price = price_of(price)
-    if caps.max_cost is not None and unit_price is None and settings.replay is None:
-        sys.stderr.write(
-            "toolnexus: note: --max-cost counts the usage.cost the server reports; with no "
-            "--price, a server that reports none is charged nothing\n"
-        )
+    note_cost_source(caps, unit_price, settings)  # batch's note, one text
     # Output tokens per request: the largest set's estimate (a cap is never passed by a call
     # the budget under-reserved).
     output = max(estimate_output_tokens(questions_to_wire(t.questions)) for t in tools.values())

@@ -1,7 +1,8 @@
 """``--fail-on`` for a report: conditions over the judged run, so CI can gate a question-set
 change on a labelled sample (``"ece>0.1,near-uniform>0.05,errors>0"``).
 
-A condition is ``[KEY.]NAME OP NUMBER`` with OP one of ``> >= < <=``, or ``[KEY.]ece>floor``:
+A condition is ``[KEY.]NAME OP NUMBER`` with OP one of ``> >= < <=`` (the grammar of
+``toolnexus.comparisons``, which ``filter --where`` reads too), or ``[KEY.]ece>floor``:
 the ECE above its noise floor's 95th percentile (issue 24: measured with the report's
 intervals, so not with ``--no-intervals``). Without ``KEY`` it holds
 when ANY question meets it. NAME is a scalar metric (``accuracy``, ``brier``, ``log_loss``,
@@ -19,10 +20,11 @@ near-uniform`` gives no count and no ids").
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from ..comparisons import OPERATORS
 from .accumulators import FIRST_IDS, REPORT_FLAGS
 from .model import SCALAR_METRICS, QuestionComparison, QuestionReport, Report, RunSummary
 from .runs import ReportInputError
@@ -34,12 +36,8 @@ FLOOR = "floor"
 #: What a gate or a paired comparison measures (``report.judged``), beside the questions' names.
 JUDGED_NAMES = ("escalated", "fixes", "breaks", "mcnemar_p")
 NAMES = (*SCALAR_METRICS, *REPORT_FLAGS, "errors", "invalid", "changed", *JUDGED_NAMES)
-_OPS: dict[str, Callable[[float, float], bool]] = {
-    ">=": operator.ge,
-    "<=": operator.le,
-    ">": operator.gt,
-    "<": operator.lt,
-}
+#: the grammar's order comparisons (``==`` and ``!=`` mean nothing on a measured share)
+_OPS: dict[str, Callable[[Any, Any], bool]] = {op: OPERATORS[op] for op in (">=", "<=", ">", "<")}
 
 
 @dataclass(frozen=True)
@@ -57,16 +55,21 @@ class Condition:
 
 
 def _parse_one(text: str) -> Condition:
-    for op in _OPS:  # two-character operators first
-        left, sep, right = text.partition(op)
-        if sep:
-            break
-    else:
+    # The grammar's tokenizer (``toolnexus.comparisons``, shared with ``filter --where``), then
+    # this command's own operators and names.
+    from ..comparisons import parse_comparison
+    from ..errors import ConfigError
+
+    try:
+        parsed = parse_comparison(text)
+    except ConfigError:
+        parsed = None
+    if parsed is None or parsed.op.text not in _OPS:
         raise ReportInputError(
             f"--fail-on: {text!r} is not NAME>NUMBER (operators > >= < <=; names: "
             f"{', '.join(NAMES)})"
         )
-    left = left.strip()
+    left, op, right = parsed.left.text, parsed.op.text, parsed.right.text
     key: str | None = None
     name = left
     if name not in NAMES and "." in left:

@@ -1,0 +1,356 @@
+"""The run behind ``toolnexus filter``: lines in, the lines that pass out, in input order.
+
+Lines are read by one daemon thread (stdin may block as long as its producer likes, and a run
+that stops must not wait for it to close), handed to ``Classifier.evaluate_stream`` as
+``(line, state)`` pairs, packed (``--pack``, default auto) and paced by the run's one scheduler
+as ``batch`` is; a part-filled pack goes out after :data:`FLUSH_DELAY`
+(``BatchOptions.flush``), so a pipe that stays open gets its answers. Results come back as they
+finish and leave in input order through ``batch_output.ReorderBuffer``, whose window
+(concurrency x states per request) bounds the lines held: memory does not grow with the input.
+
+A line passes when every ``--where`` holds (``-v``: when not). It is written byte for byte as
+read, newline included. A line whose evaluation fails, or that cannot be read as a state, is
+said on stderr (one line, with its line number) and dropped; ``--on-error keep`` writes it.
+A blank line carries no state: it never passes (so ``-v`` keeps it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Literal
+
+from ..errors import RunStopped
+from .batch_options import parse_pack
+from .errors import (
+    EXIT_BACKEND,
+    EXIT_CONDITION,
+    EXIT_FOR_CODE,
+    EXIT_FOR_STOP,
+    EXIT_OK,
+    EXIT_STOPPED,
+    EXIT_USAGE,
+    CliError,
+    failure_of,
+    one_line,
+)
+from .filter_lines import Line, read_lines
+from .filter_options import FilterFlags
+from .filter_where import GateCondition, Where, parse_gate, parse_where
+
+if TYPE_CHECKING:
+    from ..batch import StateResult
+    from ..errors import ClassifierError
+    from ..policy import Policy
+    from ..questions import Question
+    from ..scheduler.budget import Caps
+    from .backend import Backend
+    from .options import BackendSettings
+
+__all__ = ["FLUSH_DELAY", "FilterConfig", "run_filter"]
+
+#: Seconds a part-filled pack waits for more lines before it is sent: long enough that a
+#: stream's burst fills its packs, short beside one request's latency.
+FLUSH_DELAY = 0.05
+#: Lines read ahead of the evaluation (the reader thread's queue).
+READ_AHEAD = 64
+
+
+@dataclass(frozen=True)
+class FilterConfig(FilterFlags):
+    """Everything ``filter`` was asked to do, its options checked (a wrong one raises
+    :class:`CliError` before anything is read)."""
+
+    inputs: list[str] = field(default_factory=lambda: ["-"])
+    pack_size: int | Literal["auto"] = field(init=False)
+    caps: Caps = field(init=False)
+
+    def __post_init__(self) -> None:
+        from .batch_values import _caps
+
+        fields = [self.state_field] if isinstance(self.state_field, str) else self.state_field
+        object.__setattr__(self, "state_field", list(fields) if fields else None)
+        object.__setattr__(self, "pack_size", parse_pack(self.pack))
+        object.__setattr__(self, "caps", _caps(self))  # type: ignore[arg-type]  # duck: the cap fields
+        if (self.gate is None) != (self.action is None):
+            raise CliError("--gate and --action go together: --gate NAME --action ACTION")
+        if not self.where and self.gate is None:
+            raise CliError(
+                "filter needs a condition: --where 'KEY OP VALUE' or --gate NAME --action A"
+            )
+        for path in self.inputs:
+            if path != "-" and not Path(path).is_file():
+                raise CliError(f"{path}: no such file (filter reads text files, or - for stdin)")
+
+
+@dataclass
+class _Counts:
+    passed: int = 0
+    codes: Counter[str] = field(default_factory=Counter)
+    stopped: RunStopped | None = None
+
+    def exit_code(self) -> int:
+        """grep's codes first, the run's failures over them: a stop (4, a spend cap 5), then a
+        backend failure (3), then an input error (2); else 0 when a line passed, 1 when none."""
+        if self.stopped is not None:
+            return EXIT_FOR_STOP.get(self.stopped.kind, EXIT_STOPPED)
+        exits = {EXIT_FOR_CODE.get(c, EXIT_USAGE) for c in self.codes}
+        for worst in (EXIT_BACKEND, EXIT_USAGE):
+            if worst in exits:
+                return worst
+        return EXIT_OK if self.passed else EXIT_CONDITION
+
+
+class _Run:
+    def __init__(
+        self,
+        cfg: FilterConfig,
+        backend: Backend,
+        questions: Mapping[str, Question],
+        conditions: list[Where | GateCondition],
+        lines: Iterator[Line],
+        out: IO[bytes],
+        admission: tuple[Any, ...],
+        gates: Mapping[str, Policy],
+    ) -> None:
+        from ..packing import PACK_CAP
+        from .batch_output import ReorderBuffer
+
+        self.cfg, self.backend, self.questions = cfg, backend, questions
+        self.conditions, self.gates = conditions, gates
+        self.lines, self.out, self.admission = lines, out, admission
+        per_request = PACK_CAP if cfg.pack_size == "auto" else cfg.pack_size
+        self.reorder = ReorderBuffer(cfg.concurrency * per_request)
+        self.counts = _Counts()
+        self.key_checked = False
+        self.read_error: OSError | None = None
+        self.slots = threading.Semaphore(READ_AHEAD)
+        self.ended = False
+
+    def _reader(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Line | None]) -> None:
+        """The reader thread: each line onto ``queue``, then None, at most :data:`READ_AHEAD`
+        ahead of ``_feed`` (``slots``); ends when the run does. An input that fails to read is
+        kept for ``_feed`` to raise."""
+        try:
+            for line in self.lines:
+                self.slots.acquire()
+                if self.ended:
+                    return
+                loop.call_soon_threadsafe(queue.put_nowait, line)
+        except OSError as e:
+            self.read_error = e
+        except RuntimeError:  # the loop closed: the run ended before the input did
+            return
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(queue.put_nowait, None)
+
+    async def _feed(self) -> AsyncIterator[tuple[tuple[int, Line], Any]]:
+        from .batch_safety import check_key
+
+        queue: asyncio.Queue[Line | None] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        threading.Thread(target=self._reader, args=(loop, queue), daemon=True).start()
+        while (line := await queue.get()) is not None:
+            self.slots.release()
+            seq = await self.reorder.admit()
+            if line.blank or line.error is not None:
+                await self._emit(seq, self._outcome(line, None, line.error))
+                continue
+            if not self.key_checked:
+                check_key(self.backend.settings)  # before the first request, as batch
+                self.key_checked = True
+            yield (seq, line), line.state
+        if self.read_error is not None:
+            e = self.read_error
+            raise CliError(f"{e.filename or 'stdin'}: cannot read: {e.strerror or e}")
+
+    async def _emit(self, seq: int, written: bytes | None) -> None:
+        for ready in await self.reorder.done(seq, written):
+            self._write(ready)
+
+    def _write(self, written: bytes | None) -> None:
+        if written is None:
+            return
+        self.counts.passed += 1
+        if not self.cfg.count:
+            self.out.write(written)
+            self.out.flush()  # a pipe's reader sees each line as it passes
+
+    def _message(self, error: ClassifierError) -> str:
+        """What failed, as batch's error record says it (a replay miss names the folder)."""
+        from ..errors import StaticMiss
+
+        replay = self.backend.settings.replay
+        if isinstance(error, StaticMiss) and replay is not None:
+            from ..recordings import replay_miss_message
+
+            return replay_miss_message(error, replay)
+        return error.detail
+
+    def _line_text(self, line: Line) -> str:
+        return line.raw.decode("utf-8", errors="replace").rstrip("\r\n")
+
+    def _outcome(
+        self, line: Line, result: StateResult | None, error: tuple[str, str] | None
+    ) -> bytes | None:
+        """What ``line`` writes (None: nothing), saying a failure on stderr."""
+        if result is not None and result.error is not None:
+            failure = failure_of(result.error)
+            code = failure.code if failure is not None else "error"
+            error = (code, f"{line.where}: {one_line(self._message(result.error))}")
+        if error is not None:
+            code, message = error
+            self.counts.codes[code] += 1
+            keep = self.cfg.on_error == "keep"
+            note = "kept (--on-error keep)" if keep else "dropped; --on-error keep keeps it"
+            sys.stderr.write(f"toolnexus: {one_line(message)} [{code}; line {note}]\n")
+            sys.stderr.flush()
+            if not keep:
+                return None
+            if self.cfg.with_answers:
+                obj = {"line": self._line_text(line), "error": {"code": code, "message": message}}
+                return _jsonl(obj)
+            return line.raw
+        decision = result.decision if result is not None else None
+        passed = decision is not None and all(c.holds(decision) for c in self.conditions)
+        if passed == self.cfg.invert:
+            return None
+        if not self.cfg.with_answers:
+            return line.raw
+        body = None
+        if decision is not None:
+            from .render import decision_record
+
+            # the record batch writes: with the file's gates, their actions
+            body = decision_record(
+                decision, self.questions, {}, validated=True, gates=self.gates or None
+            )
+        return _jsonl({"line": self._line_text(line), "decision": body})
+
+    async def run(self) -> None:
+        from ..config import BatchOptions
+
+        options = BatchOptions(
+            concurrency=self.cfg.concurrency,
+            rate=self.cfg.rate,
+            patience=self.cfg.patience,
+            pack=self.cfg.pack_size,
+            admission=self.admission,
+            flush=FLUSH_DELAY,
+        )
+        classifier = self.backend.classifier
+        stream = classifier.evaluate_stream(self._feed(), self.questions, options=options)
+        async with classifier:
+            try:
+                async for (seq, line), result in stream:
+                    await self._emit(seq, self._outcome(line, result, None))
+            except RunStopped as stop:
+                self.counts.stopped = stop
+                for ready in self.reorder.flush():
+                    self._write(ready)
+            finally:
+                self.ended = True
+                self.slots.release()  # a reader waiting for room sees the end
+
+
+def _jsonl(obj: Any) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
+def _streams(inputs: list[str]) -> list[tuple[str, IO[bytes]]]:
+    return [("stdin", sys.stdin.buffer) if p == "-" else (p, open(p, "rb")) for p in inputs]
+
+
+def run_filter(cfg: FilterConfig, questions_path: Path, settings: BackendSettings) -> int:
+    """Run ``filter`` and return its exit code (the stop's line already on stderr)."""
+    from .backend import build_backend, warn_to_stderr
+    from .batch_dry import price_of, warn_if_over_limits
+    from .questionfile import load_question_file
+
+    (file_model, questions), gates = load_question_file(questions_path)
+    conditions: list[Where | GateCondition] = [
+        parse_where(text, questions) for text in cfg.where or ()
+    ]
+    if cfg.gate is not None and cfg.action is not None:
+        conditions.append(parse_gate(cfg.gate, cfg.action, gates, questions))
+    price = price_of(cfg.price)
+    streams = _streams(cfg.inputs)
+    try:
+        lines = read_lines(streams, cfg.state_field)
+        if cfg.dry_run:
+            return _dry_run(cfg, lines, questions, file_model, settings, price)
+        backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr)
+        warn_if_over_limits(settings, backend.model, questions)  # as batch (issue 34 item 4)
+        budget = _budget(cfg, backend, questions, price)
+        run = _Run(
+            cfg, backend, questions, conditions, lines, sys.stdout.buffer,
+            () if budget is None else (budget,), gates,
+        )  # fmt: skip
+        with _counting_resends(budget):
+            asyncio.run(run.run())
+    finally:
+        for name, stream in streams:
+            if name != "stdin":
+                stream.close()
+    counts = run.counts
+    if counts.stopped is not None:
+        sys.stderr.write(f"toolnexus: {one_line(counts.stopped.message)}\n")
+    if cfg.count:
+        sys.stdout.write(f"{counts.passed}\n")
+    return counts.exit_code()
+
+
+def _dry_run(
+    cfg: FilterConfig,
+    lines: Iterator[Line],
+    questions: Mapping[str, Any],
+    file_model: str | None,
+    settings: BackendSettings,
+    price: Any,
+) -> int:
+    """``--dry-run``: batch's estimate over the lines to send; nothing sent, nothing written."""
+    from .batch_dry import estimate_items
+    from .batch_items import InputItem
+
+    items = (
+        InputItem(line.where, state=line.state, error=line.error)
+        for line in lines
+        if not line.blank
+    )
+    result = estimate_items(items, questions, file_model, settings, cfg.pack_size, price=price)
+    sys.stdout.write(result.text() + "\n")
+    return EXIT_OK
+
+
+def _budget(cfg: FilterConfig, backend: Backend, questions: Mapping[str, Any], price: Any) -> Any:
+    """``--max-cost`` / ``--max-tokens`` / ``--max-requests``: batch's budget, as the scheduler's
+    admission member. A stream has no estimate up front (its end is not known), so unlike
+    ``batch`` nothing is refused before the first request: the cap stops the run (exit 5)."""
+    if not cfg.caps.any:
+        return None
+    from ..questions import questions_to_wire
+    from ..scheduler.budget import Budget, estimate_output_tokens
+    from .batch_budget import note_cost_source
+
+    note_cost_source(cfg.caps, price, backend.settings)
+    wire = questions_to_wire(backend.classifier.prepare(questions))
+    return Budget(cfg.caps, price, output_tokens=estimate_output_tokens(wire))
+
+
+def _counting_resends(budget: Any) -> Any:
+    """Every resend charged to ``budget``'s request count (batch's ``ResendCounter``)."""
+    import contextlib
+
+    if budget is None:
+        return contextlib.nullcontext()
+    from ..transport.observe import observing
+    from .batch_budget import ResendCounter
+
+    return observing(ResendCounter(budget))
