@@ -317,3 +317,23 @@ def test_a_telemetry_span_carries_the_consistency_flags_too() -> None:
     }
     decision = parse_decision(body, QUESTIONS)
     assert _flags(decision) == ["choice-not-top", "usage-missing"]
+
+
+def test_a_resumed_budget_charges_recorded_replies_without_usage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Item 1 on --resume: "budgets charge it at its estimate, never 0". Records flagged
+    ``usage-missing`` read 0 tokens; a resumed run counts each at the run's request estimate
+    (or the mean of the reported ones, whichever is larger), never as 0."""
+    from toolnexus.cli import batch_budget, batch_dry
+    from toolnexus.cli.batch_resume import PriorOutput
+
+    prior = PriorOutput(spent_requests=4, spent_input_tokens=900, spent_output_tokens=100)
+    prior.spent_unreported = 2  # two of the four reported nothing: 1000 tokens over 2 replies
+    monkeypatch.setattr(batch_dry, "_prior", lambda cfg, sha: prior)
+    spent = batch_budget.recorded_spend(object(), "sha", None, per_unreported=300)  # type: ignore[arg-type]
+    assert spent.tokens == 1000 + 2 * 500  # the mean (500) beats the estimate (300)
+    spent = batch_budget.recorded_spend(object(), "sha", None, per_unreported=800)  # type: ignore[arg-type]
+    assert spent.tokens == 1000 + 2 * 800
+    prior.spent_unreported = 0
+    assert batch_budget.recorded_spend(object(), "sha", None, 800).tokens == 1000  # type: ignore[arg-type]

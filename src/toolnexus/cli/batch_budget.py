@@ -40,13 +40,23 @@ class ResendCounter:
         return None
 
 
-def recorded_spend(cfg: BatchConfig, sha: str, price: Price | None) -> Spend:
-    """What ``--output`` already spent, when this run resumes it: the cap covers the output."""
+def recorded_spend(
+    cfg: BatchConfig, sha: str, price: Price | None, per_unreported: int = 0
+) -> Spend:
+    """What ``--output`` already spent, when this run resumes it: the cap covers the output.
+    A decision whose reply reported no token counts is charged ``per_unreported`` tokens, or
+    the mean of the decisions that did report, whichever is larger: never 0 (issue 33 item 1:
+    "budgets charge it at its estimate, never 0", on --resume as in the run)."""
     from .batch_dry import _prior
 
     prior = _prior(cfg, sha)
     if prior is None:
         return Spend()
+    tokens = prior.spent_input_tokens + prior.spent_output_tokens
+    if prior.spent_unreported:
+        reported = prior.spent_requests - prior.spent_unreported
+        mean = -(-tokens // reported) if reported else 0
+        tokens += prior.spent_unreported * max(per_unreported, mean)
     cost = prior.spent_cost
     unknown = False
     if prior.spent_without_cost:
@@ -55,12 +65,7 @@ def recorded_spend(cfg: BatchConfig, sha: str, price: Price | None) -> Spend:
             unknown = True
         elif not cost:
             cost = price.cost(prior.spent_input_tokens, prior.spent_output_tokens)
-    return Spend(
-        cost,
-        prior.spent_input_tokens + prior.spent_output_tokens,
-        prior.spent_requests,
-        unknown,
-    )
+    return Spend(cost, tokens, prior.spent_requests, unknown)
 
 
 def refusal(caps: Caps, already: Spend, estimate: DryRun, price: Price | None) -> str | None:
@@ -122,8 +127,9 @@ def budget_for(
 
     note_cost_source(cfg.caps, price, settings)
     _, qs = load_question_set(questions)
-    already = recorded_spend(cfg, question_set_sha256(qs), price)
     estimate = dry_run(cfg, questions, settings, cache=cache, price=price)
+    unreported = estimate.largest_request + estimate.output_per_request
+    already = recorded_spend(cfg, question_set_sha256(qs), price, unreported)
     why = refusal(cfg.caps, already, estimate, price)
     if why is not None:
         raise CliError(why, EXIT_BUDGET)

@@ -63,6 +63,9 @@ class PriorOutput:
     spent_output_tokens: int = 0
     spent_cost: Decimal = Decimal(0)
     spent_without_cost: int = 0
+    #: decisions whose reply carried no token counts (flag ``usage-missing``): their tokens
+    #: read 0 but are unknown, so a resumed budget charges each at an estimate (issue 33)
+    spent_unreported: int = 0
 
     def __contains__(self, key: str) -> bool:
         return key in self.ok or key in self.errors
@@ -172,6 +175,8 @@ def note_record(prior: PriorOutput, record: Record, questions_sha256: str | None
         prior.spent_requests += 1
         prior.spent_input_tokens += usage.input_tokens
         prior.spent_output_tokens += usage.output_tokens
+        if "usage-missing" in record.flags:
+            prior.spent_unreported += 1
         if usage.cost is None:
             prior.spent_without_cost += 1
         else:
