@@ -257,3 +257,108 @@ def test_a_retry_killed_mid_way_leaves_a_file_the_next_recovery_completes(
     final = _records(run.out)
     assert Counter(r["id"] for r in final) == Counter(run.ids)
     assert [r for r in final if r.get("error")] == []
+
+
+# --- the CSV dialects Excel writes ------------------------------------------------------------
+
+#: Ids a spreadsheet's table holds: accents, a space, the delimiters, a formula's first sign.
+ROWS = [("T-1", "charged twice"), ("Café-2", "prix 3,50 €; rendu"), ("T 3", 'a "quoted"\nline'),
+        ("=4", "x"), ("5", "tab\there"), ("a,b;c", "six")]  # fmt: skip
+
+
+def _table(path: Path, encoding: str, delimiter: str, bom: bytes = b"") -> Path:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, delimiter=delimiter, lineterminator="\r\n")  # as Excel ends rows
+    # A column name with a comma: only a .tsv is read by its tabs whatever its header holds.
+    note = "note, free" if path.suffix == ".tsv" else "note"
+    writer.writerows([("id", "text", note), *((i, t, "") for i, t in ROWS)])
+    path.write_bytes(bom + buf.getvalue().encode(encoding))
+    return path
+
+
+READ = [
+    pytest.param("in.csv", "utf-8", ",", b"\xef\xbb\xbf", id="csv-utf8-with-bom"),
+    pytest.param("in.csv", "utf-8", ";", b"\xef\xbb\xbf", id="semicolon-utf8-with-bom"),
+    pytest.param("in.csv", "utf-8", ";", b"", id="semicolon"),
+    pytest.param("in.csv", "utf-8", "\t", b"", id="tab-named-csv"),
+    pytest.param("in.tsv", "utf-8", "\t", b"", id="tab-named-tsv"),
+]
+
+
+@pytest.mark.parametrize(("name", "encoding", "delimiter", "bom"), READ)
+def test_a_spreadsheet_table_is_read_stopped_and_resumed_to_every_id_once(
+    run: Run, capfd: pytest.CaptureFixture[str], name: str, encoding: str, delimiter: str,
+    bom: bytes,
+) -> None:  # fmt: skip
+    """Issue 31's attack: "the CSV dialects Excel writes (UTF-8 with BOM, ..., semicolon,
+    tab)": a run stopped by a cap and resumed reads each id exactly as written, once. A .tsv
+    is tab-separated even though a column name holds a comma (it was read as JSON Lines)."""
+    src = _table(run.tmp / name, encoding, delimiter, bom)
+    args = [a if a != str(run.tmp / "in.jsonl") else str(src) for a in run.args()]
+    code, _, err = run_main(capfd, *args, "--max-requests", "2", "--concurrency", "1")
+    assert code == 5, err
+    code, _, err = run_main(capfd, *args, "--resume")
+    assert code == 0, err
+    assert Counter(r["id"] for r in _records(run.out)) == Counter(i for i, _ in ROWS)
+    assert "error" not in run.out.read_text(encoding="utf-8")
+
+
+REFUSED = [
+    pytest.param("in.csv", "cp1252", ",", "3: not UTF-8 (byte 4)", "iconv -f cp1252", id="cp1252"),
+    pytest.param(
+        "in.csv", "cp1252", ";", "3: not UTF-8 (byte 4)", "iconv -f cp1252", id="cp1252-semicolon"
+    ),
+    pytest.param(
+        "in.csv",
+        "utf-16",
+        "\t",
+        "1: not UTF-8 (byte 1)",
+        "iconv -f utf-16",
+        id="unicode-text-named-csv",
+    ),
+    pytest.param(
+        "in.txt", "utf-16", "\t", "1: not UTF-8 (byte 1)", "iconv -f utf-16", id="unicode-text"
+    ),
+    pytest.param(
+        "in.txt",
+        "cp1252",
+        "\t",
+        "1: not JSON but tab-separated text",
+        ".tsv",
+        id="text-tab-delimited",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "encoding", "delimiter", "where", "hint"), REFUSED)
+def test_a_table_batch_cannot_read_is_refused_once_saying_how_to_save_it(
+    run: Run, capfd: pytest.CaptureFixture[str], name: str, encoding: str, delimiter: str,
+    where: str, hint: str,
+) -> None:  # fmt: skip
+    """Issue 31's attack: "the CSV dialects Excel writes (... cp1252, ... tab)": what cannot be
+    read as UTF-8 CSV is refused in one line at its first bad line, naming the export that
+    made it and how to convert it, before anything is sent or written. Excel's "Unicode Text"
+    (UTF-16) was told the cp1252 advice, and a "Text (Tab delimited)" .txt was read as JSON
+    Lines, one error record per row."""
+    src = _table(run.tmp / name, encoding, delimiter)
+    args = [a if a != str(run.tmp / "in.jsonl") else str(src) for a in run.args()]
+    code, out, err = run_main(capfd, *args)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith(f"toolnexus: {src}:{where}"), err
+    assert hint in err
+    assert run.server.total == 0 and not run.out.exists()
+
+
+def test_report_names_a_utf16_labels_file(tmp_path: Path) -> None:
+    """The same for ``report --labels``: a UTF-16 labels file is named as such."""
+    from clirun import run_cli
+
+    golden = Path(__file__).parent / "golden" / "report-inputs"
+    labels = tmp_path / "labels.csv"
+    labels.write_bytes((golden / "labels.csv").read_text(encoding="utf-8").encode("utf-16"))
+    ran = run_cli("report", str(golden / "run.jsonl"), "--labels", str(labels))
+    assert ran.code == 2
+    assert f"{labels}:1: not UTF-8 text" in ran.stderr and "iconv -f utf-16" in ran.stderr

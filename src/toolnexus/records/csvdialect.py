@@ -7,7 +7,14 @@ from __future__ import annotations
 import codecs
 from typing import IO
 
-__all__ = ["NOT_UTF8_HINT", "csv_delimiter", "delimiter_name", "first_non_utf8"]
+__all__ = [
+    "NOT_UTF8_HINT",
+    "UTF16_HINT",
+    "csv_delimiter",
+    "delimiter_name",
+    "first_non_utf8",
+    "not_utf8_hint",
+]
 
 
 #: Said with a CSV file that is not UTF-8: what most likely made it and how to mend it.
@@ -15,6 +22,20 @@ NOT_UTF8_HINT = (
     "the whole file must be UTF-8 text; a spreadsheet's plain 'CSV' export is often "
     "Windows-1252: save it as 'CSV UTF-8', or convert it (iconv -f cp1252 -t utf-8)"
 )
+
+
+#: Said with a file that starts with UTF-16's byte-order mark: what a spreadsheet's "Unicode
+#: Text" export writes (the cp1252 advice would garble it).
+UTF16_HINT = (
+    "it is UTF-16 text (a spreadsheet's 'Unicode Text' export); the whole file must be UTF-8 "
+    "text: save it as 'CSV UTF-8', or convert it (iconv -f utf-16 -t utf-8)"
+)
+
+
+def not_utf8_hint(head: bytes) -> str:
+    """What to say of a file that is not UTF-8, from its first bytes."""
+    utf16 = head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+    return UTF16_HINT if utf16 else NOT_UTF8_HINT
 
 
 def csv_delimiter(header: str) -> str:
