@@ -109,6 +109,7 @@ async def _load(http: Any, port: int, url: str) -> tuple[list[dict[str, Any]], l
         width, height = await page.value(_HIDE_TEXT)
         shot = await page.send(
             "Page.captureScreenshot", format="png", captureBeyondViewport=True,
+            optimizeForSpeed=True,  # a faster PNG encoding, as lossless
             clip={"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
         )  # fmt: skip
         whole = Image.open(io.BytesIO(base64.b64decode(shot["data"]))).convert("RGB")
