@@ -52,8 +52,8 @@ from ..printable import printable
 from ..records.csvdialect import (
     UTF16_HINT,
     csv_delimiter,
-    delimiter_name,
     first_non_utf8,
+    header_note,
     not_utf8_hint,
 )
 from .batch_items import (
@@ -171,10 +171,7 @@ def _dialect(path: str, f: BinaryIO) -> tuple[str, bytes]:
     # A .tsv file is tab-separated whatever its header holds (a column name may have a comma).
     delimiter = "\t" if path.lower().endswith(".tsv") else csv_delimiter(header)
     if delimiter != "," and not path.lower().endswith(".tsv"):
-        sys.stderr.write(
-            f"toolnexus: note: {path}: the header has no comma; read as "
-            f"{delimiter_name(delimiter)}-separated\n"
-        )
+        sys.stderr.write(f"toolnexus: note: {path}: {header_note(header, delimiter)}\n")
     return delimiter, first
 
 

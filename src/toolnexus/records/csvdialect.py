@@ -5,6 +5,7 @@ UTF-8 (issue 31 item 14: the dialects Excel writes). Pure; ``batch`` reads its C
 from __future__ import annotations
 
 import codecs
+import re
 from typing import IO
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "csv_delimiter",
     "delimiter_name",
     "first_non_utf8",
+    "header_note",
     "not_utf8_hint",
 ]
 
@@ -39,15 +41,22 @@ def not_utf8_hint(head: bytes) -> str:
 
 
 def csv_delimiter(header: str) -> str:
-    """The delimiter of a CSV file read from its header line: ``,`` unless the header holds no
-    comma but ``;`` or a tab (Excel in a locale whose decimal mark is a comma writes ``;``;
-    "Text (Tab delimited)" a tab), then the more frequent of those two."""
-    if "," in header:
-        return ","
-    semicolons, tabs = header.count(";"), header.count("\t")
-    if not semicolons and not tabs:
+    """The delimiter of a CSV file read from its header line: ``,`` unless, outside quotes, the
+    header holds more ``;`` or tabs than commas (Excel in a locale whose decimal mark is a comma
+    writes ``;``; "Text (Tab delimited)" a tab), then the more frequent of those two. More, not
+    merely some: a semicolon file's column may be named ``Preis, brutto`` (issue 31's attack)."""
+    bare = re.sub(r'"[^"]*"', "", header)  # a quoted column name says nothing of the delimiter
+    commas, semicolons, tabs = bare.count(","), bare.count(";"), bare.count("\t")
+    if max(semicolons, tabs) <= commas:
         return ","
     return ";" if semicolons >= tabs else "\t"
+
+
+def header_note(header: str, delimiter: str) -> str:
+    """Why ``header`` was read with ``delimiter`` (not a comma), said on stderr."""
+    name = delimiter_name(delimiter)
+    why = f"more {name}s than commas" if "," in header else "no comma"
+    return f"the header has {why}; read as {name}-separated"
 
 
 def delimiter_name(delimiter: str) -> str:
