@@ -259,6 +259,25 @@ def test_a_retry_killed_mid_way_leaves_a_file_the_next_recovery_completes(
     assert [r for r in final if r.get("error")] == []
 
 
+def test_a_short_input_without_the_field_says_which_field_none_has(
+    run: Run, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A --state-field none of a short input's records has does not stop the run (issue 31
+    item 2: "one error record per line"), but its stderr said only "30 failed
+    (malformed_input 30)": a note now names the field and the recovery, which then works."""
+    code, _, err = run_main(capfd, *run.args(field="body"))
+    assert code == 2 and "stopped" not in err
+    assert (
+        f"toolnexus: note: --state-field 'body': none of the {N} input records has that field; "
+        "check its spelling, then run again with --resume --retry-errors\n"
+    ) in err
+    code, _, err = run_main(capfd, *run.args("--resume", "--retry-errors"))
+    assert code == 0, err
+    final = _records(run.out)
+    assert Counter(r["id"] for r in final) == Counter(run.ids)
+    assert [r for r in final if r.get("error")] == []
+
+
 # --- the CSV dialects Excel writes ------------------------------------------------------------
 
 #: Ids a spreadsheet's table holds: accents, a space, the delimiters, a formula's first sign.
