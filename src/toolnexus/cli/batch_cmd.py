@@ -31,7 +31,8 @@ def batch_command(
     inputs: Annotated[
         list[str],
         typer.Argument(
-            help="JSONL file (one state per line), CSV file, Parquet or Arrow IPC file "
+            help="JSONL file (one state per line), CSV file (.csv; .tsv is tab-separated), Parquet "
+            "or Arrow IPC file "
             "(.parquet, .pq, .arrow, .feather, .ipc; the parquet extra) or a directory "
             "of Parquet files, directory or glob of state files (the suffixes eval reads; "
             ".png/.jpg files are image states), or - for JSONL on stdin.",

@@ -38,6 +38,7 @@ import codecs
 import csv
 import glob
 import itertools
+import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -48,7 +49,13 @@ from typing import Any, BinaryIO
 from ..images import Image
 from ..jsonlimits import JsonLimitError, loads_noting_duplicates
 from ..printable import printable
-from ..records.csvdialect import NOT_UTF8_HINT, csv_delimiter, delimiter_name, first_non_utf8
+from ..records.csvdialect import (
+    UTF16_HINT,
+    csv_delimiter,
+    first_non_utf8,
+    header_note,
+    not_utf8_hint,
+)
 from .batch_items import (
     INVALID_STATE,
     MALFORMED,
@@ -156,16 +163,15 @@ def _dialect(path: str, f: BinaryIO) -> tuple[str, bytes]:
     bad = first_non_utf8(f)
     if bad is not None:
         line, byte = bad
-        raise CliError(f"{path}:{line}: not UTF-8 (byte {byte}): {NOT_UTF8_HINT}")
+        f.seek(0)
+        raise CliError(f"{path}:{line}: not UTF-8 (byte {byte}): {not_utf8_hint(f.read(2))}")
     f.seek(0)
     first = f.readline()
     header = first.removeprefix(codecs.BOM_UTF8).decode("utf-8")
-    delimiter = csv_delimiter(header)
-    if delimiter != ",":
-        sys.stderr.write(
-            f"toolnexus: note: {path}: the header has no comma; read as "
-            f"{delimiter_name(delimiter)}-separated\n"
-        )
+    # A .tsv file is tab-separated whatever its header holds (a column name may have a comma).
+    delimiter = "\t" if path.lower().endswith(".tsv") else csv_delimiter(header)
+    if delimiter != "," and not path.lower().endswith(".tsv"):
+        sys.stderr.write(f"toolnexus: note: {path}: {header_note(header, delimiter)}\n")
     return delimiter, first
 
 
@@ -299,6 +305,28 @@ def read_files(paths: Iterable[str | InputItem]) -> Iterator[InputItem]:
         yield path if isinstance(path, InputItem) else _read_state_file(path)
 
 
+def _not_a_table(path: str, f: BinaryIO) -> None:
+    """Refuse, once, a file read as JSONL that a spreadsheet wrote as a table: UTF-16 ("Unicode
+    Text"), or a first line that is not JSON but holds tabs ("Text (Tab delimited)", saved as
+    .txt). Read line by line, each of its lines was an error record of its own (issue 31's
+    attack on the dialects Excel writes)."""
+    first = f.readline(1 << 16)
+    f.seek(0)
+    if first.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise CliError(f"{path}:1: not UTF-8 (byte 1): {UTF16_HINT}")
+    # A JSON state starts { [ or " (a raw tab inside one is that line's own error): a header
+    # of column names with tabs between them does not.
+    if b"\t" not in first or first.lstrip().startswith((b"{", b"[", b'"')):
+        return
+    try:
+        json.loads(first)
+    except ValueError:
+        raise CliError(
+            f"{path}:1: not JSON but tab-separated text (a spreadsheet's 'Text (Tab "
+            "delimited)' export): name the file .tsv to read it as a table with a header"
+        ) from None
+
+
 def iter_inputs(
     args: Sequence[str],
     spec: InputSpec,
@@ -338,6 +366,7 @@ def _read_input(
         yield from read_csv(arg, spec)
     elif kind == "jsonl":
         with open(arg, "rb") as f:
+            _not_a_table(arg, f)
             yield from read_jsonl(f, arg, spec, Path(arg).parent, note)
     else:
         raise FileNotFoundError(arg)

@@ -102,9 +102,9 @@ def kind_of(arg: str) -> str:
     """``stdin``, ``dir``, ``arrow``, ``csv``, ``jsonl`` or ``glob`` for one INPUT argument.
 
     A Parquet/Arrow file (``.parquet``, ``.pq``, ``.arrow``, ``.feather``, ``.ipc``) or a
-    directory holding Parquet files is ``arrow``. A path ending ``.csv`` is CSV;
-    any other file is JSONL. A missing path with glob characters is a glob; a missing path
-    without them is reported by the caller as a usage error.
+    directory holding Parquet files is ``arrow``. A path ending ``.csv`` (or ``.tsv``,
+    tab-separated) is CSV; any other file is JSONL. A missing path with glob characters is a
+    glob; a missing path without them is reported by the caller as a usage error.
     """
     if arg == "-":
         return "stdin"
@@ -114,7 +114,7 @@ def kind_of(arg: str) -> str:
     if p.exists():
         if is_arrow_input(arg):
             return "arrow"
-        return "csv" if p.suffix.lower() == ".csv" else "jsonl"
+        return "csv" if p.suffix.lower() in (".csv", ".tsv") else "jsonl"
     if _GLOB_CHARS & set(arg):
         return "glob"
     return "missing"

@@ -49,6 +49,18 @@ class StateFieldProbe:
         self.missing = 0
         self.seen = not self.state_fields
 
+    def unseen(self) -> str | None:
+        """At the end of an input shorter than the probe none of whose records had the field:
+        a note naming it (the run is not stopped, each record keeps its ``malformed_input``
+        record, issue 31 item 2; but a summary of N failures alone did not say why)."""
+        if self.seen or not self.missing:
+            return None
+        return (
+            f"--state-field {', '.join(map(repr, self.state_fields))}: none of the "
+            f"{self.missing} input record{'s' if self.missing > 1 else ''} has that field; "
+            "check its spelling, then run again with --resume --retry-errors"
+        )
+
     def see(self, item: InputItem) -> None:
         if self.seen:
             return

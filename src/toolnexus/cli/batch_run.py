@@ -156,6 +156,8 @@ class _Run:
                 check_key(self.backend.settings)
                 self.key_checked = True
             yield (seq, item.id, item.state if self.keep_state else None), item.state
+        if (unseen := self.probe.unseen()) is not None:
+            note_once()(unseen)
 
     def _record(self, item_id: str | int, result: StateResult, state: Any) -> Record:
         from ..errors import StaticMiss

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..records.csvdialect import delimiter_name
+from ..records.csvdialect import header_note
 from ..records.model import id_problem
 from .runs import (
     ReportInputError,
@@ -175,9 +175,9 @@ def _read_labels_csv(labels: Labels, id_field: str) -> None:
     path = labels.path
     delimiter = csv_file_delimiter(path)
     if delimiter != ",":
-        labels.notes.append(
-            f"{path}: the header has no comma; read as {delimiter_name(delimiter)}-separated"
-        )
+        with open(path, "rb") as raw:  # just read by csv_file_delimiter
+            head = raw.readline().decode("utf-8", "replace")
+        labels.notes.append(f"{path}: {header_note(head, delimiter)}")
     rows = csv_rows(path, "CSV labels file", delimiter)
     first = next(rows, None)
     if first is None:

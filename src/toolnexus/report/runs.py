@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from ..records.codec import CsvCodec, RecordDecodeError, line_loader, read_csv_header
-from ..records.csvdialect import NOT_UTF8_HINT, csv_delimiter, first_non_utf8
+from ..records.csvdialect import csv_delimiter, first_non_utf8, not_utf8_hint
 from ..records.parquet import PARQUET_MAGIC, journal_path
 
 __all__ = [
@@ -422,7 +422,9 @@ def csv_rows(path: str, what: str, delimiter: str = ",") -> Iterator[tuple[int, 
                 return
             except UnicodeDecodeError:
                 # Decoded ahead in blocks: the error's own position says little; find the line.
-                raise ReportInputError(f"{path}:{_first_bad_utf8(path)}: {NOT_UTF8_HINT}") from None
+                with _open(path) as head:
+                    hint = not_utf8_hint(head.read(2))
+                raise ReportInputError(f"{path}:{_first_bad_utf8(path)}: {hint}") from None
             except csv.Error as e:
                 if width is None:
                     raise ReportInputError(f"{path}:1: not a {what}: {e}") from None
