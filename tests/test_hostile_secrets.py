@@ -157,6 +157,10 @@ def test_the_key_echoed_anywhere_by_the_server_lands_nowhere(
         str(cache_dir),
         "--record",
         str(recordings),
+        # A server that answers only 429 is ridden out for the patience (issue 32 item 2):
+        # one second here, not the default minute.
+        "--patience",
+        "1",
         *base,
     )
     assert "Traceback" not in ran.stderr

@@ -131,7 +131,8 @@ def test_a_backend_failure_is_a_tool_error_with_the_one_line_message() -> None:
     """'a backend failure is an MCP tool error carrying the one-line message' (and a server
     that echoes the key back does not get it into the message)."""
     with ThreadedServer(ServeOptions(synthetic=True, script=_refuse)) as server:
-        args = ["--base-url", server.url + "/v1", "--retries", "0", "questions/noul-small.yaml"]
+        args = ["--base-url", server.url + "/v1", "--retries", "0", "--patience", "1"]
+        args.append("questions/noul-small.yaml")
         seen = asyncio.run(_session(args, [("noul-small", {"state": CHARGED})]))
     (result,) = seen["results"]
     assert result["isError"] and result.get("structuredContent") is None

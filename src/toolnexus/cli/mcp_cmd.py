@@ -25,6 +25,11 @@ from .options import BackendSettings, backend_options
 MISSING_EXTRA = "toolnexus mcp needs the MCP SDK: pip install 'toolnexus-classifier[mcp]'"
 
 
+#: A tool call's patience: an agent waits on it, so a failing backend is reported within
+#: seconds, not after batch's minute (issue 32's patience, issue 36's "one-line message").
+MCP_PATIENCE = 10.0
+
+
 @backend_options
 def mcp_command(
     questions: Annotated[
@@ -58,6 +63,15 @@ def mcp_command(
         int | None,
         typer.Option("--max-requests", help="The same cap on HTTP attempts (retries bill)."),
     ] = None,
+    patience: Annotated[
+        float,
+        typer.Option(
+            "--patience",
+            help="Seconds a call rides out a storm of 429/503/529 without one success before "
+            "it fails (shorter than batch's 60: an agent is waiting on the call).",
+            metavar="SECONDS",
+        ),
+    ] = MCP_PATIENCE,
     price: Annotated[
         str | None,
         typer.Option(
@@ -127,5 +141,7 @@ def mcp_command(
     # the budget under-reserved).
     output = max(estimate_output_tokens(questions_to_wire(t.questions)) for t in tools.values())
     extra = [Budget(caps, unit_price, output_tokens=output)] if caps.any else []
-    scheduler = Scheduler.for_run(concurrency=concurrency, rate_per_minute=rate, extra=extra)
+    scheduler = Scheduler.for_run(
+        concurrency=concurrency, rate_per_minute=rate, extra=extra, patience=patience
+    )
     asyncio.run(serve_stdio(McpApp(tools, backends, scheduler)))
