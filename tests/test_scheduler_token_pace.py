@@ -291,3 +291,23 @@ def test_a_429_body_names_its_limit(body: str, limit: str) -> None:
     )
     outcome = outcome_of(error)
     assert outcome.limit == limit and outcome.retry_after == 1.0
+
+
+def test_a_refused_request_is_not_refunded_so_it_does_not_go_again_at_once() -> None:
+    """A 429's request keeps its charge (a refund sent it straight back into the bucket that
+    refused it: against serve at 3,000/min a run sank to 0.45x the limit); one never sent is
+    refunded."""
+    window = Window(8)
+    for i in range(40):
+        window.admit(i * 0.05, i)
+        window.settle(i * 0.05 + 0.01, i, Outcome.success(), 500)
+    window.admit(2.0, 40)
+    window.settle(2.0, 40, Outcome.rate_limited(0.0, "tokens"))
+    assert window.token_pace is not None
+    window.admit(2.0, 30, tokens=400)  # admitted before the cut's window: this 429 cuts nothing
+    charged = window.token_pace.level
+    window.settle(2.0, 30, Outcome.rate_limited(0.0, "tokens"))
+    assert window.token_pace.level == charged
+    window.admit(2.0, 31, tokens=400)
+    window.settle(2.0, 31, Outcome.not_sent())
+    assert window.token_pace.level == charged

@@ -12,8 +12,9 @@ Two paces, as the account has two limits (``system-one-wire.md``: 1,200 requests
 accepted requests; any other 429 teaches the request pace. Requests are released by both. The
 token pace charges a request its central estimate when it is admitted (the bill is not known
 yet) and settles the difference with the usage the server reports, so the pace is counted in
-billed tokens whatever the estimate's error; a request the server refused (429) or that was
-never sent is refunded, since the server charged it nothing. When no accepted request reported
+billed tokens whatever the estimate's error; a request that was never sent is refunded. One the
+server refused (429) is not, though the server charged it nothing: refunded, it would go again at
+once into the bucket that just refused it. When no accepted request reported
 its usage there is no token rate to learn, and the 429 teaches the request pace instead.
 """
 
@@ -127,7 +128,7 @@ class Pace:
             self.charged[ticket_id] = tokens
 
     def refund(self, ticket_id: int) -> None:
-        """The server charged the ticket nothing (a 429, or never sent)."""
+        """The ticket was never sent: give back what the token pace charged it."""
         charged = self.charged.pop(ticket_id, 0)
         if self.tokens is not None and charged:
             self.tokens.give_back(charged)
