@@ -302,11 +302,11 @@ def test_a_refused_request_is_not_refunded_so_it_does_not_go_again_at_once() -> 
         window.admit(i * 0.05, i)
         window.settle(i * 0.05 + 0.01, i, Outcome.success(), 500)
     window.admit(2.0, 40)
-    window.settle(2.0, 40, Outcome.rate_limited(0.0, "tokens"))
+    window.settle(2.0, 40, Outcome.rate_limited(0.05, "tokens"))
     assert window.token_pace is not None
     window.admit(2.0, 30, tokens=400)  # admitted before the cut's window: this 429 cuts nothing
     charged = window.token_pace.level
-    window.settle(2.0, 30, Outcome.rate_limited(0.0, "tokens"))
+    window.settle(2.0, 30, Outcome.rate_limited(0.05, "tokens"))
     assert window.token_pace.level == charged
     window.admit(2.0, 31, tokens=400)
     window.settle(2.0, 31, Outcome.not_sent())
