@@ -1,49 +1,81 @@
-"""Client CPU per state of a packed run (issue 32 item 5), as a library user and as a CLI user.
+"""Client CPU per state of a packed run (issue 32), beside ``jev-ultralightspeed`` in-process.
 
-3,200 states at ``pack=32`` (100 requests), concurrency 16, against ``tests/loopback.py`` in
-its own process (its CPU is not counted):
+3,200 short tickets, one yes/no question each, at pack 32 (100 requests), 16 in flight, against
+``tests/loopback.py`` in its own process (its CPU is not counted), the same server and the same
+items for every client:
 
-- through the library: ``evaluate_batch`` in-process, ``time.process_time`` of THIS process
-  around the second of two runs (the first warms imports and the server);
-- through the CLI: ``toolnexus batch --pack 32`` as a child process, its user + system CPU
-  (``resource.getrusage(RUSAGE_CHILDREN)``), start-up included;
-- not yet: ``jev-ultralightspeed`` in-process beside it (the issue's bar: toolnexus at most
-  1.0x its CPU per state). It is not installed here and not a dependency of this project; the
-  bench says so rather than print a figure it did not measure.
+- toolnexus through the library: ``evaluate_batch`` in-process;
+- ``jev-ultralightspeed`` (Apache-2.0, the ``bench`` extra) in-process: ``Client.classify``
+  with ``pack=32``, ``workers=16``, its own rate ceiling lifted (``requests_per_minute``) and its
+  answer cache off, so every round sends its 100 requests; its transport is what ``"auto"``
+  picks here (the stdlib's threads unless httpx and h2 are both installed);
+- toolnexus through the CLI: ``toolnexus batch --pack 32`` as a child process, its user + system
+  CPU (``resource.getrusage(RUSAGE_CHILDREN)``), start-up included.
 
-Measured in alternating runs on a busy 2-core machine, before and after estimating each
-request once (``packplan.Planned``): 217-246 -> 123-155 us per state through the library,
-511-529 -> 423-442 us for the CLI process. The figures depend on the machine: the bench prints
-them and asserts nothing about time.
+In-process CPU is ``time.process_time`` (every thread of this process) around one run; a warm-up
+run of each first, then ``ROUNDS`` alternating rounds, the median per client. Target (issue 32):
+toolnexus at most 1.0x ultralightspeed's CPU per state. The figures depend on the machine: the
+bench prints them and the ratio; it fails only when the ratio misses the target.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from _common import QUESTIONS, states
 from toolnexus import BatchOptions, create_classifier
 
 REPO = Path(__file__).resolve().parents[1]
 STATES = 3200
 PACK = 32
+CONCURRENCY = 16
+ROUNDS = 5
+INSTRUCTIONS = "Is a duplicate-charge refund requested?"
+QUESTIONS = {"refund": {"type": "noul", "instructions": INSTRUCTIONS}}
 
 
-async def library(base_url: str, values: list[dict[str, object]]) -> None:
+def items(n: int) -> list[str]:
+    return [f"Ticket {i}: the terminal charged invoice INV-{i} twice." for i in range(n)]
+
+
+async def toolnexus_run(base_url: str, values: list[str]) -> None:
     async with create_classifier(base_url=base_url, api_key_env="BENCH_NO_KEY") as judge:
-        options = BatchOptions(concurrency=16, pack=PACK)
-        await judge.evaluate_batch(values, QUESTIONS, options=options)
+        options = BatchOptions(concurrency=CONCURRENCY, pack=PACK)
+        got = await judge.evaluate_batch(values, QUESTIONS, options=options)
+    assert len(got) == len(values)
 
 
-def cli_cpu(base_url: str, values: list[dict[str, object]]) -> float:
+def ultralightspeed_run(base_url: str, values: list[str]) -> None:
+    import jev_ultralightspeed  # the bench extra: imported only when installed
+
+    client = jev_ultralightspeed.Client(
+        key="bench-key", url=f"{base_url}/systemone", pack=PACK, workers=CONCURRENCY,
+        requests_per_minute=10**7, cache=False, dedupe=False,
+    )  # fmt: skip
+    with client:
+        got = client.classify(values, INSTRUCTIONS)
+    assert len(got) == len(values) and all(a.error is None for a in got)
+
+
+def toolnexus_sync(base_url: str, values: list[str]) -> None:
+    asyncio.run(toolnexus_run(base_url, values))
+
+
+def cpu_of(run: Callable[[str, list[str]], None], base_url: str, values: list[str]) -> float:
+    before = time.process_time()
+    run(base_url, values)
+    return time.process_time() - before
+
+
+def cli_cpu(base_url: str, values: list[str]) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         qfile, src = Path(tmp) / "q.yaml", Path(tmp) / "in.jsonl"
         qfile.write_text(json.dumps({"questions": QUESTIONS}), encoding="utf-8")
@@ -52,15 +84,25 @@ def cli_cpu(base_url: str, values: list[dict[str, object]]) -> float:
             encoding="utf-8",
         )
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = str(Path(tmp) / "out.jsonl")
         cmd = [sys.executable, "-m", "toolnexus", "batch", str(qfile), str(src), "--id-field",
-               "id", "--state-field", "state", "--pack", str(PACK), "-o",
-               str(Path(tmp) / "out.jsonl"), "--base-url", base_url]  # fmt: skip
+               "id", "--state-field", "state", "--pack", str(PACK), "--concurrency",
+               str(CONCURRENCY), "-o", out, "--base-url", base_url]  # fmt: skip
         subprocess.run(cmd, check=True, capture_output=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def installed() -> str | None:
+    try:
+        import jev_ultralightspeed
+    except ImportError:
+        return None
+    return str(jev_ultralightspeed.__version__)
+
+
 def main() -> None:
+    version = installed()
     server = subprocess.Popen(
         [sys.executable, str(REPO / "tests" / "loopback.py")],
         stdin=subprocess.PIPE,
@@ -70,16 +112,33 @@ def main() -> None:
     try:
         assert server.stdout is not None
         base_url = server.stdout.readline().strip()
-        values = states(STATES)
-        asyncio.run(library(base_url, values))  # warm imports, connections and the server
-        cpu0 = time.process_time()
-        asyncio.run(library(base_url, values))
-        per_state = (time.process_time() - cpu0) / STATES * 1e6
-        print(f"toolnexus evaluate_batch, pack {PACK}: {per_state:.0f} us CPU per state")
+        values = items(STATES)
+        clients: dict[str, Callable[[str, list[str]], None]] = {
+            "toolnexus evaluate_batch": toolnexus_sync
+        }
+        if version is not None:
+            clients[f"jev-ultralightspeed {version} Client.classify"] = ultralightspeed_run
+        for run in clients.values():
+            cpu_of(run, base_url, values)  # warm imports, connections and the server
+        seconds: dict[str, list[float]] = {name: [] for name in clients}
+        for _ in range(ROUNDS):
+            for name, run in clients.items():
+                seconds[name].append(cpu_of(run, base_url, values))
+        per_state = {name: statistics.median(s) / STATES * 1e6 for name, s in seconds.items()}
+        for name, us in per_state.items():
+            spread = ", ".join(f"{s / STATES * 1e6:.0f}" for s in seconds[name])
+            print(f"{name}, pack {PACK}: {us:.0f} us CPU per state (median of {ROUNDS}: {spread})")
         cli = cli_cpu(base_url, values) / STATES * 1e6
         print(f"toolnexus batch --pack {PACK} (the CLI process, start-up included): {cli:.0f} us")
-        found = importlib.util.find_spec("jev_ultralightspeed") is not None
-        print(f"jev-ultralightspeed: {'installed' if found else 'not installed'}, not measured")
+        if version is None:
+            print("jev-ultralightspeed: not installed (pip install '.[bench]'), not measured")
+            return
+        ours, theirs = per_state.values()
+        print(
+            f"toolnexus / jev-ultralightspeed CPU per state: {ours / theirs:.2f}x (target <= 1.0x)"
+        )
+        if ours > theirs:
+            sys.exit(1)
     finally:
         if server.stdin is not None:
             server.stdin.close()

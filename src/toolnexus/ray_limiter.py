@@ -121,11 +121,12 @@ class LimiterCore:
         kind: str,
         retry_after: float | None,
         tokens: tuple[int, int],
+        limit: str = "",
     ) -> None:
         lease = self._leases.pop((worker, ticket_id), None)
         if lease is None:
             return  # expired already: its slot was given back then
-        outcome = Outcome(OutcomeKind(kind), retry_after=retry_after)
+        outcome = Outcome(OutcomeKind(kind), retry_after=retry_after, limit=limit)
         await self.limiter.release(lease.ticket, ClassifierUsage(*tokens), outcome)
 
     def stats(self) -> dict[str, Any]:
@@ -180,8 +181,9 @@ def shared_limiter(
             kind: str,
             retry_after: float | None,
             tokens: tuple[int, int],
+            limit: str = "",
         ) -> None:
-            await self.core.release(worker, ticket_id, kind, retry_after, tokens)
+            await self.core.release(worker, ticket_id, kind, retry_after, tokens, limit)
 
         async def stats(self) -> dict[str, Any]:
             return self.core.stats()
@@ -208,4 +210,5 @@ class SharedLimit:
             outcome.kind.value,
             outcome.retry_after,
             (usage.input_tokens, usage.output_tokens),
+            outcome.limit,
         )

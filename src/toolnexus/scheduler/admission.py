@@ -61,20 +61,25 @@ class Outcome:
     ``retry_after`` (seconds) is the server's ``retry-after-ms`` / ``Retry-After`` on a 429, or
     None when it sent neither. ``cause`` is a one-line, secret-free description (the error's own
     message); ``signature`` is what "failed the same way" compares (``HTTP 401``), since two
-    failures' lines differ by request id."""
+    failures' lines differ by request id. ``limit`` is the limit a 429's body names
+    (``"tokens"`` or ``"requests"``; empty when it names none): the limiter learns that one's
+    pace."""
 
     kind: OutcomeKind
     retry_after: float | None = None
     cause: str = ""
     signature: str = ""
+    limit: str = ""
 
     @classmethod
     def success(cls) -> Outcome:
         return cls(OutcomeKind.SUCCESS)
 
     @classmethod
-    def rate_limited(cls, retry_after: float | None) -> Outcome:
-        return cls(OutcomeKind.RATE_LIMITED, retry_after=retry_after, signature="HTTP 429")
+    def rate_limited(cls, retry_after: float | None, limit: str = "") -> Outcome:
+        return cls(
+            OutcomeKind.RATE_LIMITED, retry_after=retry_after, signature="HTTP 429", limit=limit
+        )
 
     @classmethod
     def failed(cls, cause: str) -> Outcome:

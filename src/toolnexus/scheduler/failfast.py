@@ -7,8 +7,9 @@ and every request of the run names the same model; any other 400 is about that r
 body. Systematic: 401, 403 (the key), 402 (a gateway's insufficient funds), the unknown model, a
 404 (the endpoint itself does not exist: a wrong base path; the API answers an unknown model
 with a 400), a connection refused and a timeout after the retries (nothing listens there, or a
-hung server: issue 32 item 2). A 429 is the account's limit, and a 503 or 529 (overloaded) is
-treated alike: the run waits and re-sends, within its patience (``limiter``). Everything else
+hung server: issue 32 item 2). A 429 is the account's limit (its body may name which:
+:func:`limit_named`), and a 503 or 529 (overloaded) is treated alike: the run waits and
+re-sends, within its patience (``limiter``). Everything else
 (500, 502, 504, a 4xx about one body) is that request's own failure.
 
 :class:`FailFast` is the admission member that stops the run once ``threshold`` (default 3)
@@ -45,6 +46,9 @@ STORM_STATUSES = frozenset({429, 503, 529})
 #: ``error_type`` values that no request of the run can avoid (the model is the run's).
 _SYSTEMATIC_ERROR_TYPES = frozenset({"api_usage_error"})
 _DIGITS = re.compile(r"[0-9]+(\.[0-9]+)?", re.ASCII)
+#: Which limit a 429's body names: serve and the API say "Rate limit exceeded: 250000 tokens per
+#: second." or "... 1200 requests per minute."; OpenAI-style gateways "... tokens per min (TPM)".
+_NAMED_LIMIT = re.compile(r"\b(tokens?|requests?)\s+per\s+(?:s|sec|second|m|min|minute)\b", re.I)
 
 
 def retry_after_seconds(retry_after: str | None, retry_after_ms: str | None = None) -> float | None:
@@ -73,6 +77,15 @@ def error_type(body: str) -> str | None:
     return None
 
 
+def limit_named(body: str) -> str:
+    """``"tokens"`` or ``"requests"``: the limit a 429's body names ("... tokens per second"),
+    or ``""`` when it names neither (the limiter then slows the request pace)."""
+    m = _NAMED_LIMIT.search(body[:2000])
+    if m is None:
+        return ""
+    return "tokens" if m.group(1).lower().startswith("token") else "requests"
+
+
 def outcome_of(error: BaseException, *, retry_after_ms: str | None = None) -> Outcome:
     """The outcome of a request that raised ``error`` after the transport's own retries.
 
@@ -82,7 +95,10 @@ def outcome_of(error: BaseException, *, retry_after_ms: str | None = None) -> Ou
         status = error.status
         if status in STORM_STATUSES:
             wait = retry_after_seconds(error.retry_after, retry_after_ms)
-            return Outcome(OutcomeKind.RATE_LIMITED, retry_after=wait, signature=f"HTTP {status}")
+            limit = limit_named(error.body) if status == 429 else ""
+            return Outcome(
+                OutcomeKind.RATE_LIMITED, retry_after=wait, signature=f"HTTP {status}", limit=limit
+            )
         if status in _SYSTEMATIC_STATUSES:
             return Outcome.systematic(error.message, f"HTTP {status}")
         kind = error_type(error.body) if status == 400 else None

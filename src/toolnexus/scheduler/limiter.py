@@ -21,14 +21,13 @@ waits on it with an injectable :class:`Clock`.
   its own arrival time, idling the run past the moment the server has tokens again).
 - **Pacing by rate** (issue 32 item 1): concurrency alone keeps probing over a limit (one
   request in flight asks for 10 a second at 100 ms of latency), so a run drew 0.3 to 2 429s per
-  success. The first 429 that cuts sets a pace, a token bucket (a quarter second of burst), a little
-  (``PACE_BACKOFF``) under the rate of the successes of the last ``PACE_WINDOW`` seconds; each
-  later cutting 429 lowers it the same way (never raises it), run-wide; each success raises it
-  by ``PACE_GAIN`` requests a second (about 2 % of the rate a second). Requests are released at
-  the pace, with the window as an upper bound; a 429 during a blackout (no recent successes)
-  teaches nothing. In the simulation of the issue's regime: 0.006 to 0.014 429s per success
-  at 1.0x the limit (``tests/test_scheduler_pace.py``). The token rate is not learned: a token
-  limit's 429 lowers the request pace like any other.
+  success. A cutting 429 sets (or lowers) a learned pace, a token bucket of a quarter second of
+  burst, a little under what the server accepted lately; successes raise it slowly; requests are
+  released at the pace, with the window as an upper bound (:mod:`.pace`). A 429 whose body names
+  the token limit teaches a token pace from the accepted requests' ``usage`` instead of the
+  request pace, and requests are released by both. In the simulation of the issue's regime:
+  0.006 to 0.014 429s per success at 1.0x the limit (``tests/test_scheduler_pace.py``,
+  ``tests/test_scheduler_token_pace.py``).
 - **Patience** (issue 32 item 2): a storm of 429s (and of 503s and 529s, which a batch hands
   to the scheduler the same way) is ridden out for up to ``patience`` seconds (default 60,
   ``--patience``) counted from the last success, or from the run's first admission. Past it,
@@ -46,7 +45,6 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -54,6 +52,7 @@ from ..decision import ClassifierUsage
 from ..defaults import DEFAULT_BATCH_PATIENCE
 from ..errors import ConfigError, RunStopped
 from .admission import Outcome, OutcomeKind, Ticket
+from .pace import Pace, TokenBucket
 
 __all__ = [
     "DEFAULT_PATIENCE",
@@ -68,16 +67,6 @@ __all__ = [
 DEFAULT_SLOW_START = 2
 #: Seconds a storm of 429/503/529 is ridden out without one success before the run stops.
 DEFAULT_PATIENCE = DEFAULT_BATCH_PATIENCE
-#: Pacing by rate: the successes of this many seconds measure what the server accepts...
-PACE_WINDOW = 2.0
-#: ...a 429 sets the pace a little under it...
-PACE_BACKOFF = 0.95
-#: ...and each success adds this many requests a second (about 2 % of the rate a second).
-PACE_GAIN = 0.02
-#: The pace never goes under one request every 10 s (the patience decides when to stop).
-PACE_FLOOR = 0.1
-#: Seconds of the pace a run may save up and release at once.
-PACE_BURST = 0.25
 #: The official SDK's backoff when a 429 carries no Retry-After: 0.5 s doubling, capped at 5 s.
 NO_RETRY_AFTER_BASE = 0.5
 NO_RETRY_AFTER_CAP = 5.0
@@ -99,41 +88,6 @@ class MonotonicClock:
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
-
-
-@dataclass
-class TokenBucket:
-    """``rate`` units per second, at most ``burst`` saved (default: one second of the rate).
-
-    A cost larger than the burst is let through when the bucket is full (it goes negative), so a
-    single large request is slowed, never refused forever."""
-
-    rate: float
-    burst: float = 0.0
-    level: float = field(init=False, repr=False)
-    last: float | None = field(default=None, init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if not self.rate > 0 or not math.isfinite(self.rate):
-            raise ConfigError(f"classifier: a rate must be a positive number, got {self.rate!r}")
-        if self.burst <= 0:
-            self.burst = max(1.0, self.rate)
-        self.level = self.burst
-
-    def _fill(self, now: float) -> None:
-        if self.last is not None and now > self.last:
-            self.level = min(self.burst, self.level + (now - self.last) * self.rate)
-        self.last = now if self.last is None else max(self.last, now)
-
-    def ready_at(self, now: float, cost: float = 1.0) -> float:
-        """The earliest time ``cost`` can be taken (``now`` when it can be taken now)."""
-        self._fill(now)
-        need = min(cost, self.burst) - self.level
-        return now if need <= 0 else now + need / self.rate
-
-    def take(self, now: float, cost: float = 1.0) -> None:
-        self._fill(now)
-        self.level -= cost
 
 
 @dataclass
@@ -164,11 +118,8 @@ class Window:
     last_progress: float | None = field(default=None, init=False)
     #: what the storm's last reply was (``HTTP 429``), for the stop's message
     storm_signature: str = field(default="", init=False)
-    #: the learned sustainable request rate (None until the first 429: see the docstring)
-    pace: TokenBucket | None = field(default=None, init=False)
-    #: when the recent successes came back (the last ``PACE_WINDOW`` seconds of them)
-    accepted: deque[float] = field(default_factory=deque, init=False, repr=False)
-    first_success: float | None = field(default=None, init=False, repr=False)
+    #: the learned sustainable request and token rates (None until a 429: see ``pace``)
+    learned: Pace = field(default_factory=Pace, init=False)
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1 or self.slow_start < 1:
@@ -192,9 +143,7 @@ class Window:
         wait for, or None while every allowed slot is in flight (wait for a release)."""
         if self.in_flight >= self.allowed:
             return None
-        at = max(now, self.paused_until)
-        if self.pace is not None:
-            at = max(at, self.pace.ready_at(at))
+        at = self.learned.ready_at(max(now, self.paused_until), tokens)
         if self.rate is not None:
             at = max(at, self.rate.ready_at(at))
         if self.token_rate is not None and tokens:
@@ -221,26 +170,33 @@ class Window:
     def admit(self, now: float, ticket_id: int, tokens: int = 0) -> None:
         self.in_flight += 1
         self.last_admitted = max(self.last_admitted, ticket_id)
-        if self.pace is not None:
-            self.pace.take(now)
+        self.learned.admit(now, ticket_id, tokens)
         if self.rate is not None:
             self.rate.take(now)
         if self.token_rate is not None and tokens:
             self.token_rate.take(now, tokens)
 
-    def settle(self, now: float, ticket_id: int, outcome: Outcome) -> None:
+    def settle(
+        self, now: float, ticket_id: int, outcome: Outcome, billed: int | None = None
+    ) -> None:
+        """``ticket_id``'s outcome; ``billed`` is a success's ``usage.input_tokens`` (None: not
+        reported), which the token pace learns from."""
         self.in_flight = max(0, self.in_flight - 1)
         if outcome.kind is OutcomeKind.SUCCESS:
             self.consecutive_429s = 0
             self.waits_since_success = 0
             self.last_progress = now
             self.opened = True
-            self._accept(now)
+            self.learned.accept(now, ticket_id, billed)
             # Exponential opening (one slot per success, doubling per round) until the first
             # 429; additive (one slot per round) after it.
             step = 1.0 if self.throttled == 0 else 1.0 / self.window
             self.window = min(float(self.max_concurrency), self.window + step)
         elif outcome.kind is OutcomeKind.RATE_LIMITED:
+            # Not refunded, though the server charged it nothing: a refund would re-send the
+            # refused requests at once into the bucket that just refused them, each 429 a new
+            # cut (against serve at 3,000/min a run sank to 0.45x the limit that way).
+            self.learned.charged.pop(ticket_id, None)
             self.throttled += 1
             self.storm_signature = outcome.signature
             wait = outcome.retry_after
@@ -253,47 +209,26 @@ class Window:
                     # not a limit with a rate to learn. Learning from it ratcheted the pace
                     # down 5% a cut against a server refusing 1 request in 10 at random
                     # (tests/test_images_cli.py's 20% faults: 0.4 s became minutes).
-                    self._slow_pace(now)
+                    self.learned.slow(now, outcome.limit)
                 self.waits_since_success += 1
                 self.paused_until = max(self.paused_until, now + max(0.0, wait))
                 self.window = max(1.0, self.window * self.decrease)
                 self.cut_after = self.last_admitted
-
-    def _accept(self, now: float) -> None:
-        """A success: remember when, and let the pace climb slowly."""
-        if self.first_success is None:
-            self.first_success = now
-        self.accepted.append(now)
-        while self.accepted[0] < now - PACE_WINDOW:
-            self.accepted.popleft()
-        if self.pace is not None:
-            # About PACE_GAIN of the rate per second, whatever the rate: there are about
-            # ``rate`` successes a second, each adding PACE_GAIN requests a second.
-            self._set_pace(self.pace.rate + PACE_GAIN)
-
-    def _slow_pace(self, now: float) -> None:
-        """A 429 that cuts: pace a little under what the server accepted lately."""
-        if self.first_success is None:
-            return
-        span = min(PACE_WINDOW, now - self.first_success)
-        recent = sum(1 for t in self.accepted if t >= now - PACE_WINDOW)
-        if span <= 0 or recent < 2:
-            return  # a blackout, not a limit: no rate to learn
-        measured = recent / span
-        if self.pace is not None:
-            measured = min(measured, self.pace.rate)
-        self._set_pace(max(PACE_FLOOR, PACE_BACKOFF * measured))
-
-    def _set_pace(self, rate: float) -> None:
-        # A short burst (PACE_BURST seconds of the rate): a release the event loop makes late
-        # (it was decoding a reply, writing a record) is caught up, not lost; the server's own
-        # bucket holds a whole second, so catching up never passes it.
-        burst = max(1.0, rate * PACE_BURST)
-        if self.pace is None:
-            self.pace = TokenBucket(rate, burst=burst)
+        elif outcome.kind is OutcomeKind.NOT_SENT:
+            self.learned.refund(ticket_id)
         else:
-            self.pace.rate, self.pace.burst = rate, burst
-            self.pace.level = min(self.pace.level, burst)
+            # A failure may have been billed: what the token pace charged it stays charged.
+            self.learned.charged.pop(ticket_id, None)
+
+    @property
+    def pace(self) -> TokenBucket | None:
+        """The learned request pace (None until a 429 of the request limit)."""
+        return self.learned.requests
+
+    @property
+    def token_pace(self) -> TokenBucket | None:
+        """The learned token pace (None until a 429 that names the token limit)."""
+        return self.learned.tokens
 
 
 class RunLimiter:
@@ -325,10 +260,12 @@ class RunLimiter:
         return self._changed
 
     async def acquire(self, ticket: Ticket) -> None:
-        # The account's tokens-per-second limit bills what is charged: the central estimate
-        # (made only when there is such a limit).
-        tokens = ticket.estimate.central if self.window.token_rate is not None else 0
+        window = self.window
         while True:
+            # The account's tokens-per-second limit bills what is charged: the central estimate
+            # (made only once there is such a limit, a hard one or a learned one).
+            counted = window.token_rate is not None or window.token_pace is not None
+            tokens = ticket.estimate.central if counted else 0
             now = self.clock.now()
             why = self.window.out_of_patience(now)
             if why is not None:
@@ -343,7 +280,8 @@ class RunLimiter:
                 return
 
     async def release(self, ticket: Ticket, usage: ClassifierUsage, outcome: Outcome) -> None:
-        self.window.settle(self.clock.now(), ticket.id, outcome)
+        billed = usage.input_tokens if usage.reported and usage.input_tokens else None
+        self.window.settle(self.clock.now(), ticket.id, outcome, billed)
         # Wake every waiter to re-check; a fresh event for the next round of waiting.
         event, self._changed = self._event(), None
         event.set()
