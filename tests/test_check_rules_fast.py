@@ -141,3 +141,12 @@ def test_a_near_limit_set_past_the_bound_is_still_estimated() -> None:
     from test_check_rules import _codes, _words
 
     assert re.fullmatch(r"TN031", " ".join(sorted(_codes(_words(6_000)) & {"TN030", "TN031"})))
+
+
+def test_the_instruction_rules_common_gate_fails_only_where_each_of_them_fails() -> None:
+    from toolnexus.cli.questionwords import INSTRUCTION_GATE
+
+    four = [GATES[n] for n in ("GENERATION", "COUNTING", "DATES", "NEGATION")]
+    for text in _texts():
+        if not INSTRUCTION_GATE.may(text):
+            assert not any(g.pattern.search(text) for g in four), text

@@ -20,6 +20,7 @@ from .questionwords import (
     FILLER,
     GENERATION_GATE,
     IDENTIFIER,
+    INSTRUCTION_GATE,
     LOCAL_ALIASES,
     NEGATION_GATE,
     NEGATORS,
@@ -56,6 +57,9 @@ def _stems(split: list[str]) -> list[str]:
 _CAMEL = re.compile(r"([a-z])([A-Z])")
 _WORD = re.compile(r"[a-z0-9]+(?:['’]t)?")
 _KEYISH = re.compile(r"[0-9]|[a-z][A-Z]")
+# Compiled once: ``re.search(str, ...)`` looks its pattern up in re's cache on every call.
+_ANY_DIGIT = re.compile(r"\d")
+_BARE = re.compile(r"\s*[-+]?[\w.]+\s*")
 
 
 def _split(text: str) -> list[str]:
@@ -73,7 +77,7 @@ def _identifier_like(key: str) -> bool:
     """A key that cannot be an ordinary English word: ``wants_money_back``, ``step2``,
     ``readFile``; plain words (``department``) are left alone, they occur in any question."""
     return bool(IDENTIFIER.fullmatch(key)) and bool(
-        "_" in key or re.search(r"\d", key) or re.search(r"[a-z][A-Z]", key)
+        "_" in key or _ANY_DIGIT.search(key) or _CAMEL.search(key)
     )
 
 
@@ -141,10 +145,9 @@ class _Rules:
         where = f"question {key!r}: "
         qtype = obj.get("type")
         text = _text(obj.get("instructions"))
-        at = self.doc.at((*qpath, "instructions"))
         criteria = obj.get("criteria")
         if text:
-            self.text_rules(key, text, at, where)
+            self.text_rules(key, text, where)
         if (
             qtype == "choice"
             and isinstance(criteria, Mapping)
@@ -172,21 +175,23 @@ class _Rules:
                 f"{where}every level is a bare word or number: describe what each means",
             )
 
-    def text_rules(self, key: str, text: str, at: tuple[int, int], where: str) -> None:
+    def text_rules(self, key: str, text: str, where: str) -> None:
+        at = self.doc.at(("questions", key, "instructions"))
         low = text.lower()  # shared by the gates (questionwords.Gated)
-        if GENERATION_GATE.search(text, low):
-            self.add(
-                at,
-                "TN055",
-                f"{where}asks for generated text; a System One model returns no "
-                "text, only an answer: ask a noul, choice or score question instead",
-            )
-        if COUNTING_GATE.search(text, low):
-            self.add(at, "TN060", f"{where}asks for counting or arithmetic")
-        if DATES_GATE.search(text, low):
-            self.add(at, "TN061", f"{where}compares dates or times")
-        if NEGATION_GATE.search(text, low):
-            self.add(at, "TN062", f"{where}is a negated question")
+        if INSTRUCTION_GATE.may(text, low):  # most texts: none of the four rules can match
+            if GENERATION_GATE.search(text, low):
+                self.add(
+                    at,
+                    "TN055",
+                    f"{where}asks for generated text; a System One model returns no "
+                    "text, only an answer: ask a noul, choice or score question instead",
+                )
+            if COUNTING_GATE.search(text, low):
+                self.add(at, "TN060", f"{where}asks for counting or arithmetic")
+            if DATES_GATE.search(text, low):
+                self.add(at, "TN061", f"{where}compares dates or times")
+            if NEGATION_GATE.search(text, low):
+                self.add(at, "TN062", f"{where}is a negated question")
         # Whole-word: a run of word characters and hyphens is one token, so `pre-wants_refund`
         # and `wants_refunds` never name `wants_refund` (one pass, no pattern per key).
         # Every key in ``keys`` holds an underscore, a digit or a camelCase join
@@ -246,7 +251,7 @@ def _bare(level: Any) -> bool:
         if isinstance(level.get("description"), str) and level["description"].strip():
             return False
         level = level.get("label")
-    return isinstance(level, str) and bool(re.fullmatch(r"\s*[-+]?[\w.]+\s*", level))
+    return isinstance(level, str) and bool(_BARE.fullmatch(level))
 
 
 def _gate_paths(data: Mapping[str, Any]) -> Iterator[tuple[str, ...]]:

@@ -195,18 +195,20 @@ class Gated:
     words: tuple[str, ...]
     digits: bool = False
 
-    def search(self, text: str, low: str | None = None) -> bool:
-        """Whether ``pattern`` matches ``text``; ``low`` is ``text.lower()`` when the caller
-        has it (several rules gate one text)."""
+    def may(self, text: str, low: str | None = None) -> bool:
+        """False when ``pattern`` cannot match ``text`` (the precondition fails); ``low`` is
+        ``text.lower()`` when the caller has it (several rules gate one text)."""
         if text.isascii():
             low = text.lower() if low is None else low
             for word in self.words:  # a loop, not any(): no generator per text
                 if word in low:
-                    break
-            else:
-                if not (self.digits and _DIGIT.search(low)):
-                    return False
-        return self.pattern.search(text) is not None
+                    return True
+            return self.digits and _DIGIT.search(low) is not None
+        return True
+
+    def search(self, text: str, low: str | None = None) -> bool:
+        """Whether ``pattern`` matches ``text`` (gated: see the class docstring)."""
+        return self.may(text, low) and self.pattern.search(text) is not None
 
 
 GENERATION_GATE = Gated(
@@ -234,6 +236,16 @@ VAGUE_GATE = Gated(
      "significant", "serious", "good", "bad", "quality", "professional", "offensive",
      "harmful", "risky", "unsafe", "important", "properly", "excessive", "too ", "a lot"),
 )  # fmt: skip
+#: The instruction rules' gates together: a text that fails it fails each of them.
+INSTRUCTION_GATE = Gated(
+    re.compile(""),
+    tuple(
+        dict.fromkeys(
+            w for g in (GENERATION_GATE, COUNTING_GATE, DATES_GATE, NEGATION_GATE) for w in g.words
+        )
+    ),
+    digits=True,
+)
 #: Every gated rule, for the test that holds each gate to its pattern.
 GATES = {
     "GENERATION": GENERATION_GATE,
