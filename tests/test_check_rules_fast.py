@@ -150,3 +150,19 @@ def test_the_instruction_rules_common_gate_fails_only_where_each_of_them_fails()
     for text in _texts():
         if not INSTRUCTION_GATE.may(text):
             assert not any(g.pattern.search(text) for g in four), text
+
+
+def test_a_file_without_gates_does_not_import_the_judge_layer() -> None:
+    """ "check-criteria start-up stays <= 3.0x import yaml": the judge layer (policy, bands,
+    validation) is a third of it, and only a file that declares gates needs it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom toolnexus.cli.lintrun import Controls, check_file\n"
+        "check_file('questions/guard.yaml', Controls())\nprint('toolnexus.policy' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False", out.stderr
