@@ -104,3 +104,78 @@ def test_dry_run_reports_the_largest_request_against_the_limits(
     assert line.endswith(
         "the server will refuse it" if over else "(upper bounds): within the limits"
     )
+
+
+@pytest.mark.parametrize("pack", [pytest.param("1", id="pack-1"), pytest.param("2", id="pack-2")])
+def test_batch_warns_once_before_sending_a_state_over_the_limits(
+    server: Loopback, qfile: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str], pack: str
+) -> None:
+    """Issue 34 item 4: "`batch` warn[s] once on stderr, before sending, when a request will
+    pass the token limits": a single state over them, not only the question set. The warning
+    names the first such state's id and line and the limit; the summary counts them all."""
+    inp = _input(tmp_path, ["short", BIG, "short again", BIG + "!"])
+    args = ["batch", str(qfile), str(inp), "--id-field", "id", "--state-field", "text"]
+    code, _, err = run_main(
+        capfd, *args, "--base-url", server.base_url, "-o", str(tmp_path / "o.jsonl"),
+        "--concurrency", "1", "--pack", pack,
+    )  # fmt: skip
+    found = _warnings(err)
+    assert len(found) == 1, err
+    assert f"state 't1' ({inp}:2) will pass the wire's token limits" in found[0]
+    assert "state plus the longest question about" in found[0] and "over 32000" in found[0]
+    assert "2 over the wire's token limits (see the warning)" in err
+    assert code == 0 and server.total >= 4, "a warning, not a refusal: every state is sent"
+
+
+def test_batch_under_the_limits_warns_nothing_and_counts_nothing(
+    server: Loopback, qfile: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    inp = _input(tmp_path, ["short", "late parcel " * 1_000])
+    args = ["batch", str(qfile), str(inp), "--id-field", "id", "--state-field", "text"]
+    code, _, err = run_main(capfd, *args, "--base-url", server.base_url, "-o", str(tmp_path / "o"))
+    assert code == 0 and not _warnings(err) and "token limits" not in err, err
+
+
+def test_the_over_limit_check_reuses_its_estimate(
+    server: Loopback,
+    qfile: Path,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "Must not slow the batch": the estimate made for the check is the one the request is
+    admitted with (a spend cap reads it), never a second one made by the transport."""
+    import toolnexus.transport.retry as retry
+
+    made: list[int] = []
+    real = retry.estimate_tokens
+
+    def counted(body: Any, *a: Any) -> Any:
+        made.append(len(body))
+        return real(body, *a)
+
+    monkeypatch.setattr(retry, "estimate_tokens", counted)
+    inp = _input(tmp_path, [BIG, "short"])
+    args = ["batch", str(qfile), str(inp), "--id-field", "id", "--state-field", "text"]
+    code, _, err = run_main(
+        capfd, *args, "--base-url", server.base_url, "-o", str(tmp_path / "o"),
+        "--max-tokens", "10000000", "--concurrency", "1",
+    )  # fmt: skip
+    assert code == 0 and len(_warnings(err)) == 1, err
+    assert len(made) == 1 and made[0] < 1_000, "only the short state is estimated there"
+
+
+def test_no_request_at_most_the_safe_size_can_pass_a_limit() -> None:
+    """The byte gate under which a batch checks nothing: worst-case text (one-byte pieces,
+    the most upper-bound units per byte) at that size stays under both limits."""
+    from toolnexus.scheduler.tokens import (
+        LIMIT_SAFE_BYTES,
+        STATE_AND_QUESTION_TOKENS,
+        estimate_tokens,
+        request_limit,
+    )
+
+    worst = (b"1a" * LIMIT_SAFE_BYTES)[:LIMIT_SAFE_BYTES]
+    assert estimate_tokens(worst).upper + 64 <= STATE_AND_QUESTION_TOKENS
+    over = (b"1a" * LIMIT_SAFE_BYTES)[: LIMIT_SAFE_BYTES + 64]
+    assert request_limit(over, lambda: over)[1] is not None, "the gate is tight, not loose"

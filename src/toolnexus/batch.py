@@ -98,12 +98,14 @@ class StateResult:
 def scheduler_for(options: BatchOptions) -> Scheduler:
     """The one scheduler of a batch run with ``options``: its own limiter and fail fast, then
     the options' extra admission members."""
-    return Scheduler.for_run(
+    scheduler = Scheduler.for_run(
         concurrency=options.concurrency,
         rate_per_minute=options.rate,
         extra=options.admission,
         patience=options.patience,
     )
+    scheduler.on_over_limit = options.on_over_limit
+    return scheduler
 
 
 def plan(

@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from .defaults import (
     DEFAULT_BATCH_CONCURRENCY,
@@ -272,6 +272,11 @@ class BatchOptions:
     - ``flush``: ``evaluate_stream`` only, when packing: seconds a part-filled pack waits for
       more states before it is sent (a pipe that stays open still gets its answers); None
       waits for a full pack or the end of the states.
+    - ``on_over_limit``: called as ``on_over_limit(state, phrase)`` before a request of one
+      state is sent whose upper token estimate passes the wire's limits (the server will
+      refuse it; the CLI's one warning, issue 34 item 4). A pack is never sent over a limit:
+      it is split, so only a state alone can be. Only requests over
+      ``scheduler.tokens.LIMIT_SAFE_BYTES`` are estimated for it.
     """
 
     concurrency: int = DEFAULT_BATCH_CONCURRENCY
@@ -280,6 +285,7 @@ class BatchOptions:
     admission: tuple[Admission, ...] = ()
     patience: float = DEFAULT_BATCH_PATIENCE
     flush: float | None = None
+    on_over_limit: Callable[[Any, str], None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         c = self.concurrency

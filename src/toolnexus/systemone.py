@@ -46,6 +46,8 @@ from .images import ImageLimits
 from .jsonlimits import JsonLimitError, loads
 from .options import ClassifierOptions
 from .questions import Question, questions_to_wire
+from .scheduler.run import current
+from .scheduler.tokens import LIMIT_SAFE_BYTES, TokenEstimate, request_limit
 from .transport import SystemOneTransport, server_message
 from .validation import Checked, validate_decision
 
@@ -320,6 +322,7 @@ class SystemOneStyle:
             request.headers or None,
             lambda r: self._decode(r.content, r.endpoint, r.request_id, questions),
             lambda decoded: decoded[0].usage,
+            estimate=self._watch_limits(state, lifted, questions, request.json),
         )
         if self._cache is None:
             return decision
@@ -328,6 +331,29 @@ class SystemOneStyle:
             stored_key = key if served == decision.model else None
             self._store(lifted, questions, decision, stored_key, body)
         return Checked(decision, invalid)
+
+    def _watch_limits(
+        self, state: Any, lifted: LiftedState, questions: dict[str, Question], body: bytes
+    ) -> TokenEstimate | None:
+        """In a batch that watches the wire's limits (``BatchOptions.on_over_limit``), tell it
+        before sending a request over them (issue 34 item 4), and return the estimate made for
+        that, which the transport then admits the request with (never estimated twice). A body
+        of at most ``LIMIT_SAFE_BYTES`` without images cannot pass a limit: nothing is made."""
+        scheduler = current()
+        watch = None if scheduler is None else scheduler.on_over_limit
+        if watch is None or (len(body) <= LIMIT_SAFE_BYTES and not lifted.assets):
+            return None
+
+        def state_and_longest_question() -> bytes:
+            wire = questions_to_wire(questions)
+            longest = max((canonical_json(q) for q in wire.values()), key=len, default=b"")
+            return canonical_json(lifted.state) + longest
+
+        sizes = [size for a in lifted.assets if (size := a.image.size) is not None]
+        estimate, over = request_limit(body, state_and_longest_question, sizes)
+        if over is not None:
+            watch(state, over)
+        return estimate
 
     def _decode(
         self,

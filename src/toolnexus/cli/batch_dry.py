@@ -249,11 +249,12 @@ def _against_limits(
     result.over_limit = budget.over()
 
 
-def warn_if_over_limits(settings: Any, model: str, questions: dict[str, Question]) -> None:
+def warn_if_over_limits(settings: Any, model: str, questions: dict[str, Question]) -> bool:
     """``batch``: one warning before anything is sent when the question set alone passes the
-    wire's token limits, so every request of the run would (issue 34 item 4)."""
+    wire's token limits, so every request of the run would (issue 34 item 4); whether it was
+    printed (then :class:`OverLimitWatch` only counts)."""
     if settings.style != "systemone":
-        return
+        return False
     import sys
 
     from .lintbudget import over_limit_warning
@@ -261,6 +262,54 @@ def warn_if_over_limits(settings: Any, model: str, questions: dict[str, Question
     warning = over_limit_warning(model or "jev-latest", questions, with_state=False)
     if warning is not None:
         sys.stderr.write(warning)
+    return warning is not None
+
+
+class OverLimitWatch:
+    """``BatchOptions.on_over_limit`` for the CLI's run: before the first request of a state
+    over the wire's token limits is sent, one warning on stderr naming that state (its id and
+    input line) and the limit; every such state is counted in ``summary.over_limit`` (the
+    summary line says how many). The classifier reuses the estimate it made for this, so a
+    run pays nothing for states under ``scheduler.tokens.LIMIT_SAFE_BYTES``.
+
+    The classifier hands back the state value, not its id: the run notes each state in flight
+    (:meth:`sent`, :meth:`done`, by identity) until the warning is printed, then stops."""
+
+    def __init__(self, cfg: BatchConfig, summary: BatchSummary, *, warned: bool) -> None:
+        self.cfg = cfg
+        self.summary = summary
+        #: in-flight states by ``id(state)``, while the one warning is still to be printed
+        self.flying: dict[int, InputItem] | None = None if warned else {}
+
+    def sent(self, item: InputItem) -> int:
+        """Note ``item`` as in flight; the key :meth:`done` takes."""
+        key = id(item.state)
+        if self.flying is not None:
+            self.flying[key] = item
+        return key
+
+    def done(self, key: int) -> None:
+        if self.flying is not None:
+            self.flying.pop(key, None)
+
+    def __call__(self, state: Any, phrase: str) -> None:
+        import sys
+
+        self.summary.over_limit += 1
+        if self.flying is None:
+            return
+        item = self.flying.get(id(state))
+        self.flying = None
+        if item is None:
+            where = "a state"
+        else:
+            at = f"{self.cfg.inputs[item.source]}:{item.line}" if item.line else None
+            where = f"state {item.id!r}" + (f" ({at})" if at else "")
+        sys.stderr.write(
+            f"toolnexus: warning: {where} will pass the wire's token limits ({phrase}); the "
+            "server will refuse it: shorten the state or the instructions (the summary counts "
+            "every state over them; batch --dry-run shows the largest request)\n"
+        )
 
 
 def _estimate_packs(

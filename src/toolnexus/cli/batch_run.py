@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from ..records.decision import Recalibrator
     from ..scheduler import Admission
     from .backend import Backend
+    from .batch_dry import OverLimitWatch
     from .options import BackendSettings
 
 __all__ = ["BatchConfig", "BatchSummary", "error_code", "run_batch"]
@@ -91,8 +92,10 @@ class _Run:
         admission: Sequence[Admission] = (),
         recalibrator: Recalibrator | None = None,
         gates: Mapping[str, Policy] | None = None,
+        watch: OverLimitWatch | None = None,
     ) -> None:
         self.cfg = cfg
+        self.watch = watch
         self.recalibrator = recalibrator
         self.gates = gates
         self.backend = backend
@@ -142,7 +145,7 @@ class _Run:
             return await asyncio.to_thread(next, self.items, None)
         return next(self.items, None)
 
-    async def _feed(self) -> AsyncIterator[tuple[tuple[int, str | int, Any], Any]]:
+    async def _feed(self) -> AsyncIterator[tuple[tuple[int, str | int, Any, int], Any]]:
         while (item := await self._next_item()) is not None:
             self.probe.see(item)
             seq = await self.reorder.admit() if self.reorder is not None else -1
@@ -155,7 +158,8 @@ class _Run:
                 # Before the first request, not before the inputs' own errors are written.
                 check_key(self.backend.settings)
                 self.key_checked = True
-            yield (seq, item.id, item.state if self.keep_state else None), item.state
+            flying = self.watch.sent(item) if self.watch is not None else 0
+            yield (seq, item.id, item.state if self.keep_state else None, flying), item.state
         if (unseen := self.probe.unseen()) is not None:
             note_once()(unseen)
 
@@ -220,13 +224,16 @@ class _Run:
             # error is its own, as the record it replaces claims.
             pack=1 if self.cfg.retry_errors else self.cfg.pack_size,
             admission=self.admission,
+            on_over_limit=self.watch,
         )
         stream = self.backend.classifier.evaluate_stream(
             self._feed(), self.questions, options=options
         )
         async with self.backend.classifier:
             try:
-                async for (seq, item_id, state), result in stream:
+                async for (seq, item_id, state, flying), result in stream:
+                    if self.watch is not None:
+                        self.watch.done(flying)
                     await self._emit(seq, self._record(item_id, result, state))
             except RunStopped as stop:
                 self.summary.stopped, self.summary.stop_kind = stop.message, stop.kind
@@ -258,7 +265,7 @@ def run_batch(
     check_config(cfg, questions_path)
     (file_model, questions), gates = load_question_file(questions_path)
     backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr, cache=cache)
-    warn_if_over_limits(settings, backend.model, questions)  # issue 34 item 4
+    warned = warn_if_over_limits(settings, backend.model, questions)  # issue 34 item 4
     sha = question_set_sha256(questions)
     recalibrator = None
     if cfg.calibration is not None:
@@ -279,8 +286,9 @@ def run_batch(
     try:
         check_existing(cfg)
         return _run_locked(
-            cfg, backend, questions, columns, show_progress, admission, recalibrator, gates
-        )
+            cfg, backend, questions, columns, show_progress, admission, recalibrator, gates,
+            warned=warned,
+        )  # fmt: skip
     except BaseException:
         if created and cfg.output is not None:
             # A run refused before its first record (an unset key, a calibration refused at
@@ -320,8 +328,12 @@ def _run_locked(
     admission: Sequence[Admission],
     recalibrator: Recalibrator | None = None,
     gates: Mapping[str, Policy] | None = None,
+    *,
+    warned: bool = False,
 ) -> BatchSummary:
-    """The run once ``--output`` (if any) is locked."""
+    """The run once ``--output`` (if any) is locked; ``warned``: the question set's own
+    over-limit warning was printed (each state over them is then only counted)."""
+    from .batch_dry import OverLimitWatch
     from .batch_resume import compact
 
     writer, prior = open_output(cfg, columns, questions)
@@ -336,7 +348,7 @@ def _run_locked(
     run = _Run(
         cfg, backend, questions, writer, items, summary, progress,
         threaded_input="-" in cfg.inputs, admission=admission, recalibrator=recalibrator,
-        gates=gates,
+        gates=gates, watch=OverLimitWatch(cfg, summary, warned=warned),
     )  # fmt: skip
     started = time.perf_counter()
 

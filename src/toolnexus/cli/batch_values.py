@@ -131,6 +131,8 @@ class BatchSummary:
     requests: int = 0
     throttled: int = 0
     pack: int | str = 1
+    #: states sent alone over the wire's token limits (warned once, before the first)
+    over_limit: int = 0
 
     @property
     def budget_exceeded(self) -> bool:
@@ -190,6 +192,8 @@ class BatchSummary:
         if self.pack != 1:
             per = (self.ok - self.cached) / self.requests if self.requests else 0.0
             parts.append(f"{self.requests} requests ({per:.2f} states per request)")
+        if self.over_limit:
+            parts.append(f"{self.over_limit} over the wire's token limits (see the warning)")
         if self.throttled:
             parts.append(f"{self.throttled} answered 429 and were sent again")
         if self.skipped:

@@ -11,10 +11,13 @@ public ``estimate_tokens`` (if the estimator's internals change, the test says s
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..questions import questions_to_wire
 from .lintcodes import Finding
 
 if TYPE_CHECKING:
@@ -37,6 +40,42 @@ NEAR = 0.8
 #: Canonical question-set bytes under which no estimate can reach NEAR of the smaller limit
 #: (checked by tests/test_check_rules.py against the public estimator, worst-case text).
 GATE_BYTES = 8_000
+
+# A bound on the estimator's upper bound (``scheduler.tokens``) of an ASCII body, in a few
+# passes in C instead of its pre-split into pieces (most of the rules' cost on a large set):
+# a piece never spans two byte classes (letters, digits, whitespace, the rest) but for one
+# leading space, and a digit run is cut every 3 digits, so ``pieces <= 1 + class changes +
+# digits // 3``; a piece of b bytes counts ``ceil(b / 3) <= (b + 2) / 3`` units, so
+# ``units <= (bytes + 2 * pieces) / 3``. The constants are the estimator's (a test holds them,
+# and the bound against ``estimate_tokens``); repeated here so a set far under the limits never
+# imports the scheduler (asyncio).
+_OVERHEAD, _PER_PIECE, _MARGIN, _BYTES_OVERHEAD = 189.0, 2.03, 1.15, 218
+#: The smaller of the wire's two limits (``scheduler.tokens.STATE_AND_QUESTION_TOKENS``).
+_SMALLER_LIMIT = 32_000
+_SPACES = b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f "
+_CLASSES = bytes(
+    b"a"[0] if chr(c).isascii() and chr(c).isalpha()
+    else b"0"[0] if 48 <= c <= 57
+    else b" "[0] if c in _SPACES
+    else b"."[0]
+    for c in range(256)
+)  # fmt: skip
+
+
+def upper_at_most(body: bytes) -> int | None:
+    """A number never under ``estimate_tokens(body).upper`` (no images) for an ASCII
+    ``body``; None for any other (the estimator cuts those by Unicode classes)."""
+    if not body.isascii():
+        return None
+    classes = body.translate(_CLASSES)
+    # Class changes: the nonzero bytes of the classes XOR themselves shifted by one (a byte
+    # search for each of the 12 pairs was slower than the pre-split it replaces).
+    shifted = int.from_bytes(classes, "big") ^ int.from_bytes(classes[1:] + classes[-1:], "big")
+    changes = len(classes) - shifted.to_bytes(len(classes), "big").count(0)
+    pieces = 1 + changes + classes.count(b"0") // 3
+    units = (len(body) + 2 * pieces) / 3
+    by_pieces = math.ceil(_MARGIN * (_OVERHEAD + _PER_PIECE * units)) + 1
+    return max(_BYTES_OVERHEAD + len(body), by_pieces)
 
 
 @dataclass(frozen=True)
@@ -92,7 +131,6 @@ def request_budget(
     """The budget of the request ``model`` + ``questions`` (+ ``state``, images lifted into
     assets as the classifier sends them)."""
     from ..canonical import canonical_json
-    from ..questions import questions_to_wire
 
     wire = questions_to_wire(questions)
     body: dict[str, Any] = {"model": model, "questions": wire}
@@ -148,14 +186,21 @@ def budget_findings(
     if not questions:
         return []
     if state is None:
-        import json
-
-        from ..questions import questions_to_wire
-
         # The canonical bytes' length, without importing canonical (hashlib) on every commit:
         # the same separators and escaping, so the same size up to number spelling.
-        wire = json.dumps(questions_to_wire(questions), separators=(",", ":"), ensure_ascii=False)
-        if len(wire.encode("utf-8")) <= GATE_BYTES:
+        wire = questions_to_wire(questions)
+        # canonical_json's bytes (the same encoder settings, but NaN, which it refuses and
+        # request_budget reports), without importing canonical (hashlib) on every commit.
+        text = json.dumps(wire, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        wire_bytes = text.encode("utf-8")
+        if len(wire_bytes) <= GATE_BYTES:
+            return []
+        # The request the set alone makes; the longest question's bytes are part of it, so
+        # its estimate is under this bound too. Under NEAR of the smaller limit: no finding.
+        head = '{"model":' + json.dumps(model, ensure_ascii=False) + ',"questions":'
+        body = head.encode("utf-8") + wire_bytes + b"}"
+        bound = upper_at_most(body) if b"NaN" not in body and b"Infinity" not in body else None
+        if bound is not None and bound < NEAR * _SMALLER_LIMIT:
             return []
     from ..scheduler.tokens import CONTEXT_TOKENS, STATE_AND_QUESTION_TOKENS
 

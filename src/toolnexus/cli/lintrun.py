@@ -174,21 +174,52 @@ def check_text(
     return _check(lint_text(text, path, strict=controls.strict), state)
 
 
-def _check(lint: Lint, state: tuple[str, Any] | None) -> list[Finding]:
+_RULES: Any = None
+
+
+def _load_rules() -> Any:
     from ..defaults import DEFAULT_MODEL
     from .lintbudget import budget_findings
     from .lintsource import apply_suppressions, comment_cuts, question_spans, suppressions, unused
     from .questionrules import meaning_findings
 
+    return (
+        DEFAULT_MODEL,
+        budget_findings,
+        apply_suppressions,
+        comment_cuts,
+        question_spans,
+        suppressions,
+        unused,
+        meaning_findings,
+    )
+
+
+def _check(lint: Lint, state: tuple[str, Any] | None) -> list[Finding]:
     if not lint.question_set or lint.doc is None:
         return lint.findings
+    # Imported here (the rules pull the YAML reader, which --list-rules does not need), once:
+    # a relative import per file was a tenth of what the rules cost over 200 small files.
+    global _RULES
+    if _RULES is None:
+        _RULES = _load_rules()
+    (
+        default_model,
+        budget_findings,
+        apply_suppressions,
+        comment_cuts,
+        question_spans,
+        suppressions,
+        unused,
+        meaning_findings,
+    ) = _RULES
     found = list(lint.findings)
     doc = lint.doc
     found += comment_cuts(lint.text, doc, lint.path)
     if isinstance(doc.value, dict) and isinstance(doc.value.get("questions"), dict):
         found += meaning_findings(lint.path, doc)
     if not lint.errors:
-        found += budget_findings(lint.path, doc, lint.model or DEFAULT_MODEL, lint.questions, state)
+        found += budget_findings(lint.path, doc, lint.model or default_model, lint.questions, state)
     marks, malformed = suppressions(lint.text, lint.path)
     kept = apply_suppressions(found, marks, question_spans(doc) if marks else {})
     return sorted(set(kept + malformed + unused(marks, lint.path)))

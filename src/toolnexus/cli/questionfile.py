@@ -29,21 +29,22 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..defaults import DEFAULT_MODEL
 from ..defaults import resolve_model as _resolve_model
 from ..errors import QuestionError
-from ..policy import Policy
 from ..questions import (
     Question,
     check_limits,
 )
 from .errors import EXIT_USAGE, CliError
-from .gatecheck import check_gates
 from .lintcodes import CODES, WARNING_CODES, Finding
 from .questioncheck import Checker
 from .yamlread import Located, YamlSyntaxError, read_yaml
+
+if TYPE_CHECKING:
+    from ..policy import Policy
 
 __all__ = [
     "CODES",
@@ -133,7 +134,13 @@ def lint_text(text: str, path: str, *, strict: bool = False) -> Lint:
     is_set, model, questions = checker.top(strict or _declares_schema(text))
     if not is_set:
         return Lint(path, [], question_set=False)
-    gates = check_gates(checker, doc.value, questions)
+    gates: dict[str, Policy] = {}
+    if isinstance(doc.value, dict) and "gates" in doc.value:
+        # Only a file with gates pays for the judge layer's import (a third of the lint's
+        # start-up otherwise: check-criteria's budget is 3x ``import yaml``).
+        from .gatecheck import check_gates
+
+        gates = check_gates(checker, doc.value, questions)
     return Lint(path, sorted(set(checker.findings)), True, model, questions, doc, text, gates)
 
 

@@ -15,20 +15,21 @@ from typing import Any
 
 from .lintcodes import Finding
 from .questionwords import (
-    COUNTING,
-    DATES,
+    COUNTING_GATE,
+    DATES_GATE,
     FILLER,
-    GENERATION,
+    GENERATION_GATE,
     IDENTIFIER,
+    INSTRUCTION_GATE,
     LOCAL_ALIASES,
-    NEGATION,
+    NEGATION_GATE,
     NEGATORS,
     NO_MATCH_IDS,
     NO_MATCH_TEXT,
     NO_MATCH_WORDS,
     STOP,
     TOKEN,
-    VAGUE,
+    VAGUE_GATE,
 )
 from .yamlread import Located
 
@@ -45,15 +46,27 @@ def _text(instructions: Any) -> str:
 
 
 def _words(text: str) -> list[str]:
-    return [w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _split(text)]
+    return _stems(_split(text))
+
+
+def _stems(split: list[str]) -> list[str]:
+    """:func:`_words` of a text already :func:`_split`."""
+    return [w[:-1] if len(w) > 3 and w.endswith("s") else w for w in split]
 
 
 _CAMEL = re.compile(r"([a-z])([A-Z])")
 _WORD = re.compile(r"[a-z0-9]+(?:['’]t)?")
+_KEYISH = re.compile(r"[0-9]|[a-z][A-Z]")
+# Compiled once: ``re.search(str, ...)`` looks its pattern up in re's cache on every call.
+_ANY_DIGIT = re.compile(r"\d")
+_BARE = re.compile(r"\s*[-+]?[\w.]+\s*")
 
 
 def _split(text: str) -> list[str]:
-    return [w.replace("’", "'") for w in _WORD.findall(_CAMEL.sub(r"\1 \2", text).lower())]
+    if _CAMEL.search(text):  # a sub builds its template in Python: only when it will cut
+        text = _CAMEL.sub(r"\1 \2", text)
+    words = _WORD.findall(text.lower())
+    return [w.replace("’", "'") for w in words] if "’" in text else words
 
 
 def _negated(text: str) -> bool:
@@ -64,7 +77,7 @@ def _identifier_like(key: str) -> bool:
     """A key that cannot be an ordinary English word: ``wants_money_back``, ``step2``,
     ``readFile``; plain words (``department``) are left alone, they occur in any question."""
     return bool(IDENTIFIER.fullmatch(key)) and bool(
-        "_" in key or re.search(r"\d", key) or re.search(r"[a-z][A-Z]", key)
+        "_" in key or _ANY_DIGIT.search(key) or _CAMEL.search(key)
     )
 
 
@@ -77,10 +90,16 @@ def has_no_match_option(criteria: Mapping[str, Any]) -> bool:
     """True when one of a choice's options means "none of these": by its id (a word of it), or
     by its description. The descriptions are searched as one text (a 255-option choice is one
     search, not 255)."""
-    for option in criteria:
-        low = str(option).strip().lower()
-        words = _WORD.findall(low) if low == option else _split(str(option))  # camelCase
-        if low in NO_MATCH_IDS or not NO_MATCH_WORDS.isdisjoint(words):
+    lows = [str(option).strip().lower() for option in criteria]
+    if not NO_MATCH_IDS.isdisjoint(lows):
+        return True
+    # The ids already in lower case are searched as one text (no word spans a line break);
+    # the others (camelCase) one by one, as _split cuts them.
+    plain = [low for low, option in zip(lows, criteria, strict=True) if low == option]
+    if not NO_MATCH_WORDS.isdisjoint(_WORD.findall("\n".join(plain))):
+        return True
+    for low, option in zip(lows, criteria, strict=True):
+        if low != option and not NO_MATCH_WORDS.isdisjoint(_split(str(option))):
             return True
     text = "\n".join(v for v in criteria.values() if isinstance(v, str))
     return bool(NO_MATCH_TEXT.search(text))
@@ -126,10 +145,9 @@ class _Rules:
         where = f"question {key!r}: "
         qtype = obj.get("type")
         text = _text(obj.get("instructions"))
-        at = self.doc.at((*qpath, "instructions"))
         criteria = obj.get("criteria")
         if text:
-            self.text_rules(key, text, at, where)
+            self.text_rules(key, text, where)
         if (
             qtype == "choice"
             and isinstance(criteria, Mapping)
@@ -157,23 +175,32 @@ class _Rules:
                 f"{where}every level is a bare word or number: describe what each means",
             )
 
-    def text_rules(self, key: str, text: str, at: tuple[int, int], where: str) -> None:
-        if GENERATION.search(text):
-            self.add(
-                at,
-                "TN055",
-                f"{where}asks for generated text; a System One model returns no "
-                "text, only an answer: ask a noul, choice or score question instead",
-            )
-        if COUNTING.search(text):
-            self.add(at, "TN060", f"{where}asks for counting or arithmetic")
-        if DATES.search(text):
-            self.add(at, "TN061", f"{where}compares dates or times")
-        if NEGATION.search(text):
-            self.add(at, "TN062", f"{where}is a negated question")
+    def text_rules(self, key: str, text: str, where: str) -> None:
+        at = self.doc.at(("questions", key, "instructions"))
+        low = text.lower()  # shared by the gates (questionwords.Gated)
+        if INSTRUCTION_GATE.may(text, low):  # most texts: none of the four rules can match
+            if GENERATION_GATE.search(text, low):
+                self.add(
+                    at,
+                    "TN055",
+                    f"{where}asks for generated text; a System One model returns no "
+                    "text, only an answer: ask a noul, choice or score question instead",
+                )
+            if COUNTING_GATE.search(text, low):
+                self.add(at, "TN060", f"{where}asks for counting or arithmetic")
+            if DATES_GATE.search(text, low):
+                self.add(at, "TN061", f"{where}compares dates or times")
+            if NEGATION_GATE.search(text, low):
+                self.add(at, "TN062", f"{where}is a negated question")
         # Whole-word: a run of word characters and hyphens is one token, so `pre-wants_refund`
         # and `wants_refunds` never name `wants_refund` (one pass, no pattern per key).
-        named = set(TOKEN.findall(text)) & self.keys if self.keys else set()
+        # Every key in ``keys`` holds an underscore, a digit or a camelCase join
+        # (``_identifier_like``), so a text with none names none of them.
+        named = (
+            set(TOKEN.findall(text)) & self.keys
+            if self.keys and ("_" in text or _KEYISH.search(text))
+            else set()
+        )
         for other in sorted(named - {key}):
             self.add(
                 at,
@@ -183,8 +210,13 @@ class _Rules:
             )
         if len(text) > 2 * len(key) + 40:  # too long to be the key's words alone
             return
-        content = {w for w in _words(text) if w not in FILLER}
-        if content and content <= set(_words(key)) and len(_split(text)) <= len(_split(key)) + 3:
+        # The word counts first: most instructions say more than their key, and then the
+        # stems need not be made.
+        said, keyed = _split(text), _split(key)
+        if len(said) > len(keyed) + 3:
+            return
+        content = {w for w in _stems(said) if w not in FILLER}
+        if content and content <= set(_stems(keyed)):
             self.add(at, "TN053", f"{where}instructions only restate the key {key!r}")
 
     def noul(self, key: str, obj: Mapping[str, Any], text: str, where: str) -> None:
@@ -194,7 +226,7 @@ class _Rules:
         true = sides.get("true")
         described = any(isinstance(v, str) and v.strip() for v in sides.values())
         if "criteria" not in obj or not described:
-            if VAGUE.search(text):
+            if VAGUE_GATE.search(text):
                 self.add(
                     self.doc.at(("questions", key, "instructions")),
                     "TN063",
@@ -219,7 +251,7 @@ def _bare(level: Any) -> bool:
         if isinstance(level.get("description"), str) and level["description"].strip():
             return False
         level = level.get("label")
-    return isinstance(level, str) and bool(re.fullmatch(r"\s*[-+]?[\w.]+\s*", level))
+    return isinstance(level, str) and bool(_BARE.fullmatch(level))
 
 
 def _gate_paths(data: Mapping[str, Any]) -> Iterator[tuple[str, ...]]:

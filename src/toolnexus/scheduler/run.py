@@ -34,6 +34,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from contextvars import Context, ContextVar, copy_context
 from dataclasses import dataclass
+from typing import Any
 
 from ..decision import ClassifierUsage
 from ..errors import ConfigError
@@ -91,6 +92,9 @@ class Scheduler:
         self.stopped: RunStopped | None = None
         #: The run's own limiter, when the chain has one: it knows when the run may send again.
         self.limiter: RunLimiter | None = None
+        #: Called with a state and ``tokens.limit_violation``'s phrase before a request of that
+        #: state alone is sent over the wire's token limits (``BatchOptions.on_over_limit``).
+        self.on_over_limit: Callable[[Any, str], None] | None = None
 
     def not_before(self) -> float:
         """When the next admission can happen at the earliest, on this scheduler's clock."""

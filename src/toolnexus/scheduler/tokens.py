@@ -48,11 +48,12 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 __all__ = [
     "CONTEXT_TOKENS",
+    "LIMIT_SAFE_BYTES",
     "STATE_AND_QUESTION_TOKENS",
     "PrefixTally",
     "Tally",
@@ -61,6 +62,7 @@ __all__ = [
     "count_pieces",
     "estimate_tokens",
     "limit_violation",
+    "request_limit",
     "split_pieces",
     "tally",
 ]
@@ -251,3 +253,33 @@ def limit_violation(
             f"over {STATE_AND_QUESTION_TOKENS}"
         )
     return None
+
+
+#: Tokens by which the upper bound of a state followed by one question may pass the upper bound
+#: of the whole body holding them both (pieces meet differently at the joins: a few tokens).
+JOIN_SLACK = 64
+#: Body bytes at or under which no request without images can pass either limit: the upper
+#: bound is at most ``ceil(1.15 * (189 + 2.03 * bytes))`` (a piece is at least one byte, so
+#: ``units <= bytes``), and ``bytes + 218`` is smaller; at this size that is under
+#: ``STATE_AND_QUESTION_TOKENS - JOIN_SLACK`` (a test holds it with worst-case text). A batch
+#: checks the limits of a request only above it, so a run of ordinary states estimates nothing.
+LIMIT_SAFE_BYTES = math.floor(
+    ((STATE_AND_QUESTION_TOKENS - JOIN_SLACK - 1) / UPPER_MARGIN - OVERHEAD_TOKENS)
+    / TOKENS_PER_PIECE
+)
+
+
+def request_limit(
+    body: bytes,
+    state_and_longest_question: Callable[[], bytes],
+    images: Iterable[tuple[int, int]] = (),
+) -> tuple[TokenEstimate, str | None]:
+    """The estimate of a request whose canonical body is ``body``, and which wire limit its
+    upper bounds pass (:func:`limit_violation`'s phrase) or None. The 32k rule's text (the
+    state's bytes, then the longest question's) is built and estimated only when the whole
+    body's bound does not already settle it: that text is part of the body."""
+    sizes = list(images)
+    estimate = estimate_tokens(body, sizes)
+    if estimate.upper + JOIN_SLACK <= STATE_AND_QUESTION_TOKENS:
+        return estimate, None
+    return estimate, limit_violation(estimate, estimate_tokens(state_and_longest_question(), sizes))
