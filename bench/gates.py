@@ -119,7 +119,7 @@ def report_ratio() -> None:
     rng = random.Random(35)
     with tempfile.TemporaryDirectory() as tmp:
         run, labels, out = Path(tmp) / "run.jsonl", Path(tmp) / "labels.csv", Path(tmp) / "r.json"
-        plain = Path(tmp) / "plain.jsonl"
+        plain, plain_out = Path(tmp) / "plain.jsonl", Path(tmp) / "plain.json"
         with (
             run.open("w", encoding="utf-8") as f,
             plain.open("w", encoding="utf-8") as pf,
@@ -148,7 +148,7 @@ def report_ratio() -> None:
         def report(path: Path = run) -> tuple[float, float]:
             args = [
                 sys.executable, "-m", "toolnexus", "report", str(path), "--labels", str(labels),
-                "--format", "json", "-o", str(out),
+                "--format", "json", "-o", str(out if path == run else plain_out),
             ]  # fmt: skip
             got = run_measured(args, stdout=None)
             if got.code != 0:
