@@ -8,6 +8,9 @@ gates add <= 5% to ``batch``'s CPU per record."
 Measured, best of ``ROUNDS`` (interleaved, so a machine that slows down mid-run slows both
 sides alike):
 
+- ``toolnexus batch`` end to end against ``serve --synthetic`` (``N_BATCH`` states, four noul
+  questions), the batch process's CPU without and with the two gates: the issue's target;
+
 - per record, the CPU ``batch`` spends on a reply once it has it: decode the wire body
   (``parse_decision``), build the record (``decision_record``) and encode its JSON line, for
   four noul questions, without and with two gates (the issue's merge gate, four rules on
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +38,7 @@ from pathlib import Path
 from _common import run_measured
 
 N = 100_000
+N_BATCH = 20_000
 ROUNDS = 3
 REPORT_ROUNDS = 3
 TARGET_REPORT = 2.0
@@ -174,7 +179,84 @@ def report_ratio() -> None:
     )
 
 
+QUESTION_FILE = """\
+model: jev-1.13.0
+questions:
+  addresses_task: {type: noul, instructions: Does the change address the task?}
+  evidence_supports: {type: noul, instructions: Does the evidence support it?}
+  unrelated_changes: {type: noul, instructions: Are there unrelated changes?}
+  needs_clarification: {type: noul, instructions: Does the task need clarification?}
+"""
+GATES_SECTION = """\
+gates:
+  merge:
+    rules:
+      - {question: addresses_task, below: 0.5, action: hold}
+      - {question: evidence_supports, below: 0.5, action: hold}
+      - {question: unrelated_changes, at_least: 0.5, action: hold}
+      - {question: needs_clarification, at_least: 0.5, action: clarify}
+    default: permit
+    thresholds: {"yes": 0.8, "no": 0.2}
+  strict:
+    rules:
+      - {question: addresses_task, below: 0.5, action: hold}
+    default: permit
+"""
+
+
+def batch_end_to_end() -> None:
+    """``toolnexus batch`` against ``serve --synthetic`` (its own process, not measured): the
+    batch process's CPU (rusage) over ``N_BATCH`` states, with the question file without and
+    with the two gates. What the issue's target is about."""
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        plain, gated, states = d / "plain.yaml", d / "gated.yaml", d / "states.jsonl"
+        plain.write_text(QUESTION_FILE, "utf-8")
+        gated.write_text(QUESTION_FILE + GATES_SECTION, "utf-8")
+        states.write_text(
+            "".join(
+                json.dumps({"id": f"t{i}", "text": f"change {i}"}) + "\n" for i in range(N_BATCH)
+            ),
+            "utf-8",
+        )
+        server = subprocess.Popen(
+            [sys.executable, "-m", "toolnexus", "serve", "--synthetic", "--port", "0"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+
+        def cpu(questions: Path) -> float:
+            out = d / "out.jsonl"
+            out.unlink(missing_ok=True)
+            args = [
+                sys.executable, "-m", "toolnexus", "batch", str(questions), str(states),
+                "--id-field", "id", "--state-field", "text", "--concurrency", "64",
+                "--base-url", url, "-o", str(out),
+            ]  # fmt: skip
+            got = run_measured(args)
+            if got.code != 0:
+                raise SystemExit(f"batch exited {got.code}: {got.stderr}")
+            return got.cpu
+
+        try:
+            without, with_gates = [], []
+            for _ in range(ROUNDS):
+                without.append(cpu(plain))
+                with_gates.append(cpu(gated))
+        finally:
+            server.kill()
+            server.wait()
+    a, b = min(without), min(with_gates)
+    print(
+        f"batch against serve --synthetic, {N_BATCH:,} states, CPU of the batch process: "
+        f"{a:.2f} s ({a / N_BATCH * 1e6:.0f} us per record), with two gates {b:.2f} s: gates add "
+        f"{(b / a - 1) * 100:+.1f}% (target <= {TARGET_BATCH * 100:.0f}%)"
+    )
+
+
 def main() -> int:
+    batch_end_to_end()
     batch_share()
     report_ratio()
     return 0
