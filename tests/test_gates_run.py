@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from clirun import run_cli
+from clirun import error_line, run_cli
 from toolnexus.cli.questionfile import load_question_set
 from toolnexus.recordings import write_recording
 from toolnexus.records.codec import CsvCodec, read_csv_header
@@ -173,3 +173,63 @@ def test_batch_review_out_queues_what_the_gates_held_or_escalated(tmp_path: Path
     assert rows["bad"][1] == "merge held; strict held"
     assert rows["unsure"][1].startswith("merge escalated; strict escalated")
     assert rows["id"][-4:] == ["addresses_task", "needs_clarification", "merge", "strict"]
+
+
+def test_batch_emit_cases_writes_the_queue_as_golden_cases(tmp_path: Path) -> None:
+    """Issue 35 item 6: "``--emit-cases FILE`` writes golden cases (state, questions, expected
+    action) for regression tests": one JSONL line per record the review queue would hold
+    (``--emit-cases-all``: every record), ``{"id", "questions", "state", "expect": {"gates":
+    {GATE: ACTION}}}`` with the question file relative to the cases file, the shape ``pytest
+    --toolnexus-cases`` reads."""
+    _, rec = _setup(tmp_path)
+    only_merge = tmp_path / "merge.yaml"
+    only_merge.write_text(QUESTIONS.split("  strict:")[0], "utf-8")
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": s, "text": s}) + "\n" for s in STATES), "utf-8")
+    cases = tmp_path / "cases.jsonl"
+    base = ["batch", str(only_merge), str(src), "--id-field", "id", "--state-field", "text",
+            "--replay", str(rec), "--ordered"]  # fmt: skip
+    ran = run_cli(*base, "-o", str(tmp_path / "out.jsonl"), "--emit-cases", str(cases))
+    assert ran.code == 0, ran.stderr
+    got = [json.loads(line) for line in cases.read_text("utf-8").splitlines()]
+    # good is permitted with certain answers: not queued; the others are held or escalated
+    assert got == [
+        {"id": s, "questions": "merge.yaml", "state": s,
+         "expect": {"gates": {"merge": WANT[s]["merge"]["action"]}}}
+        for s in ("bad", "vague", "unsure")
+    ]  # fmt: skip
+    assert f"{cases}: 3 golden cases" in ran.stderr
+    ran = run_cli(*base, "-o", str(tmp_path / "all.jsonl"), "--emit-cases", str(cases),
+                  "--emit-cases-all")  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    assert [json.loads(line)["id"] for line in cases.read_text("utf-8").splitlines()] == list(
+        STATES
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        pytest.param(("--emit-cases", "C"), "give -o FILE", id="no-output"),
+        pytest.param(("-o", "O", "--emit-cases-all"), "goes with --emit-cases", id="all-alone"),
+        pytest.param(("-o", "O", "--emit-cases", "C", "STDIN"), "not from stdin", id="stdin"),
+        pytest.param(("-o", "O", "--emit-cases", "C", "NOGATES"), "has no gates", id="no-gates"),
+    ],
+)
+def test_batch_emit_cases_refusals_are_one_line(
+    tmp_path: Path, extra: tuple[str, ...], fragment: str
+) -> None:
+    qpath, rec = _setup(tmp_path)
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(QUESTIONS.split("gates:")[0], "utf-8")
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": "good", "text": "good"}) + "\n", "utf-8")
+    names = {"C": str(tmp_path / "c.jsonl"), "O": str(tmp_path / "o.jsonl")}
+    questions = plain if "NOGATES" in extra else qpath
+    inputs = [str(src), "-"] if "STDIN" in extra else [str(src)]
+    args = [names.get(a, a) for a in extra if a not in ("STDIN", "NOGATES")]
+    ran = run_cli("batch", str(questions), *inputs, "--id-field", "id", "--state-field", "text",
+                  "--replay", str(rec), *args)  # fmt: skip
+    assert ran.code == 2, ran.stderr
+    assert fragment in error_line(ran.stderr)
+    assert not (tmp_path / "o.jsonl").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,17 @@ def test_the_sweep_reproduces_an_independent_count_cell_for_cell(tmp_path: Path)
         answered = sum(r["n"] - r["escalated"] for r in at)
         assert point["answered"] == answered
         assert point["risk"] == pytest.approx((answered - sum(r["agreed"] for r in at)) / answered)
+    # issue 35 item 5, "per question and per gate ... AURC": the trapezoid area under the
+    # gate's curve over the coverage its floors span, written out here from the rows alone
+    points = sorted(
+        (sum(r["n"] - r["escalated"] for r in at) / sum(r["n"] for r in at),
+         1 - sum(r["agreed"] for r in at) / sum(r["n"] - r["escalated"] for r in at))
+        for at in ([r for r in rows if r["floor"] == f / 100] for f in range(50, 100, 5))
+        if sum(r["n"] - r["escalated"] for r in at)
+    )  # fmt: skip
+    pairs = pairwise(points)
+    area = sum((c1 - c0) * (r0 + r1) / 2 for (c0, r0), (c1, r1) in pairs)
+    assert sweep["aurc"] == pytest.approx(area / (points[-1][0] - points[0][0]))
 
 
 def test_floors_and_the_table(tmp_path: Path) -> None:
@@ -165,6 +177,7 @@ def test_floors_and_the_table(tmp_path: Path) -> None:
     )  # fmt: skip
     assert "sweep of gate merge (thresholds (inclusive); let through: permit; per" in table.out
     assert "caught by direction/by confidence/alone)" in table.out
+    assert "gate merge: AURC 0." in table.out  # issue 35 item 5: AURC per gate, in the table
     assert "matches no question key" not in table.stderr  # merge is the gate's outcome column
 
 
@@ -207,3 +220,28 @@ def test_the_html_report_shows_the_sweep_self_contained(tmp_path: Path) -> None:
     assert "<h2>Sweep of gate merge" in html
     assert "<th>needs_clarification dir/conf/alone</th>" in html
     assert 'aria-label="gate merge: risk against coverage"' in html  # item 5, per gate
+    assert report.sweeps is not None and report.sweeps["merge"].aurc is not None
+    assert f"risk against coverage, by floor (AURC {report.sweeps['merge'].aurc:.4f})</h3>" in html
+
+
+@pytest.mark.parametrize(
+    ("points", "want"),
+    [
+        pytest.param([(0.5, 0.4), (1.0, 0.2)], 0.3, id="two-floors-mean-of-a-trapezoid"),
+        pytest.param([(0.2, 0.0), (0.6, 0.2), (1.0, 0.2)], 0.15, id="three-floors"),
+        pytest.param([(0.7, 0.25)], 0.25, id="one-floor-its-risk"),
+        pytest.param([(0.7, 0.1), (0.7, 0.3)], 0.2, id="one-coverage-mean-risk"),
+        pytest.param([], None, id="nothing-decided"),
+    ],
+)
+def test_gate_aurc_is_the_mean_risk_under_the_curve(
+    points: list[tuple[float, float]], want: float | None
+) -> None:
+    """Issue 35 item 5: "Per question and per gate: coverage against risk ... with AURC"."""
+    from toolnexus.report.selective import RiskPoint
+    from toolnexus.report.sweep import gate_aurc
+
+    curve = [RiskPoint(0.5 + i / 100, 10, c, r) for i, (c, r) in enumerate(points)]
+    curve.append(RiskPoint(0.99, 0, 0.0, None))  # a floor that decided nothing: left out
+    got = gate_aurc(curve)
+    assert got == (None if want is None else pytest.approx(want))

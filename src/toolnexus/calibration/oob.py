@@ -1,36 +1,57 @@
-"""The out-of-bag guard on a chosen cut-point (issue 35 item 4): a floor chosen and scored on
-the same rows is optimistic on a small sample, so before ``--write-thresholds`` writes one it is
-chosen again on bootstrap resamples and scored on the rows each resample left out. Pure.
+"""Floors chosen out of bag (issue 35 item 4): a floor chosen and scored on the same rows is
+optimistic on a small sample, so ``--write-thresholds`` chooses it on bootstrap resamples and
+scores it on the rows each resample left out. Pure.
 
-Per resample: draw ``n`` rows with replacement (``random.Random(seed)``), search the cut-point on
-the drawn rows with the same search as the report (``threshold_for_precision``), and measure
-its precision on the rows not drawn (out of bag). A resample whose drawn rows reach no
-cut-point, or whose left-out rows answer nothing at it, has no estimate; the guard says how many
-had one. The estimate is the mean of the out-of-bag precisions, with their 2.5 and 97.5
-percentiles; a floor whose estimate misses the target, or that fewer than half the resamples
-could find, is refused.
+The rule, in two passes over the same ``resamples`` draws (``random.Random(seed)``, ``n`` rows
+with replacement each):
+
+1. per resample, the lowest cut-point whose drawn rows reach the target
+   (``threshold_for_precision``, the report's own search);
+2. the candidates are those cut-points from their median up to their :data:`CHOICE_QUANTILE`
+   quantile (nearest rank: each one of them). Per resample, each candidate's precision on the
+   rows the resample did not draw (out of bag), when at least :data:`OOB_MIN_N` of them are at
+   or above it (fewer say nothing: a floor above which one or two rows sit is "right" by
+   luck); a candidate's estimate is the mean of those, with their 2.5 and 97.5 percentiles;
+3. the floor is the lowest candidate whose estimate reaches the target over at least half the
+   resamples; none does: the median's numbers, refused.
+
+Not the lowest cut that just reaches the target on one sample: it sits at the target's edge and
+misses it by a hair out of bag about half the time. The median is the choice made out of bag;
+stepping up from it, at most to the 0.75 quantile, buys the margin with coverage. (Precision is
+not monotonic in the floor: a higher floor is not always safer, so each step is measured, not
+assumed.)
+
+A floor is refused when fewer than half the resamples reach the target at all, or when no
+candidate's estimate reaches it; the refusal names the numbers.
 """
 
 from __future__ import annotations
 
+import math
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ..report.metrics import threshold_for_precision
 
-__all__ = ["OOB_RESAMPLES", "OOB_SEED", "OobGuard", "oob_guard"]
+__all__ = ["CHOICE_QUANTILE", "OOB_MIN_N", "OOB_RESAMPLES", "OOB_SEED", "OobGuard", "oob_guard"]
 
 OOB_RESAMPLES = 200
 OOB_SEED = 0
+#: Which of the resamples' cut-points is written (nearest rank, of those sorted ascending).
+CHOICE_QUANTILE = 0.75
+#: The fewest out-of-bag answers at the floor a resample's estimate rests on.
+OOB_MIN_N = 5
 
 
 @dataclass(frozen=True)
 class OobGuard:
-    """What the resamples say of a side's cut-point at ``target`` precision: ``estimate`` (mean
-    out-of-bag precision; None when no resample had one), its 95% percentile ``low``..``high``,
-    ``used`` of ``resamples`` resamples with an estimate (seed ``seed``), ``min_n`` the fewest
-    out-of-bag answers an estimate rests on, and whether the floor is ``accepted``."""
+    """A side's floor at ``target`` precision, chosen out of bag: ``floor`` (None: fewer than
+    half the resamples reach the target; ``found`` of them did), ``estimate`` (mean out-of-bag
+    precision at ``floor``; None when no resample had one), its 95% percentile
+    ``low``..``high``, ``used`` of ``resamples`` resamples with an estimate (seed ``seed``),
+    each resting on at least ``min_n`` out-of-bag answers, and whether the floor is
+    ``accepted``."""
 
     target: float
     estimate: float | None
@@ -41,18 +62,26 @@ class OobGuard:
     seed: int
     min_n: int
     accepted: bool
+    floor: float | None = None
+    found: int = 0
 
     def text(self) -> str:
         """``out-of-bag precision 0.71 [0.52, 0.88] over 187 of 200 resamples (seed 0, min n
         3)``: the numbers a refusal names."""
+        if self.floor is None:
+            return (
+                f"only {self.found} of {self.resamples} resamples (seed {self.seed}) reach the "
+                "target: no floor chosen"
+            )
         if self.estimate is None:
             return (
-                f"no out-of-bag estimate: none of {self.resamples} resamples (seed {self.seed}) "
-                "found a cut-point answered out of bag"
+                f"no out-of-bag estimate at floor {self.floor:g}: none of {self.resamples} "
+                f"resamples (seed {self.seed}) has {self.min_n} answers at or above it out of bag"
             )
         return (
-            f"out-of-bag precision {self.estimate:.3g} [{self.low:.3g}, {self.high:.3g}] over "
-            f"{self.used} of {self.resamples} resamples (seed {self.seed}, min n {self.min_n})"
+            f"floor {self.floor:g}: out-of-bag precision {self.estimate:.3g} [{self.low:.3g}, "
+            f"{self.high:.3g}] over {self.used} of {self.resamples} resamples (seed {self.seed}, "
+            f"min n {self.min_n})"
         )
 
 
@@ -64,6 +93,13 @@ def _percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
+def _draws(n: int, resamples: int, seed: int) -> Iterator[list[int]]:
+    """The same ``resamples`` draws of ``n`` rows, for each pass."""
+    rng = random.Random(seed)
+    for _ in range(resamples if n else 0):
+        yield [rng.randrange(n) for _ in range(n)]
+
+
 def oob_guard(
     y_true: Sequence[int],
     y_prob: Sequence[float],
@@ -71,31 +107,47 @@ def oob_guard(
     *,
     resamples: int = OOB_RESAMPLES,
     seed: int = OOB_SEED,
+    quantile: float = CHOICE_QUANTILE,
+    min_n: int = OOB_MIN_N,
 ) -> OobGuard:
-    """The guard on the yes side (``p >= cut``) at ``target`` precision; for the no side pass
-    ``1 - y`` and ``1 - p``."""
+    """The yes side's floor (``p >= floor``) at ``target`` precision, chosen and estimated out
+    of bag (the module's rule); for the no side pass ``1 - y`` and ``1 - p``."""
     n = len(y_true)
-    rng = random.Random(seed)
-    values: list[float] = []
-    min_n = 0
-    for _ in range(resamples if n else 0):
-        drawn = [rng.randrange(n) for _ in range(n)]
-        seen = set(drawn)
+    cuts = []
+    for drawn in _draws(n, resamples, seed):
         cut = threshold_for_precision(
             [y_true[i] for i in drawn], [y_prob[i] for i in drawn], target
         ).threshold
-        if cut is None:
-            continue
-        said = [y_true[i] for i in range(n) if i not in seen and y_prob[i] >= cut]
-        if not said:
-            continue
-        values.append(sum(said) / len(said))
-        min_n = len(said) if not min_n else min(min_n, len(said))
+        if cut is not None:
+            cuts.append(cut)
+    if not cuts or 2 * len(cuts) < resamples:
+        return OobGuard(target, None, None, None, resamples, 0, seed, min_n, False, None, len(cuts))
+    cuts.sort()
+    # The candidates: the resamples' cuts from their median to their CHOICE_QUANTILE, lowest
+    # first; the first whose out-of-bag estimate reaches the target is the floor.
+    low_at = max(0, math.ceil(0.5 * len(cuts)) - 1)
+    high_at = max(low_at, math.ceil(quantile * len(cuts)) - 1)
+    candidates = sorted(set(cuts[low_at : high_at + 1]))
+    per_candidate: list[list[float]] = [[] for _ in candidates]
+    for drawn in _draws(n, resamples, seed):
+        seen = set(drawn)
+        out = [(y_prob[i], y_true[i]) for i in range(n) if i not in seen]
+        for values, floor in zip(per_candidate, candidates, strict=True):
+            said = [y for p, y in out if p >= floor]
+            if len(said) >= min_n:
+                values.append(sum(said) / len(said))
+    chosen = 0
+    for at, values in enumerate(per_candidate):
+        if values and 2 * len(values) >= resamples and sum(values) / len(values) >= target:
+            chosen = at
+            break
+    floor, values = candidates[chosen], per_candidate[chosen]
     if not values:
-        return OobGuard(target, None, None, None, resamples, 0, seed, 0, False)
+        return OobGuard(
+            target, None, None, None, resamples, 0, seed, min_n, False, floor, len(cuts)
+        )
     values.sort()
     estimate = sum(values) / len(values)
-    accepted = estimate >= target and 2 * len(values) >= resamples
     return OobGuard(
         target,
         estimate,
@@ -105,5 +157,7 @@ def oob_guard(
         len(values),
         seed,
         min_n,
-        accepted,
+        estimate >= target and 2 * len(values) >= resamples,
+        floor,
+        len(cuts),
     )

@@ -77,6 +77,10 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings, run_span: Any) 
     price = price_of(cfg.price)
     if cfg.review_out is not None and cfg.output is None:
         raise CliError("--review-out reads the records the run wrote: give -o FILE")
+    if cfg.emit_cases is not None or cfg.emit_cases_all:
+        from .batch_cases import check_cases
+
+        check_cases(cfg, questions)
     cache = None
     if cfg.use_cache:
         if settings.style != "systemone":
@@ -117,6 +121,10 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings, run_span: Any) 
         )
     if cfg.review_out is not None and summary.interrupted is None:
         _write_review(cfg.output, cfg.review_out, questions)
+    if cfg.emit_cases is not None and summary.interrupted is None:
+        from .batch_cases import write_cases
+
+        write_cases(cfg, questions)
     if summary.interrupted is not None:
         sys.stderr.write(f"toolnexus: {_resume_hint(cfg.output, summary.kept_old_output)}\n")
         raise typer.Exit(EXIT_INTERRUPTED if summary.interrupted == "SIGINT" else EXIT_TERMINATED)

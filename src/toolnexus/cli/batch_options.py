@@ -173,6 +173,23 @@ class BatchFlags:
             metavar="FILE",
         ),
     ] = None
+    emit_cases: Annotated[
+        str | None,
+        typer.Option(
+            "--emit-cases",
+            help="After the run, write golden cases for regression tests as JSONL, one line per "
+            'record the review queue would hold: {"id", "questions", "state", "expect": '
+            '{"gates": {GATE: ACTION}}} (pytest --toolnexus-cases FILE). Needs -o and a '
+            "question file with gates.",
+            metavar="FILE",
+        ),
+    ] = None
+    emit_cases_all: Annotated[
+        bool,
+        typer.Option(
+            "--emit-cases-all", help="--emit-cases writes every decided record, not only the queue."
+        ),
+    ] = False
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RunStopped
 from ..records import DecisionRecord, ErrorRecord, Record
+from ..records.gates import GateSet
 from .batch_ids import question_set_sha256
 from .batch_inputs import iter_inputs
 from .batch_items import InputItem
@@ -97,7 +98,8 @@ class _Run:
         self.cfg = cfg
         self.watch = watch
         self.recalibrator = recalibrator
-        self.gates = gates
+        # compiled once for the run: a record walks them without a lookup (issue 35, Speed)
+        self.gates = GateSet(gates) if gates else gates
         self.backend = backend
         self.questions = questions
         self.writer = writer

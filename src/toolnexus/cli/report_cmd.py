@@ -151,8 +151,8 @@ def report_command(
             "--write-thresholds",
             help="With --target-precision: write per noul question a consistent pair of "
             "cut-points (no <= yes) to FILE, for eval/batch --thresholds @FILE. Each side is "
-            "chosen again on 200 bootstrap resamples (seed 0) and measured out of bag; a pair "
-            "whose out-of-bag precision misses the target is refused and not written.",
+            "chosen on 200 bootstrap resamples (seed 0) and measured out of bag (min n 5); a "
+            "pair whose out-of-bag precision misses the target is refused and not written.",
             metavar="FILE",
             show_default=False,
         ),

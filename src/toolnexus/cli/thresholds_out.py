@@ -1,7 +1,8 @@
 """``report --target-precision P --write-thresholds FILE``: the ``--thresholds @FILE`` that
 ``eval``/``batch`` read, per noul question a consistent ``yes``/``no`` pair and per choice or
-score question a ``min_confidence`` floor (issue 35 item 4), each side chosen again on bootstrap
-resamples and measured out of bag (``report.floors``) before it may be written. A floor whose
+score question a ``min_confidence`` floor (issue 35 item 4), each floor chosen on bootstrap
+resamples and measured out of bag (``calibration.oob``'s rule, ``report.floors``): what is
+written is that out-of-bag choice, never the report's in-sample search. A floor whose
 out-of-bag estimate misses the target is refused with the numbers on stderr and not written.
 The bootstrap runs only here, when a target is asked."""
 
@@ -31,16 +32,17 @@ def _pair_lines(
         if pair is None:
             continue
         target = pair.target_precision
-        if pair.yes is None or pair.no is None:
+        guard = guards.get(key)
+        if guard is None:
             missing.append(f"question {key!r}: no pair written: {pair.reason}")
             continue
-        guard = guards.get(key)
-        if guard is not None and not guard.accepted:
+        yes, no = guard.yes.floor, guard.no.floor
+        if not guard.accepted or yes is None or no is None:
             sides = [
-                f"{side} {g.text()}, in-sample {inside:.3g}"
+                f"{side} {g.text()}" + (f", in-sample {inside:.3g}" if inside is not None else "")
                 for side, g, inside in (
-                    ("yes:", guard.yes, pair.yes_precision or 0.0),
-                    ("no:", guard.no, pair.no_precision or 0.0),
+                    ("yes:", guard.yes, guard.yes_in_sample),
+                    ("no:", guard.no, guard.no_in_sample),
                 )
                 if not g.accepted
             ]
@@ -49,9 +51,15 @@ def _pair_lines(
                 f"{pair.target_precision:g} is missed out of bag ({'; '.join(sides)})"
             )
             continue
-        lines += [f"  {json.dumps(key)}:", f"    yes: {pair.yes!r}", f"    no: {pair.no!r}"]
-        if guard is not None:
-            lines += [f"    # yes {guard.yes.text()}", f"    # no {guard.no.text()}"]
+        no_cut = round(1.0 - no, 10)  # the no side was chosen on 1 - p
+        if no_cut > yes:
+            missing.append(
+                f"question {key!r}: pair refused, not written: out of bag, no <= {no_cut:g} is "
+                f"above yes >= {yes:g}"
+            )
+            continue
+        lines += [f"  {json.dumps(key)}:", f"    yes: {yes!r}", f"    no: {no_cut!r}"]
+        lines += [f"    # yes {guard.yes.text()}", f"    # no {guard.no.text()}"]
     return lines, missing, target
 
 
@@ -60,8 +68,8 @@ def _floor_lines(floors: Mapping[str, GuardedFloor]) -> tuple[list[str], list[st
     for key, f in floors.items():
         if f.floor is None:
             missing.append(
-                f"question {key!r}: no min_confidence written: no confidence floor reaches "
-                f"accuracy {f.target:g} on these labels"
+                f"question {key!r}: no min_confidence written: accuracy {f.target:g} is not "
+                f"reached ({f.guard.text()})"
             )
         elif not f.guard.accepted:
             missing.append(
@@ -92,10 +100,11 @@ def thresholds_yaml(
     if target is None and floors:
         target = next(iter(floors.values())).target
     head = [
-        f"# toolnexus report --target-precision {target:g}: per noul question, yes from the "
-        "search and no <= yes; per choice or score question, the lowest min_confidence",
-        "# whose accuracy reaches it. For this model and way of asking only (seed 000). Use: "
-        "--thresholds @THIS_FILE",
+        f"# toolnexus report --target-precision {target:g}: per noul question a yes/no pair, "
+        "per choice or score question a min_confidence, each chosen on bootstrap resamples",
+        "# (the median of the resamples' lowest floors reaching the target, stepped up at most to "
+        "their 0.75 quantile until it holds out of bag), written only when it holds.",
+        "# For this model and way of asking only (seed 000). Use: --thresholds @THIS_FILE",
         "questions:" if lines else "questions: {}",
     ]
     return "\n".join(head + lines) + "\n", missing

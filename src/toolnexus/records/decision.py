@@ -15,6 +15,7 @@ from ..consistency import consistency_flags
 from ..decision import Answer, ChoiceAnswer, Decision, ScoreAnswer
 from ..questions import Question
 from ..validation import DEFAULT_THRESHOLDS, FLAGS, threshold_band, validate_decision
+from .gates import gate_records
 from .model import RECORD_KEYS
 
 if TYPE_CHECKING:
@@ -138,19 +139,6 @@ def answer_record(
     return out
 
 
-def gate_records(
-    gates: Mapping[str, Policy], decision: Decision, questions: Mapping[str, Question] | None
-) -> dict[str, dict[str, Any]]:
-    """Each gate over ``decision`` (``Policy.decide``, the one rule): ``{action, escalated,
-    reason}`` by gate name, in the file's order. A gate reads the wire answers, never a
-    recalibrated one: what it decides is what ``toolnexus.gate`` decides on the same reply."""
-    out: dict[str, dict[str, Any]] = {}
-    for name, policy in gates.items():
-        got = policy.decide(decision.answers, questions)
-        out[name] = {"action": got.action, "escalated": got.escalated, "reason": got.reason}
-    return out
-
-
 def decision_record(
     decision: Decision,
     questions: Mapping[str, Question],
@@ -222,7 +210,9 @@ def decision_record(
     if gates:
         # A valid decision (validated here, or fail-closed by the batch stream) has no answer
         # a gate could find invalid: the per-answer check is paid only for an invalid one.
-        out["gates"] = gate_records(gates, decision, questions if problem is not None else None)
+        out["gates"] = gate_records(
+            gates, decision.answers, questions if problem is not None else None
+        )
     if recalibrated is not None:
         out["recalibrated"] = recalibrated
     return out

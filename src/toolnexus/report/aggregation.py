@@ -27,6 +27,7 @@ from .accumulators import (
     _shown,
 )
 from .compare import Delta, Snapshot
+from .judged import GateCounts
 from .labels import Labels
 from .levels import ScoreStats
 from .model import QuestionReport, RunSummary
@@ -157,6 +158,8 @@ class RunStats:
         #: per question key, resolved once (:data:`Plan`)
         self._plan: dict[str, Plan] = {}
         self._rows = labels.rows if labels is not None else {}
+        #: each gate's actions, escalations and outcomes, counted in this pass (issue 35)
+        self.gates = GateCounts()
 
     def _question(self, key: str, answer: Mapping[str, Any]) -> QuestionStats:
         qtype = answer.get("type")
@@ -194,6 +197,9 @@ class RunStats:
             record.get("usage"),
         )
         self._count_answers(answers, sid)
+        gates = record.get("gates")
+        if gates is not None:
+            self.gates.add(gates, sid, self._rows.get(sid), self.labels)
 
     def count_record(
         self,
@@ -347,6 +353,7 @@ class RunStats:
         self.spent.merge(other.spent)
         self.cached.merge(other.cached)
         self.cached_records += other.cached_records
+        self.gates.merge(other.gates)
         self._plan = {}
         for key, st in other.questions.items():
             mine = self.questions.get(key)

@@ -71,7 +71,7 @@ def build_report(
         warnings += skipped
     from .judged import judge_section
 
-    gates, paired = judge_section(runs, labels)
+    gates, paired = judge_section(runs, labels, stats[-1].gates)
     problem = None
     if labels is not None:
         warnings += labels.notes

@@ -16,6 +16,7 @@ __all__ = [
     "GuardedPair",
     "confidence_floors",
     "guard_pairs",
+    "in_sample",
     "labelled_confidence",
     "labelled_noul",
 ]
@@ -23,10 +24,14 @@ __all__ = [
 
 @dataclass(frozen=True)
 class GuardedPair:
-    """One question's pair with the guard of each side; ``accepted`` when both pass."""
+    """One question's pair with the guard of each side; ``accepted`` when both pass. The
+    in-sample precision of each side at its out-of-bag floor, on all the labels (None: no
+    floor)."""
 
     yes: OobGuard
     no: OobGuard
+    yes_in_sample: float | None = None
+    no_in_sample: float | None = None
 
     @property
     def accepted(self) -> bool:
@@ -58,14 +63,17 @@ def labelled_noul(
 
 def guard_pairs(run: str, labels: Labels, targets: Mapping[str, float]) -> dict[str, GuardedPair]:
     """Each question of ``targets`` (key -> target precision): both sides of its cut-point pair
-    chosen again on resamples and measured out of bag."""
+    chosen on resamples and measured out of bag (the pair written is theirs, not the report's
+    in-sample search)."""
     arrays = labelled_noul(run, labels, list(targets))
     out = {}
     for key, target in targets.items():
         ys, ps = arrays[key]
-        yes = oob_guard(ys, ps, target)
-        no = oob_guard([1 - y for y in ys], [1.0 - p for p in ps], target)
-        out[key] = GuardedPair(yes, no)
+        no_ys, no_ps = [1 - y for y in ys], [1.0 - p for p in ps]
+        yes, no = oob_guard(ys, ps, target), oob_guard(no_ys, no_ps, target)
+        out[key] = GuardedPair(
+            yes, no, in_sample(ys, ps, yes.floor), in_sample(no_ys, no_ps, no.floor)
+        )
     return out
 
 
@@ -98,9 +106,9 @@ def labelled_confidence(
 
 @dataclass(frozen=True)
 class GuardedFloor:
-    """A choice or score question's ``min_confidence`` for a target accuracy: the lowest wire
-    confidence whose answers at or above it are right at least ``target`` of the time on these
-    labels (``floor`` None: none is), its in-sample accuracy, and the out-of-bag guard."""
+    """A choice or score question's ``min_confidence`` for a target accuracy, chosen out of bag
+    (``calibration.oob``: ``floor`` None when fewer than half the resamples reach it), the
+    accuracy of the answers at or above it on all the labels (in sample), and the guard."""
 
     target: float
     floor: float | None
@@ -113,16 +121,20 @@ def confidence_floors(
 ) -> dict[str, GuardedFloor]:
     """Per choice or score question of ``targets`` (key -> target accuracy): its floor and guard
     (issue 35 item 4: "choice and score confidence floors")."""
-    from .metrics import threshold_for_precision
-
     arrays = labelled_confidence(run, labels, list(targets))
     out = {}
     for key, target in targets.items():
         right, conf = arrays[key]
         if not right:
             continue
-        found = threshold_for_precision(right, conf, target)
-        out[key] = GuardedFloor(
-            target, found.threshold, found.precision, oob_guard(right, conf, target)
-        )
+        guard = oob_guard(right, conf, target)
+        out[key] = GuardedFloor(target, guard.floor, in_sample(right, conf, guard.floor), guard)
     return out
+
+
+def in_sample(y_true: list[int], y_prob: list[float], floor: float | None) -> float | None:
+    """The share of yes among the rows at or above ``floor``, on every row."""
+    if floor is None:
+        return None
+    said = [y for y, p in zip(y_true, y_prob, strict=True) if p >= floor]
+    return sum(said) / len(said) if said else None

@@ -7,8 +7,9 @@
   right: fixes (wrong in the first, right in the second), breaks (right, then wrong), both
   right, both wrong, and McNemar's exact two-sided p over the discordant pairs.
 
-A second pass over the runs, taken only when a run carries gates or two runs are compared on
-labels: other reports read their files once, as before. Pure counting; no numpy, no scipy.
+The gates are counted in the report's one pass over the run (:class:`GateCounts`, fed by
+``RunStats.add``); only a paired comparison reads the two runs again. Pure counting; no
+numpy, no scipy.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from .labels import Labels
 from .runs import iter_records
 
-__all__ = ["GateReport", "PairedCount", "judge_section", "mcnemar_p"]
+__all__ = ["GateCounts", "GateReport", "PairedCount", "judge_section", "mcnemar_p"]
 
 _SKIP: Mapping[str, str] = {"json": "skip"}  # model.SKIP (model imports this module)
 _OMIT_NONE: Mapping[str, str] = {"json": "omit_none"}
@@ -110,59 +111,94 @@ def decided_records(path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
             yield str(obj["id"]), obj
 
 
-def _has_gates(path: str) -> bool:
-    """A run's records carry gates when its first decided record does (one question file)."""
-    for _, record in decided_records(path):
-        return isinstance(record.get("gates"), Mapping)
-    return False
+class GateCounts:
+    """Per gate, what the judged run's records say, counted in the report's one pass over the
+    run (``RunStats.add``; issue 35, Speed: no second pass for gates): each action's count,
+    the escalations and their first ids, and with a labels column named after the gate, the
+    actions by outcome. Chunks counted apart :meth:`merge` in file order."""
 
+    __slots__ = ("_columns", "actions", "escalated", "first_ids", "outcomes")
 
-def _gate_reports(path: str, labels: Labels | None) -> dict[str, GateReport]:
-    actions: dict[str, Counter[str]] = {}
-    escalated: Counter[str] = Counter()
-    first_ids: dict[str, list[str]] = {}
-    outcomes: dict[str, dict[str, Counter[str]]] = {}
-    for item_id, record in decided_records(path):
-        gates = record.get("gates")
-        if not isinstance(gates, Mapping):
-            continue
-        row = labels.rows.get(item_id) if labels is not None else None
+    def __init__(self) -> None:
+        self.actions: dict[str, dict[str, int]] = {}
+        self.escalated: dict[str, int] = {}
+        self.first_ids: dict[str, list[str]] = {}
+        self.outcomes: dict[str, dict[str, dict[str, int]]] = {}
+        #: per gate, its labels column (0: none), resolved when the gate is first met
+        self._columns: dict[str, int] = {}
+
+    def add(self, gates: Any, sid: str, row: tuple[Any, ...] | None, labels: Labels | None) -> None:
+        """One record's ``gates`` (anything but an object of objects is not counted, as
+        before); ``row`` its labels row, if any."""
+        if type(gates) is not dict:
+            return
+        columns = self._columns
         for name, g in gates.items():
-            if not isinstance(g, Mapping):
+            if type(g) is not dict:
                 continue
-            action = str(g.get("action", ""))
-            actions.setdefault(name, Counter())[action] += 1
+            action = g.get("action", "")
+            if type(action) is not str:
+                action = str(action)
+            counts = self.actions.get(name)
+            if counts is None:
+                counts = self.actions[name] = {}
+                columns[name] = (labels.column(name) or 0) if labels is not None else 0
+            counts[action] = counts.get(action, 0) + 1
             if g.get("escalated") is True:
-                escalated[name] += 1
-                ids = first_ids.setdefault(name, [])
+                self.escalated[name] = self.escalated.get(name, 0) + 1
+                ids = self.first_ids.setdefault(name, [])
                 if len(ids) < _FIRST_IDS:
-                    ids.append(item_id)
-            if row is not None and labels is not None:
-                at = labels.column(name)
-                if at is not None and row[at]:
-                    outcomes.setdefault(name, {}).setdefault(row[at], Counter())[action] += 1
-    out: dict[str, GateReport] = {}
-    for name, counts in actions.items():
-        n = sum(counts.values())
-        by_outcome = outcomes.get(name)
-        labelled = sum(sum(c.values()) for c in by_outcome.values()) if by_outcome else 0
-        agreed = sum(c[o] for o, c in by_outcome.items()) if by_outcome else 0
-        out[name] = GateReport(
-            n=n,
-            actions=dict(sorted(counts.items())),
-            escalated=escalated[name],
-            escalated_share=escalated[name] / n if n else None,
-            labelled=labelled,
-            agreed=agreed,
-            accuracy=agreed / labelled if labelled else None,
-            outcomes=(
-                {o: dict(sorted(c.items())) for o, c in sorted(by_outcome.items())}
-                if by_outcome
-                else None
-            ),
-            escalated_ids=tuple(first_ids.get(name, ())),
-        )
-    return out
+                    ids.append(sid)
+            if row is not None:
+                at = columns[name]
+                if at and row[at]:
+                    by = self.outcomes.setdefault(name, {}).setdefault(row[at], {})
+                    by[action] = by.get(action, 0) + 1
+
+    def merge(self, other: GateCounts) -> None:
+        """Add ``other``, the next chunk of the same run."""
+        for name, counts in other.actions.items():
+            mine = self.actions.setdefault(name, {})
+            for action, n in counts.items():
+                mine[action] = mine.get(action, 0) + n
+        for name, n in other.escalated.items():
+            self.escalated[name] = self.escalated.get(name, 0) + n
+        for name, ids in other.first_ids.items():
+            mine_ids = self.first_ids.setdefault(name, [])
+            mine_ids.extend(ids[: _FIRST_IDS - len(mine_ids)])
+        for name, by_outcome in other.outcomes.items():
+            mine_out = self.outcomes.setdefault(name, {})
+            for outcome, counts in by_outcome.items():
+                into = mine_out.setdefault(outcome, {})
+                for action, n in counts.items():
+                    into[action] = into.get(action, 0) + n
+        self._columns = {}
+
+    def reports(self) -> dict[str, GateReport] | None:
+        """The report's ``gates``; None when no record carried any."""
+        out: dict[str, GateReport] = {}
+        for name, counts in self.actions.items():
+            n = sum(counts.values())
+            by_outcome = self.outcomes.get(name)
+            labelled = sum(sum(c.values()) for c in by_outcome.values()) if by_outcome else 0
+            agreed = sum(c.get(o, 0) for o, c in by_outcome.items()) if by_outcome else 0
+            escalated = self.escalated.get(name, 0)
+            out[name] = GateReport(
+                n=n,
+                actions=dict(sorted(counts.items())),
+                escalated=escalated,
+                escalated_share=escalated / n if n else None,
+                labelled=labelled,
+                agreed=agreed,
+                accuracy=agreed / labelled if labelled else None,
+                outcomes=(
+                    {o: dict(sorted(c.items())) for o, c in sorted(by_outcome.items())}
+                    if by_outcome
+                    else None
+                ),
+                escalated_ids=tuple(self.first_ids.get(name, ())),
+            )
+        return out or None
 
 
 def _verdicts(path: str, labels: Labels) -> dict[str, dict[str, bool]]:
@@ -220,10 +256,11 @@ def _paired(before: str, after: str, labels: Labels) -> dict[str, PairedCount]:
 
 
 def judge_section(
-    runs: Sequence[str], labels: Labels | None
+    runs: Sequence[str], labels: Labels | None, counted: GateCounts | None = None
 ) -> tuple[dict[str, GateReport] | None, dict[str, PairedCount] | None]:
-    """The report's ``gates`` (of the last run; None when its records carry none) and
-    ``paired`` (two runs and labels; else None)."""
-    gates = _gate_reports(runs[-1], labels) if _has_gates(runs[-1]) else None
+    """The report's ``gates`` (of the last run, as its one counting pass found them in
+    ``counted``; None when its records carry none) and ``paired`` (two runs and labels; else
+    None: the one report that reads its runs again)."""
+    gates = counted.reports() if counted is not None else None
     paired = _paired(runs[0], runs[1], labels) if len(runs) == 2 and labels is not None else None
-    return gates or None, paired
+    return gates, paired

@@ -124,6 +124,7 @@ def judged_html(report: Report) -> str:
         parts.append(_table(head, rows, (0, 2, 3, 4, 5, 6)))
         points = [(p.coverage, p.risk) for p in sweep.curve if p.risk is not None]
         if points:
-            parts.append(f"<h3>gate {escape(name)}: risk against coverage, by floor</h3>")
+            aurc = "" if sweep.aurc is None else f" (AURC {sweep.aurc:.4f})"
+            parts.append(f"<h3>gate {escape(name)}: risk against coverage, by floor{aurc}</h3>")
             parts.append(risk_chart(f"gate {name}", points))
     return "\n".join(parts)

@@ -20,7 +20,7 @@ from .judged import decided_records
 from .labels import COMMENT_PREFIX
 from .runs import ReportInputError
 
-__all__ = ["write_review"]
+__all__ = ["queue_reasons", "write_review"]
 
 _QUEUED_FLAGS = ("uncertain", "near-uniform", "invalid")
 
@@ -40,7 +40,10 @@ def _said(answer: Any) -> str:
     return str(kind or "")
 
 
-def _why(record: Mapping[str, Any], defaults: Mapping[str, str]) -> list[str]:
+def queue_reasons(record: Mapping[str, Any], defaults: Mapping[str, str]) -> list[str]:
+    """Why the review queue holds ``record`` (``[]``: it does not): a gate escalated it, or held
+    it (an action but its default, for the gates of ``defaults``), or an answer is uncertain,
+    near-uniform or invalid. ``batch --emit-cases`` picks its cases with it."""
     reasons = []
     for name, g in (record.get("gates") or {}).items():
         if not isinstance(g, Mapping):
@@ -70,7 +73,7 @@ def write_review(run: str, path: str, defaults: Mapping[str, str] | None = None)
         got = got if isinstance(got, Mapping) else {}
         if not keys and not gates:
             keys, gates = list(answers), list(got)
-        why = _why(record, defaults or {})
+        why = queue_reasons(record, defaults or {})
         if not why:
             continue
         row = [item_id, "; ".join(why)]

@@ -19,7 +19,8 @@ caught-alone column is about questions, not about the first-match order.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import pairwise
 
 from ..bands import Bands
 from ..decision import Answer, parse_decision
@@ -30,7 +31,15 @@ from .labels import Labels
 from .runs import ReportInputError, iter_records
 from .selective import RiskPoint
 
-__all__ = ["DEFAULT_FLOORS", "FloorRow", "GateSweep", "QuestionCatch", "parse_floors", "sweep"]
+__all__ = [
+    "DEFAULT_FLOORS",
+    "FloorRow",
+    "GateSweep",
+    "QuestionCatch",
+    "gate_aurc",
+    "parse_floors",
+    "sweep",
+]
 
 #: 0.50 to 0.95 by 0.05, in hundredths.
 DEFAULT_FLOORS = tuple(range(50, 100, 5))
@@ -67,12 +76,14 @@ class GateSweep:
     """A gate swept over floors: its default action, one row per floor and outcome and, with
     outcome labels, per floor the gate's selective prediction (issue 35 item 5): ``answered``
     the records it decided (did not escalate), ``coverage`` their share, ``risk`` the share of
-    those whose action is not their outcome."""
+    those whose action is not their outcome; ``aurc`` the curve's area (:func:`gate_aurc`)."""
 
     default: str
     cut_points: str
     rows: tuple[FloorRow, ...]
     curve: tuple[RiskPoint, ...] = ()
+    #: the area under ``curve`` (:func:`gate_aurc`); None without outcome labels
+    aurc: float | None = field(default=None, metadata={"json": "omit_none"})
 
 
 def parse_floors(text: str | None) -> tuple[int, ...]:
@@ -205,7 +216,9 @@ def sweep(
                 )
         sense = "thresholds (inclusive)" if policy.thresholds is not None else "bands (exclusive)"
         curve = _curve(rows) if labels is not None else ()
-        out[name] = GateSweep(policy.default, sense, tuple(rows), curve)
+        out[name] = GateSweep(
+            policy.default, sense, tuple(rows), curve, gate_aurc(curve) if curve else None
+        )
     return out
 
 
@@ -222,3 +235,21 @@ def _curve(rows: list[FloorRow]) -> tuple[RiskPoint, ...]:
                       wrong / answered if answered else None)
         )  # fmt: skip
     return tuple(out)
+
+
+def gate_aurc(curve: Sequence[RiskPoint]) -> float | None:
+    """A gate's AURC (issue 35 item 5, "per question and per gate ... AURC"): the area under its
+    risk-coverage curve over the floors swept, by the trapezoid rule between the points ordered
+    by coverage, divided by the coverage they span, so it reads as the mean risk over that span
+    (lower is better; 0 when the gate never acts against an outcome). A gate has no per-record
+    confidence to order its records by, as a question's AURC does; its floors are the order.
+    One point (or points all at one coverage): their mean risk. None: no floor decided
+    anything."""
+    points = sorted((p.coverage, p.risk) for p in curve if p.risk is not None)
+    if not points:
+        return None
+    span = points[-1][0] - points[0][0]
+    if span <= 0:
+        return sum(r for _, r in points) / len(points)
+    area = sum((c1 - c0) * (r0 + r1) / 2 for (c0, r0), (c1, r1) in pairwise(points))
+    return area / span

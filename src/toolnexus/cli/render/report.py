@@ -426,6 +426,10 @@ def print_report(report: Report, console: Any, *, plain: bool) -> None:
                 "question: caught by direction/by confidence/alone)"
             )
             console.print(sweep_table(sweep))
+            if sweep.aurc is not None:
+                console.print(
+                    Text(f"gate {name}: AURC {sweep.aurc:.4f} (risk over coverage, by floor)")
+                )
 
         if report.gates:
             heading("gates (the question file's policies; escalated: declined to decide)")
