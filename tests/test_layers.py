@@ -5,7 +5,7 @@ under ``if TYPE_CHECKING:`` (the reader is ``test_import_graph.imports_of``).
 The ranks, lowest first::
 
     9  app        cli/, serve/, __main__, the MCP server, the pytest plugin
-    8  engines    arrow, arrowrecords, ray, ray_limiter
+    8  engines    arrow, ray, ray_limiter
     7  api        toolnexus (the curated namespace), sync/ (the facade over every call below)
     6  analysis   records/, calibration/, report/
     5  batch      batch, packing, packplan, packcache, packed (several states, one request)
@@ -106,7 +106,6 @@ RANKS: dict[str, int] = {
     "toolnexus.sync": API,
     # engines
     "toolnexus.arrow": ENGINES,
-    "toolnexus.arrowrecords": ENGINES,
     "toolnexus.ray": ENGINES,
     "toolnexus.ray_limiter": ENGINES,
     # apps
@@ -128,17 +127,12 @@ KNOWN_UPWARD: set[tuple[str, str]] = {
     ("toolnexus.classifier", "toolnexus.calibration.apply"),
     ("toolnexus.classifier", "toolnexus.calibration.maps"),
     ("toolnexus.config", "toolnexus.packplan"),
-    ("toolnexus.records.parquet", "toolnexus.arrowrecords"),
-    ("toolnexus.report.columns", "toolnexus.arrowrecords"),
-    ("toolnexus.report.runs", "toolnexus.arrowrecords"),
 }
 
 #: Loops between rooms (a top-level module or folder of the package), each written from its
 #: smallest room: "The two folder loops go: metric primitives move below both calibration/ and
 #: report/; arrowrecords.py moves into records/" (issue 30 item 3). Only shrinks, like the above.
 KNOWN_ROOM_LOOPS: set[tuple[str, ...]] = {
-    ("arrowrecords", "records", "arrowrecords"),
-    ("arrowrecords", "records", "calibration", "report", "arrowrecords"),
     ("calibration", "report", "calibration"),
     ("calibration", "report", "records", "calibration"),
 }

@@ -16,7 +16,7 @@ most one short line, and ``--resume`` reads it back line by line:
   (:func:`escape_id`), so that every reader gets every id back exactly.
 
 A codec is chosen by name from :data:`CODECS`. Parquet is no line format: a Parquet run is one
-file written whole (``arrowrecords``) with a JSONL journal while it runs (``records.parquet``).
+file written whole (``records.arrow``) with a JSONL journal while it runs (``records.parquet``).
 Pure: no I/O.
 """
 
