@@ -71,6 +71,7 @@ RANKS: dict[str, int] = {
     "toolnexus.policy": CORE,  # SPEC §8B's judge rules over answers (issue 35)
     "toolnexus.bands": CORE,  # how an answer reads for the judge layer (issue 35)
     "toolnexus.comparisons": CORE,  # the command line's comparison grammar (issue 36)
+    "toolnexus.urls": CORE,  # a URL's secrets and its redacted form (issue 30 item 3)
     # config
     "toolnexus.config": CONFIG,
     "toolnexus.options": CONFIG,
@@ -122,7 +123,6 @@ RANKS: dict[str, int] = {
 #: The upward imports the tree still has, ``(importer, imported)``: issue 30's structure pass
 #: removes them. Never add to this list; a new upward import is a design change to discuss.
 KNOWN_UPWARD: set[tuple[str, str]] = {
-    ("toolnexus.backends", "toolnexus.transport.redaction"),
     ("toolnexus.classifier", "toolnexus.batch"),
     ("toolnexus.classifier", "toolnexus.calibration.apply"),
     ("toolnexus.classifier", "toolnexus.calibration.maps"),
