@@ -126,7 +126,6 @@ KNOWN_UPWARD: set[tuple[str, str]] = {
     ("toolnexus.classifier", "toolnexus.batch"),
     ("toolnexus.classifier", "toolnexus.calibration.apply"),
     ("toolnexus.classifier", "toolnexus.calibration.maps"),
-    ("toolnexus.config", "toolnexus.packplan"),
 }
 
 #: Loops between rooms (a top-level module or folder of the package), each written from its
