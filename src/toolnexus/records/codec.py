@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from ..errors import ReportError
 from .model import GATES, QUESTIONS_SHA256, RECALIBRATED, Record, record_from_object
 
 __all__ = [
@@ -60,7 +61,7 @@ ERROR_MESSAGE_COLUMN = "error.message"
 FLATTEN_DEPTH = 3
 
 
-class RecordDecodeError(ValueError):
+class RecordDecodeError(ReportError, ValueError):
     """A line or cell that is not a batch value; ``str(e)`` says which and what it holds."""
 
 

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..errors import ReportError
 from ..validation import FLAGS
 from .arrays import in_order_sum
 from .extras import ece_uncertainty, noul_threshold_pair, noul_threshold_table
@@ -76,11 +77,11 @@ AUTO_INTERVALS_MAX = 20_000
 _TRUTH = {"true": 1, "yes": 1, "1": 1, "false": 0, "no": 0, "0": 0}
 
 
-class LabelError(Exception):
+class LabelError(ReportError):
     """A label that does not fit its question (the caller adds the labels file and line)."""
 
 
-class RecordError(ValueError):
+class RecordError(ReportError, ValueError):
     """A record field holding what ``toolnexus batch`` never writes (the caller adds the file,
     line and question key). Checked on the hot path with cheap type and range tests, so a
     hostile run is refused in words instead of being counted as garbage."""

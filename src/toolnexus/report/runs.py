@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
+from ..errors import ReportError
 from ..records.codec import CsvCodec, RecordDecodeError, line_loader, read_csv_header
 from ..records.csvdialect import csv_delimiter, first_non_utf8, not_utf8_hint
 from ..records.parquet import PARQUET_MAGIC, journal_path
@@ -49,7 +50,7 @@ __all__ = [
 _CHUNK = 1 << 20
 
 
-class ReportInputError(Exception):
+class ReportInputError(ReportError):
     """A run or labels file that cannot be read as such; the message is one located line."""
 
 
