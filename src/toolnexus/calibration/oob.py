@@ -17,7 +17,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..report.metrics import threshold_for_precision
+from ..metrics.measures import threshold_for_precision
 
 __all__ = ["OOB_RESAMPLES", "OOB_SEED", "OobGuard", "oob_guard"]
 

@@ -16,10 +16,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import ReportError
-from ..validation import FLAGS
-from .arrays import in_order_sum
-from .extras import ece_uncertainty, noul_threshold_pair, noul_threshold_table
-from .metrics import (
+from ..metrics.arrays import in_order_sum
+from ..metrics.measures import (
     N_BINS,
     Reliability,
     accuracy_score,
@@ -29,6 +27,8 @@ from .metrics import (
     roc_auc_score,
     threshold_for_precision,
 )
+from ..validation import FLAGS
+from .extras import ece_uncertainty, noul_threshold_pair, noul_threshold_table
 from .model import (
     BandPrecision,
     Count,

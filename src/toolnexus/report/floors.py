@@ -113,7 +113,7 @@ def confidence_floors(
 ) -> dict[str, GuardedFloor]:
     """Per choice or score question of ``targets`` (key -> target accuracy): its floor and guard
     (issue 35 item 4: "choice and score confidence floors")."""
-    from .metrics import threshold_for_precision
+    from ..metrics.measures import threshold_for_precision
 
     arrays = labelled_confidence(run, labels, list(targets))
     out = {}
