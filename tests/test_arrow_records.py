@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from toolnexus import ChoiceQuestion, NoulQuestion, RawQuestion, ScoreQuestion
-from toolnexus.arrowrecords import records_to_table, run_schema, table_to_records
+from toolnexus.records.arrow import records_to_table, run_schema, table_to_records
 
 pa = pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
 pq = pytest.importorskip("pyarrow.parquet", reason="platform: the parquet extra is not installed")
@@ -163,7 +163,7 @@ def test_any_id_survives_arrow(item_id: str | int, failed: bool) -> None:
 
 
 def test_a_parquet_run_is_written_atomically_and_read_by_row_group(tmp_path: Path) -> None:
-    from toolnexus import arrowrecords
+    from toolnexus.records import arrow as arrowrecords
 
     run = tmp_path / "run.parquet"
     run.write_bytes(b"the previous run")
@@ -181,7 +181,7 @@ def test_a_parquet_run_is_written_atomically_and_read_by_row_group(tmp_path: Pat
 
 
 def test_a_failed_write_leaves_the_previous_run_intact(tmp_path: Path) -> None:
-    from toolnexus import arrowrecords
+    from toolnexus.records import arrow as arrowrecords
 
     run = tmp_path / "run.parquet"
     run.write_bytes(b"the previous run")
@@ -197,7 +197,7 @@ def test_a_failed_write_leaves_the_previous_run_intact(tmp_path: Path) -> None:
 
 
 def test_an_empty_run_is_still_a_parquet_file_with_the_schema(tmp_path: Path) -> None:
-    from toolnexus import arrowrecords
+    from toolnexus.records import arrow as arrowrecords
 
     run = tmp_path / "run.parquet"
     assert arrowrecords.write_parquet_run(run, [], QUESTIONS) == 0

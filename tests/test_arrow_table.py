@@ -21,7 +21,7 @@ pa = pytest.importorskip("pyarrow", reason="platform: the parquet extra is not i
 
 from serving import ThreadedServer  # noqa: E402
 from toolnexus.arrow import evaluate_table, evaluate_table_async  # noqa: E402
-from toolnexus.arrowrecords import run_schema  # noqa: E402
+from toolnexus.records.arrow import run_schema  # noqa: E402
 
 QUESTIONS: dict[str, Any] = {
     "urgent": NoulQuestion("Does this ticket need a human today?"),

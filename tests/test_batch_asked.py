@@ -66,7 +66,7 @@ ASKED = [(3, 0, False), (3, 1, False), (3, 2, False), (1, 0, False)]
 
 def _records(path: Path, fmt: str) -> list[dict[str, Any]]:
     if fmt == "parquet":
-        from toolnexus.arrowrecords import iter_parquet_run
+        from toolnexus.records.arrow import iter_parquet_run
 
         return list(iter_parquet_run(path))
     text = path.read_text(encoding="utf-8")
@@ -208,7 +208,7 @@ def _old_run(qfile: Path, tmp_path: Path, fmt: str) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from toolnexus.arrowrecords import records_to_table
+    from toolnexus.records.arrow import records_to_table
 
     table = records_to_table(records, load_question_set(qfile)[1])
     keep = [n for n in table.schema.names if n not in ("packed", "position", "reasked")]

@@ -24,9 +24,9 @@ from clirun import run_main as _cli
 from loopback import Fault, Loopback
 from test_batch_cli import QUESTIONS  # the same two-question set
 from test_records import DECISIONS, ERRORS
-from toolnexus.arrowrecords import run_schema
 from toolnexus.cli.questionfile import load_question_set
 from toolnexus.records import ErrorRecord, JsonlCodec, Record
+from toolnexus.records.arrow import run_schema
 from toolnexus.records.parquet import journal_line, journal_path
 
 pa = pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
@@ -110,7 +110,7 @@ def test_parquet_output_holds_what_the_jsonl_output_holds(
     server: Loopback, qfile: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """The same records in either format: the Parquet run read back equals the JSONL run."""
-    from toolnexus.arrowrecords import iter_parquet_run
+    from toolnexus.records.arrow import iter_parquet_run
 
     src = _parquet_input(tmp_path / "tickets.parquet", 12)
     common = [
@@ -553,7 +553,7 @@ def test_the_readme_schema_table_names_every_run_column() -> None:
     """The README documents the schema: its table names exactly run_schema's columns, in
     order (the schema is the definition; the table is kept to it)."""
     from paths import REPO
-    from toolnexus.arrowrecords import RUN_COLUMNS
+    from toolnexus.records.arrow import RUN_COLUMNS
 
     text = (Path(REPO) / "README.md").read_text(encoding="utf-8")
     table = text[text.index("| column | type |") :].split("\n\n", 1)[0].splitlines()[2:]

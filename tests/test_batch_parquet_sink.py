@@ -41,7 +41,7 @@ def _objects(records: Any) -> list[dict[str, Any]]:
 
 def _in_process(tmp_path: Path, records: list[Record]) -> list[dict[str, Any]]:
     """What the run's own process writes for ``records`` (the writer a resumed run uses)."""
-    from toolnexus.arrowrecords import write_parquet_run
+    from toolnexus.records.arrow import write_parquet_run
 
     reference = tmp_path / "reference" / "run.parquet"
     reference.parent.mkdir()

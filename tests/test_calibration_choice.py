@@ -18,7 +18,7 @@ from toolnexus.calibration.choice import (
     accuracy_coverage,
     one_vs_rest,
 )
-from toolnexus.report.metrics import expected_calibration_error
+from toolnexus.metrics.measures import expected_calibration_error
 
 
 def ece(ps: Sequence[float], ys: Sequence[int]) -> float | None:

@@ -41,7 +41,7 @@ from toolnexus.calibration.transforms import (
     sigmoid,
     temperature_apply,
 )
-from toolnexus.report.metrics import expected_calibration_error, log_loss, multiclass_log_loss
+from toolnexus.metrics.measures import expected_calibration_error, log_loss, multiclass_log_loss
 
 
 def ece(ps: Sequence[float], ys: Sequence[int]) -> float | None:

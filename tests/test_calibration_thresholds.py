@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from toolnexus.calibration.choice import COVERAGE_GRID
 from toolnexus.calibration.thresholds import threshold_pair, threshold_table
 from toolnexus.decision import NoulAnswer
-from toolnexus.report.metrics import threshold_for_precision
+from toolnexus.metrics.measures import threshold_for_precision
 from toolnexus.validation import threshold_band
 
 wire = st.integers(0, 100).map(lambda i: i / 100)

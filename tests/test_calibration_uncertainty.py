@@ -19,7 +19,7 @@ from toolnexus.calibration.uncertainty import (
     ece_interval,
     ece_null,
 )
-from toolnexus.report.metrics import expected_calibration_error
+from toolnexus.metrics.measures import expected_calibration_error
 
 
 def ece(ps: Sequence[float], ys: Sequence[int]) -> float | None:
@@ -35,7 +35,7 @@ pairs = st.lists(st.tuples(st.one_of(wire, probability), st.integers(0, 1)), min
 @settings(max_examples=80)
 @given(pairs)
 def test_ece_binned_is_the_reports_ten_bin_ece(data: list[tuple[float, int]]) -> None:
-    """The vectorised ECE equals ``report.metrics.ece`` (10 bins, 1.0 in the last) on wire and
+    """The vectorised ECE equals ``metrics.measures.ece`` (10 bins, 1.0 in the last) on wire and
     arbitrary probabilities, bin edges included."""
     ps, ys = [p for p, _ in data], [y for _, y in data]
     assert ece_binned(ys, ps) == pytest.approx(ece(ps, ys), abs=1e-12)

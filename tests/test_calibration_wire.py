@@ -338,7 +338,7 @@ def test_a_parquet_run_carries_the_recalibrated_values_typed(
     """Issue 21 item 2: the Parquet answers hold 'recalibrated values included once they
     exist', as typed columns; the run reads back as the JSONL run of the same states."""
     pq = pytest.importorskip("pyarrow.parquet", reason="platform: the parquet extra is missing")
-    from toolnexus.arrowrecords import iter_parquet_run
+    from toolnexus.records.arrow import iter_parquet_run
 
     d, url, _ = fitted
     cal = ("--calibration", str(d / "cal.json"), "--overwrite")

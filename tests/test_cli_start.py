@@ -130,7 +130,7 @@ def test_the_entry_probe_can_see_typer(tmp_path: object) -> None:
     assert "typer" in _imported(tmp_path, "typer", ["check-criteria", "--help"])
 
 
-#: The optional engines: only ``toolnexus.arrow`` / ``arrowrecords`` and ``toolnexus.ray`` bring
+#: The optional engines: only ``toolnexus.arrow`` / ``records.arrow`` and ``toolnexus.ray`` bring
 #: them in (issue 21 item 6, issue 22 item 6).
 ENGINES = "pyarrow,ray,mcp,mcp_types"
 
@@ -223,7 +223,7 @@ def test_the_batch_and_report_modules_never_import_pyarrow(tmp_path: object) -> 
     modules = [
         *("toolnexus.batch", "toolnexus.records", "toolnexus.records.parquet"),
         *("toolnexus.records.arrowrows", "toolnexus.records.arrowcolumns"),
-        *("toolnexus.arrowrecords", "toolnexus.cli.batch_run"),
+        *("toolnexus.records.arrow", "toolnexus.cli.batch_run"),
         *("toolnexus.cli.batch_arrow", "toolnexus.cli.batch_parquet", "toolnexus.report.reader"),
     ]
     assert _imported_by(tmp_path, ENGINES, modules) == []

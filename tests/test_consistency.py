@@ -307,7 +307,7 @@ def test_the_fail_on_help_names_every_flag() -> None:
 def test_a_telemetry_span_carries_the_consistency_flags_too() -> None:
     """The span's ``toolnexus.flags`` are ``validation.FLAGS`` names a decision earns by
     itself: the consistency flags and ``usage-missing`` among them."""
-    from toolnexus.classifier import _flags
+    from toolnexus.pipeline import _flags
 
     body = {
         "model": "m",

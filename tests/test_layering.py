@@ -30,8 +30,14 @@ HTTP = {
     "transport/multipart.py",
     "llm.py",
 }
-#: Redaction and safe messages: pure, like the core (issue 8 §4).
-PURE_TRANSPORT = {"transport/redaction.py", "transport/adapter.py", "transport/authcause.py"}
+#: Redaction and safe messages: pure, like the core (issue 8 §4); ``urls.py`` is redaction's URL
+#: half, moved down to the core rank for ``backends`` (issue 30 item 3).
+PURE_TRANSPORT = {
+    "transport/redaction.py",
+    "transport/adapter.py",
+    "transport/authcause.py",
+    "urls.py",
+}
 
 
 def _imports(path: Path) -> set[str]:

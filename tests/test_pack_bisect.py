@@ -81,7 +81,7 @@ def _pack(url: str, states: list[str]) -> PackOutcome:
         async with create_classifier(
             base_url=url, api_key_env="NO_SUCH", model="jev-latest", retry_base_ms=1
         ) as c:
-            return await evaluate_pack(c, states, c.prepare(QUESTIONS))
+            return await evaluate_pack(c.pipeline, states, c.prepare(QUESTIONS))
 
     return asyncio.run(go())
 

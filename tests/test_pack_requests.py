@@ -40,7 +40,7 @@ from toolnexus.packed import PackOutcome, RequestFacts, evaluate_pack, packs
 from toolnexus.packing import PACKED_CACHE_KIND, STATES_KEY, pack_lifted, pack_questions
 from toolnexus.packplan import check_pack, pack_violation, packed_body, plan_packs
 from toolnexus.questions import Question, questions_to_wire
-from toolnexus.scheduler import Outcome, Settled, TokenEstimate
+from toolnexus.scheduler import Outcome
 from toolnexus.serve import ScriptedReply, ScriptedRequest, ServeOptions, synthesize
 
 MODEL = "jev-preview"  # the image model: states with images pack too
@@ -136,7 +136,7 @@ def _run(url: str, states: list[Any], questions: Any, sizes: list[int], **opts: 
             requests: list[RequestFacts] = []
             start = 0
             for size in sizes:
-                out: PackOutcome = await evaluate_pack(c, states[start : start + size], qs)
+                out: PackOutcome = await evaluate_pack(c.pipeline, states[start : start + size], qs)
                 results += out.results
                 requests += out.requests
                 start += size
@@ -235,7 +235,7 @@ def test_pack_1_requests_are_todays_bytes(server: Served) -> None:
             qs = c.prepare(QUESTIONS)
             for state in STATES:
                 await c.evaluate(state, QUESTIONS)
-                await evaluate_pack(c, [state], qs)
+                await evaluate_pack(c.pipeline, [state], qs)
 
     asyncio.run(go())
     assert server.bodies[0::2] == server.bodies[1::2]
@@ -285,7 +285,9 @@ def test_one_invalid_state_is_reasked_alone_and_only_it(server: Served, fail_clo
 
     async def go() -> PackOutcome:
         async with _classifier(server.url) as c:
-            return await evaluate_pack(c, states, c.prepare(QUESTIONS), fail_closed=fail_closed)
+            return await evaluate_pack(
+                c.pipeline, states, c.prepare(QUESTIONS), fail_closed=fail_closed
+            )
 
     out = asyncio.run(go())
     assert [b["state"] for b in server.bodies] == [{STATES_KEY: states}, "poison"]
@@ -311,7 +313,7 @@ def test_an_invalid_reask_is_what_an_invalid_decision_is_at_pack_1(
     async def go() -> tuple[PackOutcome, Any]:
         async with _classifier(server.url) as c:
             qs = c.prepare(QUESTIONS)
-            out = await evaluate_pack(c, ["fine", "poison"], qs, fail_closed=fail_closed)
+            out = await evaluate_pack(c.pipeline, ["fine", "poison"], qs, fail_closed=fail_closed)
             try:
                 at_1: Any = await c.evaluate_prepared("poison", qs, fail_closed=fail_closed)
             except InvalidDecision as e:
@@ -373,50 +375,6 @@ def test_a_failure_that_remains_is_every_packed_states_result(server: Served) ->
     assert len(requests) == 1 and requests[0].packed and requests[0].sent
 
 
-# --- the gate (the scheduler's admission) ----------------------------------------------------
-
-
-class _Gate:
-    """A gate that records every admission and settlement, like ``scheduler.Scheduler``."""
-
-    def __init__(self) -> None:
-        self.settled: list[tuple[str, ClassifierUsage | None]] = []
-        self.estimates: list[TokenEstimate] = []
-
-    @asynccontextmanager
-    async def admit(self, estimate: TokenEstimate) -> Any:
-        self.estimates.append(estimate)
-        yield self
-
-    async def settle(self, *, outcome: Outcome, usage: ClassifierUsage | None = None) -> Settled:
-        self.settled.append((outcome.kind.value, usage))
-        return Settled(outcome.kind.value == "rate_limited")
-
-
-def test_every_request_goes_through_the_gate_and_a_429_is_sent_again(server: Served) -> None:
-    """Issue 20 builds on the scheduler: a pack is admitted on its estimate and settled with
-    what the server charged; a 429 that outlived the transport's retries is re-submitted."""
-    limited = [True]
-
-    def once(request: ScriptedRequest) -> ScriptedReply | None:
-        if limited.pop() if limited else False:
-            return ScriptedReply(429, b'{"detail": "slow down"}', {"Retry-After": "0"})
-        return None
-
-    server.script = once
-    gate = _Gate()
-
-    async def go() -> PackOutcome:
-        async with _classifier(server.url, retries=0) as c:
-            return await evaluate_pack(c, ["a", "b", "c"], c.prepare(QUESTIONS), gate=gate)
-
-    out = asyncio.run(go())
-    assert [kind for kind, _ in gate.settled] == ["rate_limited", "success"]
-    assert gate.settled[1][1] == server.charged() == out.requests[0].usage
-    assert gate.estimates[0].upper >= server.charged().input_tokens
-    assert all(isinstance(r, Decision) and r.packed == 3 for r in out.results)
-
-
 # --- the cache -------------------------------------------------------------------------------
 
 
@@ -464,13 +422,13 @@ def test_other_styles_evaluate_state_by_state() -> None:
         async with static_classifier(recorded) as c:
             qs = c.prepare(questions)
             alone = [await c.evaluate(s, questions) for s in "abc"]
-            return await evaluate_pack(c, list("abc"), qs), alone
+            return await evaluate_pack(c.pipeline, list("abc"), qs), alone
 
     out, alone = asyncio.run(go())
     assert out.results == alone
     assert all(isinstance(d, Decision) and d.packed == 1 and d.calibrated for d in out.results)
-    assert not packs(static_classifier(recorded))
-    assert packs(create_classifier())
+    assert not packs(static_classifier(recorded).pipeline)
+    assert packs(create_classifier().pipeline)
 
 
 # --- planning --------------------------------------------------------------------------------

@@ -15,9 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics as sk
 
-from toolnexus.report.accumulators import NoulStats
-from toolnexus.report.levels import ScoreStats
-from toolnexus.report.metrics import (
+from toolnexus.metrics.measures import (
     EPS,
     accuracy_score,
     bin_index,
@@ -33,6 +31,8 @@ from toolnexus.report.metrics import (
     threshold_for_precision,
     within_one,
 )
+from toolnexus.report.accumulators import NoulStats
+from toolnexus.report.levels import ScoreStats
 from toolnexus.report.model import Confusion, ReliabilityBin
 from toolnexus.report.ranked import ChoiceStats
 

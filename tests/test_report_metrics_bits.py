@@ -1,8 +1,8 @@
 """The metrics' numpy implementations give the exact bits of the plain loops (issue 16: the
-report's numbers are byte-for-byte what they were; ``report.metrics``: "Sums run in record
+report's numbers are byte-for-byte what they were; ``metrics.measures``: "Sums run in record
 order, so a run gives the same last digit however it was read").
 
-Each metric has one definition, in ``toolnexus.report.metrics``; the loops below are kept only
+Each metric has one definition, in ``toolnexus.metrics.measures``; the loops below are kept only
 as the tests' reference (issue 16: "used by the accumulators or kept only as the tests'
 reference — not both"). They are the definitions as the accumulators once ran them: one
 record at a time, ``total += term``, starting from ``0.0``. Every comparison is ``==`` on the
@@ -23,8 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolnexus.calibration.scores import rps, rps_columns, rps_term
-from toolnexus.report.arrays import SUM_BLOCK, ProbabilityRows, in_order_sum, sum_in_order
-from toolnexus.report.metrics import (
+from toolnexus.metrics.arrays import SUM_BLOCK, ProbabilityRows, in_order_sum, sum_in_order
+from toolnexus.metrics.measures import (
     EPS,
     N_BINS,
     accuracy_score,

@@ -16,10 +16,8 @@ import numpy as np
 import pytest
 from sklearn import metrics as sk
 
-from toolnexus.report.arrays import ProbabilityRows
-from toolnexus.report.build import build_report
-from toolnexus.report.labels import read_labels
-from toolnexus.report.metrics import (
+from toolnexus.metrics.arrays import ProbabilityRows
+from toolnexus.metrics.measures import (
     EPS,
     brier_score_loss,
     expected_calibration_error,
@@ -28,6 +26,8 @@ from toolnexus.report.metrics import (
     multiclass_log_loss,
     roc_auc_score,
 )
+from toolnexus.report.build import build_report
+from toolnexus.report.labels import read_labels
 from toolnexus.report.model import (
     OMIT_NONE,
     ChoiceMetrics,

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from clirun import error_line, run_cli
-from toolnexus.arrowrecords import records_to_table
 from toolnexus.cli.questionfile import load_question_set
+from toolnexus.records.arrow import records_to_table
 from toolnexus.records.parquet import journal_path
 from toolnexus.report.labels import read_labels
 from toolnexus.report.model import to_json

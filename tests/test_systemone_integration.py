@@ -231,8 +231,8 @@ def test_each_answer_is_validated_once(
 ) -> None:
     """Issue 8: a cold ``--cache`` run costs little more than one without. The style validates a
     live answer to decide whether to cache it; the classifier reuses that verdict instead of
-    running ``validate_decision`` a second time."""
-    import toolnexus.classifier
+    running ``validate_decision`` a second time (in ``pipeline``, its per-state evaluate)."""
+    import toolnexus.pipeline
     import toolnexus.systemone
     from toolnexus.validation import validate_decision
 
@@ -242,7 +242,7 @@ def test_each_answer_is_validated_once(
         calls.append(1)
         return validate_decision(questions, decision)
 
-    monkeypatch.setattr(toolnexus.classifier, "validate_decision", counting)
+    monkeypatch.setattr(toolnexus.pipeline, "validate_decision", counting)
     monkeypatch.setattr(toolnexus.systemone, "validate_decision", counting)
     states = [(i, {"ticket": i}) for i in range(5)]
 

@@ -208,7 +208,7 @@ def test_a_packed_requests_spans_are_linked_from_each_state_and_its_usage_record
         async with create_classifier(
             base_url=f"{server.url}/v1", telemetry=telemetry, retry_base_ms=1
         ) as classifier:
-            return await evaluate_pack(classifier, states, classifier.prepare(QUESTIONS))
+            return await evaluate_pack(classifier.pipeline, states, classifier.prepare(QUESTIONS))
 
     outcome = run_with(ServeOptions(synthetic=True, script=_fail_first(1)), scenario)
     (request,) = outcome.requests

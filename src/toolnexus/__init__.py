@@ -101,6 +101,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "InvalidDecision",
         "InvalidState",
         "QuestionError",
+        "ReportError",
         "RunStopped",
         "StaticMiss",
         "TapeMiss",
@@ -237,6 +238,7 @@ if TYPE_CHECKING:
     from .errors import InvalidDecision as InvalidDecision
     from .errors import InvalidState as InvalidState
     from .errors import QuestionError as QuestionError
+    from .errors import ReportError as ReportError
     from .errors import RunStopped as RunStopped
     from .errors import StaticMiss as StaticMiss
     from .errors import TapeMiss as TapeMiss

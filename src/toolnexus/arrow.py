@@ -1,5 +1,5 @@
 """The Arrow-batch seam (issue 21 item 4): one Arrow table of states in, one table of records
-out, in the typed schema of a Parquet run (``arrowrecords.run_schema``). Every engine calls
+out, in the typed schema of a Parquet run (``records.arrow.run_schema``). Every engine calls
 this: the Ray Data adapter (``ray.py``) maps it over a Dataset's blocks.
 
 ::
@@ -24,7 +24,7 @@ Promises:
   says ``calibrated=False``); ``admission`` members (a limiter shared by workers, a spend
   budget) see every request the batch sends, one ticket per request, estimated from its bytes.
 
-pyarrow is the ``parquet`` extra and is imported only here and in ``arrowrecords``.
+pyarrow is the ``parquet`` extra and is imported only here and in ``records.arrow``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .arrowrecords import records_to_table, require_pyarrow
 from .canonical import questions_sha256
 from .classifier import Classifier
 from .config import BatchOptions
@@ -42,6 +41,7 @@ from .factory import create_classifier
 from .failures import failure_of, one_line
 from .questions import Question
 from .records import DecisionRecord, ErrorRecord
+from .records.arrow import records_to_table, require_pyarrow
 from .records.decision import decision_record
 from .sync._loop import background
 

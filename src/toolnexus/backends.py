@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from .defaults import BASE_URL_ENV, DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
 from .errors import ConfigError
-from .transport.redaction import redact_url
+from .urls import redact_url
 
 __all__ = [
     "BACKENDS",

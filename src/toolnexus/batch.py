@@ -1,7 +1,8 @@
 """Batches, streams and bound states (seed 004 ``evaluate-batch``, ``state``, ``states``).
 
-Everything here goes through the per-state evaluate of ``classifier.py``, so every style
-batches the same way. Every entry point takes its batch options as one ``config.BatchOptions``,
+Everything here goes through the per-state evaluate of ``pipeline.py`` (the ``RequestPipeline``
+the classifier hands down; this module never imports ``classifier``), so every style batches
+the same way. Every entry point takes its batch options as one ``config.BatchOptions``,
 checked when it was built, and calls ``reserve`` with it before anything runs. A fixed pool of
 ``concurrency`` workers pulls states, so memory holds one task per worker, never one per state.
 
@@ -29,12 +30,13 @@ from collections.abc import (
     Sequence,
 )
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from .config import MAX_CONCURRENCY, MIN_CONCURRENCY, BatchOptions
 from .decision import Decision
 from .errors import BatchError, ClassifierError, ConfigError, RunStopped
 from .packing import PACK_CAP
+from .pipeline import RequestPipeline
 from .questions import Question
 from .scheduler import Scheduler, under
 from .state import check_state
@@ -59,28 +61,9 @@ __all__ = [
 K = TypeVar("K")
 
 
-class Evaluator(Protocol):
-    """What a batch drives: a ``Classifier``, seen through what it needs. A protocol rather
-    than an import, so ``classifier.py`` imports this module and not the other way round."""
-
-    @property
-    def style(self) -> str:
-        """The style's name (``packed`` packs the systemone style only)."""
-        ...
-
-    def prepare(self, questions: Mapping[str, Any]) -> dict[str, Question]:
-        """The normalised question set, limits checked; nothing sent."""
-        ...
-
-    def reserve(self, options: BatchOptions) -> None:
-        """Ready the evaluator for ``options.concurrency`` evaluations at once."""
-        ...
-
-    async def evaluate_prepared(
-        self, state: Any, qs: dict[str, Question], *, fail_closed: bool = False
-    ) -> Decision:
-        """One decision for an already-checked state and a prepared question set."""
-        ...
+#: What a batch drives: the classifier's request pipeline, handed down by ``Classifier`` (the
+#: batch never sees the classifier itself: calls go one way, issue 30 item 3).
+Evaluator: TypeAlias = RequestPipeline
 
 
 @dataclass(frozen=True)
@@ -118,15 +101,13 @@ def plan(
 
     if options.pack == 1:
         return [Planned([i]) for i in range(len(states))]
-    from .images import ImageLimits
-    from .packed import packs
     from .packplan import plan_requests
 
-    if not packs(classifier):
+    if classifier.systemone is None:  # another style asks state by state anyway
         return [Planned([i]) for i in range(len(states))]
-    limits = ImageLimits.of(getattr(getattr(classifier, "options", None), "image_limits", None))
-    model = str(getattr(classifier, "model", "jev-latest"))
-    return plan_requests(states, qs, options.pack, model=model, image_limits=limits)
+    return plan_requests(
+        states, qs, options.pack, model=classifier.model, image_limits=classifier.image_limits
+    )
 
 
 async def evaluate_group(

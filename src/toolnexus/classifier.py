@@ -1,10 +1,11 @@
-"""The classifier, its metric events, and the per-state evaluate (``factory.create_classifier``
-builds one).
+"""The public classifier (``factory.create_classifier`` builds one): the per-state evaluate, the
+batches, streams and bound states of seed 004, over one :class:`~.pipeline.RequestPipeline`.
 
-Batches, streams and bound states live in ``batch.py``, which never imports this module back: it
-drives any object with ``prepare``, ``reserve`` and ``evaluate_prepared`` (``batch.Evaluator``).
-The styles (seed 004: ``systemone``, ``llm``, ``custom``, ``static``) live in ``styles.py``; the
-one option list, checked when built, is ``options.ClassifierOptions``.
+Calls go one way (issue 30 item 3): this module sits above ``batch``, ``packed`` and
+``calibration/`` and hands them its pipeline (style, metric emitter, model, limits); they never
+import it back nor read its attributes. The styles (seed 004: ``systemone``, ``llm``,
+``custom``, ``static``) live in ``styles.py``; the one option list, checked when built, is
+``options.ClassifierOptions``.
 
 A classifier interprets; it never authorises. Its output is a reading of intent inside a
 boundary, never the boundary: numeric limits, permission checks and allowlists stay in code.
@@ -12,8 +13,6 @@ boundary, never the boundary: numeric limits, permission checks and allowlists s
 
 from __future__ import annotations
 
-import contextlib
-import time
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
@@ -25,33 +24,20 @@ from typing import Any, TypeVar
 
 from .batch import BoundState, BoundStates, StateResult, evaluate_batch, evaluate_stream
 from .config import BatchOptions
-from .consistency import consistency_flags
 from .decision import Decision
 from .defaults import DEFAULT_BATCH_CONCURRENCY
-from .errors import ClassifierError, ConfigError
-from .options import ClassifierOptions, Metric
-from .questions import (
-    ChoiceQuestion,
-    Question,
-    check_limits,
-    degenerate_criteria,
-    normalize_questions,
-)
+from .errors import ConfigError
+from .options import ClassifierOptions
+from .pipeline import METRIC_EVALUATE, METRIC_WARNING, RequestPipeline
+from .questions import Question
 from .state import check_state
-from .styles import CustomStyle, Style, make_style
-from .transport.observe import observing
-from .validation import FLAGS, Checked, validate_decision
+from .styles import Style
 
 __all__ = [
     "METRIC_EVALUATE",
     "METRIC_WARNING",
     "Classifier",
 ]
-
-#: The ``event`` value of the per-evaluation metric.
-METRIC_EVALUATE = "classifier.evaluate"
-#: The ``event`` value of the degenerate-criteria warning; it carries ``question``.
-METRIC_WARNING = "classifier.warning"
 
 K = TypeVar("K")
 
@@ -69,12 +55,6 @@ class Classifier:
                 f"got {type(options).__name__}"
             )
         self.options = options  # checked when it was built
-        self._style: Style = make_style(options)
-        # A backend row may set the model (openrouter: "typesafe/jev-1.13"); the style knows.
-        self.model: str = getattr(self._style, "model", None) or options.resolved_model
-        self._warned: set[str] = set()
-        self._telemetry = _telemetry_for(options)
-        self._endpoint = _endpoint_of(self._style)
         # calibration=FILE: read and checked here, so a bad file fails at build, not per call
         self._calibration: Any = None
         self._digest: tuple[Any, str] | None = None
@@ -82,6 +62,14 @@ class Classifier:
             from .calibration.maps import load_calibration
 
             self._calibration = load_calibration(options.calibration)
+        recalibrate = self._recalibrate if self._calibration is not None else None
+        #: What ``batch`` and ``packed`` drive: style, metric emitter, model, limits.
+        self.pipeline = RequestPipeline(options, recalibrate=recalibrate)
+        self.model: str = self.pipeline.model
+
+    @property
+    def _style(self) -> Style:
+        return self.pipeline.style
 
     @property
     def style(self) -> str:
@@ -98,46 +86,16 @@ class Classifier:
 
     async def aclose(self) -> None:
         """Close the style's connections. Safe to call twice."""
-        await self._style.aclose()
-
-    def _emit(self, event: Metric) -> None:
-        if self.options.on_metric is not None:
-            # A metrics sink observes; it never decides. One that raises is ignored, so the
-            # outcome of an evaluate is the same with or without it (issue 9).
-            with contextlib.suppress(Exception):
-                self.options.on_metric(event)
+        await self.pipeline.style.aclose()
 
     def reserve(self, options: BatchOptions) -> None:
-        """Make room for ``options.concurrency`` evaluations at once: a synchronous custom
-        evaluate gets that many threads. Every batch entry point calls it before it starts."""
-        if isinstance(self._style, CustomStyle):
-            self._style.reserve(options.concurrency)
+        """Make room for ``options.concurrency`` evaluations at once (``RequestPipeline``)."""
+        self.pipeline.reserve(options)
 
     def prepare(self, questions: Mapping[str, Any]) -> dict[str, Question]:
         """Normalise a question set and enforce the limits; no request is sent. Degenerate
         criteria are reported once per key per classifier through ``on_metric``."""
-        qs = normalize_questions(questions, wire=False)
-        check_limits(qs)
-        for key in sorted(qs):
-            q = qs[key]
-            if key in self._warned or not isinstance(q, ChoiceQuestion):
-                continue
-            reason = degenerate_criteria(q.criteria)
-            if reason is not None:
-                self._warned.add(key)
-                self._emit(
-                    {
-                        "event": METRIC_WARNING,
-                        "style": self.style,
-                        "question": key,
-                        "warning": (
-                            f'question "{key}": degenerate choice criteria: {reason}; the '
-                            "model ranks such options at chance. Describe what picking each "
-                            "option would mean."
-                        ),
-                    }
-                )
-        return qs
+        return self.pipeline.prepare(questions)
 
     async def evaluate(self, state: Any, questions: Mapping[str, Any]) -> Decision:
         """One decision for ``state`` over ``questions``. No questions is an error; the limits
@@ -150,62 +108,8 @@ class Classifier:
     async def evaluate_prepared(
         self, state: Any, qs: dict[str, Question], *, fail_closed: bool = False
     ) -> Decision:
-        if self._telemetry is None:
-            return await self._evaluate_prepared(state, qs, fail_closed)
-        with self._telemetry.evaluate(
-            model=self.model, endpoint=self._endpoint, questions=len(qs)
-        ) as span:
-            with observing(span.observer()):
-                decision = await self._evaluate_prepared(state, qs, fail_closed)
-            span.decided(
-                response_model=decision.model,
-                input_tokens=decision.usage.input_tokens,
-                output_tokens=decision.usage.output_tokens,
-                cached=decision.cached,
-                flags=_flags(decision),
-            )
-            return decision
-
-    async def _evaluate_prepared(
-        self, state: Any, qs: dict[str, Question], fail_closed: bool
-    ) -> Decision:
-        start = time.perf_counter()
-        event: Metric = {"event": METRIC_EVALUATE, "style": self.style, "model": self.model}
-        try:
-            made = await self._style.decide(state, qs)
-            if isinstance(made, Checked):
-                decision, invalid = made.decision, made.invalid
-            else:
-                decision = made
-                invalid = validate_decision(qs, decision) if fail_closed else None
-            if fail_closed and invalid is not None:
-                event["model"] = decision.model
-                raise invalid
-        except ClassifierError as e:
-            event.update(
-                status="error",
-                ms=round((time.perf_counter() - start) * 1000, 3),
-                input_tokens=0,
-                output_tokens=0,
-                error=str(e),
-            )
-            self._emit(event)
-            raise
-        event.update(
-            model=decision.model,
-            status="ok",
-            ms=round((time.perf_counter() - start) * 1000, 3),
-            input_tokens=decision.usage.input_tokens,
-            output_tokens=decision.usage.output_tokens,
-            cached=decision.cached,
-            calibrated=decision.calibrated,
-        )
-        if decision.usage.cost is not None:
-            event["cost"] = decision.usage.cost
-        self._emit(event)
-        if self._calibration is not None:
-            decision = self._recalibrate(decision, qs)
-        return decision
+        """One decision for an already-checked state and a prepared question set."""
+        return await self.pipeline.evaluate_prepared(state, qs, fail_closed=fail_closed)
 
     def _recalibrate(self, decision: Decision, qs: dict[str, Question]) -> Decision:
         """``calibration=FILE``: the recalibrated answers beside the wire's."""
@@ -230,7 +134,9 @@ class Classifier:
         every request would repeat, a budget) raises the ``RunStopped``. No states is an error;
         nothing is sent. ``options``: every batch option at once (a ``BatchOptions``: rate,
         pack, admission), instead of ``concurrency``."""
-        return await evaluate_batch(self, states, questions, batch_options(concurrency, options))
+        return await evaluate_batch(
+            self.pipeline, states, questions, batch_options(concurrency, options)
+        )
 
     def evaluate_stream(
         self,
@@ -253,11 +159,13 @@ class Classifier:
         raises the ``RunStopped`` (the states not sent have no result). ``options`` as in
         ``evaluate_batch``.
         """
-        return evaluate_stream(self, states, questions, batch_options(concurrency, options))
+        return evaluate_stream(
+            self.pipeline, states, questions, batch_options(concurrency, options)
+        )
 
     def state(self, value: Any) -> BoundState:
         """Bind a state. A VALUE, not a session: nothing is sent until ``evaluate``."""
-        return BoundState(self, value)
+        return BoundState(self.pipeline, value)
 
     def states(
         self,
@@ -274,7 +182,7 @@ class Classifier:
                 "classifier: states() takes an iterable of states (a list), got "
                 f"{type(values).__name__}"
             )
-        return BoundStates(self, list(values), batch_options(concurrency, options))
+        return BoundStates(self.pipeline, list(values), batch_options(concurrency, options))
 
 
 def batch_options(concurrency: int, options: BatchOptions | None) -> BatchOptions:
@@ -288,44 +196,3 @@ def batch_options(concurrency: int, options: BatchOptions | None) -> BatchOption
             "classifier: give concurrency= or options=BatchOptions(concurrency=...), not both"
         )
     return options
-
-
-def _telemetry_for(options: ClassifierOptions) -> Any:
-    """The classifier's ``Telemetry``, or None. ``telemetry.py`` imports OpenTelemetry only
-    when it builds one, so an installed but unused OpenTelemetry is never imported."""
-    value = options.telemetry
-    if value is not None and not isinstance(value, bool):
-        return value
-    from .telemetry import Telemetry, wanted
-
-    if not wanted(value):
-        return None
-    if value is None:
-        try:
-            return Telemetry(provider_name=options.backend)
-        except ConfigError:
-            return None  # asked by the environment alone: no opentelemetry-api, no telemetry
-    return Telemetry(provider_name=options.backend)
-
-
-def _flags(decision: Decision) -> list[str]:
-    """The flags a decision carries by itself (``validation.FLAGS`` names; ``uncertain``
-    depends on the caller's thresholds and ``invalid`` on validation, so neither is here)."""
-    found = set()
-    if any(getattr(a, "near_uniform", False) for a in decision.answers.values()):
-        found.add("near-uniform")
-    if not decision.calibrated:
-        found.add("uncalibrated")
-    for answer in decision.answers.values():
-        found.update(consistency_flags(answer, calibrated=decision.calibrated))
-    if not decision.usage.reported:
-        found.add("usage-missing")
-    return [f for f in FLAGS if f in found]
-
-
-def _endpoint_of(style: Style) -> str:
-    """The request URL as configured (credentials hidden, ``${NAME}`` unexpanded): what
-    ``server.address`` and ``url.full`` are taken from; empty for styles that send nothing."""
-    endpoint = getattr(style, "endpoint", None)
-    path = getattr(style, "path", "systemone")
-    return f"{endpoint}/{path}" if isinstance(endpoint, str) else ""

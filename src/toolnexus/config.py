@@ -8,9 +8,9 @@ A value is checked when it is built, so everything that receives one trusts it:
 ``timeout_ms``), converting milliseconds to seconds there and nowhere else, and the style and the
 transport receive those two objects unchanged. Every batch entry point builds a ``BatchOptions``.
 
-Imports only ``defaults`` and ``errors`` at module level (the admission protocol only for type
-checking; ``packplan``'s rule for ``pack`` when one is given), so every other module can import
-it without a cycle.
+Imports only ``defaults`` and ``errors`` (the admission protocol only for type checking), so every
+other module can import it without a cycle. The one rule for ``pack=`` (:func:`check_pack`) lives
+here, not in ``packplan``, so that config never imports the batch rank (issue 30 item 3).
 """
 
 from __future__ import annotations
@@ -38,15 +38,33 @@ __all__ = [
     "MAX_CONCURRENCY",
     "MAX_TIMEOUT",
     "MIN_CONCURRENCY",
+    "PACK_AUTO",
     "BatchOptions",
     "ErrorInfo",
     "FailureKind",
     "OnError",
+    "PackSize",
     "RetryPolicy",
     "Timeout",
     "TransportKind",
     "Verdict",
+    "check_pack",
 ]
+
+#: ``pack="auto"``: the largest pack under the limits, up to ``packing.PACK_CAP``.
+PACK_AUTO: Literal["auto"] = "auto"
+#: What ``pack=`` takes.
+PackSize: TypeAlias = int | Literal["auto"]
+
+
+def check_pack(pack: object) -> PackSize:
+    """``pack`` as given when it is a whole number >= 1 or ``"auto"``; a ConfigError else."""
+    if pack == PACK_AUTO:
+        return PACK_AUTO
+    if isinstance(pack, bool) or not isinstance(pack, int) or pack < 1:
+        raise ConfigError(f"classifier: pack takes a whole number >= 1 or 'auto', got {pack!r}")
+    return pack
+
 
 #: What ``on_error`` answers: retry (still bounded by ``retries``) or fail now.
 Verdict: TypeAlias = Literal["retry", "fail"]
@@ -307,8 +325,6 @@ class BatchOptions:
                 f"classifier: patience takes a number of seconds above 0, got {_shown(p)}"
             )
         if self.pack != 1 or isinstance(self.pack, bool):  # True == 1, but is no pack size
-            from .packplan import check_pack  # the one rule for pack=; loaded only when packing
-
             check_pack(self.pack)
         members = self.admission
         if isinstance(members, str | bytes) or not isinstance(members, Iterable):

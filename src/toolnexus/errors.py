@@ -6,7 +6,7 @@ call), :class:`CacheError` for "the cache cannot be read or written" (drop the c
 
 ::
 
-    ClassifierError                 base; str(e) always starts "classifier: "
+    ClassifierError                 base; str(e) starts "classifier: " (but ReportError's)
     ├── ConfigError (ValueError)    an option or argument is rejected: create_classifier options,
     │                               an unset ${NAME} in base_url/headers, concurrency < 1, no
     │                               states, a value that is not JSON, a bad cache argument
@@ -31,11 +31,25 @@ call), :class:`CacheError` for "the cache cannot be read or written" (drop the c
     │   └── HostBackendError        the host's own decision source failed: the custom style's
     │                               evaluate, or the llm style's chat client
     ├── CacheError                  a cache cannot be opened, read or written
+    ├── ReportError                 report/ and records/ cannot read a run, labels or records
+    │   │                           file, or draw a chart; str(e) is the located line itself
+    │   │                           (``path:line: reason``), no "classifier: " prefix
+    │   ├── ReportInputError        a run or labels file (``report.runs``; LocatedError)
+    │   ├── LabelError              a label that does not fit its question (``report``)
+    │   ├── RecordError             a record field batch never writes (``report``;
+    │   │   (ValueError)            the caller adds file, line and key)
+    │   ├── RecordDecodeError       a line or cell that is not a batch value (``records``)
+    │   │   (ValueError)
+    │   └── MissingChartLibrary     ``--format html`` without matplotlib (the html extra)
     ├── BatchError                  evaluate_batch failed closed: index of the lowest failing
     │                               state, and that state's error as ``cause``
     └── RunStopped                  a batch stopped scheduling (``kind``: systematic, a failure
                                     every request would repeat; budget, a spend cap; input,
                                     a --state-field no record has): what was sent finished
+
+The report family is defined where it is raised (``report/``, ``records/``) on the
+:class:`ReportError` base; the CLI's one boundary (``cli/errors.handle_error``) prints any of them
+as its one line, exit 2, like every other input error.
 
 Third-party exceptions (httpx, aiohttp, sqlite3, json) are translated at one boundary each
 (``transport/`` for HTTP, ``decision.py`` for decoding, ``cache/`` for SQLite) and never
@@ -45,7 +59,7 @@ an expanded header.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 __all__ = [
     "AnswerAccessError",
@@ -63,6 +77,7 @@ __all__ = [
     "InvalidDecision",
     "InvalidState",
     "QuestionError",
+    "ReportError",
     "RunStopped",
     "StaticMiss",
     "TapeMiss",
@@ -82,10 +97,14 @@ def _restore(cls: type[BaseException], args: tuple[Any, ...], fields: dict[str, 
 
 
 class ClassifierError(Exception):
-    """Base of everything toolnexus raises. The message always starts ``classifier: ``."""
+    """Base of everything toolnexus raises. The message starts ``classifier: `` (but a
+    :class:`ReportError`'s, which starts with the file it names)."""
+
+    #: Whether the message is given the ``classifier: `` prefix.
+    _prefixed: ClassVar[bool] = True
 
     def __init__(self, message: str) -> None:
-        if not message.startswith(PREFIX):
+        if self._prefixed and not message.startswith(PREFIX):
             message = PREFIX + message
         super().__init__(message)
 
@@ -114,6 +133,15 @@ class QuestionError(ClassifierError):
     def __init__(self, message: str, key: str | None = None) -> None:
         super().__init__(message)
         self.key = key
+
+
+class ReportError(ClassifierError):
+    """``report`` or the record codecs cannot read what they were given (a run, labels or
+    records file) or draw what they were asked. The message is the one line a user sees,
+    ``path:line: reason`` where there is a place, and keeps no ``classifier: `` prefix: it
+    was that line before these errors joined the tree (issue 30 item 5)."""
+
+    _prefixed = False
 
 
 class BackendError(ClassifierError):

@@ -21,7 +21,7 @@ the answer into one result per state:
 - a transient failure is retried by the transport with the same bytes; a failure that remains
   (a 5xx, a timeout, a 404) is every state's result (as it would be at pack 1);
 - the other styles (static, custom, llm) ask state by state (seed 004: "Each state goes through
-  the per-state evaluate (every style)"); :func:`packs` says whether a classifier packs.
+  the per-state evaluate (every style)"); :func:`packs` says whether a pipeline packs.
 
 Usage: each state is charged its share of its packed response (``packing.split_usage``) plus
 what its own re-ask cost; :class:`RequestFacts` lists every request as the server charged it,
@@ -39,11 +39,10 @@ from __future__ import annotations
 import dataclasses
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from .assets import LiftedState
 from .canonical import canonical_json
@@ -58,10 +57,10 @@ from .packing import (
     unpack_decisions,
 )
 from .packplan import Planned, pack_check
+from .pipeline import RequestPipeline, evaluate_event
 from .questions import Question, questions_to_wire
-from .scheduler.admission import Outcome, OutcomeKind
+from .scheduler.admission import OutcomeKind
 from .scheduler.failfast import error_type, outcome_of
-from .scheduler.run import Settled
 from .scheduler.tokens import TokenEstimate, estimate_tokens
 from .systemone import PATH, SystemOneStyle
 from .telemetry_pack import pack_trace
@@ -70,7 +69,6 @@ from .validation import validate_decision
 
 __all__ = [
     "CONTEXT_ERROR_TYPE",
-    "Gate",
     "PackOutcome",
     "RequestFacts",
     "evaluate_pack",
@@ -80,39 +78,6 @@ __all__ = [
 
 #: The ``error_type`` of the API's 400 for a request past the context (system-one-wire.md).
 CONTEXT_ERROR_TYPE = "max_tokens_exceeded"
-#: The metric event each packed state reports (the value of ``classifier.METRIC_EVALUATE``,
-#: which this module cannot import: ``batch.py`` calls it and ``classifier.py`` imports that).
-_METRIC_EVALUATE = "classifier.evaluate"
-
-T = TypeVar("T")
-
-
-class PackEvaluator(Protocol):
-    """What :func:`evaluate_pack` drives: a ``Classifier`` (a protocol, not an import, so
-    ``batch.py`` can call this module without a cycle). ``_style`` and ``_emit`` are read with
-    ``getattr``: a classifier without them asks state by state."""
-
-    @property
-    def style(self) -> str: ...
-
-    async def evaluate_prepared(
-        self, state: Any, qs: dict[str, Question], *, fail_closed: bool = False
-    ) -> Decision: ...
-
-
-class Slot(Protocol):
-    """One admitted request (``scheduler.Slot``)."""
-
-    async def settle(self, *, outcome: Outcome, usage: ClassifierUsage | None = None) -> Settled:
-        """Release the request; ``requeue`` when it must be sent again (a 429)."""
-        ...
-
-
-class Gate(Protocol):
-    """Admission for every request a pack makes (``scheduler.Scheduler`` is one): its packed
-    request, the halves of a split, each re-ask."""
-
-    def admit(self, estimate: TokenEstimate) -> AbstractAsyncContextManager[Slot]: ...
 
 
 @dataclass(frozen=True)
@@ -141,18 +106,16 @@ class PackOutcome:
     requests: list[RequestFacts]
 
 
-def systemone_style(classifier: object) -> SystemOneStyle | None:
-    """The System One style a classifier asks through, or None for any other style: the one
-    place outside ``classifier.py`` that knows where a classifier keeps its style (the pack
+def systemone_style(pipeline: RequestPipeline) -> SystemOneStyle | None:
+    """The System One style a pipeline asks through, or None for any other style (the pack
     planner and ``batch --dry-run`` build their requests with it, nothing re-derived)."""
-    style = getattr(classifier, "_style", None)
-    return style if isinstance(style, SystemOneStyle) else None
+    return pipeline.systemone
 
 
-def packs(classifier: object) -> bool:
-    """Whether ``classifier`` asks a pack in one request (the systemone style). Plan singletons
+def packs(pipeline: RequestPipeline) -> bool:
+    """Whether ``pipeline`` asks a pack in one request (the systemone style). Plan singletons
     (``plan_packs(..., 1)``) for any other: it asks state by state anyway."""
-    return systemone_style(classifier) is not None
+    return pipeline.systemone is not None
 
 
 #: Per style, the derived questions of the last question set per pack size: every pack of a
@@ -222,21 +185,19 @@ class _Pack:
 
     def __init__(
         self,
-        classifier: PackEvaluator,
+        pipeline: RequestPipeline,
         style: SystemOneStyle | None,
         states: Sequence[Any],
         qs: dict[str, Question],
         fail_closed: bool,
-        gate: Gate | None,
         planned: Planned | None = None,
     ) -> None:
-        self.classifier = classifier
+        self.pipeline = pipeline
         self.planned = planned
         self.style = style
         self.states = states
         self.qs = qs
         self.fail_closed = fail_closed
-        self.gate = gate
         self.results: list[Decision | ClassifierError | None] = [None] * len(states)
         self.requests: list[RequestFacts] = []
         self.lifted: dict[int, LiftedState] = {}
@@ -244,38 +205,17 @@ class _Pack:
 
     # --- sending ----------------------------------------------------------------------------
 
-    async def _admitted(
-        self, estimate: TokenEstimate, send: Callable[[], Awaitable[tuple[T, ClassifierUsage]]]
-    ) -> tuple[T, ClassifierUsage]:
-        """``await send()`` (a value and what the server charged for it) under the gate: a 429
-        that survived the transport's retries is sent again once the scheduler admits it (the
-        wait is the scheduler's)."""
-        if self.gate is None:
-            return await send()
-        while True:
-            async with self.gate.admit(estimate) as slot:
-                try:
-                    got = await send()
-                except ClassifierError as e:
-                    if (await slot.settle(outcome=outcome_of(e))).requeue:
-                        continue
-                    raise
-                await slot.settle(outcome=Outcome.success(), usage=got[1])
-                return got
-
     async def alone(self, index: int, share: ClassifierUsage | None = None) -> None:
         """Today's evaluate for one state; ``share`` (a re-ask) is its packed request's part."""
         state = self.states[index]
         estimate = self._estimate_alone(state)
 
         async def send() -> tuple[Decision, ClassifierUsage]:
-            d = await self.classifier.evaluate_prepared(
-                state, self.qs, fail_closed=self.fail_closed
-            )
+            d = await self.pipeline.evaluate_prepared(state, self.qs, fail_closed=self.fail_closed)
             return d, ClassifierUsage() if d.cached else d.usage
 
         try:
-            decision, charged = await self._admitted(estimate, send)
+            decision, charged = await send()
         except ClassifierError as e:
             self.requests.append(RequestFacts((index,), estimate, sent=_sent(e), error=e))
             self.results[index] = e
@@ -364,7 +304,7 @@ class _Pack:
                 estimate=estimate,
             )
 
-        trace = pack_trace(self.classifier)
+        trace = pack_trace(self.pipeline)
         if trace is not None:
             post = send
 
@@ -373,7 +313,7 @@ class _Pack:
 
         weights = state_weights([p.state for p in parts], self.qs)
         try:
-            body, total = await self._admitted(estimate, send)
+            body, total = await send()
         except ClassifierError as e:
             self.requests.append(
                 RequestFacts(tuple(indices), estimate, sent=_sent(e), packed=True, error=e)
@@ -418,47 +358,34 @@ class _Pack:
 
     def _emit(self, decision: Decision, size: int) -> None:
         """One metric event per packed state, as ``evaluate_prepared`` emits per state alone."""
-        emit = getattr(self.classifier, "_emit", None)
-        if emit is None:
-            return
-        event: dict[str, Any] = {
-            "event": _METRIC_EVALUATE,
-            "style": self.classifier.style,
-            "model": decision.model,
-            "status": "ok",
-            "ms": round((time.perf_counter() - self.started) * 1000, 3),
-            "input_tokens": decision.usage.input_tokens,
-            "output_tokens": decision.usage.output_tokens,
-            "cached": decision.cached,
-            "calibrated": decision.calibrated,
-            "packed": size,
-        }
-        if decision.usage.cost is not None:
-            event["cost"] = decision.usage.cost
-        emit(event)
+        p = self.pipeline
+        p.emit(
+            evaluate_event(
+                p.style_name, decision.model, self.started, decision=decision, packed=size
+            )
+        )
 
 
 async def evaluate_pack(
-    classifier: PackEvaluator,
+    pipeline: RequestPipeline,
     states: Sequence[Any],
     qs: dict[str, Question],
     *,
     fail_closed: bool = False,
-    gate: Gate | None = None,
     planned: Planned | None = None,
 ) -> PackOutcome:
     """One result per state of ``states`` (one pack of ``plan_packs``), in order.
 
-    ``qs`` is the prepared question set (``classifier.prepare``, the same dict for every
+    ``qs`` is the prepared question set (``pipeline.prepare``, the same dict for every
     pack: the style encodes it once); the states have passed
     ``check_state``. ``fail_closed`` is ``evaluate_prepared``'s: an invalid decision (at pack 1,
-    or the re-ask of an invalid packed answer) is then its ``InvalidDecision``. With ``gate``,
-    every request goes through ``gate.admit(estimate)`` and is settled with what it cost.
+    or the re-ask of an invalid packed answer) is then its ``InvalidDecision``. Every request is
+    admitted by the transport through the run's scheduler, as at pack 1.
     ``planned`` is this pack as ``packplan.plan_requests`` planned it: its estimate is reused
     for the same bytes. See the module docstring for packing, re-asks, splits, usage and the
     cache."""
-    style = systemone_style(classifier)
-    run = _Pack(classifier, style, states, qs, fail_closed, gate, planned)
+    style = pipeline.systemone
+    run = _Pack(pipeline, style, states, qs, fail_closed, planned)
     if len(states) == 1 or style is None:
         for i in range(len(states)):
             await run.alone(i)

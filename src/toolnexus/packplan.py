@@ -27,10 +27,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
 from .assets import LiftedState, lift_with_questions
 from .canonical import canonical_json
+from .config import PACK_AUTO, PackSize, check_pack  # re-exported: the one rule for pack=
 from .errors import ClassifierError, ConfigError
 from .images import ImageLimits
 from .packing import PACK_CAP, pack_lifted, pack_questions
@@ -53,20 +54,6 @@ __all__ = [
     "plan_packs",
     "plan_requests",
 ]
-
-#: ``pack="auto"``: the largest pack under the limits, up to ``PACK_CAP``.
-PACK_AUTO: Literal["auto"] = "auto"
-#: What ``pack=`` takes.
-PackSize: TypeAlias = int | Literal["auto"]
-
-
-def check_pack(pack: object) -> PackSize:
-    """``pack`` as given when it is a whole number >= 1 or ``"auto"``; a ConfigError else."""
-    if pack == PACK_AUTO:
-        return PACK_AUTO
-    if isinstance(pack, bool) or not isinstance(pack, int) or pack < 1:
-        raise ConfigError(f"classifier: pack takes a whole number >= 1 or 'auto', got {pack!r}")
-    return pack
 
 
 def _image_sizes(lifted: LiftedState) -> list[tuple[int, int]]:

@@ -51,7 +51,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .arrow import evaluate_rows
-from .arrowrecords import require_pyarrow, run_schema
 from .classifier import Classifier
 from .config import BatchOptions
 from .defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_RETRIES, DEFAULT_TIMEOUT
@@ -59,6 +58,7 @@ from .errors import ConfigError
 from .factory import create_classifier
 from .questions import Question
 from .ray_limiter import LimiterCore, SharedLimit, require_ray, shared_limiter
+from .records.arrow import require_pyarrow, run_schema
 from .sync._loop import background
 from .transport.redaction import ENV_REF, url_secrets
 
@@ -232,7 +232,7 @@ def evaluate_dataset(
     batch_size: int = DEFAULT_BATCH_SIZE,
     **classifier_options: Any,
 ) -> Any:
-    """A lazy ``ray.data.Dataset`` of run records (``arrowrecords.run_schema(questions)``), one
+    """A lazy ``ray.data.Dataset`` of run records (``records.arrow.run_schema(questions)``), one
     per row of ``ds`` (less those ``previous`` decided). See the module docstring.
 
     ``id_column`` is required: a Dataset has no row index that is stable across blocks and

@@ -5,9 +5,12 @@ per state". Built on :mod:`.telemetry`; imports nothing of OpenTelemetry itself.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .telemetry import Telemetry
+
+if TYPE_CHECKING:
+    from .pipeline import RequestPipeline
 
 __all__ = ["PackTrace", "pack_trace"]
 
@@ -59,10 +62,8 @@ class PackTrace:
             )
 
 
-def pack_trace(classifier: object) -> PackTrace | None:
-    """A :class:`PackTrace` for ``classifier``'s telemetry, or None when it has none."""
-    telemetry = getattr(classifier, "_telemetry", None)
-    if telemetry is None:
+def pack_trace(pipeline: RequestPipeline) -> PackTrace | None:
+    """A :class:`PackTrace` for ``pipeline``'s telemetry, or None when it has none."""
+    if pipeline.telemetry is None:
         return None
-    model = getattr(classifier, "model", "")
-    return PackTrace(telemetry, model, getattr(classifier, "_endpoint", ""))
+    return PackTrace(pipeline.telemetry, pipeline.model, pipeline.endpoint)

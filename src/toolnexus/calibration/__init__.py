@@ -11,7 +11,7 @@ recalibration maps that ``eval`` and ``batch`` apply.
 - ``thresholds``: a consistent (yes, no) pair for a target precision, the threshold table.
 
 ``uncertainty`` and ``fit`` import numpy; ``scores``, ``choice`` and ``thresholds`` take it
-(through ``report.metrics``) only when a labelled metric is computed; ``transforms`` and
+(through ``metrics.measures``) only when a labelled metric is computed; ``transforms`` and
 ``maps`` are pure Python, so applying a map in ``eval``/``batch`` and the unlabelled report never
 load it. This ``__init__`` imports nothing, for the same reason.
 """

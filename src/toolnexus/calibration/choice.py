@@ -16,8 +16,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..report.arrays import numeric
-from ..report.metrics import reliability, score_groups
+from ..metrics.arrays import numeric
+from ..metrics.measures import reliability, score_groups
 
 __all__ = [
     "COVERAGE_GRID",

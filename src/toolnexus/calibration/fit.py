@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ClassifierError
-from ..report.metrics import (
+from ..metrics.measures import (
     brier_score_loss,
     expected_calibration_error,
     log_loss,

@@ -8,7 +8,7 @@ A bare ECE misleads: a perfectly calibrated sample of 100 still reads an ECE wel
   shows on these same predicted probabilities, drawing each outcome from its own probability.
   An ECE at or under the p95 is indistinguishable from calibrated; above it, miscalibrated.
 
-The ECE is the report's (``toolnexus.report.metrics``): 10 equal-width bins, bin
+The ECE is the report's (``toolnexus.metrics.measures``): 10 equal-width bins, bin
 ``b/10 <= p < (b+1)/10``, ``p = 1.0`` in the last. Both resamplings work on *atoms*, the distinct
 ``(p, y)`` pairs with their counts: resampling records is a multinomial draw over atoms, and
 drawing outcomes is one binomial per distinct ``p``. Wire probabilities have two decimals, so
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..report.metrics import N_BINS
+from ..metrics.measures import N_BINS
 
 __all__ = [
     "DRAWS",

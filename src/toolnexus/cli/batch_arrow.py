@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from ..arrowrecords import require_pyarrow
+from ..records.arrow import require_pyarrow
 from .batch_items import (
     ARROW_SUFFIXES,
     MALFORMED,

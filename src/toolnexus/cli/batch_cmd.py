@@ -139,14 +139,11 @@ def _write_review(output: str, review_out: str, questions: Path) -> None:
     """``--review-out``: the queue of what the run wrote (``report.review``, as ``report
     --review-out --gates`` writes it), a held record known by the file's gates' defaults."""
     from ..report.review import write_review
-    from ..report.runs import ReportInputError
     from .questionfile import load_question_file
 
     _, gates = load_question_file(questions)
-    try:
-        queued = write_review(output, review_out, {n: p.default for n, p in gates.items()})
-    except ReportInputError as e:
-        raise CliError(str(e)) from None
+    # A run that cannot be read is a ReportError: the one boundary prints it, exit 2.
+    queued = write_review(output, review_out, {n: p.default for n, p in gates.items()})
     sys.stderr.write(f"toolnexus: {review_out}: {queued} records to review\n")
 
 

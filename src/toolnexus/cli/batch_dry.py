@@ -186,10 +186,8 @@ def estimate_items(
 
     check_dry(settings)
     backend = build_backend(settings, file_model=file_model, on_metric=None, cache=cache)
-    from ..packed import systemone_style
-
     # The classifier's own systemone style: its bodies and cache keys, nothing re-derived.
-    style = systemone_style(backend.classifier)
+    style = backend.classifier.pipeline.systemone
     assert style is not None  # --replay and --llm-model are refused above
     qs: dict[str, Question] = backend.classifier.prepare(questions)
     result = DryRun(pack=pack)

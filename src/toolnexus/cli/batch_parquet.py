@@ -158,7 +158,7 @@ class ParquetOutput:
         # input line's error, which a JSONL run keeps as well.
         written = self._sink.finish() if self._sink is not None else None
         if written is None:
-            from ..arrowrecords import write_parquet_run
+            from ..records.arrow import write_parquet_run
 
             _sweep(self.path)  # what a child that died mid-run left
 

@@ -5,7 +5,7 @@ column values there cost it about 9% of a 100,000-state run (bench/parquet.py). 
 thread only writes each journal line, as it must for ``kill -9``, and hands the same bytes down a
 pipe to this module run as a child (``python -m toolnexus.cli.batch_parquet_sink``), which
 decodes them with the JSONL codec ``--resume`` reads the journal with, and feeds
-:class:`~toolnexus.arrowrecords.RunWriter`: the file is the one the run would have written itself.
+:class:`~toolnexus.records.arrow.RunWriter`: the file is the one the run would have written itself.
 
 The child renames its file into place only when told ``END`` and it has read every line; an end
 of its input without it (the parent was killed) drops its temporary file, so a killed run leaves
@@ -130,8 +130,8 @@ class ParquetSink:
 def _child() -> int:
     """The child: a header, then journal lines, then END."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from ..arrowrecords import RunWriter
     from ..records import codec_for
+    from ..records.arrow import RunWriter
 
     source = sys.stdin.buffer
     size = int.from_bytes(source.read(8), "big")

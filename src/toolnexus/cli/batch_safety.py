@@ -99,7 +99,7 @@ def _read_prior(output: str, fmt: str, sha: str) -> PriorOutput:
     """What ``--output`` holds, or one line saying why this run cannot continue it."""
     try:
         if fmt == "parquet":
-            from ..arrowrecords import require_pyarrow
+            from ..records.arrow import require_pyarrow
 
             pa = require_pyarrow()
             try:
@@ -206,7 +206,7 @@ def check_config(cfg: BatchConfig, questions_path: Path) -> None:
             raise CliError(f"{arg}: no such input file or directory")
     if cfg.fmt == "parquet" or "arrow" in kinds:
         # Before anything is read or sent: a missing extra is one line naming it.
-        from ..arrowrecords import require_pyarrow
+        from ..records.arrow import require_pyarrow
 
         require_pyarrow()
     _check_output(cfg, questions_path)

@@ -238,9 +238,7 @@ def report_command(
     Exit codes: 0 ok; 1 a --fail-on condition met; 2 usage or input error.
     """
     from ..report.build import build_report
-    from ..report.charts import MissingChartLibrary
     from ..report.conditions import check, parse_conditions
-    from ..report.runs import ReportInputError
     from ..report.sweep import parse_floors
     from .render import ReportResult, default_format, render
 
@@ -277,30 +275,26 @@ def report_command(
     # spinning takes CPU from the workers counting the run (bench/report.py); the process is
     # this command's, and a user's own setting wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    try:
-        conditions = parse_conditions(fail_on)
-        report = build_report(
-            list(runs),
-            labels_path=labels,
-            id_field=id_field,
-            target_precision=target_precision,
-            jobs=jobs,
-            intervals=intervals,
-            fit_calibration=fit_calibration,
-            sweep_gates=sweep_gates,
-            floors=parse_floors(floors) if sweep_gates is not None else None,
-            selective=selective,
-            target_risk=target_risk,
-        )
-    except ReportInputError as e:
-        raise CliError(str(e)) from None
+    # A run, labels or chart that cannot be read or drawn raises a ReportError: the one error
+    # boundary (``errors.handle_error``) prints its located line and exits 2.
+    conditions = parse_conditions(fail_on)
+    report = build_report(
+        list(runs),
+        labels_path=labels,
+        id_field=id_field,
+        target_precision=target_precision,
+        jobs=jobs,
+        intervals=intervals,
+        fit_calibration=fit_calibration,
+        sweep_gates=sweep_gates,
+        floors=parse_floors(floors) if sweep_gates is not None else None,
+        selective=selective,
+        target_risk=target_risk,
+    )
     # The warnings first: a condition nothing can measure is often explained by one of them.
     for warning in report.warnings:
         sys.stderr.write(f"toolnexus: warning: {one_line(warning)}\n")
-    try:
-        results = check(conditions, report)
-    except ReportInputError as e:
-        raise CliError(str(e)) from None
+    results = check(conditions, report)
     met = [m for _, m in results if m is not None]
     if junit is not None:
         _write_junit(junit, results)
@@ -308,10 +302,7 @@ def report_command(
         from ..report.review import write_review
 
         defaults = {n: p.default for n, p in sweep_gates[0].items()} if sweep_gates else None
-        try:
-            queued = write_review(runs[-1], review_out, defaults)
-        except ReportInputError as e:
-            raise CliError(str(e)) from None
+        queued = write_review(runs[-1], review_out, defaults)
         sys.stderr.write(f"toolnexus: {review_out}: {queued} records to review\n")
     if write_thresholds is not None:
         from .thresholds_out import write_thresholds as write_file
@@ -331,8 +322,6 @@ def report_command(
         # The same words as the error boundary's for every other command: stdout by name.
         target = output if output is not None else "stdout"
         raise CliError(f"{target}: cannot write: {e.strerror or type(e).__name__}") from None
-    except MissingChartLibrary as e:
-        raise CliError(str(e)) from None
     if met:
         sys.stderr.write(f"toolnexus: --fail-on met: {one_line('; '.join(met))}\n")
         raise typer.Exit(EXIT_CONDITION)

@@ -116,7 +116,6 @@ def write_thresholds(
     """Guard, then write ``path``; a warning line on stderr per question left out."""
     from ..report.build import read_all_labels
     from ..report.floors import confidence_floors, guard_pairs
-    from ..report.runs import ReportInputError
 
     pairs, floors = {}, {}
     for key, q in report.questions.items():
@@ -125,12 +124,10 @@ def write_thresholds(
             pairs[key] = pair.target_precision
     floors = {k: target for k, q in report.questions.items()
               if q.type in ("choice", "score") and q.labelled}  # fmt: skip
-    try:
-        read = read_all_labels(labels, id_field) if pairs or floors else None
-        guards = guard_pairs(run, read, pairs) if read is not None and pairs else {}
-        found = confidence_floors(run, read, floors) if read is not None and floors else {}
-    except ReportInputError as e:
-        raise CliError(str(e)) from None
+    # A run or labels file that cannot be read is a ReportError: the one boundary prints it.
+    read = read_all_labels(labels, id_field) if pairs or floors else None
+    guards = guard_pairs(run, read, pairs) if read is not None and pairs else {}
+    found = confidence_floors(run, read, floors) if read is not None and floors else {}
     text, missing = thresholds_yaml(report, guards, found)
     try:
         with open(path, "w", encoding="utf-8", newline="\n") as f:

@@ -5,14 +5,14 @@ tenth of its CPU (measured: 2.9 s for 100,000 records, against 1.1 s for these c
 here each leaf column is one list comprehension over the records, handed to ``pa.array`` at
 once, and an answer that fits its question's struct is read in place, never copied.
 
-The schema (``arrowrecords.run_schema``) drives it: a struct column takes its fields from its
+The schema (``records.arrow.run_schema``) drives it: a struct column takes its fields from its
 type, so nothing here lists a field again. What it adds are the rules of the record -> row
-mapping, documented in ``arrowrecords``: an answer that does not fit its question's struct
+mapping, documented in ``records.arrow``: an answer that does not fit its question's struct
 is its JSON text in ``json``, a raw answer is its JSON text in ``value``, a legend level that
 is not a string is its JSON text, and what a record holds that has no column of its own
 (another member, an answer to a question not asked, an id that is not UTF-8, a
 ``recalibrated`` of another shape) is the JSON text of ``extra``. Called only with pyarrow
-imported (by ``arrowrecords``).
+imported (by ``records.arrow``).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _names(struct: Any, *drop: str) -> frozenset[str]:
 
 class _Answers:
     """How the answers of one question become rows of its struct (``kind`` as
-    ``arrowrecords.answer_kind`` names it)."""
+    ``records.arrow.answer_kind`` names it)."""
 
     def __init__(self, kind: str, struct: Any) -> None:
         self.kind = kind

@@ -16,7 +16,7 @@ most one short line, and ``--resume`` reads it back line by line:
   (:func:`escape_id`), so that every reader gets every id back exactly.
 
 A codec is chosen by name from :data:`CODECS`. Parquet is no line format: a Parquet run is one
-file written whole (``arrowrecords``) with a JSONL journal while it runs (``records.parquet``).
+file written whole (``records.arrow``) with a JSONL journal while it runs (``records.parquet``).
 Pure: no I/O.
 """
 
@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from ..errors import ReportError
 from .model import GATES, QUESTIONS_SHA256, RECALIBRATED, Record, record_from_object
 
 __all__ = [
@@ -60,7 +61,7 @@ ERROR_MESSAGE_COLUMN = "error.message"
 FLATTEN_DEPTH = 3
 
 
-class RecordDecodeError(ValueError):
+class RecordDecodeError(ReportError, ValueError):
     """A line or cell that is not a batch value; ``str(e)`` says which and what it holds."""
 
 

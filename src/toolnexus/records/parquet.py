@@ -1,4 +1,4 @@
-"""A Parquet run on disk: ONE Parquet file (``arrowrecords.run_schema``), and, while a ``batch``
+"""A Parquet run on disk: ONE Parquet file (``records.arrow.run_schema``), and, while a ``batch``
 writes it, its journal.
 
 Why a journal: a Parquet file is written whole. Its footer, which says where every row group
@@ -13,7 +13,7 @@ SIGTERM stopped it) the journal is folded in: ``run.parquet`` is rewritten atomi
 record of an id winning, and the journal is deleted. A killed run leaves the journal;
 ``--resume`` reads the Parquet file AND the journal, and its clean end folds both in.
 
-pyarrow is imported only when a Parquet file is read or written (``arrowrecords``).
+pyarrow is imported only when a Parquet file is read or written (``records.arrow``).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def parquet_records(path: str) -> Iterator[Record]:
             return
     except OSError:
         return
-    from ..arrowrecords import iter_parquet_run
+    from .arrow import iter_parquet_run
 
     for obj in iter_parquet_run(path):
         record = record_from_object(obj)

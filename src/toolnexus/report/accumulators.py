@@ -15,10 +15,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..validation import FLAGS
-from .arrays import in_order_sum
-from .extras import ece_uncertainty, noul_threshold_pair, noul_threshold_table
-from .metrics import (
+from ..errors import ReportError
+from ..metrics.arrays import in_order_sum
+from ..metrics.measures import (
     N_BINS,
     Reliability,
     accuracy_score,
@@ -28,6 +27,8 @@ from .metrics import (
     roc_auc_score,
     threshold_for_precision,
 )
+from ..validation import FLAGS
+from .extras import ece_uncertainty, noul_threshold_pair, noul_threshold_table
 from .model import (
     BandPrecision,
     Count,
@@ -76,11 +77,11 @@ AUTO_INTERVALS_MAX = 20_000
 _TRUTH = {"true": 1, "yes": 1, "1": 1, "false": 0, "no": 0, "0": 0}
 
 
-class LabelError(Exception):
+class LabelError(ReportError):
     """A label that does not fit its question (the caller adds the labels file and line)."""
 
 
-class RecordError(ValueError):
+class RecordError(ReportError, ValueError):
     """A record field holding what ``toolnexus batch`` never writes (the caller adds the file,
     line and question key). Checked on the hot path with cheap type and range tests, so a
     hostile run is refused in words instead of being counted as garbage."""

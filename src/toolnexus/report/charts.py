@@ -17,6 +17,7 @@ import io
 import re
 from typing import Any
 
+from ..errors import ReportError
 from .model import (
     ChoiceDistribution,
     Confusion,
@@ -47,7 +48,7 @@ GREY = "#8a8a8a"
 _counter = 0
 
 
-class MissingChartLibrary(Exception):
+class MissingChartLibrary(ReportError):
     """matplotlib is not installed (it is the optional ``html`` extra)."""
 
 

@@ -73,7 +73,7 @@ def _tables(path: str, span: Span) -> list[Any] | None:
 
 
 def _count_table(table: Any, stats: RunStats, seen: set[str]) -> bool:
-    from ..arrowrecords import struct_kind
+    from ..records.arrow import struct_kind
 
     names = table.schema.names
     n = table.num_rows

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..consistency import SCORE_CONFIDENCE_FORMULAS, score_confidence_fits
+from ..metrics.arrays import in_order_sum
+from ..metrics.measures import accuracy_score, mean_absolute_error, within_one
 from ..questions import level_label
 from .accumulators import (
     _LEVEL_KEYS,
@@ -22,9 +24,7 @@ from .accumulators import (
     _share,
     _shown,
 )
-from .arrays import in_order_sum
 from .extras import rps_in_level_order
-from .metrics import accuracy_score, mean_absolute_error, within_one
 from .model import Count, LevelCount, ScoreDistribution, ScoreMetrics
 from .ranked import RankedStats
 

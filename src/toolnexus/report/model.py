@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ..metrics.measures import ReliabilityBin, Threshold
 from .figures import (
     CalibrationFit,
     CoveragePoint,
@@ -193,18 +194,6 @@ class HistogramBin:
 
 
 @dataclass(frozen=True)
-class ReliabilityBin:
-    """One calibration bin: ``confidence`` is the mean probability in it, ``accuracy`` the mean
-    label (noul) or correctness (top-1); both ``None`` for an empty bin."""
-
-    lo: float
-    hi: float
-    n: int
-    confidence: float | None
-    accuracy: float | None
-
-
-@dataclass(frozen=True)
 class NoulDistribution:
     histogram: tuple[HistogramBin, ...]
     bands: Mapping[str, Count]
@@ -238,18 +227,6 @@ class ScoreDistribution:
 
 
 Distribution = NoulDistribution | ChoiceDistribution | ScoreDistribution
-
-
-@dataclass(frozen=True)
-class Threshold:
-    """The lowest yes-threshold reaching ``target_precision`` (``threshold`` ``None`` when
-    none does), its precision and recall, and how many records it calls yes."""
-
-    target_precision: float
-    threshold: float | None
-    precision: float | None
-    recall: float | None
-    yes: int
 
 
 @dataclass(frozen=True)

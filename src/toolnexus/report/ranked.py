@@ -16,6 +16,16 @@ from collections.abc import Mapping, Sequence
 from itertools import repeat
 from typing import Any, NamedTuple
 
+from ..metrics.arrays import ProbabilityRows, column
+from ..metrics.measures import (
+    Reliability,
+    accuracy_score,
+    confusion_matrix,
+    macro_f1_from_confusion,
+    multiclass_brier_score,
+    multiclass_log_loss,
+    reliability,
+)
 from .accumulators import (
     LabelError,
     QuestionStats,
@@ -25,22 +35,12 @@ from .accumulators import (
     _share,
     _shown,
 )
-from .arrays import ProbabilityRows, column
 from .extras import (
     choice_coverage,
     ece_uncertainty,
     option_calibration,
 )
 from .figures import EceUncertainty
-from .metrics import (
-    Reliability,
-    accuracy_score,
-    confusion_matrix,
-    macro_f1_from_confusion,
-    multiclass_brier_score,
-    multiclass_log_loss,
-    reliability,
-)
 from .model import (
     AccuracySplit,
     ChoiceDistribution,

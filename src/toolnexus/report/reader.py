@@ -1,7 +1,7 @@
 """A run read into a :class:`RunStats`: in one piece, or in chunks counted side by side.
 
 A JSONL run longer than one chunk (:data:`CHUNK_BYTES`, each chunk cut at a line end), and a
-Parquet run of more than one row group (``arrowrecords.ROW_GROUP_RECORDS`` records each), is
+Parquet run of more than one row group (``records.arrow.ROW_GROUP_RECORDS`` records each), is
 counted chunk by chunk, in up to ``jobs`` processes, and the chunks are merged in file order.
 Where the cuts fall depends on the file alone, never on ``jobs``: every number of a report is
 the same on one CPU or many, and however the run was cut: the labelled arrays, and every

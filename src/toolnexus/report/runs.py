@@ -3,7 +3,7 @@
 A run is JSONL (one record per line), JSON (an array; batch writes one record per line, but any
 array is read incrementally with ``raw_decode``, never loaded whole), CSV (batch's flattened
 columns: ``answers.<key>.<field>``, a probability map or a flag list as one JSON cell) or
-Parquet (``batch --format parquet``: ``arrowrecords.run_schema``, read one row group at a time,
+Parquet (``batch --format parquet``: ``records.arrow.run_schema``, read one row group at a time,
 then the journal a killed run left beside it, if any). The format comes from the extension
 (``.jsonl``, ``.json``, ``.csv``, ``.parquet``), else from the first bytes. A Parquet record's
 "line" is its 1-based row.
@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
+from ..errors import ReportError
 from ..records.codec import CsvCodec, RecordDecodeError, line_loader, read_csv_header
 from ..records.csvdialect import csv_delimiter, first_non_utf8, not_utf8_hint
 from ..records.parquet import PARQUET_MAGIC, journal_path
@@ -49,7 +50,7 @@ __all__ = [
 _CHUNK = 1 << 20
 
 
-class ReportInputError(Exception):
+class ReportInputError(ReportError):
     """A run or labels file that cannot be read as such; the message is one located line."""
 
 
@@ -235,7 +236,7 @@ def cut_last_line(path: str) -> str | None:
 
 def _parquet_file(path: str, raw: IO[bytes], what: str) -> Any:
     """The ``pyarrow.parquet.ParquetFile`` of an open file, or one line saying it is none."""
-    from ..arrowrecords import require_pyarrow
+    from ..records.arrow import require_pyarrow
 
     pa = require_pyarrow()
     import pyarrow.parquet as pq
@@ -264,7 +265,7 @@ def parquet_group_spans(path: str) -> list[Span]:
 
 def parquet_rows(path: str, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(row, object)`` for every row of a Parquet file (a labels file), one batch at a time."""
-    from ..arrowrecords import require_pyarrow
+    from ..records.arrow import require_pyarrow
 
     pa = require_pyarrow()
     with _open(path) as raw:
@@ -282,7 +283,7 @@ def parquet_rows(path: str, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
 def _iter_parquet(path: str, span: Span | None = None) -> Iterator[tuple[int, Any]]:
     """The records of a Parquet run, row group by row group (only the span's with ``span``),
     numbered by their row in the file; then, read whole, the journal's complete lines."""
-    from ..arrowrecords import require_pyarrow, table_to_records
+    from ..records.arrow import require_pyarrow, table_to_records
 
     pa = require_pyarrow()
     with _open(path) as raw:

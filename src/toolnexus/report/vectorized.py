@@ -18,6 +18,7 @@ from collections import Counter
 from itertools import pairwise, repeat
 from typing import Any
 
+from ..metrics.measures import N_BINS
 from ..records.arrowrows import column_values
 from .accumulators import (
     _BAND_INDEX,
@@ -29,7 +30,6 @@ from .accumulators import (
     QuestionStats,
 )
 from .levels import ScoreStats
-from .metrics import N_BINS
 from .ranked import ChoiceStats, RankedStats
 
 __all__ = ["count_column", "map_dicts"]

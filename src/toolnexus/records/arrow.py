@@ -54,11 +54,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError
-from .questions import ChoiceQuestion, NoulQuestion, Question, RawQuestion, ScoreQuestion
-from .records.arrowcolumns import RecordColumns, record_batch
-from .records.arrowrows import batch_rows
-from .records.model import ASKED_KEYS, QUESTIONS_SHA256, RECALIBRATED, RECORD_KEYS
+from ..errors import ConfigError
+from ..questions import ChoiceQuestion, NoulQuestion, Question, RawQuestion, ScoreQuestion
+from .arrowcolumns import RecordColumns, record_batch
+from .arrowrows import batch_rows
+from .model import ASKED_KEYS, QUESTIONS_SHA256, RECALIBRATED, RECORD_KEYS
 
 if TYPE_CHECKING:
     import pyarrow as pa
