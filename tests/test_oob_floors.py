@@ -13,9 +13,9 @@ from clirun import run_cli
 from toolnexus import ChoiceAnswer, ChoiceQuestion, Decision, NoulAnswer, NoulQuestion
 from toolnexus.calibration.oob import oob_guard
 from toolnexus.calibration.thresholds import threshold_pair
+from toolnexus.metrics.measures import threshold_for_precision
 from toolnexus.records.decision import decision_record
 from toolnexus.records.model import DecisionRecord
-from toolnexus.report.metrics import threshold_for_precision
 
 #: A small sample whose in-sample search finds yes = 0.75 at exactly the 0.8 target (4 of the 5
 #: answers at p >= 0.75 are right): a lucky pattern the resamples do not repeat.
