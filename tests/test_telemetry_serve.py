@@ -169,7 +169,7 @@ def test_off_means_no_span(otel: Any) -> None:
         ),
         pytest.param(
             "import opentelemetry.trace, toolnexus; "
-            "c = toolnexus.create_classifier(); assert c._telemetry is not None",
+            "c = toolnexus.create_classifier(); assert c.pipeline.telemetry is not None",
             True,
             id="host-imported-it",
         ),
