@@ -4,8 +4,9 @@ resamples (``calibration.oob``) before it may be written."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..calibration.oob import OobGuard, oob_guard
 from .judged import LABEL_TRUTH, decided_records
@@ -38,11 +39,18 @@ class GuardedPair:
         return self.yes.accepted and self.no.accepted
 
 
-def labelled_noul(
-    run: str, labels: Labels, keys: list[str]
-) -> dict[str, tuple[list[int], list[float]]]:
-    """Per noul question of ``keys``: the labels (1/0) and probabilities of its labelled answers."""
-    out: dict[str, tuple[list[int], list[float]]] = {k: ([], []) for k in keys}
+Pairs = dict[str, tuple[list[int], list[float]]]
+
+
+def _labelled(
+    run: str,
+    labels: Labels,
+    keys: list[str],
+    pick: Callable[[Mapping[str, Any], str], tuple[int, float] | None],
+) -> Pairs:
+    """Per question of ``keys``: ``pick(answer, label)`` of each labelled answer, as the two
+    lists (1/0, number) the guards read; a pick of None leaves the answer out."""
+    out: Pairs = {k: ([], []) for k in keys}
     columns = {k: labels.column(k) for k in keys}
     for item_id, record in decided_records(run):
         row = labels.rows.get(item_id)
@@ -53,12 +61,23 @@ def labelled_noul(
             answer = answers.get(key)
             if at is None or not row[at] or not isinstance(answer, Mapping):
                 continue
-            truth, p = LABEL_TRUTH.get(row[at].lower()), answer.get("noul")
-            if truth is None or not isinstance(p, int | float) or isinstance(p, bool):
-                continue
-            out[key][0].append(int(truth))
-            out[key][1].append(float(p))
+            got = pick(answer, row[at])
+            if got is not None:
+                out[key][0].append(got[0])
+                out[key][1].append(got[1])
     return out
+
+
+def _noul_pick(answer: Mapping[str, Any], label: str) -> tuple[int, float] | None:
+    truth, p = LABEL_TRUTH.get(label.lower()), answer.get("noul")
+    if truth is None or not isinstance(p, int | float) or isinstance(p, bool):
+        return None
+    return int(truth), float(p)
+
+
+def labelled_noul(run: str, labels: Labels, keys: list[str]) -> Pairs:
+    """Per noul question of ``keys``: the labels (1/0) and probabilities of its labelled answers."""
+    return _labelled(run, labels, keys, _noul_pick)
 
 
 def guard_pairs(run: str, labels: Labels, targets: Mapping[str, float]) -> dict[str, GuardedPair]:
@@ -77,31 +96,18 @@ def guard_pairs(run: str, labels: Labels, targets: Mapping[str, float]) -> dict[
     return out
 
 
-def labelled_confidence(
-    run: str, labels: Labels, keys: list[str]
-) -> dict[str, tuple[list[int], list[float]]]:
+def labelled_confidence(run: str, labels: Labels, keys: list[str]) -> Pairs:
     """Per choice or score question of ``keys``: whether each labelled answer is right (1/0)
     and its wire ``confidence``, what ``min_confidence`` reads."""
     from .selective import confident
 
-    out: dict[str, tuple[list[int], list[float]]] = {k: ([], []) for k in keys}
-    columns = {k: labels.column(k) for k in keys}
-    for item_id, record in decided_records(run):
-        row = labels.rows.get(item_id)
-        answers = record.get("answers")
-        if row is None or not isinstance(answers, Mapping):
-            continue
-        for key, at in columns.items():
-            answer = answers.get(key)
-            if at is None or not row[at] or not isinstance(answer, Mapping):
-                continue
-            if answer.get("type") not in ("choice", "score"):
-                continue
-            got = confident(answer, row[at])
-            if got is not None:
-                out[key][0].append(int(got[1]))
-                out[key][1].append(got[0])
-    return out
+    def pick(answer: Mapping[str, Any], label: str) -> tuple[int, float] | None:
+        if answer.get("type") not in ("choice", "score"):
+            return None
+        got = confident(answer, label)
+        return None if got is None else (int(got[1]), got[0])
+
+    return _labelled(run, labels, keys, pick)
 
 
 @dataclass(frozen=True)
