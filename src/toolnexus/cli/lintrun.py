@@ -219,7 +219,9 @@ def _check(lint: Lint, state: tuple[str, Any] | None) -> list[Finding]:
     if isinstance(doc.value, dict) and isinstance(doc.value.get("questions"), dict):
         found += meaning_findings(lint.path, doc)
     if not lint.errors:
-        found += budget_findings(lint.path, doc, lint.model or default_model, lint.questions, state)
+        found += budget_findings(
+            lint.path, doc, lint.model or default_model, lint.questions, state, lint.text
+        )
     marks, malformed = suppressions(lint.text, lint.path)
     kept = apply_suppressions(found, marks, question_spans(doc) if marks else {})
     return sorted(set(kept + malformed + unused(marks, lint.path)))
