@@ -622,7 +622,10 @@ def test_not_utf8_is_located_at_the_first_bad_byte(tmp_path: Path) -> None:
     path.write_bytes(Q.encode() + b"  d: {type: noul, instructions: caf\xe9}\n")
     with pytest.raises(QuestionFileError) as info:
         load_question_set(path)
-    assert info.value.message == f"{path}:2:36: not UTF-8 text"
+    assert info.value.message == (
+        f"{path}:2:36: not UTF-8 text: save it as UTF-8 (from Windows-1252: iconv -f cp1252 -t "
+        "utf-8)"
+    )
 
 
 def test_stdin_dash_reads_the_question_set() -> None:

@@ -13,6 +13,7 @@ and compares exit code, stdout and stderr.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -31,16 +32,23 @@ _LINT_FORMATS = ("text", "json", "sarif")  # render.formats.LintFormat (a test c
 
 
 def _expand(paths: Iterable[Path]) -> list[Path]:
-    """Files as given; a directory stands for every *.yaml / *.yml file under it, sorted."""
-    out: list[Path] = []
+    """Files as given; a directory stands for every *.yaml / *.yml file under it, sorted. A
+    file named twice (``questions questions/a.yaml``) is checked once. A *.yaml link under a
+    directory that leads nowhere (a loop, a missing target) is kept, so its reading says so,
+    instead of the directory passing without it."""
+    out: dict[str, Path] = {}  # by absolute name (links are not followed: two names, two files)
     for path in paths:
         if path.is_dir():
-            out.extend(
-                sorted(p for p in path.rglob("*") if p.suffix in _YAML_SUFFIXES and p.is_file())
-            )
+            for p in sorted(path.rglob("*")):
+                if p.suffix in _YAML_SUFFIXES and (p.is_file() or _dangling(p)):
+                    out.setdefault(os.path.abspath(p), p)
         else:
-            out.append(path)
-    return out
+            out.setdefault(os.path.abspath(path), path)
+    return list(out.values())
+
+
+def _dangling(path: Path) -> bool:
+    return path.is_symlink() and not path.exists()
 
 
 def check_criteria(
