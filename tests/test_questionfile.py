@@ -343,7 +343,7 @@ BAD = [
         1,
         "TN900",
         "YAML syntax error: found character '\\t' that cannot start any token (while "
-        "scanning for the next token)",
+        "scanning for the next token): indent with spaces, YAML does not take tabs there",
         id="yaml-tab-indent",
     ),
     pytest.param(
@@ -351,7 +351,8 @@ BAD = [
         2,
         35,
         "TN900",
-        "YAML cannot contain character #x0007",
+        "YAML cannot contain character #x0007: remove it, or write it as \\x07 inside double "
+        "quotes",
         id="yaml-control-character",
     ),
     pytest.param(

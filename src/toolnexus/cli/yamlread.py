@@ -117,13 +117,23 @@ def _line_col(text: str, index: int) -> tuple[int, int]:
 def _syntax_problem(e: yaml.YAMLError, text: str) -> Problem:
     if isinstance(e, yaml.reader.ReaderError):
         line, col = _line_col(text, e.position)
-        return Problem(line, col, "TN900", f"YAML cannot contain character #x{e.character:04x}")
+        c = e.character
+        escape = f"\\x{c:02x}" if c <= 0xFF else f"\\u{c:04x}" if c <= 0xFFFF else f"\\U{c:08x}"
+        return Problem(
+            line,
+            col,
+            "TN900",
+            f"YAML cannot contain character #x{c:04x}: remove it, or write it as {escape} "
+            "inside double quotes",
+        )
     if isinstance(e, yaml.MarkedYAMLError):
         mark = e.problem_mark or e.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         what = e.problem or "invalid YAML"
         if e.context:
             what += f" ({e.context})"
+        if "'\\t'" in (e.problem or ""):  # a tab where YAML wants indentation or a token
+            what += ": indent with spaces, YAML does not take tabs there"
         return Problem(line, col, "TN900", f"YAML syntax error: {what}")
     return Problem(1, 1, "TN900", f"YAML syntax error: {e}")
 
