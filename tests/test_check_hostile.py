@@ -175,3 +175,23 @@ def test_an_endless_or_enormous_file_is_refused_in_one_line(
     assert error_line(ran.stderr).startswith(f"{big}: cannot read: over 1 MiB, more than")
     ran = run_cli("canonical", "-", input=big.read_bytes())
     assert error_line(ran.stderr).startswith("-: cannot read: over 1 MiB, more than")
+
+
+def test_a_file_name_cannot_break_a_line_or_drive_the_terminal(tmp_path: Path) -> None:
+    """Tried: a question file whose name holds a newline, and a dangling .yaml link whose name
+    holds an OSC sequence (it retitles a terminal). The finding was split over two lines, and
+    the unreadable file's line wrote the ESC and BEL raw to stderr; both are now shown as
+    escapes, one line each."""
+    root = tmp_path / "names"
+    root.mkdir()
+    (root / "a\nb.yaml").write_text(FLOATING, encoding="utf-8")
+    (root / "d\x1b]0;pwned\x07.yaml").symlink_to(tmp_path / "nowhere")
+    ran = run_cli("check-criteria", str(root))
+    assert ran.code == 2
+    assert error_line(ran.stderr) == (
+        f"{root}/d\\x1b]0;pwned\\x07.yaml: cannot read: No such file or directory"
+    )
+    assert ran.out.splitlines() == [
+        f"{root}/a\\nb.yaml:1:8: TN070 model 'jev-latest' is a floating alias: pin a version "
+        "(e.g. jev-1.13.0) so tuned thresholds keep meaning the same"
+    ]

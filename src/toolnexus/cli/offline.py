@@ -14,12 +14,11 @@ and compares exit code, stdout and stderr.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import EXIT_CONDITION, EXIT_OK, EXIT_USAGE, fail, handle_error
+from .errors import EXIT_CONDITION, EXIT_OK, EXIT_USAGE, fail, handle_error, report
 
 if TYPE_CHECKING:
     from ..questions import Question
@@ -83,7 +82,7 @@ def check_criteria(
         try:
             findings.extend(check_file(path, controls, None if sample is None else sample[:2]))
         except QuestionFileError as e:
-            sys.stderr.write(f"toolnexus: {e.message}\n")
+            report(e)  # the boundary's one line: a file name's ESC or newline is shown, not sent
             unreadable = True
     kept = tuple(f for f in findings if shown(f, controls))
     render(LintResult(kept), fmt)
