@@ -166,3 +166,143 @@ def test_a_file_without_gates_does_not_import_the_judge_layer() -> None:
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "False", out.stderr
+
+
+# The shortcuts below were added when the 200-file directory still cost 1.29x the shape lint.
+
+_ADVERSARIAL = {
+    # The source constructs that grow most on the wire (lintbudget's comment names them).
+    "flow-keys-without-values": "{" + ",".join("abcdefghijklmnopqrstuvwxyz0123456789") + "}",
+    "two-char-flow-keys": "{" + ",".join(f"{a}{b}" for a in "abcdef" for b in "xyz") + "}",
+    "escapes": '"' + "\\0\\a\\e\\x01" * 40 + '"',
+    "floats": "{" + ",".join(f"k{i}: 1.e+15" for i in range(40)) + "}",
+    "booleans-and-nulls": "{" + ",".join(f"k{i}: {v}" for i, v in enumerate("nyN~" * 10)) + "}",
+    "tabs-and-quotes": "'" + 'a\t"\\' * 60 + "'",
+    "literal-blank-lines": "|\n      a" + "\n" * 80 + "      b",
+    "non-ascii": "¿Está el paquete dañado? ☃ " * 20,
+}
+
+
+def _bound_cases() -> list[Any]:
+    cases = [
+        pytest.param("questions:\n  q:\n    type: noul\n    instructions: " + value + "\n", id=name)
+        for name, value in _ADVERSARIAL.items()
+    ]
+    empty = "".join(f"  q{i}: {{type: noul, instructions: x, criteria: {{}}}}\n" for i in range(50))
+    cases.append(pytest.param("questions:\n" + empty, id="noul-criteria-sent-empty"))
+    for path in sorted((REPO / "questions").glob("*.yaml")):
+        cases.append(pytest.param(path.read_text(encoding="utf-8"), id=path.name))
+    return cases
+
+
+@pytest.mark.parametrize("text", _bound_cases())
+def test_the_source_bound_is_never_under_the_wire_bytes(text: str) -> None:
+    """lintbudget clears a set whose source bound is at most GATE_BYTES without encoding its
+    wire form: the bound must hold for the constructs that grow most from YAML to JSON."""
+    from toolnexus.cli.lintbudget import source_bound
+    from toolnexus.cli.questionfile import lint_text
+    from toolnexus.questions import questions_to_wire
+
+    lint = lint_text(text, "f.yaml")
+    assert not lint.errors and lint.questions, lint.errors
+    wire = questions_to_wire(lint.questions)
+    size = len(json.dumps(wire, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
+    bound = source_bound(text, len(lint.questions))
+    assert bound is not None and bound >= size
+
+
+def test_an_alias_leaves_the_source_bound_to_the_wire_bytes() -> None:
+    """An alias sends one written node many times: no bound from the source's size, and a
+    small file that uses one is measured on its wire form, as before."""
+    from toolnexus.cli.lintbudget import source_bound
+    from toolnexus.cli.lintrun import Controls, check_text
+
+    assert source_bound("a: &x [1]\nb: *x\n", 1) is None
+    word = "word " * 100
+    text = (
+        f'questions:\n  q:\n    type: noul\n    instructions:\n      a: &a "{word}"\n'
+        f"      b: &b [{', '.join(['*a'] * 10)}]\n      c: &c [{', '.join(['*b'] * 10)}]\n"
+        f"      d: [*c, *c, *c, *c]\n"
+    )
+    assert lintbudget._PER_SOURCE_BYTE * len(text) < lintbudget.GATE_BYTES
+    assert {f.code for f in check_text(text, "f.yaml", Controls())} == {"TN030"}
+
+
+def test_a_small_files_budget_is_judged_without_its_wire_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-file JSON encoding was a fifth of what the rules added over 200 small files: a
+    file whose source bound is under the byte gate is cleared without it."""
+    from toolnexus.cli.lintrun import Controls, check_file
+
+    monkeypatch.setattr(lintbudget, "questions_to_wire", _refuse)
+    for path in sorted((REPO / "questions").glob("*.yaml")):
+        if path.stat().st_size * lintbudget._PER_SOURCE_BYTE < lintbudget.GATE_BYTES // 2:
+            assert not [f for f in check_file(path, Controls()) if f.code.startswith("TN03")]
+
+
+def _restates_as_it_was(text: str, key: str) -> bool:
+    """TN053 without its letter gate (questionrules.text_rules as it was)."""
+    from toolnexus.cli.questionrules import _stems
+    from toolnexus.cli.questionwords import FILLER
+
+    if len(text) > 2 * len(key) + 40:
+        return False
+    said, keyed = _split(text), _split(key)
+    if len(said) > len(keyed) + 3:
+        return False
+    content = {w for w in _stems(said) if w not in FILLER}
+    return bool(content) and content <= set(_stems(keyed))
+
+
+def _named_as_it_was(text: str, key: str, keys: set[str]) -> set[str]:
+    """TN051 without its underscore gate: every identifier-like key named whole-word."""
+    from toolnexus.cli.questionrules import _identifier_like
+    from toolnexus.cli.questionwords import TOKEN
+
+    keyish = {k for k in keys if _identifier_like(k)}
+    return (set(TOKEN.findall(text)) & keyish) - {key}
+
+
+def _rule_cases() -> list[tuple[str, list[str]]]:
+    """(instructions, keys) pairs: texts made of the keys' words, plurals, filler, other words,
+    the other keys, in varied case (fixed seed)."""
+    rng = random.Random(SEED)
+    keys = ["wants_refund", "refund", "isRefund", "urgency_17", "desk", "Colour", "café_ok",
+            "order_status", "step2", "readFile", "tone"]  # fmt: skip
+    vocab = ["is", "the", "a", "there", "any", "does", "refunds", "wants", "want", "urgency",
+             "desk", "desks", "colour", "café", "ok", "order", "status", "step", "2", "read",
+             "file", "tone", "tones", "human", "don't", "isn't", "?", ".", "\u212aelvin",
+             "ſtatus", "-", "_", *keys]  # fmt: skip
+    cases = []
+    for _ in range(3_000):
+        chosen = rng.sample(keys, k=rng.randint(1, 4))
+        words = rng.choices(vocab, k=rng.randint(1, 7))
+        text = " ".join(w.upper() if rng.random() < 0.15 else w for w in words)
+        cases.append((text, chosen))
+    return cases
+
+
+def test_the_letter_and_underscore_gates_give_the_rules_verdicts() -> None:
+    """TN053 is skipped for a text holding a letter its key and the filler words lack; TN051's
+    pattern for camelCase and digit keys is skipped when every key has an underscore and the
+    text none: each gives the verdict the full computation gives."""
+    from toolnexus.cli.questionrules import _may_restate, meaning_findings
+    from toolnexus.cli.yamlread import Located
+
+    fired = {"TN051": 0, "TN053": 0, "gated": 0}
+    for text, keys in _rule_cases():
+        questions = {k: {"type": "noul", "instructions": text, "criteria": {"true": "y"}}
+                     for k in keys}  # fmt: skip
+        found = meaning_findings("f.yaml", Located(value={"questions": questions}))
+        for key in keys:
+            mine = [f for f in found if f.message.startswith(f"question {key!r}:")]
+            restates = any(f.code == "TN053" for f in mine)
+            named = {f.message.split("names question ")[1].split(":")[0].strip("'")
+                     for f in mine if f.code == "TN051"}  # fmt: skip
+            assert restates == _restates_as_it_was(text, key), (text, key)
+            assert named == _named_as_it_was(text, key, set(keys)), (text, keys)
+            fired["TN053"] += restates
+            fired["TN051"] += bool(named)
+            fired["gated"] += not _may_restate(text.lower(), key)
+    assert all(n > 50 for n in fired.values()), fired

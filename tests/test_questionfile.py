@@ -343,7 +343,7 @@ BAD = [
         1,
         "TN900",
         "YAML syntax error: found character '\\t' that cannot start any token (while "
-        "scanning for the next token)",
+        "scanning for the next token): indent with spaces, YAML does not take tabs there",
         id="yaml-tab-indent",
     ),
     pytest.param(
@@ -351,7 +351,8 @@ BAD = [
         2,
         35,
         "TN900",
-        "YAML cannot contain character #x0007",
+        "YAML cannot contain character #x0007: remove it, or write it as \\x07 inside double "
+        "quotes",
         id="yaml-control-character",
     ),
     pytest.param(
@@ -622,7 +623,10 @@ def test_not_utf8_is_located_at_the_first_bad_byte(tmp_path: Path) -> None:
     path.write_bytes(Q.encode() + b"  d: {type: noul, instructions: caf\xe9}\n")
     with pytest.raises(QuestionFileError) as info:
         load_question_set(path)
-    assert info.value.message == f"{path}:2:36: not UTF-8 text"
+    assert info.value.message == (
+        f"{path}:2:36: not UTF-8 text: save it as UTF-8 (from Windows-1252: iconv -f cp1252 -t "
+        "utf-8)"
+    )
 
 
 def test_stdin_dash_reads_the_question_set() -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "budget_of",
     "over_limit_warning",
     "request_budget",
+    "source_bound",
     "state_findings",
 ]
 
@@ -52,6 +53,16 @@ GATE_BYTES = 8_000
 _OVERHEAD, _PER_PIECE, _MARGIN, _BYTES_OVERHEAD = 189.0, 2.03, 1.15, 218
 #: The smaller of the wire's two limits (``scheduler.tokens.STATE_AND_QUESTION_TOKENS``).
 _SMALLER_LIMIT = 32_000
+# A bound on the canonical bytes of a question set from its YAML source, so a small file is
+# cleared without building and encoding its wire form (most of what the budget cost per file).
+# Without an alias (``*name``: the only way one node is written once and sent twice) every sent
+# byte comes from the source: the worst expansions are a flow key with no value (``{a,b}``: 2
+# bytes become ``"a":null,``, 4.5x), an escape (``"\0"``: 2 bytes become ``\u0000``, 3x), and
+# a float (``1.e+15`` becomes ``1000000000000000.0``, 3x). A question's wire form may add what
+# its source does not write: a noul's ``criteria: {}`` sends both sides (22 bytes).
+# tests/test_check_rules_fast.py holds the bound against the wire bytes of those cases.
+_PER_SOURCE_BYTE = 6
+_PER_QUESTION = 64
 _SPACES = b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f "
 _CLASSES = bytes(
     b"a"[0] if chr(c).isascii() and chr(c).isalpha()
@@ -76,6 +87,15 @@ def upper_at_most(body: bytes) -> int | None:
     units = (len(body) + 2 * pieces) / 3
     by_pieces = math.ceil(_MARGIN * (_OVERHEAD + _PER_PIECE * units)) + 1
     return max(_BYTES_OVERHEAD + len(body), by_pieces)
+
+
+def source_bound(text: str, questions: int) -> int | None:
+    """A number never under the canonical wire bytes of the ``questions`` question set read
+    from the YAML ``text``, or None when ``text`` may hold an alias."""
+    if "*" in text:
+        return None
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    return _PER_SOURCE_BYTE * size + _PER_QUESTION * questions
 
 
 @dataclass(frozen=True)
@@ -180,14 +200,16 @@ def budget_findings(
     model: str,
     questions: Mapping[str, Question],
     state: tuple[str, Any] | None = None,
+    source: str | None = None,
 ) -> list[Finding]:
     """TN030/TN031 for the question set (its own share), or with ``state`` = (name, value) for
-    the whole request."""
+    the whole request. ``source`` is the YAML text ``doc`` was read from, when there is one."""
     if not questions:
         return []
     if state is None:
-        # The canonical bytes' length, without importing canonical (hashlib) on every commit:
-        # the same separators and escaping, so the same size up to number spelling.
+        bound = None if source is None else source_bound(source, len(questions))
+        if bound is not None and bound <= GATE_BYTES:
+            return []
         wire = questions_to_wire(questions)
         # canonical_json's bytes (the same encoder settings, but NaN, which it refuses and
         # request_budget reports), without importing canonical (hashlib) on every commit.

@@ -46,136 +46,155 @@ class Rule:
 _SHAPE = "The file is refused by eval and batch with the same one line."
 _SHOWN = "A CSV writes it raw and a table or terminal breaks or reorders it."
 
-RULES: tuple[Rule, ...] = (
-    Rule("TN001", "warning", "degenerate choice: every option description is empty",
-         "Seed 004's degenerate rule 1: the model has nothing but the ids to tell the options "
-         "apart and ranks them near chance.", "Say what picking each option would mean."),
-    Rule("TN002", "warning", "degenerate choice: every option description equals its own option id",
-         "Seed 004's degenerate rule 2: a description that repeats its id adds nothing.",
-         "Say what picking each option would mean, in words that are not the id."),
-    Rule("TN003", "warning", "degenerate choice: every option description is identical",
-         "Seed 004's degenerate rule 3: identical descriptions cannot differentiate.",
-         "Give each option its own description."),
-    Rule("TN010", "error", "a choice takes 1..255 named options", _SHAPE,
-         "Split the choice, or merge options.", True),
-    Rule("TN011", "error", "a score takes 2..10 ordered levels", _SHAPE,
-         "Write 2 to 10 levels.", True),
-    Rule("TN012", "error", "no questions, or an empty question key", _SHAPE,
-         "Write at least one question under a non-empty key.", True),
-    Rule("TN020", "error",
-         "schema or shape error (wrong kind of value, unknown field, not a question set)",
-         _SHAPE, "Follow question-set.schema.json (`toolnexus schema`).", True),
-    Rule("TN021", "error", "duplicate mapping key (YAML would silently keep the last)",
-         _SHAPE, "Rename or remove one of the two keys.", True),
-    Rule("TN022", "warning", "duplicate score level",
-         "Two equal levels cannot be told apart; the score's mean is then meaningless.",
-         "Make every level say something different."),
-    Rule("TN023", "warning", "empty option description or score level (when not all are empty)",
-         "An option or level with no description is judged by its id alone.",
-         "Describe it."),
-    Rule("TN024", "error", "missing or unknown question type", _SHAPE,
-         "Write noul, choice or score; a type the library does not model takes raw: true.", True),
-    Rule("TN025", "error", "missing or empty instructions", _SHAPE,
-         "Write the question.", True),
-    Rule("TN026", "warning",
-         "question key, option id or score level label holds a control or bidirectional "
-         "character", _SHOWN, "Remove the character."),
-    Rule("TN027", "warning",
-         "question key, option id or score level label is whitespace only", _SHOWN,
-         "Name it."),
-    Rule("TN028", "warning",
-         "question key, option id or score level label contains a newline", _SHOWN,
-         "Keep it on one line."),
-    Rule("TN030", "error", "token budget: over a wire limit",
+#: Every rule, grouped by what its rules share: (severity, blocks, the rationale of a row that
+#: gives none, rows). A row is (code, summary, rationale, fix). The groups follow the evidence
+#: (see the module docstring); RULES lists the rules by code.
+_TABLE: tuple[tuple[Severity, bool, str, tuple[tuple[str, str, str, str], ...]], ...] = (
+    # The loader refuses the file: eval, batch and the hook give one verdict.
+    ("error", True, _SHAPE, (
+        ("TN010", "a choice takes 1..255 named options", "",
+         "Split the choice, or merge options."),
+        ("TN011", "a score takes 2..10 ordered levels", "", "Write 2 to 10 levels."),
+        ("TN012", "no questions, or an empty question key", "",
+         "Write at least one question under a non-empty key."),
+        ("TN020", "schema or shape error (wrong kind of value, unknown field, not a question set)",
+         "", "Follow question-set.schema.json (`toolnexus schema`)."),
+        ("TN021", "duplicate mapping key (YAML would silently keep the last)", "",
+         "Rename or remove one of the two keys."),
+        ("TN024", "missing or unknown question type", "",
+         "Write noul, choice or score; a type the library does not model takes raw: true."),
+        ("TN025", "missing or empty instructions", "", "Write the question."),
+        ("TN080", "gate cannot be applied (unknown question, a condition its type cannot meet)",
+         "A gate's rule on a question the file does not have, `below`/`at_least` on a choice, "
+         "`is` on a noul or score, or an option the choice does not offer would escalate every "
+         "record (SPEC §8B: a misfit rule is never skipped). " + _SHAPE,
+         "Name a question of this file, and a condition its type can meet (a choice takes "
+         "`is: <offered option>`)."),
+        ("TN900", "not YAML: syntax error, or not UTF-8 text", "",
+         "Fix the YAML at the line shown."),
+    )),
+    # The server would refuse the request: an error, though eval still loads the file.
+    ("error", False, "", (
+        ("TN030", "token budget: over a wire limit",
          "The wire refuses a request over 64k tokens, or whose state plus longest question "
          "passes 32k (system-one-wire.md). The estimate is the upper bound the packer uses "
          "(scheduler.tokens); without --state only the question set's own share is counted, "
          "and the state must still fit in what is left.",
          "Shorten the instructions or criteria, split the set (chunk_questions), or send a "
          "smaller state."),
-    Rule("TN031", "warning", "token budget: near a wire limit (80% or more)",
+    )),
+    # Advice that fails the hook (exit 1) but does not stop eval: measured harm, a request
+    # that differs from what was written, or a question set that contradicts itself.
+    ("warning", False, _SHOWN, (
+        ("TN001", "degenerate choice: every option description is empty",
+         "Seed 004's degenerate rule 1: the model has nothing but the ids to tell the options "
+         "apart and ranks them near chance.", "Say what picking each option would mean."),
+        ("TN002", "degenerate choice: every option description equals its own option id",
+         "Seed 004's degenerate rule 2: a description that repeats its id adds nothing.",
+         "Say what picking each option would mean, in words that are not the id."),
+        ("TN003", "degenerate choice: every option description is identical",
+         "Seed 004's degenerate rule 3: identical descriptions cannot differentiate.",
+         "Give each option its own description."),
+        ("TN022", "duplicate score level",
+         "Two equal levels cannot be told apart; the score's mean is then meaningless.",
+         "Make every level say something different."),
+        ("TN023", "empty option description or score level (when not all are empty)",
+         "An option or level with no description is judged by its id alone.", "Describe it."),
+        ("TN026", "question key, option id or score level label holds a control or "
+         "bidirectional character", "", "Remove the character."),
+        ("TN027", "question key, option id or score level label is whitespace only", "",
+         "Name it."),
+        ("TN028", "question key, option id or score level label contains a newline", "",
+         "Keep it on one line."),
+        ("TN031", "token budget: near a wire limit (80% or more)",
          "Same limits as TN030: a question set that takes most of the 32k leaves little room "
          "for any state, and every request of a batch then risks a 400.",
          "As TN030; or check a real state with --state FILE."),
-    Rule("TN040", "warning", "YAML comment cuts a text scalar",
+        ("TN040", "YAML comment cuts a text scalar",
          "An unquoted ` #` starts a comment, so `instructions: Is the colour #ff4500 in the "
          "logo?` is sent as \"Is the colour\" (ecosystem.md: a trap no peer tool catches). "
          "Flagged when the comment follows the text after ONE space, or its `#` is followed by "
          "no space (`#ff4500`): a deliberate comment usually has two spaces and `# `.",
          "Quote the text (\"...\"); for a real comment, write two spaces then `# `."),
-    Rule("TN041", "warning", "YAML 1.1 reads a state value as a boolean or number",
+        ("TN041", "YAML 1.1 reads a state value as a boolean or number",
          "In a YAML state (--as yaml), PyYAML reads unquoted `no`, `on`, `y` as booleans and "
          "`010` as the octal number 8: the state sent is not the text written.",
          "Quote the value, or send the state as JSON."),
-    Rule("TN050", "warning", "choice has no option that means none of these / other / unknown",
+        ("TN050", "choice has no option that means none of these / other / unknown",
          "Measured harm (PriorBench, jev-1.13): without an explicit \"none of these\" option, 0 "
          "of 30 out-of-scope messages were flagged, at 0.99 confidence (a cake recipe taken for "
          "a technical issue at 0.94). The model always answers, and confidence does not warn.",
          "Add an option such as `other: none of the options above fits`; a set closed on "
          "purpose says so with the suppression, giving the reason it is closed."),
-    Rule("TN051", "warning", "instructions name another question's key",
+        ("TN051", "instructions name another question's key",
          "Seed 001: questions are independent; one answer is never context for another, so a "
          "question that refers to another question's answer is judged without it. Only "
          "identifier-like keys (with `_`, a digit or an inner capital) are matched, whole-word.",
          "Make the question stand alone: say what you mean instead of naming the other key."),
-    Rule("TN052", "warning", "duplicate question (same type, instructions and criteria)",
+        ("TN052", "duplicate question (same type, instructions and criteria)",
          "Two keys asking the same thing cost tokens twice and answer identically.",
          "Remove one key."),
-    Rule("TN053", "info", "instructions only restate the key",
-         "The vendor documents literal reading: the model sees the instructions, never the key, "
-         "so a question that is only its key's words carries no definition. Not measured "
-         "independently: info.",
-         "Say what counts, in a full question."),
-    Rule("TN054", "warning", "noul `true` criterion describes the negative of the question",
+        ("TN054", "noul `true` criterion describes the negative of the question",
          "A noul's `true` is what a yes means. A `true` that negates the instructions inverts "
          "every answer and every threshold built on it.",
          "Swap the true and false descriptions, or rephrase the instructions."),
-    Rule("TN055", "warning", "generation request (summarize, write, explain why)",
+        ("TN055", "generation request (summarize, write, explain why)",
          "A System One model returns probabilities over the question's answers, never text "
          "(seed 001); the vendor lists generation requests among jev-1.13's failure modes.",
          "Ask a noul, choice or score question about the thing to be generated."),
-    Rule("TN060", "info", "counting or arithmetic",
+        ("TN070", "floating model alias (jev-latest, jev-preview)",
+         "Seed 004: jev-latest is \"the floating alias. PIN IT (e.g. jev-1.13.0) once "
+         "thresholds are tuned\": a floating model moves under tuned gates and thresholds. "
+         "Reported when the file writes one, or declares gates/thresholds without a model (so "
+         "jev-latest would be used).",
+         "Write `model: jev-1.13.0` (the version the thresholds were tuned on)."),
+        ("TN090", "suppression comment suppresses nothing",
+         "A stale `# toolnexus: ignore[...]` hides the next real finding on that line.",
+         "Remove the comment, or correct its code."),
+        ("TN091", "malformed suppression comment (unknown code, or no reason)",
+         "A suppression says why the finding does not apply: without a reason, a reviewer "
+         "cannot tell a closed set from a silenced bug.",
+         "Write `# toolnexus: ignore[TNxxx] <reason>` with a known code."),
+    )),
+    # Documented by the vendor or peers, contradicted or unconfirmed by measurement.
+    ("info", False, "", (
+        ("TN053", "instructions only restate the key",
+         "The vendor documents literal reading: the model sees the instructions, never the "
+         "key, so a question that is only its key's words carries no definition. Not measured "
+         "independently: info.",
+         "Say what counts, in a full question."),
+        ("TN060", "counting or arithmetic",
          "Documented by the vendor (math and numbers); an independent evaluation measured "
          "number comparison at 99.6% across 13 designs, which contradicts it: info only.",
          "Nothing needed; if answers look wrong, compute the number upstream."),
-    Rule("TN061", "info", "date or time comparison",
+        ("TN061", "date or time comparison",
          "Documented by the vendor; independently measured at 99.6% (contradicted): info only.",
          "Nothing needed; if answers look wrong, compare the dates upstream."),
-    Rule("TN062", "info", "negated question",
+        ("TN062", "negated question",
          "Documented by the vendor; independently measured at 100% (contradicted): info only.",
          "Nothing needed; a positive question reads more easily."),
-    Rule("TN063", "info", "vague scope without criteria",
+        ("TN063", "vague scope without criteria",
          "Documented by the vendor (literal reading, vague scoping); not confirmed by "
          "independent measurement: info only. A noul with a judgement word (appropriate, "
          "relevant, suspicious, ...) and no criteria leaves the line undefined.",
          "Add criteria: {true: ..., false: ...} saying where the line is."),
-    Rule("TN064", "info", "bare one-word or numeric score levels",
+        ("TN064", "bare one-word or numeric score levels",
          "Documented by peers (bare score levels); not measured independently: info only. "
          "`[low, medium, high]` or `[1, 2, 3]` leave each level undefined.",
          "Describe each level, or use {label, description}."),
-    Rule("TN070", "warning", "floating model alias (jev-latest, jev-preview)",
-         "Seed 004: jev-latest is \"the floating alias. PIN IT (e.g. jev-1.13.0) once thresholds "
-         "are tuned\": a floating model moves under tuned gates and thresholds. Reported when "
-         "the file writes one, or declares gates/thresholds without a model (so jev-latest "
-         "would be used).",
-         "Write `model: jev-1.13.0` (the version the thresholds were tuned on)."),
-    Rule("TN080", "error",
-         "gate cannot be applied (unknown question, a condition its type cannot meet)",
-         "A gate's rule on a question the file does not have, `below`/`at_least` on a choice, "
-         "`is` on a noul or score, or an option the choice does not offer would escalate every "
-         "record (SPEC §8B: a misfit rule is never skipped). " + _SHAPE,
-         "Name a question of this file, and a condition its type can meet (a choice takes "
-         "`is: <offered option>`).", True),
-    Rule("TN090", "warning", "suppression comment suppresses nothing",
-         "A stale `# toolnexus: ignore[...]` hides the next real finding on that line.",
-         "Remove the comment, or correct its code."),
-    Rule("TN091", "warning", "malformed suppression comment (unknown code, or no reason)",
-         "A suppression says why the finding does not apply: without a reason, a reviewer "
-         "cannot tell a closed set from a silenced bug.",
-         "Write `# toolnexus: ignore[TNxxx] <reason>` with a known code."),
-    Rule("TN900", "error", "not YAML: syntax error, or not UTF-8 text", _SHAPE,
-         "Fix the YAML at the line shown.", True),
+    )),
 )  # fmt: skip
+
+RULES: tuple[Rule, ...] = tuple(
+    sorted(
+        (
+            Rule(code, severity, summary, rationale or shared, fix, blocks)
+            for severity, blocks, shared, rows in _TABLE
+            for code, summary, rationale, fix in rows
+        ),
+        key=lambda rule: rule.code,
+    )
+)
 
 _BY_CODE = {rule.code: rule for rule in RULES}
 

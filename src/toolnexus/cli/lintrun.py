@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .errors import EXIT_USAGE, CliError
@@ -174,25 +175,8 @@ def check_text(
     return _check(lint_text(text, path, strict=controls.strict), state)
 
 
-_RULES: Any = None
-
-
-def _load_rules() -> Any:
-    from ..defaults import DEFAULT_MODEL
-    from .lintbudget import budget_findings
-    from .lintsource import apply_suppressions, comment_cuts, question_spans, suppressions, unused
-    from .questionrules import meaning_findings
-
-    return (
-        DEFAULT_MODEL,
-        budget_findings,
-        apply_suppressions,
-        comment_cuts,
-        question_spans,
-        suppressions,
-        unused,
-        meaning_findings,
-    )
+#: The rule modules, imported on the first file checked (see ``_check``).
+_RULES: tuple[ModuleType, ...] | None = None
 
 
 def _check(lint: Lint, state: tuple[str, Any] | None) -> list[Finding]:
@@ -202,24 +186,20 @@ def _check(lint: Lint, state: tuple[str, Any] | None) -> list[Finding]:
     # a relative import per file was a tenth of what the rules cost over 200 small files.
     global _RULES
     if _RULES is None:
-        _RULES = _load_rules()
-    (
-        default_model,
-        budget_findings,
-        apply_suppressions,
-        comment_cuts,
-        question_spans,
-        suppressions,
-        unused,
-        meaning_findings,
-    ) = _RULES
+        from .. import defaults
+        from . import lintbudget, lintsource, questionrules
+
+        _RULES = (defaults, lintbudget, lintsource, questionrules)
+    defaults, budget, source, meaning = _RULES
     found = list(lint.findings)
     doc = lint.doc
-    found += comment_cuts(lint.text, doc, lint.path)
+    found += source.comment_cuts(lint.text, doc, lint.path)
     if isinstance(doc.value, dict) and isinstance(doc.value.get("questions"), dict):
-        found += meaning_findings(lint.path, doc)
+        found += meaning.meaning_findings(lint.path, doc)
     if not lint.errors:
-        found += budget_findings(lint.path, doc, lint.model or default_model, lint.questions, state)
-    marks, malformed = suppressions(lint.text, lint.path)
-    kept = apply_suppressions(found, marks, question_spans(doc) if marks else {})
-    return sorted(set(kept + malformed + unused(marks, lint.path)))
+        model = lint.model or defaults.DEFAULT_MODEL
+        found += budget.budget_findings(lint.path, doc, model, lint.questions, state, lint.text)
+    marks, malformed = source.suppressions(lint.text, lint.path)
+    spans = source.question_spans(doc) if marks else {}
+    kept = source.apply_suppressions(found, marks, spans)
+    return sorted(set(kept + malformed + source.unused(marks, lint.path)))

@@ -37,6 +37,8 @@ def suppressions(text: str, path: str) -> tuple[list[Suppression], list[Finding]
     """The suppression comments of ``text``, and a TN091 for each malformed one."""
     found: list[Suppression] = []
     problems: list[Finding] = []
+    if "toolnexus:" not in text:  # most files: one search instead of a loop over the lines
+        return found, problems
     for number, line in enumerate(text.splitlines(), 1):
         if "toolnexus:" not in line:
             continue
@@ -46,30 +48,20 @@ def suppressions(text: str, path: str) -> tuple[list[Suppression], list[Finding]
         col = m.start() + 1
         codes = tuple(c.strip() for c in m.group(1).split(",") if c.strip())
         bad = [c for c in codes if c not in CODES]
-        if not codes or bad:
-            problems.append(
-                Finding(
-                    path,
-                    number,
-                    col,
-                    "TN091",
-                    f"suppression names unknown code {bad[0]!r}"
-                    if bad
-                    else "suppression names no code: write # toolnexus: ignore[TNxxx] <reason>",
-                )
+        if bad:
+            problem = f"suppression names unknown code {bad[0]!r}"
+        elif not codes:
+            problem = "suppression names no code: write # toolnexus: ignore[TNxxx] <reason>"
+        elif not m.group(2):
+            problem = (
+                f"suppression of {', '.join(codes)} gives no reason: say why it does not apply"
             )
-            continue
-        if not m.group(2):
-            problems.append(
-                Finding(
-                    path,
-                    number,
-                    col,
-                    "TN091",
-                    f"suppression of {', '.join(codes)} gives no reason: say why it does not apply",
-                )
-            )
-        found.append(Suppression(number, col, codes, m.group(2)))
+        else:
+            problem = ""
+        if problem:
+            problems.append(Finding(path, number, col, "TN091", problem))
+        if codes and not bad:  # a suppression without a reason still suppresses
+            found.append(Suppression(number, col, codes, m.group(2)))
     return found, problems
 
 

@@ -13,12 +13,12 @@ and compares exit code, stdout and stderr.
 
 from __future__ import annotations
 
-import sys
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import EXIT_CONDITION, EXIT_OK, EXIT_USAGE, fail, handle_error
+from .errors import EXIT_CONDITION, EXIT_OK, EXIT_USAGE, fail, handle_error, report
 
 if TYPE_CHECKING:
     from ..questions import Question
@@ -31,16 +31,23 @@ _LINT_FORMATS = ("text", "json", "sarif")  # render.formats.LintFormat (a test c
 
 
 def _expand(paths: Iterable[Path]) -> list[Path]:
-    """Files as given; a directory stands for every *.yaml / *.yml file under it, sorted."""
-    out: list[Path] = []
+    """Files as given; a directory stands for every *.yaml / *.yml file under it, sorted. A
+    file named twice (``questions questions/a.yaml``) is checked once. A *.yaml link under a
+    directory that leads nowhere (a loop, a missing target) is kept, so its reading says so,
+    instead of the directory passing without it."""
+    out: dict[str, Path] = {}  # by absolute name (links are not followed: two names, two files)
     for path in paths:
         if path.is_dir():
-            out.extend(
-                sorted(p for p in path.rglob("*") if p.suffix in _YAML_SUFFIXES and p.is_file())
-            )
+            for p in sorted(path.rglob("*")):
+                if p.suffix in _YAML_SUFFIXES and (p.is_file() or _dangling(p)):
+                    out.setdefault(os.path.abspath(p), p)
         else:
-            out.append(path)
-    return out
+            out.setdefault(os.path.abspath(path), path)
+    return list(out.values())
+
+
+def _dangling(path: Path) -> bool:
+    return path.is_symlink() and not path.exists()
 
 
 def check_criteria(
@@ -75,7 +82,7 @@ def check_criteria(
         try:
             findings.extend(check_file(path, controls, None if sample is None else sample[:2]))
         except QuestionFileError as e:
-            sys.stderr.write(f"toolnexus: {e.message}\n")
+            report(e)  # the boundary's one line: a file name's ESC or newline is shown, not sent
             unreadable = True
     kept = tuple(f for f in findings if shown(f, controls))
     render(LintResult(kept), fmt)

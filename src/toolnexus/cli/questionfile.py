@@ -26,6 +26,8 @@ messages); this module adds the positions and collects every finding for ``check
 
 from __future__ import annotations
 
+import codecs
+import errno
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CODES",
     "DEFAULT_MODEL",
+    "MAX_FILE_BYTES",
     "WARNING_CODES",
     "Finding",
     "Lint",
@@ -144,25 +147,55 @@ def lint_text(text: str, path: str, *, strict: bool = False) -> Lint:
     return Lint(path, sorted(set(checker.findings)), True, model, questions, doc, text, gates)
 
 
+#: The most bytes a question file may hold: far past any set the wire can take (a request is
+#: at most 64,000 tokens), and small enough that ``/dev/zero`` or a stray dump is refused with a
+#: line instead of filling memory.
+MAX_FILE_BYTES = 64 << 20
+
+
+def _unreadable(shown: str, e: OSError) -> QuestionFileError:
+    reason = e.strerror or type(e).__name__
+    if e.errno == errno.ELOOP:
+        reason += " (a symlink loop): point the link at a file, or remove it"
+    return QuestionFileError(f"{shown}: cannot read: {reason}")
+
+
+def _not_utf8(shown: str, data: bytes, e: UnicodeDecodeError) -> QuestionFileError:
+    before = data[: e.start]
+    line = before.count(b"\n") + 1
+    col = len(before) - (before.rfind(b"\n") + 1) + 1
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        how = "it is UTF-16; save it as UTF-8 (iconv -f utf-16 -t utf-8)"
+    else:
+        how = "save it as UTF-8 (from Windows-1252: iconv -f cp1252 -t utf-8)"
+    finding = Finding(shown, line, col, "TN900", f"not UTF-8 text: {how}")
+    return QuestionFileError(finding.located(), finding)
+
+
 def read_text(path: str | Path) -> str:
-    """The UTF-8 text of ``path`` (``-`` is stdin). Unreadable -> :class:`QuestionFileError`;
-    bytes that are not UTF-8 -> one, located at the first bad byte."""
+    """The UTF-8 text of ``path`` (``-`` is stdin). Unreadable or over :data:`MAX_FILE_BYTES`
+    -> :class:`QuestionFileError`; bytes that are not UTF-8 -> one, located at the first bad
+    byte, with the finding."""
     shown = str(path)
     if shown == "-" and sys.stdin is None:  # fd 0 closed: there is no stdin to read
         raise QuestionFileError("-: cannot read: stdin is closed")
     try:
-        data = sys.stdin.buffer.read() if shown == "-" else Path(path).read_bytes()
+        if shown == "-":
+            data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+        else:
+            with open(path, "rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
     except OSError as e:
-        reason = e.strerror or type(e).__name__
-        raise QuestionFileError(f"{shown}: cannot read: {reason}") from None
+        raise _unreadable(shown, e) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise QuestionFileError(
+            f"{shown}: cannot read: over {MAX_FILE_BYTES >> 20} MiB, more than a question file "
+            "may hold (a request is at most 64,000 tokens): split the question set"
+        )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        before = data[: e.start]
-        line = before.count(b"\n") + 1
-        col = len(before) - (before.rfind(b"\n") + 1) + 1
-        finding = Finding(shown, line, col, "TN900", "not UTF-8 text")
-        raise QuestionFileError(finding.located(), finding) from None
+        raise _not_utf8(shown, data, e) from None
 
 
 def lint_file(path: str | Path, *, strict: bool = False) -> Lint:

@@ -69,6 +69,22 @@ def _split(text: str) -> list[str]:
     return [w.replace("’", "'") for w in words] if "’" in text else words
 
 
+# The ASCII bytes a text may hold without naming a word that its key lacks: every byte that is
+# no word character, the letters of the filler words, and the ``s`` a plural stem drops.
+_FREE = bytes(c for c in range(128) if not (chr(c).isdigit() or chr(c).islower())) + bytes(
+    sorted({ord(c) for word in FILLER for c in word} | {ord("s")})
+)
+
+
+def _may_restate(low: str, key: str) -> bool:
+    """False when the lowered instructions ``low`` hold a letter or digit that neither ``key``
+    nor a filler word has: then a word of them is not the key's, and TN053 cannot fire. Its
+    sets of words cost a few microseconds a question; this costs one translate (ASCII only)."""
+    if not low.isascii():
+        return True
+    return not low.encode("ascii").translate(None, _FREE + key.lower().encode("utf-8"))
+
+
 def _negated(text: str) -> bool:
     return any(w in NEGATORS or w.endswith("n't") for w in _split(text))
 
@@ -90,6 +106,8 @@ def has_no_match_option(criteria: Mapping[str, Any]) -> bool:
     """True when one of a choice's options means "none of these": by its id (a word of it), or
     by its description. The descriptions are searched as one text (a 255-option choice is one
     search, not 255)."""
+    if not NO_MATCH_WORDS.isdisjoint(criteria):  # `other:` as written: no need to lower them all
+        return True
     lows = [str(option).strip().lower() for option in criteria]
     if not NO_MATCH_IDS.isdisjoint(lows):
         return True
@@ -115,6 +133,9 @@ class _Rules:
         self.doc = doc
         self.out: list[Finding] = []
         self.keys: frozenset[str] = frozenset()
+        #: True when every key in ``keys`` holds an underscore (snake_case sets): a text without
+        #: one then names none of them, and the cheaper test stands for ``_KEYISH``.
+        self.snake = False
 
     def add(self, at: tuple[int, int], code: str, message: str) -> None:
         self.out.append(Finding(self.path, at[0], at[1], code, message))
@@ -198,7 +219,7 @@ class _Rules:
         # (``_identifier_like``), so a text with none names none of them.
         named = (
             set(TOKEN.findall(text)) & self.keys
-            if self.keys and ("_" in text or _KEYISH.search(text))
+            if self.keys and ("_" in text or (not self.snake and _KEYISH.search(text) is not None))
             else set()
         )
         for other in sorted(named - {key}):
@@ -209,6 +230,8 @@ class _Rules:
                 "not context here; say what you mean instead",
             )
         if len(text) > 2 * len(key) + 40:  # too long to be the key's words alone
+            return
+        if not _may_restate(low, key):
             return
         # The word counts first: most instructions say more than their key, and then the
         # stems need not be made.
@@ -292,6 +315,7 @@ def meaning_findings(path: str, doc: Located) -> list[Finding]:
     if not isinstance(questions, Mapping):
         return rules.out
     rules.keys = frozenset(k for k in questions if _identifier_like(k))
+    rules.snake = all("_" in k for k in rules.keys)
     seen: dict[str, list[str]] = {}
     for key, obj in questions.items():
         if not isinstance(obj, Mapping):
@@ -299,7 +323,11 @@ def meaning_findings(path: str, doc: Located) -> list[Finding]:
         rules.question(key, obj)
         # Bucketed by instructions first: the criteria are serialised only on a collision.
         same = seen.setdefault(_said(obj), [])
-        first = next((k for k in same if _fingerprint(questions[k]) == _fingerprint(obj)), None)
+        first = (
+            next((k for k in same if _fingerprint(questions[k]) == _fingerprint(obj)), None)
+            if same
+            else None
+        )
         if first is not None:
             rules.add(
                 doc.key_at(("questions", key)),

@@ -44,6 +44,14 @@ _YAML12_FORM = re.compile(
 # not a question set or a state. Only EXPANSION counts (a node reached again through an alias):
 # a large file written out in full costs its own size, never this budget.
 ALIAS_BUDGET = 100_000
+_TOO_DEEP = f"YAML nested more than {MAX_DEPTH} levels deep (the most toolnexus reads): flatten it"
+_OPENS = (
+    yaml.BlockMappingStartToken,
+    yaml.BlockSequenceStartToken,
+    yaml.FlowMappingStartToken,
+    yaml.FlowSequenceStartToken,
+)
+_CLOSES = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
 
 
 @dataclass(frozen=True)
@@ -109,13 +117,23 @@ def _line_col(text: str, index: int) -> tuple[int, int]:
 def _syntax_problem(e: yaml.YAMLError, text: str) -> Problem:
     if isinstance(e, yaml.reader.ReaderError):
         line, col = _line_col(text, e.position)
-        return Problem(line, col, "TN900", f"YAML cannot contain character #x{e.character:04x}")
+        c = e.character
+        escape = f"\\x{c:02x}" if c <= 0xFF else f"\\u{c:04x}" if c <= 0xFFFF else f"\\U{c:08x}"
+        return Problem(
+            line,
+            col,
+            "TN900",
+            f"YAML cannot contain character #x{c:04x}: remove it, or write it as {escape} "
+            "inside double quotes",
+        )
     if isinstance(e, yaml.MarkedYAMLError):
         mark = e.problem_mark or e.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         what = e.problem or "invalid YAML"
         if e.context:
             what += f" ({e.context})"
+        if "'\\t'" in (e.problem or ""):  # a tab where YAML wants indentation or a token
+            what += ": indent with spaces, YAML does not take tabs there"
         return Problem(line, col, "TN900", f"YAML syntax error: {what}")
     return Problem(1, 1, "TN900", f"YAML syntax error: {e}")
 
@@ -144,9 +162,7 @@ class _Walker:
         else:
             self.seen.add(id(node))
         if len(path) > MAX_DEPTH:
-            raise YamlSyntaxError(
-                Problem(*_pos(node), "TN900", f"YAML nested more than {MAX_DEPTH} levels deep")
-            )
+            raise YamlSyntaxError(Problem(*_pos(node), "TN900", _TOO_DEEP))
         self.out.marks[path] = _pos(node)
         if id(node) in stack:
             self.problem(node, "TN020", "a recursive alias cannot be written as JSON")
@@ -254,9 +270,31 @@ def _compose(text: str) -> list[Node]:
     if fast is not None:
         try:
             return list(yaml.compose_all(text, Loader=fast))
-        except yaml.YAMLError:
-            pass
+        except yaml.YAMLError as e:
+            # libyaml stops at 1,000 levels; the Python loader takes seconds to recurse that deep
+            # (its scanner is quadratic in the flow depth), to end in a RecursionError.
+            if getattr(e, "problem", None) == "exceeded maximum nesting depth":
+                raise YamlSyntaxError(_too_deep(text)) from None
     return list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+
+
+def _too_deep(text: str) -> Problem:
+    """Where ``text`` first opens a collection more than MAX_DEPTH deep, for a document the
+    composer recursed too deep to read (it cannot say where). The scanner keeps no stack of
+    calls, and stops there."""
+    depth = 0
+    try:
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            if isinstance(token, _OPENS):
+                depth += 1
+                if depth > MAX_DEPTH + 1:  # the root is the first: as the walk counts
+                    mark = token.start_mark
+                    return Problem(mark.line + 1, mark.column + 1, "TN900", _TOO_DEEP)
+            elif isinstance(token, _CLOSES):
+                depth -= 1
+    except yaml.YAMLError:
+        pass
+    return Problem(1, 1, "TN900", _TOO_DEEP)
 
 
 def read_yaml(text: str) -> Located:
@@ -271,7 +309,7 @@ def read_yaml(text: str) -> Located:
     except yaml.YAMLError as e:
         raise YamlSyntaxError(_syntax_problem(e, text)) from None
     except RecursionError:
-        raise YamlSyntaxError(Problem(1, 1, "TN900", "YAML nested too deeply")) from None
+        raise YamlSyntaxError(_too_deep(text)) from None
     out = Located(documents=len(nodes))
     if len(nodes) > 1:
         out.second_document = _pos(nodes[1])
@@ -279,5 +317,5 @@ def read_yaml(text: str) -> Located:
         try:
             out.value = _Walker(out).walk(nodes[0], (), frozenset())
         except RecursionError:
-            raise YamlSyntaxError(Problem(1, 1, "TN900", "YAML nested too deeply")) from None
+            raise YamlSyntaxError(_too_deep(text)) from None
     return out

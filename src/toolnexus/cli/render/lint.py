@@ -98,7 +98,9 @@ def _dump(data: object, out: IO[str]) -> None:
 
 
 def lint_text(result: LintResult, out: IO[str]) -> None:
-    out.write("".join(f"{printable(str(f))}\n" for f in result.findings))
+    # One finding a line, whatever a file name holds: printable keeps newlines, so they are
+    # written as \n here (a grep or an editor's jump list reads path:line:col per line).
+    out.write("".join(printable(str(f)).replace("\n", "\\n") + "\n" for f in result.findings))
 
 
 def lint_json(result: LintResult, out: IO[str]) -> None:
