@@ -136,7 +136,7 @@ def test_the_values_reach_the_transport_unchanged(style: str) -> None:
     judge = create_classifier(
         style=style, transport=httpx.MockTransport(lambda r: httpx.Response(500)), **extra
     )
-    style_obj: Any = judge._style
+    style_obj: Any = judge.pipeline.style
     transport = style_obj.transport if style == "systemone" else style_obj._transport
     assert transport.retry is judge.options.retry_policy
     assert transport.timeout is judge.options.request_timeout

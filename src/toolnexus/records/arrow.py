@@ -71,7 +71,6 @@ __all__ = [
     "RunWriter",
     "answer_kind",
     "iter_parquet_run",
-    "parquet_row_groups",
     "records_to_table",
     "require_pyarrow",
     "run_schema",
@@ -415,11 +414,3 @@ def iter_parquet_run(
     groups = range(parquet.num_row_groups) if row_groups is None else row_groups
     for group in groups:
         yield from table_to_records(parquet.read_row_group(group))
-
-
-def parquet_row_groups(path: str | os.PathLike[str]) -> int:
-    """How many row groups a Parquet run has (what ``report --jobs`` splits by)."""
-    require_pyarrow()
-    import pyarrow.parquet as pq
-
-    return int(pq.ParquetFile(path).num_row_groups)
