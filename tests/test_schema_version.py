@@ -287,3 +287,35 @@ def test_which_versions_are_read(version: Any, problem: str | None) -> None:
         assert found is not None and problem in found
         with pytest.raises(RecordVersionError, match=problem):
             record_from_object(obj)
+
+
+def test_report_refuses_a_newer_record_in_a_plain_parquet_run_counted_by_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Item 7 (brief), the Parquet column path (``report.columns``, which counts each row group
+    of a plain run of several without a record per row): a newer ``schema_version`` sends the
+    group to the record path, which names the row."""
+    pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
+    from toolnexus.records import arrow
+    from toolnexus.records.arrow import write_parquet_run
+
+    monkeypatch.setattr(arrow, "ROW_GROUP_RECORDS", 2)  # two row groups: the column path
+
+    plain = []
+    for obj in _objects(V0 / "run.jsonl", "jsonl"):
+        if "error" in obj:
+            continue
+        obj = {k: v for k, v in obj.items() if k not in ("gates", "recalibrated")}
+        obj["answers"] = {
+            key: {f: v for f, v in answer.items() if f != "recalibrated"}
+            for key, answer in obj["answers"].items()
+        }
+        plain.append({"id": obj["id"], "schema_version": 1, **obj})
+    path = tmp_path / "plain.parquet"
+    write_parquet_run(path, plain, _make_questions())
+    assert run_cli("report", str(path), "--format", "json").code == 0
+    plain[2]["schema_version"] = 2
+    write_parquet_run(path, plain, _make_questions())
+    ran = run_cli("report", str(path), "--format", "json")
+    assert ran.code == 2
+    assert error_line(ran.stderr).startswith(f"{path}:3: record schema_version 2 is newer")
