@@ -71,7 +71,7 @@ def test_max_requests_counts_attempts_retries_included() -> None:
 
     async def go() -> None:
         await budget.acquire(_ticket(0))
-        budget.attempted(_ticket(0), 1)  # one retry: it bills
+        budget.resent(1)  # one retry: it bills
         await budget.release(_ticket(0), ClassifierUsage(1, 1), Outcome.success())
         with pytest.raises(RunStopped, match="--max-requests 3: 2 requests sent"):
             await budget.acquire(_ticket(1))

@@ -13,7 +13,7 @@ from clirun import run_cli
 from paths import REPO
 from toolnexus.cli.lintbudget import GATE_BYTES, NEAR
 from toolnexus.cli.lintrun import check_text
-from toolnexus.cli.questionrules import is_no_match_option
+from toolnexus.cli.questionrules import has_no_match_option
 from toolnexus.scheduler.tokens import STATE_AND_QUESTION_TOKENS, estimate_tokens
 
 HEAD = "model: jev-1.13.0\nquestions:\n"
@@ -116,9 +116,9 @@ def test_choice_without_a_none_of_these_option(
 
 
 def test_no_match_words_are_matched_as_words_not_substrings() -> None:
-    assert not is_no_match_option("nonexistent", "a desk")
-    assert not is_no_match_option("anothers", "a desk")
-    assert is_no_match_option("Other", None)
+    assert not has_no_match_option({"nonexistent": "a desk"})
+    assert not has_no_match_option({"anothers": "a desk"})
+    assert has_no_match_option({"Other": None})
 
 
 TWO = HEAD + (

@@ -136,7 +136,7 @@ def test_the_values_reach_the_transport_unchanged(style: str) -> None:
     judge = create_classifier(
         style=style, transport=httpx.MockTransport(lambda r: httpx.Response(500)), **extra
     )
-    style_obj: Any = judge._style
+    style_obj: Any = judge.pipeline.style
     transport = style_obj.transport if style == "systemone" else style_obj._transport
     assert transport.retry is judge.options.retry_policy
     assert transport.timeout is judge.options.request_timeout
@@ -151,12 +151,15 @@ def test_the_values_are_frozen(value: Any) -> None:
 
 def test_the_env_name_rule_is_written_once() -> None:
     """Issue 16: 'the env-name rule' was written twice (cli/options.py, redaction's ENV_REF).
-    Every user of it holds the one compiled rule of ``toolnexus.envname``."""
+    Every user of it holds the one compiled rule of ``toolnexus.envname``; the CLI's
+    ``--api-key-env`` asks ``toolnexus.options`` (issue 30 item 5: each check lives once)."""
     from toolnexus import envname
+    from toolnexus import options as lib_options
     from toolnexus.cli import options as cli_options
     from toolnexus.transport import redaction
 
-    assert cli_options.ENV_NAME is envname.ENV_NAME
+    assert lib_options.ENV_NAME is envname.ENV_NAME
+    assert not hasattr(cli_options, "ENV_NAME")
     assert redaction.ENV_REF is envname.ENV_REF
     assert envname.ENV_REF.pattern == r"\$\{(" + envname.ENV_NAME.pattern + r")\}"
 

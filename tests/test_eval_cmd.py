@@ -352,8 +352,10 @@ def test_degenerate_warning_is_one_stderr_line_and_stdout_stays_json(tmp_path: P
             ["--thresholds", "maybe=0.5"], "--thresholds: expected NAME=VALUE", id="threshold-name"
         ),
         pytest.param(["--as", "xml"], "--as takes text, json, yaml", id="as"),
-        pytest.param(["--timeout", "0"], "--timeout must be a positive number", id="timeout"),
-        pytest.param(["--retries", "-1"], "--retries must be 0 or more", id="retries"),
+        pytest.param(
+            ["--timeout", "0"], "--timeout must be a number of seconds above 0", id="timeout"
+        ),
+        pytest.param(["--retries", "-1"], "--retries must be a whole number >= 0", id="retries"),
         pytest.param(
             ["--record", "x"], "--replay and --record exclude each other", id="replay-and-record"
         ),
@@ -438,7 +440,7 @@ def test_options_fall_back_to_toolnexus_env_vars(noul_set: Path) -> None:
     r = run(
         ["eval", str(noul_set), "--state-text", NOUL_STATE], env={"TOOLNEXUS_RETRIES": "-3", **env}
     )
-    assert r.exit_code == 2 and "--retries must be 0 or more" in r.stderr
+    assert r.exit_code == 2 and "--retries must be a whole number >= 0" in r.stderr
 
 
 # --- live: loopback server, exit 3, --record ------------------------------------------------

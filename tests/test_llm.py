@@ -556,7 +556,7 @@ def test_secret_never_in_any_error_or_metric(
 def test_repr_carries_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     c = classifier(Endpoint(reply()))
-    style = c._style
+    style = c.pipeline.style
     assert isinstance(style, LlmStyle)
     assert SECRET not in repr(style) + repr(c) + repr(vars(style))
 

@@ -81,7 +81,7 @@ def _run(server: Loopback, wire: str, faults: list[Fault], **options: Any) -> Ou
         async with create_classifier(
             base_url=base_url, transport=transport, on_error=on_error, retry_base_ms=1, **options
         ) as c:
-            out.adapter = type(c._style.transport._adapter).__name__  # type: ignore[attr-defined]
+            out.adapter = type(c.pipeline.style.transport._adapter).__name__  # type: ignore[attr-defined]
             try:
                 await c.evaluate(STATE, QUESTIONS)
             except ClassifierError as e:

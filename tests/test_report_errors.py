@@ -10,6 +10,7 @@ import pytest
 from toolnexus import ClassifierError, ReportError
 from toolnexus.cli.errors import EXIT_USAGE, handle_error
 from toolnexus.records import RecordDecodeError
+from toolnexus.records.model import RecordVersionError
 from toolnexus.report.accumulators import LabelError, RecordError
 from toolnexus.report.charts import MissingChartLibrary
 from toolnexus.report.runs import LocatedError, ReportInputError
@@ -20,6 +21,7 @@ CASES = [
     pytest.param(LabelError("label 'maybe' is not true or false"), id="label"),
     pytest.param(RecordError("noul is 'x', not a probability in [0, 1]"), id="record"),
     pytest.param(RecordDecodeError("line 3: not JSON"), id="record-decode"),
+    pytest.param(RecordVersionError("record 'a': schema_version 2 is newer"), id="record-version"),
     pytest.param(MissingChartLibrary("--format html needs matplotlib"), id="charts"),
 ]
 
@@ -34,7 +36,11 @@ def test_report_errors_are_classifier_errors_with_their_own_line(error: ReportEr
     assert type(again) is type(error) and str(again) == str(error)
 
 
-@pytest.mark.parametrize("error", [RecordError("x"), RecordDecodeError("x")], ids=["rec", "dec"])
+@pytest.mark.parametrize(
+    "error",
+    [RecordError("x"), RecordDecodeError("x"), RecordVersionError("x")],
+    ids=["rec", "dec", "version"],
+)
 def test_the_value_errors_stay_value_errors(error: ReportError) -> None:
     """Callers that catch ValueError (batch --resume reading a prior output) still do."""
     assert isinstance(error, ValueError)

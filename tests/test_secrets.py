@@ -79,7 +79,7 @@ def test_the_secret_never_appears(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
         }
         async with create_classifier(**options) as c:
             said.append(repr(c))
-            said.append(repr(c._style))
+            said.append(repr(c.pipeline.style))
             # successes, then the same state again from the cache
             for _ in range(2):
                 d = await c.evaluate({"ticket": 1}, QUESTIONS)
@@ -165,7 +165,7 @@ def test_a_key_in_the_base_url_never_appears(
         url = server.base_url.replace("http://", f"http://{credentials}@")
         options: dict[str, Any] = {"base_url": url, "on_metric": events.append, "cache": cache}
         async with create_classifier(retries=0, **options) as c:
-            said.extend([repr(c), repr(c._style)])
+            said.extend([repr(c), repr(c.pipeline.style)])
             for _ in range(2):  # live, then from the cache
                 said.append(repr(await c.evaluate({"ticket": 1}, QUESTIONS)))
             server.push(Fault.echo_auth(500))

@@ -6,11 +6,12 @@ the same way. Every entry point takes its batch options as one ``config.BatchOpt
 checked when it was built, and calls ``reserve`` with it before anything runs. A fixed pool of
 ``concurrency`` workers pulls states, so memory holds one task per worker, never one per state.
 
-One scheduler per batch (issue 19): the workers run under the run's ``scheduler.Scheduler``
-(built by :func:`scheduler_for` from the options: slow start, AIMD, Retry-After, ``rate``, fail
-fast, then ``options.admission``), and the transport admits every request through it where it
-is sent. When it stops the run (``RunStopped``: a failure every request would repeat, a budget),
-no worker takes another state; what was sent finishes. Then ``evaluate_batch`` raises the stop,
+One scheduler per batch (issue 19): the run's ``scheduler.Scheduler`` (built by
+:func:`scheduler_for` from the options: slow start, AIMD, Retry-After, ``rate``, fail fast, then
+``options.admission``) is handed down explicitly, an argument from :func:`evaluate_group` to the
+transport (never a context variable), which admits every request through it where it is sent.
+When it stops the run (``RunStopped``: a failure every request would repeat, a budget), no
+worker takes another state; what was sent finishes. Then ``evaluate_batch`` raises the stop,
 ``states(...)`` gives the finished results and, for every state not sent, an error result
 holding the stop, and ``evaluate_stream`` yields what finished, then raises the stop.
 ``asyncio`` is imported inside the functions that run a batch: it is ~45 ms of start-up that
@@ -38,7 +39,7 @@ from .errors import BatchError, ClassifierError, ConfigError, RunStopped
 from .packing import PACK_CAP
 from .pipeline import RequestPipeline
 from .questions import Question
-from .scheduler import Scheduler, under
+from .scheduler import Scheduler
 from .state import check_state
 
 if TYPE_CHECKING:
@@ -117,20 +118,26 @@ async def evaluate_group(
     *,
     fail_closed: bool,
     planned: Planned | None = None,
+    scheduler: Scheduler | None = None,
 ) -> list[StateResult]:
     """One request's states (one pack of :func:`plan`), one result each: THE call site every
     batch loop sends through. A group of one is exactly the per-state evaluate, byte for byte;
     a larger one is ``packed.evaluate_pack``'s one packed request. Neither is given a gate:
-    the transport admits every request they send through the run's scheduler."""
+    they hand the run's ``scheduler`` down to the transport, which admits every request they
+    send through it."""
     if len(states) == 1:
         try:
-            d = await classifier.evaluate_prepared(states[0], qs, fail_closed=fail_closed)
+            d = await classifier.evaluate_prepared(
+                states[0], qs, fail_closed=fail_closed, scheduler=scheduler
+            )
         except ClassifierError as e:
             return [StateResult(error=e)]
         return [StateResult(decision=d)]
     from .packed import evaluate_pack
 
-    outcome = await evaluate_pack(classifier, states, qs, fail_closed=fail_closed, planned=planned)
+    outcome = await evaluate_pack(
+        classifier, states, qs, fail_closed=fail_closed, planned=planned, scheduler=scheduler
+    )
     return [
         StateResult(error=r) if isinstance(r, ClassifierError) else StateResult(decision=r)
         for r in outcome.results
@@ -172,12 +179,13 @@ async def run_states(
                 qs,
                 fail_closed=fail_closed,
                 planned=group,
+                scheduler=scheduler,
             )
             for i, r in zip(group.indices, got, strict=True):
                 results[i] = r
 
     workers = min(options.concurrency, len(groups))
-    tasks = [asyncio.create_task(worker(), context=under(scheduler)) for _ in range(workers)]
+    tasks = [asyncio.create_task(worker()) for _ in range(workers)]
     try:
         await asyncio.gather(*tasks)
     finally:
@@ -247,7 +255,7 @@ async def evaluate_stream(
     idle = 0
 
     def spawn() -> None:
-        workers.append(asyncio.create_task(worker(), context=under(scheduler)))
+        workers.append(asyncio.create_task(worker()))
 
     # ``options.flush``: a pack is sent part-filled once its first state has waited that long.
     # The pull that was waiting stays pending for the next pack (cancelling it would cancel the
@@ -311,6 +319,7 @@ async def evaluate_stream(
                         qs,
                         fail_closed=True,
                         planned=group,
+                        scheduler=scheduler,
                     )
                     for i, result in zip(group.indices, got, strict=True):
                         if not _refused(result, scheduler):  # not sent: no result (resume)

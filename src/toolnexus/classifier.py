@@ -31,7 +31,6 @@ from .options import ClassifierOptions
 from .pipeline import METRIC_EVALUATE, METRIC_WARNING, RequestPipeline
 from .questions import Question
 from .state import check_state
-from .styles import Style
 
 __all__ = [
     "METRIC_EVALUATE",
@@ -66,10 +65,6 @@ class Classifier:
         #: What ``batch`` and ``packed`` drive: style, metric emitter, model, limits.
         self.pipeline = RequestPipeline(options, recalibrate=recalibrate)
         self.model: str = self.pipeline.model
-
-    @property
-    def _style(self) -> Style:
-        return self.pipeline.style
 
     @property
     def style(self) -> str:

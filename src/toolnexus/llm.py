@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import httpx
 
@@ -48,6 +48,9 @@ from .questions import (
 )
 from .transport import SystemOneTransport
 from .validation import Checked
+
+if TYPE_CHECKING:
+    from .scheduler import Scheduler
 
 __all__ = [
     "DEFAULT_LLM_API_KEY_ENV",
@@ -172,9 +175,12 @@ class LlmStyle:
         key = os.environ.get(self._api_key_env)
         return [key] if key else []
 
-    async def decide(self, state: Any, questions: dict[str, Question]) -> Checked:
-        """One decision; ``decode_reply`` has validated it (an invalid reply is raised), so it
-        comes back ``Checked`` and the classifier does not validate it again."""
+    async def decide(
+        self, state: Any, questions: dict[str, Question], scheduler: Scheduler | None = None
+    ) -> Checked:
+        """One decision (its requests admitted by ``scheduler`` in a batch); ``decode_reply``
+        has validated it (an invalid reply is raised), so it comes back ``Checked`` and the
+        classifier does not validate it again."""
         for key in sorted(questions):
             q = questions[key]
             if not isinstance(q, NoulQuestion | ChoiceQuestion | ScoreQuestion):
@@ -197,24 +203,27 @@ class LlmStyle:
             return Checked(decode_reply(response, questions, self.model, self._secrets()), None)
         if not self._json_mode:
             try:
-                response = await self._post(messages, schema)
+                response = await self._post(messages, schema, scheduler)
             except HTTPStatusError as e:
                 if not _says_format_unsupported(e):
                     raise
                 self._json_mode = True
         if self._json_mode:
-            response = await self._post(messages, {"type": "json_object"})
+            response = await self._post(messages, {"type": "json_object"}, scheduler)
         return Checked(decode_reply(response, questions, self.model, self._secrets()), None)
 
     async def _post(
-        self, messages: list[dict[str, Any]], response_format: dict[str, Any]
+        self,
+        messages: list[dict[str, Any]],
+        response_format: dict[str, Any],
+        scheduler: Scheduler | None,
     ) -> dict[str, Any]:
         """One chat request (with the transport's retries); the parsed JSON object it returns."""
         assert self._transport is not None
         body = canonical_json(
             {"model": self.model, "messages": messages, "response_format": response_format}
         )
-        reply = await self._transport.post(_PATH, body)
+        reply = await self._transport.post(_PATH, body, scheduler=scheduler)
         try:
             parsed = loads(reply.content)
         except (ValueError, UnicodeDecodeError):

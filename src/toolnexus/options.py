@@ -28,6 +28,7 @@ from .envname import ENV_NAME
 from .errors import ConfigError
 
 __all__ = [
+    "LLM_OPTIONS",
     "STYLES",
     "ClassifierOptions",
     "CustomEvaluate",
@@ -41,11 +42,14 @@ __all__ = [
     "Timeout",
     "TransportKind",
     "Verdict",
+    "check_option",
     "option_names",
 ]
 
 #: The four styles; "systemone" is the default, "static" is what CI runs, "llm" is deprecated.
 STYLES = ("systemone", "llm", "custom", "static")
+#: The options only the llm style reads (its chat endpoint, model and key).
+LLM_OPTIONS = ("llm_base_url", "llm_model", "llm_api_key_env")
 
 Metric: TypeAlias = dict[str, Any]
 #: The metric sink: one call per event (``classifier.evaluate``, ``classifier.warning``).
@@ -165,17 +169,39 @@ def _check_style(opts: ClassifierOptions) -> None:
         raise ConfigError("classifier: style 'static' requires decisions=[RecordedDecision, ...]")
 
 
-def _check_values(opts: ClassifierOptions) -> None:
+def _check_env_name(name: str, value: Any) -> None:
     """An ``api_key_env`` that is not a variable name is refused WITHOUT quoting it: a key pasted
     there by mistake must not reach a message or a repr."""
+    if value is not None and not (isinstance(value, str) and ENV_NAME.fullmatch(value)):
+        raise ConfigError(
+            f"classifier: {name} takes the NAME of an environment variable (letters, digits "
+            "and _, like TYPESAFE_API_KEY); the value given is not one, and is not shown in "
+            "case it is a key"
+        )
+
+
+#: The check of each option that is checked on its own, by option name: what building
+#: ``ClassifierOptions`` runs on it (the typed values check themselves as they are built).
+_OPTION_CHECKS: dict[str, Callable[[Any], object]] = {
+    "api_key_env": lambda value: _check_env_name("api_key_env", value),
+    "llm_api_key_env": lambda value: _check_env_name("llm_api_key_env", value),
+    "timeout": Timeout.of,
+    "retries": lambda value: RetryPolicy.of(retries=value),
+}
+
+
+def check_option(name: str, value: Any) -> None:
+    """Check ``value`` for the option ``name`` as ``ClassifierOptions`` does when built, raising
+    the same :class:`ConfigError`, whose message starts ``classifier: <name> ``: the one check,
+    for a caller that reads the option elsewhere first (the CLI's flags, which name the flag
+    instead). An option without a check of its own passes."""
+    if value is not None and name in _OPTION_CHECKS:
+        _OPTION_CHECKS[name](value)
+
+
+def _check_values(opts: ClassifierOptions) -> None:
     for name in ("api_key_env", "llm_api_key_env"):
-        value = getattr(opts, name)
-        if value is not None and not (isinstance(value, str) and ENV_NAME.fullmatch(value)):
-            raise ConfigError(
-                f"classifier: {name} takes the NAME of an environment variable (letters, digits "
-                "and _, like TYPESAFE_API_KEY); the value given is not one, and is not shown in "
-                "case it is a key"
-            )
+        _check_env_name(name, getattr(opts, name))
     for name in ("base_url", "model", "llm_base_url", "llm_model", "calibration"):
         value = getattr(opts, name)
         if value is not None and not isinstance(value, str):

@@ -61,6 +61,7 @@ from .pipeline import RequestPipeline, evaluate_event
 from .questions import Question, questions_to_wire
 from .scheduler.admission import OutcomeKind
 from .scheduler.failfast import error_type, outcome_of
+from .scheduler.run import Scheduler
 from .scheduler.tokens import TokenEstimate, estimate_tokens
 from .systemone import PATH, SystemOneStyle
 from .telemetry_pack import pack_trace
@@ -191,9 +192,12 @@ class _Pack:
         qs: dict[str, Question],
         fail_closed: bool,
         planned: Planned | None = None,
+        scheduler: Scheduler | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.planned = planned
+        #: the batch run's, handed to every request this pack sends (None outside a batch)
+        self.scheduler = scheduler
         self.style = style
         self.states = states
         self.qs = qs
@@ -211,7 +215,9 @@ class _Pack:
         estimate = self._estimate_alone(state)
 
         async def send() -> tuple[Decision, ClassifierUsage]:
-            d = await self.pipeline.evaluate_prepared(state, self.qs, fail_closed=self.fail_closed)
+            d = await self.pipeline.evaluate_prepared(
+                state, self.qs, fail_closed=self.fail_closed, scheduler=self.scheduler
+            )
             return d, ClassifierUsage() if d.cached else d.usage
 
         try:
@@ -302,6 +308,7 @@ class _Pack:
                 decode,
                 lambda got: got[1],
                 estimate=estimate,
+                scheduler=self.scheduler,
             )
 
         trace = pack_trace(self.pipeline)
@@ -373,6 +380,7 @@ async def evaluate_pack(
     *,
     fail_closed: bool = False,
     planned: Planned | None = None,
+    scheduler: Scheduler | None = None,
 ) -> PackOutcome:
     """One result per state of ``states`` (one pack of ``plan_packs``), in order.
 
@@ -380,12 +388,12 @@ async def evaluate_pack(
     pack: the style encodes it once); the states have passed
     ``check_state``. ``fail_closed`` is ``evaluate_prepared``'s: an invalid decision (at pack 1,
     or the re-ask of an invalid packed answer) is then its ``InvalidDecision``. Every request is
-    admitted by the transport through the run's scheduler, as at pack 1.
+    admitted by the transport through the run's ``scheduler`` (handed to it), as at pack 1.
     ``planned`` is this pack as ``packplan.plan_requests`` planned it: its estimate is reused
     for the same bytes. See the module docstring for packing, re-asks, splits, usage and the
     cache."""
     style = pipeline.systemone
-    run = _Pack(pipeline, style, states, qs, fail_closed, planned)
+    run = _Pack(pipeline, style, states, qs, fail_closed, planned, scheduler)
     if len(states) == 1 or style is None:
         for i in range(len(states)):
             await run.alone(i)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import BatchOptions
 from .consistency import consistency_flags
@@ -34,6 +34,9 @@ from .styles import CustomStyle, Style, make_style
 from .systemone import SystemOneStyle
 from .transport.observe import observing
 from .validation import FLAGS, Checked, validate_decision
+
+if TYPE_CHECKING:
+    from .scheduler import Scheduler
 
 __all__ = [
     "METRIC_EVALUATE",
@@ -153,16 +156,22 @@ class RequestPipeline:
         return qs
 
     async def evaluate_prepared(
-        self, state: Any, qs: dict[str, Question], *, fail_closed: bool = False
+        self,
+        state: Any,
+        qs: dict[str, Question],
+        *,
+        fail_closed: bool = False,
+        scheduler: Scheduler | None = None,
     ) -> Decision:
-        """One decision for an already-checked state and a prepared question set."""
+        """One decision for an already-checked state and a prepared question set; in a batch,
+        every request it sends is admitted by the run's ``scheduler`` (handed to the style)."""
         if self.telemetry is None:
-            return await self._evaluate_prepared(state, qs, fail_closed)
+            return await self._evaluate_prepared(state, qs, fail_closed, scheduler)
         with self.telemetry.evaluate(
             model=self.model, endpoint=self.endpoint, questions=len(qs)
         ) as span:
             with observing(span.observer()):
-                decision = await self._evaluate_prepared(state, qs, fail_closed)
+                decision = await self._evaluate_prepared(state, qs, fail_closed, scheduler)
             span.decided(
                 response_model=decision.model,
                 input_tokens=decision.usage.input_tokens,
@@ -173,12 +182,12 @@ class RequestPipeline:
             return decision
 
     async def _evaluate_prepared(
-        self, state: Any, qs: dict[str, Question], fail_closed: bool
+        self, state: Any, qs: dict[str, Question], fail_closed: bool, scheduler: Scheduler | None
     ) -> Decision:
         start = time.perf_counter()
         model = self.model
         try:
-            made = await self.style.decide(state, qs)
+            made = await self.style.decide(state, qs, scheduler)
             if isinstance(made, Checked):
                 decision, invalid = made.decision, made.invalid
             else:

@@ -17,7 +17,7 @@ import contextvars
 import inspect
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .assets import LiftedState, lift_with_questions
 from .canonical import QUESTIONS_DIGEST, canonical_json, questions_sha256, sha256_hex
@@ -28,6 +28,9 @@ from .options import ClassifierOptions, CustomEvaluate, RecordedDecision
 from .questions import Question, normalize_questions, questions_to_wire
 from .validation import Checked
 
+if TYPE_CHECKING:
+    from .scheduler import Scheduler
+
 __all__ = ["CustomStyle", "StaticStyle", "Style", "make_style"]
 
 
@@ -36,8 +39,12 @@ class Style(Protocol):
 
     name: str
 
-    async def decide(self, state: Any, questions: dict[str, Question]) -> Decision | Checked:
-        """The decision; ``Checked`` when the style already ran ``validate_decision`` on it."""
+    async def decide(
+        self, state: Any, questions: dict[str, Question], scheduler: Scheduler | None = None
+    ) -> Decision | Checked:
+        """The decision; ``Checked`` when the style already ran ``validate_decision`` on it.
+        ``scheduler``: the batch run's, which admits every request the style sends (passed to
+        its transport); None outside a batch. A style that sends nothing ignores it."""
         ...
 
     async def aclose(self) -> None: ...
@@ -75,7 +82,9 @@ class CustomStyle:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, context.run, self._fn, state, questions)
 
-    async def decide(self, state: Any, questions: dict[str, Question]) -> Decision:
+    async def decide(
+        self, state: Any, questions: dict[str, Question], scheduler: Scheduler | None = None
+    ) -> Decision:
         try:
             result = await self._call(state, questions)
             if inspect.isawaitable(result):
@@ -159,7 +168,9 @@ class StaticStyle:
     def __len__(self) -> int:
         return len(self._entries)
 
-    async def decide(self, state: Any, questions: dict[str, Question]) -> Decision:
+    async def decide(
+        self, state: Any, questions: dict[str, Question], scheduler: Scheduler | None = None
+    ) -> Decision:
         lifted = _lifted(state, questions)
         hit = self._entries.get(_static_key(questions, lifted.state, lifted.key_assets()))
         if hit is None:

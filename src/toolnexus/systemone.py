@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .assets import LiftedState, lift_with_questions
 from .backends import IMAGES_HEADER, ResolvedBackend, resolve_backend
@@ -46,10 +46,12 @@ from .images import ImageLimits
 from .jsonlimits import JsonLimitError, loads
 from .options import ClassifierOptions
 from .questions import Question, questions_to_wire
-from .scheduler.run import current
 from .scheduler.tokens import LIMIT_SAFE_BYTES, TokenEstimate, request_limit
 from .transport import SystemOneTransport, server_message
 from .validation import Checked, validate_decision
+
+if TYPE_CHECKING:
+    from .scheduler import Scheduler
 
 __all__ = ["PreparedRequest", "SystemOneStyle"]
 
@@ -299,9 +301,12 @@ class SystemOneStyle:
                     return None
         return self.prepare(lifted, questions)
 
-    async def decide(self, state: Any, questions: dict[str, Question]) -> Decision | Checked:
+    async def decide(
+        self, state: Any, questions: dict[str, Question], scheduler: Scheduler | None = None
+    ) -> Decision | Checked:
         """One decision: from the cache when configured and present, else one POST (built
-        once; retries resend the same bytes). With a cache, a live answer is validated (only a
+        once; retries resend the same bytes), admitted by ``scheduler`` in a batch. With a
+        cache, a live answer is validated (only a
         valid one is stored) and comes back ``Checked``, so the classifier does not validate it
         again."""
         lifted = self.lift(state, questions)
@@ -322,7 +327,8 @@ class SystemOneStyle:
             request.headers or None,
             lambda r: self._decode(r.content, r.endpoint, r.request_id, questions),
             lambda decoded: decoded[0].usage,
-            estimate=self._watch_limits(state, lifted, questions, request.json),
+            estimate=self._watch_limits(scheduler, state, lifted, questions, request.json),
+            scheduler=scheduler,
         )
         if self._cache is None:
             return decision
@@ -333,13 +339,18 @@ class SystemOneStyle:
         return Checked(decision, invalid)
 
     def _watch_limits(
-        self, state: Any, lifted: LiftedState, questions: dict[str, Question], body: bytes
+        self,
+        scheduler: Scheduler | None,
+        state: Any,
+        lifted: LiftedState,
+        questions: dict[str, Question],
+        body: bytes,
     ) -> TokenEstimate | None:
-        """In a batch that watches the wire's limits (``BatchOptions.on_over_limit``), tell it
+        """In a batch (``scheduler``) that watches the wire's limits
+        (``BatchOptions.on_over_limit``), tell it
         before sending a request over them (issue 34 item 4), and return the estimate made for
         that, which the transport then admits the request with (never estimated twice). A body
         of at most ``LIMIT_SAFE_BYTES`` without images cannot pass a limit: nothing is made."""
-        scheduler = current()
         watch = None if scheduler is None else scheduler.on_over_limit
         if watch is None or (len(body) <= LIMIT_SAFE_BYTES and not lifted.assets):
             return None

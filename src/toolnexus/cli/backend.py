@@ -12,8 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..options import LLM_OPTIONS
 from .errors import one_line
-from .options import BackendSettings
+from .options import CLASSIFIER_SETTINGS, BackendSettings
 
 if TYPE_CHECKING:
     from ..classifier import Classifier
@@ -61,18 +62,16 @@ def classifier_options(
         recorded = [r for r in load_recordings(settings.replay) if r.askable()]
         opts["decisions"] = [r.to_recorded_decision() for r in recorded]
         return opts
-    for name in ("backend", "base_url", "api_key_env", "timeout", "retries"):
+    for name in CLASSIFIER_SETTINGS:
+        # model is resolved above; the llm options are the llm style's alone
+        if name == "model" or (name in LLM_OPTIONS and style != "llm"):
+            continue
         value = getattr(settings, name)
         if value is not None:
             opts[name] = value
     supports = _supports(settings)
     if supports is not None:
         opts["supports"] = supports
-    if style == "llm":
-        for name in ("llm_base_url", "llm_model", "llm_api_key_env"):
-            value = getattr(settings, name)
-            if value is not None:
-                opts[name] = value
     return opts
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
-from ..records.model import ASKED_KEYS
+from ..records.codec import earlier_headers
 from ..records.parquet import journal_path
 from .batch_ids import question_set_sha256
 from .batch_items import kind_of
@@ -75,10 +75,9 @@ def open_output(
     prior = None
     if cfg.output is not None and (cfg.resume or cfg.retry_errors):
         prior = _read_prior(cfg.output, cfg.fmt, question_set_sha256(questions))
-        old_header = [c for c in columns if c not in ASKED_KEYS]
-        if cfg.fmt == "csv" and prior.header is not None and prior.header == old_header:
-            # A run written before records said how a state was asked: continued under its
-            # own header (the new records' packed/position/reasked are not written).
+        if cfg.fmt == "csv" and prior.header in earlier_headers(columns):
+            # A run written by an earlier version: continued under its own header (the new
+            # records' schema_version, packed, position and reasked cells are not written).
             columns[:] = prior.header
         if cfg.fmt == "csv" and prior.header is not None and prior.header != columns:
             raise CliError(

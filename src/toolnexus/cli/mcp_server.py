@@ -17,7 +17,6 @@ Only this path imports ``mcp``; ``mcp_cmd`` imports this module inside the comma
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
 from collections.abc import Mapping
@@ -105,18 +104,17 @@ class McpApp:
         self, tool: QuestionTool, arguments: Mapping[str, Any]
     ) -> tuple[Any, str, bool]:
         from ..records.decision import decision_record
-        from ..scheduler.run import under
+        from ..state import check_state
 
         state = arguments.get("state")
         if not isinstance(state, str | dict):
             return None, "'state' must be text or a JSON object", True
-        # Under the one scheduler: every request of every call is admitted by the same rate
-        # limit and budget, exactly where the transport sends it.
-        task = asyncio.get_running_loop().create_task(
-            self.backends[tool.model].classifier.evaluate(state, tool.questions),
-            context=under(self.scheduler),
-        )
-        decision = await task
+        # ``Classifier.evaluate`` with the one scheduler handed down: every request of every
+        # call is admitted by the same rate limit and budget, exactly where the transport sends.
+        pipeline = self.backends[tool.model].classifier.pipeline
+        qs = pipeline.prepare(tool.questions)
+        check_state(state)
+        decision = await pipeline.evaluate_prepared(state, qs, scheduler=self.scheduler)
         record = decision_record(decision, tool.questions, gates=tool.gates)
         lines = [f"{k}: {describe_answer(a)}" for k, a in decision.answers.items()]
         flags = record.get("flags") or []

@@ -14,15 +14,17 @@ that holds it, read at call time by the transport.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from ..defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT, MODEL_ENV
-from ..envname import ENV_NAME
 from .errors import CliError
+
+if TYPE_CHECKING:
+    from ..errors import ClassifierError
 
 _PANEL = "Backend"
 R = TypeVar("R")
@@ -172,15 +174,6 @@ RecordOpt = Annotated[
 ]
 
 
-def _check_env_name(flag: str, value: str | None) -> None:
-    if value is not None and not ENV_NAME.fullmatch(value):
-        # Never echo the value: it may be the key itself.
-        raise CliError(
-            f"{flag} takes the NAME of an environment variable (like TYPESAFE_API_KEY), "
-            "not a key; the value given is not a variable name and was not shown"
-        )
-
-
 @dataclass(frozen=True)
 class BackendSettings:
     """The backend options after flag and environment, before the question file and defaults."""
@@ -202,12 +195,14 @@ class BackendSettings:
     supports_images: SupportsImagesOpt = None
 
     def __post_init__(self) -> None:
-        _check_env_name("--api-key-env", self.api_key_env)
-        _check_env_name("--llm-api-key-env", self.llm_api_key_env)
-        if self.timeout is not None and not self.timeout > 0:
-            raise CliError(f"--timeout must be a positive number of seconds, got {self.timeout}")
-        if self.retries is not None and self.retries < 0:
-            raise CliError(f"--retries must be 0 or more, got {self.retries}")
+        from ..errors import ConfigError
+        from ..options import check_option
+
+        for name in CLASSIFIER_SETTINGS:
+            try:
+                check_option(name, getattr(self, name))
+            except ConfigError as e:
+                raise CliError(flag_problem(name, e)) from None
         if self.replay is not None and self.record is not None:
             raise CliError("--replay and --record exclude each other: replaying sends nothing")
         if self.replay is not None and not self.replay.is_dir():
@@ -225,6 +220,24 @@ class BackendSettings:
         return "systemone"
 
 
+#: The backend settings that are the CLI's own: the recorder (``--replay`` makes the ``static``
+#: style's ``decisions``, ``--record`` writes exchanges) and ``--supports-images``, which
+#: becomes ``supports={"images": ...}``.
+CLI_SETTINGS = ("replay", "record", "supports_images")
+#: Every other backend setting IS the ``ClassifierOptions`` option of its name, in field order:
+#: derived, never listed again (``tests/test_backend_settings.py`` holds each field to its
+#: option, type for type). ``cli/backend.py`` hands them to ``create_classifier``.
+CLASSIFIER_SETTINGS = tuple(f.name for f in fields(BackendSettings) if f.name not in CLI_SETTINGS)
+
+
+def flag_problem(name: str, error: ClassifierError) -> str:
+    """The library's message for the option ``name`` (``classifier: <name> must ...``) as the
+    flag's: ``--<name> must ...``; the check and its words live once, in ``toolnexus.options``."""
+    flag = "--" + name.replace("_", "-")
+    detail = error.detail
+    return flag + detail[len(name) :] if detail.startswith(name + " ") else f"{flag}: {detail}"
+
+
 def options_from(values: type, keyword: str) -> Callable[[Callable[..., R]], Callable[..., R]]:
     """A decorator: the command with one option per field of the dataclass ``values`` added to
     its parameters, in field order (what Typer reads to parse and to print ``--help``), each
@@ -236,7 +249,6 @@ def options_from(values: type, keyword: str) -> Callable[[Callable[..., R]], Cal
     def decorate(command: Callable[..., R]) -> Callable[..., R]:
         import functools
         import inspect
-        from dataclasses import fields
         from typing import get_type_hints
 
         names = [f.name for f in fields(values)]

@@ -97,11 +97,6 @@ def _identifier_like(key: str) -> bool:
     )
 
 
-def is_no_match_option(option: str, description: Any) -> bool:
-    """True when an option means "none of these" by its id or its description."""
-    return has_no_match_option({option: description})
-
-
 def has_no_match_option(criteria: Mapping[str, Any]) -> bool:
     """True when one of a choice's options means "none of these": by its id (a word of it), or
     by its description. The descriptions are searched as one text (a 255-option choice is one

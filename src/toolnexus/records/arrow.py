@@ -10,6 +10,8 @@ column             type
 =================  ==========================================================================
 id                 string (an integer id is written as its decimal text; an id that is not
                    UTF-8, a lone surrogate in it, shows U+FFFD here and is kept in ``extra``)
+schema_version     int64: the record shape (``records.model.SCHEMA_VERSION``); null in a
+                   record written before it (a run written before it has no such column)
 questions_sha256   string: the question-set digest
 model              string: what served the request
 calibrated         bool
@@ -58,7 +60,7 @@ from ..errors import ConfigError
 from ..questions import ChoiceQuestion, NoulQuestion, Question, RawQuestion, ScoreQuestion
 from .arrowcolumns import RecordColumns, record_batch
 from .arrowrows import batch_rows
-from .model import ASKED_KEYS, QUESTIONS_SHA256, RECALIBRATED, RECORD_KEYS
+from .model import ASKED_KEYS, QUESTIONS_SHA256, RECALIBRATED, RECORD_KEYS, SCHEMA_VERSION_KEY
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -69,7 +71,6 @@ __all__ = [
     "RunWriter",
     "answer_kind",
     "iter_parquet_run",
-    "parquet_row_groups",
     "records_to_table",
     "require_pyarrow",
     "run_schema",
@@ -82,7 +83,9 @@ INSTALL_HINT = "pip install 'toolnexus-classifier[parquet]'"
 
 #: The record members that are columns of their own, in record order; ``answers`` and ``error``
 #: are structs, anything else a record holds goes into ``extra``.
-RUN_COLUMNS = ("id", QUESTIONS_SHA256, *RECORD_KEYS, RECALIBRATED, "error", "extra")
+RUN_COLUMNS = (
+    "id", SCHEMA_VERSION_KEY, QUESTIONS_SHA256, *RECORD_KEYS, RECALIBRATED, "error", "extra"
+)  # fmt: skip
 
 #: Each answer kind's fields, in the order a record writes them (``answer_record``).
 _FIELDS: dict[str, tuple[str, ...]] = {
@@ -175,6 +178,7 @@ def run_schema(questions: Mapping[str, Question]) -> pa.Schema:
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),
+            pa.field(SCHEMA_VERSION_KEY, pa.int64()),
             pa.field("questions_sha256", pa.string()),
             pa.field("model", pa.string()),
             pa.field("calibrated", pa.bool_()),
@@ -265,6 +269,8 @@ def _record_back(row: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, 
     extra = json.loads(row["extra"]) if row.get("extra") else {}
     unasked = extra.pop("answers", {})
     out: dict[str, Any] = {"id": extra.pop("id", row["id"])}
+    if row.get(SCHEMA_VERSION_KEY) is not None:  # none in a run written before versions
+        out[SCHEMA_VERSION_KEY] = row[SCHEMA_VERSION_KEY]
     if row.get("questions_sha256") is not None:
         out["questions_sha256"] = row["questions_sha256"]
     if row.get("error") is not None:
@@ -408,11 +414,3 @@ def iter_parquet_run(
     groups = range(parquet.num_row_groups) if row_groups is None else row_groups
     for group in groups:
         yield from table_to_records(parquet.read_row_group(group))
-
-
-def parquet_row_groups(path: str | os.PathLike[str]) -> int:
-    """How many row groups a Parquet run has (what ``report --jobs`` splits by)."""
-    require_pyarrow()
-    import pyarrow.parquet as pq
-
-    return int(pq.ParquetFile(path).num_row_groups)

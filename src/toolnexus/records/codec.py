@@ -7,12 +7,12 @@ most one short line, and ``--resume`` reads it back line by line:
 - ``json``: a JSON array written as ``[`` / ``{record}`` / ``,{record}`` ... / ``]``.
 - ``csv``: a header, then one row per record. The columns are ``id``, ``error.code``,
   ``error.message``, then a decision record's fields flattened to dotted names in record order
-  (``questions_sha256``, ``model``, ``calibrated``, ``cached``, ``packed``, ``position``,
-  ``reasked``, ``usage.*``, ``thresholds.*``,
-  ``answers.<key>.<field>``, ``flags``, ``invalid``). Cells: ``true``/``false`` for booleans,
-  empty for null, flags as their words separated by spaces (``near-uniform uncalibrated``), any
-  other list or object (a probability map, a legend) as compact JSON; a newline inside a cell is
-  written ``\\n`` so every row is one physical line. The ``id`` cell alone is escaped losslessly
+  (``schema_version``, ``questions_sha256``, ``model``, ``calibrated``, ``cached``, ``packed``,
+  ``position``, ``reasked``, ``usage.*``, ``thresholds.*``, ``answers.<key>.<field>``,
+  ``flags``, ``invalid``). Cells: ``true``/``false`` for booleans, empty for null, flags as
+  their words separated by spaces (``near-uniform uncalibrated``), any other list or object (a
+  probability map, a legend) as compact JSON; a newline inside a cell is written ``\\n`` so
+  every row is one physical line. The ``id`` cell alone is escaped losslessly
   (:func:`escape_id`), so that every reader gets every id back exactly.
 
 A codec is chosen by name from :data:`CODECS`. Parquet is no line format: a Parquet run is one
@@ -30,7 +30,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ..errors import ReportError
-from .model import GATES, QUESTIONS_SHA256, RECALIBRATED, Record, record_from_object
+from .model import (
+    ASKED_KEYS,
+    GATES,
+    QUESTIONS_SHA256,
+    RECALIBRATED,
+    SCHEMA_VERSION_KEY,
+    Record,
+    RecordVersionError,
+    record_from_object,
+)
 
 __all__ = [
     "CODECS",
@@ -45,6 +54,7 @@ __all__ = [
     "codec_for",
     "csv_header",
     "csv_line",
+    "earlier_headers",
     "escape_id",
     "flatten",
     "line_loader",
@@ -199,6 +209,8 @@ class JsonlCodec:
             self._load = line_loader()
         try:
             return record_from_object(self._load(line.strip()))
+        except RecordVersionError:
+            raise  # a record of a newer shape is no unreadable line: the reader must stop
         except ValueError:  # UnicodeDecodeError too
             return None
 
@@ -250,6 +262,16 @@ def csv_header(sample_record: Mapping[str, Any]) -> list[str]:
     cols = ["id", ERROR_CODE_COLUMN, ERROR_MESSAGE_COLUMN]
     cols += [c for c in flatten(sample_record) if c not in cols]
     return cols
+
+
+def earlier_headers(columns: Sequence[str]) -> list[list[str]]:
+    """The headers earlier versions wrote for a run whose header is now ``columns``, newest
+    first: before ``schema_version`` (issue 30 item 7), and before ``packed``, ``position``
+    and ``reasked`` too (issue 31 item 1). ``--resume`` continues such a run under its own
+    header: the new records' cells for the columns it lacks are not written, so the file keeps
+    one shape."""
+    no_version = [c for c in columns if c != SCHEMA_VERSION_KEY]
+    return [no_version, [c for c in no_version if c not in ASKED_KEYS]]
 
 
 def _is_flags(column: str) -> bool:
@@ -305,7 +327,9 @@ def _words_or_json(value: str) -> Any:
 #: How a cell is read back, by its field name (the last dotted segment of its column).
 _READERS: dict[str, Callable[[str], Any]] = {
     **dict.fromkeys(("noul", "confidence", "score", "cost", "yes", "no", "min_confidence"), float),
-    **dict.fromkeys(("level", "input_tokens", "output_tokens", "packed", "position"), int),
+    **dict.fromkeys(
+        ("level", "input_tokens", "output_tokens", "packed", "position", SCHEMA_VERSION_KEY), int
+    ),
     **dict.fromkeys(
         ("near_uniform", "calibrated", "cached", "reasked", "escalated"),
         lambda v: _BOOLS.get(v, v),
@@ -388,6 +412,8 @@ class CsvCodec:
         error = record.get("error")
         if isinstance(error, dict) and error.get("code"):
             out = {"id": record.get("id")}
+            if record.get(SCHEMA_VERSION_KEY) is not None:
+                out[SCHEMA_VERSION_KEY] = record[SCHEMA_VERSION_KEY]
             if record.get(QUESTIONS_SHA256):
                 out[QUESTIONS_SHA256] = record[QUESTIONS_SHA256]
             out["error"] = error
@@ -417,6 +443,8 @@ class CsvCodec:
         try:
             row = next(csv.reader([line.decode("utf-8")]))
             return self.decode_row(row)
+        except RecordVersionError:
+            raise  # as in JsonlCodec.decode
         except (csv.Error, StopIteration, ValueError):  # UnicodeDecodeError is a ValueError
             return None
 

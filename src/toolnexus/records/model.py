@@ -7,7 +7,15 @@ A run holds two kinds of record, each a frozen dataclass:
 - :class:`ErrorRecord`: the id, the digest and ``error: {code, message}``.
 
 ``to_object`` is the JSON object written to JSONL and JSON runs, keys in the order pinned by the
-golden files; ``record_from_object`` reads one back. The codecs (``records.codec``) turn these
+golden files; ``record_from_object`` reads one back.
+
+Every record carries ``schema_version`` (:data:`SCHEMA_VERSION`), right after ``id``: the id
+stays the first key (what ``jq .id``, a CSV's first column and every eye looks for), and the
+version comes before every field whose meaning it governs, in decision and error records alike.
+A record without it was written before versions (version 0: the shape of
+``tests/golden/runs-v0``) and is read, and written back, without it, never with a made-up one.
+A record of a newer version than :data:`SCHEMA_VERSION` is refused (:func:`schema_problem`):
+reading it as today's shape would be a guess. The codecs (``records.codec``) turn these
 objects into lines of each format and back. Pure: no I/O.
 
 ``cached`` marks a decision answered from the decision cache: its ``usage`` is what the backend
@@ -21,19 +29,59 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from ..errors import ReportError
+
 __all__ = [
     "ASKED_KEYS",
     "GATES",
     "QUESTIONS_SHA256",
     "RECALIBRATED",
     "RECORD_KEYS",
+    "SCHEMA_VERSION",
+    "SCHEMA_VERSION_KEY",
     "DecisionRecord",
     "ErrorRecord",
     "Record",
     "RecordUsage",
+    "RecordVersionError",
     "id_problem",
     "record_from_object",
+    "schema_problem",
 ]
+
+#: The record shape this toolnexus writes and the newest it reads (issue 30 item 7). Version 1
+#: added the key itself; bump it when a reader of the old shape would misread the new one.
+SCHEMA_VERSION = 1
+#: The key every record carries it under, second after ``id``.
+SCHEMA_VERSION_KEY = "schema_version"
+#: What to do about a record of a newer shape.
+UPGRADE_HINT = "upgrade toolnexus (pip install -U toolnexus-classifier) to read it"
+
+
+class RecordVersionError(ReportError, ValueError):
+    """A record of a ``schema_version`` this toolnexus does not read; ``str(e)`` says which
+    and what to do (a reader adds the file and line)."""
+
+
+def schema_problem(obj: Mapping[str, Any]) -> str | None:
+    """Why this toolnexus cannot read the record ``obj`` (a run's JSON object) by its
+    ``schema_version``, or None: none (version 0, written before versions) and 0 to
+    :data:`SCHEMA_VERSION` are read; a newer one asks for an upgrade."""
+    version = obj.get(SCHEMA_VERSION_KEY)
+    if version is None or (type(version) is int and 0 <= version <= SCHEMA_VERSION):
+        return None
+    if type(version) is int and version > SCHEMA_VERSION:
+        return (
+            f"record schema_version {version} is newer than this toolnexus reads (up to "
+            f"{SCHEMA_VERSION}): {UPGRADE_HINT}"
+        )
+    shown = repr(version)
+    shown = shown if len(shown) <= 40 else shown[:40] + "..."
+    return (
+        f"record schema_version {shown} is not one toolnexus writes (an integer, at most "
+        f"{SCHEMA_VERSION}); fix or remove that record"
+    )
+
 
 #: The field every record carries: the question-set digest of the questions it answered.
 QUESTIONS_SHA256 = "questions_sha256"
@@ -109,6 +157,8 @@ class DecisionRecord:
     recalibrated: Mapping[str, str] | None = None
     #: per gate of the question file: what it decided (``GATE_FIELDS``); None: no gates
     gates: Mapping[str, Mapping[str, Any]] | None = None
+    #: the record shape (:data:`SCHEMA_VERSION`); None: read from a record written before it
+    schema_version: int | None = SCHEMA_VERSION
 
     @property
     def key(self) -> str:
@@ -124,6 +174,8 @@ class DecisionRecord:
 
     def to_object(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id}
+        if self.schema_version is not None:
+            out[SCHEMA_VERSION_KEY] = self.schema_version
         if self.questions_sha256 is not None:
             out[QUESTIONS_SHA256] = self.questions_sha256
         out["model"] = self.model
@@ -154,6 +206,8 @@ class ErrorRecord:
     code: str
     message: str
     questions_sha256: str | None = None
+    #: the record shape (:data:`SCHEMA_VERSION`); None: read from a record written before it
+    schema_version: int | None = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
         # One line, always: a CSV row and a JSONL line must stay one physical line.
@@ -165,6 +219,8 @@ class ErrorRecord:
 
     def to_object(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id}
+        if self.schema_version is not None:
+            out[SCHEMA_VERSION_KEY] = self.schema_version
         if self.questions_sha256 is not None:
             out[QUESTIONS_SHA256] = self.questions_sha256
         out["error"] = {"code": self.code, "message": self.message}
@@ -207,7 +263,12 @@ def _float_or_none(value: Any) -> float | None:
     return value
 
 
-def _decision(item_id: str | int, sha: str | None, obj: Mapping[str, Any]) -> DecisionRecord:
+def _decision(
+    item_id: str | int,
+    sha: str | None,
+    obj: Mapping[str, Any],
+    version: int | None = SCHEMA_VERSION,
+) -> DecisionRecord:
     usage = obj.get("usage")
     usage = usage if isinstance(usage, Mapping) else {}
     thresholds = obj.get("thresholds")
@@ -248,23 +309,33 @@ def _decision(item_id: str | int, sha: str | None, obj: Mapping[str, Any]) -> De
             if isinstance(gates, Mapping)
             else None
         ),
+        schema_version=version,
     )
 
 
 def record_from_object(obj: Any) -> Record | None:
     """The record a JSON object holds, or None when it is not a record (no ``id``, or an id
-    that is neither a string nor an integer)."""
+    that is neither a string nor an integer). Raises :class:`RecordVersionError` for a record
+    of a ``schema_version`` this toolnexus does not read (:func:`schema_problem`)."""
     if not isinstance(obj, Mapping):
         return None
     item_id = obj.get("id")
     if isinstance(item_id, bool) or not isinstance(item_id, str | int):
         return None
+    problem = schema_problem(obj)
+    if problem is not None:
+        raise RecordVersionError(f"record {str(item_id)[:40]!r}: {problem}")
+    version = obj.get(SCHEMA_VERSION_KEY)
     sha = obj.get(QUESTIONS_SHA256)
     sha = sha if isinstance(sha, str) else None
     error = obj.get("error")
     if error is not None:
         error = error if isinstance(error, Mapping) else {}
         return ErrorRecord(
-            item_id, _text(error.get("code")), _text(error.get("message")), questions_sha256=sha
+            item_id,
+            _text(error.get("code")),
+            _text(error.get("message")),
+            questions_sha256=sha,
+            schema_version=version,
         )
-    return _decision(item_id, sha, obj)
+    return _decision(item_id, sha, obj, version)

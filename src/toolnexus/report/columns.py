@@ -24,6 +24,7 @@ from itertools import compress, repeat
 from typing import Any
 
 from ..records.arrowrows import column_values
+from ..records.model import SCHEMA_VERSION, SCHEMA_VERSION_KEY
 from .accumulators import QuestionStats
 from .aggregation import MAX_TOKENS, RunStats
 from .runs import Span
@@ -83,6 +84,8 @@ def _count_table(table: Any, stats: RunStats, seen: set[str]) -> bool:
     for name in _ABSENT:
         if table.column(name).null_count != n:
             return False
+    if SCHEMA_VERSION_KEY in names and not _versions_read(table.column(SCHEMA_VERSION_KEY)):
+        return False  # the record path stops at the row of a version it does not read
     answers = table.column("answers").combine_chunks()
     if answers.null_count:
         return False
@@ -127,6 +130,17 @@ def _count_table(table: Any, stats: RunStats, seen: set[str]) -> bool:
                 count(*args, label, sid)
     stats.labelled += sum(labelled)
     return True
+
+
+def _versions_read(column: Any) -> bool:
+    """Every row's ``schema_version`` is one this toolnexus reads (0 to ``SCHEMA_VERSION``, or
+    null: a record written before versions)."""
+    import pyarrow.compute as pc
+
+    low, high = pc.min_max(column).values()
+    return (low.as_py() is None or low.as_py() >= 0) and (
+        high.as_py() is None or high.as_py() <= SCHEMA_VERSION
+    )
 
 
 def _labels(rows: list[Any], column: int, valid: list[bool] | None) -> list[str | None]:

@@ -10,7 +10,9 @@ then the journal a killed run left beside it, if any). The format comes from the
 Lines and rows are decoded by the one record codec (``records.codec``) that ``batch`` wrote
 them with, so a CSV run reads back the same records (escaped ids included) as a JSONL run.
 
-Every problem is a :class:`ReportInputError` whose message starts ``path:line:``.
+Every problem is a :class:`ReportInputError` whose message starts ``path:line:``; a record of a
+newer ``schema_version`` than this toolnexus reads is one (``records.model.schema_problem``),
+and a record without one (written before versions) is read as it always was.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import IO, Any, NamedTuple
 from ..errors import ReportError
 from ..records.codec import CsvCodec, RecordDecodeError, line_loader, read_csv_header
 from ..records.csvdialect import csv_delimiter, first_non_utf8, not_utf8_hint
+from ..records.model import SCHEMA_VERSION_KEY, schema_problem
 from ..records.parquet import PARQUET_MAGIC, journal_path
 
 __all__ = [
@@ -161,6 +164,15 @@ def iter_records(
     return _iter_csv(path)
 
 
+def _check_version(path: str, line: int, obj: Any) -> None:
+    """A record this toolnexus cannot read by its ``schema_version`` stops the reader at its
+    line; a record without one (written before versions) passes, as any other object does."""
+    if type(obj) is dict and SCHEMA_VERSION_KEY in obj:
+        problem = schema_problem(obj)
+        if problem is not None:
+            raise LocatedError(path, line, problem)
+
+
 def _iter_jsonl(path: str, span: Span | None = None) -> Iterator[tuple[int, Any]]:
     """Each line parsed by the record codec's JSON reader (``records.codec.line_loader``: orjson,
     with ``json.loads`` deciding what is accepted and wording every error; ids stay exact).
@@ -191,6 +203,7 @@ def _iter_jsonl(path: str, span: Span | None = None) -> Iterator[tuple[int, Any]
                 if not line.endswith(b"\n"):
                     return  # cut short by a kill: never a complete record
                 raise LocatedError(path, n, f"not a JSON record: {_reason(e)}") from None
+            _check_version(path, n, obj)
             yield n, obj
 
 
@@ -313,6 +326,7 @@ def _iter_parquet(path: str, span: Span | None = None) -> Iterator[tuple[int, An
                 raise LocatedError(path, n + 1, f"row group {g} unreadable: {reason}") from None
             for record in table_to_records(table):
                 n += 1
+                _check_version(path, n, record)
                 yield n, record
     journal = journal_path(path)
     if span is None and os.path.exists(journal):
@@ -386,7 +400,9 @@ def _iter_json(path: str) -> Iterator[tuple[int, Any]]:
                         raise ReportInputError(
                             f"{path}:{where}: not a JSON record: {e.msg}"
                         ) from None
-            yield at(pos), obj
+            where = at(pos)
+            _check_version(path, where, obj)
+            yield where, obj
             pos = end
 
 
@@ -460,6 +476,8 @@ def _iter_csv(path: str) -> Iterator[tuple[int, Any]]:
     codec = CsvCodec(read_csv_header(header[1]))
     for n, row in rows:
         try:
-            yield n, codec.object_of(row)
+            obj = codec.object_of(row)
         except RecordDecodeError as e:
             raise ReportInputError(f"{path}:{n}: {e}") from None
+        _check_version(path, n, obj)
+        yield n, obj

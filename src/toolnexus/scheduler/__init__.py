@@ -15,7 +15,7 @@ from __future__ import annotations
 from .admission import Admission, Chain, Outcome, OutcomeKind, RunStopped, StopKind, Ticket
 from .failfast import FailFast, outcome_of, retry_after_seconds
 from .limiter import Clock, MonotonicClock, RunLimiter, TokenBucket, Window
-from .run import Scheduler, Settled, Slot, current, under
+from .run import Scheduler, Settled, Slot
 from .tokens import (
     CONTEXT_TOKENS,
     STATE_AND_QUESTION_TOKENS,
@@ -44,10 +44,8 @@ __all__ = [
     "TokenBucket",
     "TokenEstimate",
     "Window",
-    "current",
     "estimate_tokens",
     "limit_violation",
     "outcome_of",
     "retry_after_seconds",
-    "under",
 ]

@@ -15,7 +15,7 @@ carries the run past a cap, whatever the text (issue 32 item 4: with the central
 Japanese tickets once spent 2.7x ``--max-tokens``). The price is headroom: a run stops when the
 next request's upper bound, not its likely bill, would pass the cap.
 
-``max_requests`` counts attempts, retries included (they bill): :meth:`Budget.attempted` is told
+``max_requests`` counts attempts, retries included (they bill): :meth:`Budget.resent` is told
 of every extra attempt of an admitted request.
 """
 
@@ -224,11 +224,6 @@ class Budget:
             )
             raise self.stopped
         self._reserved[ticket.id] = reservation
-
-    def attempted(self, ticket: Ticket, extra_attempts: int = 1) -> None:
-        """An admitted request was sent again (a retry bills like a request)."""
-        if ticket.id in self._reserved:
-            self.spent.requests += extra_attempts
 
     def resent(self, extra_attempts: int = 1) -> None:
         """A request was sent again, whichever ticket it belongs to (what the transport's

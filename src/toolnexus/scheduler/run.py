@@ -20,11 +20,13 @@ requests already admitted finish and are settled as usual. ``settle`` releases t
 once. A slot left unsettled is settled on exit: as the classified error when the body raised
 one (and the error goes on), else as not sent.
 
-A batch does not pass its scheduler down through every style: its workers run in the context
-:func:`under` makes, and the one place a request is sent (``transport.SystemOneTransport.post``)
-asks :func:`current` for it. So every request of every style that speaks HTTP, a packed one
-included, is admitted exactly where it is sent, with its own bytes' estimate, and a request
-outside a batch (a single ``evaluate``) is not admitted at all.
+A batch hands its scheduler down explicitly, as an argument (issue 30 item 3: no context
+variable): ``batch.evaluate_group(..., scheduler=)`` -> ``RequestPipeline.evaluate_prepared``
+(or ``packed.evaluate_pack``) -> the style's ``decide`` -> the one place a request is sent,
+``transport.SystemOneTransport.exchange(..., scheduler=)``. So every request of every style
+that speaks HTTP, a packed one included, is admitted exactly where it is sent, with its own
+bytes' estimate, and a request outside a batch (a single ``evaluate``: no scheduler) is not
+admitted at all.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from contextvars import Context, ContextVar, copy_context
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +51,7 @@ from .limiter import (
 )
 from .tokens import TokenEstimate
 
-__all__ = ["Scheduler", "Settled", "Slot", "current", "under"]
+__all__ = ["Scheduler", "Settled", "Slot"]
 
 
 @dataclass(frozen=True)
@@ -160,20 +161,3 @@ class Scheduler:
             raise
         if slot.outcome is None:
             await slot.settle(outcome=Outcome.not_sent())
-
-
-_CURRENT: ContextVar[Scheduler | None] = ContextVar("toolnexus_scheduler", default=None)
-
-
-def current() -> Scheduler | None:
-    """The scheduler of the batch this code runs in, or None outside a batch."""
-    return _CURRENT.get()
-
-
-def under(scheduler: Scheduler) -> Context:
-    """A copy of the current context in which :func:`current` is ``scheduler``: a batch starts
-    its workers in it (``asyncio.create_task(..., context=under(s))``), so the setting never
-    leaks into the caller's context, an async generator's consumer included."""
-    context = copy_context()
-    context.run(_CURRENT.set, scheduler)
-    return context

@@ -2,7 +2,7 @@
 
 The retry loop is the one place that knows when an attempt starts, what it got back and how long
 the next one waits. OpenTelemetry's attempt spans (``telemetry.py``) and a spend budget's retry
-count (``scheduler.budget.Budget.attempted``) both hang on this hook; the seed-defined
+count (``scheduler.budget.Budget.resent``) both hang on this hook; the seed-defined
 ``on_metric`` events are not built from it and stay exactly as they are.
 
 Observers are per task, not per transport: one classifier's transport serves many evaluates at

@@ -22,8 +22,9 @@ Retries (seed 004 + SPEC-8B Appendix A, verbatim), as the ``config.RetryPolicy``
   answers "fail" when ``info.kind == "timeout"`` opts out). Cancellation of the calling task is
   never retried.
 
-In a batch (``scheduler.current()`` is the run's scheduler) every request is admitted by it
-first, with the estimate of its own bytes, and released with its outcome and the usage charged.
+In a batch (the caller hands :meth:`SystemOneTransport.exchange` the run's ``scheduler``:
+an argument, never a context variable) every request is admitted by it first, with the
+estimate of its own bytes, and released with its outcome and the usage charged.
 There a 429 (and a 503 or 529: an overloaded server, issue 32) is not slept on here: the
 request goes back to the run's scheduler at once, which pauses the whole run for its
 ``retry-after-ms`` / ``Retry-After``, cuts the run's concurrency and admits the request again
@@ -48,7 +49,7 @@ from typing import Any, TypeVar
 from ..config import ErrorInfo, RetryPolicy, Timeout, TransportKind
 from ..decision import ClassifierUsage
 from ..errors import BackendError, ConfigError, DecisionError, HTTPStatusError, StaticMiss
-from ..scheduler import Outcome, TokenEstimate, current, estimate_tokens, outcome_of
+from ..scheduler import Outcome, Scheduler, TokenEstimate, estimate_tokens, outcome_of
 from ..scheduler.failfast import STORM_STATUSES
 from .adapter import MAX_BODY_BYTES, Adapter, BodyTooLarge, SendError
 from .observe import AttemptObserver, AttemptWatch, observers
@@ -331,12 +332,20 @@ class SystemOneTransport:
         return url, headers, secrets
 
     async def post(
-        self, path: str, body: bytes, extra_headers: Mapping[str, str] | None = None
+        self,
+        path: str,
+        body: bytes,
+        extra_headers: Mapping[str, str] | None = None,
+        *,
+        scheduler: Scheduler | None = None,
     ) -> Reply:
         """POST ``body`` (already canonical bytes) with retries. Returns the 2xx reply; raises
         HTTPStatusError, TransportError, ConfigError or HookError, never a third-party
-        exception. In a batch, admitted by the run's scheduler (see the module docstring)."""
-        return await self.exchange(path, body, extra_headers, _reply, _no_usage)
+        exception. With the run's ``scheduler`` (a batch), admitted by it (see the module
+        docstring)."""
+        return await self.exchange(
+            path, body, extra_headers, _reply, _no_usage, scheduler=scheduler
+        )
 
     async def exchange(
         self,
@@ -347,14 +356,15 @@ class SystemOneTransport:
         usage: Callable[[T], ClassifierUsage],
         *,
         estimate: TokenEstimate | None = None,
+        scheduler: Scheduler | None = None,
     ) -> T:
-        """:meth:`post`, then ``decode`` the 2xx reply; in a batch the scheduler is told
-        ``usage(decoded)``, what the server charged (a spend budget settles on it).
+        """:meth:`post`, then ``decode`` the 2xx reply; with the run's ``scheduler`` (a batch)
+        the request is admitted by it, and it is told ``usage(decoded)``, what the server
+        charged (a spend budget settles on it); without one (a single evaluate) it is not.
 
         ``estimate`` is the request's token estimate when the caller made it already (a packed
         request: the plan's, or of its JSON part when ``body`` is multipart); else it is made
         from ``body`` once, if a scheduler member asks, and kept across re-admissions."""
-        scheduler = current()
         if scheduler is None:
             return decode(await self._attempts(path, body, extra_headers, throttle=False))
         made: list[TokenEstimate] = [] if estimate is None else [estimate]
