@@ -91,3 +91,33 @@ def test_a_packed_run_reads_each_body_once_and_admits_it_on_its_own_estimate(
     monkeypatch.setattr(token_module, "tally", tally)
     # ...and the estimate that travelled is exactly that of the bytes sent.
     assert Counter(recorder.estimates) == Counter(estimate_tokens(b) for b in bodies.seen)
+
+
+def test_a_packed_run_lifts_each_state_once(
+    bodies: Bodies, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 item 5's "then profile a packed run and cut what else is worth cutting": the
+    plan lifts every state of a pack it checks, and the send reuses a lift without images
+    instead of walking the state again (it was twice per state)."""
+    from toolnexus import assets
+
+    lifted: list[Any] = []
+    lift = assets.lift_images
+
+    def counting(state: Any, questions_text: str = "") -> Any:
+        lifted.append(state)
+        return lift(state, questions_text)
+
+    monkeypatch.setattr(assets, "lift_images", counting)
+    states = [f"ticket {i}: the terminal charged invoice {i} twice" for i in range(64)]
+
+    async def go() -> list[Any]:
+        async with create_classifier(
+            base_url=bodies.threaded.url + "/v1", api_key_env="NO_SUCH", model="jev-latest"
+        ) as c:
+            options = BatchOptions(concurrency=2, pack=32)
+            return await c.evaluate_batch(states, QUESTIONS, options=options)
+
+    got = asyncio.run(go())
+    assert [(d.packed, d.position) for d in got] == [(32, i % 32) for i in range(64)]
+    assert Counter(lifted) == Counter(states)  # each state once, none twice

@@ -248,12 +248,21 @@ class _Pack:
         style = self.style
         assert style is not None
         todo: list[int] = []
+        planned = self.planned.lifted if self.planned is not None else None
+        if planned is not None and len(planned) != len(self.states):
+            planned = None
         for i in indices:
-            try:
-                self.lifted[i] = style.lift(self.states[i], self.qs)
-            except ClassifierError as e:
-                self.results[i] = e  # as at pack 1: refused before any request
-                continue
+            # The plan lifted every state of a pack it checked; a lift without images is the
+            # same whoever makes it, so it is reused. One with images is lifted again by the
+            # style, which also checks the backend and the image limits.
+            if planned is not None and not planned[i].assets:
+                self.lifted[i] = planned[i]
+            else:
+                try:
+                    self.lifted[i] = style.lift(self.states[i], self.qs)
+                except ClassifierError as e:
+                    self.results[i] = e  # as at pack 1: refused before any request
+                    continue
             hit = cached(style, self.lifted[i], self.qs)
             if hit is not None:
                 self.results[i] = hit
@@ -334,27 +343,30 @@ class _Pack:
                 for i in indices:
                     self.results[i] = e
             return
-        shares = split_usage(total, weights)
         try:
             per_state = unpack_decisions(body, self.qs, weights)
         except DecisionError as e:
             # Not a packed answer at all, but charged: each state is asked alone, once, and
             # pays its share of this request too.
             self.requests.append(RequestFacts(tuple(indices), estimate, total, True, True, e))
-            for i, share in zip(indices, shares, strict=True):
+            for i, share in zip(indices, split_usage(total, weights), strict=True):
                 await self.alone(i, share)
             return
         self.requests.append(RequestFacts(tuple(indices), estimate, total, packed=True))
-        for position, (i, got, share) in enumerate(zip(indices, per_state, shares, strict=True)):
+        # The shares are split only when a state is asked again: a decoded state already
+        # carries its share (``unpack_decisions`` splits the same usage the same way).
+        shares: list[ClassifierUsage] | None = None
+        for index, (i, got) in enumerate(zip(indices, per_state, strict=True)):
             if isinstance(got, Decision) and validate_decision(self.qs, got) is None:
-                decision = dataclasses.replace(got, packed=len(indices), position=position)
-                self.results[i] = decision
-                store(style, self.lifted[i], self.qs, decision)
-                self._emit(decision, len(indices))
+                self.results[i] = got
+                store(style, self.lifted[i], self.qs, got)
+                self._emit(got, len(indices))
                 if trace is not None:
-                    trace.state(decision, len(self.qs), len(indices))
+                    trace.state(got, len(self.qs), len(indices))
             else:
-                await self.alone(i, share)
+                if shares is None:
+                    shares = split_usage(total, weights)
+                await self.alone(i, shares[index])
 
     async def _halves(self, style: SystemOneStyle, indices: list[int]) -> None:
         middle = len(indices) // 2
@@ -366,6 +378,8 @@ class _Pack:
     def _emit(self, decision: Decision, size: int) -> None:
         """One metric event per packed state, as ``evaluate_prepared`` emits per state alone."""
         p = self.pipeline
+        if p.options.on_metric is None:
+            return  # nobody listens: the event is not built for every packed state
         p.emit(
             evaluate_event(
                 p.style_name, decision.model, self.started, decision=decision, packed=size

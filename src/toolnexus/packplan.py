@@ -115,11 +115,13 @@ def body_digest(body: bytes) -> bytes:
 @dataclass(frozen=True)
 class Planned:
     """One planned request: the positions of its states and, for a pack the planner checked,
-    the digest of the body it checked and that body's estimate."""
+    the digest of the body it checked, that body's estimate, and its states as lifted (one
+    per index, in order: the send reuses a lift without images instead of lifting again)."""
 
     indices: list[int]
     digest: bytes | None = None
     estimate: TokenEstimate | None = None
+    lifted: tuple[LiftedState, ...] | None = None
 
     def estimate_of(self, body: bytes) -> TokenEstimate | None:
         """The planned estimate when ``body`` is the body the plan checked, else None."""
@@ -262,7 +264,11 @@ def plan_requests(
         count = planner.largest(start, min(most, len(states) - start))
         checked = planner.checked.get((start, count))
         indices = list(range(start, start + count))
-        packs.append(Planned(indices, *checked) if checked else Planned(indices))
+        if checked:
+            lifted = tuple(planner.lifted(i) for i in indices)  # a checked pack lifted them all
+            packs.append(Planned(indices, *checked, lifted=tuple(x for x in lifted if x)))
+        else:
+            packs.append(Planned(indices))
         start += count
     # The plan is made once per batch: the checked bodies' estimates are kept only for the
     # packs chosen, never for every size a binary search tried.
