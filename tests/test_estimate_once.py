@@ -121,3 +121,32 @@ def test_a_packed_run_lifts_each_state_once(
     got = asyncio.run(go())
     assert [(d.packed, d.position) for d in got] == [(32, i % 32) for i in range(64)]
     assert Counter(lifted) == Counter(states)  # each state once, none twice
+
+
+def test_a_packed_run_without_a_token_member_estimates_nothing(
+    bodies: Bodies, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 item 5, "computed once" read as at most once: packed bodies under
+    ``LIMIT_SAFE_BYTES`` cannot pass a limit, so neither the plan nor the send estimates them;
+    with no token rate and no budget no member asks, and no body is read (as at pack 1)."""
+    bodies.seen.clear()
+    read: list[int] = []
+    tally = token_module.tally
+
+    def counting(body: bytes | str) -> Any:
+        read.append(len(body))
+        return tally(body)
+
+    monkeypatch.setattr(token_module, "tally", counting)
+    states = [f"ticket {i}: I was charged twice for order {i * 7}" for i in range(64)]
+
+    async def go() -> None:
+        async with create_classifier(
+            base_url=bodies.threaded.url + "/v1", api_key_env="NO_SUCH", model="jev-latest"
+        ) as c:
+            await c.evaluate_batch(states, QUESTIONS, options=BatchOptions(pack=32))
+
+    asyncio.run(go())
+    assert len(bodies.seen) == 2
+    assert max(len(b) for b in bodies.seen) <= token_module.LIMIT_SAFE_BYTES
+    assert read == []

@@ -62,7 +62,7 @@ from .questions import Question, questions_to_wire
 from .scheduler.admission import OutcomeKind
 from .scheduler.failfast import error_type, outcome_of
 from .scheduler.run import Scheduler
-from .scheduler.tokens import TokenEstimate, estimate_tokens
+from .scheduler.tokens import LIMIT_SAFE_BYTES, TokenEstimate, estimate_tokens
 from .systemone import PATH, SystemOneStyle
 from .telemetry_pack import pack_trace
 from .transport import Reply
@@ -87,11 +87,13 @@ class RequestFacts:
     over a limit that was split before sending).
 
     ``states`` are positions in the states given; ``estimate`` the scheduler's estimate of its
-    input tokens; ``usage`` what the server charged (zero when nothing came back); ``packed``
-    whether it asked several states at once; ``error`` how it failed, or None."""
+    input tokens (None for a body under ``LIMIT_SAFE_BYTES`` without images: the scheduler
+    makes it only if a member asks); ``usage`` what the server charged (zero when nothing came
+    back); ``packed`` whether it asked several states at once; ``error`` how it failed, or
+    None."""
 
     states: tuple[int, ...]
-    estimate: TokenEstimate
+    estimate: TokenEstimate | None
     usage: ClassifierUsage = field(default_factory=ClassifierUsage)
     sent: bool = True
     packed: bool = False
@@ -233,15 +235,18 @@ class _Pack:
             )
         self.results[index] = decision
 
-    def _estimate_alone(self, state: Any) -> TokenEstimate:
+    def _estimate_alone(self, state: Any) -> TokenEstimate | None:
         if self.style is None:
             return estimate_tokens(canonical_json({"questions": questions_to_wire(self.qs)}))
         try:
             lifted = self.style.lift(state, self.qs)
         except ClassifierError:
             return estimate_tokens(b"")  # never sent: evaluate_prepared raises the same error
+        body = self.style.body(lifted.state, self.qs)
+        if not lifted.assets and len(body) <= LIMIT_SAFE_BYTES:
+            return None  # as the send itself: made by the scheduler only if a member asks
         sizes = [s for a in lifted.assets if (s := a.image.size) is not None]
-        return estimate_tokens(self.style.body(lifted.state, self.qs), sizes)
+        return estimate_tokens(body, sizes)
 
     async def pack(self, indices: list[int]) -> None:
         """Ask ``indices`` together: from the cache, then alone or in one packed request."""
@@ -284,10 +289,15 @@ class _Pack:
         # are checked too), else here; the same estimate admits the request and goes to the
         # transport with it.
         planned = self.planned.estimate_of(request.json) if self.planned is not None else None
+        estimate: TokenEstimate | None
         try:
             style.image_limits.check_request(packed.assets)
             if planned is not None:
                 over, estimate = None, planned
+            elif not packed.assets and len(request.json) <= LIMIT_SAFE_BYTES:
+                # Too small to pass a limit: not estimated here; the transport estimates these
+                # very bytes if the run's scheduler asks (a token rate, a budget), once.
+                over, estimate = None, None
             else:
                 wire = questions_to_wire(pqs)
                 over, estimate = pack_check(packed, wire, request.json, style.image_limits)

@@ -19,7 +19,9 @@ Estimated once (issue 32 item 5): :func:`plan_requests` keeps, for each pack it 
 estimate of the body it checked and a digest of those bytes (:class:`Planned`); the send
 (``packed.evaluate_pack``) reuses that estimate for the same bytes, admits the request with it
 and hands it to the transport, instead of estimating the body again (it was 5 regex passes
-over every packed body: a sixth of a packed run's client CPU).
+over every packed body: a sixth of a packed run's client CPU). A body without images of at most
+``LIMIT_SAFE_BYTES`` cannot pass a limit: it is not estimated at all, and the transport
+estimates it only if the run's scheduler asks (a token rate, a budget), as at pack 1.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from .images import ImageLimits
 from .packing import PACK_CAP, pack_lifted, pack_questions
 from .questions import Question, questions_to_wire
 from .scheduler.tokens import (
+    LIMIT_SAFE_BYTES,
     STATE_AND_QUESTION_TOKENS,
     PrefixTally,
     TokenEstimate,
@@ -165,8 +168,9 @@ class _Planner:
         self._wire: dict[int, dict[str, Any]] = {}
         self._heads: dict[int, bytes] = {}
         self._tallies = PrefixTally()
-        #: (start, count) of each pack that fits: its body's digest and estimate
-        self.checked: dict[tuple[int, int], tuple[bytes, TokenEstimate]] = {}
+        #: (start, count) of each pack that fits: its body's digest and estimate (both None
+        #: for a body under ``LIMIT_SAFE_BYTES``: not estimated)
+        self.checked: dict[tuple[int, int], tuple[bytes | None, TokenEstimate | None]] = {}
 
     def lifted(self, index: int) -> LiftedState | None:
         if index not in self._lifted:
@@ -198,6 +202,12 @@ class _Planner:
             if count not in self._heads:
                 self._heads[count] = _body_head(self.model, wire)
             tail = canonical_json(packed.state) + b"}"
+            if len(self._heads[count]) + len(tail) <= LIMIT_SAFE_BYTES:
+                # No body this small can pass a limit (``LIMIT_SAFE_BYTES``): nothing to check,
+                # and nothing estimated; the send leaves the estimate to the run's scheduler,
+                # which makes it only if a member asks (a token rate, a budget), as at pack 1.
+                self.checked[(start, count)] = (None, None)
+                return True
             body = self._heads[count] + tail
             estimate = self._tallies.estimate(body, tail)
             over, estimate = pack_check(packed, wire, body, self.limits, estimate)
