@@ -150,3 +150,30 @@ def test_a_packed_run_without_a_token_member_estimates_nothing(
     assert len(bodies.seen) == 2
     assert max(len(b) for b in bodies.seen) <= token_module.LIMIT_SAFE_BYTES
     assert read == []
+
+
+def test_plans_of_one_question_set_derive_its_packed_questions_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stream (``toolnexus batch``) plans each pack's worth of states apart; the derived
+    questions, their bytes and the tally of that head are made once per question set and pack
+    size, not once per pack (two thirds of the CLI's planning at pack 20, issue 32)."""
+    from toolnexus import packplan
+
+    derived: list[int] = []
+    pack_questions = packplan.pack_questions
+
+    def counting(questions: Any, count: int) -> Any:
+        derived.append(count)
+        return pack_questions(questions, count)
+
+    monkeypatch.setattr(packplan, "pack_questions", counting)
+    qs = create_classifier().prepare(QUESTIONS)
+    long = {k: {**v, "instructions": v["instructions"] * 20} for k, v in QUESTIONS.items()}
+    big = create_classifier().prepare(long)  # a head past LIMIT_SAFE_BYTES: estimated
+    for questions in (qs, big):
+        for chunk in range(4):
+            states = [f"ticket {chunk}-{i}: charged twice" for i in range(20)]
+            (planned,) = packplan.plan_requests(states, questions, 20)
+            assert planned.indices == list(range(20))
+    assert derived == [20, 20]

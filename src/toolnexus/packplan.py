@@ -150,6 +150,32 @@ def _body_head(model: str, wire_questions: Mapping[str, Any]) -> bytes:
     ) + b',"state":'
 
 
+#: Question sets kept by :func:`_shared` (a run uses one, a few runs at once a few).
+_KEEP = 8
+#: Per (question set, pack size, model): the derived questions' wire form and the packed
+#: body's head. Kept across plans: a stream (``batch.evaluate_stream``, so ``toolnexus batch``)
+#: plans each pack's worth of states apart, and re-deriving them, and tallying the head again,
+#: was two thirds of the CLI's planning (issue 32, a profile at pack 20). Keyed by the set's
+#: identity, which is held here so its id cannot be reused; questions are frozen.
+_SHARED: dict[tuple[int, int, str], tuple[Mapping[str, Question], dict[str, Any], bytes]] = {}
+#: One tally of each head for every plan: a pure function of the bytes.
+_TALLIES = PrefixTally()
+
+
+def _shared(
+    questions: Mapping[str, Question], count: int, model: str
+) -> tuple[dict[str, Any], bytes]:
+    key = (id(questions), count, model)
+    hit = _SHARED.get(key)
+    if hit is None or hit[0] is not questions:
+        if len(_SHARED) >= _KEEP:
+            _SHARED.clear()
+        wire = questions_to_wire(pack_questions(questions, count))
+        hit = (questions, wire, _body_head(model, wire))
+        _SHARED[key] = hit
+    return hit[1], hit[2]
+
+
 class _Planner:
     """The lifted states and derived questions of one :func:`plan_packs` call, built once."""
 
@@ -165,9 +191,6 @@ class _Planner:
         self.model = model
         self.limits = limits
         self._lifted: dict[int, LiftedState | None] = {}
-        self._wire: dict[int, dict[str, Any]] = {}
-        self._heads: dict[int, bytes] = {}
-        self._tallies = PrefixTally()
         #: (start, count) of each pack that fits: its body's digest and estimate (both None
         #: for a body under ``LIMIT_SAFE_BYTES``: not estimated)
         self.checked: dict[tuple[int, int], tuple[bytes | None, TokenEstimate | None]] = {}
@@ -181,9 +204,7 @@ class _Planner:
         return self._lifted[index]
 
     def wire(self, count: int) -> dict[str, Any]:
-        if count not in self._wire:
-            self._wire[count] = questions_to_wire(pack_questions(self.questions, count))
-        return self._wire[count]
+        return _shared(self.questions, count, self.model)[0]
 
     def fits(self, start: int, count: int) -> bool:
         if count == 1:
@@ -199,17 +220,16 @@ class _Planner:
         else:
             # The derived questions are the same for every pack of ``count``: their bytes and
             # their tally are made once, and each pack counts only its states.
-            if count not in self._heads:
-                self._heads[count] = _body_head(self.model, wire)
+            head = _shared(self.questions, count, self.model)[1]
             tail = canonical_json(packed.state) + b"}"
-            if len(self._heads[count]) + len(tail) <= LIMIT_SAFE_BYTES:
+            if len(head) + len(tail) <= LIMIT_SAFE_BYTES:
                 # No body this small can pass a limit (``LIMIT_SAFE_BYTES``): nothing to check,
                 # and nothing estimated; the send leaves the estimate to the run's scheduler,
                 # which makes it only if a member asks (a token rate, a budget), as at pack 1.
                 self.checked[(start, count)] = (None, None)
                 return True
-            body = self._heads[count] + tail
-            estimate = self._tallies.estimate(body, tail)
+            body = head + tail
+            estimate = _TALLIES.estimate(body, tail)
             over, estimate = pack_check(packed, wire, body, self.limits, estimate)
         if over is None:
             self.checked[(start, count)] = (body_digest(body), estimate)
