@@ -24,7 +24,7 @@ from toolnexus import (
     with_images,
 )
 from toolnexus.assets import LiftedState
-from toolnexus.decision import parse_decision
+from toolnexus.decision import Decision, parse_decision
 from toolnexus.packing import (
     PACKED_CACHE_KIND,
     STATES_KEY,
@@ -249,6 +249,33 @@ def test_answers_not_asked_are_ignored() -> None:
     (only,) = unpack_decisions(body, QUESTIONS, [1])
     assert not isinstance(only, DecisionError)
     assert set(only.answers) == set(QUESTIONS)
+
+
+@pytest.mark.parametrize(
+    "stray",
+    [
+        pytest.param("00:refund", id="leading-zero"),
+        pytest.param("+0:refund", id="signed"),
+        pytest.param("\u0660:refund", id="arabic-indic-digit"),
+        pytest.param(" 0:refund", id="space"),
+        pytest.param("3:refund", id="past-the-pack"),
+        pytest.param("0:refund:x", id="another-key"),
+        pytest.param("0", id="no-key"),
+    ],
+)
+def test_only_the_derived_keys_of_the_pack_are_read(stray: str) -> None:
+    """The lookup of the pack's derived keys reads exactly what ``split_derived_key`` reads:
+    any other spelling is an answer not asked, and is ignored."""
+    body = _packed_body(3, {"input_tokens": 3, "output_tokens": 1})
+    body["answers"] = {stray: {"type": "noul", "noul": "bad"}, **body["answers"]}
+    assert (
+        split_derived_key(stray) is None
+        or split_derived_key(stray)[0] >= 3
+        or (split_derived_key(stray)[1] not in QUESTIONS)
+    )
+    results = unpack_decisions(body, QUESTIONS, [1, 1, 1])
+    assert all(isinstance(r, Decision) for r in results)
+    assert [list(r.answers) for r in results if isinstance(r, Decision)] == [list(QUESTIONS)] * 3
 
 
 @pytest.mark.parametrize(

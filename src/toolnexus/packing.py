@@ -245,6 +245,26 @@ def split_usage(usage: ClassifierUsage, weights: Sequence[int]) -> list[Classifi
     ]
 
 
+#: The derived keys of the last few (question set, pack size): every reply of a batch is read
+#: against the same ones (kept by the set's identity, held so its id cannot be reused).
+_ASKED: dict[tuple[int, int], tuple[Mapping[str, Question], dict[str, tuple[int, str]]]] = {}
+
+
+def _asked(questions: Mapping[str, Question], count: int) -> dict[str, tuple[int, str]]:
+    """Every derived key a pack of ``count`` asks, with its ``(index, key)``: exactly the keys
+    :func:`split_derived_key` reads back to an index under ``count`` and a key of
+    ``questions`` (its canonical spelling is the only one it accepts), looked up instead of
+    parsed for each answer of each reply."""
+    hit = _ASKED.get((id(questions), count))
+    if hit is None or hit[0] is not questions:
+        if len(_ASKED) >= 8:
+            _ASKED.clear()
+        table = {derived_key(i, k): (i, k) for i in range(count) for k in questions}
+        hit = (questions, table)
+        _ASKED[(id(questions), count)] = hit
+    return hit[1]
+
+
 def unpack_decisions(
     body: Any,
     questions: Mapping[str, Question],
@@ -270,16 +290,21 @@ def unpack_decisions(
     # The whole body is checked once (model, usage) through the one decoder, without answers.
     head = parse_decision({**body, "answers": {}}, {})
     per_state: list[dict[str, Any]] = [{} for _ in range(count)]
+    asked = _asked(questions, count)
     for derived, answer in answers.items():
-        where = split_derived_key(str(derived))
-        if where is None or where[0] >= count or where[1] not in questions:
+        where = asked.get(derived if type(derived) is str else str(derived))
+        if where is None:
             # Not asked of any state in this pack: the unpacked decoder has no use for it either.
             continue
         per_state[where[0]][where[1]] = answer
     usages = split_usage(head.usage, weights)
     results: list[Decision | DecisionError] = []
     for index in range(count):
-        missing = [k for k in questions if k not in per_state[index]]
+        # Only asked keys were kept: as many as the questions means none is missing.
+        if len(per_state[index]) == len(questions):
+            missing: list[str] = []
+        else:
+            missing = [k for k in questions if k not in per_state[index]]
         if missing:
             results.append(
                 DecisionError(
