@@ -91,3 +91,89 @@ def test_a_packed_run_reads_each_body_once_and_admits_it_on_its_own_estimate(
     monkeypatch.setattr(token_module, "tally", tally)
     # ...and the estimate that travelled is exactly that of the bytes sent.
     assert Counter(recorder.estimates) == Counter(estimate_tokens(b) for b in bodies.seen)
+
+
+def test_a_packed_run_lifts_each_state_once(
+    bodies: Bodies, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 item 5's "then profile a packed run and cut what else is worth cutting": the
+    plan lifts every state of a pack it checks, and the send reuses a lift without images
+    instead of walking the state again (it was twice per state)."""
+    from toolnexus import assets
+
+    lifted: list[Any] = []
+    lift = assets.lift_images
+
+    def counting(state: Any, questions_text: str = "") -> Any:
+        lifted.append(state)
+        return lift(state, questions_text)
+
+    monkeypatch.setattr(assets, "lift_images", counting)
+    states = [f"ticket {i}: the terminal charged invoice {i} twice" for i in range(64)]
+
+    async def go() -> list[Any]:
+        async with create_classifier(
+            base_url=bodies.threaded.url + "/v1", api_key_env="NO_SUCH", model="jev-latest"
+        ) as c:
+            options = BatchOptions(concurrency=2, pack=32)
+            return await c.evaluate_batch(states, QUESTIONS, options=options)
+
+    got = asyncio.run(go())
+    assert [(d.packed, d.position) for d in got] == [(32, i % 32) for i in range(64)]
+    assert Counter(lifted) == Counter(states)  # each state once, none twice
+
+
+def test_a_packed_run_without_a_token_member_estimates_nothing(
+    bodies: Bodies, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 item 5, "computed once" read as at most once: packed bodies under
+    ``LIMIT_SAFE_BYTES`` cannot pass a limit, so neither the plan nor the send estimates them;
+    with no token rate and no budget no member asks, and no body is read (as at pack 1)."""
+    bodies.seen.clear()
+    read: list[int] = []
+    tally = token_module.tally
+
+    def counting(body: bytes | str) -> Any:
+        read.append(len(body))
+        return tally(body)
+
+    monkeypatch.setattr(token_module, "tally", counting)
+    states = [f"ticket {i}: I was charged twice for order {i * 7}" for i in range(64)]
+
+    async def go() -> None:
+        async with create_classifier(
+            base_url=bodies.threaded.url + "/v1", api_key_env="NO_SUCH", model="jev-latest"
+        ) as c:
+            await c.evaluate_batch(states, QUESTIONS, options=BatchOptions(pack=32))
+
+    asyncio.run(go())
+    assert len(bodies.seen) == 2
+    assert max(len(b) for b in bodies.seen) <= token_module.LIMIT_SAFE_BYTES
+    assert read == []
+
+
+def test_plans_of_one_question_set_derive_its_packed_questions_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stream (``toolnexus batch``) plans each pack's worth of states apart; the derived
+    questions, their bytes and the tally of that head are made once per question set and pack
+    size, not once per pack (two thirds of the CLI's planning at pack 20, issue 32)."""
+    from toolnexus import packplan
+
+    derived: list[int] = []
+    pack_questions = packplan.pack_questions
+
+    def counting(questions: Any, count: int) -> Any:
+        derived.append(count)
+        return pack_questions(questions, count)
+
+    monkeypatch.setattr(packplan, "pack_questions", counting)
+    qs = create_classifier().prepare(QUESTIONS)
+    long = {k: {**v, "instructions": v["instructions"] * 20} for k, v in QUESTIONS.items()}
+    big = create_classifier().prepare(long)  # a head past LIMIT_SAFE_BYTES: estimated
+    for questions in (qs, big):
+        for chunk in range(4):
+            states = [f"ticket {chunk}-{i}: charged twice" for i in range(20)]
+            (planned,) = packplan.plan_requests(states, questions, 20)
+            assert planned.indices == list(range(20))
+    assert derived == [20, 20]

@@ -24,7 +24,7 @@ from toolnexus import (
     with_images,
 )
 from toolnexus.assets import LiftedState
-from toolnexus.decision import parse_decision
+from toolnexus.decision import Decision, parse_decision
 from toolnexus.packing import (
     PACKED_CACHE_KIND,
     STATES_KEY,
@@ -182,9 +182,29 @@ def test_split_usage_sums_to_the_response_without_float_sums(
         assert total == Decimal(repr(float(cost))).quantize(Decimal(10) ** -9)
 
 
+@given(
+    st.integers(min_value=-(2**53), max_value=2**53),
+    st.lists(st.integers(min_value=0, max_value=10**6), min_size=1, max_size=40),
+)
+def test_split_cost_parts_are_the_decimal_quotients_bit_for_bit(
+    nanos: int, weights: list[int]
+) -> None:
+    """Issue 32's CPU cut keeps every output byte: a cost part is ``p / 10**9`` in ints, the
+    same double as the Decimal quotient it replaced (a negative cost's empty part is -0.0)."""
+    usage = ClassifierUsage(0, 0, nanos / 10**9)
+    cents = int((Decimal(repr(usage.cost)) * Decimal(10) ** 9).to_integral_value())
+    sign = -1 if cents < 0 else 1
+    want = [
+        float(sign * Decimal(p) / Decimal(10) ** 9) for p in largest_remainder(abs(cents), weights)
+    ]
+    got = [p.cost for p in split_usage(usage, weights)]
+    assert [float(c).hex() for c in got if c is not None] == [c.hex() for c in want]
+
+
 def test_each_state_decodes_exactly_as_if_asked_alone() -> None:
     """One Decision per state: the caller's keys, typed answers, near_uniform derived on
-    decode; only calibrated (seed 001) and usage differ from an unpacked decode."""
+    decode; only calibrated (seed 001), usage, and the pack's size and the state's position
+    in it differ from an unpacked decode."""
     states = ["short", {"ticket": "a much longer state " * 4}, "mid-size state"]
     weights = state_weights(states, QUESTIONS)
     body = _packed_body(3, {"input_tokens": 1001, "output_tokens": 31, "cost": 0.0003})
@@ -195,8 +215,12 @@ def test_each_state_decodes_exactly_as_if_asked_alone() -> None:
         alone = parse_decision(
             {"model": "jev-1.13.0", "answers": _answers(i), "usage": None}, QUESTIONS
         )
-        assert dataclasses.replace(got, calibrated=True, usage=alone.usage) == alone
+        unpacked = dataclasses.replace(
+            got, calibrated=True, usage=alone.usage, packed=1, position=0
+        )
+        assert unpacked == alone
         assert got.calibrated is False
+        assert (got.packed, got.position) == (3, i)
         assert got.score("urgency").label == "can wait"
     assert sum(r.usage.input_tokens for r in results if not isinstance(r, DecisionError)) == 1001
     first, second = results[0], results[1]
@@ -225,6 +249,33 @@ def test_answers_not_asked_are_ignored() -> None:
     (only,) = unpack_decisions(body, QUESTIONS, [1])
     assert not isinstance(only, DecisionError)
     assert set(only.answers) == set(QUESTIONS)
+
+
+@pytest.mark.parametrize(
+    "stray",
+    [
+        pytest.param("00:refund", id="leading-zero"),
+        pytest.param("+0:refund", id="signed"),
+        pytest.param("\u0660:refund", id="arabic-indic-digit"),
+        pytest.param(" 0:refund", id="space"),
+        pytest.param("3:refund", id="past-the-pack"),
+        pytest.param("0:refund:x", id="another-key"),
+        pytest.param("0", id="no-key"),
+    ],
+)
+def test_only_the_derived_keys_of_the_pack_are_read(stray: str) -> None:
+    """The lookup of the pack's derived keys reads exactly what ``split_derived_key`` reads:
+    any other spelling is an answer not asked, and is ignored."""
+    body = _packed_body(3, {"input_tokens": 3, "output_tokens": 1})
+    body["answers"] = {stray: {"type": "noul", "noul": "bad"}, **body["answers"]}
+    assert (
+        split_derived_key(stray) is None
+        or split_derived_key(stray)[0] >= 3
+        or (split_derived_key(stray)[1] not in QUESTIONS)
+    )
+    results = unpack_decisions(body, QUESTIONS, [1, 1, 1])
+    assert all(isinstance(r, Decision) for r in results)
+    assert [list(r.answers) for r in results if isinstance(r, Decision)] == [list(QUESTIONS)] * 3
 
 
 @pytest.mark.parametrize(

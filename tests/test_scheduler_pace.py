@@ -1,7 +1,8 @@
 """Issue 32 item 1: "Pace by rate, not only by concurrency. Learn the sustainable request rate
 from accepted requests ..., release requests at that rate, with concurrency as an upper bound;
 a 429 lowers the rate for the whole run, successes raise it slowly." Against the simulated
-server of ``test_scheduler_sim`` (a 1-second token bucket), on its own clock: counts, no time.
+server and batch loop of ``simulated_limit.py`` (a 1-second token bucket; shared with
+``test_scheduler_sim``), on its own clock: counts, no time.
 
 The issue's regime: 1,200/min with 100 ms of latency, and 3,000/min with none, at concurrency
 16 and 64, counted over the steady state (after the first 2 s). Pacing by concurrency alone drew
@@ -11,29 +12,12 @@ most 0.1 within 5 s."""
 
 from __future__ import annotations
 
-import heapq
-import random
-from collections import deque
-from dataclasses import dataclass, field
-
 import pytest
 
+from simulated_limit import Run, Server
+from simulated_limit import simulate as simulated
 from suite_policy import note
-from test_scheduler_sim import Event, Server
 from toolnexus.scheduler import Outcome, Window
-
-
-@dataclass
-class Run:
-    """What one simulated batch saw: when each success and each 429 came back."""
-
-    ok: list[float] = field(default_factory=list)
-    throttled: list[float] = field(default_factory=list)
-    finish: float = 0.0
-
-    def per_success(self, start: float, end: float = float("inf")) -> float:
-        ok = sum(start <= t < end for t in self.ok)
-        return sum(start <= t < end for t in self.throttled) / max(1, ok)
 
 
 def simulate(
@@ -43,55 +27,17 @@ def simulate(
     states: int,
     halve_at: float | None = None,
 ) -> tuple[Run, Server]:
+    """The shared batch loop against a request limit, with ``latency`` +-10 % (plus 1 ms)."""
     server = Server(per_minute, whole_seconds=False)
-    rng = random.Random(7)
-    window = Window(concurrency)
-    queue = deque(range(states))
-    events: list[Event] = []
-    seq = 0
-    woken: set[float] = set()
-    run = Run()
-
-    def push(at: float, kind: str, data: tuple[int, int, float | None] = (0, 0, None)) -> None:
-        nonlocal seq
-        seq += 1
-        heapq.heappush(events, Event(at, seq, kind, data))
-
-    def pump(now: float) -> None:
-        while queue:
-            at = window.ready_at(now)
-            if at is None:
-                return
-            if at > now:
-                if at not in woken:
-                    woken.add(at)
-                    push(at, "wake")
-                return
-            if halve_at is not None and now >= halve_at and server.per_minute == per_minute:
-                server.per_minute = per_minute // 2
-            state = queue.popleft()
-            window.admit(now, seq)
-            took = latency * rng.uniform(0.9, 1.1) + 0.001
-            push(now + took, "reply", (seq, state, server.answer(now + took / 2)))
-
-    pump(0.0)
-    done = 0
-    while events:
-        event = heapq.heappop(events)
-        now = event.at
-        if event.kind == "reply":
-            ticket, state, retry_after = event.data
-            if retry_after is None:
-                window.settle(now, ticket, Outcome.success())
-                run.ok.append(now)
-                done += 1
-            else:
-                window.settle(now, ticket, Outcome.rate_limited(retry_after))
-                run.throttled.append(now)
-                queue.appendleft(state)
-        pump(now)
-    assert done == states  # every state answered once, none lost
-    run.finish = now
+    run = simulated(
+        server,
+        concurrency=concurrency,
+        states=states,
+        latency=lambda rng: latency * rng.uniform(0.9, 1.1) + 0.001,
+        seed=7,
+        halve_at=halve_at,
+    )
+    assert sorted(run.answered) == list(range(states))  # every state answered once, none lost
     return run, server
 
 

@@ -3,120 +3,41 @@ limited to N requests a minute finishes with no request lost to 429 and close to
 throughput. A discrete-event simulation on its own clock drives the limiter's state machine:
 deterministic, and no real time passes.
 
-The server is written here, independently of the limiter's own token bucket: N/min with a burst
-of one second of the rate (issue 19 item 5's ``serve --rate-limit``), a 429 carrying the wait
-until its next token either in milliseconds (``retry-after-ms``) or rounded up to whole seconds
-(``Retry-After`` alone)."""
+The server and the loop are ``simulated_limit.py``'s (shared with ``test_scheduler_pace``):
+N/min with a burst of one second of the rate (issue 19 item 5's ``serve --rate-limit``), a 429
+carrying the wait until its next token in milliseconds (``retry-after-ms``) or rounded up to
+whole seconds (``Retry-After`` alone)."""
 
 from __future__ import annotations
 
 import heapq
-import math
 import random
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simulated_limit import Server, simulate
 from suite_policy import note
-from toolnexus.scheduler import Outcome, Window
 
 LIMIT_PER_MINUTE = 3000
 STATES = 1500
 CONCURRENCY = 64
 
 
-@dataclass
-class Server:
-    """N requests per minute, burst one second; counts what it answered."""
-
-    per_minute: int
-    whole_seconds: bool
-    level: float = field(init=False)
-    last: float = 0.0
-    ok: int = 0
-    throttled: int = 0
-
-    def __post_init__(self) -> None:
-        self.level = self.per_minute / 60
-
-    def answer(self, now: float) -> float | None:
-        """None for a 200, else the Retry-After (seconds) of a 429."""
-        rate = self.per_minute / 60
-        self.level = min(rate, self.level + (now - self.last) * rate)
-        self.last = now
-        if self.level >= 1:
-            self.level -= 1
-            self.ok += 1
-            return None
-        self.throttled += 1
-        wait = (1 - self.level) / rate
-        return float(math.ceil(wait)) if self.whole_seconds else round(wait, 3)
-
-
-@dataclass(order=True)
-class Event:
-    at: float
-    seq: int
-    kind: str = field(compare=False)
-    data: tuple[int, int, float | None] = field(compare=False, default=(0, 0, None))
+def _latency(rng: random.Random) -> float:
+    return rng.uniform(0.05, 0.25)
 
 
 def run_with_scheduler(
     server: Server, seed: int, concurrency: int = CONCURRENCY, states: int = STATES
 ) -> tuple[float, list[int]]:
-    """The batch loop the lead wires: a queue of states, admission by the Window, a 429 puts its
-    state back at the head of the queue. Returns (finish time, states answered in order)."""
-    rng = random.Random(seed)
-    window = Window(concurrency)
-    queue = deque(range(states))
-    answered: list[int] = []
-    events: list[Event] = []
-    seq = 0
-    woken_at: set[float] = set()
-
-    def push(at: float, kind: str, data: tuple[int, int, float | None] = (0, 0, None)) -> None:
-        nonlocal seq
-        seq += 1
-        heapq.heappush(events, Event(at, seq, kind, data))
-
-    def pump(now: float) -> None:
-        while queue:
-            at = window.ready_at(now)
-            if at is None:
-                return
-            if at > now:
-                if at not in woken_at:
-                    woken_at.add(at)
-                    push(at, "wake")
-                return
-            state = queue.popleft()
-            ticket = seq
-            window.admit(now, ticket)
-            assert window.in_flight <= window.allowed <= concurrency
-            latency = rng.uniform(0.05, 0.25)
-            push(now + latency, "reply", (ticket, state, server.answer(now + latency / 2)))
-
-    pump(0.0)
-    now = 0.0
-    for _ in range(100 * states):  # bounded: a stuck loop fails instead of hanging
-        if not events:
-            break
-        event = heapq.heappop(events)
-        now = event.at
-        if event.kind == "reply":
-            ticket, state, retry_after = event.data
-            if retry_after is None:
-                window.settle(now, ticket, Outcome.success())
-                answered.append(state)
-            else:
-                window.settle(now, ticket, Outcome.rate_limited(retry_after))
-                queue.appendleft(state)
-        pump(now)
-    return now, answered
+    """The batch loop (``simulated_limit.simulate``) with 50-250 ms of latency. Returns (finish
+    time, states answered in order)."""
+    run = simulate(server, concurrency=concurrency, states=states, latency=_latency, seed=seed)
+    return run.finish, run.answered
 
 
 def run_with_per_request_retries(server: Server, seed: int, retries: int = 2) -> int:

@@ -42,6 +42,7 @@ __all__ = [
     "RawAnswer",
     "ScoreAnswer",
     "ScoreLevels",
+    "decode_answers",
     "json_kind",
     "near_uniform",
     "parse_decision",
@@ -329,6 +330,16 @@ def _usage(obj: Any) -> ClassifierUsage:
     )
 
 
+def decode_answers(
+    answers: Mapping[Any, Any], questions: Mapping[str, Question] | None = None
+) -> dict[str, Answer]:
+    """A response's ``answers`` object (already parsed JSON) as typed answers under the same
+    keys: :func:`parse_decision`'s answers, for a caller that builds its own Decision (a packed
+    response's states, issue 32: one Decision per state, not two)."""
+    qs = questions or {}
+    return {str(k): _decode_answer(v, str(k), qs.get(str(k))) for k, v in answers.items()}
+
+
 def parse_decision(obj: Any, questions: Mapping[str, Question] | None = None) -> Decision:
     """A recorded or live response body (already parsed JSON) as a Decision.
 
@@ -344,11 +355,9 @@ def parse_decision(obj: Any, questions: Mapping[str, Question] | None = None) ->
         raise DecisionError(
             f"classifier: response answers must be an object, got {json_kind(answers_raw)}"
         )
-    qs = questions or {}
-    answers = {str(k): _decode_answer(v, str(k), qs.get(str(k))) for k, v in answers_raw.items()}
     return Decision(
         model=model,
-        answers=answers,
+        answers=decode_answers(answers_raw, questions),
         usage=_usage(obj.get("usage")),
         calibrated=obj.get("calibrated") is not False,
     )

@@ -62,7 +62,7 @@ from .questions import Question, questions_to_wire
 from .scheduler.admission import OutcomeKind
 from .scheduler.failfast import error_type, outcome_of
 from .scheduler.run import Scheduler
-from .scheduler.tokens import TokenEstimate, estimate_tokens
+from .scheduler.tokens import LIMIT_SAFE_BYTES, TokenEstimate, estimate_tokens
 from .systemone import PATH, SystemOneStyle
 from .telemetry_pack import pack_trace
 from .transport import Reply
@@ -87,11 +87,13 @@ class RequestFacts:
     over a limit that was split before sending).
 
     ``states`` are positions in the states given; ``estimate`` the scheduler's estimate of its
-    input tokens; ``usage`` what the server charged (zero when nothing came back); ``packed``
-    whether it asked several states at once; ``error`` how it failed, or None."""
+    input tokens (None for a body under ``LIMIT_SAFE_BYTES`` without images: the scheduler
+    makes it only if a member asks); ``usage`` what the server charged (zero when nothing came
+    back); ``packed`` whether it asked several states at once; ``error`` how it failed, or
+    None."""
 
     states: tuple[int, ...]
-    estimate: TokenEstimate
+    estimate: TokenEstimate | None
     usage: ClassifierUsage = field(default_factory=ClassifierUsage)
     sent: bool = True
     packed: bool = False
@@ -233,27 +235,39 @@ class _Pack:
             )
         self.results[index] = decision
 
-    def _estimate_alone(self, state: Any) -> TokenEstimate:
+    def _estimate_alone(self, state: Any) -> TokenEstimate | None:
         if self.style is None:
             return estimate_tokens(canonical_json({"questions": questions_to_wire(self.qs)}))
         try:
             lifted = self.style.lift(state, self.qs)
         except ClassifierError:
             return estimate_tokens(b"")  # never sent: evaluate_prepared raises the same error
+        body = self.style.body(lifted.state, self.qs)
+        if not lifted.assets and len(body) <= LIMIT_SAFE_BYTES:
+            return None  # as the send itself: made by the scheduler only if a member asks
         sizes = [s for a in lifted.assets if (s := a.image.size) is not None]
-        return estimate_tokens(self.style.body(lifted.state, self.qs), sizes)
+        return estimate_tokens(body, sizes)
 
     async def pack(self, indices: list[int]) -> None:
         """Ask ``indices`` together: from the cache, then alone or in one packed request."""
         style = self.style
         assert style is not None
         todo: list[int] = []
+        planned = self.planned.lifted if self.planned is not None else None
+        if planned is not None and len(planned) != len(self.states):
+            planned = None
         for i in indices:
-            try:
-                self.lifted[i] = style.lift(self.states[i], self.qs)
-            except ClassifierError as e:
-                self.results[i] = e  # as at pack 1: refused before any request
-                continue
+            # The plan lifted every state of a pack it checked; a lift without images is the
+            # same whoever makes it, so it is reused. One with images is lifted again by the
+            # style, which also checks the backend and the image limits.
+            if planned is not None and not planned[i].assets:
+                self.lifted[i] = planned[i]
+            else:
+                try:
+                    self.lifted[i] = style.lift(self.states[i], self.qs)
+                except ClassifierError as e:
+                    self.results[i] = e  # as at pack 1: refused before any request
+                    continue
             hit = cached(style, self.lifted[i], self.qs)
             if hit is not None:
                 self.results[i] = hit
@@ -275,10 +289,15 @@ class _Pack:
         # are checked too), else here; the same estimate admits the request and goes to the
         # transport with it.
         planned = self.planned.estimate_of(request.json) if self.planned is not None else None
+        estimate: TokenEstimate | None
         try:
             style.image_limits.check_request(packed.assets)
             if planned is not None:
                 over, estimate = None, planned
+            elif not packed.assets and len(request.json) <= LIMIT_SAFE_BYTES:
+                # Too small to pass a limit: not estimated here; the transport estimates these
+                # very bytes if the run's scheduler asks (a token rate, a budget), once.
+                over, estimate = None, None
             else:
                 wire = questions_to_wire(pqs)
                 over, estimate = pack_check(packed, wire, request.json, style.image_limits)
@@ -334,27 +353,30 @@ class _Pack:
                 for i in indices:
                     self.results[i] = e
             return
-        shares = split_usage(total, weights)
         try:
             per_state = unpack_decisions(body, self.qs, weights)
         except DecisionError as e:
             # Not a packed answer at all, but charged: each state is asked alone, once, and
             # pays its share of this request too.
             self.requests.append(RequestFacts(tuple(indices), estimate, total, True, True, e))
-            for i, share in zip(indices, shares, strict=True):
+            for i, share in zip(indices, split_usage(total, weights), strict=True):
                 await self.alone(i, share)
             return
         self.requests.append(RequestFacts(tuple(indices), estimate, total, packed=True))
-        for position, (i, got, share) in enumerate(zip(indices, per_state, shares, strict=True)):
+        # The shares are split only when a state is asked again: a decoded state already
+        # carries its share (``unpack_decisions`` splits the same usage the same way).
+        shares: list[ClassifierUsage] | None = None
+        for index, (i, got) in enumerate(zip(indices, per_state, strict=True)):
             if isinstance(got, Decision) and validate_decision(self.qs, got) is None:
-                decision = dataclasses.replace(got, packed=len(indices), position=position)
-                self.results[i] = decision
-                store(style, self.lifted[i], self.qs, decision)
-                self._emit(decision, len(indices))
+                self.results[i] = got
+                store(style, self.lifted[i], self.qs, got)
+                self._emit(got, len(indices))
                 if trace is not None:
-                    trace.state(decision, len(self.qs), len(indices))
+                    trace.state(got, len(self.qs), len(indices))
             else:
-                await self.alone(i, share)
+                if shares is None:
+                    shares = split_usage(total, weights)
+                await self.alone(i, shares[index])
 
     async def _halves(self, style: SystemOneStyle, indices: list[int]) -> None:
         middle = len(indices) // 2
@@ -366,6 +388,8 @@ class _Pack:
     def _emit(self, decision: Decision, size: int) -> None:
         """One metric event per packed state, as ``evaluate_prepared`` emits per state alone."""
         p = self.pipeline
+        if p.options.on_metric is None:
+            return  # nobody listens: the event is not built for every packed state
         p.emit(
             evaluate_event(
                 p.style_name, decision.model, self.started, decision=decision, packed=size

@@ -19,7 +19,9 @@ Estimated once (issue 32 item 5): :func:`plan_requests` keeps, for each pack it 
 estimate of the body it checked and a digest of those bytes (:class:`Planned`); the send
 (``packed.evaluate_pack``) reuses that estimate for the same bytes, admits the request with it
 and hands it to the transport, instead of estimating the body again (it was 5 regex passes
-over every packed body: a sixth of a packed run's client CPU).
+over every packed body: a sixth of a packed run's client CPU). A body without images of at most
+``LIMIT_SAFE_BYTES`` cannot pass a limit: it is not estimated at all, and the transport
+estimates it only if the run's scheduler asks (a token rate, a budget), as at pack 1.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from .images import ImageLimits
 from .packing import PACK_CAP, pack_lifted, pack_questions
 from .questions import Question, questions_to_wire
 from .scheduler.tokens import (
+    LIMIT_SAFE_BYTES,
     STATE_AND_QUESTION_TOKENS,
     PrefixTally,
     TokenEstimate,
@@ -115,11 +118,13 @@ def body_digest(body: bytes) -> bytes:
 @dataclass(frozen=True)
 class Planned:
     """One planned request: the positions of its states and, for a pack the planner checked,
-    the digest of the body it checked and that body's estimate."""
+    the digest of the body it checked, that body's estimate, and its states as lifted (one
+    per index, in order: the send reuses a lift without images instead of lifting again)."""
 
     indices: list[int]
     digest: bytes | None = None
     estimate: TokenEstimate | None = None
+    lifted: tuple[LiftedState, ...] | None = None
 
     def estimate_of(self, body: bytes) -> TokenEstimate | None:
         """The planned estimate when ``body`` is the body the plan checked, else None."""
@@ -145,6 +150,32 @@ def _body_head(model: str, wire_questions: Mapping[str, Any]) -> bytes:
     ) + b',"state":'
 
 
+#: Question sets kept by :func:`_shared` (a run uses one, a few runs at once a few).
+_KEEP = 8
+#: Per (question set, pack size, model): the derived questions' wire form and the packed
+#: body's head. Kept across plans: a stream (``batch.evaluate_stream``, so ``toolnexus batch``)
+#: plans each pack's worth of states apart, and re-deriving them, and tallying the head again,
+#: was two thirds of the CLI's planning (issue 32, a profile at pack 20). Keyed by the set's
+#: identity, which is held here so its id cannot be reused; questions are frozen.
+_SHARED: dict[tuple[int, int, str], tuple[Mapping[str, Question], dict[str, Any], bytes]] = {}
+#: One tally of each head for every plan: a pure function of the bytes.
+_TALLIES = PrefixTally()
+
+
+def _shared(
+    questions: Mapping[str, Question], count: int, model: str
+) -> tuple[dict[str, Any], bytes]:
+    key = (id(questions), count, model)
+    hit = _SHARED.get(key)
+    if hit is None or hit[0] is not questions:
+        if len(_SHARED) >= _KEEP:
+            _SHARED.clear()
+        wire = questions_to_wire(pack_questions(questions, count))
+        hit = (questions, wire, _body_head(model, wire))
+        _SHARED[key] = hit
+    return hit[1], hit[2]
+
+
 class _Planner:
     """The lifted states and derived questions of one :func:`plan_packs` call, built once."""
 
@@ -160,11 +191,9 @@ class _Planner:
         self.model = model
         self.limits = limits
         self._lifted: dict[int, LiftedState | None] = {}
-        self._wire: dict[int, dict[str, Any]] = {}
-        self._heads: dict[int, bytes] = {}
-        self._tallies = PrefixTally()
-        #: (start, count) of each pack that fits: its body's digest and estimate
-        self.checked: dict[tuple[int, int], tuple[bytes, TokenEstimate]] = {}
+        #: (start, count) of each pack that fits: its body's digest and estimate (both None
+        #: for a body under ``LIMIT_SAFE_BYTES``: not estimated)
+        self.checked: dict[tuple[int, int], tuple[bytes | None, TokenEstimate | None]] = {}
 
     def lifted(self, index: int) -> LiftedState | None:
         if index not in self._lifted:
@@ -175,9 +204,7 @@ class _Planner:
         return self._lifted[index]
 
     def wire(self, count: int) -> dict[str, Any]:
-        if count not in self._wire:
-            self._wire[count] = questions_to_wire(pack_questions(self.questions, count))
-        return self._wire[count]
+        return _shared(self.questions, count, self.model)[0]
 
     def fits(self, start: int, count: int) -> bool:
         if count == 1:
@@ -193,11 +220,16 @@ class _Planner:
         else:
             # The derived questions are the same for every pack of ``count``: their bytes and
             # their tally are made once, and each pack counts only its states.
-            if count not in self._heads:
-                self._heads[count] = _body_head(self.model, wire)
+            head = _shared(self.questions, count, self.model)[1]
             tail = canonical_json(packed.state) + b"}"
-            body = self._heads[count] + tail
-            estimate = self._tallies.estimate(body, tail)
+            if len(head) + len(tail) <= LIMIT_SAFE_BYTES:
+                # No body this small can pass a limit (``LIMIT_SAFE_BYTES``): nothing to check,
+                # and nothing estimated; the send leaves the estimate to the run's scheduler,
+                # which makes it only if a member asks (a token rate, a budget), as at pack 1.
+                self.checked[(start, count)] = (None, None)
+                return True
+            body = head + tail
+            estimate = _TALLIES.estimate(body, tail)
             over, estimate = pack_check(packed, wire, body, self.limits, estimate)
         if over is None:
             self.checked[(start, count)] = (body_digest(body), estimate)
@@ -262,7 +294,11 @@ def plan_requests(
         count = planner.largest(start, min(most, len(states) - start))
         checked = planner.checked.get((start, count))
         indices = list(range(start, start + count))
-        packs.append(Planned(indices, *checked) if checked else Planned(indices))
+        if checked:
+            lifted = tuple(planner.lifted(i) for i in indices)  # a checked pack lifted them all
+            packs.append(Planned(indices, *checked, lifted=tuple(x for x in lifted if x)))
+        else:
+            packs.append(Planned(indices))
         start += count
     # The plan is made once per batch: the checked bodies' estimates are kept only for the
     # packs chosen, never for every size a binary search tried.

@@ -25,11 +25,15 @@ Retries (seed 004 + SPEC-8B Appendix A, verbatim), as the ``config.RetryPolicy``
 In a batch (the caller hands :meth:`SystemOneTransport.exchange` the run's ``scheduler``:
 an argument, never a context variable) every request is admitted by it first, with the
 estimate of its own bytes, and released with its outcome and the usage charged.
-There a 429 (and a 503 or 529: an overloaded server, issue 32) is not slept on here: the
-request goes back to the run's scheduler at once, which pauses the whole run for its
-``retry-after-ms`` / ``Retry-After``, cuts the run's concurrency and admits the request again
-(within the run's patience), without spending ``retries`` on it (those are for failures of the
-request itself). ``on_error`` answering "fail" to a 429 still makes it this request's error.
+There a 429 (and a 503 or 529 that says how long with ``Retry-After``: an overloaded server,
+issue 32) is not slept on here: the request goes back to the run's scheduler at once, which
+pauses the whole run for its ``retry-after-ms`` / ``Retry-After``, cuts the run's concurrency
+and admits the request again (within the run's patience), without spending ``retries`` on it
+(those are for failures of the request itself). A 503 or 529 without a wait is retried here
+first, as any 5xx (the official SDK's per-request backoff), and goes to the scheduler only
+once ``retries`` are spent: an outage is still ridden out within the patience, and one
+replica's refusal no longer pauses the whole run. ``on_error`` answering "fail" to a 429
+still makes it this request's error.
 Outside a batch (one ``evaluate``) a 429 is retried here as seed 004 says, within ``retries``.
 
 ``base_url`` and header values may hold ``${NAME}`` references; they, and the credential read from
@@ -50,7 +54,7 @@ from ..config import ErrorInfo, RetryPolicy, Timeout, TransportKind
 from ..decision import ClassifierUsage
 from ..errors import BackendError, ConfigError, DecisionError, HTTPStatusError, StaticMiss
 from ..scheduler import Outcome, Scheduler, TokenEstimate, estimate_tokens, outcome_of
-from ..scheduler.failfast import STORM_STATUSES
+from ..scheduler.failfast import STORM_STATUSES, retry_after_seconds
 from .adapter import MAX_BODY_BYTES, Adapter, BodyTooLarge, SendError
 from .observe import AttemptObserver, AttemptWatch, observers
 from .redaction import (
@@ -78,6 +82,24 @@ REQUEST_ID_HEADER = "x-typesafe-request-id"
 
 Sleep = Callable[[float], Any]
 T = TypeVar("T")
+
+
+def _storm(failure: BackendError | StaticMiss, retries_spent: bool) -> bool:
+    """Whether a batch hands ``failure`` to the run's scheduler (a run-wide wait, patience)
+    instead of retrying it here.
+
+    A 429 always: it is the account's limit, which every request of the run shares. A 503 or
+    529 when the server said how long (``Retry-After`` / ``retry-after-ms``: the service, not
+    this request, is unavailable for that long), or once this request's own retries are spent
+    (it persists: an outage, ridden out within the patience). A 503 or 529 with no wait is
+    first retried here after ``retry_base_ms`` doubling, as the official SDK and seed 004 retry
+    any 5xx: one overloaded replica's refusal says nothing about the rest of the run, and a
+    run-wide pause (and a halved window) for it idled every request in flight."""
+    if not isinstance(failure, HTTPStatusError) or failure.status not in STORM_STATUSES:
+        return False
+    if failure.status == 429 or retries_spent:
+        return True
+    return retry_after_seconds(failure.retry_after, failure.retry_after_ms) is not None
 
 
 class _Throttled(Exception):
@@ -484,8 +506,7 @@ class SystemOneTransport:
                     request_id=request_id,
                 )
             verdict = retry.verdict(info)
-            throttled = isinstance(failure, HTTPStatusError) and failure.status in STORM_STATUSES
-            if throttle and throttled and verdict == "retry":
+            if throttle and verdict == "retry" and _storm(failure, attempt >= retry.retries):
                 assert isinstance(failure, HTTPStatusError)
                 raise _Throttled(failure)
             if verdict == "fail" or attempt >= retry.retries:
