@@ -18,14 +18,16 @@ from typing import Any
 
 import pytest
 
-from toolnexus.cli.batch_inputs import InputItem, InputSpec, iter_inputs, read_jsonl
 from toolnexus.cli.batch_options import parse_shard
-from toolnexus.cli.batch_output import OutputWriter, ReorderBuffer, encode_line
-from toolnexus.cli.batch_resume import compact, read_prior
-from toolnexus.cli.batch_select import shard_of
 from toolnexus.cli.errors import CliError
+from toolnexus.errors import RunError
 from toolnexus.records import DecisionRecord, ErrorRecord
 from toolnexus.records.codec import flatten
+from toolnexus.run.codecs import iter_inputs
+from toolnexus.run.inputs import InputItem, InputSpec, read_jsonl
+from toolnexus.run.output import OutputWriter, ReorderBuffer, encode_line
+from toolnexus.run.resume import compact, read_prior
+from toolnexus.run.select import shard_of
 
 
 def _jsonl(text: str, spec: InputSpec) -> list[InputItem]:
@@ -161,7 +163,7 @@ def test_csv_rows(tmp_path: Path) -> None:
 def test_csv_unknown_column_is_a_usage_error(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("id,body\n1,x\n", encoding="utf-8")
-    with pytest.raises(CliError, match="--state-field 'text' is not a column"):
+    with pytest.raises(RunError, match="--state-field 'text' is not a column"):
         list(iter_inputs([str(path)], InputSpec(state_fields=("text",))))
 
 

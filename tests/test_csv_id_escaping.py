@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from clirun import run_cli
 from loopback import Loopback
-from toolnexus.cli.batch_resume import read_ids
 from toolnexus.records.codec import CsvCodec, csv_line, escape_id, unescape_id
+from toolnexus.run.resume import read_ids
 
 QUESTIONS = (
     "questions:\n  urgent:\n    type: noul\n    instructions: Does this need a human today?\n"

@@ -241,7 +241,7 @@ HARD_IDS = [
 
 
 def _ids_in(path: Path, fmt: str) -> list[str]:
-    from toolnexus.cli.batch_resume import read_ids
+    from toolnexus.run.resume import read_ids
 
     return read_ids(str(path), fmt)
 

@@ -12,8 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolnexus.cli.batch_output import OutputWriter
-from toolnexus.cli.batch_resume import read_ids, read_prior
 from toolnexus.records import (
     CODECS,
     DecisionRecord,
@@ -24,6 +22,8 @@ from toolnexus.records import (
 )
 from toolnexus.records.codec import csv_header
 from toolnexus.report.runs import iter_records
+from toolnexus.run.output import OutputWriter
+from toolnexus.run.resume import read_ids, read_prior
 
 FORMATS = sorted(CODECS)
 

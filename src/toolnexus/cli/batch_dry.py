@@ -25,14 +25,15 @@ from typing import Any
 from ..canonical import canonical_json
 from ..errors import ClassifierError
 from ..questions import Question, questions_to_wire
+from ..run.codecs import iter_inputs
+from ..run.items import InputItem
+from ..run.safety import prior_of
+from ..run.select import select
+from ..run.summary import RunSummary
 from ..scheduler.budget import Price, estimate_output_tokens
 from ..scheduler.tokens import PrefixTally, TokenEstimate, estimate_tokens
 from ..state import check_state
-from .batch_inputs import iter_inputs
-from .batch_items import InputItem
-from .batch_resume import PriorMismatch, PriorOutput, read_prior
-from .batch_select import select
-from .batch_values import BatchConfig, BatchSummary
+from .batch_options import BatchConfig
 from .errors import CliError
 
 __all__ = ["DryRun", "check_dry", "dry_run", "estimate_items"]
@@ -121,17 +122,6 @@ class DryRun:
         return self.text()
 
 
-def _prior(cfg: BatchConfig, sha: str) -> PriorOutput | None:
-    if cfg.output is None or not (cfg.resume or cfg.retry_errors):
-        return None
-    try:
-        return read_prior(cfg.output, cfg.fmt, sha)
-    except PriorMismatch as e:
-        raise CliError(f"--output {cfg.output}: cannot resume: {e}") from None
-    except (OSError, ValueError) as e:
-        raise CliError(f"--output {cfg.output}: cannot resume from it: {e}") from None
-
-
 def dry_run(
     cfg: BatchConfig,
     questions_path: Path,
@@ -141,20 +131,21 @@ def dry_run(
     price: Price | None = None,
 ) -> DryRun:
     """What ``batch`` would send for ``cfg``; sends nothing, writes nothing."""
-    from .batch_ids import question_set_sha256
+    from ..run.ids import question_set_sha256
+    from ..run.safety import check_config, check_existing
     from .questionfile import load_question_set
 
     check_dry(settings)
-    from .batch_safety import check_config, check_existing
 
     # The refusals the real run would give before sending (issue 31 item 18): an --output that
     # already holds records without --resume, --retry-errors with nothing to retry, ...
-    check_config(cfg, questions_path)
-    check_existing(cfg)
+    run = cfg.run
+    check_config(run)
+    check_existing(run)
     file_model, questions = load_question_set(questions_path)
     sha = question_set_sha256(questions)
-    summary = BatchSummary()
-    items = select(iter_inputs(cfg.inputs, cfg.spec), cfg, _prior(cfg, sha), summary, set())
+    summary = RunSummary()
+    items = select(iter_inputs(run.inputs, run.spec), run, prior_of(run, sha), summary, set())
     result = estimate_items(
         items, questions, file_model, settings, _pack_of(cfg), cache=cache, price=price
     )
@@ -232,7 +223,7 @@ def estimate_items(
 
 def _pack_of(cfg: BatchConfig) -> Any:
     """``--pack`` as the run uses it."""
-    return cfg.pack_size
+    return cfg.run.pack
 
 
 def _against_limits(
@@ -261,53 +252,6 @@ def warn_if_over_limits(settings: Any, model: str, questions: dict[str, Question
     if warning is not None:
         sys.stderr.write(warning)
     return warning is not None
-
-
-class OverLimitWatch:
-    """``BatchOptions.on_over_limit`` for the CLI's run: before the first request of a state
-    over the wire's token limits is sent, one warning on stderr naming that state (its id and
-    input line) and the limit; every such state is counted in ``summary.over_limit`` (the
-    summary line says how many). The classifier reuses the estimate it made for this, so a
-    run pays nothing for states under ``scheduler.tokens.LIMIT_SAFE_BYTES``.
-
-    The classifier hands back the state value, not its id: the run notes each state in flight
-    (:meth:`sent`, :meth:`done`, by identity) until the warning is printed, then stops."""
-
-    def __init__(self, cfg: BatchConfig, summary: BatchSummary, *, warned: bool) -> None:
-        self.cfg = cfg
-        self.summary = summary
-        #: in-flight states by ``id(state)``, while the one warning is still to be printed
-        self.flying: dict[int, InputItem] | None = None if warned else {}
-
-    def sent(self, item: InputItem) -> int:
-        """Note ``item`` as in flight; the key :meth:`done` takes."""
-        key = id(item.state)
-        if self.flying is not None:
-            self.flying[key] = item
-        return key
-
-    def done(self, key: int) -> None:
-        if self.flying is not None:
-            self.flying.pop(key, None)
-
-    def __call__(self, state: Any, phrase: str) -> None:
-        import sys
-
-        self.summary.over_limit += 1
-        if self.flying is None:
-            return
-        item = self.flying.get(id(state))
-        self.flying = None
-        if item is None:
-            where = "a state"
-        else:
-            at = f"{self.cfg.inputs[item.source]}:{item.line}" if item.line else None
-            where = f"state {item.id!r}" + (f" ({at})" if at else "")
-        sys.stderr.write(
-            f"toolnexus: warning: {where} will pass the wire's token limits ({phrase}); the "
-            "server will refuse it: shorten the state or the instructions (the summary counts "
-            "every state over them; batch --dry-run shows the largest request)\n"
-        )
 
 
 def _estimate_packs(

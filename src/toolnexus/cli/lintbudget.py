@@ -22,7 +22,7 @@ from .lintcodes import Finding
 
 if TYPE_CHECKING:
     from ..questions import Question
-    from .yamlread import Located
+    from ..yamlread import Located
 
 __all__ = [
     "GATE_BYTES",
@@ -267,7 +267,7 @@ def budget_findings(
 
 def state_findings(name: str, text: str) -> list[Finding]:
     """TN041 for a YAML state: values YAML 1.1 reads as a boolean or number."""
-    from .yamlread import YamlSyntaxError, read_yaml
+    from ..yamlread import YamlSyntaxError, read_yaml
 
     try:
         doc = read_yaml(text)

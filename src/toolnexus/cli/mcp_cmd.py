@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Annotated, Any
 
 import typer
@@ -92,12 +91,12 @@ def mcp_command(
     import asyncio
 
     from ..questions import questions_to_wire
+    from ..run.config import caps_from
     from ..scheduler.budget import Budget, estimate_output_tokens
     from ..scheduler.run import Scheduler
     from .backend import Backend, build_backend, model_for
     from .batch_budget import note_cost_source
     from .batch_dry import price_of
-    from .batch_values import _caps
     from .mcp_server import BUILTIN_TOOLS, McpApp, QuestionTool, serve_stdio, tool_name
     from .questionfile import load_question_file
 
@@ -111,12 +110,8 @@ def mcp_command(
             )
         (file_model, qs), gates = load_question_file(path)
         tools[name] = QuestionTool(name, path, file_model, qs, gates)
-    # batch's own checker of the caps (it reads only these three attributes).
-    caps = _caps(
-        SimpleNamespace(  # type: ignore[arg-type]
-            max_cost=max_cost, max_tokens=max_tokens, max_requests=max_requests
-        )
-    )
+    # The run's own checker of the caps (one wording for batch, filter and mcp).
+    caps = caps_from(max_cost, max_tokens, max_requests)
     if concurrency < 1:
         raise CliError(f"--concurrency must be 1 or more, got {concurrency}")
     settings = BackendSettings(**backend_values)

@@ -22,7 +22,6 @@ from typing import BinaryIO
 from ..records import DecisionRecord, ErrorRecord, Record, codec_for
 from ..records.codec import Codec, read_csv_header
 from ..records.parquet import PARQUET_MAGIC
-from .batch_output import fsync_dir
 
 __all__ = [
     "PriorMismatch",
@@ -297,3 +296,17 @@ def _copy(
         line = (b"" if first else b",") + body + b"\n"
     write(line)
     return False
+
+
+def fsync_dir(directory: str) -> None:
+    """fsync a directory so a rename in it survives a crash (best effort)."""
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)

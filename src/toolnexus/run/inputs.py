@@ -36,16 +36,17 @@ from __future__ import annotations
 
 import codecs
 import csv
-import glob
 import itertools
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ..errors import RunError
+from ..failures import one_line
 from ..images import Image
 from ..jsonlimits import JsonLimitError, loads_noting_duplicates
 from ..printable import printable
@@ -56,15 +57,13 @@ from ..records.csvdialect import (
     header_note,
     not_utf8_hint,
 )
-from .batch_items import (
+from .items import (
     INVALID_STATE,
     MALFORMED,
     InputItem,
     InputSpec,
     from_object,
-    kind_of,
 )
-from .errors import CliError, one_line
 from .states import (
     STATE_SUFFIXES,
     NotAState,
@@ -74,7 +73,15 @@ from .states import (
     warn_duplicate_key,
 )
 
-__all__ = ["InputItem", "InputSpec", "iter_inputs", "kind_of", "read_csv", "read_jsonl"]
+__all__ = [
+    "InputItem",
+    "InputSpec",
+    "not_a_table",
+    "read_csv",
+    "read_files",
+    "read_jsonl",
+    "walk",
+]
 
 
 #: Said once per run when a JSONL object is sent whole with its id in it.
@@ -164,7 +171,7 @@ def _dialect(path: str, f: BinaryIO) -> tuple[str, bytes]:
     if bad is not None:
         line, byte = bad
         f.seek(0)
-        raise CliError(f"{path}:{line}: not UTF-8 (byte {byte}): {not_utf8_hint(f.read(2))}")
+        raise RunError(f"{path}:{line}: not UTF-8 (byte {byte}): {not_utf8_hint(f.read(2))}")
     f.seek(0)
     first = f.readline()
     header = first.removeprefix(codecs.BOM_UTF8).decode("utf-8")
@@ -206,7 +213,7 @@ def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
         ):
             if field_name is not None and field_name not in columns:
                 # Every row would fail the same way: say it once, as a usage error.
-                raise CliError(
+                raise RunError(
                     f"{path}: {flag} {_shown(field_name)} is not a column "
                     f"({', '.join(_shown(c) for c in columns)})"
                 )
@@ -249,7 +256,7 @@ def _read_state_file(path: str) -> InputItem:
         return InputItem(path, state=Image(path))
     try:
         fmt = guess_format(path)
-    except CliError:
+    except RunError:
         return InputItem(
             path,
             error=(
@@ -266,7 +273,7 @@ def _read_state_file(path: str) -> InputItem:
         return InputItem(path, state=parse_state(text, fmt, path))
     except NotAState as e:
         return InputItem(path, error=(INVALID_STATE, one_line(e.message)))
-    except CliError as e:
+    except RunError as e:
         return InputItem(path, error=(MALFORMED, one_line(e.message)))
 
 
@@ -275,7 +282,7 @@ def _inside(path: str, root: str) -> bool:
     return os.path.commonpath([real, top]) == top
 
 
-def _walk(root: str, top: str, recursive: bool) -> Iterator[str | InputItem]:
+def walk(root: str, top: str, recursive: bool) -> Iterator[str | InputItem]:
     """The state files of a directory: each entry with a suffix ``eval`` reads
     (``STATE_SUFFIXES``), sorted by name; hidden entries (``.git``, editor swap files) and other
     suffixes are skipped, subfolders entered only when ``recursive``. A symlink that leads out
@@ -294,7 +301,7 @@ def _walk(root: str, top: str, recursive: bool) -> Iterator[str | InputItem]:
             )
         elif entry.is_dir():
             if recursive and not entry.is_symlink():
-                yield from _walk(entry.path, top, recursive)
+                yield from walk(entry.path, top, recursive)
         elif entry.is_file() and Path(entry.name).suffix.lower() in STATE_SUFFIXES:
             yield entry.path
 
@@ -305,7 +312,7 @@ def read_files(paths: Iterable[str | InputItem]) -> Iterator[InputItem]:
         yield path if isinstance(path, InputItem) else _read_state_file(path)
 
 
-def _not_a_table(path: str, f: BinaryIO) -> None:
+def not_a_table(path: str, f: BinaryIO) -> None:
     """Refuse, once, a file read as JSONL that a spreadsheet wrote as a table: UTF-16 ("Unicode
     Text"), or a first line that is not JSON but holds tabs ("Text (Tab delimited)", saved as
     .txt). Read line by line, each of its lines was an error record of its own (issue 31's
@@ -313,7 +320,7 @@ def _not_a_table(path: str, f: BinaryIO) -> None:
     first = f.readline(1 << 16)
     f.seek(0)
     if first.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        raise CliError(f"{path}:1: not UTF-8 (byte 1): {UTF16_HINT}")
+        raise RunError(f"{path}:1: not UTF-8 (byte 1): {UTF16_HINT}")
     # A JSON state starts { [ or " (a raw tab inside one is that line's own error): a header
     # of column names with tabs between them does not.
     if b"\t" not in first or first.lstrip().startswith((b"{", b"[", b'"')):
@@ -321,52 +328,7 @@ def _not_a_table(path: str, f: BinaryIO) -> None:
     try:
         json.loads(first)
     except ValueError:
-        raise CliError(
+        raise RunError(
             f"{path}:1: not JSON but tab-separated text (a spreadsheet's 'Text (Tab "
             "delimited)' export): name the file .tsv to read it as a table with a header"
         ) from None
-
-
-def iter_inputs(
-    args: Sequence[str],
-    spec: InputSpec,
-    stdin: BinaryIO | None = None,
-    note: Callable[[str], None] | None = None,
-) -> Iterator[InputItem]:
-    """Every state of every INPUT, in order, read lazily; each item knows its INPUT's index.
-    ``note`` hears what the user should know once (``WHOLE_OBJECT_NOTE``)."""
-    for source, arg in enumerate(args):
-        items = _read_input(arg, spec, stdin, note)
-        if source == 0:
-            yield from items
-        else:
-            yield from (replace(item, source=source) for item in items)
-
-
-def _read_input(
-    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Callable[[str], None] | None
-) -> Iterator[InputItem]:
-    """Every state of one INPUT argument."""
-    kind = kind_of(arg)
-    if kind == "stdin":
-        stream = stdin if stdin is not None else sys.stdin.buffer
-        yield from read_jsonl(stream, "-", spec, note=note)
-    elif kind == "dir":
-        yield from read_files(_walk(arg, arg, spec.recursive))
-    elif kind == "glob":
-        # ``**`` in the pattern is how a glob asks for recursion.
-        yield from read_files(
-            p for p in sorted(glob.iglob(arg, recursive=True)) if os.path.isfile(p)
-        )
-    elif kind == "arrow":
-        from .batch_arrow import read_arrow  # pyarrow only for a Parquet/Arrow input
-
-        yield from read_arrow(arg, spec)
-    elif kind == "csv":
-        yield from read_csv(arg, spec)
-    elif kind == "jsonl":
-        with open(arg, "rb") as f:
-            _not_a_table(arg, f)
-            yield from read_jsonl(f, arg, spec, Path(arg).parent, note)
-    else:
-        raise FileNotFoundError(arg)
