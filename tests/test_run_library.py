@@ -278,3 +278,14 @@ def test_the_real_table_names_only_real_fields() -> None:
     names = {f.name for f in dataclasses.fields(RunConfig)}
     assert {t for targets in RUN_FIELDS.values() for t in targets} <= names
     assert os.path.basename(QUESTIONS) == "support-triage.yaml"
+
+
+def test_the_run_namespace_is_curated() -> None:
+    """``toolnexus.run`` is public: its ``__all__`` is sorted (ruff's order) and every name in
+    it is importable; the run's one error is in the package namespace too."""
+    import toolnexus
+    import toolnexus.run as run
+
+    assert run.__all__ == sorted(run.__all__, key=lambda n: (not n[0].isupper(), n))
+    assert all(hasattr(run, name) for name in run.__all__)
+    assert issubclass(toolnexus.RunError, toolnexus.ClassifierError)
