@@ -8,7 +8,7 @@ registering ``batch`` imports this module, and ``toolnexus.run`` only when a run
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -26,6 +26,7 @@ __all__ = [
     "RUN_FIELDS",
     "BatchConfig",
     "BatchFlags",
+    "flags_like",
     "parse_pack",
     "parse_shard",
     "unmatched",
@@ -235,6 +236,29 @@ def parse_pack(text: str) -> int | Literal["auto"]:
         except ConfigError:
             raise CliError(f"--pack takes a whole number >= 1 or auto, got {text!r}") from None
     return size
+
+
+def flags_like(name: str, helps: dict[str, str | None], defaults: dict[str, Any]) -> type:
+    """A values class for ``options.options_from`` whose fields are :class:`BatchFlags`' own
+    declarations (type, flag, metavar, environment variable) of the flags named in ``helps``,
+    in that order: a command where a batch flag means the same over another scope (``mcp``:
+    over an agent's session) says so in its help (None keeps batch's) and may change its
+    default, but never declares the flag a second time."""
+    import copy
+    from dataclasses import make_dataclass
+    from typing import get_args, get_type_hints
+
+    hints = get_type_hints(BatchFlags, include_extras=True)
+    own = {f.name: f.default for f in fields(BatchFlags)}
+    made = []
+    for flag, help_text in helps.items():
+        kind, option = get_args(hints[flag])
+        if help_text is not None:
+            option = copy.copy(option)
+            option.help = help_text
+        default = defaults.get(flag, own[flag])
+        made.append((flag, Annotated[kind, option], field(default=default)))
+    return make_dataclass(name, made, frozen=True)
 
 
 #: Each flag -> the ``RunConfig`` fields it sets, parsed; ``()``: the command's own (its display,
