@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Callable, Iterator
+import os
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RunStopped
@@ -37,10 +38,12 @@ if TYPE_CHECKING:
     from ..batch import StateResult
     from ..classifier import Classifier
     from ..errors import ClassifierError
+    from ..policy import Policy
+    from ..questions import Question
     from ..records.decision import Recalibrator
     from ..scheduler import Admission
 
-__all__ = ["REORDER_WINDOW_PER_SLOT", "Stream", "error_code"]
+__all__ = ["REORDER_WINDOW_PER_SLOT", "Stream", "error_code", "result_record"]
 
 #: ``ordered`` holds at most this many finished records per unit of concurrency.
 REORDER_WINDOW_PER_SLOT = 8
@@ -52,6 +55,45 @@ def error_code(error: ClassifierError) -> str:
     failure = failure_of(error)
     assert failure is not None  # every ClassifierError has a row
     return failure.code
+
+
+def result_record(
+    item_id: str | int,
+    result: StateResult,
+    questions: Mapping[str, Question],
+    sha: str,
+    *,
+    thresholds: Mapping[str, float] | None = None,
+    question_thresholds: Mapping[str, Mapping[str, float]] | None = None,
+    recalibrator: Recalibrator | None = None,
+    gates: Mapping[str, Policy] | None = None,
+    replay: str | os.PathLike[str] | None = None,
+) -> Record:
+    """One state's result as its record: an error record under ``failures``' code (a replay
+    miss names the recordings ``replay`` holds), or the decision's record. The one place a
+    result becomes a record, for the run and for ``toolnexus.arrow``'s tables alike.
+    ``evaluate_stream`` validated the decision fail-closed: an invalid one is an error result."""
+    from ..errors import StaticMiss
+    from ..records.decision import decision_record
+
+    if result.error is not None:
+        message = result.error.message
+        if isinstance(result.error, StaticMiss) and replay is not None:
+            from ..recordings import replay_miss_message
+
+            message = replay_miss_message(result.error, replay)
+        return ErrorRecord(item_id, error_code(result.error), one_line(message), sha)
+    assert result.decision is not None  # a result holds a decision or an error
+    body = decision_record(
+        result.decision,
+        questions,
+        thresholds,
+        validated=True,
+        recalibrator=recalibrator,
+        question_thresholds=question_thresholds,
+        gates=gates,
+    )
+    return DecisionRecord.from_body(item_id, sha, body)
 
 
 class Stream:
@@ -143,40 +185,21 @@ class Stream:
             self.note(unseen)
 
     def _record(self, item_id: str | int, result: StateResult, state: Any) -> Record:
-        from ..errors import StaticMiss
-        from ..records.decision import decision_record
-
-        s = self.summary
-        s.states += 1
-        if result.error is not None:
-            code = error_code(result.error)
-            message = result.error.message
-            if isinstance(result.error, StaticMiss) and self.cfg.replay is not None:
-                from ..recordings import replay_miss_message
-
-                message = replay_miss_message(result.error, self.cfg.replay)
-            s.states -= 1  # _count_error counts it
-            self._count_error(code, item_id)
-            return ErrorRecord(item_id, code, one_line(message), self.sha)
+        cfg, s = self.cfg, self.summary
+        record = result_record(
+            item_id, result, self.questions, self.sha,
+            thresholds=cfg.thresholds, question_thresholds=cfg.question_thresholds,
+            recalibrator=self.recalibrator, gates=self.gates, replay=cfg.replay,
+        )  # fmt: skip
+        if isinstance(record, ErrorRecord):
+            self._count_error(record.code, item_id)
+            return record
         decision = result.decision
         assert decision is not None
-        if self.cfg.record is not None and not decision.cached:
+        if cfg.record is not None and not decision.cached:
             # A cached decision sent nothing: it is not an exchange to record.
-            self.cfg.record(state, self.questions, decision)
-        # evaluate_stream validated this decision fail-closed: an invalid one is an error result.
-        record = DecisionRecord.from_body(
-            item_id,
-            self.sha,
-            decision_record(
-                decision,
-                self.questions,
-                self.cfg.thresholds,
-                validated=True,
-                recalibrator=self.recalibrator,
-                question_thresholds=self.cfg.question_thresholds,
-                gates=self.gates,
-            ),
-        )
+            cfg.record(state, self.questions, decision)
+        s.states += 1
         s.ok += 1
         if decision.cached:
             # A cached decision's usage was spent by the run that first asked: counted apart.
