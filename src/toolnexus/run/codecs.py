@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from ..errors import RunError
+from .resume import Framing, PriorOutput
 
 if TYPE_CHECKING:
     from ..questions import Question
     from ..records import Record
     from .items import InputItem, InputSpec
-    from .resume import PriorOutput
 
 __all__ = [
     "Reader",
@@ -99,6 +99,8 @@ class Sink:
     #: the header learns its columns from a record of the question set (CSV)
     columns: bool = False
     needs_pyarrow: bool = False
+    #: how a line format frames its records (``resume.Framing``; None: one per line)
+    framing: Framing | None = None
 
     def holds_run(self, output: str) -> bool:
         """``output`` holds records: the file, or a file the run keeps beside it."""
@@ -277,7 +279,7 @@ for _reader in (
 # -- the built-in sinks
 
 
-def _open_lines(fmt: str) -> Callable[..., SinkWriter]:
+def _open_lines(fmt: str, framing: Framing | None = None) -> Callable[..., SinkWriter]:
     def open_(
         output: str | None,
         columns: list[str],
@@ -286,17 +288,18 @@ def _open_lines(fmt: str) -> Callable[..., SinkWriter]:
         staged: bool,
     ) -> SinkWriter:
         from .output import OutputWriter
+        from .resume import LINES
 
-        return OutputWriter(output, fmt, columns, prior, staged=staged)
+        return OutputWriter(output, fmt, columns, prior, staged=staged, framing=framing or LINES)
 
     return open_
 
 
-def _prior_lines(fmt: str) -> Callable[[str, str], PriorOutput]:
+def _prior_lines(fmt: str, framing: Framing | None = None) -> Callable[[str, str], PriorOutput]:
     def read(output: str, sha: str) -> PriorOutput:
-        from .resume import read_prior
+        from .resume import LINES, read_prior
 
-        return read_prior(output, fmt, sha)
+        return read_prior(output, fmt, sha, framing=framing or LINES)
 
     return read
 
@@ -332,10 +335,19 @@ def _parquet_files(output: str) -> list[str]:
     return [output, journal_path(output)]
 
 
+_HEADER = Framing(header=True)
+_ARRAY = Framing(opener=b"[", closer=b"]", lead=b",")
+
 for _sink in (
     Sink("jsonl", _open_lines("jsonl"), _prior_lines("jsonl")),
-    Sink("csv", _open_lines("csv"), _prior_lines("csv"), columns=True),
-    Sink("json", _open_lines("json"), _prior_lines("json")),
+    Sink(
+        "csv",
+        _open_lines("csv", _HEADER),
+        _prior_lines("csv", _HEADER),
+        columns=True,
+        framing=_HEADER,
+    ),
+    Sink("json", _open_lines("json", _ARRAY), _prior_lines("json", _ARRAY), framing=_ARRAY),
     Sink(
         "parquet",
         _open_parquet,

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..records.codec import codec_for, csv_header
-from .resume import fsync_dir
+from .resume import LINES, Framing, fsync_dir
 
 if TYPE_CHECKING:
     from ..records import Record
@@ -85,6 +85,7 @@ class OutputWriter:
         stdout_fd: int = 1,
         *,
         staged: bool = False,
+        framing: Framing = LINES,
     ) -> None:
         if fmt not in LINE_FORMATS:
             raise ValueError(f"not a line format: {fmt!r} (a Parquet run is run.parquet's)")
@@ -92,6 +93,7 @@ class OutputWriter:
         self.fmt = fmt
         self.columns = list(columns)
         self.codec = codec_for(fmt, self.columns)
+        self.framing = framing
         self.written = 0
         self._closed = False
         self._staged: str | None = None
@@ -183,7 +185,7 @@ class OutputWriter:
         if self.path is not None and finished and superseded:
             from .resume import compact
 
-            compact(self.path, self.fmt, superseded, self.columns)
+            compact(self.path, self.fmt, superseded, self.columns, self.framing)
 
     def _settle(self, replace: bool) -> None:
         assert self._staged is not None and self.path is not None
