@@ -289,3 +289,24 @@ def test_the_run_namespace_is_curated() -> None:
     assert run.__all__ == sorted(run.__all__, key=lambda n: (not n[0].isupper(), n))
     assert all(hasattr(run, name) for name in run.__all__)
     assert issubclass(toolnexus.RunError, toolnexus.ClassifierError)
+
+
+def test_a_library_run_prints_nothing_its_warnings_reach_on_progress(
+    server: ThreadedServer, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """'Core modules never print': a repeated JSON key and a ;-separated CSV header, which
+    ``batch`` reports on stderr, reach a library caller as RunNote values (a warning and a
+    note), and nothing is written to stdout or stderr."""
+    src = tmp_path / "tickets.jsonl"
+    src.write_text('{"id": "a", "text": "x", "text": "charged twice"}\n', encoding="utf-8")
+    table = tmp_path / "tickets.csv"
+    table.write_text("id;text\nb;the parcel is late\n", encoding="utf-8")
+    heard: list[RunProgress | RunNote] = []
+    cfg = dataclasses.replace(
+        _config(server, src, tmp_path / "out.jsonl"), inputs=(str(src), str(table))
+    )
+    assert run_batch(cfg, on_progress=heard.append).ok == 2
+    notes = [(e.kind, e.message) for e in heard if isinstance(e, RunNote)]
+    assert [kind for kind, _ in notes] == ["warning", "note"]
+    assert "appears twice" in notes[0][1] and "read as semicolon-separated" in notes[1][1]
+    assert capfd.readouterr() == ("", "")

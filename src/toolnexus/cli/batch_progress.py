@@ -10,8 +10,6 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import one_line
-
 if TYPE_CHECKING:
     from ..run import RunNote, RunProgress
 
@@ -66,7 +64,8 @@ class Display:
         from ..run import RunNote
 
         if isinstance(event, RunNote):
-            sys.stderr.write(f"toolnexus: note: {one_line(event.message)}\n")
+            # The run said it on one line already (a note through one_line).
+            sys.stderr.write(f"toolnexus: {event.kind}: {event.message}\n")
             sys.stderr.flush()
         elif self.bar is not None:
             self.bar.update(event)

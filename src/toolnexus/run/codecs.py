@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Literal, Protocol
 
 from ..errors import RunError
 from .resume import Framing, PriorOutput
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .items import InputItem, InputSpec
 
 __all__ = [
+    "Notes",
     "Reader",
     "Sink",
     "SinkWriter",
@@ -43,10 +44,16 @@ __all__ = [
     "sinks",
 ]
 
+
+class Notes(Protocol):
+    """Where a reader tells the user something: ``note(message)`` (said once per run) or
+    ``note(message, "warning")``; the run hands it on as a ``RunNote``."""
+
+    def __call__(self, message: str, kind: Literal["note", "warning"] = "note") -> None: ...
+
+
 #: ``(arg, spec, stdin, note)`` -> the items of one INPUT
-ReadInput = Callable[
-    [str, "InputSpec", "BinaryIO | None", "Callable[[str], None] | None"], Iterator["InputItem"]
-]
+ReadInput = Callable[[str, "InputSpec", "BinaryIO | None", "Notes | None"], Iterator["InputItem"]]
 
 
 @dataclass(frozen=True)
@@ -155,7 +162,7 @@ def iter_inputs(
     args: Sequence[str],
     spec: InputSpec,
     stdin: BinaryIO | None = None,
-    note: Callable[[str], None] | None = None,
+    note: Notes | None = None,
 ) -> Iterator[InputItem]:
     """Every state of every INPUT, in order, read lazily; each item knows its INPUT's index.
     ``note`` hears what the user should know once (``WHOLE_OBJECT_NOTE``)."""
@@ -168,7 +175,7 @@ def iter_inputs(
 
 
 def _read_input(
-    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Callable[[str], None] | None
+    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Notes | None
 ) -> Iterator[InputItem]:
     """Every state of one INPUT argument, read by the reader that claims it (``codecs``)."""
     reader = reader_for(arg)
@@ -187,7 +194,7 @@ def _exists(arg: str) -> bool:
 
 
 def _read_jsonl(
-    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Callable[[str], None] | None
+    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Notes | None
 ) -> Iterator[InputItem]:
     from .inputs import not_a_table, read_jsonl
 
@@ -197,7 +204,7 @@ def _read_jsonl(
 
 
 def _read_stdin(
-    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Callable[[str], None] | None
+    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Notes | None
 ) -> Iterator[InputItem]:
     from .inputs import read_jsonl
 
@@ -205,34 +212,35 @@ def _read_stdin(
 
 
 def _read_csv(
-    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Callable[[str], None] | None
+    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Notes | None
 ) -> Iterator[InputItem]:
     from .inputs import read_csv
 
-    yield from read_csv(arg, spec)
+    yield from read_csv(arg, spec, note)
 
 
 def _read_dir(
-    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Callable[[str], None] | None
+    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Notes | None
 ) -> Iterator[InputItem]:
     from .inputs import read_files, walk
 
-    yield from read_files(walk(arg, arg, spec.recursive))
+    yield from read_files(walk(arg, arg, spec.recursive), note)
 
 
 def _read_glob(
-    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Callable[[str], None] | None
+    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Notes | None
 ) -> Iterator[InputItem]:
     import glob
 
     from .inputs import read_files
 
     # ``**`` in the pattern is how a glob asks for recursion.
-    yield from read_files(p for p in sorted(glob.iglob(arg, recursive=True)) if os.path.isfile(p))
+    paths = (p for p in sorted(glob.iglob(arg, recursive=True)) if os.path.isfile(p))
+    yield from read_files(paths, note)
 
 
 def _read_arrow(
-    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Callable[[str], None] | None
+    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Notes | None
 ) -> Iterator[InputItem]:
     from .arrowin import read_arrow  # pyarrow only for a Parquet/Arrow input
 

@@ -23,8 +23,9 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
+from ..failures import one_line
 from .codecs import SinkWriter, iter_inputs, sink_for
 from .config import RunConfig
 from .pace import OverLimitWatch
@@ -99,15 +100,18 @@ class _Session:
         self.writer: SinkWriter | None = None
         self._said: set[str] = set()
 
-    def note(self, message: str) -> None:
-        """Tell the user ``message`` once per run: to ``on_progress``, else the log."""
-        if message in self._said:
-            return
-        self._said.add(message)
+    def note(self, message: str, kind: Literal["note", "warning"] = "note") -> None:
+        """Tell the user ``message`` (a note once per run, on one line): to ``on_progress``,
+        else the log."""
+        if kind == "note":
+            message = one_line(message)
+            if message in self._said:
+                return
+            self._said.add(message)
         if self.on_progress is not None:
-            self.on_progress(RunNote(message))
+            self.on_progress(RunNote(message, kind))
         else:
-            _log.warning("%s", message)
+            _log.log(logging.INFO if kind == "note" else logging.WARNING, "%s", message)
 
     async def arun(self) -> None:
         cfg = self.cfg
@@ -181,7 +185,7 @@ class _Session:
         stream = Stream(
             cfg, classifier, writer, items, summary, self.on_progress, note=self.note,
             recalibrator=recalibrator,
-            watch=OverLimitWatch(cfg, summary, warned=cfg.said_over_limits),
+            watch=OverLimitWatch(cfg, summary, warned=cfg.said_over_limits, note=self.note),
         )  # fmt: skip
         started = time.perf_counter()
         completed = clean = False

@@ -36,14 +36,15 @@ from __future__ import annotations
 
 import codecs
 import csv
+import functools
 import itertools
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ..errors import RunError
 from ..failures import one_line
@@ -67,11 +68,15 @@ from .items import (
 from .states import (
     STATE_SUFFIXES,
     NotAState,
+    duplicate_key,
     guess_format,
     is_image_path,
     parse_state,
     warn_duplicate_key,
 )
+
+if TYPE_CHECKING:
+    from .codecs import Notes
 
 __all__ = [
     "InputItem",
@@ -104,13 +109,14 @@ def read_jsonl(
     name: str,
     spec: InputSpec,
     base: Path | None = None,
-    note: Callable[[str], None] | None = None,
+    note: Notes | None = None,
 ) -> Iterator[InputItem]:
     """One state per non-blank line. Blank lines are skipped but still counted. ``base`` is
     the folder ``--image-field`` paths are relative to. ``note`` hears
-    :data:`WHOLE_OBJECT_NOTE` the first time an object is sent whole with its id in it.
-    The first line whose object repeats a key is warned about on stderr, once per file."""
-    warned = False
+    :data:`WHOLE_OBJECT_NOTE` the first time an object is sent whole with its id in it, and
+    a warning for the first line whose object repeats a key, once per file (without ``note``,
+    that warning goes to stderr)."""
+    warned = noted = False
     for lineno, raw in enumerate(stream, 1):
         if not raw.strip():
             continue
@@ -128,10 +134,14 @@ def read_jsonl(
             continue
         if twice is not None and not warned:
             warned = True
-            warn_duplicate_key(where, twice[0], " (the first such line of this file)")
-        if note is not None and (key := _whole_with_id(value, spec)) is not None:
+            more = " (the first such line of this file)"
+            if note is None:
+                warn_duplicate_key(where, twice[0], more)
+            else:
+                note(duplicate_key(where, twice[0], more), "warning")
+        if note is not None and not noted and (key := _whole_with_id(value, spec)) is not None:
             note(WHOLE_OBJECT_NOTE.format(field=key))
-            note = None
+            noted = True
         yield replace(from_object(value, where, where, spec, base), line=lineno)
 
 
@@ -163,7 +173,7 @@ def _csv_text(stream: Iterable[bytes], bad: list[tuple[int, int]]) -> Iterator[s
             yield raw.decode("utf-8", "surrogateescape")
 
 
-def _dialect(path: str, f: BinaryIO) -> tuple[str, bytes]:
+def _dialect(path: str, f: BinaryIO, note: Notes | None = None) -> tuple[str, bytes]:
     """The delimiter of the CSV file open as ``f`` and its first line (read, so the caller
     puts it back). A file that is not UTF-8 is refused here, once, with what to do: row by row
     it made one error record per line (issue 31 item 14)."""
@@ -178,18 +188,21 @@ def _dialect(path: str, f: BinaryIO) -> tuple[str, bytes]:
     # A .tsv file is tab-separated whatever its header holds (a column name may have a comma).
     delimiter = "\t" if path.lower().endswith(".tsv") else csv_delimiter(header)
     if delimiter != "," and not path.lower().endswith(".tsv"):
-        sys.stderr.write(f"toolnexus: note: {path}: {header_note(header, delimiter)}\n")
+        if note is None:
+            sys.stderr.write(f"toolnexus: note: {path}: {header_note(header, delimiter)}\n")
+        else:
+            note(f"{path}: {header_note(header, delimiter)}")
     return delimiter, first
 
 
-def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
+def read_csv(path: str, spec: InputSpec, note: Notes | None = None) -> Iterator[InputItem]:
     """One state per row after the header. The header names the columns; a header without a
-    comma but with ``;`` or tabs sets the delimiter (said on stderr)."""
+    comma but with ``;`` or tabs sets the delimiter (said to ``note``, else on stderr)."""
     if csv.field_size_limit() < _CSV_CELL_LIMIT:
         csv.field_size_limit(_CSV_CELL_LIMIT)
     bad: list[tuple[int, int]] = []
     with open(path, "rb") as f:
-        delimiter, first = _dialect(path, f)
+        delimiter, first = _dialect(path, f, note)
         lines = itertools.chain([first], f)
         reader = csv.DictReader(
             _csv_text(lines, bad), restkey=_EXTRA, strict=True, delimiter=delimiter
@@ -249,7 +262,7 @@ def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
             yield replace(from_object(dict(row), where, where, spec, Path(path).parent), line=start)
 
 
-def _read_state_file(path: str) -> InputItem:
+def _read_state_file(path: str, note: Notes | None = None) -> InputItem:
     """One state file, read as ``eval`` reads a state file (``states.parse_state``). An image is
     not read here at all: its bytes are read when its state is sent."""
     if is_image_path(path):
@@ -270,7 +283,8 @@ def _read_state_file(path: str) -> InputItem:
     except (OSError, UnicodeDecodeError) as e:
         return InputItem(path, error=(MALFORMED, f"{path}: cannot read: {one_line(str(e))}"))
     try:
-        return InputItem(path, state=parse_state(text, fmt, path))
+        warn = None if note is None else functools.partial(note, kind="warning")
+        return InputItem(path, state=parse_state(text, fmt, path, warn))
     except NotAState as e:
         return InputItem(path, error=(INVALID_STATE, one_line(e.message)))
     except RunError as e:
@@ -306,10 +320,10 @@ def walk(root: str, top: str, recursive: bool) -> Iterator[str | InputItem]:
             yield entry.path
 
 
-def read_files(paths: Iterable[str | InputItem]) -> Iterator[InputItem]:
+def read_files(paths: Iterable[str | InputItem], note: Notes | None = None) -> Iterator[InputItem]:
     """One state per file; its path is its id (an item already made passes through)."""
     for path in paths:
-        yield path if isinstance(path, InputItem) else _read_state_file(path)
+        yield path if isinstance(path, InputItem) else _read_state_file(path, note)
 
 
 def not_a_table(path: str, f: BinaryIO) -> None:

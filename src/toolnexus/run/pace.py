@@ -16,6 +16,7 @@ from .summary import RunSummary
 if TYPE_CHECKING:
     from ..decision import ClassifierUsage
     from ..scheduler import Outcome, Ticket
+    from .codecs import Notes
 
 __all__ = ["STATE_FIELD_PROBE", "OverLimitWatch", "SentCounter", "StateFieldProbe"]
 
@@ -82,7 +83,7 @@ class StateFieldProbe:
 
 class OverLimitWatch:
     """``BatchOptions.on_over_limit`` for the run: before the first request of a state
-    over the wire's token limits is sent, one warning on stderr naming that state (its id and
+    over the wire's token limits is sent, one warning (a ``RunNote``) naming that state (its id and
     input line) and the limit; every such state is counted in ``summary.over_limit`` (the
     summary line says how many). The classifier reuses the estimate it made for this, so a
     run pays nothing for states under ``scheduler.tokens.LIMIT_SAFE_BYTES``.
@@ -90,9 +91,10 @@ class OverLimitWatch:
     The classifier hands back the state value, not its id: the run notes each state in flight
     (:meth:`sent`, :meth:`done`, by identity) until the warning is printed, then stops."""
 
-    def __init__(self, cfg: RunConfig, summary: RunSummary, *, warned: bool) -> None:
+    def __init__(self, cfg: RunConfig, summary: RunSummary, *, warned: bool, note: Notes) -> None:
         self.cfg = cfg
         self.summary = summary
+        self.note = note
         #: in-flight states by ``id(state)``, while the one warning is still to be printed
         self.flying: dict[int, InputItem] | None = None if warned else {}
 
@@ -108,8 +110,6 @@ class OverLimitWatch:
             self.flying.pop(key, None)
 
     def __call__(self, state: Any, phrase: str) -> None:
-        import sys
-
         self.summary.over_limit += 1
         if self.flying is None:
             return
@@ -120,8 +120,9 @@ class OverLimitWatch:
         else:
             at = f"{self.cfg.inputs[item.source]}:{item.line}" if item.line else None
             where = f"state {item.id!r}" + (f" ({at})" if at else "")
-        sys.stderr.write(
-            f"toolnexus: warning: {where} will pass the wire's token limits ({phrase}); the "
-            "server will refuse it: shorten the state or the instructions (the summary counts "
-            "every state over them; batch --dry-run shows the largest request)\n"
+        warning = (
+            f"{where} will pass the wire's token limits ({phrase}); the server will refuse it: "
+            "shorten the state or the instructions (the summary counts every state over them; "
+            "batch --dry-run shows the largest request)"
         )
+        self.note(warning, "warning")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -143,19 +144,27 @@ def _parse_yaml(text: str, name: str) -> Any:
     return doc.value
 
 
-def warn_duplicate_key(where: str, key: str, more: str = "") -> None:
-    """One stderr line for a JSON object that repeats ``key`` (issue 31 item 21): JSON keeps
-    the last value silently, where a YAML state is refused."""
-    sys.stderr.write(
-        f"toolnexus: warning: {where}: key {printable(repr(key))} appears twice in one JSON "
-        f"object; only its last value is sent{more}\n"
+def duplicate_key(where: str, key: str, more: str = "") -> str:
+    """The warning for a JSON object that repeats ``key`` (issue 31 item 21): JSON keeps the
+    last value silently, where a YAML state is refused."""
+    return (
+        f"{where}: key {printable(repr(key))} appears twice in one JSON object; only its last "
+        f"value is sent{more}"
     )
 
 
-def parse_state(text: str, fmt: StateFormat, name: str) -> Any:
+def warn_duplicate_key(where: str, key: str, more: str = "") -> None:
+    """:func:`duplicate_key` as one stderr line (``eval``'s state, read on the command line)."""
+    sys.stderr.write(f"toolnexus: warning: {duplicate_key(where, key, more)}\n")
+
+
+def parse_state(
+    text: str, fmt: StateFormat, name: str, warn: Callable[[str], None] | None = None
+) -> Any:
     """Read ``text`` as ``fmt``; a syntax error names ``name`` and its line and column.
     A text state from a file or stdin loses ONE final newline; ``--state-text`` is verbatim.
-    JSON and YAML states get the bounds of ``jsonlimits`` (nesting, number length, no NaN)."""
+    JSON and YAML states get the bounds of ``jsonlimits`` (nesting, number length, no NaN).
+    ``warn`` hears a repeated key (a batch run's channel); without it, stderr (``eval``)."""
     if fmt == "text":
         return text if name == TEXT_NAME else _strip_final_newline(text)
     if fmt == "json":
@@ -168,7 +177,10 @@ def parse_state(text: str, fmt: StateFormat, name: str) -> Any:
         except JsonLimitError as e:
             raise RunError(f"{name}: JSON state refused: {e}") from None
         if twice is not None:
-            warn_duplicate_key(f"{name}:{twice[1]}", twice[0])
+            if warn is None:
+                warn_duplicate_key(f"{name}:{twice[1]}", twice[0])
+            else:
+                warn(duplicate_key(f"{name}:{twice[1]}", twice[0]))
         return check_state(value, name)
     return check_state(_parse_yaml(text, name), name)
 

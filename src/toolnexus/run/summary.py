@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Literal
 
 from ..failures import (
     EXIT_BACKEND,
@@ -43,10 +44,12 @@ class RunProgress:
 
 @dataclass(frozen=True)
 class RunNote:
-    """Something the user should know once (an input's quirk), as ``on_progress`` hears it;
-    without ``on_progress`` the run logs it (logger ``toolnexus.run``)."""
+    """Something the user should know (an input's quirk, a state over the wire's limits), as
+    ``on_progress`` hears it; without ``on_progress`` the run logs it (logger ``toolnexus.run``:
+    a note at INFO, a warning at WARNING). The CLI prints ``toolnexus: {kind}: {message}``."""
 
     message: str
+    kind: Literal["note", "warning"] = "note"
 
 
 @dataclass
