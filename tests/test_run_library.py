@@ -310,3 +310,18 @@ def test_a_library_run_prints_nothing_its_warnings_reach_on_progress(
     assert [kind for kind, _ in notes] == ["warning", "note"]
     assert "appears twice" in notes[0][1] and "read as semicolon-separated" in notes[1][1]
     assert capfd.readouterr() == ("", "")
+
+
+def test_a_library_runs_caps_stop_it_as_batch_is_stopped(
+    server: ThreadedServer, tmp_path: Path
+) -> None:
+    """'budget caps' are RunConfig fields: a run with ``max_requests=3`` and no budget of its
+    own in ``admission`` gets one, stops scheduling at the cap (exit 5, ``budget_exceeded``),
+    and a resume with a higher cap finishes it."""
+    src, out = _tickets(tmp_path, 10), tmp_path / "out.jsonl"
+    cfg = _config(server, src, out, max_requests=3, concurrency=1)
+    summary = run_batch(cfg)
+    assert (summary.ok, summary.requests, summary.exit_code()) == (3, 3, 5)
+    assert summary.budget_exceeded
+    again = run_batch(dataclasses.replace(cfg, resume=True, max_requests=20))
+    assert (again.skipped, again.ok, again.exit_code()) == (3, 7, 0)

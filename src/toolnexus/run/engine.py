@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from ..failures import one_line
+from .budget import ResendCounter, budget_of
 from .codecs import SinkWriter, iter_inputs, sink_for
 from .config import RunConfig
 from .pace import OverLimitWatch
@@ -37,6 +38,7 @@ from .summary import RunNote, RunProgress, RunSummary
 if TYPE_CHECKING:
     from ..classifier import Classifier
     from ..records.decision import Recalibrator
+    from ..scheduler import Admission
     from .resume import PriorOutput
 
 __all__ = ["OnProgress", "arun_batch", "run_batch"]
@@ -123,7 +125,16 @@ class _Session:
         lock = lock_output(cfg.output) if cfg.output is not None else None
         try:
             check_existing(cfg)
-            await self._locked(classifier, columns, recalibrator)
+            budget = budget_of(cfg)
+            if budget is None:
+                await self._locked(classifier, columns, recalibrator, cfg.admission)
+            else:
+                from ..transport.observe import observing
+
+                # Every resend bills like a request: charged through the transport's hook.
+                with observing(ResendCounter(budget)):
+                    admission = (*cfg.admission, budget)
+                    await self._locked(classifier, columns, recalibrator, admission)
         except BaseException:
             refused = self.summary.interrupted is None and not _written(self)
             if created and cfg.output is not None and refused:
@@ -172,7 +183,11 @@ class _Session:
         return csv_columns(sample.to_object())
 
     async def _locked(
-        self, classifier: Classifier, columns: list[str], recalibrator: Recalibrator | None
+        self,
+        classifier: Classifier,
+        columns: list[str],
+        recalibrator: Recalibrator | None,
+        admission: tuple[Admission, ...],
     ) -> None:
         """The run once ``output`` (if any) is locked."""
         cfg, summary = self.cfg, self.summary
@@ -184,7 +199,7 @@ class _Session:
         )
         stream = Stream(
             cfg, classifier, writer, items, summary, self.on_progress, note=self.note,
-            recalibrator=recalibrator,
+            recalibrator=recalibrator, admission=admission,
             watch=OverLimitWatch(cfg, summary, warned=cfg.said_over_limits, note=self.note),
         )  # fmt: skip
         started = time.perf_counter()

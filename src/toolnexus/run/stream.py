@@ -111,6 +111,7 @@ class Stream:
         note: Callable[[str], None],
         recalibrator: Recalibrator | None = None,
         watch: OverLimitWatch | None = None,
+        admission: tuple[Admission, ...] | None = None,
     ) -> None:
         self.cfg = cfg
         self.watch = watch
@@ -131,7 +132,9 @@ class Stream:
         )
         self.keep_state = cfg.record is not None
         self.sha = question_set_sha256(cfg.questions)
-        self.admission: tuple[Admission, ...] = (*cfg.admission, SentCounter(summary))
+        # The config's members (and the budget its caps make), then the summary's counter.
+        members = cfg.admission if admission is None else admission
+        self.admission: tuple[Admission, ...] = (*members, SentCounter(summary))
         self.probe = StateFieldProbe(cfg.state_fields)
         self.key_checked = False
 
