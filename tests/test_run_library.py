@@ -325,3 +325,14 @@ def test_a_library_runs_caps_stop_it_as_batch_is_stopped(
     assert summary.budget_exceeded
     again = run_batch(dataclasses.replace(cfg, resume=True, max_requests=20))
     assert (again.skipped, again.ok, again.exit_code()) == (3, 7, 0)
+
+
+def test_the_run_namespace_loads_what_is_asked() -> None:
+    """``eval`` reads a state with ``toolnexus.run.states``: that does not load the run's engine
+    (a subprocess, so the suite's own imports do not count)."""
+    import subprocess
+    import sys
+
+    code = "import sys, toolnexus.run.states; print('toolnexus.run.engine' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

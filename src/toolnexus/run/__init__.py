@@ -35,11 +35,33 @@ The modules::
 
 from __future__ import annotations
 
-from .codecs import Reader, Sink, register_reader, register_sink
-from .config import RunConfig, caps_from
-from .engine import arun_batch, run_batch
-from .items import InputItem, InputSpec
-from .summary import RunNote, RunProgress, RunSummary
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .codecs import Reader, Sink, register_reader, register_sink
+    from .config import RunConfig, caps_from
+    from .engine import arun_batch, run_batch
+    from .items import InputItem, InputSpec
+    from .summary import RunNote, RunProgress, RunSummary
+
+#: Each public name and its module, imported on first use (PEP 562): ``eval`` reads its state
+#: with ``toolnexus.run.states`` and must not load the whole run to do it.
+_WHERE = {
+    "InputItem": "items",
+    "InputSpec": "items",
+    "Reader": "codecs",
+    "RunConfig": "config",
+    "RunNote": "summary",
+    "RunProgress": "summary",
+    "RunSummary": "summary",
+    "Sink": "codecs",
+    "arun_batch": "engine",
+    "caps_from": "config",
+    "register_reader": "codecs",
+    "register_sink": "codecs",
+    "run_batch": "engine",
+}
 
 __all__ = [
     "InputItem",
@@ -56,3 +78,16 @@ __all__ = [
     "register_sink",
     "run_batch",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolnexus.run' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Literal, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from ..errors import RunError
 from .resume import Framing, PriorOutput
@@ -28,10 +28,9 @@ from .resume import Framing, PriorOutput
 if TYPE_CHECKING:
     from ..questions import Question
     from ..records import Record
-    from .items import InputItem, InputSpec
+    from .items import InputItem, InputSpec, Notes
 
 __all__ = [
-    "Notes",
     "Reader",
     "Sink",
     "SinkWriter",
@@ -43,13 +42,6 @@ __all__ = [
     "sink_for",
     "sinks",
 ]
-
-
-class Notes(Protocol):
-    """Where a reader tells the user something: ``note(message)`` (said once per run) or
-    ``note(message, "warning")``; the run hands it on as a ``RunNote``."""
-
-    def __call__(self, message: str, kind: Literal["note", "warning"] = "note") -> None: ...
 
 
 #: ``(arg, spec, stdin, note)`` -> the items of one INPUT

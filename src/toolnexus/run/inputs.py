@@ -76,7 +76,7 @@ from .states import (
 )
 
 if TYPE_CHECKING:
-    from .codecs import Notes
+    from .items import Notes
 
 __all__ = [
     "InputItem",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, Protocol, cast
 
 from ..assets import with_images
 from ..errors import RunError
@@ -24,6 +24,7 @@ __all__ = [
     "PARQUET_SUFFIXES",
     "InputItem",
     "InputSpec",
+    "Notes",
     "checked",
     "from_object",
     "is_arrow_input",
@@ -35,6 +36,13 @@ INVALID_STATE = "invalid_state"
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 ARROW_SUFFIXES = (".arrow", ".feather", ".ipc")
+
+
+class Notes(Protocol):
+    """Where a reader tells the user something: ``note(message)`` (said once per run) or
+    ``note(message, "warning")``; the run hands it on as a ``RunNote``."""
+
+    def __call__(self, message: str, kind: Literal["note", "warning"] = "note") -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from .summary import RunSummary
 if TYPE_CHECKING:
     from ..decision import ClassifierUsage
     from ..scheduler import Outcome, Ticket
-    from .codecs import Notes
+    from .items import Notes
 
 __all__ = ["STATE_FIELD_PROBE", "OverLimitWatch", "SentCounter", "StateFieldProbe"]
 
