@@ -84,6 +84,7 @@ RANKS: dict[str, int] = {
     "toolnexus.backends": CONFIG,
     "toolnexus.cache": CONFIG,
     "toolnexus.scheduler": CONFIG,
+    "toolnexus.requestbudget": CONFIG,  # one request against the wire's limits (lint, dry run)
     # transport
     "toolnexus.transport": TRANSPORT,
     # styles

@@ -336,3 +336,27 @@ def test_the_run_namespace_loads_what_is_asked() -> None:
     code = "import sys, toolnexus.run.states; print('toolnexus.run.engine' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_the_library_dry_run_is_batch_dry_run(tmp_path: Path) -> None:
+    """'dry run' is the library's too: ``estimate(config)`` is what ``batch --dry-run --format
+    json`` prints, and sends nothing (no server is running)."""
+    from toolnexus.run import estimate
+
+    src = _tickets(tmp_path, 9)
+    ran = run_cli(
+        "batch", str(QUESTIONS), str(src), "--id-field", "id", "--state-field", "text",
+        "--dry-run", "--format", "json", "--pack", "3", "--base-url", "http://127.0.0.1:9/v1",
+    )  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    (model, questions), _ = load_question_file(QUESTIONS)
+    classifier: dict[str, Any] = {"base_url": "http://127.0.0.1:9/v1"}
+    if model is not None:
+        classifier["model"] = model
+    cfg = RunConfig(
+        questions, (str(src),), classifier=classifier, id_field="id", state_fields=("text",),
+        pack=3,
+    )  # fmt: skip
+    result = estimate(cfg)
+    assert json.loads(ran.out) == result.to_object()
+    assert (result.to_send, result.requests) == (9, 3)

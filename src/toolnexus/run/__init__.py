@@ -10,15 +10,18 @@
 A :class:`RunConfig` says everything a run does (inputs and their fields, output and format,
 resume / retry-errors / overwrite, shard, pack, spend caps, calibration, cache, the
 scheduler's settings); :func:`run_batch` (or :func:`arun_batch` on a running loop) runs it and
-returns a :class:`RunSummary`. Progress reaches ``on_progress`` as :class:`RunProgress` values
-(and notes as :class:`RunNote`). Readers and sinks are registered codecs
-(:func:`register_reader`, :func:`register_sink`): Parquet is one like the others.
+returns a :class:`RunSummary`; :func:`estimate` is its dry run. Progress reaches
+``on_progress`` as :class:`RunProgress` values (and notes as :class:`RunNote`). Readers and
+sinks are registered codecs (:func:`register_reader`, :func:`register_sink`): Parquet is one
+like the others.
 
 The modules::
 
     config      RunConfig, caps_from: what a run is asked to do
     codecs      the reader and sink registry (jsonl, json, csv, parquet; stdin, dir, glob, arrow)
     engine      run_batch / arun_batch: checks, lock, stream, settle; signals and cancellation
+    dry         estimate (the dry run: requests, tokens, cost, the largest request), DryRun
+    budget      the Budget a run's caps give it, the output's earlier spend, resends charged
     stream      Stream: feeds the states, turns results into records, writes them
     summary     RunSummary, RunProgress, RunNote
     safety      the checks before anything is written, the lock, opening the output
@@ -41,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .codecs import Reader, Sink, register_reader, register_sink
     from .config import RunConfig, caps_from
+    from .dry import DryRun, estimate
     from .engine import arun_batch, run_batch
     from .items import InputItem, InputSpec
     from .summary import RunNote, RunProgress, RunSummary
@@ -48,6 +52,7 @@ if TYPE_CHECKING:
 #: Each public name and its module, imported on first use (PEP 562): ``eval`` reads its state
 #: with ``toolnexus.run.states`` and must not load the whole run to do it.
 _WHERE = {
+    "DryRun": "dry",
     "InputItem": "items",
     "InputSpec": "items",
     "Reader": "codecs",
@@ -58,12 +63,14 @@ _WHERE = {
     "Sink": "codecs",
     "arun_batch": "engine",
     "caps_from": "config",
+    "estimate": "dry",
     "register_reader": "codecs",
     "register_sink": "codecs",
     "run_batch": "engine",
 }
 
 __all__ = [
+    "DryRun",
     "InputItem",
     "InputSpec",
     "Reader",
@@ -74,6 +81,7 @@ __all__ = [
     "Sink",
     "arun_batch",
     "caps_from",
+    "estimate",
     "register_reader",
     "register_sink",
     "run_batch",
