@@ -5,7 +5,7 @@ that stops must not wait for it to close), handed to ``Classifier.evaluate_strea
 ``(line, state)`` pairs, packed (``--pack``, default auto) and paced by the run's one scheduler
 as ``batch`` is; a part-filled pack goes out after :data:`FLUSH_DELAY`
 (``BatchOptions.flush``), so a pipe that stays open gets its answers. Results come back as they
-finish and leave in input order through ``batch_output.ReorderBuffer``, whose window
+finish and leave in input order through ``run.output.ReorderBuffer``, whose window
 (concurrency x states per request) bounds the lines held: memory does not grow with the input.
 
 A line passes when every ``--where`` holds (``-v``: when not). It is written byte for byte as

@@ -1,6 +1,6 @@
 """Lazy state readers for ``toolnexus batch``: JSONL, CSV, a directory or glob of state files,
 ``-`` for JSONL on stdin, and Parquet / Arrow IPC files or a directory of Parquet files
-(``batch_arrow``: read one record batch at a time, each row as a JSONL object would be).
+(``run.arrowin``: read one record batch at a time, each row as a JSONL object would be).
 
 Every reader is a generator of :class:`InputItem`, one per state, so memory does not grow with
 the number of states: a line is read, parsed, handed on and forgotten. A line or row that cannot

@@ -1,7 +1,7 @@
 """What one state read from a ``toolnexus batch`` input is (:class:`InputItem`), how the inputs
 are to be read (:class:`InputSpec`), what kind of input an argument is, and how ``--id-field``,
 ``--state-field`` and ``--image-field`` turn one parsed record into an item (see
-``batch_inputs`` for the readers and the rules)."""
+``inputs`` and ``codecs`` for the readers and the rules)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ class InputItem:
     source: int = 0
     line: int = 0
     #: The record is an object without the ``--state-field``: when no record of the first
-    #: ``batch_run.STATE_FIELD_PROBE`` has it, the field is a typo and the run stops.
+    #: ``pace.STATE_FIELD_PROBE`` has it, the field is a typo and the run stops.
     no_state_field: bool = False
 
     @property
