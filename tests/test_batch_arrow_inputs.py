@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from toolnexus.cli.batch_arrow import is_arrow_input, read_arrow
-from toolnexus.cli.batch_inputs import InputSpec
+from toolnexus.run.arrowin import is_arrow_input, read_arrow
+from toolnexus.run.inputs import InputSpec
 
 pa = pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
 pq = pytest.importorskip("pyarrow.parquet", reason="platform: the parquet extra is not installed")

@@ -182,8 +182,8 @@ OLD_JSONL = (
 
 
 def _sha(qfile: Path) -> str:
-    from toolnexus.cli.batch_ids import question_set_sha256
     from toolnexus.cli.questionfile import load_question_set
+    from toolnexus.run.ids import question_set_sha256
 
     return question_set_sha256(load_question_set(qfile)[1])
 

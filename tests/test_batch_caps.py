@@ -15,9 +15,10 @@ from tests.test_batch_dry import QUESTIONS, _cli, _input, _tickets
 
 from loopback import Loopback
 from toolnexus.cli.batch_budget import ResendCounter, recorded_spend
-from toolnexus.cli.batch_values import BatchConfig, BatchSummary
+from toolnexus.cli.batch_options import BatchConfig
 from toolnexus.cli.errors import EXIT_BACKEND, EXIT_BUDGET, EXIT_CONDITION, EXIT_USAGE
 from toolnexus.config import RetryPolicy
+from toolnexus.run.summary import RunSummary as BatchSummary
 from toolnexus.scheduler.budget import Budget, Caps
 from toolnexus.transport import SystemOneTransport
 from toolnexus.transport.observe import observing
@@ -107,9 +108,9 @@ def test_resume_counts_the_spend_recorded_in_the_output_cached_excluded(tmp_path
     ]
     out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     cfg = BatchConfig(inputs=[], output=str(out), resume=True)
-    spend = recorded_spend(cfg, "0" * 64, None)
+    spend = recorded_spend(cfg.run, "0" * 64, None)
     assert (spend.requests, spend.tokens, spend.cost) == (2, 330, Decimal("0.75"))
-    fresh = recorded_spend(BatchConfig(inputs=[], output=str(out)), "0" * 64, None)
+    fresh = recorded_spend(BatchConfig(inputs=[], output=str(out)).run, "0" * 64, None)
     assert (fresh.requests, fresh.tokens) == (0, 0)
 
 
@@ -205,6 +206,6 @@ def test_serve_reports_usage_cost_as_a_gateway_and_resume_counts_it(
             (usage["input_tokens"] + usage["output_tokens"]) * 2.0 / 1e6
         )
     sha = records[0]["questions_sha256"]
-    spend = recorded_spend(BatchConfig(inputs=[], output=str(out), resume=True), sha, None)
+    spend = recorded_spend(BatchConfig(inputs=[], output=str(out), resume=True).run, sha, None)
     assert spend.requests == 6 and not spend.cost_unknown
     assert float(spend.cost) == pytest.approx(sum(r["usage"]["cost"] for r in records))

@@ -18,14 +18,16 @@ from typing import Any
 
 import pytest
 
-from toolnexus.cli.batch_inputs import InputItem, InputSpec, iter_inputs, read_jsonl
 from toolnexus.cli.batch_options import parse_shard
-from toolnexus.cli.batch_output import OutputWriter, ReorderBuffer, encode_line
-from toolnexus.cli.batch_resume import compact, read_prior
-from toolnexus.cli.batch_select import shard_of
 from toolnexus.cli.errors import CliError
+from toolnexus.errors import RunError
 from toolnexus.records import DecisionRecord, ErrorRecord
 from toolnexus.records.codec import flatten
+from toolnexus.run.codecs import iter_inputs, sink_for
+from toolnexus.run.inputs import InputItem, InputSpec, read_jsonl
+from toolnexus.run.output import OutputWriter, ReorderBuffer, encode_line
+from toolnexus.run.resume import LINES, compact, read_prior
+from toolnexus.run.select import shard_of
 
 
 def _jsonl(text: str, spec: InputSpec) -> list[InputItem]:
@@ -161,7 +163,7 @@ def test_csv_rows(tmp_path: Path) -> None:
 def test_csv_unknown_column_is_a_usage_error(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("id,body\n1,x\n", encoding="utf-8")
-    with pytest.raises(CliError, match="--state-field 'text' is not a column"):
+    with pytest.raises(RunError, match="--state-field 'text' is not a column"):
         list(iter_inputs([str(path)], InputSpec(state_fields=("text",))))
 
 
@@ -249,17 +251,17 @@ def test_resume_reads_ids_and_drops_a_cut_short_line(tmp_path: Path, fmt: str) -
     whole = out.read_bytes()
     with open(out, "ab") as f:  # a kill in the middle of a write
         f.write(encode_line(_ok("c"), fmt, COLUMNS, first=False)[:-7])
-    prior = read_prior(str(out), fmt)
+    prior = read_prior(str(out), fmt, framing=sink_for(fmt).framing or LINES)
     assert prior.ok == {"a"} and prior.errors == {"b"}
     assert prior.keep_bytes == len(whole)
     w = OutputWriter(str(out), fmt, COLUMNS, prior)
     w.write(_ok("b"))  # --retry-errors: the new record supersedes the error
     w.write(_ok("c"))
     w.close()
-    prior = read_prior(str(out), fmt)
+    prior = read_prior(str(out), fmt, framing=sink_for(fmt).framing or LINES)
     assert prior.ok == {"a", "b", "c"} and prior.errors == set() and prior.repeated == {"b"}
-    compact(str(out), fmt, prior.repeated, COLUMNS)
-    after = read_prior(str(out), fmt)
+    compact(str(out), fmt, prior.repeated, COLUMNS, sink_for(fmt).framing or LINES)
+    after = read_prior(str(out), fmt, framing=sink_for(fmt).framing or LINES)
     assert after.records == 3 and after.repeated == set() and after.ok == {"a", "b", "c"}
     text = out.read_text(encoding="utf-8")
     if fmt == "json":

@@ -20,8 +20,8 @@ import pytest
 
 from clirun import run_cli
 from serving import HeldClock, ThreadedServer
-from toolnexus.cli.batch_pace import STATE_FIELD_PROBE
 from toolnexus.cli.errors import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
+from toolnexus.run.pace import STATE_FIELD_PROBE
 from toolnexus.serve import ServeOptions
 from toolnexus.serve.script import ScriptedReply, ScriptedRequest
 
@@ -190,11 +190,10 @@ def test_pack_shows_states_and_requests_in_the_summary(qfile: Path, tmp_path: Pa
 def test_extra_admission_members_given_to_run_batch_see_every_request(
     qfile: Path, tmp_path: Path
 ) -> None:
-    """The CLI's seam for issue 23's budget: ``run_batch(admission=...)`` chains the members
+    """The CLI's seam for issue 23's budget: ``RunConfig(admission=...)`` chains the members
     after the run's limiter, and each sees every request the server received."""
-    from toolnexus.cli.batch_run import run_batch
-    from toolnexus.cli.batch_values import BatchConfig
-    from toolnexus.cli.options import BackendSettings
+    from toolnexus.cli.questionfile import load_question_set
+    from toolnexus.run import RunConfig, run_batch
 
     seen: list[str] = []
 
@@ -207,11 +206,16 @@ def test_extra_admission_members_given_to_run_batch_see_every_request(
 
     src, out = _input(tmp_path, 30), tmp_path / "out.jsonl"
     with ThreadedServer(ServeOptions(synthetic=True)) as server:
-        cfg = BatchConfig(
-            inputs=[str(src)], id_field="id", state_field="text", output=str(out), progress=False
+        cfg = RunConfig(
+            load_question_set(qfile).questions,
+            (str(src),),
+            classifier={"base_url": server.url + "/v1"},
+            id_field="id",
+            state_fields=("text",),
+            output=str(out),
+            admission=(Member(),),
         )
-        settings = BackendSettings(base_url=server.url + "/v1")
-        summary = run_batch(cfg, qfile, settings, admission=(Member(),))
+        summary = run_batch(cfg)
         sent = sum(_statuses(server).values())
     assert summary.ok == 30 and summary.exit_code() == EXIT_OK
     assert sent == 30 == seen.count("acquire") == seen.count("success") == summary.requests

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from toolnexus import create_classifier
-from toolnexus.cli.batch_parquet import ParquetOutput
-from toolnexus.cli.batch_parquet_sink import ParquetSink
 from toolnexus.records import DecisionRecord, ErrorRecord, Record
 from toolnexus.records.parquet import journal_line, parquet_records
+from toolnexus.run.parquet import ParquetOutput
+from toolnexus.run.parquet_sink import ParquetSink
 
 pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
 

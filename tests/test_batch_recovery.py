@@ -172,8 +172,8 @@ def test_a_refused_calibration_leaves_no_empty_output_file(
         QuestionMap,
         save_calibration,
     )
-    from toolnexus.cli.batch_ids import question_set_sha256
     from toolnexus.cli.questionfile import load_question_set
+    from toolnexus.run.ids import question_set_sha256
 
     sha = question_set_sha256(load_question_set(qfile)[1])
     fit = MapFit("platt", {"slope": 1.0, "intercept": 0.0}, 60, {}, {})

@@ -30,7 +30,7 @@ import pytest
 
 from clirun import run_main
 from loopback import Fault, Loopback
-from toolnexus.cli.batch_pace import STATE_FIELD_PROBE
+from toolnexus.run.pace import STATE_FIELD_PROBE
 
 N = 30
 QUESTIONS = (

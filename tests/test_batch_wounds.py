@@ -442,7 +442,7 @@ def test_an_interrupted_overwrite_onto_a_new_file_says_resume(qfile: Path, tmp_p
 def test_the_batch_summary_totals_costs_exactly() -> None:
     """Issue 20 item 4: the summary's cost is the Decimal total of what each response
     reported (0.1 + 0.2 is 0.3), never a float sum."""
-    from toolnexus.cli.batch_values import BatchSummary
+    from toolnexus.run.summary import RunSummary as BatchSummary
 
     summary = BatchSummary()
     for cost in (0.1, 0.2):

@@ -288,7 +288,7 @@ def test_the_letter_and_underscore_gates_give_the_rules_verdicts() -> None:
     pattern for camelCase and digit keys is skipped when every key has an underscore and the
     text none: each gives the verdict the full computation gives."""
     from toolnexus.cli.questionrules import _may_restate, meaning_findings
-    from toolnexus.cli.yamlread import Located
+    from toolnexus.yamlread import Located
 
     fired = {"TN051": 0, "TN053": 0, "gated": 0}
     for text, keys in _rule_cases():

@@ -223,8 +223,8 @@ def test_the_batch_and_report_modules_never_import_pyarrow(tmp_path: object) -> 
     modules = [
         *("toolnexus.batch", "toolnexus.records", "toolnexus.records.parquet"),
         *("toolnexus.records.arrowrows", "toolnexus.records.arrowcolumns"),
-        *("toolnexus.records.arrow", "toolnexus.cli.batch_run"),
-        *("toolnexus.cli.batch_arrow", "toolnexus.cli.batch_parquet", "toolnexus.report.reader"),
+        *("toolnexus.records.arrow", "toolnexus.run.engine"),
+        *("toolnexus.run.arrowin", "toolnexus.run.parquet", "toolnexus.report.reader"),
     ]
     assert _imported_by(tmp_path, ENGINES, modules) == []
 

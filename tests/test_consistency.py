@@ -325,15 +325,19 @@ def test_a_resumed_budget_charges_recorded_replies_without_usage(
     """Item 1 on --resume: "budgets charge it at its estimate, never 0". Records flagged
     ``usage-missing`` read 0 tokens; a resumed run counts each at the run's request estimate
     (or the mean of the reported ones, whichever is larger), never as 0."""
-    from toolnexus.cli import batch_budget, batch_dry
-    from toolnexus.cli.batch_resume import PriorOutput
+    from types import SimpleNamespace
+
+    from toolnexus.cli import batch_budget
+    from toolnexus.run import safety
+    from toolnexus.run.resume import PriorOutput
 
     prior = PriorOutput(spent_requests=4, spent_input_tokens=900, spent_output_tokens=100)
     prior.spent_unreported = 2  # two of the four reported nothing: 1000 tokens over 2 replies
-    monkeypatch.setattr(batch_dry, "_prior", lambda cfg, sha: prior)
-    spent = batch_budget.recorded_spend(object(), "sha", None, per_unreported=300)  # type: ignore[arg-type]
+    monkeypatch.setattr(safety, "prior_of", lambda cfg, sha: prior)
+    cfg = SimpleNamespace(run=None)
+    spent = batch_budget.recorded_spend(cfg, "sha", None, per_unreported=300)  # type: ignore[arg-type]
     assert spent.tokens == 1000 + 2 * 500  # the mean (500) beats the estimate (300)
-    spent = batch_budget.recorded_spend(object(), "sha", None, per_unreported=800)  # type: ignore[arg-type]
+    spent = batch_budget.recorded_spend(cfg, "sha", None, per_unreported=800)  # type: ignore[arg-type]
     assert spent.tokens == 1000 + 2 * 800
     prior.spent_unreported = 0
-    assert batch_budget.recorded_spend(object(), "sha", None, 800).tokens == 1000  # type: ignore[arg-type]
+    assert batch_budget.recorded_spend(cfg, "sha", None, 800).tokens == 1000  # type: ignore[arg-type]

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from clirun import run_cli
-from toolnexus.cli.batch_inputs import read_csv
-from toolnexus.cli.batch_items import InputSpec
-from toolnexus.cli.errors import CliError
+from toolnexus.errors import RunError
+from toolnexus.run.inputs import read_csv
+from toolnexus.run.items import InputSpec
 
 QUESTIONS = str(Path(__file__).parent.parent / "questions" / "noul-small.yaml")
 SPEC = InputSpec(id_field="id", state_fields=("text",))
@@ -54,7 +54,7 @@ def test_excel_dialects_read_the_same_states(
 def test_a_cp1252_csv_is_refused_once_with_the_encoding_hint(tmp_path: Path) -> None:
     src = tmp_path / "latin.csv"
     src.write_bytes("id,text\r\nT-1,café\r\nT-2,naïve\r\nT-3,fine\r\n".encode("cp1252"))
-    with pytest.raises(CliError) as e:
+    with pytest.raises(RunError) as e:
         list(read_csv(str(src), SPEC))
     assert e.value.message == (
         f"{src}:2: not UTF-8 (byte 8): the whole file must be UTF-8 text; a spreadsheet's plain "

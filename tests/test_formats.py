@@ -8,7 +8,6 @@ from typing import get_args
 import pytest
 
 from clirun import error_line, run_cli
-from toolnexus.cli.batch_output import FORMATS
 from toolnexus.cli.render import (
     RENDERERS,
     BatchFormat,
@@ -25,6 +24,7 @@ from toolnexus.cli.render import (
     ReportResult,
     StatsFormat,
 )
+from toolnexus.run.codecs import sinks
 
 
 @pytest.mark.parametrize(
@@ -43,7 +43,7 @@ def test_each_format_choice_is_its_renderer_table(choices: object, result: type)
 
 
 def test_batch_formats_are_its_choice() -> None:
-    assert get_args(BatchFormat) == FORMATS
+    assert get_args(BatchFormat) == sinks()
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 
 from clirun import error_line, run_cli
 from hostile_server import HostileServer, Reply, qfile_fixture, server_fixture, valid_answer
+from toolnexus.run.codecs import sink_for
+from toolnexus.run.resume import LINES
 
 KEY = "tn-batch-key-0123456789"
 QUESTIONS = "questions:\n  q: {type: noul, instructions: Is it so?}\n"
@@ -241,9 +243,9 @@ HARD_IDS = [
 
 
 def _ids_in(path: Path, fmt: str) -> list[str]:
-    from toolnexus.cli.batch_resume import read_ids
+    from toolnexus.run.resume import read_ids
 
-    return read_ids(str(path), fmt)
+    return read_ids(str(path), fmt, sink_for(fmt).framing or LINES)
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "json", "csv"])

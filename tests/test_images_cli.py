@@ -19,7 +19,8 @@ import imagegen as g
 from clirun import error_line, run_cli
 from loopback import Fault, Loopback
 from toolnexus import IMAGES_HEADER, Image, NoulQuestion, create_classifier, with_images
-from toolnexus.cli.batch_inputs import InputSpec, iter_inputs
+from toolnexus.run.codecs import iter_inputs
+from toolnexus.run.inputs import InputSpec
 
 KEY = "sk-images-test-0123456789abcdef"
 M14 = ("--model", "jev-1.14.0")

@@ -4,8 +4,10 @@ under ``if TYPE_CHECKING:`` (the reader is ``test_import_graph.imports_of``).
 
 The ranks, lowest first::
 
-    9  app        cli/, serve/, __main__, the MCP server, the pytest plugin
-    8  engines    arrow, ray, ray_limiter
+   10  app        cli/, serve/, __main__, the MCP server, the pytest plugin
+    9  engines    arrow, ray, ray_limiter
+    8  run        run/ (the batch run as a library: RunConfig, run_batch, readers and sinks;
+                  over the public Classifier, under the engines and the CLI that reuse it)
     7  api        toolnexus (the curated namespace), sync/ (the facade over every call below),
                   classifier, factory, judge (the public Classifier: it hands its pipeline down
                   to batch and packing, and loads calibration=FILE)
@@ -35,7 +37,7 @@ from test_import_graph import graph as _read_graph
 #: The tree's imports, read once per run (every test here asks).
 graph = functools.cache(_read_graph)
 
-CORE, CONFIG, TRANSPORT, STYLES, CLASSIFIER, BATCH, ANALYSIS, API, ENGINES, APP = range(10)
+CORE, CONFIG, TRANSPORT, STYLES, CLASSIFIER, BATCH, ANALYSIS, API, RUN, ENGINES, APP = range(11)
 NAMES = [
     "core",
     "config",
@@ -45,6 +47,7 @@ NAMES = [
     "batch",
     "analysis",
     "api",
+    "run",
     "engines",
     "app",
 ]
@@ -74,12 +77,14 @@ RANKS: dict[str, int] = {
     "toolnexus.bands": CORE,  # how an answer reads for the judge layer (issue 35)
     "toolnexus.comparisons": CORE,  # the command line's comparison grammar (issue 36)
     "toolnexus.urls": CORE,  # a URL's secrets and its redacted form (issue 30 item 3)
+    "toolnexus.yamlread": CORE,  # bounded YAML for question files and state files (issue 30)
     # config
     "toolnexus.config": CONFIG,
     "toolnexus.options": CONFIG,
     "toolnexus.backends": CONFIG,
     "toolnexus.cache": CONFIG,
     "toolnexus.scheduler": CONFIG,
+    "toolnexus.requestbudget": CONFIG,  # one request against the wire's limits (lint, dry run)
     # transport
     "toolnexus.transport": TRANSPORT,
     # styles
@@ -111,6 +116,8 @@ RANKS: dict[str, int] = {
     "toolnexus.classifier": API,
     "toolnexus.factory": API,
     "toolnexus.judge": API,  # ask / gate / Tape over one classifier (issue 35)
+    # the batch run as a library (issue 30 item 1)
+    "toolnexus.run": RUN,
     # engines
     "toolnexus.arrow": ENGINES,
     "toolnexus.ray": ENGINES,

@@ -12,8 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolnexus.cli.batch_output import OutputWriter
-from toolnexus.cli.batch_resume import read_ids, read_prior
 from toolnexus.records import (
     CODECS,
     DecisionRecord,
@@ -24,6 +22,9 @@ from toolnexus.records import (
 )
 from toolnexus.records.codec import csv_header
 from toolnexus.report.runs import iter_records
+from toolnexus.run.codecs import sink_for
+from toolnexus.run.output import OutputWriter
+from toolnexus.run.resume import LINES, read_ids, read_prior
 
 FORMATS = sorted(CODECS)
 
@@ -129,8 +130,8 @@ def test_any_record_reads_back_the_same_by_report_and_by_resume(
         writer.close()
         by_report = [record_from_object(obj) for _, obj in iter_records(path, fmt)]
         assert by_report == [_as_read(r, fmt) for r in records]
-        assert read_ids(path, fmt) == [r.key for r in records]
-        prior = read_prior(path, fmt)
+        assert read_ids(path, fmt, sink_for(fmt).framing or LINES) == [r.key for r in records]
+        prior = read_prior(path, fmt, framing=sink_for(fmt).framing or LINES)
         assert prior.records == len(records)
         assert prior.ok | prior.errors == {r.key for r in records}
 

@@ -29,7 +29,6 @@ from toolnexus import (
     ScoreQuestion,
     parse_decision,
 )
-from toolnexus.cli.batch_output import csv_columns, encode_line
 from toolnexus.cli.render import (
     RECORD_KEYS,
     decision_record,
@@ -39,6 +38,7 @@ from toolnexus.cli.render import (
 from toolnexus.questions import normalize_questions
 from toolnexus.recordings import read_recording
 from toolnexus.records import DecisionRecord
+from toolnexus.run.output import csv_columns, encode_line
 
 GOLDEN = Path(__file__).parent / "golden"
 MIXED = next(

@@ -554,7 +554,7 @@ def test_a_replay_miss_names_the_question_set_digest_records_carry_in_body_and_l
     and the access-log line says which digest it prints."""
     import io
 
-    from toolnexus.cli.batch_ids import question_set_sha256
+    from toolnexus.run.ids import question_set_sha256
 
     log = io.StringIO()
 

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from toolnexus.cli.errors import EXIT_USAGE, CliError
-from toolnexus.cli.states import guess_format, load_state
+from toolnexus.cli.errors import EXIT_USAGE
+from toolnexus.errors import RunError
+from toolnexus.run.states import guess_format, load_state
 
 
 @pytest.mark.parametrize(
@@ -112,24 +113,24 @@ def test_a_bad_state_is_one_clear_error_naming_the_file(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     Path(name).write_text(content, encoding="utf-8")
-    with pytest.raises(CliError) as e:
+    with pytest.raises(RunError) as e:
         load_state(name, as_=as_)
     assert expect in e.value.message
     assert "\n" not in e.value.message
-    assert e.value.code == EXIT_USAGE
+    assert e.value.exit_code == EXIT_USAGE
 
 
 def test_missing_unreadable_and_conflicting_sources(tmp_path: Path) -> None:
-    with pytest.raises(CliError, match="no such state file"):
+    with pytest.raises(RunError, match="no such state file"):
         load_state(str(tmp_path / "absent.txt"))
-    with pytest.raises(CliError, match="is a directory"):
+    with pytest.raises(RunError, match="is a directory"):
         load_state(str(tmp_path), as_="text")
     (tmp_path / "bin.txt").write_bytes(b"\xff\xfe")
-    with pytest.raises(CliError, match="not UTF-8"):
+    with pytest.raises(RunError, match="not UTF-8"):
         load_state(str(tmp_path / "bin.txt"))
-    with pytest.raises(CliError, match="not both"):
+    with pytest.raises(RunError, match="not both"):
         load_state("x.txt", text="y")
-    with pytest.raises(CliError, match="no state"):
+    with pytest.raises(RunError, match="no state"):
         load_state(None)
 
 

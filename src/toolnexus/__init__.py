@@ -102,6 +102,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "InvalidState",
         "QuestionError",
         "ReportError",
+        "RunError",
         "RunStopped",
         "StaticMiss",
         "TapeMiss",
@@ -239,6 +240,7 @@ if TYPE_CHECKING:
     from .errors import InvalidState as InvalidState
     from .errors import QuestionError as QuestionError
     from .errors import ReportError as ReportError
+    from .errors import RunError as RunError
     from .errors import RunStopped as RunStopped
     from .errors import StaticMiss as StaticMiss
     from .errors import TapeMiss as TapeMiss

@@ -38,11 +38,10 @@ from .config import BatchOptions
 from .defaults import DEFAULT_BATCH_CONCURRENCY
 from .errors import ConfigError
 from .factory import create_classifier
-from .failures import failure_of, one_line
 from .questions import Question
-from .records import DecisionRecord, ErrorRecord
+from .records import ErrorRecord
 from .records.arrow import records_to_table, require_pyarrow
-from .records.decision import decision_record
+from .run.stream import result_record
 from .sync._loop import background
 
 if TYPE_CHECKING:
@@ -115,16 +114,8 @@ async def evaluate_rows(
             pending.append((i, state))
     if pending:
         async for i, result in classifier.evaluate_stream(pending, qs, options=options):
-            if result.error is not None:
-                failure = failure_of(result.error)
-                code = failure.code if failure is not None else "classifier_error"
-                message = one_line(result.error.message)
-                records[i] = ErrorRecord(ids[i], code, message, sha).to_object()
-            else:
-                assert result.decision is not None  # a result holds a decision or an error
-                # evaluate_stream validated fail-closed: an invalid reply is an error above.
-                body = decision_record(result.decision, qs, validated=True)
-                records[i] = DecisionRecord.from_body(ids[i], sha, body).to_object()
+            # The run's one result -> record rule: the codes and bytes of batch's records.
+            records[i] = result_record(ids[i], result, qs, sha).to_object()
     return records_to_table((r for r in records if r is not None), qs)
 
 

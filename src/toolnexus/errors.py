@@ -43,9 +43,12 @@ call), :class:`CacheError` for "the cache cannot be read or written" (drop the c
     │   └── MissingChartLibrary     ``--format html`` without matplotlib (the html extra)
     ├── BatchError                  evaluate_batch failed closed: index of the lowest failing
     │                               state, and that state's error as ``cause``
-    └── RunStopped                  a batch stopped scheduling (``kind``: systematic, a failure
-                                    every request would repeat; budget, a spend cap; input,
-                                    a --state-field no record has): what was sent finished
+    ├── RunStopped                  a batch stopped scheduling (``kind``: systematic, a failure
+    │                               every request would repeat; budget, a spend cap; input,
+    │                               a --state-field no record has): what was sent finished
+    └── RunError                    ``toolnexus.run`` refuses a run before or while it reads:
+                                    an option, an input, an --output it cannot continue;
+                                    str(e) is the one line itself (no "classifier: " prefix)
 
 The report family is defined where it is raised (``report/``, ``records/``) on the
 :class:`ReportError` base; the CLI's one boundary (``cli/errors.handle_error``) prints any of them
@@ -78,6 +81,7 @@ __all__ = [
     "InvalidState",
     "QuestionError",
     "ReportError",
+    "RunError",
     "RunStopped",
     "StaticMiss",
     "TapeMiss",
@@ -328,3 +332,18 @@ class RunStopped(ClassifierError):
     def __init__(self, message: str, kind: StopKind) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class RunError(ClassifierError):
+    """``toolnexus.run`` (the batch run) refuses what it was asked: an option, an input it
+    cannot read, an ``output`` it cannot continue. The message is the one line a user sees,
+    named by the flag a CLI user gave (``--output out.jsonl: ...``); ``exit_code`` is the exit
+    code ``toolnexus batch`` gives it (2, or 5 for a spend cap refused before the first
+    request). No ``classifier: `` prefix: it was the CLI's one line before the run became a
+    library (issue 30 item 1), and the CLI prints it as it was."""
+
+    _prefixed = False
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

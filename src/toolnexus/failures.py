@@ -128,6 +128,9 @@ def failure_of(error: BaseException) -> Failure | None:
     failure."""
     if isinstance(error, lib.BatchError):
         return failure_of(error.cause)
+    if isinstance(error, lib.RunError):
+        # Refused before (or while) reading: no state's record, the run's own exit code.
+        return Failure("usage", error.exit_code)
     if isinstance(error, lib.RunStopped):
         # Not a record code: a stopped run writes no record for the states it did not send.
         return Failure("run_stopped", EXIT_FOR_STOP.get(error.kind, EXIT_STOPPED))

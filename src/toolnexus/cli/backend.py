@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..options import LLM_OPTIONS
@@ -23,10 +24,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Backend",
+    "Recorder",
     "build_backend",
+    "check_key",
     "classifier_options",
     "live_target",
     "model_for",
+    "recorder_for",
     "warn_to_stderr",
 ]
 
@@ -101,6 +105,44 @@ def live_target(settings: BackendSettings, model: str | None) -> tuple[str, str]
     return f"{row.base_url}/systemone", row.model
 
 
+@dataclass(frozen=True)
+class Recorder:
+    """``--record``: writes each live exchange to the recordings ``directory`` (the run's
+    ``RunConfig.record``, and ``eval``'s through :meth:`Backend.record`)."""
+
+    directory: Path
+    model: str
+    endpoint: str
+
+    def __call__(self, state: Any, questions: Mapping[str, Question], decision: Decision) -> None:
+        from ..assets import lift_with_questions
+        from ..recordings import write_recording
+
+        # The state as sent: images become their placeholders and the file keeps each one's
+        # sha256, never its bytes (the Image objects hash once; nothing is read again).
+        lifted = lift_with_questions(state, questions)
+        write_recording(
+            self.directory,
+            model=self.model,
+            endpoint=self.endpoint,
+            state=lifted.state,
+            questions=questions,
+            # The decoded body, re-encoded: every wire field the response carried that the
+            # library reads. Unknown extra fields are not kept.
+            response=decision.to_wire(),
+            assets=lifted.key_assets(),
+        )
+
+
+def recorder_for(settings: BackendSettings, model: str | None) -> Recorder | None:
+    """``--record``'s writer for a batch run (None without it), naming the endpoint and model
+    the classifier built from ``settings`` and ``model`` (``model_for``'s) talks to."""
+    if settings.record is None:
+        return None
+    endpoint, row_model = live_target(settings, model)
+    return Recorder(settings.record, row_model, endpoint)
+
+
 @dataclass
 class Backend:
     """A classifier built from the settings, plus the recorder ``--record`` asks for."""
@@ -115,23 +157,7 @@ class Backend:
         so it is not an exchange and is not written)."""
         if self.settings.record is None or decision.cached:
             return
-        from ..assets import lift_with_questions
-        from ..recordings import write_recording
-
-        # The state as sent: images become their placeholders and the file keeps each one's
-        # sha256, never its bytes (the Image objects hash once; nothing is read again).
-        lifted = lift_with_questions(state, questions)
-        write_recording(
-            self.settings.record,
-            model=self.model,
-            endpoint=self.endpoint,
-            state=lifted.state,
-            questions=questions,
-            # The decoded body, re-encoded: every wire field the response carried that the
-            # library reads. Unknown extra fields are not kept.
-            response=decision.to_wire(),
-            assets=lifted.key_assets(),
-        )
+        Recorder(self.settings.record, self.model, self.endpoint)(state, questions, decision)
 
     async def evaluate(self, state: Any, questions: Mapping[str, Question]) -> Decision:
         """One decision; recorded when ``--record`` is set."""
@@ -159,6 +185,15 @@ def build_backend(
         return Backend(settings, classifier, classifier.model, "")
     endpoint, model = live_target(settings, opts.get("model"))
     return Backend(settings, classifier, model, endpoint)
+
+
+def check_key(settings: BackendSettings) -> None:
+    """The run's refusal of a key that is unset or given twice (``run.safety.check_key``),
+    for the backend options as given (``eval``, ``filter``: before their first request)."""
+    from ..run.safety import check_key as check
+
+    names = ("backend", "base_url", "api_key_env")
+    check({"style": settings.style, **{n: getattr(settings, n) for n in names}})
 
 
 def warn_to_stderr(event: Mapping[str, Any]) -> None:

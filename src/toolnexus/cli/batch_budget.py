@@ -17,55 +17,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from ..run.budget import ResendCounter, recorded_spend
 from ..scheduler.budget import OUTPUT_MARGIN, Budget, Caps, Price, Spend
 from .batch_dry import DryRun, describe, dry_run
-from .batch_values import BatchConfig
+from .batch_options import BatchConfig
 from .errors import EXIT_BUDGET, CliError
 
 __all__ = ["ResendCounter", "budget_for", "note_cost_source", "recorded_spend", "refusal"]
-
-
-class ResendCounter:
-    """A transport observer (``transport/observe.py``) that charges each resend to a budget's
-    request count; it follows no attempt itself."""
-
-    def __init__(self, budget: Budget) -> None:
-        self.budget = budget
-
-    def attempt(self, resend_count: int) -> None:
-        if resend_count:
-            self.budget.resent()
-
-    def waited(self, seconds: float, resend_count: int) -> None:
-        return None
-
-
-def recorded_spend(
-    cfg: BatchConfig, sha: str, price: Price | None, per_unreported: int = 0
-) -> Spend:
-    """What ``--output`` already spent, when this run resumes it: the cap covers the output.
-    A decision whose reply reported no token counts is charged ``per_unreported`` tokens, or
-    the mean of the decisions that did report, whichever is larger: never 0 (issue 33 item 1:
-    "budgets charge it at its estimate, never 0", on --resume as in the run)."""
-    from .batch_dry import _prior
-
-    prior = _prior(cfg, sha)
-    if prior is None:
-        return Spend()
-    tokens = prior.spent_input_tokens + prior.spent_output_tokens
-    if prior.spent_unreported:
-        reported = prior.spent_requests - prior.spent_unreported
-        mean = -(-tokens // reported) if reported else 0
-        tokens += prior.spent_unreported * max(per_unreported, mean)
-    cost = prior.spent_cost
-    unknown = False
-    if prior.spent_without_cost:
-        # Tokens of the records that reported no cost are priced, when a price is given.
-        if price is None:
-            unknown = True
-        elif not cost:
-            cost = price.cost(prior.spent_input_tokens, prior.spent_output_tokens)
-    return Spend(cost, tokens, prior.spent_requests, unknown)
 
 
 def refusal(caps: Caps, already: Spend, estimate: DryRun, price: Price | None) -> str | None:
@@ -120,23 +78,24 @@ def budget_for(
     cfg: BatchConfig, questions: Path, settings: Any, cache: Any, price: Price | None
 ) -> Budget | None:
     """The run's budget when a cap is given (after the checks in the module docstring)."""
-    if not cfg.caps.any:
+    caps = cfg.run.caps
+    if not caps.any:
         return None
-    from .batch_ids import question_set_sha256
+    from ..run.ids import question_set_sha256
     from .questionfile import load_question_set
 
-    note_cost_source(cfg.caps, price, settings)
+    note_cost_source(caps, price, settings)
     _, qs = load_question_set(questions)
     estimate = dry_run(cfg, questions, settings, cache=cache, price=price)
     unreported = estimate.largest_request + estimate.output_per_request
-    already = recorded_spend(cfg, question_set_sha256(qs), price, unreported)
-    why = refusal(cfg.caps, already, estimate, price)
+    already = recorded_spend(cfg.run, question_set_sha256(qs), price, unreported)
+    why = refusal(caps, already, estimate, price)
     if why is not None:
         raise CliError(why, EXIT_BUDGET)
-    passes = _passes(cfg.caps, already, estimate)
+    passes = _passes(caps, already, estimate)
     if passes is not None:
         sys.stderr.write(
             f"toolnexus: note: the estimate ({describe(estimate)}) passes {passes}: the run "
             "stops scheduling at the cap\n"
         )
-    return Budget(cfg.caps, price, output_tokens=estimate.output_per_request, already=already)
+    return Budget(caps, price, output_tokens=estimate.output_per_request, already=already)

@@ -60,7 +60,7 @@ def write_cases(cfg: Any, questions: Path) -> None:
     from ..report.judged import decided_records
     from ..report.review import queue_reasons
     from ..report.runs import ReportInputError
-    from .batch_inputs import iter_inputs
+    from ..run.codecs import iter_inputs
     from .questionfile import load_question_file
 
     _, gates = load_question_file(questions)
@@ -79,7 +79,7 @@ def write_cases(cfg: Any, questions: Path) -> None:
     where = Path(os.path.relpath(questions.resolve(), Path(path).resolve().parent)).as_posix()
     try:
         with open(path, "w", encoding="utf-8", newline="\n") as f:
-            for item in iter_inputs(cfg.inputs, cfg.spec):
+            for item in iter_inputs(cfg.run.inputs, cfg.run.spec):
                 expected = wanted.pop(item.key, None)
                 if expected is None or item.error is not None:
                     continue

@@ -1,10 +1,20 @@
 """``toolnexus batch QUESTIONS INPUT...``: one question set over many states, streamed.
 
 Its options are the fields of ``batch_options.BatchFlags`` (and the backend's of
-``options.BackendSettings``); the command hands them to ``batch_run.run_batch`` (imported inside the
-command, so registering ``batch`` costs only typer). Records go to ``--output`` or stdout;
-progress, warnings and the one-line summary go to stderr. Exit codes and error record codes
-are described in ``batch_run``.
+``options.BackendSettings``); the command builds the library's ``toolnexus.run.RunConfig`` from
+them and hands it to ``toolnexus.run.run_batch`` (imported inside the command, so registering
+``batch`` costs only typer). What stays here: the flags, the dry run and the budget worked out
+before the run, the progress display, the summary line, the steps after the run and the exit
+code. Records go to ``--output`` or stdout; progress, warnings and the one-line summary go to
+stderr.
+
+Exit codes, worst first: 4 when the run stopped scheduling (5 for a spend cap); 3 when any state
+failed at the backend (``backend_*`` codes and ``invalid_decision``); 2 for usage errors and for
+states the inputs or the options could not serve (``malformed_input``, ``duplicate_id``,
+``invalid_state``, ``replay_miss``, ``config_error``, ...); 1 when a ``--fail-on`` condition
+holds for any record; 0 otherwise. SIGINT exits 130 and SIGTERM 143, after fsyncing what was
+written. Error record codes and their exit codes come from ``toolnexus/failures.py``'s one table,
+listed in the README.
 """
 
 from __future__ import annotations
@@ -59,9 +69,9 @@ def batch_command(
     4 the run stopped scheduling (a failure every request would repeat, like a wrong key);
     5 a spend cap reached.
     """
-    from .batch_run import BatchConfig
+    from .batch_options import BatchConfig
 
-    cfg = BatchConfig(inputs=list(inputs), **batch_values)
+    cfg = BatchConfig(inputs=list(inputs), questions_file=str(questions), **batch_values)
     settings = BackendSettings(**backend_values)
     from .batch_otel import run_telemetry
 
@@ -72,7 +82,6 @@ def batch_command(
 def _batch(cfg: Any, questions: Path, settings: BackendSettings, run_span: Any) -> None:
     from .batch_budget import budget_for
     from .batch_dry import dry_run, price_of
-    from .batch_run import run_batch
 
     price = price_of(cfg.price)
     if cfg.review_out is not None and cfg.output is None:
@@ -96,14 +105,7 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings, run_span: Any) 
             return
         budget = budget_for(cfg, questions, settings, cache, price)
         with _counting_resends(budget):
-            summary = run_batch(
-                cfg,
-                questions,
-                settings,
-                cache=cache,
-                show_progress=cfg.progress,
-                admission=() if budget is None else (budget,),
-            )
+            summary = _run(cfg, questions, settings, cache, price, budget)
     finally:
         if cache is not None:
             cache.close()
@@ -133,6 +135,48 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings, run_span: Any) 
     code = summary.exit_code()
     if code != EXIT_OK:
         raise typer.Exit(code)
+
+
+def _run(
+    cfg: Any, questions: Path, settings: BackendSettings, cache: Any, price: Any, budget: Any
+) -> Any:
+    """The library's run of ``cfg.run`` with the question file, the backend, the budget and
+    the display joined to it."""
+    from dataclasses import replace
+
+    from ..run import run_batch
+    from ..run.safety import check_config
+    from .backend import classifier_options, live_target, recorder_for, warn_to_stderr
+    from .batch_dry import warn_if_over_limits
+    from .batch_progress import Display
+    from .questionfile import load_question_file
+
+    check_config(cfg.run)  # every flag before the question file, as ever
+    (file_model, qs), gates = load_question_file(questions)
+    options = classifier_options(settings, file_model=file_model, on_metric=warn_to_stderr)
+    model = options.get("model")
+    if settings.style == "systemone":
+        # issue 34 item 4: the question set alone over the wire's limits, said once
+        warned = warn_if_over_limits(settings, live_target(settings, model)[1], qs)
+    else:
+        warned = False
+    run = replace(
+        cfg.run,
+        questions=qs,
+        gates=gates,
+        classifier=options,
+        cache=cache,
+        price=price,
+        admission=() if budget is None else (budget,),
+        record=recorder_for(settings, model),
+        replay=settings.replay,
+        said_over_limits=warned,
+    )
+    display = Display(run.inputs, run.output, cfg.progress)
+    try:
+        return run_batch(run, on_progress=display)
+    finally:
+        display.stop()
 
 
 def _write_review(output: str, review_out: str, questions: Path) -> None:

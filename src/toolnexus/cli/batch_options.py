@@ -1,13 +1,14 @@
 """``toolnexus batch``'s own options, as one values class: each field of :class:`BatchFlags`
-(the flags as given; the library's batch options are ``config.BatchOptions``, built from them)
-IS its command-line option (``options.options_from`` gives the command one parameter per
-field), so the option table is written once. ``batch_values.BatchConfig`` adds the inputs and
-the parsed forms. Light on purpose: registering ``batch`` imports this module."""
+(the flags as given) IS its command-line option (``options.options_from`` gives the command one
+parameter per field), so the option table is written once. :class:`BatchConfig` adds the inputs
+and builds the run's ``toolnexus.run.RunConfig`` from them (:data:`RUN_FIELDS` says which
+fields each flag sets; a test holds the two classes to it field for field). Light on purpose:
+registering ``batch`` imports this module, and ``toolnexus.run`` only when a run is built."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Annotated, Literal
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -17,7 +18,19 @@ from .errors import CliError
 from .options import CalibrationOpt, FailOnOpt, ThresholdsOpt
 from .render.formats import BatchFormat
 
-__all__ = ["BatchFlags", "parse_pack", "parse_shard"]
+if TYPE_CHECKING:
+    from ..run import RunConfig
+
+__all__ = [
+    "NOT_FLAGS",
+    "RUN_FIELDS",
+    "BatchConfig",
+    "BatchFlags",
+    "flags_like",
+    "parse_pack",
+    "parse_shard",
+    "unmatched",
+]
 
 
 @dataclass(frozen=True)
@@ -223,3 +236,161 @@ def parse_pack(text: str) -> int | Literal["auto"]:
         except ConfigError:
             raise CliError(f"--pack takes a whole number >= 1 or auto, got {text!r}") from None
     return size
+
+
+def flags_like(name: str, helps: dict[str, str | None], defaults: dict[str, Any]) -> type:
+    """A values class for ``options.options_from`` whose fields are :class:`BatchFlags`' own
+    declarations (type, flag, metavar, environment variable) of the flags named in ``helps``,
+    in that order: a command where a batch flag means the same over another scope (``mcp``:
+    over an agent's session) says so in its help (None keeps batch's) and may change its
+    default, but never declares the flag a second time."""
+    import copy
+    from dataclasses import make_dataclass
+    from typing import get_args, get_type_hints
+
+    hints = get_type_hints(BatchFlags, include_extras=True)
+    own = {f.name: f.default for f in fields(BatchFlags)}
+    made = []
+    for flag, help_text in helps.items():
+        kind, option = get_args(hints[flag])
+        if help_text is not None:
+            option = copy.copy(option)
+            option.help = help_text
+        default = defaults.get(flag, own[flag])
+        made.append((flag, Annotated[kind, option], field(default=default)))
+    return make_dataclass(name, made, frozen=True)
+
+
+#: Each flag -> the ``RunConfig`` fields it sets, parsed; ``()``: the command's own (its display,
+#: the steps after the run, the dry run that sends nothing, the telemetry it wraps the run in).
+RUN_FIELDS: dict[str, tuple[str, ...]] = {
+    "id_field": ("id_field",),
+    "state_field": ("state_fields",),
+    "image_field": ("image_field",),
+    "recursive": ("recursive",),
+    "concurrency": ("concurrency",),
+    "rate": ("rate",),
+    "patience": ("patience",),
+    "pack": ("pack",),
+    "output": ("output",),
+    "fmt": ("fmt",),
+    "ordered": ("ordered",),
+    "resume": ("resume",),
+    "overwrite": ("overwrite",),
+    "retry_errors": ("retry_errors",),
+    "shard": ("shard",),
+    "progress": (),
+    "fail_on": ("fail_on",),
+    "thresholds": ("thresholds", "question_thresholds"),
+    "dry_run": (),
+    "max_cost": ("max_cost",),
+    "max_tokens": ("max_tokens",),
+    "max_requests": ("max_requests",),
+    "price": ("price",),
+    "otel": (),
+    "calibration": ("calibration",),
+    "use_cache": ("cache",),
+    "cache_dir": ("cache",),
+    "review_out": (),
+    "emit_cases": (),
+    "emit_cases_all": (),
+}
+
+#: The ``RunConfig`` fields no batch flag sets: the command's arguments (the question file and
+#: INPUT...), the backend options (``--replay``, ``--record``, the classifier's) and what the
+#: command works out before the run (the file's gates, the budget, the over-limit warning).
+NOT_FLAGS = frozenset(
+    {
+        "questions",
+        "inputs",
+        "classifier",
+        "gates",
+        "questions_path",
+        "admission",
+        "record",
+        "replay",
+        "said_over_limits",
+    }
+)
+
+
+def unmatched(
+    flags: type,
+    config: type,
+    run_fields: dict[str, tuple[str, ...]] = RUN_FIELDS,
+    not_flags: frozenset[str] = NOT_FLAGS,
+) -> list[str]:
+    """Every way ``flags`` and ``config`` (two dataclasses) disagree with ``run_fields``: a flag
+    it does not list, a field it names that ``config`` lacks, a ``config`` field no flag sets
+    and ``not_flags`` does not name. Empty when each side has its counterpart."""
+    flag_names = [f.name for f in fields(flags)]
+    config_names = {f.name for f in fields(config)}
+    found = [f"flag {n!r} has no entry in RUN_FIELDS" for n in flag_names if n not in run_fields]
+    found += [f"RUN_FIELDS names {n!r}, not a flag" for n in run_fields if n not in flag_names]
+    set_by_flags = {target for n in flag_names for target in run_fields.get(n, ())}
+    found += [
+        f"RUN_FIELDS sets {t!r}, not a RunConfig field" for t in sorted(set_by_flags - config_names)
+    ]
+    found += [
+        f"RunConfig field {n!r} is set by no flag and not in NOT_FLAGS"
+        for n in sorted(config_names - set_by_flags - not_flags)
+    ]
+    found += [
+        f"NOT_FLAGS names {n!r}, not a RunConfig field" for n in sorted(not_flags - config_names)
+    ]
+    return found
+
+
+@dataclass(frozen=True)
+class BatchConfig(BatchFlags):
+    """Everything ``batch`` was asked to do: its flags, its inputs, and :attr:`run`, the
+    library's ``RunConfig`` they make (a wrong flag raises here, before anything is read; the
+    question set, its gates and the backend join it when the command has read them)."""
+
+    inputs: list[str] = field(default_factory=list)
+    #: the question file (an ``--output`` onto it is refused)
+    questions_file: str | None = None
+    run: RunConfig = field(init=False)
+
+    def __post_init__(self) -> None:
+        from ..run import RunConfig, caps_from
+        from .options import parse_fail_on, parse_question_thresholds, parse_thresholds
+
+        # One name given as a plain string (a caller outside Typer) is one field, never its
+        # characters; each parse in the order a user met its error before.
+        names = [self.state_field] if isinstance(self.state_field, str) else self.state_field
+        object.__setattr__(self, "state_field", list(names) if names else None)
+        shard = parse_shard(self.shard)
+        fail_on = parse_fail_on(self.fail_on)
+        thresholds = parse_thresholds(self.thresholds)
+        question_thresholds = parse_question_thresholds(self.thresholds)
+        pack = parse_pack(self.pack)
+        caps = caps_from(self.max_cost, self.max_tokens, self.max_requests)
+        run = RunConfig(
+            questions={},
+            inputs=tuple(self.inputs),
+            questions_path=self.questions_file,
+            id_field=self.id_field,
+            state_fields=tuple(names or ()),
+            image_field=self.image_field,
+            recursive=self.recursive,
+            output=self.output,
+            fmt=self.fmt,
+            ordered=self.ordered,
+            resume=self.resume,
+            retry_errors=self.retry_errors,
+            overwrite=self.overwrite,
+            shard=shard,
+            pack=pack,
+            concurrency=self.concurrency,
+            rate=self.rate,
+            patience=self.patience,
+            max_cost=caps.max_cost,
+            max_tokens=caps.max_tokens,
+            max_requests=caps.max_requests,
+            fail_on=fail_on,
+            thresholds=thresholds,
+            question_thresholds=question_thresholds,
+            calibration=self.calibration,
+        )
+        object.__setattr__(self, "run", run)

@@ -1,18 +1,19 @@
 """What ``toolnexus batch`` shows on stderr while it runs: the live progress bar (on a terminal
-that the records do not go to), its total for the ETA, and the inputs' notes, each once."""
+that the records do not go to), its total for the ETA, and the run's notes, each once. It is the
+run's ``on_progress`` (``toolnexus.run``), fed a typed value after every record."""
 
 from __future__ import annotations
 
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from .batch_items import kind_of
-from .batch_values import BatchSummary
-from .errors import one_line
+if TYPE_CHECKING:
+    from ..run import RunNote, RunProgress
 
-__all__ = ["Progress", "bar_fits", "count_lines", "note_once"]
+__all__ = ["Display", "Progress", "bar_fits", "count_lines"]
 
 
 class Progress:
@@ -42,7 +43,7 @@ class Progress:
         self._task = self._bar.add_task("batch", total=total, detail="")
         self._bar.start()
 
-    def update(self, s: BatchSummary) -> None:
+    def update(self, s: RunProgress) -> None:
         elapsed = max(time.monotonic() - self._started, 1e-9)
         detail = f"{s.failed} failed, {s.cached} cached, {s.states / elapsed:.1f}/s"
         self._bar.update(self._task, completed=s.states, detail=detail)
@@ -51,17 +52,27 @@ class Progress:
         self._bar.stop()
 
 
-def note_once() -> Callable[[str], None]:
-    """A note sink for the inputs: each note once per run, on stderr."""
-    said: set[str] = set()
+class Display:
+    """The run's ``on_progress``: the bar (when ``show``) and each note on stderr."""
 
-    def note(message: str) -> None:
-        if message not in said:
-            said.add(message)
-            sys.stderr.write(f"toolnexus: note: {one_line(message)}\n")
+    def __init__(self, inputs: Sequence[str], output: str | None, show: bool | None) -> None:
+        if show is None:
+            show = bar_fits(output)
+        self.bar = Progress(count_lines(inputs)) if show else None
+
+    def __call__(self, event: RunProgress | RunNote) -> None:
+        from ..run import RunNote
+
+        if isinstance(event, RunNote):
+            # The run said it on one line already (a note through one_line).
+            sys.stderr.write(f"toolnexus: {event.kind}: {event.message}\n")
             sys.stderr.flush()
+        elif self.bar is not None:
+            self.bar.update(event)
 
-    return note
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
 
 
 def bar_fits(output: str | None) -> bool:
@@ -78,24 +89,17 @@ def bar_fits(output: str | None) -> bool:
     return (out.st_dev, out.st_ino, out.st_rdev) != (err.st_dev, err.st_ino, err.st_rdev)
 
 
-def count_lines(inputs: list[str]) -> int | None:
-    """A total for the ETA: the lines of the JSONL/CSV files (a fast byte count, no parsing),
-    the rows of the Parquet/Arrow ones (their footers); None when an input is stdin, a
-    directory of state files or a glob."""
+def count_lines(inputs: Sequence[str]) -> int | None:
+    """A total for the ETA: what each input's reader can count without parsing it (the lines
+    of a JSONL/CSV file, the rows in a Parquet footer); None when one cannot (stdin, a
+    directory of state files, a glob)."""
+    from ..run.codecs import reader_for
+
     total = 0
     for arg in inputs:
-        kind = kind_of(arg)
-        if kind == "arrow":
-            from .batch_arrow import parquet_rows
-
-            rows = parquet_rows(arg)
-            if rows is None:
-                return None
-            total += rows
-            continue
-        if kind not in ("jsonl", "csv"):
+        reader = reader_for(arg)
+        rows: Any = reader.count(arg) if reader is not None else None
+        if rows is None:
             return None
-        with open(arg, "rb") as f:
-            total += sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-        total -= kind == "csv"
+        total += rows
     return total

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..run.states import STATE_FORMATS, StateFormat
 from .errors import EXIT_BACKEND, EXIT_CONDITION, EXIT_OK, CliError, failure_of, one_line
 from .options import (
     BackendSettings,
@@ -27,7 +28,6 @@ from .options import (
     parse_thresholds,
 )
 from .render.formats import DecisionFormat
-from .states import STATE_FORMATS, StateFormat
 
 if TYPE_CHECKING:
     from ..decision import Decision
@@ -73,8 +73,7 @@ def run_eval(
 
     from ..errors import InvalidDecision, StaticMiss
     from ..recordings import replay_miss_message
-    from .backend import build_backend, warn_to_stderr
-    from .batch_safety import check_key
+    from .backend import build_backend, check_key, warn_to_stderr
     from .questionfile import load_question_file
     from .render import decision_record
 
@@ -171,8 +170,8 @@ def eval_command(
 
     Exit codes: 0 ok; 1 a --fail-on condition met; 2 usage or input error; 3 backend failure.
     """
+    from ..run.states import attach_images, load_state, parse_image_options
     from .render import DecisionResult, default_format, render
-    from .states import attach_images, load_state, parse_image_options
 
     if as_ is not None and as_ not in STATE_FORMATS:
         raise CliError(f"--as takes {', '.join(STATE_FORMATS)}, got {as_!r}")

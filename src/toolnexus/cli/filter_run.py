@@ -5,7 +5,7 @@ that stops must not wait for it to close), handed to ``Classifier.evaluate_strea
 ``(line, state)`` pairs, packed (``--pack``, default auto) and paced by the run's one scheduler
 as ``batch`` is; a part-filled pack goes out after :data:`FLUSH_DELAY`
 (``BatchOptions.flush``), so a pipe that stays open gets its answers. Results come back as they
-finish and leave in input order through ``batch_output.ReorderBuffer``, whose window
+finish and leave in input order through ``run.output.ReorderBuffer``, whose window
 (concurrency x states per request) bounds the lines held: memory does not grow with the input.
 
 A line passes when every ``--where`` holds (``-v``: when not). It is written byte for byte as
@@ -73,12 +73,14 @@ class FilterConfig(FilterFlags):
     caps: Caps = field(init=False)
 
     def __post_init__(self) -> None:
-        from .batch_values import _caps
+        from ..run.config import caps_from
 
         fields = [self.state_field] if isinstance(self.state_field, str) else self.state_field
         object.__setattr__(self, "state_field", list(fields) if fields else None)
         object.__setattr__(self, "pack_size", parse_pack(self.pack))
-        object.__setattr__(self, "caps", _caps(self))  # type: ignore[arg-type]  # duck: the cap fields
+        object.__setattr__(
+            self, "caps", caps_from(self.max_cost, self.max_tokens, self.max_requests)
+        )
         if (self.gate is None) != (self.action is None):
             raise CliError("--gate and --action go together: --gate NAME --action ACTION")
         if not self.where and self.gate is None:
@@ -121,7 +123,7 @@ class _Run:
         gates: Mapping[str, Policy],
     ) -> None:
         from ..packing import PACK_CAP
-        from .batch_output import ReorderBuffer
+        from ..run.output import ReorderBuffer
 
         self.cfg, self.backend, self.questions = cfg, backend, questions
         self.conditions, self.gates = conditions, gates
@@ -152,7 +154,7 @@ class _Run:
             loop.call_soon_threadsafe(queue.put_nowait, None)
 
     async def _feed(self) -> AsyncIterator[tuple[tuple[int, Line], Any]]:
-        from .batch_safety import check_key
+        from .backend import check_key
 
         queue: asyncio.Queue[Line | None] = asyncio.Queue()
         loop = asyncio.get_running_loop()
@@ -316,8 +318,8 @@ def _dry_run(
     price: Any,
 ) -> int:
     """``--dry-run``: batch's estimate over the lines to send; nothing sent, nothing written."""
+    from ..run.items import InputItem
     from .batch_dry import estimate_items
-    from .batch_items import InputItem
 
     items = (
         InputItem(line.where, state=line.state, error=line.error)

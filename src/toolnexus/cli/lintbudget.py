@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..questions import questions_to_wire
+from ..requestbudget import Budget, budget_of
 from .lintcodes import Finding
 
 if TYPE_CHECKING:
     from ..questions import Question
-    from .yamlread import Located
+    from ..yamlread import Located
 
 __all__ = [
     "GATE_BYTES",
@@ -96,53 +96,6 @@ def source_bound(text: str, questions: int) -> int | None:
         return None
     size = len(text) if text.isascii() else len(text.encode("utf-8"))
     return _PER_SOURCE_BYTE * size + _PER_QUESTION * questions
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Upper-bound token estimates of one request: the whole body, and the state plus the
-    longest question (the 32k rule; without a state, the longest question alone)."""
-
-    request: int
-    state_and_question: int
-    longest: str
-
-    def over(self) -> str | None:
-        """The first limit passed, as a phrase, else None."""
-        from ..scheduler.tokens import CONTEXT_TOKENS, STATE_AND_QUESTION_TOKENS
-
-        if self.request > CONTEXT_TOKENS:
-            return f"about {self.request:,} tokens, over the {CONTEXT_TOKENS:,}-token request limit"
-        if self.state_and_question > STATE_AND_QUESTION_TOKENS:
-            return (
-                f"state plus the longest question ({self.longest!r}) about "
-                f"{self.state_and_question:,} tokens, over {STATE_AND_QUESTION_TOKENS:,}"
-            )
-        return None
-
-
-def budget_of(
-    body: bytes,
-    state: bytes,
-    wire_questions: Mapping[str, Any],
-    sizes: Sequence[tuple[int, int]] = (),
-) -> Budget:
-    """The budget of a request whose canonical ``body`` carries the canonical ``state`` bytes
-    and ``wire_questions`` (the 32k rule counts the state with the longest of them)."""
-    from ..canonical import canonical_json
-    from ..scheduler.tokens import estimate_tokens
-
-    longest_key, longest = max(
-        ((k, canonical_json(v)) for k, v in wire_questions.items()),
-        key=lambda kv: len(kv[1]),
-        default=("", b""),
-    )
-    request = estimate_tokens(body, sizes).upper
-    if not state and len(wire_questions) == 1:
-        # The body is that one question plus its key and the model: its estimate stands for the
-        # question's (a few tokens over, so it errs toward reporting) at half the cost.
-        return Budget(request, request, longest_key)
-    return Budget(request, estimate_tokens(state + longest, sizes).upper, longest_key)
 
 
 def request_budget(
@@ -267,7 +220,7 @@ def budget_findings(
 
 def state_findings(name: str, text: str) -> list[Finding]:
     """TN041 for a YAML state: values YAML 1.1 reads as a boolean or number."""
-    from .yamlread import YamlSyntaxError, read_yaml
+    from ..yamlread import YamlSyntaxError, read_yaml
 
     try:
         doc = read_yaml(text)

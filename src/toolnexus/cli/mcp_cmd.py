@@ -1,11 +1,13 @@
 """``toolnexus mcp QUESTIONS...``: serve the question sets as MCP tools over stdio (issue 36
 item 2). The server itself is ``mcp_server``; this is its flags.
 
-``--rate``, ``--concurrency``, ``--max-cost``, ``--max-tokens``, ``--max-requests`` and
-``--price`` mean what they mean to ``batch`` and are checked by batch's own code
-(``batch_values``, ``batch_dry.price_of``). Not shared: batch's option declarations (they are
-fields of its one flags class), its refusal of a cap before the first request (that needs the
-whole input, which an agent's session does not have) and ``--pack`` (one call is one state).
+``--rate``, ``--concurrency``, ``--patience``, ``--max-cost``, ``--max-tokens``,
+``--max-requests`` and ``--price`` mean what they mean to ``batch``: they are batch's own
+declarations (``batch_options.flags_like``, only their help says "over the session"), they
+become the run library's ``RunConfig`` fields of the same names, checked by its code
+(``run.config.caps_from``, ``batch_dry.price_of``), and the session's scheduler and budget are
+built from that value. Not shared: batch's refusal of a cap before the first request (that needs
+the whole input, which an agent's session does not have) and ``--pack`` (one call is one state).
 The backend options are eval's.
 """
 
@@ -13,14 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Annotated, Any
 
 import typer
 
-from ..defaults import DEFAULT_BATCH_CONCURRENCY
+from .batch_options import flags_like
 from .errors import CliError
-from .options import BackendSettings, backend_options
+from .options import BackendSettings, backend_options, options_from
 
 MISSING_EXTRA = "toolnexus mcp needs the MCP SDK: pip install 'toolnexus-classifier[mcp]'"
 
@@ -30,7 +31,26 @@ MISSING_EXTRA = "toolnexus mcp needs the MCP SDK: pip install 'toolnexus-classif
 MCP_PATIENCE = 10.0
 
 
+#: The flags ``mcp`` shares with ``batch``: batch's declarations (``BatchFlags``), the help
+#: said for a session of tool calls.
+McpFlags = flags_like(
+    "McpFlags",
+    {
+        "concurrency": "Requests in flight at most, over all calls.",
+        "rate": "At most R requests per minute over all calls.",
+        "max_cost": "Refuse calls once the spend (usage.cost) would pass USD, over the session.",
+        "max_tokens": None,
+        "max_requests": None,
+        "patience": "Seconds a call rides out a storm of 429/503/529 without one success before "
+        "it fails (shorter than batch's 60: an agent is waiting on the call).",
+        "price": None,
+    },
+    {"patience": MCP_PATIENCE},
+)
+
+
 @backend_options
+@options_from(McpFlags, "mcp_values")
 def mcp_command(
     questions: Annotated[
         list[Path],
@@ -40,49 +60,8 @@ def mcp_command(
             show_default=False,
         ),
     ],
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", help="Requests in flight at most, over all calls.")
-    ] = DEFAULT_BATCH_CONCURRENCY,
-    rate: Annotated[
-        float | None,
-        typer.Option("--rate", help="At most R requests per minute over all calls."),
-    ] = None,
-    max_cost: Annotated[
-        str | None,
-        typer.Option(
-            "--max-cost",
-            help="Refuse calls once the spend (usage.cost) would pass USD, over the session.",
-            metavar="USD",
-        ),
-    ] = None,
-    max_tokens: Annotated[
-        int | None,
-        typer.Option("--max-tokens", help="The same cap on input + output tokens billed."),
-    ] = None,
-    max_requests: Annotated[
-        int | None,
-        typer.Option("--max-requests", help="The same cap on HTTP attempts (retries bill)."),
-    ] = None,
-    patience: Annotated[
-        float,
-        typer.Option(
-            "--patience",
-            help="Seconds a call rides out a storm of 429/503/529 without one success before "
-            "it fails (shorter than batch's 60: an agent is waiting on the call).",
-            metavar="SECONDS",
-        ),
-    ] = MCP_PATIENCE,
-    price: Annotated[
-        str | None,
-        typer.Option(
-            "--price",
-            help="input=USD/Mtok,output=USD/Mtok: the spend when the server reports no "
-            "usage.cost (none is built in).",
-            envvar="TOOLNEXUS_PRICE",
-            show_envvar=True,
-        ),
-    ] = None,
     *,
+    mcp_values: Mapping[str, Any],
     backend_values: Mapping[str, Any],
 ) -> None:
     """Serve the QUESTIONS files as MCP tools over stdio (plus canonical and check-criteria).
@@ -92,12 +71,12 @@ def mcp_command(
     import asyncio
 
     from ..questions import questions_to_wire
+    from ..run import RunConfig, caps_from
     from ..scheduler.budget import Budget, estimate_output_tokens
     from ..scheduler.run import Scheduler
     from .backend import Backend, build_backend, model_for
     from .batch_budget import note_cost_source
     from .batch_dry import price_of
-    from .batch_values import _caps
     from .mcp_server import BUILTIN_TOOLS, McpApp, QuestionTool, serve_stdio, tool_name
     from .questionfile import load_question_file
 
@@ -111,14 +90,11 @@ def mcp_command(
             )
         (file_model, qs), gates = load_question_file(path)
         tools[name] = QuestionTool(name, path, file_model, qs, gates)
-    # batch's own checker of the caps (it reads only these three attributes).
-    caps = _caps(
-        SimpleNamespace(  # type: ignore[arg-type]
-            max_cost=max_cost, max_tokens=max_tokens, max_requests=max_requests
-        )
-    )
-    if concurrency < 1:
-        raise CliError(f"--concurrency must be 1 or more, got {concurrency}")
+    flags = dict(mcp_values)
+    # The run's own checker of the caps (one wording for batch, filter and mcp).
+    caps = caps_from(flags["max_cost"], flags["max_tokens"], flags["max_requests"])
+    if flags["concurrency"] < 1:
+        raise CliError(f"--concurrency must be 1 or more, got {flags['concurrency']}")
     settings = BackendSettings(**backend_values)
     if settings.record is not None:
         raise CliError("--record is not offered by toolnexus mcp")
@@ -135,13 +111,24 @@ def mcp_command(
         if resolved not in by_model:
             by_model[resolved] = build_backend(settings, file_model=file_model)
         backends[file_model] = by_model[resolved]
-    unit_price = price_of(price)
-    note_cost_source(caps, unit_price, settings)  # batch's note, one text
+    # The session's settings as the run library's value: the same fields batch's flags set.
+    run = RunConfig(
+        questions={},
+        inputs=(),
+        concurrency=flags["concurrency"],
+        rate=flags["rate"],
+        patience=flags["patience"],
+        max_cost=caps.max_cost,
+        max_tokens=caps.max_tokens,
+        max_requests=caps.max_requests,
+        price=price_of(flags["price"]),
+    )
+    note_cost_source(run.caps, run.price, settings)  # batch's note, one text
     # Output tokens per request: the largest set's estimate (a cap is never passed by a call
     # the budget under-reserved).
     output = max(estimate_output_tokens(questions_to_wire(t.questions)) for t in tools.values())
-    extra = [Budget(caps, unit_price, output_tokens=output)] if caps.any else []
+    extra = [Budget(run.caps, run.price, output_tokens=output)] if run.caps.any else []
     scheduler = Scheduler.for_run(
-        concurrency=concurrency, rate_per_minute=rate, extra=extra, patience=patience
+        concurrency=run.concurrency, rate_per_minute=run.rate, extra=extra, patience=run.patience
     )
     asyncio.run(serve_stdio(McpApp(tools, backends, scheduler)))

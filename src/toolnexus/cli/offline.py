@@ -113,8 +113,8 @@ def _sample_state(state: str | None, as_: str | None) -> tuple[str, object, list
         if as_ is not None:
             fail("--as says how to read --state: give --state FILE too")
         return None
+    from ..run.states import guess_format, load_state
     from .lintbudget import state_findings
-    from .states import guess_format, load_state
 
     value = load_state(state, as_=as_)  # type: ignore[arg-type]  # checked inside
     traps = []
@@ -171,7 +171,7 @@ def canonical(
     else:
         from ..assets import lift_with_questions
         from ..images import ImageLimits
-        from .states import attach_images, load_state, parse_image_options
+        from ..run.states import attach_images, load_state, parse_image_options
 
         value = attach_images(load_state(state), parse_image_options(list(image)))
         wire_questions = questions_to_wire(qset.questions)
@@ -199,7 +199,7 @@ def _packed_request(model: str, questions: Mapping[str, Question], source: str) 
     from ..packing import pack_lifted, pack_questions
     from ..packplan import packed_body
     from ..questions import questions_to_wire
-    from .states import load_states_jsonl
+    from ..run.states import load_states_jsonl
 
     states = load_states_jsonl(source)
     lifted = [lift_with_questions(s, questions) for s in states]

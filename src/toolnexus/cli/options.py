@@ -382,7 +382,7 @@ def _cut_points(obj: Any, where: str) -> dict[str, float]:
 
 def _thresholds_file(path: str) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """The top-level and per-question cut-points of a thresholds YAML file."""
-    from .yamlread import YamlSyntaxError, read_yaml
+    from ..yamlread import YamlSyntaxError, read_yaml
 
     try:
         text = Path(path).read_text(encoding="utf-8")

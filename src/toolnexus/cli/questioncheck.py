@@ -24,8 +24,8 @@ from ..questions import (
     level_label,
     question_from_wire,
 )
+from ..yamlread import Located, NodePath
 from .lintcodes import Finding
-from .yamlread import Located, NodePath
 
 # The core's degenerate-criteria reasons, one code per seed rule (a test pins the mapping).
 #: What ``str.splitlines`` breaks a line at: a CSV cell, a table row or a terminal line ends there.

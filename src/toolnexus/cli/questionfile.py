@@ -40,10 +40,10 @@ from ..questions import (
     Question,
     check_limits,
 )
+from ..yamlread import Located, YamlSyntaxError, read_yaml
 from .errors import EXIT_USAGE, CliError
 from .lintcodes import CODES, WARNING_CODES, Finding
 from .questioncheck import Checker
-from .yamlread import Located, YamlSyntaxError, read_yaml
 
 if TYPE_CHECKING:
     from ..policy import Policy

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..yamlread import Located
 from .lintcodes import Finding
 from .questionwords import (
     COUNTING_GATE,
@@ -31,7 +32,6 @@ from .questionwords import (
     TOKEN,
     VAGUE_GATE,
 )
-from .yamlread import Located
 
 __all__ = ["meaning_findings"]
 

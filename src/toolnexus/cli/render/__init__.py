@@ -224,7 +224,7 @@ def _diff_json(result: DiffResult, out: IO[str]) -> None:
 
 
 #: result type -> format -> renderer. The keys of each inner table are the ``--format``
-#: choices (``formats.py``); ``batch`` streams its records through ``batch_output`` with the
+#: choices (``formats.py``); ``batch`` streams its records through ``run.output`` with the
 #: same record and CSV code (``BatchFormat`` lists its formats).
 RENDERERS: dict[type, Mapping[str, Renderer]] = {
     DecisionResult: {

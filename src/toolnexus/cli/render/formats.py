@@ -19,8 +19,8 @@ __all__ = [
 
 #: ``eval``: a Rich table on a terminal, JSON otherwise.
 DecisionFormat = Literal["table", "json", "jsonl", "csv"]
-#: ``batch``: streamed one record per line (``batch_output``), or one Parquet file
-#: (``batch_parquet``).
+#: ``batch``: streamed one record per line (``run.output``), or one Parquet file
+#: (``run.parquet``).
 BatchFormat = Literal["jsonl", "csv", "json", "parquet"]
 #: ``check-criteria``: ``path:line:col: CODE message`` lines, one JSON array, or a SARIF 2.1.0
 #: log (code-scanning annotations).

@@ -26,7 +26,7 @@ from typing import Any, TypeAlias
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from ..jsonlimits import MAX_DEPTH, MAX_NUMBER_CHARS
+from .jsonlimits import MAX_DEPTH, MAX_NUMBER_CHARS
 
 __all__ = ["ALIAS_BUDGET", "Located", "NodePath", "Problem", "YamlSyntaxError", "read_yaml"]
 

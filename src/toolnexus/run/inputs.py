@@ -1,6 +1,6 @@
 """Lazy state readers for ``toolnexus batch``: JSONL, CSV, a directory or glob of state files,
 ``-`` for JSONL on stdin, and Parquet / Arrow IPC files or a directory of Parquet files
-(``batch_arrow``: read one record batch at a time, each row as a JSONL object would be).
+(``run.arrowin``: read one record batch at a time, each row as a JSONL object would be).
 
 Every reader is a generator of :class:`InputItem`, one per state, so memory does not grow with
 the number of states: a line is read, parsed, handed on and forgotten. A line or row that cannot
@@ -36,16 +36,18 @@ from __future__ import annotations
 
 import codecs
 import csv
-import glob
+import functools
 import itertools
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
+from ..errors import RunError
+from ..failures import one_line
 from ..images import Image
 from ..jsonlimits import JsonLimitError, loads_noting_duplicates
 from ..printable import printable
@@ -56,25 +58,35 @@ from ..records.csvdialect import (
     header_note,
     not_utf8_hint,
 )
-from .batch_items import (
+from .items import (
     INVALID_STATE,
     MALFORMED,
     InputItem,
     InputSpec,
     from_object,
-    kind_of,
 )
-from .errors import CliError, one_line
 from .states import (
     STATE_SUFFIXES,
     NotAState,
+    duplicate_key,
     guess_format,
     is_image_path,
     parse_state,
     warn_duplicate_key,
 )
 
-__all__ = ["InputItem", "InputSpec", "iter_inputs", "kind_of", "read_csv", "read_jsonl"]
+if TYPE_CHECKING:
+    from .items import Notes
+
+__all__ = [
+    "InputItem",
+    "InputSpec",
+    "not_a_table",
+    "read_csv",
+    "read_files",
+    "read_jsonl",
+    "walk",
+]
 
 
 #: Said once per run when a JSONL object is sent whole with its id in it.
@@ -97,13 +109,14 @@ def read_jsonl(
     name: str,
     spec: InputSpec,
     base: Path | None = None,
-    note: Callable[[str], None] | None = None,
+    note: Notes | None = None,
 ) -> Iterator[InputItem]:
     """One state per non-blank line. Blank lines are skipped but still counted. ``base`` is
     the folder ``--image-field`` paths are relative to. ``note`` hears
-    :data:`WHOLE_OBJECT_NOTE` the first time an object is sent whole with its id in it.
-    The first line whose object repeats a key is warned about on stderr, once per file."""
-    warned = False
+    :data:`WHOLE_OBJECT_NOTE` the first time an object is sent whole with its id in it, and
+    a warning for the first line whose object repeats a key, once per file (without ``note``,
+    that warning goes to stderr)."""
+    warned = noted = False
     for lineno, raw in enumerate(stream, 1):
         if not raw.strip():
             continue
@@ -121,10 +134,14 @@ def read_jsonl(
             continue
         if twice is not None and not warned:
             warned = True
-            warn_duplicate_key(where, twice[0], " (the first such line of this file)")
-        if note is not None and (key := _whole_with_id(value, spec)) is not None:
+            more = " (the first such line of this file)"
+            if note is None:
+                warn_duplicate_key(where, twice[0], more)
+            else:
+                note(duplicate_key(where, twice[0], more), "warning")
+        if note is not None and not noted and (key := _whole_with_id(value, spec)) is not None:
             note(WHOLE_OBJECT_NOTE.format(field=key))
-            note = None
+            noted = True
         yield replace(from_object(value, where, where, spec, base), line=lineno)
 
 
@@ -156,7 +173,7 @@ def _csv_text(stream: Iterable[bytes], bad: list[tuple[int, int]]) -> Iterator[s
             yield raw.decode("utf-8", "surrogateescape")
 
 
-def _dialect(path: str, f: BinaryIO) -> tuple[str, bytes]:
+def _dialect(path: str, f: BinaryIO, note: Notes | None = None) -> tuple[str, bytes]:
     """The delimiter of the CSV file open as ``f`` and its first line (read, so the caller
     puts it back). A file that is not UTF-8 is refused here, once, with what to do: row by row
     it made one error record per line (issue 31 item 14)."""
@@ -164,25 +181,28 @@ def _dialect(path: str, f: BinaryIO) -> tuple[str, bytes]:
     if bad is not None:
         line, byte = bad
         f.seek(0)
-        raise CliError(f"{path}:{line}: not UTF-8 (byte {byte}): {not_utf8_hint(f.read(2))}")
+        raise RunError(f"{path}:{line}: not UTF-8 (byte {byte}): {not_utf8_hint(f.read(2))}")
     f.seek(0)
     first = f.readline()
     header = first.removeprefix(codecs.BOM_UTF8).decode("utf-8")
     # A .tsv file is tab-separated whatever its header holds (a column name may have a comma).
     delimiter = "\t" if path.lower().endswith(".tsv") else csv_delimiter(header)
     if delimiter != "," and not path.lower().endswith(".tsv"):
-        sys.stderr.write(f"toolnexus: note: {path}: {header_note(header, delimiter)}\n")
+        if note is None:
+            sys.stderr.write(f"toolnexus: note: {path}: {header_note(header, delimiter)}\n")
+        else:
+            note(f"{path}: {header_note(header, delimiter)}")
     return delimiter, first
 
 
-def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
+def read_csv(path: str, spec: InputSpec, note: Notes | None = None) -> Iterator[InputItem]:
     """One state per row after the header. The header names the columns; a header without a
-    comma but with ``;`` or tabs sets the delimiter (said on stderr)."""
+    comma but with ``;`` or tabs sets the delimiter (said to ``note``, else on stderr)."""
     if csv.field_size_limit() < _CSV_CELL_LIMIT:
         csv.field_size_limit(_CSV_CELL_LIMIT)
     bad: list[tuple[int, int]] = []
     with open(path, "rb") as f:
-        delimiter, first = _dialect(path, f)
+        delimiter, first = _dialect(path, f, note)
         lines = itertools.chain([first], f)
         reader = csv.DictReader(
             _csv_text(lines, bad), restkey=_EXTRA, strict=True, delimiter=delimiter
@@ -206,7 +226,7 @@ def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
         ):
             if field_name is not None and field_name not in columns:
                 # Every row would fail the same way: say it once, as a usage error.
-                raise CliError(
+                raise RunError(
                     f"{path}: {flag} {_shown(field_name)} is not a column "
                     f"({', '.join(_shown(c) for c in columns)})"
                 )
@@ -242,14 +262,14 @@ def read_csv(path: str, spec: InputSpec) -> Iterator[InputItem]:
             yield replace(from_object(dict(row), where, where, spec, Path(path).parent), line=start)
 
 
-def _read_state_file(path: str) -> InputItem:
+def _read_state_file(path: str, note: Notes | None = None) -> InputItem:
     """One state file, read as ``eval`` reads a state file (``states.parse_state``). An image is
     not read here at all: its bytes are read when its state is sent."""
     if is_image_path(path):
         return InputItem(path, state=Image(path))
     try:
         fmt = guess_format(path)
-    except CliError:
+    except RunError:
         return InputItem(
             path,
             error=(
@@ -263,10 +283,11 @@ def _read_state_file(path: str) -> InputItem:
     except (OSError, UnicodeDecodeError) as e:
         return InputItem(path, error=(MALFORMED, f"{path}: cannot read: {one_line(str(e))}"))
     try:
-        return InputItem(path, state=parse_state(text, fmt, path))
+        warn = None if note is None else functools.partial(note, kind="warning")
+        return InputItem(path, state=parse_state(text, fmt, path, warn))
     except NotAState as e:
         return InputItem(path, error=(INVALID_STATE, one_line(e.message)))
-    except CliError as e:
+    except RunError as e:
         return InputItem(path, error=(MALFORMED, one_line(e.message)))
 
 
@@ -275,7 +296,7 @@ def _inside(path: str, root: str) -> bool:
     return os.path.commonpath([real, top]) == top
 
 
-def _walk(root: str, top: str, recursive: bool) -> Iterator[str | InputItem]:
+def walk(root: str, top: str, recursive: bool) -> Iterator[str | InputItem]:
     """The state files of a directory: each entry with a suffix ``eval`` reads
     (``STATE_SUFFIXES``), sorted by name; hidden entries (``.git``, editor swap files) and other
     suffixes are skipped, subfolders entered only when ``recursive``. A symlink that leads out
@@ -294,18 +315,18 @@ def _walk(root: str, top: str, recursive: bool) -> Iterator[str | InputItem]:
             )
         elif entry.is_dir():
             if recursive and not entry.is_symlink():
-                yield from _walk(entry.path, top, recursive)
+                yield from walk(entry.path, top, recursive)
         elif entry.is_file() and Path(entry.name).suffix.lower() in STATE_SUFFIXES:
             yield entry.path
 
 
-def read_files(paths: Iterable[str | InputItem]) -> Iterator[InputItem]:
+def read_files(paths: Iterable[str | InputItem], note: Notes | None = None) -> Iterator[InputItem]:
     """One state per file; its path is its id (an item already made passes through)."""
     for path in paths:
-        yield path if isinstance(path, InputItem) else _read_state_file(path)
+        yield path if isinstance(path, InputItem) else _read_state_file(path, note)
 
 
-def _not_a_table(path: str, f: BinaryIO) -> None:
+def not_a_table(path: str, f: BinaryIO) -> None:
     """Refuse, once, a file read as JSONL that a spreadsheet wrote as a table: UTF-16 ("Unicode
     Text"), or a first line that is not JSON but holds tabs ("Text (Tab delimited)", saved as
     .txt). Read line by line, each of its lines was an error record of its own (issue 31's
@@ -313,7 +334,7 @@ def _not_a_table(path: str, f: BinaryIO) -> None:
     first = f.readline(1 << 16)
     f.seek(0)
     if first.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        raise CliError(f"{path}:1: not UTF-8 (byte 1): {UTF16_HINT}")
+        raise RunError(f"{path}:1: not UTF-8 (byte 1): {UTF16_HINT}")
     # A JSON state starts { [ or " (a raw tab inside one is that line's own error): a header
     # of column names with tabs between them does not.
     if b"\t" not in first or first.lstrip().startswith((b"{", b"[", b'"')):
@@ -321,52 +342,7 @@ def _not_a_table(path: str, f: BinaryIO) -> None:
     try:
         json.loads(first)
     except ValueError:
-        raise CliError(
+        raise RunError(
             f"{path}:1: not JSON but tab-separated text (a spreadsheet's 'Text (Tab "
             "delimited)' export): name the file .tsv to read it as a table with a header"
         ) from None
-
-
-def iter_inputs(
-    args: Sequence[str],
-    spec: InputSpec,
-    stdin: BinaryIO | None = None,
-    note: Callable[[str], None] | None = None,
-) -> Iterator[InputItem]:
-    """Every state of every INPUT, in order, read lazily; each item knows its INPUT's index.
-    ``note`` hears what the user should know once (``WHOLE_OBJECT_NOTE``)."""
-    for source, arg in enumerate(args):
-        items = _read_input(arg, spec, stdin, note)
-        if source == 0:
-            yield from items
-        else:
-            yield from (replace(item, source=source) for item in items)
-
-
-def _read_input(
-    arg: str, spec: InputSpec, stdin: BinaryIO | None, note: Callable[[str], None] | None
-) -> Iterator[InputItem]:
-    """Every state of one INPUT argument."""
-    kind = kind_of(arg)
-    if kind == "stdin":
-        stream = stdin if stdin is not None else sys.stdin.buffer
-        yield from read_jsonl(stream, "-", spec, note=note)
-    elif kind == "dir":
-        yield from read_files(_walk(arg, arg, spec.recursive))
-    elif kind == "glob":
-        # ``**`` in the pattern is how a glob asks for recursion.
-        yield from read_files(
-            p for p in sorted(glob.iglob(arg, recursive=True)) if os.path.isfile(p)
-        )
-    elif kind == "arrow":
-        from .batch_arrow import read_arrow  # pyarrow only for a Parquet/Arrow input
-
-        yield from read_arrow(arg, spec)
-    elif kind == "csv":
-        yield from read_csv(arg, spec)
-    elif kind == "jsonl":
-        with open(arg, "rb") as f:
-            _not_a_table(arg, f)
-            yield from read_jsonl(f, arg, spec, Path(arg).parent, note)
-    else:
-        raise FileNotFoundError(arg)

@@ -4,7 +4,7 @@ Nothing lost: every record is encoded in memory (``records.codec``, one complete
 handed to the kernel in ONE ``os.write`` (no user-space buffer), so a record is on its way to
 disk the moment it completes and a ``kill -9`` leaves at most the one line being written short.
 ``fsync`` runs at the end and on SIGINT/SIGTERM. Reading an output back for ``--resume`` and
-compacting it are ``batch_resume``'s.
+compacting it are ``run.resume``'s.
 
 Formats, each one record per line (``records.codec`` defines them):
 
@@ -14,7 +14,7 @@ Formats, each one record per line (``records.codec`` defines them):
 - ``csv``: a header and one row per record: the one CSV shape, which ``eval --format csv``
   writes too (dotted column names such as ``answers.urgency.score``, flags as words; a row is
   always one physical line).
-- ``parquet``: not a line format; ``batch_parquet`` journals its records through this writer
+- ``parquet``: not a line format; ``run.parquet`` journals its records through this writer
   (as ``jsonl``) and writes the one Parquet file on a clean end.
 """
 
@@ -29,23 +29,30 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..records.codec import codec_for, csv_header
-from .render.formats import BatchFormat
+from .resume import LINES, Framing, fsync_dir
 
 if TYPE_CHECKING:
     from ..records import Record
 
-__all__ = ["FORMATS", "OutputWriter", "ReorderBuffer", "csv_columns", "encode_line", "fsync_dir"]
+__all__ = [
+    "LINE_FORMATS",
+    "OutputWriter",
+    "ReorderBuffer",
+    "csv_columns",
+    "encode_line",
+    "fsync_dir",
+]
 
 
 class _Prior(Protocol):
-    """What a resumed output already holds (``batch_resume.PriorOutput``)."""
+    """What a resumed output already holds (``run.resume.PriorOutput``)."""
 
     keep_bytes: int
     records: int
 
 
-#: The ``batch --format`` choices (``render.BatchFormat``, checked by a test).
-FORMATS: tuple[BatchFormat, ...] = ("jsonl", "csv", "json", "parquet")
+#: The line formats this writer writes (``records.codec``); a Parquet run journals as jsonl.
+LINE_FORMATS: tuple[str, ...] = ("jsonl", "csv", "json")
 
 
 def csv_columns(sample_record: Mapping[str, Any]) -> list[str]:
@@ -78,13 +85,15 @@ class OutputWriter:
         stdout_fd: int = 1,
         *,
         staged: bool = False,
+        framing: Framing = LINES,
     ) -> None:
-        if fmt not in FORMATS or fmt == "parquet":
-            raise ValueError(f"not a line format: {fmt!r} (a Parquet run is batch_parquet's)")
+        if fmt not in LINE_FORMATS:
+            raise ValueError(f"not a line format: {fmt!r} (a Parquet run is run.parquet's)")
         self.path = path
         self.fmt = fmt
         self.columns = list(columns)
         self.codec = codec_for(fmt, self.columns)
+        self.framing = framing
         self.written = 0
         self._closed = False
         self._staged: str | None = None
@@ -167,6 +176,17 @@ class OutputWriter:
             if self._staged is not None:
                 self._settle(finished if replace is None else replace)
 
+    def abort(self) -> None:
+        """An end that is not clean: what was written stays for ``--resume``."""
+
+    def settle(self, superseded: set[str], *, finished: bool) -> None:
+        """After a finished run over an output that holds an id more than once (``--resume``,
+        ``--retry-errors``): rewrite it atomically to one record per id (``resume.compact``)."""
+        if self.path is not None and finished and superseded:
+            from .resume import compact
+
+            compact(self.path, self.fmt, superseded, self.columns, self.framing)
+
     def _settle(self, replace: bool) -> None:
         assert self._staged is not None and self.path is not None
         if not replace:
@@ -221,17 +241,3 @@ class ReorderBuffer:
         ready = [self._held[seq] for seq in sorted(self._held)]
         self._held.clear()
         return ready
-
-
-def fsync_dir(directory: str) -> None:
-    """fsync a directory so a rename in it survives a crash (best effort)."""
-    try:
-        dfd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)

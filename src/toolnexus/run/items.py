@@ -1,19 +1,20 @@
 """What one state read from a ``toolnexus batch`` input is (:class:`InputItem`), how the inputs
 are to be read (:class:`InputSpec`), what kind of input an argument is, and how ``--id-field``,
 ``--state-field`` and ``--image-field`` turn one parsed record into an item (see
-``batch_inputs`` for the readers and the rules)."""
+``inputs`` and ``codecs`` for the readers and the rules)."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, Protocol, cast
 
 from ..assets import with_images
+from ..errors import RunError
+from ..failures import MALFORMED_INPUT
 from ..images import Image
 from ..records.model import id_problem
-from .errors import MALFORMED_INPUT, CliError
 from .states import check_state
 
 __all__ = [
@@ -23,20 +24,25 @@ __all__ = [
     "PARQUET_SUFFIXES",
     "InputItem",
     "InputSpec",
+    "Notes",
     "checked",
     "from_object",
     "is_arrow_input",
-    "kind_of",
     "parquet_files",
 ]
 
 MALFORMED = MALFORMED_INPUT.code
 INVALID_STATE = "invalid_state"
 
-_GLOB_CHARS = frozenset("*?[")
-
 PARQUET_SUFFIXES = (".parquet", ".pq")
 ARROW_SUFFIXES = (".arrow", ".feather", ".ipc")
+
+
+class Notes(Protocol):
+    """Where a reader tells the user something: ``note(message)`` (said once per run) or
+    ``note(message, "warning")``; the run hands it on as a ``RunNote``."""
+
+    def __call__(self, message: str, kind: Literal["note", "warning"] = "note") -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +61,7 @@ class InputItem:
     source: int = 0
     line: int = 0
     #: The record is an object without the ``--state-field``: when no record of the first
-    #: ``batch_run.STATE_FIELD_PROBE`` has it, the field is a typo and the run stops.
+    #: ``pace.STATE_FIELD_PROBE`` has it, the field is a typo and the run stops.
     no_state_field: bool = False
 
     @property
@@ -98,32 +104,10 @@ def is_arrow_input(arg: str) -> bool:
     return os.path.isdir(arg) and bool(parquet_files(arg))
 
 
-def kind_of(arg: str) -> str:
-    """``stdin``, ``dir``, ``arrow``, ``csv``, ``jsonl`` or ``glob`` for one INPUT argument.
-
-    A Parquet/Arrow file (``.parquet``, ``.pq``, ``.arrow``, ``.feather``, ``.ipc``) or a
-    directory holding Parquet files is ``arrow``. A path ending ``.csv`` (or ``.tsv``,
-    tab-separated) is CSV; any other file is JSONL. A missing path with glob characters is a
-    glob; a missing path without them is reported by the caller as a usage error.
-    """
-    if arg == "-":
-        return "stdin"
-    p = Path(arg)
-    if p.is_dir():
-        return "arrow" if is_arrow_input(arg) else "dir"
-    if p.exists():
-        if is_arrow_input(arg):
-            return "arrow"
-        return "csv" if p.suffix.lower() in (".csv", ".tsv") else "jsonl"
-    if _GLOB_CHARS & set(arg):
-        return "glob"
-    return "missing"
-
-
 def checked(item_id: str | int, state: Any, where: str) -> InputItem:
     try:
         check_state(state, where)
-    except CliError as e:
+    except RunError as e:
         return InputItem(item_id, error=(INVALID_STATE, e.message))
     return InputItem(item_id, state=state)
 

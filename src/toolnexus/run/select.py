@@ -6,11 +6,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 
-from .batch_ids import SeenIds
-from .batch_items import InputItem
-from .batch_resume import PriorOutput
-from .batch_values import BatchConfig, BatchSummary
-from .errors import DUPLICATE_ID
+from ..failures import DUPLICATE_ID
+from .config import RunConfig
+from .ids import SeenIds
+from .items import InputItem
+from .resume import PriorOutput
+from .summary import RunSummary
 
 __all__ = ["select", "shard_of"]
 
@@ -22,16 +23,16 @@ def shard_of(key: str, count: int) -> int:
     return int.from_bytes(digest[:8], "big") % count + 1
 
 
-def _where(cfg: BatchConfig, source: int, line: int, key: str) -> str:
+def _where(cfg: RunConfig, source: int, line: int, key: str) -> str:
     """``INPUT:line`` for a JSONL/CSV item, the path (its id) for a state file."""
     return f"{cfg.inputs[source]}:{line}" if line else key
 
 
 def select(
     items: Iterator[InputItem],
-    cfg: BatchConfig,
+    cfg: RunConfig,
     prior: PriorOutput | None,
-    summary: BatchSummary,
+    summary: RunSummary,
     retried: set[str],
 ) -> Iterator[InputItem]:
     """The items this run evaluates: its shard, minus what ``--resume`` already has; with
@@ -42,7 +43,7 @@ def select(
     seen = SeenIds()
     for item in items:
         key = item.key
-        if cfg.shard_range is not None and shard_of(key, cfg.shard_range[1]) != cfg.shard_range[0]:
+        if cfg.shard is not None and shard_of(key, cfg.shard[1]) != cfg.shard[0]:
             summary.other_shards += 1
             continue
         first = seen.add(key, (item.source << 40) | item.line)

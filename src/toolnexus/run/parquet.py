@@ -8,7 +8,7 @@ leaves the journal, and ``--resume`` reads the file and the journal (the last re
 wins); its clean end folds both in.
 
 A run that starts a file (no ``--resume``) also has the Parquet file written as records
-arrive, by a child process fed the journal's lines (``batch_parquet_sink``: a temporary file,
+arrive, by a child process fed the journal's lines (``run.parquet_sink``: a temporary file,
 renamed into place on a clean end), so its end does not read the journal back (that read cost a
 fifth of a 100,000-state run, bench/parquet.py) and the run's own thread never builds Arrow
 columns. A resumed run, or one whose child failed, folds the old file and the journal in at its
@@ -30,12 +30,13 @@ from typing import TYPE_CHECKING
 
 from ..records import Record
 from ..records.parquet import journal_line, journal_path, parquet_records
-from .batch_output import OutputWriter, fsync_dir
-from .batch_parquet_sink import ParquetSink
-from .batch_resume import (
+from .output import OutputWriter
+from .parquet_sink import ParquetSink
+from .resume import (
     PriorMismatch,
     PriorOutput,
     complete_records,
+    fsync_dir,
     keep_plan,
     kept,
     note_record,
@@ -147,11 +148,12 @@ class ParquetOutput:
         old = () if self._staged else parquet_records(self.path)
         return chain(old, complete_records(self._file))
 
-    def settle(self, superseded: set[str]) -> int:
+    def settle(self, superseded: set[str], *, finished: bool = True) -> int:
         """On a clean end: write ``path`` from the old file's records (not for ``--overwrite``)
         and the journal's, keeping ONE record of each id in ``superseded`` (its last decision,
         else its last record), then delete the journal. Returns the records written (0 when a
-        staged run left the old file as it was)."""
+        staged run left the old file as it was). Finished or interrupted (a signal, a
+        cancellation): either way a clean end folds the journal in."""
         if self._staged and not self._replace:
             return 0
         # Nothing to fold in for a fresh run: no old records, and no id twice but a duplicate

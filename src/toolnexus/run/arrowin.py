@@ -21,8 +21,9 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
+from ..failures import one_line
 from ..records.arrow import require_pyarrow
-from .batch_items import (
+from .items import (
     ARROW_SUFFIXES,
     MALFORMED,
     PARQUET_SUFFIXES,
@@ -32,7 +33,6 @@ from .batch_items import (
     is_arrow_input,
     parquet_files,
 )
-from .errors import one_line
 
 __all__ = ["ARROW_SUFFIXES", "PARQUET_SUFFIXES", "is_arrow_input", "parquet_rows", "read_arrow"]
 

@@ -1,19 +1,16 @@
-"""What ``toolnexus batch`` was asked to do (:class:`BatchConfig`, over the options of
-``batch_options.BatchFlags``) and what it did
-(:class:`BatchSummary`: the counts behind the one-line summary and the exit code)."""
+"""What a batch run did (:class:`RunSummary`: the counts behind ``toolnexus batch``'s
+one-line summary and its exit code) and what it reports while it runs (:class:`RunProgress`,
+the typed value ``run_batch(on_progress=...)`` hears after each record, and :class:`RunNote`,
+a note the user should read once)."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from ..printable import printable
-from .batch_items import InputSpec
-from .batch_options import BatchFlags, parse_pack, parse_shard
-from .errors import (
+from ..failures import (
     EXIT_BACKEND,
     EXIT_CONDITION,
     EXIT_FOR_CODE,
@@ -21,79 +18,42 @@ from .errors import (
     EXIT_OK,
     EXIT_STOPPED,
     EXIT_USAGE,
-    CliError,
 )
+from ..printable import printable
 
-if TYPE_CHECKING:
-    from ..scheduler.budget import Caps
-
-__all__ = ["FIRST_IDS", "BatchConfig", "BatchSummary"]
+__all__ = ["FIRST_IDS", "RunNote", "RunProgress", "RunSummary"]
 
 #: How many ids of each ``--fail-on`` condition the summary names.
 FIRST_IDS = 5
 
 
 @dataclass(frozen=True)
-class BatchConfig(BatchFlags):
-    """Everything ``batch`` was asked to do: its options, its inputs, and the options' parsed
-    forms (a wrong one raises :class:`CliError` here, before anything is read)."""
+class RunProgress:
+    """Where a run is, after each record it wrote: what ``on_progress`` hears."""
 
-    inputs: list[str] = field(default_factory=list)
-    #: ``--id-field`` / ``--state-field`` / ``--image-field`` / ``--recursive``
-    spec: InputSpec = field(init=False)
-    #: ``--shard I/N`` as ``(I, N)``
-    shard_range: tuple[int, int] | None = field(init=False)
-    #: ``--fail-on``'s conditions, in ``FLAGS`` order
-    conditions: tuple[str, ...] = field(init=False)
-    #: ``--thresholds``' cut-points (the names given; the rest keep their defaults)
-    cut_points: Mapping[str, float] = field(init=False)
-    #: ``--thresholds @FILE``'s cut-points per question key (``report --write-thresholds``)
-    question_cut_points: Mapping[str, Mapping[str, float]] = field(init=False)
-    #: ``--pack`` as ``config.BatchOptions.pack`` takes it
-    pack_size: int | Literal["auto"] = field(init=False)
-    #: ``--max-cost`` / ``--max-tokens`` / ``--max-requests``
-    caps: Caps = field(init=False)
-
-    def __post_init__(self) -> None:
-        from .options import parse_fail_on, parse_question_thresholds, parse_thresholds
-
-        # One name given as a plain string (a caller outside Typer) is one field, never its
-        # characters.
-        fields = [self.state_field] if isinstance(self.state_field, str) else self.state_field
-        object.__setattr__(self, "state_field", list(fields) if fields else None)
-        spec = InputSpec(self.id_field, tuple(fields or ()), self.image_field, self.recursive)
-        object.__setattr__(self, "spec", spec)
-        object.__setattr__(self, "shard_range", parse_shard(self.shard))
-        object.__setattr__(self, "conditions", parse_fail_on(self.fail_on))
-        object.__setattr__(self, "cut_points", parse_thresholds(self.thresholds))
-        object.__setattr__(self, "question_cut_points", parse_question_thresholds(self.thresholds))
-        object.__setattr__(self, "pack_size", parse_pack(self.pack))
-        object.__setattr__(self, "caps", _caps(self))
+    #: records written so far (ok + failed), and how many of them were ok / cached / errors
+    states: int
+    ok: int
+    failed: int
+    cached: int
+    #: HTTP requests sent so far (re-sends included)
+    requests: int
+    input_tokens: int
+    output_tokens: int
 
 
-def _caps(cfg: BatchFlags) -> Caps:
-    """The caps, checked: a wrong one is one line naming the flag."""
-    from decimal import InvalidOperation
+@dataclass(frozen=True)
+class RunNote:
+    """Something the user should know (an input's quirk, a state over the wire's limits), as
+    ``on_progress`` hears it; without ``on_progress`` the run logs it (logger ``toolnexus.run``:
+    a note at INFO, a warning at WARNING). The CLI prints ``toolnexus: {kind}: {message}``."""
 
-    from ..errors import ConfigError
-    from ..scheduler.budget import Caps
-
-    cost = None
-    if cfg.max_cost is not None:
-        try:
-            cost = Decimal(cfg.max_cost)
-        except InvalidOperation:
-            cost = None
-        if cost is None or not cost.is_finite():
-            raise CliError(f"--max-cost takes an amount in USD (like 2.50), got {cfg.max_cost!r}")
-    try:
-        return Caps(cost, cfg.max_tokens, cfg.max_requests)
-    except ConfigError as e:
-        raise CliError(e.detail.removeprefix("classifier: ")) from None
+    message: str
+    kind: Literal["note", "warning"] = "note"
 
 
 @dataclass
-class BatchSummary:
+class RunSummary:
     """Counts for the one-line summary and the exit code."""
 
     states: int = 0
@@ -160,6 +120,13 @@ class BatchSummary:
     @property
     def failed(self) -> int:
         return sum(self.codes.values())
+
+    def progress(self) -> RunProgress:
+        """The counts so far, as ``on_progress`` hears them."""
+        return RunProgress(
+            self.states, self.ok, self.failed, self.cached, self.requests,
+            self.input_tokens, self.output_tokens,
+        )  # fmt: skip
 
     def exit_code(self) -> int:
         """The worst outcome: a stopped run (4, or its stop kind's code) over a backend

@@ -22,9 +22,10 @@ from typing import BinaryIO
 from ..records import DecisionRecord, ErrorRecord, Record, codec_for
 from ..records.codec import Codec, read_csv_header
 from ..records.parquet import PARQUET_MAGIC
-from .batch_output import fsync_dir
 
 __all__ = [
+    "LINES",
+    "Framing",
     "PriorMismatch",
     "PriorOutput",
     "compact",
@@ -71,6 +72,23 @@ class PriorOutput:
         return key in self.ok or key in self.errors
 
 
+@dataclass(frozen=True)
+class Framing:
+    """How a line format frames its records in a file (its sink in ``codecs`` says which): a
+    first line that is a header naming the columns (CSV); the lines that open and close the
+    records (a JSON array's ``[`` and ``]``); the separator leading every record but the first
+    (the array's comma). Reading back and compacting follow it, never the format's name."""
+
+    header: bool = False
+    opener: bytes = b""
+    closer: bytes = b""
+    lead: bytes = b""
+
+
+#: One record per line and nothing around them (jsonl, and a Parquet run's journal).
+LINES = Framing()
+
+
 class PriorMismatch(ValueError):
     """An existing ``--output`` that this run must not resume: another format or another
     question set. ``str(e)`` says which and what to do."""
@@ -89,11 +107,13 @@ def _header(line: bytes) -> list[str]:
     return read_csv_header(next(csv.reader([line.decode("utf-8", "replace")]), []))
 
 
-def _records(path: str, fmt: str, columns: Sequence[str] = ()) -> Iterator[Record | None]:
-    """Every line's record after a CSV header (None for framing or an unreadable line)."""
+def _records(
+    path: str, fmt: str, columns: Sequence[str] = (), framing: Framing = LINES
+) -> Iterator[Record | None]:
+    """Every line's record after a header (None for framing or an unreadable line)."""
     codec: Codec = codec_for(fmt, columns)
     for i, (_, line) in enumerate(_lines(path)):
-        if fmt == "csv" and i == 0:
+        if framing.header and i == 0:
             codec = codec_for(fmt, _header(line))
             continue
         yield codec.decode(line)
@@ -118,7 +138,12 @@ def written_format(path: str) -> str | None:
 
 
 def read_prior(
-    path: str, fmt: str, questions_sha256: str | None = None, into: PriorOutput | None = None
+    path: str,
+    fmt: str,
+    questions_sha256: str | None = None,
+    into: PriorOutput | None = None,
+    *,
+    framing: Framing = LINES,
 ) -> PriorOutput:
     """Scan an existing output file for ``--resume`` / ``--retry-errors``. A missing or empty
     file is an empty prior. Raises ValueError when a CSV file's header is not a batch header,
@@ -141,14 +166,14 @@ def read_prior(
     for offset, line in _lines(path):
         if not line.endswith(b"\n"):
             break  # cut short by a kill: this record was never complete
-        if fmt == "csv" and prior.header is None:
+        if framing.header and prior.header is None:
             prior.header = _header(line)
             if "id" not in prior.header:
                 raise ValueError(f"{path}: not a batch CSV output (no id column)")
             codec = codec_for(fmt, prior.header)
             prior.keep_bytes = offset + len(line)
             continue
-        if fmt == "json" and line.strip() == b"]":
+        if framing.closer and line.strip() == framing.closer:
             break  # the closing bracket of a finished run; appending reopens the array
         record = codec.decode(line)
         prior.keep_bytes = offset + len(line)
@@ -234,19 +259,21 @@ def kept(records: Iterable[Record | None], plan: Mapping[str, list[int]]) -> Ite
         yield record
 
 
-def read_ids(path: str, fmt: str) -> list[str]:
+def read_ids(path: str, fmt: str, framing: Framing = LINES) -> list[str]:
     """The id of every complete record in an output file, in file order, as ``--resume``
     reads them (CSV ids unescaped)."""
-    return [r.key for r in _records(path, fmt) if r is not None]
+    return [r.key for r in _records(path, fmt, framing=framing) if r is not None]
 
 
-def compact(path: str, fmt: str, keys: set[str], columns: Sequence[str] = ()) -> None:
+def compact(
+    path: str, fmt: str, keys: set[str], columns: Sequence[str] = (), framing: Framing = LINES
+) -> None:
     """Rewrite ``path`` atomically keeping ONE record of each id in ``keys`` (every other line
     is kept as is): its last decision when it has one, else its last record. No compaction ever
     drops a finished decision. Two passes, so memory holds counts for ``keys`` only."""
     if not keys:
         return
-    plan = keep_plan(_records(path, fmt, columns), keys)
+    plan = keep_plan(_records(path, fmt, columns, framing), keys)
     seen: dict[str, int] = dict.fromkeys(keys, 0)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".toolnexus-batch-", dir=directory)
@@ -255,11 +282,11 @@ def compact(path: str, fmt: str, keys: set[str], columns: Sequence[str] = ()) ->
             first = True
             codec: Codec = codec_for(fmt, columns)
             for i, (_, line) in enumerate(_lines(path)):
-                if fmt == "csv" and i == 0:
+                if framing.header and i == 0:
                     out.write(line)
                     codec = codec_for(fmt, _header(line))
                     continue
-                first = _copy(out, fmt, line, codec.decode(line), seen, plan, first)
+                first = _copy(out, framing, line, codec.decode(line), seen, plan, first)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
@@ -272,7 +299,7 @@ def compact(path: str, fmt: str, keys: set[str], columns: Sequence[str] = ()) ->
 
 def _copy(
     out: BinaryIO,
-    fmt: str,
+    framing: Framing,
     line: bytes,
     record: Record | None,
     seen: dict[str, int],
@@ -282,9 +309,9 @@ def _copy(
     """Write ``line`` to ``out`` unless its record is superseded; returns the new ``first``."""
     write = out.write
     if record is None:
-        if fmt == "json" and line.strip() == b"]":
-            write(b"]\n")
-        elif fmt == "json" and line.strip() == b"[":
+        if framing.closer and line.strip() == framing.closer:
+            write(framing.closer + b"\n")
+        elif framing.opener and line.strip() == framing.opener:
             write(line)
         return first
     if record.key in seen:
@@ -292,8 +319,22 @@ def _copy(
         seen[record.key] += 1
         if index != plan[record.key][1]:
             return first  # superseded by the record of this id that is kept
-    if fmt == "json":
-        body = line.strip().removeprefix(b",")
-        line = (b"" if first else b",") + body + b"\n"
+    if framing.lead:
+        body = line.strip().removeprefix(framing.lead)
+        line = (b"" if first else framing.lead) + body + b"\n"
     write(line)
     return False
+
+
+def fsync_dir(directory: str) -> None:
+    """fsync a directory so a rename in it survives a crash (best effort)."""
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)

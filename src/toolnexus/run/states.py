@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from ..assets import with_images
 from ..decision import json_kind
+from ..errors import RunError
 from ..images import Image
 from ..printable import printable
-from .errors import CliError
 
 StateFormat = Literal["text", "json", "yaml"]
 STATE_FORMATS: tuple[StateFormat, ...] = ("text", "json", "yaml")
@@ -53,7 +54,7 @@ def guess_format(source: str) -> StateFormat:
     fmt = _SUFFIXES.get(suffix)
     if fmt is None:
         known = ", ".join(sorted(_SUFFIXES))
-        raise CliError(
+        raise RunError(
             f"{source}: cannot tell how to read a {suffix or 'suffix-less'} file as a state "
             f"(known: {known}); pass --as text|json|yaml"
         )
@@ -71,7 +72,7 @@ def image_state(source: str, what: str = "image file") -> Image:
     path = Path(source)
     if not path.is_file():
         reason = "is a directory" if path.is_dir() else "no such file"
-        raise CliError(f"{source}: {what}: {reason}")
+        raise RunError(f"{source}: {what}: {reason}")
     return Image(path)
 
 
@@ -84,13 +85,13 @@ def parse_image_options(values: list[str] | None) -> dict[str, Image]:
     for value in values or []:
         name, sep, path = value.partition("=")
         if not sep or not name or not path:
-            raise CliError(f"--image takes NAME=PATH, got {value!r}")
+            raise RunError(f"--image takes NAME=PATH, got {value!r}")
         if name in images:
-            raise CliError(f"--image {name}: given twice; each name attaches one image")
+            raise RunError(f"--image {name}: given twice; each name attaches one image")
         try:
             Image(b"x", alias=name)  # the alias rule, checked before any file is touched
         except ImageError:
-            raise CliError(
+            raise RunError(
                 f"--image {name}: a name is 1-64 letters, digits or _ . : - (the state says "
                 f"<{name}>)"
             ) from None
@@ -103,7 +104,7 @@ def attach_images(state: Any, images: dict[str, Image]) -> Any:
     return with_images(state, images) if images else state
 
 
-class NotAState(CliError):
+class NotAState(RunError):
     """A state input that parsed, but to a value that is not a string, object or array."""
 
 
@@ -127,35 +128,43 @@ def _strip_final_newline(text: str) -> str:
 def _parse_yaml(text: str, name: str) -> Any:
     """A YAML state through the same reader as question files: one node budget for alias
     expansion, the same nesting and number bounds, duplicate keys and non-JSON values refused."""
-    from .yamlread import YamlSyntaxError, read_yaml
+    from ..yamlread import YamlSyntaxError, read_yaml
 
     try:
         doc = read_yaml(text)
     except YamlSyntaxError as e:
         p = e.problem
-        raise CliError(f"{name}:{p.line}:{p.col}: invalid YAML: {p.message}") from None
+        raise RunError(f"{name}:{p.line}:{p.col}: invalid YAML: {p.message}") from None
     if doc.problems:
         p = min(doc.problems, key=lambda p: (p.line, p.col))
-        raise CliError(f"{name}:{p.line}:{p.col}: {p.message}")
+        raise RunError(f"{name}:{p.line}:{p.col}: {p.message}")
     if doc.second_document is not None:
         line, col = doc.second_document
-        raise CliError(f"{name}:{line}:{col}: a state is one YAML document, this is a second one")
+        raise RunError(f"{name}:{line}:{col}: a state is one YAML document, this is a second one")
     return doc.value
 
 
-def warn_duplicate_key(where: str, key: str, more: str = "") -> None:
-    """One stderr line for a JSON object that repeats ``key`` (issue 31 item 21): JSON keeps
-    the last value silently, where a YAML state is refused."""
-    sys.stderr.write(
-        f"toolnexus: warning: {where}: key {printable(repr(key))} appears twice in one JSON "
-        f"object; only its last value is sent{more}\n"
+def duplicate_key(where: str, key: str, more: str = "") -> str:
+    """The warning for a JSON object that repeats ``key`` (issue 31 item 21): JSON keeps the
+    last value silently, where a YAML state is refused."""
+    return (
+        f"{where}: key {printable(repr(key))} appears twice in one JSON object; only its last "
+        f"value is sent{more}"
     )
 
 
-def parse_state(text: str, fmt: StateFormat, name: str) -> Any:
+def warn_duplicate_key(where: str, key: str, more: str = "") -> None:
+    """:func:`duplicate_key` as one stderr line (``eval``'s state, read on the command line)."""
+    sys.stderr.write(f"toolnexus: warning: {duplicate_key(where, key, more)}\n")
+
+
+def parse_state(
+    text: str, fmt: StateFormat, name: str, warn: Callable[[str], None] | None = None
+) -> Any:
     """Read ``text`` as ``fmt``; a syntax error names ``name`` and its line and column.
     A text state from a file or stdin loses ONE final newline; ``--state-text`` is verbatim.
-    JSON and YAML states get the bounds of ``jsonlimits`` (nesting, number length, no NaN)."""
+    JSON and YAML states get the bounds of ``jsonlimits`` (nesting, number length, no NaN).
+    ``warn`` hears a repeated key (a batch run's channel); without it, stderr (``eval``)."""
     if fmt == "text":
         return text if name == TEXT_NAME else _strip_final_newline(text)
     if fmt == "json":
@@ -164,11 +173,14 @@ def parse_state(text: str, fmt: StateFormat, name: str) -> Any:
         try:
             value, twice = loads_noting_duplicates(text)
         except json.JSONDecodeError as e:
-            raise CliError(f"{name}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+            raise RunError(f"{name}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
         except JsonLimitError as e:
-            raise CliError(f"{name}: JSON state refused: {e}") from None
+            raise RunError(f"{name}: JSON state refused: {e}") from None
         if twice is not None:
-            warn_duplicate_key(f"{name}:{twice[1]}", twice[0])
+            if warn is None:
+                warn_duplicate_key(f"{name}:{twice[1]}", twice[0])
+            else:
+                warn(duplicate_key(f"{name}:{twice[1]}", twice[0]))
         return check_state(value, name)
     return check_state(_parse_yaml(text, name), name)
 
@@ -176,21 +188,21 @@ def parse_state(text: str, fmt: StateFormat, name: str) -> Any:
 def _read_stdin() -> str:
     stream = sys.stdin
     if stream is None or getattr(stream, "closed", False):
-        raise CliError("<stdin>: stdin is closed; pipe a state in, or pass a file or --state-text")
+        raise RunError("<stdin>: stdin is closed; pipe a state in, or pass a file or --state-text")
     try:
         raw = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
     except OSError as e:
-        raise CliError(f"<stdin>: cannot read: {e.strerror or type(e).__name__}") from None
+        raise RunError(f"<stdin>: cannot read: {e.strerror or type(e).__name__}") from None
     if isinstance(raw, str):
         text = raw
     else:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise CliError(f"<stdin>: not UTF-8 text (byte {e.start})") from None
+            raise RunError(f"<stdin>: not UTF-8 text (byte {e.start})") from None
     if not text.strip():
         # An empty pipe is a mistake upstream (a failed producer), not a state worth a request.
-        raise CliError("<stdin>: empty input: no state to evaluate")
+        raise RunError("<stdin>: empty input: no state to evaluate")
     return text
 
 
@@ -201,13 +213,13 @@ def _read(source: str) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise CliError(f"{source}: no such state file") from None
+        raise RunError(f"{source}: no such state file") from None
     except IsADirectoryError:
-        raise CliError(f"{source}: is a directory, not a state file") from None
+        raise RunError(f"{source}: is a directory, not a state file") from None
     except UnicodeDecodeError as e:
-        raise CliError(f"{source}: not UTF-8 text (byte {e.start})") from None
+        raise RunError(f"{source}: not UTF-8 text (byte {e.start})") from None
     except OSError as e:
-        raise CliError(f"{source}: cannot read the state file: {e.strerror}") from None
+        raise RunError(f"{source}: cannot read the state file: {e.strerror}") from None
 
 
 def load_state(
@@ -217,13 +229,13 @@ def load_state(
     for stdin, or ``text`` (from ``--state-text``). Exactly one of ``source`` and ``text`` must
     be given."""
     if as_ is not None and as_ not in STATE_FORMATS:
-        raise CliError(f"--as takes text, json or yaml, got {as_!r}")
+        raise RunError(f"--as takes text, json or yaml, got {as_!r}")
     if text is not None:
         if source is not None:
-            raise CliError("give the state as a file argument or as --state-text, not both")
+            raise RunError("give the state as a file argument or as --state-text, not both")
         return parse_state(text, as_ or "text", TEXT_NAME)
     if source is None:
-        raise CliError("no state: pass a state file, - for stdin, or --state-text TEXT")
+        raise RunError("no state: pass a state file, - for stdin, or --state-text TEXT")
     if source == "-":
         # stdin has no suffix to guess from; text is what a pipe usually carries.
         return parse_state(_read(source), as_ or "text", STDIN_NAME)
@@ -247,13 +259,13 @@ def load_states_jsonl(source: str) -> list[Any]:
         try:
             value, twice = loads_noting_duplicates(line)
         except json.JSONDecodeError as e:
-            raise CliError(f"{name}:{number}:{e.colno}: invalid JSON: {e.msg}") from None
+            raise RunError(f"{name}:{number}:{e.colno}: invalid JSON: {e.msg}") from None
         except JsonLimitError as e:
-            raise CliError(f"{name}:{number}: JSON state refused: {e}") from None
+            raise RunError(f"{name}:{number}: JSON state refused: {e}") from None
         if twice is not None and not warned:
             warned = True
             warn_duplicate_key(f"{name}:{number}", twice[0], " (the first such line of this file)")
         states.append(check_state(value, f"{name}:{number}"))
     if not states:
-        raise CliError(f"{name}: no states: write one JSON state per line")
+        raise RunError(f"{name}: no states: write one JSON state per line")
     return states

@@ -3,7 +3,7 @@
 A client at full speed keeps one CPU busy with requests; turning each finished record into Arrow
 column values there cost it about 9% of a 100,000-state run (bench/parquet.py). So the run's one
 thread only writes each journal line, as it must for ``kill -9``, and hands the same bytes down a
-pipe to this module run as a child (``python -m toolnexus.cli.batch_parquet_sink``), which
+pipe to this module run as a child (``python -m toolnexus.run.parquet_sink``), which
 decodes them with the JSONL codec ``--resume`` reads the journal with, and feeds
 :class:`~toolnexus.records.arrow.RunWriter`: the file is the one the run would have written itself.
 
@@ -51,7 +51,7 @@ class ParquetSink:
             # stderr is dropped: the child's failure is never the user's to read, since the
             # parent then writes the file itself.
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "toolnexus.cli.batch_parquet_sink"],
+                [sys.executable, "-m", "toolnexus.run.parquet_sink"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

@@ -1,0 +1,138 @@
+"""What a batch run is asked to do: :class:`RunConfig`, one frozen value that ``run_batch``
+reads and nothing else. ``toolnexus batch``'s flags are built into it (``cli/batch_options``;
+a test checks the two field for field), and a script builds it directly.
+
+Fields are the library's types, parsed: ``shard=(2, 3)``, ``pack="auto"``, ``fail_on=("invalid",)``,
+``max_cost=Decimal("2.50")``. The messages a wrong value raises name the flag a CLI user gave
+(``--concurrency takes 1..256 ...``): one wording for both."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_BATCH_PATIENCE
+from ..errors import RunError
+from .items import InputSpec
+
+if TYPE_CHECKING:
+    from ..decision import Decision
+    from ..policy import Policy
+    from ..questions import Question
+    from ..scheduler import Admission
+    from ..scheduler.budget import Caps, Price
+
+__all__ = ["Recorder", "RunConfig", "caps_from"]
+
+#: Called with each live decision as sent (``--record``): the state, the questions, the decision.
+Recorder = Callable[[Any, "Mapping[str, Question]", "Decision"], None]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One batch run: the questions, the inputs and how to read them, the output and how to
+    continue it, the scheduler's settings, the spend caps and what each record carries.
+
+    Every field but ``questions`` and ``inputs`` has the default ``toolnexus batch`` has."""
+
+    #: the question set (``toolnexus.Noul``, ... or a question file as ``batch`` loads it)
+    questions: Mapping[str, Question]
+    #: JSONL/JSON-lines, CSV/TSV, Parquet or Arrow files, a directory, a glob, or ``-`` (stdin)
+    inputs: tuple[str, ...]
+    #: keyword arguments for ``create_classifier`` (``base_url=``, ``backend=``, ``model=``, ...)
+    classifier: Mapping[str, Any] = field(default_factory=dict)
+    #: named SPEC §8B policies each record is gated by (a question file's ``gates:``)
+    gates: Mapping[str, Policy] = field(default_factory=dict)
+    #: the file the questions came from: an ``output`` onto it is refused
+    questions_path: str | None = None
+    # -- reading the inputs
+    id_field: str | None = None
+    state_fields: tuple[str, ...] = ()
+    image_field: str | None = None
+    recursive: bool = False
+    # -- the output
+    #: a file, or None for stdout (Parquet needs a file)
+    output: str | None = None
+    #: a registered sink (``run.codecs``): jsonl, json, csv, parquet
+    fmt: str = "jsonl"
+    ordered: bool = False
+    resume: bool = False
+    retry_errors: bool = False
+    overwrite: bool = False
+    #: ``(I, N)``: only the ids whose sha256 falls in shard I of N
+    shard: tuple[int, int] | None = None
+    #: states per request, or ``"auto"``
+    pack: int | Literal["auto"] = 1
+    # -- the scheduler
+    concurrency: int = DEFAULT_BATCH_CONCURRENCY
+    #: requests per minute at most (None: ride the server's 429s)
+    rate: float | None = None
+    patience: float = DEFAULT_BATCH_PATIENCE
+    #: extra admission members chained after the run's limiter (a ``scheduler.budget.Budget``)
+    admission: tuple[Admission, ...] = ()
+    # -- spend caps (the CLI hands a ``Budget`` built from them in ``admission``)
+    max_cost: Decimal | None = None
+    max_tokens: int | None = None
+    max_requests: int | None = None
+    price: Price | None = None
+    # -- what each record carries
+    #: ``--fail-on`` conditions, in ``records.decision.FLAGS`` order
+    fail_on: tuple[str, ...] = ()
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    question_thresholds: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: a calibration map file (``report --write-calibration``)
+    calibration: str | None = None
+    #: a decision cache (``toolnexus.cache``) the classifier reads and fills
+    cache: Any = None
+    #: writes each live exchange (``--record``); the state is kept for it
+    record: Recorder | None = None
+    #: the recordings directory a replaying classifier answers from (names it in a miss)
+    replay: str | Path | None = None
+    #: the caller already warned that the question set alone passes the wire's token limits:
+    #: the states over them are then only counted
+    said_over_limits: bool = False
+
+    def __post_init__(self) -> None:
+        # A list or one plain string from a caller outside the CLI: one field, never its letters.
+        fields = self.state_fields
+        fields = (fields,) if isinstance(fields, str) else tuple(fields)
+        object.__setattr__(self, "state_fields", fields)
+        inputs = self.inputs
+        object.__setattr__(self, "inputs", (inputs,) if isinstance(inputs, str) else tuple(inputs))
+
+    @property
+    def spec(self) -> InputSpec:
+        """How the inputs are read (``id_field`` / ``state_fields`` / ``image_field``)."""
+        return InputSpec(self.id_field, self.state_fields, self.image_field, self.recursive)
+
+    @property
+    def caps(self) -> Caps:
+        """The spend caps (``scheduler.budget.Caps``), checked."""
+        return caps_from(self.max_cost, self.max_tokens, self.max_requests)
+
+
+def caps_from(
+    max_cost: str | Decimal | None, max_tokens: int | None, max_requests: int | None
+) -> Caps:
+    """``--max-cost`` / ``--max-tokens`` / ``--max-requests`` as caps, checked: a wrong one is
+    one line naming the flag (``batch``, ``filter`` and the MCP server's tools share it)."""
+    from decimal import InvalidOperation
+
+    from ..errors import ConfigError
+    from ..scheduler.budget import Caps
+
+    cost = None
+    if max_cost is not None:
+        try:
+            cost = Decimal(max_cost)
+        except InvalidOperation:
+            cost = None
+        if cost is None or not cost.is_finite():
+            raise RunError(f"--max-cost takes an amount in USD (like 2.50), got {max_cost!r}")
+    try:
+        return Caps(cost, max_tokens, max_requests)
+    except ConfigError as e:
+        raise RunError(e.detail.removeprefix("classifier: ")) from None
