@@ -262,10 +262,13 @@ def run_batch(
     from .backend import build_backend, warn_to_stderr
     from .batch_dry import warn_if_over_limits
     from .batch_output import csv_columns
+    from .gatefloors import with_gate_floors
     from .questionfile import load_question_file
 
     check_config(cfg, questions_path)
     (file_model, questions), gates = load_question_file(questions_path)
+    # ``--thresholds @FILE``'s gates: floors (report --write-thresholds --gates), issue 35 item 4
+    gates = with_gate_floors(gates, cfg.thresholds, questions_path)
     backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr, cache=cache)
     warned = warn_if_over_limits(settings, backend.model, questions)  # issue 34 item 4
     sha = question_set_sha256(questions)
