@@ -149,10 +149,13 @@ def _run(
     from .backend import classifier_options, live_target, recorder_for, warn_to_stderr
     from .batch_dry import warn_if_over_limits
     from .batch_progress import Display
+    from .gatefloors import with_gate_floors
     from .questionfile import load_question_file
 
     check_config(cfg.run)  # every flag before the question file, as ever
     (file_model, qs), gates = load_question_file(questions)
+    # ``--thresholds @FILE``'s gates: floors (report --write-thresholds --gates), issue 35 item 4
+    gates = with_gate_floors(gates, cfg.thresholds, questions)
     options = classifier_options(settings, file_model=file_model, on_metric=warn_to_stderr)
     model = options.get("model")
     if settings.style == "systemone":

@@ -66,6 +66,7 @@ def run_eval(
     fail_on: tuple[str, ...] = (),
     calibration: str | None = None,
     question_thresholds: Mapping[str, Mapping[str, float]] | None = None,
+    thresholds_text: str | None = None,
 ) -> EvalResult:
     """Load the question set, evaluate ``state`` once, and build the result. Raises CliError
     (input), ClassifierError (backend or input) for the boundary to report."""
@@ -74,10 +75,13 @@ def run_eval(
     from ..errors import InvalidDecision, StaticMiss
     from ..recordings import replay_miss_message
     from .backend import build_backend, check_key, warn_to_stderr
+    from .gatefloors import with_gate_floors
     from .questionfile import load_question_file
     from .render import decision_record
 
     (file_model, questions), gates = load_question_file(questions_path)
+    # ``--thresholds @FILE``'s gates: floors (report --write-thresholds --gates), issue 35 item 4
+    gates = with_gate_floors(gates, thresholds_text, questions_path)
     # As batch: a backend's own endpoint with its key's variable unset is refused before the
     # request, naming the variable (issue 31 item 12: eval sent it three times and reported a
     # network error).
@@ -186,6 +190,7 @@ def eval_command(
     result = run_eval(
         questions, value, settings, thresholds=cut_points, fail_on=conditions,
         calibration=calibration, question_thresholds=parse_question_thresholds(thresholds),
+        thresholds_text=thresholds,
     )  # fmt: skip
     render(
         DecisionResult(result.record, result.questions, item_id=state or ""),

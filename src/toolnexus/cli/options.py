@@ -25,6 +25,7 @@ from .errors import CliError
 
 if TYPE_CHECKING:
     from ..errors import ClassifierError
+    from ..yamlread import Located
 
 _PANEL = "Backend"
 R = TypeVar("R")
@@ -380,8 +381,9 @@ def _cut_points(obj: Any, where: str) -> dict[str, float]:
     return out
 
 
-def _thresholds_file(path: str) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """The top-level and per-question cut-points of a thresholds YAML file."""
+def thresholds_doc(path: str) -> tuple[dict[str, Any], Located]:
+    """A thresholds YAML file as a mapping, with its positions (``cli.gatefloors`` reads its
+    ``gates:``)."""
     from ..yamlread import YamlSyntaxError, read_yaml
 
     try:
@@ -400,11 +402,17 @@ def _thresholds_file(path: str) -> tuple[dict[str, float], dict[str, dict[str, f
     obj = doc.value if doc.value is not None else {}
     if not isinstance(obj, dict):
         raise CliError(f"--thresholds @{path}: expected a mapping (yes, no, min_confidence, "
-                       "questions)")  # fmt: skip
+                       "questions, gates)")  # fmt: skip
+    return obj, doc
+
+
+def _thresholds_file(path: str) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """The top-level and per-question cut-points of a thresholds YAML file."""
+    obj, _ = thresholds_doc(path)
     questions = obj.get("questions") or {}
     if not isinstance(questions, dict):
         raise CliError(f"--thresholds @{path}: questions must map question keys to cut-points")
-    top = _checked(_cut_points({k: v for k, v in obj.items() if k != "questions"},
+    top = _checked(_cut_points({k: v for k, v in obj.items() if k not in ("questions", "gates")},
                                f"--thresholds @{path}"), f"--thresholds @{path}")  # fmt: skip
     per_key = {
         str(k): _cut_points(v, f"--thresholds @{path}: question {k!r}") for k, v in

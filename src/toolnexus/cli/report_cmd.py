@@ -100,6 +100,17 @@ def report_command(
             show_default=False,
         ),
     ] = None,
+    target_accuracy: Annotated[
+        float | None,
+        typer.Option(
+            "--target-accuracy",
+            help="With --write-thresholds: per labelled question and (with --gates) per gate, "
+            "the floor of the largest coverage whose accuracy is at least A, chosen out of "
+            "bag. --target-risk R alone does the same for accuracy 1-R, in words of risk.",
+            metavar="A",
+            show_default=False,
+        ),
+    ] = None,
     fmt: Annotated[
         ReportFormat | None,
         typer.Option(
@@ -152,7 +163,9 @@ def report_command(
             help="With --target-precision: write per noul question a consistent pair of "
             "cut-points (no <= yes) to FILE, for eval/batch --thresholds @FILE. Each side is "
             "chosen on 200 bootstrap resamples (seed 0) and measured out of bag (min n 5); a "
-            "pair whose out-of-bag precision misses the target is refused and not written.",
+            "pair whose out-of-bag precision misses the target is refused and not written. "
+            "With --target-accuracy or --target-risk: per question the floor of the largest "
+            "coverage reaching it. With --gates: each gate's floor too (gates: NAME: floor).",
             metavar="FILE",
             show_default=False,
         ),
@@ -250,8 +263,26 @@ def report_command(
         raise CliError(f"--jobs takes 1..{MAX_JOBS} processes, got {jobs}")
     if target_precision is not None and labels is None:
         raise CliError("--target-precision needs --labels: precision is measured on labels")
-    if write_thresholds is not None and target_precision is None:
-        raise CliError("--write-thresholds needs --target-precision: the pairs are searched for it")
+    if target_accuracy is not None and not 0.0 < target_accuracy <= 1.0:
+        raise CliError(f"--target-accuracy takes an accuracy in (0, 1], got {target_accuracy}")
+    if target_accuracy is not None and labels is None:
+        raise CliError("--target-accuracy needs --labels: accuracy is measured on labels")
+    if target_accuracy is not None and write_thresholds is None:
+        raise CliError(
+            "--target-accuracy chooses the floors --write-thresholds FILE writes: give it"
+        )
+    if target_accuracy is not None and (target_precision, target_risk) != (None, None):
+        raise CliError(
+            "--write-thresholds writes floors for one target: give --target-accuracy without "
+            "--target-precision and --target-risk"
+        )
+    if write_thresholds is not None and (target_precision, target_accuracy, target_risk) == (
+        None, None, None,
+    ):  # fmt: skip
+        raise CliError(
+            "--write-thresholds needs a target: --target-precision P, --target-accuracy A or "
+            "--target-risk R (the floors are searched for it)"
+        )
     if (selective or target_risk is not None) and labels is None:
         raise CliError("--selective and --target-risk need --labels: risk is measured on labels")
     if target_risk is not None and not 0.0 <= target_risk <= 1.0:
@@ -307,9 +338,18 @@ def report_command(
     if write_thresholds is not None:
         from .thresholds_out import write_thresholds as write_file
 
-        # --write-thresholds needs --target-precision, which needs --labels
-        assert labels is not None and target_precision is not None
-        write_file(write_thresholds, report, runs[0], labels, id_field, target_precision)
+        # --write-thresholds needs a target, and each target needs --labels
+        assert labels is not None
+        kind, goal = (
+            ("precision", target_precision) if target_precision is not None
+            else ("accuracy", target_accuracy) if target_accuracy is not None
+            else ("risk", target_risk)
+        )  # fmt: skip
+        assert goal is not None
+        write_file(
+            write_thresholds, report, runs[0], labels, id_field, goal, kind=kind,
+            gates=sweep_gates, gate_grid=parse_floors(floors),
+        )  # fmt: skip
     chosen = fmt or _format_for(output) or default_format()
     result = ReportResult(report)
     try:

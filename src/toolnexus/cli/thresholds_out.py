@@ -4,7 +4,12 @@ score question a ``min_confidence`` floor (issue 35 item 4), each floor chosen o
 resamples and measured out of bag (``calibration.oob``'s rule, ``report.floors``): what is
 written is that out-of-bag choice, never the report's in-sample search. A floor whose
 out-of-bag estimate misses the target is refused with the numbers on stderr and not written.
-The bootstrap runs only here, when a target is asked."""
+The bootstrap runs only here, when a target is asked.
+
+With ``--target-accuracy A`` (or ``--target-risk R``, accuracy ``1 - R``) every labelled
+question gets the floor of the largest coverage reaching it instead (``report.selectfloors``);
+with ``--gates`` every gate with an outcome column gets a ``gates: {NAME: {floor: F}}`` entry
+(for ``--target-precision``, the target read as accuracy, as for choice and score)."""
 
 from __future__ import annotations
 
@@ -16,7 +21,11 @@ from typing import TYPE_CHECKING
 from .errors import CliError, one_line
 
 if TYPE_CHECKING:
+    from ..calibration.oobselect import SelectiveGuard
+    from ..policy import Policy
+    from ..questions import Question
     from ..report.floors import GuardedFloor, GuardedPair
+    from ..report.labels import Labels
     from ..report.model import Report
 
 __all__ = ["thresholds_yaml", "write_thresholds"]
@@ -90,31 +99,165 @@ def thresholds_yaml(
     report: Report,
     guards: Mapping[str, GuardedPair] | None = None,
     floors: Mapping[str, GuardedFloor] | None = None,
+    gates: bool = False,
+    asked: float | None = None,
 ) -> tuple[str, list[str]]:
     """The file's text, and one line per question left out (no cut-point reaches the target,
-    or the out-of-bag guard refused it)."""
+    or the out-of-bag guard refused it). ``gates``: a gates: section follows (its header line
+    here); ``asked``: the target, when no question says it."""
     lines, missing, target = _pair_lines(report, guards or {})
     more, refused = _floor_lines(floors or {})
     lines += more
     missing += refused
     if target is None and floors:
         target = next(iter(floors.values())).target
+    if target is None:
+        target = asked if asked is not None else 0.0
+    per_gate = (
+        "# Per gate: the floor of the largest coverage with the target read as accuracy (its "
+        "cut-points set by f), chosen on 200 bootstrap resamples (seed 0) by the same rule."
+    )
     head = [
         f"# toolnexus report --target-precision {target:g}: per noul question a yes/no pair, "
         "per choice or score question a min_confidence, each chosen on bootstrap resamples",
         "# (the median of the resamples' lowest floors reaching the target, stepped up at most to "
         "their 0.75 quantile until it holds out of bag), written only when it holds.",
+        *([per_gate] if gates else []),
         "# For this model and way of asking only (seed 000). Use: --thresholds @THIS_FILE",
         "questions:" if lines else "questions: {}",
     ]
     return "\n".join(head + lines) + "\n", missing
 
 
+#: How ``--write-thresholds``' target was given: its flag and what it bounds.
+TARGET_FLAGS = {"precision": "--target-precision", "accuracy": "--target-accuracy",
+                "risk": "--target-risk"}  # fmt: skip
+
+
+def _missed(kind: str, target: float) -> str:
+    if kind == "risk":
+        return f"the maximum risk {target:g} is exceeded out of bag"
+    return f"the target accuracy {target:g} is missed out of bag"
+
+
+def _guard_lines(
+    what: str, name: str, guard: SelectiveGuard, kind: str, target: float, written: list[str]
+) -> tuple[list[str], str | None]:
+    """The lines of one floor written (``written``: its values' lines), or the line saying
+    why it is not."""
+    risk = kind == "risk"
+    if guard.floor is None:
+        return [], f"{what} {name!r}: no floor written: {guard.text(risk)}"
+    if not guard.accepted:
+        return [], (
+            f"{what} {name!r}: floor {guard.floor:g} refused, not written: {_missed(kind, target)}"
+            f" ({guard.text(risk)}; {guard.in_sample_text(risk)})"
+        )
+    comment = f"    # {guard.text(risk)}; {guard.in_sample_text(risk)}"
+    return [f"  {json.dumps(name)}:", *written, comment], None
+
+
+def _selective_lines(
+    floors: Mapping[str, tuple[str, SelectiveGuard]], kind: str, target: float
+) -> tuple[list[str], list[str]]:
+    lines, missing = [], []
+    for key, (qtype, g) in floors.items():
+        f = round((g.floor or 0.0) * 100)
+        values = (
+            [f"    yes: {f / 100!r}", f"    no: {(100 - f) / 100!r}"]
+            if qtype == "noul"
+            else [f"    min_confidence: {f / 100!r}"]
+        )
+        got, why = _guard_lines("question", key, g, kind, target, values)
+        lines += got
+        missing += [why] if why else []
+    return lines, missing
+
+
+def _gate_lines(
+    floors: Mapping[str, SelectiveGuard | None], kind: str, target: float
+) -> tuple[list[str], list[str]]:
+    lines, missing = [], []
+    for name, g in floors.items():
+        if g is None:
+            missing.append(
+                f"gate {name!r}: no floor written: the labels have no column {name!r} (the "
+                "outcome each record should get)"
+            )
+            continue
+        got, why = _guard_lines("gate", name, g, kind, target, [f"    floor: {g.floor!r}"])
+        lines += got
+        missing += [why] if why else []
+    return lines, missing
+
+
+def _selective_head(kind: str, target: float, gates: bool) -> list[str]:
+    said = f"{target:g}"
+    goal = f"risk at most {said}" if kind == "risk" else f"accuracy at least {said}"
+    return [
+        f"# toolnexus report {TARGET_FLAGS[kind]} {said}: per labelled question"
+        + (" and per gate" if gates else "")
+        + f" the floor of the largest coverage with {goal} (noul: yes = f, no = 1 - f; choice, "
+        "score: min_confidence = f" + ("; a gate: its cut-points set by f" if gates else "") + ")",
+        "# chosen on 200 bootstrap resamples (seed 0): the median of the resamples' choices, "
+        "stepped up at most to their 0.75 quantile until it holds out of bag (min n 5); "
+        "written only when it holds.",
+        "# For this model and way of asking only (seed 000). Use: --thresholds @THIS_FILE",
+    ]
+
+
 def write_thresholds(
-    path: str, report: Report, run: str, labels: list[str], id_field: str, target: float
+    path: str,
+    report: Report,
+    run: str,
+    labels: list[str],
+    id_field: str,
+    target: float,
+    *,
+    kind: str = "precision",
+    gates: tuple[Mapping[str, Policy], Mapping[str, Question]] | None = None,
+    gate_grid: tuple[int, ...] = (),
 ) -> None:
-    """Guard, then write ``path``; a warning line on stderr per question left out."""
+    """Guard, then write ``path``; a warning line on stderr per question or gate left out.
+    ``kind``: which flag gave ``target`` (:data:`TARGET_FLAGS`); ``gates``: ``--gates``' policies
+    and questions, floored over ``gate_grid`` (hundredths)."""
     from ..report.build import read_all_labels
+
+    accuracy = 1.0 - target if kind == "risk" else target
+    read = read_all_labels(labels, id_field)
+    gate_text: list[str] = []
+    gate_missing: list[str] = []
+    if gates is not None:
+        from ..report.selectfloors import gate_floors
+
+        found = gate_floors(run, gates[0], gates[1], read, gate_grid, accuracy)
+        gate_text, gate_missing = _gate_lines(found, kind, target)
+    if kind == "precision":
+        text, missing = _precision_text(report, run, read, target, gates is not None)
+    else:
+        from ..report.selectfloors import question_floors
+
+        types = {k: q.type for k, q in report.questions.items()
+                 if q.type in ("noul", "choice", "score") and q.labelled}  # fmt: skip
+        lines, missing = _selective_lines(question_floors(run, read, types, accuracy), kind, target)
+        head = _selective_head(kind, target, gates is not None)
+        text = "\n".join([*head, "questions:" if lines else "questions: {}", *lines]) + "\n"
+    if gate_text:
+        text += "\n".join(["gates:", *gate_text]) + "\n"
+    missing += gate_missing
+    try:
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+    except OSError as e:
+        raise CliError(f"{path}: cannot write: {e.strerror or type(e).__name__}") from None
+    for line in missing:
+        sys.stderr.write(f"toolnexus: warning: {path}: {one_line(line)}\n")
+
+
+def _precision_text(
+    report: Report, run: str, read: Labels, target: float, gates: bool
+) -> tuple[str, list[str]]:
+    """The file for ``--target-precision``: noul pairs and choice or score floors."""
     from ..report.floors import confidence_floors, guard_pairs
 
     pairs, floors = {}, {}
@@ -124,15 +267,6 @@ def write_thresholds(
             pairs[key] = pair.target_precision
     floors = {k: target for k, q in report.questions.items()
               if q.type in ("choice", "score") and q.labelled}  # fmt: skip
-    # A run or labels file that cannot be read is a ReportError: the one boundary prints it.
-    read = read_all_labels(labels, id_field) if pairs or floors else None
-    guards = guard_pairs(run, read, pairs) if read is not None and pairs else {}
-    found = confidence_floors(run, read, floors) if read is not None and floors else {}
-    text, missing = thresholds_yaml(report, guards, found)
-    try:
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-    except OSError as e:
-        raise CliError(f"{path}: cannot write: {e.strerror or type(e).__name__}") from None
-    for line in missing:
-        sys.stderr.write(f"toolnexus: warning: {path}: {one_line(line)}\n")
+    guards = guard_pairs(run, read, pairs) if pairs else {}
+    found = confidence_floors(run, read, floors) if floors else {}
+    return thresholds_yaml(report, guards, found, gates, target)

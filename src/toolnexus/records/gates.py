@@ -10,33 +10,53 @@ escalated, reason}``. Whatever it does not prepare for (a choice or score answer
 ``is`` or no condition, a check against the questions of an invalid decision) goes to
 ``Policy.decide`` for the whole record: the same result by construction, and a property test
 holds the two equal.
+
+Each prepared outcome carries its JSON text too, and :func:`gate_records` returns the record's
+gates as a :class:`~toolnexus.records.model.GateOutcomes` holding their whole JSON text: the
+codecs write it instead of encoding the objects again (their encoding cost more than evaluating
+the gates: bench/gates.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import json
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..answers import Answer, NoulAnswer
 from ..bands import DEFAULT_BANDS
 from ..policy import NEEDS_INPUT, NO_RULE_FIRED, Policy
 from ..questions import Question
+from .model import GateOutcomes
 
-__all__ = ["CompiledGate", "GateSet", "compiled", "gate_records"]
+__all__ = ["CompiledGate", "GateOutcomes", "GateSet", "compiled", "gate_records"]
 
-#: a rule on noul answers, prepared: key, below (or None), at_least (or None), and the
-#: record fields of its outcomes: fired, missing, invalid, uncertain
-_Step = tuple[str, float | None, float | None, dict[str, Any], dict[str, Any], dict[str, Any],
-              dict[str, Any]]  # fmt: skip
+#: one gate's record fields ``{action, escalated, reason}`` and their JSON text
+_Outcome = tuple[dict[str, Any], str]
+#: a rule on noul answers, prepared: key, below (or None), at_least (or None), and its
+#: outcomes: fired, missing, invalid, uncertain
+_Step = tuple[str, float | None, float | None, _Outcome, _Outcome, _Outcome, _Outcome]
 
 
-def _escalated(reason: str) -> dict[str, Any]:
-    return {"action": NEEDS_INPUT, "escalated": True, "reason": reason}
+def _text(value: Any) -> str:
+    """The JSON text the record codecs write for ``value`` (``codec._json_text``'s first try: a
+    text that is not UTF-8 is found there and the record encoded again whole)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _outcome(action: str, escalated: bool, reason: str) -> _Outcome:
+    fields = {"action": action, "escalated": escalated, "reason": reason}
+    return fields, _text(fields)
+
+
+def _escalated(reason: str) -> _Outcome:
+    return _outcome(NEEDS_INPUT, True, reason)
 
 
 class CompiledGate:
     """One policy ready for records: :meth:`record` is ``{action, escalated, reason}`` of
-    ``policy.decide(answers, questions)``, a fresh dict each call."""
+    ``policy.decide(answers, questions)``, a fresh dict each call; :meth:`outcome` is the
+    prepared dict (not to be changed) and its JSON text."""
 
     __slots__ = ("_default", "_no", "_policy", "_steps", "_yes", "inclusive", "skip")
 
@@ -61,7 +81,7 @@ class CompiledGate:
                     key,
                     rule.below,
                     rule.at_least,
-                    {"action": rule.action, "escalated": False, "reason": rule.condition},
+                    _outcome(rule.action, False, rule.condition),
                     _escalated(f'missing answer "{key}"'),
                     _escalated(f'invalid answer "{key}"'),
                     _escalated(f'uncertain answer "{key}"'),
@@ -69,17 +89,18 @@ class CompiledGate:
             )
         self._steps: list[_Step] | None = None if general else steps
         if policy.default:
-            self._default: dict[str, Any] = {
-                "action": policy.default,
-                "escalated": False,
-                "reason": NO_RULE_FIRED,
-            }
+            self._default = _outcome(policy.default, False, NO_RULE_FIRED)
         else:
             self._default = _escalated(NO_RULE_FIRED)
 
     def record(
         self, answers: Mapping[str, Answer], questions: Mapping[str, Question] | None = None
     ) -> dict[str, Any]:
+        return self.outcome(answers, questions)[0].copy()
+
+    def outcome(
+        self, answers: Mapping[str, Answer], questions: Mapping[str, Question] | None = None
+    ) -> _Outcome:
         steps = self._steps
         if steps is None or questions is not None:
             return self._general(answers, questions)
@@ -87,25 +108,25 @@ class CompiledGate:
         for key, below, at_least, fired, missing, invalid, uncertain in steps:
             answer = answers.get(key)
             if answer is None:
-                return missing.copy()
+                return missing
             if type(answer) is not NoulAnswer:
                 return self._general(answers, None)
             p = answer.noul
             if not 0.0 <= p <= 1.0:
-                return invalid.copy()
+                return invalid
             if not ((p >= yes or p <= no) if inclusive else (p > yes or p < no)):
                 if self.skip:
                     continue
-                return uncertain.copy()
+                return uncertain
             if (p < below) if below is not None else (p >= at_least):  # type: ignore[operator]
-                return fired.copy()
-        return self._default.copy()
+                return fired
+        return self._default
 
     def _general(
         self, answers: Mapping[str, Answer], questions: Mapping[str, Question] | None
-    ) -> dict[str, Any]:
+    ) -> _Outcome:
         got = self._policy.decide(answers, questions)
-        return {"action": got.action, "escalated": got.escalated, "reason": got.reason}
+        return _outcome(got.action, got.escalated, got.reason)
 
 
 def compiled(policy: Policy) -> CompiledGate:
@@ -127,7 +148,10 @@ class GateSet(Mapping[str, Policy]):
 
     def __init__(self, gates: Mapping[str, Policy]) -> None:
         self._policies = dict(gates)
-        self._compiled = [(name, compiled(p).record) for name, p in self._policies.items()]
+        # per gate: its name, the JSON text of its key (``"name":``) and its outcome
+        self._compiled: list[tuple[str, str, Callable[..., _Outcome]]] = [
+            (name, _text(name) + ":", compiled(p).outcome) for name, p in self._policies.items()
+        ]
 
     def __getitem__(self, name: str) -> Policy:
         return self._policies[name]
@@ -143,12 +167,18 @@ def gate_records(
     gates: Mapping[str, Policy],
     answers: Mapping[str, Answer],
     questions: Mapping[str, Question] | None,
-) -> dict[str, dict[str, Any]]:
+) -> GateOutcomes:
     """Each gate over ``answers``: ``{action, escalated, reason}`` by gate name, in the file's
     order. A gate reads the wire answers, never a recalibrated one: what it decides is what
     ``toolnexus.gate`` decides on the same reply. ``questions``: check answers against them
     (an invalid decision's record). A :class:`GateSet` is walked as compiled; any other
-    mapping is compiled policy by policy."""
-    if type(gates) is GateSet:
-        return {name: record(answers, questions) for name, record in gates._compiled}
-    return {name: compiled(policy).record(answers, questions) for name, policy in gates.items()}
+    mapping is compiled policy by policy. The result carries its JSON text (``GateOutcomes``)."""
+    walk = gates._compiled if type(gates) is GateSet else GateSet(gates)._compiled
+    out, parts = {}, []
+    for name, key, outcome in walk:
+        fields, text = outcome(answers, questions)
+        out[name] = fields.copy()
+        parts.append(key + text)
+    got = GateOutcomes(out)
+    got.json = "{" + ",".join(parts) + "}"
+    return got

@@ -41,6 +41,7 @@ __all__ = [
     "SCHEMA_VERSION_KEY",
     "DecisionRecord",
     "ErrorRecord",
+    "GateOutcomes",
     "Record",
     "RecordUsage",
     "RecordVersionError",
@@ -114,6 +115,19 @@ RECALIBRATED = "recalibrated"
 GATES = "gates"
 #: The fields of one gate's outcome in a record, in order.
 GATE_FIELDS = ("action", "escalated", "reason")
+
+
+class GateOutcomes(dict[str, dict[str, Any]]):
+    """A record's ``gates`` as ``records.gates`` builds them, with ``json``: their compact JSON
+    text, put together from text prepared once per gate and outcome (issue 35, Speed: a batch
+    record's gates cost their JSON encoding more than their evaluation). The JSON codecs write
+    that text instead of encoding the objects again; it is what ``json.dumps(..., separators=(",",
+    ":"), ensure_ascii=False)`` gives for them. The record owns them: they are not changed after
+    the record is built. (No ``__init__`` of its own: ``gate_records`` sets ``json`` as it
+    builds one, without a Python call per record.)"""
+
+    __slots__ = ("json",)
+    json: str
 
 
 @dataclass(frozen=True)
@@ -190,8 +204,13 @@ class DecisionRecord:
         out["answers"] = {k: dict(v) for k, v in self.answers.items()}
         out["flags"] = list(self.flags)
         out["invalid"] = self.invalid
-        if self.gates is not None:
-            out[GATES] = {k: dict(v) for k, v in self.gates.items()}
+        gates = self.gates
+        if type(gates) is GateOutcomes:
+            # not copied: built for this record alone (records.gates), and the JSON codecs
+            # write its prepared text without reading it (issue 35, Speed)
+            out[GATES] = gates
+        elif gates is not None:
+            out[GATES] = {k: dict(v) for k, v in gates.items()}
         if self.recalibrated is not None:
             out[RECALIBRATED] = dict(self.recalibrated)
         return out
@@ -305,7 +324,9 @@ def _decision(
             else None
         ),
         gates=(
-            {k: v for k, v in gates.items() if isinstance(v, Mapping)}
+            gates  # built by records.gates: already checked, and its JSON text kept
+            if type(gates) is GateOutcomes
+            else {k: v for k, v in gates.items() if isinstance(v, Mapping)}
             if isinstance(gates, Mapping)
             else None
         ),

@@ -36,6 +36,8 @@ __all__ = [
     "FloorRow",
     "GateSweep",
     "QuestionCatch",
+    "at_floor",
+    "decided_answers",
     "gate_aurc",
     "parse_floors",
     "sweep",
@@ -143,6 +145,21 @@ def _catch(
     return "" if got.action == "\x00pass" else "direction"
 
 
+def decided_answers(run: str) -> list[tuple[str, Mapping[str, Answer]]]:
+    """The id and parsed answers of each decided record of ``run``, in file order: what a
+    gate reads."""
+    decided: list[tuple[str, Mapping[str, Answer]]] = []
+    for line, obj in iter_records(run):
+        if not isinstance(obj, Mapping) or "error" in obj or "id" not in obj:
+            continue
+        try:
+            answers = parse_decision({"model": "", "answers": obj.get("answers", {})}).answers
+        except ClassifierError as e:
+            raise ReportInputError(f"{run}:{line}: {e.detail}") from None
+        decided.append((str(obj["id"]), answers))
+    return decided
+
+
 def sweep(
     run: str,
     gates: Mapping[str, Policy],
@@ -153,15 +170,7 @@ def sweep(
     """Each gate of ``gates`` swept over ``floors`` on the decided records of ``run``, grouped by
     the outcome in the labels column named after the gate (``all`` without one)."""
     floors = tuple(floors)
-    decided: list[tuple[str, Mapping[str, Answer]]] = []
-    for line, obj in iter_records(run):
-        if not isinstance(obj, Mapping) or "error" in obj or "id" not in obj:
-            continue
-        try:
-            answers = parse_decision({"model": "", "answers": obj.get("answers", {})}).answers
-        except ClassifierError as e:
-            raise ReportInputError(f"{run}:{line}: {e.detail}") from None
-        decided.append((str(obj["id"]), answers))
+    decided = decided_answers(run)
     out: dict[str, GateSweep] = {}
     for name, policy in gates.items():
         column = labels.column(name) if labels is not None else None
