@@ -1,0 +1,100 @@
+"""Issue 32, "Client CPU" and item 5's "then profile a packed run and cut what else is worth
+cutting": the second pass of cuts, each pinned by a count (calls made, objects built), never
+by a time. Each test fails on the code before its cut; the outputs they check are unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolnexus import assets, create_classifier, packplan
+from toolnexus.assets import Image, LiftedState, lift_images, with_images
+
+QUESTIONS: dict[str, Any] = {
+    "refund": {"type": "noul", "instructions": "Is the customer asking for money back?"},
+}
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000185d6e5e30000000049454e44ae426082"
+)
+
+
+@pytest.mark.parametrize(
+    ("state", "walks"),
+    [
+        pytest.param("charged twice", 0, id="text"),
+        pytest.param("", 0, id="empty-text"),
+        pytest.param("see <diagram>: charged twice", 0, id="text-naming-a-placeholder"),
+        pytest.param("請求が二重に発生しました", 0, id="text-without-spaces"),
+        pytest.param({"ticket": "charged twice"}, 2, id="object-still-walked"),
+        pytest.param(["charged", "twice"], 3, id="array-still-walked"),
+    ],
+)
+def test_a_text_state_is_lifted_without_walking_it(
+    state: Any, walks: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seed 004, "content parts in the state are lifted into assets": a string holds no content
+    part and no Image, so its lift is the state itself, made without the walk (the plan lifts
+    every state of a packed batch: three isinstance checks each, a tenth of the plan's CPU)."""
+    walked: list[Any] = []
+    walk = assets._walk
+
+    def counting(node: Any, path: Any, found: Any) -> Any:
+        walked.append(node)
+        return walk(node, path, found)
+
+    monkeypatch.setattr(assets, "_walk", counting)
+    assert lift_images(state) == LiftedState(state)
+    assert len(walked) == walks
+
+
+def test_a_text_state_with_attached_images_is_still_lifted_with_them() -> None:
+    """The fast path is for a bare string only: a string with ``with_images`` is a
+    StateWithImages, whose images are lifted as before."""
+    image = Image(PNG, alias="diagram")
+    lifted = lift_images(with_images("see <diagram>", {"diagram": image}))
+    assert lifted.state == "see <diagram>"
+    assert [a.placeholder for a in lifted.assets] == ["<diagram>"]
+
+
+@pytest.mark.parametrize(
+    ("sizes", "pack", "packs"),
+    [
+        pytest.param([40] * 64, 32, [32, 32], id="two-full-packs"),
+        pytest.param([40] * 50, 32, [32, 18], id="a-short-last-pack"),
+        # A state past the 32k rule's share cannot join a pack: the binary search shrinks the
+        # pack before it (several sizes tried), and the big state is planned alone.
+        pytest.param([40] * 10 + [200_000] + [40] * 5, 8, [8, 2, 1, 5], id="shrunk-by-search"),
+    ],
+)
+def test_the_plan_looks_each_state_up_once_and_hands_the_send_its_lifts(
+    sizes: list[int], pack: int, packs: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 item 5: the plan lifts the states of a pack it checks and the send reuses those
+    lifts. The chosen pack's lifts are the ones its last fitting check made: each state is
+    looked up once by the check, not again to build the plan (it was twice per state)."""
+    looked_up: list[int] = []
+    tried: list[int] = []
+    lifted, fits = packplan._Planner.lifted, packplan._Planner.fits
+
+    def counting(self: Any, index: int) -> Any:
+        looked_up.append(index)
+        return lifted(self, index)
+
+    def trying(self: Any, start: int, count: int) -> bool:
+        tried.append(count if count > 1 else 0)  # a pack of one is never checked
+        return fits(self, start, count)
+
+    monkeypatch.setattr(packplan._Planner, "lifted", counting)
+    monkeypatch.setattr(packplan._Planner, "fits", trying)
+    qs = create_classifier().prepare(QUESTIONS)
+    states = [f"ticket {i}: " + "x" * n for i, n in enumerate(sizes)]
+    planned = packplan.plan_requests(states, qs, pack)
+    assert [len(p.indices) for p in planned] == packs
+    for p in planned:
+        if len(p.indices) > 1:
+            assert p.lifted == tuple(LiftedState(states[i]) for i in p.indices)
+    # Every look-up is one state of one size the search tried; none is made to build the plan.
+    assert len(looked_up) == sum(tried)
