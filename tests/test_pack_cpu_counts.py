@@ -98,3 +98,65 @@ def test_the_plan_looks_each_state_up_once_and_hands_the_send_its_lifts(
             assert p.lifted == tuple(LiftedState(states[i]) for i in p.indices)
     # Every look-up is one state of one size the search tried; none is made to build the plan.
     assert len(looked_up) == sum(tried)
+
+
+def _records() -> list[Any]:
+    from toolnexus.records import DecisionRecord, ErrorRecord
+
+    answers = {"refund": {"type": "noul", "noul": 1e-05, "band": "no", "flags": []}}
+    return [
+        DecisionRecord("t1", "sha", "jev-1", packed=20, position=3, answers=answers),
+        DecisionRecord(7, model="請求 «double» \u2028 \x7f", thresholds={"yes": 0.8}),
+        DecisionRecord("\ud800 a lone surrogate from JSON input", model="m"),
+        ErrorRecord("e1", "backend_http", "HTTP 500: boom"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "fmt", [pytest.param("jsonl", id="jsonl"), pytest.param("json", id="json")]
+)
+def test_a_record_line_builds_no_encoder_and_keeps_every_byte(
+    fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 (the CLI's per-state CPU, "do not change one output byte"): a JSONL or JSON
+    record is encoded by encoders built once, not by a ``json.dumps`` that builds one per
+    record, and its bytes are those ``json.dumps`` wrote (non-ASCII kept, a lone surrogate
+    escaped, 1e-05 as Python spells it)."""
+    import json
+
+    from toolnexus.records.codec import codec_for
+
+    def old(obj: Any, lead: str) -> bytes:
+        try:
+            text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+        return (lead + text + "\n").encode("utf-8")
+
+    records = _records()
+    expected = [
+        old(r.to_object(), "" if i == 0 or fmt == "jsonl" else ",") for i, r in enumerate(records)
+    ]
+    built: list[Any] = []
+    init = json.JSONEncoder.__init__
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> None:
+        built.append(kwargs)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(json.JSONEncoder, "__init__", counting)
+    codec = codec_for(fmt)
+    got = [codec.encode(r, i == 0) for i, r in enumerate(records)]
+    assert built == []
+    assert got == expected
+
+
+def test_a_record_holding_nan_is_still_refused() -> None:
+    """``allow_nan`` stays off: a NaN read back from a damaged run never reaches an output."""
+    from toolnexus.records import DecisionRecord
+    from toolnexus.records.codec import codec_for
+
+    record = DecisionRecord("x", model="m", thresholds={"yes": float("nan")})
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        codec_for("jsonl").encode(record)
