@@ -160,3 +160,48 @@ def test_a_record_holding_nan_is_still_refused() -> None:
     record = DecisionRecord("x", model="m", thresholds={"yes": float("nan")})
     with pytest.raises(ValueError, match="not JSON compliant"):
         codec_for("jsonl").encode(record)
+
+
+def test_requests_share_one_timeout_and_read_a_sized_reply_in_one_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 32's "a new aiohttp ClientTimeout per request?" and "response read through several
+    layers?": the adapter builds one (frozen) ClientTimeout per timeout value, and reads a reply
+    that declares its length and no content coding in one call, not through a chunk iterator
+    (a coded reply still is: the bomb tests in test_hostile_server.py keep the cap on it)."""
+    import asyncio
+
+    import aiohttp
+
+    from serving import ThreadedServer
+    from toolnexus import BatchOptions
+    from toolnexus.serve import ServeOptions
+
+    timeouts: list[Any] = []
+    chunked: list[int] = []
+    make, iter_chunked = aiohttp.ClientTimeout, aiohttp.StreamReader.iter_chunked
+
+    def counting_timeout(*args: Any, **kwargs: Any) -> Any:
+        timeouts.append(kwargs)
+        return make(*args, **kwargs)
+
+    def counting_chunks(self: Any, n: int) -> Any:
+        chunked.append(n)
+        return iter_chunked(self, n)
+
+    monkeypatch.setattr(aiohttp, "ClientTimeout", counting_timeout)
+    monkeypatch.setattr(aiohttp.StreamReader, "iter_chunked", counting_chunks)
+    states = [f"ticket {i}: charged twice" for i in range(3)]
+
+    async def go() -> list[Any]:
+        async with create_classifier(
+            base_url=server.url + "/v1", api_key_env="NO_SUCH", model="jev-latest"
+        ) as c:
+            options = BatchOptions(concurrency=1, pack=1)
+            return await c.evaluate_batch(states, QUESTIONS, options=options)
+
+    with ThreadedServer(ServeOptions(synthetic=True)) as server:
+        got = asyncio.run(go())
+    assert len(got) == 3 and all(d.answers["refund"].type == "noul" for d in got)
+    assert len(timeouts) == 1
+    assert chunked == []
