@@ -205,3 +205,54 @@ def test_requests_share_one_timeout_and_read_a_sized_reply_in_one_call(
     assert len(got) == 3 and all(d.answers["refund"].type == "noul" for d in got)
     assert len(timeouts) == 1
     assert chunked == []
+
+
+def test_a_stream_hands_results_over_without_a_queue_coroutine_per_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 32 (``toolnexus batch`` streams its states: its per-state CPU): a result is put
+    on the stream's queue, and taken from it, through a coroutine only when the queue is full
+    (or empty); with room, a pack's results pass without one each. Same order, same results."""
+    import asyncio
+    import json
+
+    from toolnexus import BatchOptions
+    from toolnexus.serve import synthesize
+    from toolnexus.transport import aiohttp_adapter
+
+    async def send(self: Any, url: str, headers: Any, body: bytes, timeout: float) -> Any:
+        reply = json.dumps(synthesize(json.loads(body))).encode()
+        return 200, {"content-type": "application/json"}, reply
+
+    monkeypatch.setattr(aiohttp_adapter.AiohttpAdapter, "send", send)
+    puts: list[Any] = []
+    gets: list[int] = []
+    put, get = asyncio.Queue.put, asyncio.Queue.get
+
+    async def counting_put(self: Any, item: Any) -> None:
+        puts.append(item)
+        await put(self, item)
+
+    async def counting_get(self: Any) -> Any:
+        gets.append(self.qsize())
+        return await get(self)
+
+    monkeypatch.setattr(asyncio.Queue, "put", counting_put)
+    monkeypatch.setattr(asyncio.Queue, "get", counting_get)
+    states = [(f"t{i}", f"ticket {i}: charged twice") for i in range(40)]
+
+    async def go() -> list[Any]:
+        async def source() -> Any:
+            for pair in states:
+                yield pair
+
+        async with create_classifier(base_url="http://127.0.0.1:9", api_key_env="NO_SUCH") as c:
+            options = BatchOptions(concurrency=64, pack=20)
+            return [kr async for kr in c.evaluate_stream(source(), QUESTIONS, options=options)]
+
+    got = asyncio.run(go())
+    assert sorted(k for k, _ in got) == sorted(k for k, _ in states)
+    assert all(r.decision is not None and r.decision.packed == 20 for _, r in got)
+    assert [p for p in puts if p is not None] == []  # only each worker's end mark
+    assert all(size == 0 for size in gets)  # the consumer awaited only an empty queue
+    assert len(gets) < len(states)
