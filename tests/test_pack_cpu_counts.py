@@ -256,3 +256,67 @@ def test_a_stream_hands_results_over_without_a_queue_coroutine_per_state(
     assert [p for p in puts if p is not None] == []  # only each worker's end mark
     assert all(size == 0 for size in gets)  # the consumer awaited only an empty queue
     assert len(gets) < len(states)
+
+
+@pytest.mark.parametrize(
+    ("cache", "lookups"),
+    [
+        pytest.param(False, 0, id="no-cache-no-lookup"),
+        pytest.param(True, 40, id="a-cache-is-still-read-and-written"),
+    ],
+)
+def test_a_packed_run_without_a_cache_never_calls_into_it(
+    cache: bool, lookups: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 pack CPU: whether the classifier caches is asked once per pack, not once per
+    state on the way in and once more on the way out; with a cache, every state is still looked
+    up and stored (``packcache``)."""
+    import asyncio
+    import json
+
+    from toolnexus import BatchOptions, packed
+    from toolnexus.serve import synthesize
+    from toolnexus.transport import aiohttp_adapter
+
+    async def send(self: Any, url: str, headers: Any, body: bytes, timeout: float) -> Any:
+        reply = json.dumps(synthesize(json.loads(body))).encode()
+        return 200, {"content-type": "application/json"}, reply
+
+    monkeypatch.setattr(aiohttp_adapter.AiohttpAdapter, "send", send)
+    calls: list[str] = []
+    cached, store = packed.cached, packed.store
+
+    def counting_cached(*args: Any) -> Any:
+        calls.append("cached")
+        return cached(*args)
+
+    def counting_store(*args: Any) -> None:
+        calls.append("store")
+        store(*args)
+
+    monkeypatch.setattr(packed, "cached", counting_cached)
+    monkeypatch.setattr(packed, "store", counting_store)
+    states = [f"ticket {i}: charged twice" for i in range(40)]
+
+    class Memory:
+        def __init__(self) -> None:
+            self.kept: dict[str, str] = {}
+
+        def get(self, key: str) -> str | None:
+            return self.kept.get(key)
+
+        def set(self, key: str, value: str) -> None:
+            self.kept[key] = value
+
+    extra: dict[str, Any] = {"cache": Memory()} if cache else {}
+
+    async def go() -> list[Any]:
+        async with create_classifier(
+            base_url="http://127.0.0.1:9", api_key_env="NO_SUCH", **extra
+        ) as c:
+            options = BatchOptions(concurrency=2, pack=20)
+            return await c.evaluate_batch(states, QUESTIONS, options=options)
+
+    got = asyncio.run(go())
+    assert [d.packed for d in got] == [20] * 40
+    assert calls.count("cached") == lookups and calls.count("store") == lookups
