@@ -272,6 +272,11 @@ def lift_images(state: Any, questions_text: str = "") -> LiftedState:
     two assets, as the official SDK sends it. No limits are checked here: ``ImageLimits``
     does that, before any request.
     """
+    if type(state) is str:
+        # Text holds no image (only a StateWithImages attaches them): the common state is
+        # lifted without the walk's three isinstance checks (issue 32 pack CPU: the plan lifts
+        # every state of a batch).
+        return LiftedState(state)
     attached: Mapping[str, Image] = {}
     if isinstance(state, StateWithImages):
         attached = state.images

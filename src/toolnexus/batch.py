@@ -282,7 +282,9 @@ async def evaluate_stream(
         async with taking if flush is not None else contextlib.nullcontext():
             while len(taken) < chunk:
                 try:
-                    item = await pull(deadline)
+                    # Without a flush deadline the source is awaited directly: one coroutine
+                    # fewer per state (issue 32: the stream's per-state CPU, ``toolnexus batch``).
+                    item = await (source() if flush is None else pull(deadline))
                 except _Late:
                     break
                 if item is None:
@@ -323,7 +325,12 @@ async def evaluate_stream(
                     )
                     for i, result in zip(group.indices, got, strict=True):
                         if not _refused(result, scheduler):  # not sent: no result (resume)
-                            await done.put((taken[i][0], result))
+                            # ``put`` waits only while the queue is full; otherwise it is
+                            # ``put_nowait`` behind a coroutine made for every state.
+                            if done.full():
+                                await done.put((taken[i][0], result))
+                            else:
+                                done.put_nowait((taken[i][0], result))
         except Exception as e:  # from the SOURCE iterable: re-raised to the consumer
             failed.append(e)
         await done.put(None)
@@ -332,7 +339,9 @@ async def evaluate_stream(
     finished = 0
     try:
         while finished < len(workers):
-            got = await done.get()
+            # ``get`` waits only while the queue is empty: a pack's results are taken without a
+            # coroutine each.
+            got = done.get_nowait() if not done.empty() else await done.get()
             if got is None:
                 finished += 1
                 if failed:

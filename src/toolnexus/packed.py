@@ -256,6 +256,7 @@ class _Pack:
         planned = self.planned.lifted if self.planned is not None else None
         if planned is not None and len(planned) != len(self.states):
             planned = None
+        caches = style.caches  # asked once per pack, not once per state (issue 32 pack CPU)
         for i in indices:
             # The plan lifted every state of a pack it checked; a lift without images is the
             # same whoever makes it, so it is reused. One with images is lifted again by the
@@ -268,7 +269,7 @@ class _Pack:
                 except ClassifierError as e:
                     self.results[i] = e  # as at pack 1: refused before any request
                     continue
-            hit = cached(style, self.lifted[i], self.qs)
+            hit = cached(style, self.lifted[i], self.qs) if caches else None
             if hit is not None:
                 self.results[i] = hit
             else:
@@ -366,10 +367,12 @@ class _Pack:
         # The shares are split only when a state is asked again: a decoded state already
         # carries its share (``unpack_decisions`` splits the same usage the same way).
         shares: list[ClassifierUsage] | None = None
+        caches = style.caches
         for index, (i, got) in enumerate(zip(indices, per_state, strict=True)):
             if isinstance(got, Decision) and validate_decision(self.qs, got) is None:
                 self.results[i] = got
-                store(style, self.lifted[i], self.qs, got)
+                if caches:
+                    store(style, self.lifted[i], self.qs, got)
                 self._emit(got, len(indices))
                 if trace is not None:
                     trace.state(got, len(self.qs), len(indices))

@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from .assets import LiftedState, lift_with_questions
 from .canonical import canonical_json
@@ -150,6 +150,8 @@ def _body_head(model: str, wire_questions: Mapping[str, Any]) -> bytes:
     ) + b',"state":'
 
 
+#: A state the planner has not lifted yet (None means it cannot be lifted).
+_NOT_LIFTED = object()
 #: Question sets kept by :func:`_shared` (a run uses one, a few runs at once a few).
 _KEEP = 8
 #: Per (question set, pack size, model): the derived questions' wire form and the packed
@@ -190,18 +192,25 @@ class _Planner:
         self.questions = questions
         self.model = model
         self.limits = limits
-        self._lifted: dict[int, LiftedState | None] = {}
+        #: each state's lift, by position (``_NOT_LIFTED`` until a pack asks; None: it cannot
+        #: be lifted). A list, not a dict: one index per state of every pack tried.
+        self._lifted: list[object] = [_NOT_LIFTED] * len(states)
         #: (start, count) of each pack that fits: its body's digest and estimate (both None
         #: for a body under ``LIMIT_SAFE_BYTES``: not estimated)
         self.checked: dict[tuple[int, int], tuple[bytes | None, TokenEstimate | None]] = {}
+        #: the lifted states of the last pack that fit, under its (start, count): what
+        #: ``plan_requests`` hands the send, without looking each state up again
+        self.fitted: tuple[tuple[int, int], list[LiftedState]] | None = None
 
     def lifted(self, index: int) -> LiftedState | None:
-        if index not in self._lifted:
+        got = self._lifted[index]
+        if got is _NOT_LIFTED:
             try:
-                self._lifted[index] = lift_with_questions(self.states[index], self.questions)
+                got = lift_with_questions(self.states[index], self.questions)
             except ClassifierError:
-                self._lifted[index] = None  # planned alone; its own evaluate reports why
-        return self._lifted[index]
+                got = None  # planned alone; its own evaluate reports why
+            self._lifted[index] = got
+        return cast("LiftedState | None", got)  # _NOT_LIFTED was replaced above
 
     def wire(self, count: int) -> dict[str, Any]:
         return _shared(self.questions, count, self.model)[0]
@@ -209,10 +218,14 @@ class _Planner:
     def fits(self, start: int, count: int) -> bool:
         if count == 1:
             return True
-        parts = [self.lifted(i) for i in range(start, start + count)]
-        if any(p is None for p in parts):
-            return False
-        packed = pack_lifted([p for p in parts if p is not None])
+        lift = self.lifted
+        parts: list[LiftedState] = []
+        for i in range(start, start + count):
+            part = lift(i)
+            if part is None:
+                return False
+            parts.append(part)
+        packed = pack_lifted(parts)
         wire = self.wire(count)
         if packed.assets:
             body = packed_body(self.model, packed, wire)
@@ -227,12 +240,14 @@ class _Planner:
                 # and nothing estimated; the send leaves the estimate to the run's scheduler,
                 # which makes it only if a member asks (a token rate, a budget), as at pack 1.
                 self.checked[(start, count)] = (None, None)
+                self.fitted = ((start, count), parts)
                 return True
             body = head + tail
             estimate = _TALLIES.estimate(body, tail)
             over, estimate = pack_check(packed, wire, body, self.limits, estimate)
         if over is None:
             self.checked[(start, count)] = (body_digest(body), estimate)
+            self.fitted = ((start, count), parts)
         return over is None
 
     def largest(self, start: int, most: int) -> int:
@@ -295,8 +310,11 @@ def plan_requests(
         checked = planner.checked.get((start, count))
         indices = list(range(start, start + count))
         if checked:
-            lifted = tuple(planner.lifted(i) for i in indices)  # a checked pack lifted them all
-            packs.append(Planned(indices, *checked, lifted=tuple(x for x in lifted if x)))
+            # The chosen size is the last that fit (``largest`` tries smaller sizes only after
+            # a miss, and ends on the one it returns), so its lifts are at hand.
+            fitted = planner.fitted
+            assert fitted is not None and fitted[0] == (start, count)
+            packs.append(Planned(indices, *checked, lifted=tuple(fitted[1])))
         else:
             packs.append(Planned(indices))
         start += count

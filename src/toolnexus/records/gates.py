@@ -39,7 +39,7 @@ _Step = tuple[str, float | None, float | None, _Outcome, _Outcome, _Outcome, _Ou
 
 
 def _text(value: Any) -> str:
-    """The JSON text the record codecs write for ``value`` (``codec._json_text``'s first try: a
+    """The JSON text the record codecs write for ``value`` (``codec._json_line``'s first try: a
     text that is not UTF-8 is found there and the record encoded again whole)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 

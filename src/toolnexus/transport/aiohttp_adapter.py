@@ -38,6 +38,14 @@ def failure_kind(exc: BaseException) -> TransportKind:
 
 async def _read_capped(resp: aiohttp.ClientResponse) -> bytes:
     """The decoded body, read chunk by chunk so that no more than the cap is ever held."""
+    size = resp.content_length
+    if size is not None and "Content-Encoding" not in resp.headers:
+        # Sized and not coded: aiohttp reads exactly the declared length, so the cap is checked
+        # on the header and the body read in one call (issue 32: a chunk iterator per reply).
+        # A coded body (a bomb's 2 MB that decode to gigabytes) is still read chunk by chunk.
+        if size > MAX_BODY_BYTES:
+            raise BodyTooLarge(resp.status, resp.headers)
+        return await resp.read()
     chunks: list[bytes] = []
     size = 0
     async for chunk in resp.content.iter_chunked(1 << 16):
@@ -83,7 +91,18 @@ class AiohttpAdapter:
             asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, AsyncGenerator[None]]
         ] = {}
         self._max_connections = max_connections
+        #: one ClientTimeout per timeout value: every request of a run has the same (issue 32)
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         _ADAPTERS.add(self)
+
+    def _timeout(self, seconds: float) -> aiohttp.ClientTimeout:
+        made = self._timeouts.get(seconds)
+        if made is None:
+            if len(self._timeouts) >= 8:  # a host varying its timeout keeps a few, not all
+                self._timeouts.clear()
+            made = aiohttp.ClientTimeout(sock_connect=seconds, sock_read=seconds)
+            self._timeouts[seconds] = made
+        return made
 
     async def _open(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -130,7 +149,7 @@ class AiohttpAdapter:
                 headers=headers,
                 data=body,
                 allow_redirects=False,
-                timeout=aiohttp.ClientTimeout(sock_connect=timeout, sock_read=timeout),
+                timeout=self._timeout(timeout),
             ) as resp:
                 return resp.status, resp.headers, await _read_capped(resp)
         except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as e:
