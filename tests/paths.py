@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO / "tests" / "fixtures"
+TESTS = REPO / "tests"
+FIXTURES = TESTS / "fixtures"
 CONFORMANCE = FIXTURES / "conformance"
 RECORDINGS_LIVE = FIXTURES / "recordings-live"
 SEEDS = FIXTURES / "seeds"
