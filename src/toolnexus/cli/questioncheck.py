@@ -15,6 +15,7 @@ from typing import Any
 
 from ..decision import json_kind
 from ..errors import QuestionError
+from ..qtypes import registry
 from ..questions import (
     ChoiceQuestion,
     Question,
@@ -56,6 +57,8 @@ DEGENERATE_CODES = {
     "every option description equals its own option id": "TN002",
     "every option description is identical": "TN003",
 }
+#: The types a question file may name without raw: true, as messages list them (seed 001's
+#: closed set). Whether a type is modelled is the registry's answer (qtypes/).
 _MODELLED_TYPES = ("noul", "choice", "score")
 _QUESTION_FIELDS = ("type", "instructions", "criteria", "raw")
 _TOP_FIELDS = ("model", "questions", "gates")
@@ -171,12 +174,10 @@ class Checker:
             raw = None  # unknown intent: judge the type neither as raw nor as modelled
         qtype = self.qtype(obj, path, where, raw)
         self.instructions(obj, path, where)
-        if qtype == "noul":
-            self.noul_criteria(obj, path, where)
-        elif qtype == "choice":
-            self.choice_criteria(obj, path, where)
-        elif qtype == "score":
-            self.score_criteria(obj, path, where)
+        # Each type's criteria checks are its "lint" hook in the type registry (attached below).
+        criteria_check = registry.attached(qtype, registry.LINT) if qtype is not None else None
+        if criteria_check is not None:
+            criteria_check(self, obj, path, where)
         if qtype is None or len([f for f in self.findings if f.is_error]) > before:
             return None
         try:
@@ -202,7 +203,7 @@ class Checker:
                 f"{where}type must be noul, choice or score, got {_kind(qtype)}",
             )
             return None
-        if raw and qtype in _MODELLED_TYPES:
+        if raw and registry.modelled(qtype):
             self.add(
                 self.doc.at((*path, "raw")),
                 "TN020",
@@ -210,7 +211,7 @@ class Checker:
                 "modelled, drop raw",
             )
             return None
-        if raw is False and qtype not in _MODELLED_TYPES:
+        if raw is False and not registry.modelled(qtype):
             self.add(
                 at,
                 "TN024",
@@ -368,3 +369,8 @@ class Checker:
                     )
                 else:
                     seen[label] = i
+
+
+registry.attach("noul", registry.LINT, Checker.noul_criteria)
+registry.attach("choice", registry.LINT, Checker.choice_criteria)
+registry.attach("score", registry.LINT, Checker.score_criteria)

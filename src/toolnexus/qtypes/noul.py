@@ -1,0 +1,128 @@
+"""The noul type (seed 001): the probability that a statement holds, one number in 0..1 and no
+confidence. Its question, its answer and every hook, registered with the type registry. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from ..errors import QuestionError
+from . import registry
+from .draws import Draws
+from .values import check_instructions, fixed, number
+
+__all__ = ["NOUL", "NoulAnswer", "NoulCriteria", "NoulQuestion"]
+
+
+@dataclass(frozen=True)
+class NoulCriteria:
+    """What the true and the false case mean. ``NoulCriteria()`` sends two empty strings."""
+
+    true: str = ""
+    false: str = ""
+
+
+@dataclass(frozen=True)
+class NoulQuestion:
+    """The probability that a statement holds: one number in 0..1, no confidence.
+
+    ``criteria=None`` means the field is ABSENT from the request, which is not the same value as
+    ``NoulCriteria()`` (both keys present, empty).
+    """
+
+    instructions: Any
+    criteria: NoulCriteria | None = None
+    type: Literal["noul"] = "noul"
+
+    def __post_init__(self) -> None:
+        check_instructions("Noul", self.instructions)
+        if self.criteria is not None and not isinstance(self.criteria, NoulCriteria):
+            raise QuestionError(
+                "classifier: NoulQuestion criteria must be NoulCriteria(true=..., false=...) or "
+                f"None, got {type(self.criteria).__name__}"
+            )
+
+
+@dataclass(frozen=True)
+class NoulAnswer:
+    """The probability that the statement holds. No confidence: the number IS the answer."""
+
+    type: ClassVar[Literal["noul"]] = "noul"
+    noul: float
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"type": "noul", "noul": self.noul}
+
+
+def _from_wire(obj: Mapping[str, Any], key: str, where: str) -> NoulQuestion:
+    instructions = obj.get("instructions")
+    if "criteria" not in obj:
+        return NoulQuestion(instructions)
+    criteria = obj.get("criteria")
+    if not isinstance(criteria, Mapping) or not set(criteria) <= {"true", "false"}:
+        raise QuestionError(
+            f"classifier: {where}noul criteria must be an object with 'true' and 'false'",
+            key,
+        )
+    true, false = criteria.get("true", ""), criteria.get("false", "")
+    if not isinstance(true, str) or not isinstance(false, str):
+        raise QuestionError(f"classifier: {where}noul criteria values must be strings", key)
+    return NoulQuestion(instructions, NoulCriteria(true=true, false=false))
+
+
+def _to_wire(question: NoulQuestion) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "noul", "instructions": question.instructions}
+    if question.criteria is not None:
+        out["criteria"] = {"true": question.criteria.true, "false": question.criteria.false}
+    return out
+
+
+def _decode(obj: Mapping[str, Any], key: str, question: Any) -> NoulAnswer:
+    return NoulAnswer(number(obj.get("noul"), "noul", key))
+
+
+def _validate(question: Any, answer: NoulAnswer) -> str | None:
+    if not 0.0 <= answer.noul <= 1.0:
+        return f"noul is {answer.noul}, outside 0..1"
+    return None
+
+
+def _band(answer: NoulAnswer, t: Mapping[str, float]) -> registry.Band:
+    # Inclusive cut-points (seed 004): p >= yes is yes, else p <= no is no.
+    if answer.noul >= t["yes"]:
+        return "yes"
+    if answer.noul <= t["no"]:
+        return "no"
+    return "uncertain"
+
+
+def _sample(question: Any) -> dict[str, Any]:
+    return {"type": "noul", "noul": 0.5}
+
+
+def _synthetic(question: Mapping[str, Any], rng: Draws) -> dict[str, Any]:
+    return {"type": "noul", "noul": rng.randint(0, 100) / 100}
+
+
+def _text(record: Mapping[str, Any]) -> str:
+    return fixed(record.get("noul"))
+
+
+NOUL = registry.register(
+    registry.QuestionType(
+        name="noul",
+        question=NoulQuestion,
+        answer=NoulAnswer,
+        from_wire=_from_wire,
+        to_wire=_to_wire,
+        decode=_decode,
+        validate=_validate,
+        sample=_sample,
+        synthetic=_synthetic,
+        text=_text,
+        band=_band,
+        arrow=lambda pa: pa.float64(),
+    )
+)

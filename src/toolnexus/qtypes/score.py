@@ -1,0 +1,345 @@
+"""The score type (seeds 001, 003): a point on an ordered rubric of 2..10 levels, with the
+structure to use it (level, label, description, levels). Its question, its answer, the one
+reading of a score's structure and every hook, registered with the type registry. Pure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, TypeAlias
+
+from ..errors import ConfigError, DecisionError, QuestionError
+from . import registry
+from .choice import confident_band
+from .draws import Draws, cents, confidence
+from .values import (
+    check_instructions,
+    distribution_problem,
+    fixed,
+    json_kind,
+    number,
+    probabilities,
+)
+
+__all__ = [
+    "MAX_LEVEL_DIGITS",
+    "MAX_SCORE_LEVELS",
+    "MIN_SCORE_LEVELS",
+    "SCORE",
+    "ScoreAnswer",
+    "ScoreLevel",
+    "ScoreLevels",
+    "ScoreQuestion",
+    "level_label",
+    "score_structure",
+]
+
+#: A score rubric has at least this many ordered levels.
+MIN_SCORE_LEVELS = 2
+#: A score rubric has at most this many ordered levels.
+MAX_SCORE_LEVELS = 10
+#: A level key longer than this is no level index: a rubric has far fewer levels, and int() of
+#: thousands of digits is a ValueError (CPython's 4300-digit limit) and quadratic work.
+MAX_LEVEL_DIGITS = 9
+
+#: A score level: a plain string, or a structured ``{"label": ..., "description": ...}`` (seed 003).
+ScoreLevel: TypeAlias = str | Mapping[str, Any]
+#: Every level's ``(label, probability)`` in level order (seed 003 ``levels``).
+ScoreLevels: TypeAlias = tuple[tuple[str, float], ...]
+
+
+@dataclass(frozen=True)
+class ScoreQuestion:
+    """A rating against an ORDERED rubric of 2..10 levels. The list order IS the level
+    numbering, so it is never sorted."""
+
+    instructions: Any
+    criteria: list[ScoreLevel] | tuple[ScoreLevel, ...] = field(default_factory=list)
+    type: Literal["score"] = "score"
+
+    def __post_init__(self) -> None:
+        check_instructions("Score", self.instructions)
+        # A string is iterable: "abc" once became three levels a, b, c.
+        if not isinstance(self.criteria, list | tuple):
+            raise QuestionError(
+                "classifier: ScoreQuestion criteria must be a list of levels in order, got "
+                f"{type(self.criteria).__name__}"
+            )
+
+
+def level_label(level: Any, index: int | None = None) -> str:
+    """The label of one score level: the string itself, or a structured level's ``label``
+    (seed 003: "label is always a string"). Anything else (a wire legend entry with no string
+    label: a question's own levels are checked) is named by its level ``index``, as a level
+    the legend leaves out is; never by Python's text for a dict."""
+    if isinstance(level, str):
+        return level
+    if isinstance(level, Mapping):
+        label = level.get("label")
+        if isinstance(label, str):
+            return label
+    if index is not None:
+        return str(index)
+    return json.dumps(level, ensure_ascii=False, sort_keys=True, default=repr)
+
+
+@dataclass(frozen=True)
+class ScoreAnswer:
+    """A point on an ordered rubric, plus the structure to use it (seed 003).
+
+    ``score`` is the probability-weighted mean of level indices (it may fall between levels);
+    ``level`` is the argmax of ``probabilities`` (lowest index wins a tie). They can disagree and
+    the disagreement is information: do not use ``round(score)`` as a level.
+    ``legend`` and ``probabilities`` are keyed by level index as the wire writes it (``"0"``).
+    ``levels`` pairs every level's label, in level order, with its probability (0.0 for a level
+    the response left out); ``ordered_legend()`` is the labels alone (seed 000's ``levels()``).
+
+    Built by hand (a custom style) with only ``score``, ``legend``, ``probabilities`` and
+    ``confidence``, the derived fields are filled by the same decoder ``parse_decision`` uses.
+    """
+
+    type: ClassVar[Literal["score"]] = "score"
+    score: float
+    legend: Mapping[str, Any]
+    probabilities: Mapping[str, float]
+    confidence: float
+    level: int = 0
+    label: str = ""
+    description: Any = None
+    levels: ScoreLevels = ()
+
+    def __post_init__(self) -> None:
+        # Built by hand: derive level/label/description/levels with the decoder itself, as
+        # decoding without a known question does. Decoding passes them in, so this is skipped.
+        if self.levels or not self.probabilities:
+            return
+        try:
+            level, label, description, levels = score_structure(
+                "", dict(self.probabilities), dict(self.legend), None
+            )
+        except DecisionError as e:
+            raise ConfigError(
+                "classifier: ScoreAnswer: " + e.detail.removeprefix('answer "": ')
+            ) from None
+        object.__setattr__(self, "level", level)
+        object.__setattr__(self, "label", label)
+        object.__setattr__(self, "description", description)
+        object.__setattr__(self, "levels", levels)
+
+    def ordered_legend(self) -> list[str]:
+        """Every level's label in LEVEL order ("2" before "10"), which the ``legend`` mapping
+        itself loses (seed 000 ``levels()``, seed 004 ``levels``). Taken from ``levels``, so a
+        reply without a legend still gives the question's labels, never ``[]``."""
+        return [label for label, _ in self.levels]
+
+    def normalized(self) -> float:
+        """``score / top level index``, so scales of different sizes can be weighed together.
+        A single-level scale returns 0.0. No clamping: a score outside the rubric gives a value
+        outside 0..1 rather than an error."""
+        top = len(self.levels) - 1
+        if top <= 0:
+            return 0.0
+        return self.score / top
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "type": "score",
+            "score": self.score,
+            "legend": dict(self.legend),
+            "probabilities": dict(self.probabilities),
+            "confidence": self.confidence,
+        }
+
+
+def _level_index(raw: str, key: str, what: str) -> int:
+    if len(raw) > MAX_LEVEL_DIGITS or not raw.isascii() or not raw.isdigit():
+        shown = raw if len(raw) <= 40 else f"{raw[:20]}…({len(raw)} characters)"
+        raise DecisionError(
+            f'classifier: answer "{key}": {what} key {shown!r} is not a level index', key
+        )
+    return int(raw)
+
+
+def score_structure(
+    key: str, probs: Mapping[str, float], legend: Mapping[str, Any], question: Any
+) -> tuple[int, str, Any, ScoreLevels]:
+    """level (argmax, lowest index wins a tie), its label and description, and every level's
+    (label, probability) with 0.0 for a level the response left out; checked against the
+    question's rubric when there is one (seed 003). The one place a score's structure is read,
+    for decoded and hand-built answers alike."""
+    by_index = {_level_index(k, key, "probability"): p for k, p in probs.items()}
+    legend_by_index = {_level_index(k, key, "legend"): v for k, v in legend.items()}
+
+    levels_src: list[Any]
+    if isinstance(question, ScoreQuestion):
+        n = len(question.criteria)
+        levels_src = list(question.criteria)
+        for idx in sorted(by_index):
+            if idx >= n:
+                raise DecisionError(
+                    f'classifier: answer "{key}": probability for level {idx} is outside '
+                    f"0..{n - 1} of the question's {n} levels",
+                    key,
+                )
+        for idx in sorted(legend_by_index):
+            if idx >= n:
+                raise DecisionError(
+                    f'classifier: answer "{key}": legend level {idx} is outside 0..{n - 1} '
+                    f"of the question's {n} levels",
+                    key,
+                )
+            sent = level_label(levels_src[idx])
+            got = level_label(legend_by_index[idx])
+            if sent != got:
+                raise DecisionError(
+                    f'classifier: answer "{key}": legend level {idx} is {got!r} but the '
+                    f"question's level {idx} is {sent!r}",
+                    key,
+                )
+    else:
+        n = max([*by_index, *legend_by_index]) + 1
+        levels_src = [legend_by_index.get(i, str(i)) for i in range(n)]
+
+    level = min(by_index, key=lambda i: (-by_index[i], i))
+    labels = [level_label(x, i) for i, x in enumerate(levels_src)]
+    levels = tuple((labels[i], by_index.get(i, 0.0)) for i in range(len(levels_src)))
+    label = labels[level] if level < len(labels) else str(level)
+    description = levels_src[level] if level < len(levels_src) else None
+    return level, label, description, levels
+
+
+def _from_wire(obj: Mapping[str, Any], key: str, where: str) -> ScoreQuestion:
+    criteria = obj.get("criteria")
+    if not isinstance(criteria, list | tuple):
+        raise QuestionError(
+            f"classifier: {where}score criteria must be an ordered list of levels", key
+        )
+    for i, level in enumerate(criteria):
+        if isinstance(level, Mapping):
+            if not isinstance(level.get("label"), str):
+                raise QuestionError(
+                    f"classifier: {where}score level {i} needs a string 'label'", key
+                )
+        elif not isinstance(level, str):
+            raise QuestionError(
+                f"classifier: {where}score level {i} must be a string or {{label, description}}",
+                key,
+            )
+    return ScoreQuestion(obj.get("instructions"), list(criteria))
+
+
+def _to_wire(question: ScoreQuestion) -> dict[str, Any]:
+    return {
+        "type": "score",
+        "instructions": question.instructions,
+        "criteria": [dict(c) if isinstance(c, Mapping) else c for c in question.criteria],
+    }
+
+
+def _limits(key: str, question: ScoreQuestion) -> None:
+    n = len(question.criteria)
+    if not MIN_SCORE_LEVELS <= n <= MAX_SCORE_LEVELS:
+        raise QuestionError(
+            f"classifier: question {key!r}: a score takes "
+            f"{MIN_SCORE_LEVELS}..{MAX_SCORE_LEVELS} ordered levels, got {n}",
+            key,
+        )
+
+
+def _decode(obj: Mapping[str, Any], key: str, question: Any) -> ScoreAnswer:
+    score = number(obj.get("score"), "score", key)
+    conf = number(obj.get("confidence", 0.0), "confidence", key)
+    probs = probabilities(obj.get("probabilities"), key)
+    if not probs:
+        # A missing distribution would argmax to level 0 and report the lowest label with
+        # full confidence (seed 003).
+        raise DecisionError(f'classifier: answer "{key}": empty probabilities', key)
+    legend_raw = obj.get("legend", {})
+    if legend_raw is None:
+        legend_raw = {}
+    if not isinstance(legend_raw, Mapping):
+        raise DecisionError(
+            f'classifier: answer "{key}": legend must be an object, got {json_kind(legend_raw)}',
+            key,
+        )
+    legend = {str(k): v for k, v in legend_raw.items()}
+    level, label, description, levels = score_structure(key, probs, legend, question)
+    return ScoreAnswer(
+        score=score,
+        legend=legend,
+        probabilities=probs,
+        confidence=conf,
+        level=level,
+        label=label,
+        description=description,
+        levels=levels,
+    )
+
+
+def _validate(question: Any, answer: ScoreAnswer) -> str | None:
+    if not isinstance(question, ScoreQuestion):
+        return None
+    top = len(question.criteria) - 1
+    if not 0.0 <= answer.score <= top:
+        return f"score is {answer.score}, outside 0..{top}"
+    offered = {str(i) for i in range(len(question.criteria))}
+    problem = distribution_problem(answer.probabilities, offered, "level")
+    if problem:
+        return problem
+    if not 0.0 <= answer.confidence <= 1.0:
+        return f"confidence is {answer.confidence}, outside 0..1"
+    return None
+
+
+def _record(answer: ScoreAnswer, out: dict[str, Any], flags: list[str]) -> None:
+    out["level"] = answer.level
+    out["label"] = answer.label
+
+
+def _sample(question: ScoreQuestion) -> dict[str, Any]:
+    levels = list(question.criteria)
+    return {
+        "type": "score",
+        "score": 0.0,
+        "legend": {str(i): lv for i, lv in enumerate(levels)},
+        "probabilities": {str(i): float(i == 0) for i in range(len(levels))},
+        "confidence": 0.5,
+    }
+
+
+def _synthetic(question: Mapping[str, Any], rng: Draws) -> dict[str, Any]:
+    levels = list(question["criteria"])
+    drawn = cents(rng, len(levels))
+    return {
+        "type": "score",
+        "score": round(sum(i * c for i, c in enumerate(drawn)) / 100, 2),
+        "confidence": confidence(max(drawn) / 100, len(levels)),
+        "legend": {str(i): level for i, level in enumerate(levels)},
+        "probabilities": {str(i): c / 100 for i, c in enumerate(drawn)},
+    }
+
+
+def _text(record: Mapping[str, Any]) -> str:
+    return f"{fixed(record.get('score'))}, level {record.get('level')}: {record.get('label')}"
+
+
+SCORE = registry.register(
+    registry.QuestionType(
+        name="score",
+        question=ScoreQuestion,
+        answer=ScoreAnswer,
+        from_wire=_from_wire,
+        to_wire=_to_wire,
+        decode=_decode,
+        validate=_validate,
+        sample=_sample,
+        synthetic=_synthetic,
+        text=_text,
+        limits=_limits,
+        record=_record,
+        band=confident_band,
+        arrow=lambda pa: pa.float64(),
+    )
+)
