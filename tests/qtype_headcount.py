@@ -95,7 +95,11 @@ HEADCOUNT = registry.QuestionType(
     text=lambda a: f"{a.get('headcount')} counted",
     record=_record,
     band=_band,
-    arrow=lambda pa: pa.int64(),
+    arrow=lambda pa: [
+        ("headcount", pa.int64()),
+        ("confidence", pa.float64()),
+        ("none_seen", pa.bool_()),
+    ],
 )
 
 

@@ -25,6 +25,7 @@ from toolnexus.decision import parse_decision
 from toolnexus.errors import QuestionError
 from toolnexus.qtypes import CHOICE, NOUL, RAW, SCORE, registry
 from toolnexus.questions import normalize_questions, question_from_wire
+from toolnexus.records.arrow import table_to_records
 from toolnexus.serve import ServeOptions, Server
 from toolnexus.validation import validate_decision
 
@@ -121,13 +122,32 @@ def test_a_fourth_type_runs_through_eval_batch_and_report(
     headcounts = [r["answers"]["people"] for r in records]
     assert all(a["type"] == "headcount" and 0 <= a["headcount"] <= 12 for a in headcounts)
 
-    # report: the type's own accumulator (its report hook) counts its answers and confidence.
-    ran = run_cli("report", str(out), "--format", "json")
+    # Parquet: the answers sit in the struct the type's arrow hook describes, and read back
+    # as the JSONL run's records.
+    parquet = tmp_path / "out.parquet"
+    ran = run_cli(
+        "batch", str(questions), str(states), "--state-field", "text", "--format", "parquet",
+        "-o", str(parquet), *backend,
+    )  # fmt: skip
     assert ran.code == 0, ran.stderr
-    stats = json.loads(ran.out)["questions"]["people"]
-    assert stats["type"] == "headcount" and stats["n"] == 3
+    pq = pytest.importorskip(
+        "pyarrow.parquet", reason="platform: the parquet extra is not installed"
+    )
+    struct = pq.read_schema(parquet).field("answers").type.field("people").type
+    assert [f.name for f in struct][:5] == ["type", "headcount", "confidence", "none_seen", "band"]
+    assert str(struct.field("headcount").type) == "int64"
+    by_id = {r["id"]: r["answers"] for r in records}
+    assert {r["id"]: r["answers"] for r in table_to_records(pq.read_table(parquet))} == by_id
+
+    # report: the type's own accumulator (its report hook) counts its answers and confidence,
+    # from either format.
     expect = sum(a["confidence"] for a in headcounts) / 3
-    assert stats["mean_confidence"] == pytest.approx(expect)
+    for run in (out, parquet):
+        ran = run_cli("report", str(run), "--format", "json")
+        assert ran.code == 0, ran.stderr
+        stats = json.loads(ran.out)["questions"]["people"]
+        assert stats["type"] == "headcount" and stats["n"] == 3
+        assert stats["mean_confidence"] == pytest.approx(expect)
 
 
 def test_an_unregistered_fourth_type_is_refused_with_todays_message(tmp_path: Path) -> None:

@@ -191,6 +191,15 @@ def _text(record: Mapping[str, Any]) -> str:
     return f"{choice} (p {fixed(p)})"
 
 
+def _arrow(pa: Any) -> list[tuple[str, Any]]:
+    return [
+        ("choice", pa.string()),
+        ("probabilities", pa.map_(pa.string(), pa.float64())),
+        ("confidence", pa.float64()),
+        ("near_uniform", pa.bool_()),
+    ]
+
+
 CHOICE = registry.register(
     registry.QuestionType(
         name="choice",
@@ -206,6 +215,7 @@ CHOICE = registry.register(
         limits=_limits,
         record=_record,
         band=confident_band,
-        arrow=lambda pa: pa.string(),
+        arrow=_arrow,
+        recalibrated=("probabilities", "confidence"),
     )
 )

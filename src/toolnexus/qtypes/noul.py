@@ -123,6 +123,7 @@ NOUL = registry.register(
         synthetic=_synthetic,
         text=_text,
         band=_band,
-        arrow=lambda pa: pa.float64(),
+        arrow=lambda pa: [("noul", pa.float64())],
+        recalibrated=("noul",),
     )
 )

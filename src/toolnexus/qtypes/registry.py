@@ -25,8 +25,12 @@ The core hooks (fields of :class:`QuestionType`), each pure:
                 CSV columns are learnt (``records.sample_record``)
 ``synthetic``   ``(wire question, draws) -> wire answer``: ``serve --synthetic``'s answer
 ``text``        ``(answer record) -> str``: the answer's cell in ``eval``'s table
-``arrow``       ``(pyarrow module) -> DataType``: the answer's column type for Arrow/Parquet
-                (the module is passed in, so no pure module imports pyarrow)
+``arrow``       ``(pyarrow module) -> [(field, DataType), ...]``: the answer's own fields in
+                record order, between ``type`` and ``band``, for its Arrow/Parquet struct
+                (the module is passed in, so no pure module imports pyarrow); ``None``
+                stores the answer as a raw one (its JSON text)
+``recalibrated``  the wire fields ``--calibration`` may put beside the answer (its struct's
+                ``recalibrated``, with ``band``)
 ==============  ======================================================================
 
 Layers above the core attach their own hooks by slot name from their own module, so the
@@ -67,6 +71,7 @@ __all__ = [
     "of_question",
     "question_classes",
     "register",
+    "registered",
     "unregister",
 ]
 
@@ -87,10 +92,6 @@ def _uncertain(answer: Any, thresholds: Mapping[str, float]) -> Band:
     return "uncertain"
 
 
-def _no_arrow(pa: Any) -> Any:
-    return None
-
-
 @dataclass(frozen=True, eq=False)
 class QuestionType:
     """One question type's hooks (the table in the module docstring says what each does)."""
@@ -108,7 +109,8 @@ class QuestionType:
     limits: Callable[[str, Any], None] = _no_limits
     record: Callable[[Any, dict[str, Any], list[str]], None] = _no_record
     band: Callable[[Any, Mapping[str, float]], Band] = _uncertain
-    arrow: Callable[[Any], Any] = _no_arrow
+    arrow: Callable[[Any], list[tuple[str, Any]]] | None = None
+    recalibrated: tuple[str, ...] = ()
     #: False for ``raw``: the open end of the union, answered as received.
     is_modelled: bool = True
     #: Hooks the layers above the core attach by slot name (:func:`attach`).
@@ -188,6 +190,11 @@ def modelled(name: object) -> bool:
     """Whether ``name`` is a type the library models (not ``raw``, not unregistered)."""
     found = find(name)
     return found is not None and found.is_modelled
+
+
+def registered() -> tuple[QuestionType, ...]:
+    """Every registered type, in registration order (the built-ins first)."""
+    return tuple(_TYPES.values())
 
 
 def question_classes() -> tuple[type, ...]:

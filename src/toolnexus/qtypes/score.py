@@ -325,6 +325,17 @@ def _text(record: Mapping[str, Any]) -> str:
     return f"{fixed(record.get('score'))}, level {record.get('level')}: {record.get('label')}"
 
 
+def _arrow(pa: Any) -> list[tuple[str, Any]]:
+    return [
+        ("score", pa.float64()),
+        ("legend", pa.map_(pa.string(), pa.string())),
+        ("probabilities", pa.map_(pa.string(), pa.float64())),
+        ("confidence", pa.float64()),
+        ("level", pa.int32()),
+        ("label", pa.string()),
+    ]
+
+
 SCORE = registry.register(
     registry.QuestionType(
         name="score",
@@ -340,6 +351,7 @@ SCORE = registry.register(
         limits=_limits,
         record=_record,
         band=confident_band,
-        arrow=lambda pa: pa.float64(),
+        arrow=_arrow,
+        recalibrated=("probabilities", "confidence"),
     )
 )
