@@ -82,6 +82,22 @@ def _synthetic(question: Mapping[str, Any], rng: Any) -> dict[str, Any]:
     }
 
 
+LLM = registry.LlmHooks(
+    prompt='- "headcount": how many the instructions ask about, at most "criteria.max": '
+    '{"type": "headcount", "headcount": <whole number>, "confidence": <number 0..1>}',
+    schema=lambda q: {
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "enum": [NAME]},
+            "headcount": {"type": "integer"},
+            "confidence": {"type": "number"},
+        },
+        "required": ["type", "headcount", "confidence"],
+        "additionalProperties": False,
+    },
+)
+
+
 HEADCOUNT = registry.QuestionType(
     name=NAME,
     question=HeadcountQuestion,
@@ -95,6 +111,7 @@ HEADCOUNT = registry.QuestionType(
     text=lambda a: f"{a.get('headcount')} counted",
     record=_record,
     band=_band,
+    llm=LLM,
     arrow=lambda pa: [
         ("headcount", pa.int64()),
         ("confidence", pa.float64()),

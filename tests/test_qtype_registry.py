@@ -23,6 +23,7 @@ from clirun import run_cli
 from paths import REPO
 from toolnexus.decision import parse_decision
 from toolnexus.errors import QuestionError
+from toolnexus.llm_wire import SYSTEM_PROMPT, build_messages, decode_reply, response_schema
 from toolnexus.qtypes import CHOICE, NOUL, RAW, SCORE, registry
 from toolnexus.questions import normalize_questions, question_from_wire
 from toolnexus.records.arrow import table_to_records
@@ -187,6 +188,30 @@ def test_the_fourth_type_is_decoded_and_validated_by_its_own_hooks(headcount: No
     invalid = validate_decision(questions, decision)
     assert invalid is not None
     assert invalid.message == 'classifier: invalid decision: "people" headcount is 5, outside 0..3'
+
+
+def test_the_fourth_type_is_asked_over_a_chat_endpoint_by_its_llm_hooks(headcount: None) -> None:
+    """The llm style's prompt, schema and reply decoding dispatch through the type's hooks;
+    a set of built-in types keeps today's prompt byte for byte."""
+    questions = normalize_questions(
+        {
+            "people": {"type": "headcount", "instructions": "x", "criteria": {"max": 3}},
+            "happy": {"type": "noul", "instructions": "y"},
+        },
+        wire=False,
+    )
+    messages = build_messages("a state", questions)
+    lines = SYSTEM_PROMPT.split("\n")
+    assert lines[-2].startswith('- "score"')  # the type lines end just before the last line
+    expect = "\n".join([*lines[:-1], qtype_headcount.LLM.prompt, lines[-1]])
+    assert messages[0]["content"] == expect
+    assert build_messages("a state", {"happy": questions["happy"]})[0]["content"] == SYSTEM_PROMPT
+    schema = response_schema(questions)["json_schema"]["schema"]["properties"]["answers"]
+    assert schema["properties"]["q2"] == qtype_headcount.LLM.schema(questions["people"])
+    reply = {"answers": {"q1": {"noul": 0.25}, "q2": {"headcount": 2, "confidence": 0.5}}}
+    response = {"model": "m", "choices": [{"message": {"content": json.dumps(reply)}}]}
+    decision = decode_reply(response, questions, "m")
+    assert decision.answers["people"] == qtype_headcount.HeadcountAnswer(2, 0.5)
 
 
 @pytest.mark.parametrize(

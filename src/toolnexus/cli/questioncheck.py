@@ -57,9 +57,9 @@ DEGENERATE_CODES = {
     "every option description equals its own option id": "TN002",
     "every option description is identical": "TN003",
 }
-#: The types a question file may name without raw: true, as messages list them (seed 001's
-#: closed set). Whether a type is modelled is the registry's answer (qtypes/).
-_MODELLED_TYPES = ("noul", "choice", "score")
+#: The types messages list (seed 001's closed set, from the registry's BUILT_IN); whether a
+#: type is modelled is the registry's answer (qtypes/).
+_MODELLED_TYPES = tuple(n for n in registry.BUILT_IN if n != registry.RAW_NAME)
 _QUESTION_FIELDS = ("type", "instructions", "criteria", "raw")
 _TOP_FIELDS = ("model", "questions", "gates")
 

@@ -14,11 +14,14 @@ from . import registry
 from .draws import Draws, cents, confidence
 from .values import (
     check_instructions,
+    closed_schema,
     distribution_problem,
     fixed,
     json_kind,
     number,
+    number_schema,
     probabilities,
+    tag_schema,
 )
 
 __all__ = [
@@ -200,6 +203,31 @@ def _arrow(pa: Any) -> list[tuple[str, Any]]:
     ]
 
 
+def _llm_schema(question: ChoiceQuestion) -> dict[str, Any]:
+    options = [str(k) for k in question.criteria]
+    return closed_schema(
+        {
+            "type": tag_schema("choice"),
+            "choice": {"type": "string", "enum": options},
+            "probabilities": closed_schema({o: number_schema() for o in options}),
+            "confidence": number_schema(),
+        }
+    )
+
+
+_LLM = registry.LlmHooks(
+    prompt='- "choice": the option whose description best fits; option ids are the keys of '
+    '"options": {"type": "choice", "choice": <option id>, "probabilities": {<every option id>: '
+    '<number 0..1>}, "confidence": <number 0..1>}',
+    schema=_llm_schema,
+    question=lambda q, wire: {
+        "type": "choice",
+        "instructions": wire["instructions"],
+        "options": wire["criteria"],
+    },
+)
+
+
 CHOICE = registry.register(
     registry.QuestionType(
         name="choice",
@@ -217,5 +245,6 @@ CHOICE = registry.register(
         band=confident_band,
         arrow=_arrow,
         recalibrated=("probabilities", "confidence"),
+        llm=_LLM,
     )
 )

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal
 from ..errors import QuestionError
 from . import registry
 from .draws import Draws
-from .values import check_instructions, fixed, number
+from .values import check_instructions, closed_schema, fixed, number, number_schema, tag_schema
 
 __all__ = ["NOUL", "NoulAnswer", "NoulCriteria", "NoulQuestion"]
 
@@ -110,6 +110,14 @@ def _text(record: Mapping[str, Any]) -> str:
     return fixed(record.get("noul"))
 
 
+_LLM = registry.LlmHooks(
+    prompt='- "noul": the probability that the statement in the instructions holds for the state, '
+    'reading "criteria.true" and "criteria.false" as what each outcome means: '
+    '{"type": "noul", "noul": <number 0..1>}',
+    schema=lambda q: closed_schema({"type": tag_schema("noul"), "noul": number_schema()}),
+)
+
+
 NOUL = registry.register(
     registry.QuestionType(
         name="noul",
@@ -125,5 +133,6 @@ NOUL = registry.register(
         band=_band,
         arrow=lambda pa: [("noul", pa.float64())],
         recalibrated=("noul",),
+        llm=_LLM,
     )
 )

@@ -29,6 +29,9 @@ The core hooks (fields of :class:`QuestionType`), each pure:
                 record order, between ``type`` and ``band``, for its Arrow/Parquet struct
                 (the module is passed in, so no pure module imports pyarrow); ``None``
                 stores the answer as a raw one (its JSON text)
+``llm``         :class:`LlmHooks`: how the llm style asks it (its line in the system prompt,
+                the question as the model sees it, the strict answer schema, the fix-up of a
+                plain-JSON reply); ``None``: the llm style refuses the type
 ``recalibrated``  the wire fields ``--calibration`` may put beside the answer (its struct's
                 ``recalibrated``, with ``band``)
 ==============  ======================================================================
@@ -57,10 +60,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 __all__ = [
+    "BUILT_IN",
     "GATE",
     "LINT",
     "REPORT",
     "Band",
+    "LlmHooks",
     "QuestionType",
     "attach",
     "attached",
@@ -92,6 +97,28 @@ def _uncertain(answer: Any, thresholds: Mapping[str, float]) -> Band:
     return "uncertain"
 
 
+def _as_wire(question: Any, wire: dict[str, Any]) -> dict[str, Any]:
+    return wire
+
+
+def _no_fixup(question: Any, answer: dict[str, Any]) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class LlmHooks:
+    """How the llm style (``llm_wire.py``) asks a type over a chat endpoint."""
+
+    #: the type's line in the system prompt: what to answer and the answer's JSON shape
+    prompt: str
+    #: ``(question) -> JSON schema``: the strict ``response_format`` for one answer
+    schema: Callable[[Any], dict[str, Any]]
+    #: ``(question, wire form) -> object``: the question as the model sees it
+    question: Callable[[Any, dict[str, Any]], dict[str, Any]] = _as_wire
+    #: ``(question, answer) -> None``: fill in what a plain-JSON reply leaves to the question
+    reply: Callable[[Any, dict[str, Any]], None] = _no_fixup
+
+
 @dataclass(frozen=True, eq=False)
 class QuestionType:
     """One question type's hooks (the table in the module docstring says what each does)."""
@@ -111,6 +138,7 @@ class QuestionType:
     band: Callable[[Any, Mapping[str, float]], Band] = _uncertain
     arrow: Callable[[Any], list[tuple[str, Any]]] | None = None
     recalibrated: tuple[str, ...] = ()
+    llm: LlmHooks | None = None
     #: False for ``raw``: the open end of the union, answered as received.
     is_modelled: bool = True
     #: Hooks the layers above the core attach by slot name (:func:`attach`).
@@ -130,6 +158,9 @@ _ANSWERS: dict[type, QuestionType] = {}
 #: Slot hooks attached before their type is registered wait here (import order is free).
 _PENDING: dict[tuple[str, str], Any] = {}
 RAW_NAME = "raw"
+#: The closed set (seed 001's modelled types in its order, then seed 004's raw): what messages
+#: list, whatever else a test registers.
+BUILT_IN = ("noul", "choice", "score", RAW_NAME)
 
 
 def register(qtype: QuestionType) -> QuestionType:
@@ -193,8 +224,10 @@ def modelled(name: object) -> bool:
 
 
 def registered() -> tuple[QuestionType, ...]:
-    """Every registered type, in registration order (the built-ins first)."""
-    return tuple(_TYPES.values())
+    """Every registered type: the built-ins in seed 001's order, then any other in the order
+    it was registered."""
+    first = [_TYPES[name] for name in BUILT_IN if name in _TYPES]
+    return (*first, *(t for name, t in _TYPES.items() if name not in BUILT_IN))
 
 
 def question_classes() -> tuple[type, ...]:

@@ -16,11 +16,14 @@ from .choice import confident_band
 from .draws import Draws, cents, confidence
 from .values import (
     check_instructions,
+    closed_schema,
     distribution_problem,
     fixed,
     json_kind,
     number,
+    number_schema,
     probabilities,
+    tag_schema,
 )
 
 __all__ = [
@@ -336,6 +339,39 @@ def _arrow(pa: Any) -> list[tuple[str, Any]]:
     ]
 
 
+def _llm_schema(question: ScoreQuestion) -> dict[str, Any]:
+    return closed_schema(
+        {
+            "type": tag_schema("score"),
+            "score": number_schema(),
+            "probabilities": closed_schema(
+                {str(i): number_schema() for i in range(len(question.criteria))}
+            ),
+            "confidence": number_schema(),
+        }
+    )
+
+
+def _llm_question(question: ScoreQuestion, wire: dict[str, Any]) -> dict[str, Any]:
+    levels = {str(i): level for i, level in enumerate(wire["criteria"])}
+    return {"type": "score", "instructions": wire["instructions"], "levels": levels}
+
+
+def _llm_reply(question: ScoreQuestion, answer: dict[str, Any]) -> None:
+    # The model is not asked for the legend: the question's levels are it.
+    answer["legend"] = {str(i): lv for i, lv in enumerate(question.criteria)}
+
+
+_LLM = registry.LlmHooks(
+    prompt='- "score": a rating on the ordered "levels", keyed by level index from "0" (lowest) '
+    'upward: {"type": "score", "score": <probability-weighted mean level index>, '
+    '"probabilities": {<every level index>: <number 0..1>}, "confidence": <number 0..1>}',
+    schema=_llm_schema,
+    question=_llm_question,
+    reply=_llm_reply,
+)
+
+
 SCORE = registry.register(
     registry.QuestionType(
         name="score",
@@ -353,5 +389,6 @@ SCORE = registry.register(
         band=confident_band,
         arrow=_arrow,
         recalibrated=("probabilities", "confidence"),
+        llm=_LLM,
     )
 )

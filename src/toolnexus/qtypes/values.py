@@ -15,11 +15,14 @@ from ..errors import DecisionError, QuestionError
 
 __all__ = [
     "check_instructions",
+    "closed_schema",
     "distribution_problem",
     "fixed",
     "json_kind",
     "number",
+    "number_schema",
     "probabilities",
+    "tag_schema",
 ]
 
 #: validate_decision's tolerance on the sum of a probability map.
@@ -118,3 +121,26 @@ def fixed(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return "-"
     return f"{value:.2f}"
+
+
+def number_schema() -> dict[str, Any]:
+    """A JSON-schema number for a strict ``response_format``."""
+    # No minimum/maximum: several strict-mode endpoints reject them; validate_decision checks
+    # the ranges instead.
+    return {"type": "number"}
+
+
+def closed_schema(properties: dict[str, Any]) -> dict[str, Any]:
+    """A strict-mode object: every property required, nothing else allowed."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def tag_schema(name: str) -> dict[str, Any]:
+    """An answer's ``type`` tag in a strict schema."""
+    # enum of one value rather than const: older strict-mode validators do not know const.
+    return {"type": "string", "enum": [name]}
