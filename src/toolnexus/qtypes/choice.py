@@ -228,6 +228,14 @@ _LLM = registry.LlmHooks(
 )
 
 
+def _output_tokens(question: Mapping[str, Any]) -> int:
+    # Fitted on the live captures (scheduler/budget.py): about 8 plus 10 per option (38 for 3
+    # options, 331 for 32).
+    criteria = question.get("criteria")
+    options = len(criteria) if isinstance(criteria, Mapping) else 0
+    return 8 + 10 * options
+
+
 CHOICE = registry.register(
     registry.QuestionType(
         name="choice",
@@ -246,5 +254,6 @@ CHOICE = registry.register(
         arrow=_arrow,
         recalibrated=("probabilities", "confidence"),
         llm=_LLM,
+        output_tokens=_output_tokens,
     )
 )

@@ -29,6 +29,9 @@ The core hooks (fields of :class:`QuestionType`), each pure:
                 record order, between ``type`` and ``band``, for its Arrow/Parquet struct
                 (the module is passed in, so no pure module imports pyarrow); ``None``
                 stores the answer as a raw one (its JSON text)
+``output_tokens``  ``(wire question) -> int``: the central estimate of the output tokens its
+                answer bills (the spend caps' reservation, ``scheduler/budget.py``); fitted on
+                the live captures, 20 for a type nobody measured
 ``llm``         :class:`LlmHooks`: how the llm style asks it (its line in the system prompt,
                 the question as the model sees it, the strict answer schema, the fix-up of a
                 plain-JSON reply); ``None``: the llm style refuses the type
@@ -93,6 +96,14 @@ def _no_record(answer: Any, out: dict[str, Any], flags: list[str]) -> None:
     return None
 
 
+#: Output tokens of an answer of a type nobody measured (``scheduler/budget.py``).
+OTHER_ANSWER_TOKENS = 20
+
+
+def _other_answer_tokens(question: Mapping[str, Any]) -> int:
+    return OTHER_ANSWER_TOKENS
+
+
 def _uncertain(answer: Any, thresholds: Mapping[str, float]) -> Band:
     return "uncertain"
 
@@ -139,6 +150,7 @@ class QuestionType:
     arrow: Callable[[Any], list[tuple[str, Any]]] | None = None
     recalibrated: tuple[str, ...] = ()
     llm: LlmHooks | None = None
+    output_tokens: Callable[[Mapping[str, Any]], int] = _other_answer_tokens
     #: False for ``raw``: the open end of the union, answered as received.
     is_modelled: bool = True
     #: Hooks the layers above the core attach by slot name (:func:`attach`).

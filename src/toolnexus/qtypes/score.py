@@ -390,5 +390,6 @@ SCORE = registry.register(
         arrow=_arrow,
         recalibrated=("probabilities", "confidence"),
         llm=_LLM,
+        output_tokens=lambda q: 17,  # fitted: 17-18 whatever its levels (budget.py)
     )
 )
