@@ -8,10 +8,8 @@ registers and runs end to end through ``eval``, ``batch`` and ``report`` against
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,13 +19,14 @@ import pytest
 import qtype_headcount
 from clirun import run_cli
 from paths import REPO
+from serving import ThreadedServer
 from toolnexus.decision import parse_decision
 from toolnexus.errors import QuestionError
 from toolnexus.llm_wire import SYSTEM_PROMPT, build_messages, decode_reply, response_schema
 from toolnexus.qtypes import CHOICE, NOUL, RAW, SCORE, registry
 from toolnexus.questions import normalize_questions, question_from_wire
 from toolnexus.records.arrow import table_to_records
-from toolnexus.serve import ServeOptions, Server
+from toolnexus.serve import ServeOptions
 from toolnexus.validation import validate_decision
 
 QUESTIONS = """\
@@ -59,25 +58,8 @@ def headcount() -> Iterator[None]:
 def synthetic() -> Iterator[str]:
     """``toolnexus serve --synthetic`` on 127.0.0.1, in a thread of this process (so it sees
     the registered type); yields the base URL and stops the server after the test."""
-    ready = threading.Event()
-    held: dict[str, Any] = {}
-
-    async def serve() -> None:
-        async with Server(ServeOptions(synthetic=True)) as server:
-            held["url"] = server.url
-            held["loop"] = asyncio.get_running_loop()
-            held["stop"] = asyncio.Event()
-            ready.set()
-            await held["stop"].wait()
-
-    thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
-    thread.start()
-    assert ready.wait(30), "serve --synthetic did not start"
-    try:
-        yield held["url"] + "/v1"
-    finally:
-        held["loop"].call_soon_threadsafe(held["stop"].set)
-        thread.join(30)
+    with ThreadedServer(ServeOptions(synthetic=True)) as server:
+        yield server.url + "/v1"
 
 
 def test_a_fourth_type_runs_through_eval_batch_and_report(
