@@ -108,8 +108,9 @@ def threshold_band(answer: Answer, thresholds: Mapping[str, float] | None = None
     A raw answer is uncertain. ``thresholds`` merges over ``DEFAULT_THRESHOLDS``.
     """
     t = merged_thresholds(thresholds)
-    if registry.of_answer(answer) is None:
+    qtype = registry.of_answer(answer)
+    if qtype is None:
         raise ConfigError(
             f"classifier: threshold_band takes an answer, got {type(answer).__name__}"
         )
-    return band_of(answer, t)
+    return qtype.band(answer, t)

@@ -209,24 +209,24 @@ def of(name: object) -> QuestionType:
 
 
 def _by_class(table: dict[type, QuestionType], value: object) -> QuestionType | None:
-    found = table.get(type(value))
-    if found is None:
-        # A subclass of a registered class is of its type (isinstance, as before the registry).
-        for cls in type(value).__mro__[1:]:
-            found = table.get(cls)
-            if found is not None:
-                break
-    return found
+    # A subclass of a registered class is of its type (isinstance, as before the registry).
+    for cls in type(value).__mro__[1:]:
+        found = table.get(cls)
+        if found is not None:
+            return found
+    return None
 
 
 def of_question(question: object) -> QuestionType | None:
     """The type of a question value (an instance of a registered question class)."""
-    return _by_class(_CLASSES, question)
+    found = _CLASSES.get(type(question))  # the hot path: one lookup
+    return found if found is not None else _by_class(_CLASSES, question)
 
 
 def of_answer(answer: object) -> QuestionType | None:
     """The type of an answer value (an instance of a registered answer class)."""
-    return _by_class(_ANSWERS, answer)
+    found = _ANSWERS.get(type(answer))  # the hot path: one lookup
+    return found if found is not None else _by_class(_ANSWERS, answer)
 
 
 def modelled(name: object) -> bool:

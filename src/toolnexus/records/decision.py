@@ -15,7 +15,13 @@ from ..consistency import consistency_flags
 from ..decision import Answer, Decision
 from ..qtypes import registry
 from ..questions import Question
-from ..validation import DEFAULT_THRESHOLDS, FLAGS, threshold_band, validate_decision
+from ..validation import (
+    DEFAULT_THRESHOLDS,
+    FLAGS,
+    merged_thresholds,
+    threshold_band,
+    validate_decision,
+)
 from .gates import gate_records
 from .model import RECORD_KEYS
 
@@ -120,10 +126,12 @@ def answer_record(
     out = answer.to_wire()
     flags: list[str] = list(consistency_flags(answer, calibrated=calibrated))
     qtype = registry.of_answer(answer)
-    if qtype is not None:
+    if qtype is None:
+        band = threshold_band(answer, thresholds)  # refuses what is not an answer
+    else:
         # The type's derived fields (near_uniform; level, label) and flags, beside the wire's.
         qtype.record(answer, out, flags)
-    band = threshold_band(answer, thresholds)
+        band = qtype.band(answer, merged_thresholds(thresholds))
     out["band"] = band
     if band == "uncertain":
         flags.append("uncertain")
