@@ -214,6 +214,14 @@ def test_the_built_in_set_is_closed(name: Any, expect: registry.QuestionType) ->
     assert registry.modelled(name) == (expect is not RAW)
 
 
+@pytest.mark.parametrize("name", registry.BUILT_IN)
+def test_a_built_in_type_cannot_be_unregistered(name: str) -> None:
+    """'The question set stays closed as seed 001 says' (issue 30 item 4)."""
+    with pytest.raises(ValueError, match="cannot be unregistered"):
+        registry.unregister(name)
+    assert registry.find(name) is not None
+
+
 def test_no_file_under_src_names_the_fourth_type() -> None:
     """The count the issue asks for: a type registered from its own module touches no other
     file (the registry's hooks are the whole interface)."""

@@ -178,6 +178,10 @@ BUILT_IN = ("noul", "choice", "score", RAW_NAME)
 def register(qtype: QuestionType) -> QuestionType:
     """Add ``qtype`` (its module calls this once at import); a second registration of the same
     name replaces the first, so a reloaded module does not fail."""
+    old = _TYPES.get(qtype.name)
+    if old is not None:
+        _CLASSES.pop(old.question, None)
+        _ANSWERS.pop(old.answer, None)
     _TYPES[qtype.name] = qtype
     _CLASSES[qtype.question] = qtype
     _ANSWERS[qtype.answer] = qtype
@@ -188,7 +192,9 @@ def register(qtype: QuestionType) -> QuestionType:
 
 
 def unregister(name: str) -> None:
-    """Remove a type a test registered (the built-ins stay)."""
+    """Remove a type a test registered; the built-ins (:data:`BUILT_IN`) cannot be removed."""
+    if name in BUILT_IN:
+        raise ValueError(f"the built-in question type {name!r} cannot be unregistered")
     found = _TYPES.pop(name, None)
     if found is not None:
         _CLASSES.pop(found.question, None)
