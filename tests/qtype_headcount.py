@@ -82,6 +82,13 @@ def _synthetic(question: Mapping[str, Any], rng: Any) -> dict[str, Any]:
     }
 
 
+def _lint(obj: Mapping[str, Any], sink: registry.LintSink, where: str) -> None:
+    criteria = obj.get("criteria")
+    top = criteria.get("max") if isinstance(criteria, Mapping) else None
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        sink.add(("criteria",), "TN020", f"{where}a headcount needs criteria {{max: <count>}}")
+
+
 LLM = registry.LlmHooks(
     prompt='- "headcount": how many the instructions ask about, at most "criteria.max": '
     '{"type": "headcount", "headcount": <whole number>, "confidence": <number 0..1>}',
@@ -112,6 +119,7 @@ HEADCOUNT = registry.QuestionType(
     record=_record,
     band=_band,
     llm=LLM,
+    lint=_lint,
     arrow=lambda pa: [
         ("headcount", pa.int64()),
         ("confidence", pa.float64()),

@@ -196,6 +196,19 @@ def test_the_fourth_type_is_asked_over_a_chat_endpoint_by_its_llm_hooks(headcoun
     assert decision.answers["people"] == qtype_headcount.HeadcountAnswer(2, 0.5)
 
 
+def test_the_fourth_type_is_linted_by_its_own_hook(headcount: None, tmp_path: Path) -> None:
+    """'lint checks' registered from the type's module: check-criteria reports them at their
+    line and column in the file (issue 30 item 4)."""
+    questions = tmp_path / "q.yaml"
+    questions.write_text(QUESTIONS.replace("{max: 12}", "{max: many}"), encoding="utf-8")
+    ran = run_cli("check-criteria", str(questions))
+    assert ran.code == 1
+    assert (
+        f"{questions}:6:15: TN020 question 'people': a headcount needs criteria {{max: <count>}}"
+        in ran.out
+    )
+
+
 @pytest.mark.parametrize(
     ("name", "expect"),
     [

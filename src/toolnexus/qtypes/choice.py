@@ -17,6 +17,7 @@ from .values import (
     closed_schema,
     distribution_problem,
     fixed,
+    got,
     json_kind,
     number,
     number_schema,
@@ -215,6 +216,30 @@ def _llm_schema(question: ChoiceQuestion) -> dict[str, Any]:
     )
 
 
+def _lint(obj: Mapping[str, Any], sink: registry.LintSink, where: str) -> None:
+    criteria = obj.get("criteria")
+    if not isinstance(criteria, dict):
+        missing = "criteria" not in obj
+        said = "missing" if missing else f"got {json_kind(criteria, yaml=True)}"
+        sink.add(
+            () if missing else ("criteria",),
+            "TN020",
+            f"{where}a choice needs criteria: a mapping of option id to what picking it "
+            f"means ({said})",
+            at_key=missing,
+        )
+        return
+    for option, text in criteria.items():
+        # Issue 33 item 4: null is a description the wire accepts (seed 004's degenerate
+        # rule counts it as empty), so it loads and is sent as null, as written.
+        if text is not None and not isinstance(text, str):
+            sink.add(
+                ("criteria", option),
+                "TN020",
+                f"{where}option {option!r} description must be a string or null, {got(text)}",
+            )
+
+
 _LLM = registry.LlmHooks(
     prompt='- "choice": the option whose description best fits; option ids are the keys of '
     '"options": {"type": "choice", "choice": <option id>, "probabilities": {<every option id>: '
@@ -254,6 +279,7 @@ CHOICE = registry.register(
         arrow=_arrow,
         recalibrated=("probabilities", "confidence"),
         llm=_LLM,
+        lint=_lint,
         output_tokens=_output_tokens,
     )
 )

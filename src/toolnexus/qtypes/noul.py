@@ -11,7 +11,16 @@ from typing import Any, ClassVar, Literal
 from ..errors import QuestionError
 from . import registry
 from .draws import Draws
-from .values import check_instructions, closed_schema, fixed, number, number_schema, tag_schema
+from .values import (
+    check_instructions,
+    closed_schema,
+    fixed,
+    got,
+    json_kind,
+    number,
+    number_schema,
+    tag_schema,
+)
 
 __all__ = ["NOUL", "NoulAnswer", "NoulCriteria", "NoulQuestion"]
 
@@ -110,6 +119,36 @@ def _text(record: Mapping[str, Any]) -> str:
     return fixed(record.get("noul"))
 
 
+def _lint(obj: Mapping[str, Any], sink: registry.LintSink, where: str) -> None:
+    if "criteria" not in obj:
+        return
+    criteria = obj["criteria"]
+    if criteria is None:
+        sink.add(
+            ("criteria",),
+            "TN020",
+            f"{where}noul criteria is null: omit it for no criteria, or write {{}} for two "
+            "empty strings",
+        )
+        return
+    if not isinstance(criteria, dict):
+        sink.add(
+            ("criteria",),
+            "TN020",
+            f"{where}noul criteria must be a mapping with true and false, "
+            f"got {json_kind(criteria, yaml=True)}",
+        )
+        return
+    sink.unknown_fields(criteria, ("criteria",), ("true", "false"), f"{where}noul criteria: ")
+    for side in ("true", "false"):
+        if side in criteria and not isinstance(criteria[side], str):
+            sink.add(
+                ("criteria", side),
+                "TN020",
+                f"{where}noul criteria {side!r} must be a string, {got(criteria[side])}",
+            )
+
+
 _LLM = registry.LlmHooks(
     prompt='- "noul": the probability that the statement in the instructions holds for the state, '
     'reading "criteria.true" and "criteria.false" as what each outcome means: '
@@ -134,6 +173,7 @@ NOUL = registry.register(
         arrow=lambda pa: [("noul", pa.float64())],
         recalibrated=("noul",),
         llm=_LLM,
+        lint=_lint,
         output_tokens=lambda q: 19,  # fitted: a noul answer bills about 20 (budget.py)
     )
 )

@@ -29,6 +29,9 @@ The core hooks (fields of :class:`QuestionType`), each pure:
                 record order, between ``type`` and ``band``, for its Arrow/Parquet struct
                 (the module is passed in, so no pure module imports pyarrow); ``None``
                 stores the answer as a raw one (its JSON text)
+``lint``        ``(obj, sink, where) -> None``: the criteria checks of a question-file entry,
+                reported to a :class:`LintSink` with paths relative to the question (codes
+                TN020..TN025, ``check-criteria``); ``None``: ``from_wire``'s error is the lint
 ``output_tokens``  ``(wire question) -> int``: the central estimate of the output tokens its
                 answer bills (the spend caps' reservation, ``scheduler/budget.py``); fitted on
                 the live captures, 20 for a type nobody measured
@@ -45,8 +48,6 @@ registry never imports upward (``tests/test_layers.py``): :func:`attach` /
 
 - :data:`REPORT` (``"report"``): ``report/aggregation.py``: the class that accumulates one
   question's answers (``QuestionStats``); a type without one is counted, not judged.
-- :data:`LINT` (``"lint"``): ``cli/questioncheck.py``: ``(checker, obj, path, where) -> None``,
-  a type's criteria checks with file positions (codes TN020..TN025).
 - :data:`GATE` (``"gate"``): reserved for the judge layer's per-type conditions
   (``policy.py``), which today reads answers through ``bands.py``.
 
@@ -60,14 +61,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 __all__ = [
     "BUILT_IN",
     "GATE",
-    "LINT",
     "REPORT",
     "Band",
+    "LintPath",
+    "LintSink",
     "LlmHooks",
     "QuestionType",
     "attach",
@@ -82,6 +84,23 @@ __all__ = [
     "registered",
     "unregister",
 ]
+
+
+#: A place in a question file, relative to one question: ``("criteria", "true")``.
+LintPath: TypeAlias = tuple[str | int, ...]
+
+
+class LintSink(Protocol):
+    """Where a type's ``lint`` hook reports its findings (``cli/questioncheck.py`` turns each
+    path into the file's line and column)."""
+
+    def add(self, path: LintPath, code: str, message: str, *, at_key: bool = False) -> None:
+        """A finding at ``path`` (its key's position with ``at_key``)."""
+
+    def unknown_fields(
+        self, obj: Mapping[str, Any], path: LintPath, allowed: tuple[str, ...], what: str
+    ) -> None:
+        """A finding for each field of ``obj`` (at ``path``) not in ``allowed``."""
 
 
 #: How an answer reads against its thresholds (``validation.threshold_band``).
@@ -151,6 +170,7 @@ class QuestionType:
     recalibrated: tuple[str, ...] = ()
     llm: LlmHooks | None = None
     output_tokens: Callable[[Mapping[str, Any]], int] = _other_answer_tokens
+    lint: Callable[[Mapping[str, Any], LintSink, str], None] | None = None
     #: False for ``raw``: the open end of the union, answered as received.
     is_modelled: bool = True
     #: Hooks the layers above the core attach by slot name (:func:`attach`).
@@ -159,7 +179,6 @@ class QuestionType:
 
 #: The slots the layers above the core attach hooks under (module docstring).
 REPORT = "report"
-LINT = "lint"
 GATE = "gate"
 
 _TYPES: dict[str, QuestionType] = {}

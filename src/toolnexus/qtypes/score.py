@@ -362,6 +362,38 @@ def _llm_reply(question: ScoreQuestion, answer: dict[str, Any]) -> None:
     answer["legend"] = {str(i): lv for i, lv in enumerate(question.criteria)}
 
 
+def _lint(obj: Mapping[str, Any], sink: registry.LintSink, where: str) -> None:
+    criteria = obj.get("criteria")
+    if not isinstance(criteria, list):
+        missing = "criteria" not in obj
+        said = "missing" if missing else f"got {json_kind(criteria, yaml=True)}"
+        sink.add(
+            () if missing else ("criteria",),
+            "TN020",
+            f"{where}a score needs criteria: an ordered list of levels ({said})",
+            at_key=missing,
+        )
+        return
+    for i, level in enumerate(criteria):
+        lpath = ("criteria", i)
+        if isinstance(level, dict):
+            sink.unknown_fields(level, lpath, ("label", "description"), f"{where}level {i}: ")
+            label = level.get("label")
+            if not isinstance(label, str) or not label.strip():
+                sink.add(
+                    (*lpath, "label") if "label" in level else lpath,
+                    "TN020",
+                    f"{where}level {i} needs a non-empty string label",
+                )
+        elif not isinstance(level, str):
+            sink.add(
+                lpath,
+                "TN020",
+                f"{where}level {i} must be a string or {{label, description}}, "
+                f"got {json_kind(level, yaml=True)}",
+            )
+
+
 _LLM = registry.LlmHooks(
     prompt='- "score": a rating on the ordered "levels", keyed by level index from "0" (lowest) '
     'upward: {"type": "score", "score": <probability-weighted mean level index>, '
@@ -390,6 +422,7 @@ SCORE = registry.register(
         arrow=_arrow,
         recalibrated=("probabilities", "confidence"),
         llm=_LLM,
+        lint=_lint,
         output_tokens=lambda q: 17,  # fitted: 17-18 whatever its levels (budget.py)
     )
 )

@@ -18,6 +18,7 @@ __all__ = [
     "closed_schema",
     "distribution_problem",
     "fixed",
+    "got",
     "json_kind",
     "number",
     "number_schema",
@@ -59,6 +60,12 @@ def json_kind(value: Any, *, yaml: bool = False) -> str:
     if isinstance(value, dict):
         return "a mapping" if yaml else "an object"
     return type(value).__name__
+
+
+def got(value: Any) -> str:
+    """What a question file's author wrote instead, in their words (a lint message's tail)."""
+    hint = "; quote it" if isinstance(value, bool | int | float) else ""
+    return f"got {json_kind(value, yaml=True)}{hint}"
 
 
 def number(value: Any, what: str, key: str) -> float:
