@@ -5,42 +5,39 @@ Each type's module (``noul.py``, ``choice.py``, ``score.py``, ``raw.py``) define
 question and answer values and registers them with their hooks; every consumer asks the
 registry instead of switching on the type string::
 
-    qtype = registry.of(question.type)          # the registered type, or RAW for any other
-    answer = qtype.decode(obj, key, question)   # wire answer -> answer value
+    qtype = registry.of(answer_obj["type"])     # the registered type, or RAW for any other
+    answer = qtype.decode(answer_obj, key, question)  # wire answer -> answer value
 
 The core hooks (fields of :class:`QuestionType`), each pure:
 
-==============  ======================================================================
-``from_wire``   ``(obj, key, where) -> question``: a question-file / wire mapping, shapes
-                checked (``questions.question_from_wire``)
-``to_wire``     ``(question) -> dict``: the question as the wire carries it
-``limits``      ``(key, question) -> None``: the client-side limits (``check_limits``)
-``decode``      ``(obj, key, question | None) -> answer``: a wire answer (``parse_decision``)
-``validate``    ``(question, answer) -> str | None``: what is wrong, seed 004's order
-                (``validate_decision``)
-``record``      ``(answer, out, flags) -> None``: the derived record fields and flags beside
-                the wire fields (``records.decision_record``)
-``band``        ``(answer, thresholds) -> "yes" | "no" | "uncertain"`` (``threshold_band``)
-``sample``      ``(question) -> wire answer``: a valid answer of this question, from which the
-                CSV columns are learnt (``records.sample_record``)
-``synthetic``   ``(wire question, draws) -> wire answer``: ``serve --synthetic``'s answer
-``text``        ``(answer record) -> str``: the answer's cell in ``eval``'s table
-``arrow``       ``(pyarrow module) -> [(field, DataType), ...]``: the answer's own fields in
-                record order, between ``type`` and ``band``, for its Arrow/Parquet struct
-                (the module is passed in, so no pure module imports pyarrow); ``None``
-                stores the answer as a raw one (its JSON text)
-``lint``        ``(obj, sink, where) -> None``: the criteria checks of a question-file entry,
-                reported to a :class:`LintSink` with paths relative to the question (codes
-                TN020..TN025, ``check-criteria``); ``None``: ``from_wire``'s error is the lint
-``output_tokens``  ``(wire question) -> int``: the central estimate of the output tokens its
-                answer bills (the spend caps' reservation, ``scheduler/budget.py``); fitted on
-                the live captures, 20 for a type nobody measured
-``llm``         :class:`LlmHooks`: how the llm style asks it (its line in the system prompt,
-                the question as the model sees it, the strict answer schema, the fix-up of a
-                plain-JSON reply); ``None``: the llm style refuses the type
-``recalibrated``  the wire fields ``--calibration`` may put beside the answer (its struct's
-                ``recalibrated``, with ``band``)
-==============  ======================================================================
+- ``from_wire``: ``(obj, key, where) -> question``: a question-file / wire mapping, shapes
+  checked (``questions.question_from_wire``)
+- ``to_wire``: ``(question) -> dict``: the question as the wire carries it
+- ``limits``: ``(key, question) -> None``: the client-side limits (``check_limits``)
+- ``decode``: ``(obj, key, question | None) -> answer``: a wire answer (``parse_decision``)
+- ``validate``: ``(question, answer) -> str | None``: what is wrong, seed 004's order
+  (``validate_decision``)
+- ``record``: ``(answer, out, flags) -> None``: the derived record fields and flags beside the
+  wire fields (``records.decision_record``)
+- ``band``: ``(answer, thresholds) -> "yes" | "no" | "uncertain"`` (``threshold_band``)
+- ``sample``: ``(question) -> wire answer``: a valid answer of this question, from which the CSV
+  columns are learnt (``records.sample_record``)
+- ``synthetic``: ``(wire question, draws) -> wire answer``: ``serve --synthetic``'s answer
+- ``text``: ``(answer record) -> str``: the answer's cell in ``eval``'s table
+- ``arrow``: ``(pyarrow module) -> [(field, DataType), ...]``: the answer's own fields in record
+  order, between ``type`` and ``band``, for its Arrow/Parquet struct (the module is passed in,
+  so no pure module imports pyarrow); ``None`` stores the answer as a raw one (its JSON text)
+- ``lint``: ``(obj, sink, where) -> None``: the criteria checks of a question-file entry,
+  reported to a :class:`LintSink` with paths relative to the question (codes TN020..TN025,
+  ``check-criteria``); ``None``: ``from_wire``'s error is the lint
+- ``output_tokens``: ``(wire question) -> int``: the central estimate of the output tokens its
+  answer bills (the spend caps' reservation, ``scheduler/budget.py``); fitted on the live
+  captures, 20 for a type nobody measured
+- ``llm``: :class:`LlmHooks`: how the llm style asks it (its line in the system prompt, the
+  question as the model sees it, the strict answer schema, the fix-up of a plain-JSON reply);
+  ``None``: the llm style refuses the type
+- ``recalibrated``: the wire fields ``--calibration`` may put beside the answer (its struct's
+  ``recalibrated``, with ``band``)
 
 Layers above the core attach their own hooks by slot name from their own module, so the
 registry never imports upward (``tests/test_layers.py``): :func:`attach` /
@@ -50,6 +47,10 @@ registry never imports upward (``tests/test_layers.py``): :func:`attach` /
   question's answers (``QuestionStats``); a type without one is counted, not judged.
 - :data:`GATE` (``"gate"``): reserved for the judge layer's per-type conditions
   (``policy.py``), which today reads answers through ``bands.py``.
+
+``serve``'s request checks (``serve/rules.py``) are System One's API schema, not this
+registry: ``serve --synthetic`` accepts any type and answers it through its ``synthetic`` hook
+(:func:`of` gives ``raw``'s placeholder for a type nobody registered).
 
 The question set stays closed (seed 001: noul, choice, score, and seed 004's raw for the rest):
 the built-in types are the only ones a question file or the wire can name, and messages list
