@@ -120,6 +120,7 @@ HEADCOUNT = registry.QuestionType(
     band=_band,
     llm=LLM,
     lint=_lint,
+    where_fields={"headcount": True, "confidence": True},
     arrow=lambda pa: [
         ("headcount", pa.int64()),
         ("confidence", pa.float64()),

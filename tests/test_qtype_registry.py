@@ -20,6 +20,8 @@ import qtype_headcount
 from clirun import run_cli
 from paths import REPO
 from serving import ThreadedServer
+from toolnexus.cli.errors import CliError
+from toolnexus.cli.filter_where import parse_where
 from toolnexus.decision import parse_decision
 from toolnexus.errors import QuestionError
 from toolnexus.llm_wire import SYSTEM_PROMPT, build_messages, decode_reply, response_schema
@@ -207,6 +209,23 @@ def test_the_fourth_type_is_linted_by_its_own_hook(headcount: None, tmp_path: Pa
         f"{questions}:6:15: TN020 question 'people': a headcount needs criteria {{max: <count>}}"
         in ran.out
     )
+
+
+def test_filter_where_reads_the_fourth_type_by_its_fields(headcount: None) -> None:
+    """``filter --where`` compares the fields the type names (its where_fields hook)."""
+    questions = normalize_questions(
+        {"people": {"type": "headcount", "instructions": "x", "criteria": {"max": 3}}}, wire=False
+    )
+    where = parse_where("people >= 2", questions)
+    assert (where.key, where.field, where.value) == ("people", "headcount", 2.0)
+    body = {
+        "model": "m",
+        "answers": {"people": {"type": "headcount", "headcount": 3, "confidence": 0.9}},
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    assert where.holds(parse_decision(body, questions))
+    with pytest.raises(CliError, match="is not a field of headcount question"):
+        parse_where("people.colour == red", questions)
 
 
 @pytest.mark.parametrize(

@@ -280,6 +280,7 @@ CHOICE = registry.register(
         recalibrated=("probabilities", "confidence"),
         llm=_LLM,
         lint=_lint,
+        where_fields={"choice": False, "confidence": True},
         output_tokens=_output_tokens,
     )
 )

@@ -174,6 +174,7 @@ NOUL = registry.register(
         recalibrated=("noul",),
         llm=_LLM,
         lint=_lint,
+        where_fields={"noul": True},
         output_tokens=lambda q: 19,  # fitted: a noul answer bills about 20 (budget.py)
     )
 )

@@ -36,6 +36,8 @@ The core hooks (fields of :class:`QuestionType`), each pure:
 - ``llm``: :class:`LlmHooks`: how the llm style asks it (its line in the system prompt, the
   question as the model sees it, the strict answer schema, the fix-up of a plain-JSON reply);
   ``None``: the llm style refuses the type
+- ``where_fields``: the answer attributes ``filter --where`` may compare, name -> whether it
+  is a number (else text), the first the default; ``None``: ``--where`` cannot read the type
 - ``recalibrated``: the wire fields ``--calibration`` may put beside the answer (its struct's
   ``recalibrated``, with ``band``)
 
@@ -172,6 +174,7 @@ class QuestionType:
     llm: LlmHooks | None = None
     output_tokens: Callable[[Mapping[str, Any]], int] = _other_answer_tokens
     lint: Callable[[Mapping[str, Any], LintSink, str], None] | None = None
+    where_fields: Mapping[str, bool] | None = None
     #: False for ``raw``: the open end of the union, answered as received.
     is_modelled: bool = True
     #: Hooks the layers above the core attach by slot name (:func:`attach`).

@@ -327,6 +327,7 @@ SCORE = registry.register(
         recalibrated=("probabilities", "confidence"),
         llm=_LLM,
         lint=_lint,
+        where_fields={"score": True, "level": True, "label": False, "confidence": True},
         output_tokens=lambda q: 17,  # fitted: 17-18 whatever its levels (budget.py)
     )
 )
