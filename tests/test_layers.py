@@ -17,7 +17,8 @@ The ranks, lowest first::
     3  styles     systemone, llm, llm_wire, styles, recordings (what answers one request)
     2  transport  transport/ (the one place HTTP is spoken)
     1  config     config, options, backends, cache/, scheduler/ (typed values and admission)
-    0  core       the pure modules: questions, canonical, decision, answers, validation, ...
+    0  core       the pure modules: questions, qtypes/ (one module per question type and the
+                  registry), canonical, decision, answers, validation, ...
 
 A module whose rank is not written here fails the test until it is given one: a new room is a
 decision, not a default. ``KNOWN_UPWARD`` lists the upward imports the tree still has (the
@@ -61,6 +62,9 @@ RANKS: dict[str, int] = {
     "toolnexus.printable": CORE,
     "toolnexus.defaults": CORE,
     "toolnexus.questions": CORE,
+    # one module per question type and their registry (issue 30 item 4); the layers above
+    # attach their hooks (report, lint) from their own modules
+    "toolnexus.qtypes": CORE,
     "toolnexus.canonical": CORE,
     "toolnexus.answers": CORE,
     "toolnexus.validity": CORE,

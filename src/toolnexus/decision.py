@@ -24,10 +24,11 @@ from .answers import (
     ScoreAnswer,
     ScoreLevels,
     near_uniform,
-    score_structure,
 )
 from .errors import AnswerAccessError, DecisionError, InvalidDecision
 from .jsonlimits import JsonLimitError, loads
+from .qtypes import registry
+from .qtypes.values import json_kind
 from .questions import Question, RawQuestion
 from .validity import validate_answers
 
@@ -165,91 +166,6 @@ class Decision:
 # --- decoding ---------------------------------------------------------------------------
 
 
-def _number(value: Any, what: str, key: str) -> float:
-    # Exact-type fast path first: decoding runs once per answer on a batch's hot path.
-    t = type(value)
-    if t is float and math.isfinite(value):
-        return value  # type: ignore[no-any-return]
-    if t is int and -(2**53) <= value <= 2**53:
-        return float(value)
-    # bool is an int subclass in Python; on the wire true is not a number.
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise DecisionError(
-            f'classifier: answer "{key}": {what} must be a number, got {json_kind(value)}', key
-        )
-    try:
-        f = float(value)
-    except OverflowError:  # a host's own int past a double (the JSON reader bounds the wire's)
-        raise DecisionError(f'classifier: answer "{key}": {what} is out of range', key) from None
-    if not math.isfinite(f):
-        raise DecisionError(f'classifier: answer "{key}": {what} is not a finite number', key)
-    return f
-
-
-def json_kind(value: Any, *, yaml: bool = False) -> str:
-    """A JSON value's kind in an error message's words: "null", "a boolean", "an object"...
-    ``yaml=True`` says "a list" / "a mapping", the words of a YAML file's author."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list" if yaml else "an array"
-    if isinstance(value, dict):
-        return "a mapping" if yaml else "an object"
-    return type(value).__name__
-
-
-def _probabilities(value: Any, key: str) -> dict[str, float]:
-    if not isinstance(value, Mapping):
-        raise DecisionError(
-            f'classifier: answer "{key}": probabilities must be an object, got {json_kind(value)}',
-            key,
-        )
-    out: dict[str, float] = {}
-    for k, v in value.items():
-        # The label is only built for an error: an f-string per value costs on the hot path.
-        if type(v) is float and math.isfinite(v):
-            out[str(k)] = v
-        else:
-            out[str(k)] = _number(v, f"probability {k!r}", key)
-    return out
-
-
-def _decode_score(obj: Mapping[str, Any], key: str, question: Question | None) -> ScoreAnswer:
-    score = _number(obj.get("score"), "score", key)
-    confidence = _number(obj.get("confidence", 0.0), "confidence", key)
-    probs = _probabilities(obj.get("probabilities"), key)
-    if not probs:
-        # A missing distribution would argmax to level 0 and report the lowest label with
-        # full confidence (seed 003).
-        raise DecisionError(f'classifier: answer "{key}": empty probabilities', key)
-    legend_raw = obj.get("legend", {})
-    if legend_raw is None:
-        legend_raw = {}
-    if not isinstance(legend_raw, Mapping):
-        raise DecisionError(
-            f'classifier: answer "{key}": legend must be an object, got {json_kind(legend_raw)}',
-            key,
-        )
-    legend = {str(k): v for k, v in legend_raw.items()}
-    level, label, description, levels = score_structure(key, probs, legend, question)
-    return ScoreAnswer(
-        score=score,
-        legend=legend,
-        probabilities=probs,
-        confidence=confidence,
-        level=level,
-        label=label,
-        description=description,
-        levels=levels,
-    )
-
-
 def _decode_answer(obj: Any, key: str, question: Question | None) -> Answer:
     if not isinstance(obj, Mapping):
         raise DecisionError(
@@ -258,34 +174,15 @@ def _decode_answer(obj: Any, key: str, question: Question | None) -> Answer:
     atype = obj.get("type")
     if not isinstance(atype, str) or not atype:
         raise DecisionError(f'classifier: answer "{key}" has no type', key)
+    # A raw question's own (unmodelled) type keeps its answer as received; any other answer
+    # is decoded by its type's module, and a type nobody registered is raw.
     if (
         isinstance(question, RawQuestion)
         and question.type == atype
-        and atype
-        not in (
-            "noul",
-            "choice",
-            "score",
-        )
+        and not registry.modelled(atype)
     ):
         return RawAnswer(atype, dict(obj))
-    if atype == "noul":
-        return NoulAnswer(_number(obj.get("noul"), "noul", key))
-    if atype == "choice":
-        choice = obj.get("choice")
-        if not isinstance(choice, str):
-            raise DecisionError(
-                f'classifier: answer "{key}": choice must be a string, got {json_kind(choice)}',
-                key,
-            )
-        return ChoiceAnswer(
-            choice=choice,
-            probabilities=_probabilities(obj.get("probabilities", {}), key),
-            confidence=_number(obj.get("confidence"), "confidence", key),
-        )
-    if atype == "score":
-        return _decode_score(obj, key, question)
-    return RawAnswer(atype, dict(obj))
+    return registry.of(atype).decode(obj, key, question)  # type: ignore[no-any-return]
 
 
 #: A usage figure (a token count, a cost) at most: the largest integer every JSON reader reads

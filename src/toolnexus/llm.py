@@ -40,12 +40,8 @@ from .images import ImageLimits
 from .jsonlimits import loads
 from .llm_wire import SYSTEM_PROMPT, build_messages, decode_reply, quote, response_schema
 from .options import ClassifierOptions
-from .questions import (
-    ChoiceQuestion,
-    NoulQuestion,
-    Question,
-    ScoreQuestion,
-)
+from .qtypes import registry
+from .questions import Question
 from .transport import SystemOneTransport
 from .validation import Checked
 
@@ -183,7 +179,8 @@ class LlmStyle:
         classifier does not validate it again."""
         for key in sorted(questions):
             q = questions[key]
-            if not isinstance(q, NoulQuestion | ChoiceQuestion | ScoreQuestion):
+            qtype = registry.of_question(q)
+            if qtype is None or qtype.llm is None:
                 raise ClassifierUnsupported("llm", self.model, f'question type "{q.type}"')
         lifted = lift_with_questions(state, questions)
         if lifted.assets:

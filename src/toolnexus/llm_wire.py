@@ -18,38 +18,49 @@ from .canonical import canonical_json
 from .decision import Decision, parse_decision
 from .errors import DecisionError, InvalidDecision
 from .jsonlimits import loads
-from .questions import (
-    ChoiceQuestion,
-    NoulQuestion,
-    Question,
-    ScoreQuestion,
-    question_to_wire,
-)
+from .qtypes import registry
+from .qtypes.values import closed_schema
+from .questions import Question, question_to_wire
 from .transport.redaction import scrub, scrub_value
 from .validation import validate_decision
 
-__all__ = ["SYSTEM_PROMPT", "build_messages", "decode_reply", "quote", "response_schema"]
+__all__ = [
+    "SYSTEM_PROMPT",
+    "build_messages",
+    "decode_reply",
+    "quote",
+    "response_schema",
+    "system_prompt",
+]
 
 #: How much of a reply or an error body a message quotes.
 _QUOTE = 200
 
-SYSTEM_PROMPT = """\
+_PROMPT_HEAD = """\
 You are a classifier. Read the STATE and answer every question about it. Answer each question \
 independently: one answer is never context for another.
 
 Reply with one JSON object and nothing else, shaped {"answers": {<question id>: <answer>}}, with \
-exactly one answer for every question id and no other keys. The answer for each question type:
-- "noul": the probability that the statement in the instructions holds for the state, reading \
-"criteria.true" and "criteria.false" as what each outcome means: \
-{"type": "noul", "noul": <number 0..1>}
-- "choice": the option whose description best fits; option ids are the keys of "options": \
-{"type": "choice", "choice": <option id>, "probabilities": {<every option id>: <number 0..1>}, \
-"confidence": <number 0..1>}
-- "score": a rating on the ordered "levels", keyed by level index from "0" (lowest) upward: \
-{"type": "score", "score": <probability-weighted mean level index>, \
-"probabilities": {<every level index>: <number 0..1>}, "confidence": <number 0..1>}
+exactly one answer for every question id and no other keys. The answer for each question type:"""
+_PROMPT_TAIL = """\
 Probabilities cover every option or level and sum to 1. Confidence says how well the state lets \
 the question be answered at all (0 = no basis, 1 = unambiguous)."""
+#: The types the library asks over a chat endpoint, each with its line (``qtypes``' llm hooks).
+_PROMPTED = tuple(t.name for t in registry.registered() if t.llm is not None)
+
+
+def _prompt(names: Sequence[str]) -> str:
+    lines = [llm.prompt for name in names if (llm := registry.of(name).llm) is not None]
+    return "\n".join([_PROMPT_HEAD, *lines, _PROMPT_TAIL])
+
+
+SYSTEM_PROMPT = _prompt(_PROMPTED)
+
+
+def system_prompt(questions: Mapping[str, Question]) -> str:
+    """:data:`SYSTEM_PROMPT`, with the line of any other registered type the set asks."""
+    more = sorted({q.type for q in questions.values()} - set(_PROMPTED))
+    return _prompt([*_PROMPTED, *more]) if more else SYSTEM_PROMPT
 
 
 def _ids(questions: Mapping[str, Question]) -> dict[str, str]:
@@ -57,67 +68,31 @@ def _ids(questions: Mapping[str, Question]) -> dict[str, str]:
     return {key: f"q{i}" for i, key in enumerate(sorted(questions), start=1)}
 
 
+def _llm(q: Question) -> registry.LlmHooks:
+    qtype = registry.of_question(q)
+    # The llm style refuses a type without llm hooks before anything is built (llm.decide).
+    assert qtype is not None and qtype.llm is not None
+    return qtype.llm
+
+
 def _question_for_model(q: Question) -> dict[str, Any]:
-    wire = question_to_wire(q)
-    if isinstance(q, ChoiceQuestion):
-        return {"type": "choice", "instructions": wire["instructions"], "options": wire["criteria"]}
-    if isinstance(q, ScoreQuestion):
-        levels = {str(i): level for i, level in enumerate(wire["criteria"])}
-        return {"type": "score", "instructions": wire["instructions"], "levels": levels}
-    return wire
-
-
-def _number() -> dict[str, Any]:
-    # No minimum/maximum: several strict-mode endpoints reject them; validate_decision checks
-    # the ranges instead.
-    return {"type": "number"}
-
-
-def _closed(properties: dict[str, Any]) -> dict[str, Any]:
-    """A strict-mode object: every property required, nothing else allowed."""
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
+    return _llm(q).question(q, question_to_wire(q))
 
 
 def _answer_schema(q: Question) -> dict[str, Any]:
-    # enum of one value rather than const: older strict-mode validators do not know const.
-    if isinstance(q, NoulQuestion):
-        return _closed({"type": {"type": "string", "enum": ["noul"]}, "noul": _number()})
-    if isinstance(q, ChoiceQuestion):
-        options = [str(k) for k in q.criteria]
-        return _closed(
-            {
-                "type": {"type": "string", "enum": ["choice"]},
-                "choice": {"type": "string", "enum": options},
-                "probabilities": _closed({o: _number() for o in options}),
-                "confidence": _number(),
-            }
-        )
-    assert isinstance(q, ScoreQuestion)
-    return _closed(
-        {
-            "type": {"type": "string", "enum": ["score"]},
-            "score": _number(),
-            "probabilities": _closed({str(i): _number() for i in range(len(q.criteria))}),
-            "confidence": _number(),
-        }
-    )
+    return _llm(q).schema(q)
 
 
 def response_schema(questions: Mapping[str, Question]) -> dict[str, Any]:
     """The strict ``response_format`` for a question set, keyed by the opaque ids."""
     ids = _ids(questions)
-    answers = _closed({ids[k]: _answer_schema(questions[k]) for k in sorted(questions)})
+    answers = closed_schema({ids[k]: _answer_schema(questions[k]) for k in sorted(questions)})
     return {
         "type": "json_schema",
         "json_schema": {
             "name": "answers",
             "strict": True,
-            "schema": _closed({"answers": answers}),
+            "schema": closed_schema({"answers": answers}),
         },
     }
 
@@ -144,7 +119,7 @@ def build_messages(
             parts.append({"type": "image_url", "image_url": {"url": asset.image.data_url()}})
         content = parts
     return [
-        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "system", "content": system_prompt(questions)},
         {"role": "user", "content": content},
     ]
 
@@ -202,8 +177,7 @@ def decode_reply(
             answer = dict(answer)
             # Plain JSON mode has no schema to force the type tag; the question knows it.
             answer.setdefault("type", q.type)
-            if isinstance(q, ScoreQuestion):
-                answer["legend"] = {str(i): lv for i, lv in enumerate(q.criteria)}
+            _llm(q).reply(q, answer)
         answers[key] = answer
     model = scrub_value(response.get("model"), secrets)
     body = {

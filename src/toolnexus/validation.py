@@ -7,18 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal, TypeAlias
+from typing import TypeAlias
 
 from .consistency import CONSISTENCY_FLAGS
-from .decision import (
-    Answer,
-    ChoiceAnswer,
-    Decision,
-    NoulAnswer,
-    RawAnswer,
-    ScoreAnswer,
-)
+from .decision import Answer, Decision
 from .errors import ConfigError, InvalidDecision
+from .qtypes import registry
 from .questions import Question
 
 __all__ = [
@@ -78,7 +72,7 @@ class Checked:
     invalid: InvalidDecision | None
 
 
-Band: TypeAlias = Literal["yes", "no", "uncertain"]
+Band: TypeAlias = registry.Band
 
 
 def merged_thresholds(thresholds: Mapping[str, float] | None = None) -> dict[str, float]:
@@ -102,15 +96,8 @@ def merged_thresholds(thresholds: Mapping[str, float] | None = None) -> dict[str
 def band_of(answer: Answer, t: Mapping[str, float]) -> Band:
     """``threshold_band``'s reading with ``t`` already merged (``merged_thresholds``): the one
     copy of the inclusive rule."""
-    if isinstance(answer, NoulAnswer):
-        if answer.noul >= t["yes"]:
-            return "yes"
-        if answer.noul <= t["no"]:
-            return "no"
-        return "uncertain"
-    if isinstance(answer, ChoiceAnswer | ScoreAnswer):
-        return "yes" if answer.confidence >= t["min_confidence"] else "uncertain"
-    return "uncertain"
+    qtype = registry.of_answer(answer)
+    return qtype.band(answer, t) if qtype is not None else "uncertain"
 
 
 def threshold_band(answer: Answer, thresholds: Mapping[str, float] | None = None) -> Band:
@@ -121,8 +108,9 @@ def threshold_band(answer: Answer, thresholds: Mapping[str, float] | None = None
     A raw answer is uncertain. ``thresholds`` merges over ``DEFAULT_THRESHOLDS``.
     """
     t = merged_thresholds(thresholds)
-    if not isinstance(answer, NoulAnswer | ChoiceAnswer | ScoreAnswer | RawAnswer):
+    qtype = registry.of_answer(answer)
+    if qtype is None:
         raise ConfigError(
             f"classifier: threshold_band takes an answer, got {type(answer).__name__}"
         )
-    return band_of(answer, t)
+    return qtype.band(answer, t)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..comparisons import OPERATORS, parse_comparison
 from ..decision import Decision
 from ..errors import ConfigError
+from ..qtypes import registry
 from ..questions import ChoiceQuestion, Question
 from .errors import CliError
 
@@ -35,13 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = ["GateCondition", "Where", "parse_gate", "parse_where"]
 
-#: The fields of each question type: name -> whether it is a number (else text); the first is
-#: the default.
-FIELDS: dict[str, dict[str, bool]] = {
-    "noul": {"noul": True},
-    "choice": {"choice": False, "confidence": True},
-    "score": {"score": True, "level": True, "label": False, "confidence": True},
-}
 _TEXT_OPS = ("==", "!=")
 
 
@@ -104,7 +98,9 @@ def parse_where(text: str, questions: Mapping[str, Question]) -> Where:
         )
     key, field = found
     q = questions[key]
-    fields = FIELDS.get(q.type)
+    # Each type says which of its answer's fields --where reads (its where_fields, qtypes/).
+    qtype = registry.of_question(q)
+    fields = qtype.where_fields if qtype is not None else None
     if fields is None:
         raise _fail(
             text, left.column, f"question {key!r} is of type {q.type}, which --where cannot read"

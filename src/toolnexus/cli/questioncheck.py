@@ -15,6 +15,9 @@ from typing import Any
 
 from ..decision import json_kind
 from ..errors import QuestionError
+from ..qtypes import registry
+from ..qtypes.registry import LintPath
+from ..qtypes.values import got as _got
 from ..questions import (
     ChoiceQuestion,
     Question,
@@ -56,18 +59,15 @@ DEGENERATE_CODES = {
     "every option description equals its own option id": "TN002",
     "every option description is identical": "TN003",
 }
-_MODELLED_TYPES = ("noul", "choice", "score")
+#: The types messages list (seed 001's closed set, from the registry's BUILT_IN); whether a
+#: type is modelled is the registry's answer (qtypes/).
+_MODELLED_TYPES = tuple(n for n in registry.BUILT_IN if n != registry.RAW_NAME)
 _QUESTION_FIELDS = ("type", "instructions", "criteria", "raw")
 _TOP_FIELDS = ("model", "questions", "gates")
 
 
 def _kind(value: Any) -> str:
     return json_kind(value, yaml=True)
-
-
-def _got(value: Any) -> str:
-    hint = "; quote it" if isinstance(value, bool | int | float) else ""
-    return f"got {_kind(value)}{hint}"
 
 
 def _suggest(word: str, choices: tuple[str, ...]) -> str:
@@ -171,12 +171,10 @@ class Checker:
             raw = None  # unknown intent: judge the type neither as raw nor as modelled
         qtype = self.qtype(obj, path, where, raw)
         self.instructions(obj, path, where)
-        if qtype == "noul":
-            self.noul_criteria(obj, path, where)
-        elif qtype == "choice":
-            self.choice_criteria(obj, path, where)
-        elif qtype == "score":
-            self.score_criteria(obj, path, where)
+        # Each type's criteria checks are its lint hook (qtypes/), at positions in this file.
+        found = registry.find(qtype) if qtype is not None else None
+        if found is not None and found.is_modelled and found.lint is not None:
+            found.lint(obj, _QuestionSink(self, path), where)
         if qtype is None or len([f for f in self.findings if f.is_error]) > before:
             return None
         try:
@@ -202,7 +200,7 @@ class Checker:
                 f"{where}type must be noul, choice or score, got {_kind(qtype)}",
             )
             return None
-        if raw and qtype in _MODELLED_TYPES:
+        if raw and registry.modelled(qtype):
             self.add(
                 self.doc.at((*path, "raw")),
                 "TN020",
@@ -210,7 +208,7 @@ class Checker:
                 "modelled, drop raw",
             )
             return None
-        if raw is False and qtype not in _MODELLED_TYPES:
+        if raw is False and not registry.modelled(qtype):
             self.add(
                 at,
                 "TN024",
@@ -237,88 +235,6 @@ class Checker:
                 "TN020",
                 f"{where}instructions must be a string or a mapping, {_got(value)}",
             )
-
-    def noul_criteria(self, obj: dict[str, Any], path: NodePath, where: str) -> None:
-        if "criteria" not in obj:
-            return
-        criteria = obj["criteria"]
-        cpath = (*path, "criteria")
-        if criteria is None:
-            self.add(
-                self.doc.at(cpath),
-                "TN020",
-                f"{where}noul criteria is null: omit it for no criteria, or write {{}} for two "
-                "empty strings",
-            )
-            return
-        if not isinstance(criteria, dict):
-            self.add(
-                self.doc.at(cpath),
-                "TN020",
-                f"{where}noul criteria must be a mapping with true and false, "
-                f"got {_kind(criteria)}",
-            )
-            return
-        self.unknown_fields(criteria, cpath, ("true", "false"), f"{where}noul criteria: ")
-        for side in ("true", "false"):
-            if side in criteria and not isinstance(criteria[side], str):
-                self.add(
-                    self.doc.at((*cpath, side)),
-                    "TN020",
-                    f"{where}noul criteria {side!r} must be a string, {_got(criteria[side])}",
-                )
-
-    def choice_criteria(self, obj: dict[str, Any], path: NodePath, where: str) -> None:
-        cpath = (*path, "criteria")
-        criteria = obj.get("criteria")
-        if not isinstance(criteria, dict):
-            got = "missing" if "criteria" not in obj else f"got {_kind(criteria)}"
-            at = self.doc.key_at(path) if "criteria" not in obj else self.doc.at(cpath)
-            self.add(
-                at,
-                "TN020",
-                f"{where}a choice needs criteria: a mapping of option id to what picking it "
-                f"means ({got})",
-            )
-            return
-        for option, text in criteria.items():
-            # Issue 33 item 4: null is a description the wire accepts (seed 004's degenerate
-            # rule counts it as empty), so it loads and is sent as null, as written.
-            if text is not None and not isinstance(text, str):
-                self.add(
-                    self.doc.at((*cpath, option)),
-                    "TN020",
-                    f"{where}option {option!r} description must be a string or null, {_got(text)}",
-                )
-
-    def score_criteria(self, obj: dict[str, Any], path: NodePath, where: str) -> None:
-        cpath = (*path, "criteria")
-        criteria = obj.get("criteria")
-        if not isinstance(criteria, list):
-            got = "missing" if "criteria" not in obj else f"got {_kind(criteria)}"
-            at = self.doc.key_at(path) if "criteria" not in obj else self.doc.at(cpath)
-            self.add(
-                at, "TN020", f"{where}a score needs criteria: an ordered list of levels ({got})"
-            )
-            return
-        for i, level in enumerate(criteria):
-            lpath = (*cpath, i)
-            if isinstance(level, dict):
-                self.unknown_fields(level, lpath, ("label", "description"), f"{where}level {i}: ")
-                label = level.get("label")
-                if not isinstance(label, str) or not label.strip():
-                    self.add(
-                        self.doc.at((*lpath, "label")) if "label" in level else self.doc.at(lpath),
-                        "TN020",
-                        f"{where}level {i} needs a non-empty string label",
-                    )
-            elif not isinstance(level, str):
-                self.add(
-                    self.doc.at(lpath),
-                    "TN020",
-                    f"{where}level {i} must be a string or {{label, description}}, "
-                    f"got {_kind(level)}",
-                )
 
     def limits(self, key: str, question: Question, path: NodePath) -> None:
         """Limits and the advisory checks, on a question that already has the right shape."""
@@ -368,3 +284,20 @@ class Checker:
                     )
                 else:
                     seen[label] = i
+
+
+class _QuestionSink:
+    """A type's lint findings (paths relative to its question) at their place in the file."""
+
+    def __init__(self, checker: Checker, path: NodePath) -> None:
+        self.checker, self.path = checker, path
+
+    def add(self, path: LintPath, code: str, message: str, *, at_key: bool = False) -> None:
+        full = (*self.path, *path)
+        doc = self.checker.doc
+        self.checker.add(doc.key_at(full) if at_key else doc.at(full), code, message)
+
+    def unknown_fields(
+        self, obj: Mapping[str, Any], path: LintPath, allowed: tuple[str, ...], what: str
+    ) -> None:
+        self.checker.unknown_fields(obj, (*self.path, *path), allowed, what)

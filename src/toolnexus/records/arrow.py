@@ -57,7 +57,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from ..questions import ChoiceQuestion, NoulQuestion, Question, RawQuestion, ScoreQuestion
+from ..qtypes import registry
+from ..questions import Question
 from .arrowcolumns import RecordColumns, record_batch
 from .arrowrows import batch_rows
 from .model import ASKED_KEYS, QUESTIONS_SHA256, RECALIBRATED, RECORD_KEYS, SCHEMA_VERSION_KEY
@@ -87,39 +88,8 @@ RUN_COLUMNS = (
     "id", SCHEMA_VERSION_KEY, QUESTIONS_SHA256, *RECORD_KEYS, RECALIBRATED, "error", "extra"
 )  # fmt: skip
 
-#: Each answer kind's fields, in the order a record writes them (``answer_record``).
-_FIELDS: dict[str, tuple[str, ...]] = {
-    "noul": ("type", "noul", "band", "flags", "recalibrated"),
-    "choice": (
-        "type",
-        "choice",
-        "probabilities",
-        "confidence",
-        "near_uniform",
-        "band",
-        "flags",
-        "recalibrated",
-    ),
-    "score": (
-        "type",
-        "score",
-        "legend",
-        "probabilities",
-        "confidence",
-        "level",
-        "label",
-        "band",
-        "flags",
-        "recalibrated",
-    ),
-    "raw": ("type", "value"),
-}
-#: What ``--calibration`` puts beside a wire answer (``calibration.maps``), per answer kind.
-_RECALIBRATED = {
-    "noul": ("noul", "band"),
-    "choice": ("probabilities", "confidence", "band"),
-    "score": ("probabilities", "confidence", "band"),
-}
+#: A raw answer's struct: its type and the whole answer as JSON text.
+_RAW_FIELDS = ("type", "value")
 #: The record's own ``recalibrated``: the calibration file and its sha256.
 _RECALIBRATED_BY = ("file", "sha256")
 
@@ -133,39 +103,36 @@ def require_pyarrow() -> Any:
     return pyarrow
 
 
+def _stored(qtype: registry.QuestionType | None) -> registry.QuestionType | None:
+    """The type whose own struct holds its answers; ``None``: stored as a raw answer."""
+    return qtype if qtype is not None and qtype.is_modelled and qtype.arrow else None
+
+
 def answer_kind(question: Question) -> str:
-    """The answer struct a question's answers are stored in."""
-    if isinstance(question, NoulQuestion):
-        return "noul"
-    if isinstance(question, ChoiceQuestion):
-        return "choice"
-    if isinstance(question, ScoreQuestion):
-        return "score"
-    assert isinstance(question, RawQuestion)
-    return "raw"
+    """The answer struct a question's answers are stored in: its type's name (each type's
+    module gives its fields, ``qtypes``), or ``raw``."""
+    qtype = _stored(registry.of_question(question))
+    return qtype.name if qtype is not None else "raw"
 
 
 def _answer_type(pa: Any, kind: str) -> pa.DataType:
-    probabilities = pa.map_(pa.string(), pa.float64())
-    types: dict[str, pa.DataType] = {
-        "type": pa.string(),
-        "noul": pa.float64(),
-        "choice": pa.string(),
-        "score": pa.float64(),
-        "probabilities": probabilities,
-        "legend": pa.map_(pa.string(), pa.string()),
-        "confidence": pa.float64(),
-        "near_uniform": pa.bool_(),
-        "level": pa.int32(),
-        "label": pa.string(),
-        "band": pa.string(),
-        "flags": pa.list_(pa.string()),
-        "value": pa.string(),
-    }
-    if kind in _RECALIBRATED:
-        recalibrated = [pa.field(name, types[name]) for name in _RECALIBRATED[kind]]
-        types["recalibrated"] = pa.struct(recalibrated)
-    fields = [pa.field(name, types[name]) for name in _FIELDS[kind]]
+    qtype = _stored(registry.find(kind))
+    if qtype is None or qtype.arrow is None:
+        fields = [pa.field(name, pa.string()) for name in _RAW_FIELDS]
+        return pa.struct([*fields, pa.field("json", pa.string())])
+    # Every answer's record: its type, its own fields, then band and flags (answer_record).
+    own = qtype.arrow(pa)
+    fields = [
+        pa.field("type", pa.string()),
+        *(pa.field(name, t) for name, t in own),
+        pa.field("band", pa.string()),
+        pa.field("flags", pa.list_(pa.string())),
+    ]
+    if qtype.recalibrated:
+        by_name = dict(own)
+        recalibrated = [pa.field(name, by_name[name]) for name in qtype.recalibrated]
+        recalibrated.append(pa.field("band", pa.string()))
+        fields.append(pa.field("recalibrated", pa.struct(recalibrated)))
     return pa.struct([*fields, pa.field("json", pa.string())])
 
 
@@ -233,8 +200,9 @@ def _answer_back(kind: str, row: Mapping[str, Any] | None) -> Any:
     if kind == "raw":
         return json.loads(row["value"])
     out: dict[str, Any] = {}
-    for name in _FIELDS[kind]:
-        value = row.get(name)
+    for name, value in row.items():
+        if name == "json":
+            continue
         if name in ("probabilities", "legend") and value is not None:
             value = dict(value)
         if name == "recalibrated" and value is not None:
@@ -257,11 +225,12 @@ def table_to_records(table: pa.Table | Any) -> Iterator[dict[str, Any]]:
 
 
 def struct_kind(struct: Any) -> str:
-    """The answer kind (``noul``, ``choice``, ``score`` or ``raw``) an answer struct holds."""
+    """The answer kind (``noul``, ``choice``, ``score``, another registered type, or ``raw``)
+    an answer struct holds: a type's struct has a field named after the type."""
     names = {f.name for f in struct}
-    for kind in ("noul", "choice", "score"):
-        if kind in names:
-            return kind
+    for qtype in registry.registered():
+        if qtype.name in names and _stored(qtype) is not None:
+            return qtype.name
     return "raw"
 
 

@@ -12,9 +12,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..consistency import consistency_flags
-from ..decision import Answer, ChoiceAnswer, Decision, ScoreAnswer
+from ..decision import Answer, Decision
+from ..qtypes import registry
 from ..questions import Question
-from ..validation import DEFAULT_THRESHOLDS, FLAGS, threshold_band, validate_decision
+from ..validation import (
+    DEFAULT_THRESHOLDS,
+    FLAGS,
+    merged_thresholds,
+    threshold_band,
+    validate_decision,
+)
 from .gates import gate_records
 from .model import RECORD_KEYS
 
@@ -118,14 +125,13 @@ def answer_record(
     flagged on each of its answers, as ``uncalibrated`` is, so ``report`` counts it)."""
     out = answer.to_wire()
     flags: list[str] = list(consistency_flags(answer, calibrated=calibrated))
-    if isinstance(answer, ChoiceAnswer):
-        out["near_uniform"] = answer.near_uniform
-        if answer.near_uniform:
-            flags.append("near-uniform")
-    elif isinstance(answer, ScoreAnswer):
-        out["level"] = answer.level
-        out["label"] = answer.label
-    band = threshold_band(answer, thresholds)
+    qtype = registry.of_answer(answer)
+    if qtype is None:
+        band = threshold_band(answer, thresholds)  # refuses what is not an answer
+    else:
+        # The type's derived fields (near_uniform; level, label) and flags, beside the wire's.
+        qtype.record(answer, out, flags)
+        band = qtype.band(answer, merged_thresholds(thresholds))
     out["band"] = band
     if band == "uncertain":
         flags.append("uncertain")
@@ -227,32 +233,11 @@ def sample_record(
     """A decision record for this question set, to learn the CSV columns from the renderer
     itself (so the header can never drift from ``decision_record``)."""
     from ..decision import parse_decision
-    from ..questions import ChoiceQuestion, ScoreQuestion
 
     answers: dict[str, Any] = {}
     for key, q in questions.items():
-        if q.type == "noul":
-            answers[key] = {"type": "noul", "noul": 0.5}
-        elif isinstance(q, ChoiceQuestion):
-            opts = list(q.criteria)
-            probs = {o: 1.0 / len(opts) for o in opts}
-            answers[key] = {
-                "type": "choice",
-                "choice": opts[0],
-                "probabilities": probs,
-                "confidence": 0.5,
-            }
-        elif isinstance(q, ScoreQuestion):
-            levels = list(q.criteria)
-            answers[key] = {
-                "type": "score",
-                "score": 0.0,
-                "legend": {str(i): lv for i, lv in enumerate(levels)},
-                "probabilities": {str(i): float(i == 0) for i in range(len(levels))},
-                "confidence": 0.5,
-            }
-        else:
-            answers[key] = {"type": q.type}
+        qtype = registry.of_question(q)
+        answers[key] = qtype.sample(q) if qtype is not None else {"type": q.type}
     body = {"model": "m", "answers": answers, "usage": {"input_tokens": 0, "output_tokens": 0}}
     return decision_record(
         parse_decision(body, questions), questions, thresholds,

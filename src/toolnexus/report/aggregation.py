@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..decision import MAX_USAGE
+from ..qtypes import registry
 from .accumulators import (
     FIRST_IDS,
     LabelError,
@@ -47,11 +48,10 @@ Plan = tuple[
     Snapshot | Delta | None,
 ]
 
-_TYPES: dict[str, type[QuestionStats]] = {
-    "noul": NoulStats,
-    "choice": ChoiceStats,
-    "score": ScoreStats,
-}
+# Each modelled type's accumulator, attached to its entry in the type registry (its "report"
+# hook); a type without one (raw) is counted, not judged (OtherStats).
+for _name, _stats in (("noul", NoulStats), ("choice", ChoiceStats), ("score", ScoreStats)):
+    registry.attach(_name, registry.REPORT, _stats)
 
 
 #: A record's token count or cost at most (decision.MAX_USAGE, the decoder's own bound). A
@@ -165,7 +165,7 @@ class RunStats:
         qtype = answer.get("type")
         if not isinstance(qtype, str):
             raise ValueError(f"answer {key!r} has no type")
-        cls = _TYPES.get(qtype)
+        cls: type[QuestionStats] | None = registry.attached(qtype, registry.REPORT)
         st = cls(key) if cls is not None else OtherStats(key, qtype)
         self.questions[key] = st
         return st

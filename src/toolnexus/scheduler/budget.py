@@ -29,6 +29,7 @@ from decimal import Decimal, InvalidOperation
 
 from ..decision import ClassifierUsage
 from ..errors import ConfigError
+from ..qtypes import registry
 from .admission import Outcome, OutcomeKind, RunStopped, Ticket
 
 __all__ = [
@@ -44,30 +45,16 @@ _MTOK = Decimal(1_000_000)
 #: The output estimate is fitted within 10 % of every capture: reserved with a 15 % margin.
 OUTPUT_MARGIN = 1.15
 
-#: Output tokens per answer, fitted on the six live captures (tests/fixtures/recordings-live/):
-#: a noul answer bills about 20, a score 17-18 whatever its levels, a choice about 8 plus 10 per
-#: option (38 for 3 options, 331 for 32). The mixed capture's 6 answers bill 126 against 138
-#: estimated: within 10% on each capture (tests/test_budget.py prints the table).
-_OUTPUT_PER_ANSWER = {"noul": 19, "score": 17}
-_CHOICE_BASE, _CHOICE_PER_OPTION = 8, 10
-_OTHER_ANSWER = 20
-
 
 def estimate_output_tokens(questions: Mapping[str, Mapping[str, object]]) -> int:
     """The central estimate of the output tokens of a request asking ``questions`` (in wire
-    form: ``{key: {"type", "criteria", ...}}``)."""
-    total = 0
-    for question in questions.values():
-        kind = question.get("type")
-        if kind == "choice":
-            criteria = question.get("criteria")
-            options = len(criteria) if isinstance(criteria, Mapping) else 0
-            total += _CHOICE_BASE + _CHOICE_PER_OPTION * options
-        elif isinstance(kind, str) and kind in _OUTPUT_PER_ANSWER:
-            total += _OUTPUT_PER_ANSWER[kind]
-        else:
-            total += _OTHER_ANSWER
-    return total
+    form: ``{key: {"type", "criteria", ...}}``): each answer's, by its type's ``output_tokens``
+    hook (``qtypes``), fitted on the six live captures (tests/fixtures/recordings-live/): a
+    noul answer bills about 20, a score 17-18 whatever its levels, a choice about 8 plus 10 per
+    option (38 for 3 options, 331 for 32), any other type 20. The mixed capture's 6 answers
+    bill 126 against 138 estimated: within 10% on each capture (tests/test_budget.py prints
+    the table)."""
+    return sum(registry.of(q.get("type")).output_tokens(q) for q in questions.values())
 
 
 @dataclass(frozen=True)

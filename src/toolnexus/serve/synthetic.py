@@ -5,7 +5,8 @@ Same request, same answer: every number is drawn from a generator seeded with th
 with each image placeholder replaced by the image's sha256, so the official SDK's random
 placeholders and toolnexus's derived ones get the same answers for the same images.
 
-Shapes follow the live wire (``../shared/reference/system-one-wire.md``):
+Each type's module (``qtypes/``) draws its answer (its ``synthetic`` hook) from the stream
+this module seeds. Shapes follow the live wire (``../shared/reference/system-one-wire.md``):
 - noul: a probability at two decimals, no confidence;
 - choice: probabilities at two decimals summing to exactly 1.00, the choice is the most likely
   option, confidence = clip((max p - 1/k) / (1 - 1/k), 0, 1) as observed on the live API; about
@@ -36,6 +37,8 @@ from typing import Any
 
 from ..canonical import canonical_json
 from ..packing import STATES_KEY, unpack_questions_wire
+from ..qtypes import registry
+from ..qtypes.raw import PLACEHOLDER, PLACEHOLDER_FIELD
 
 __all__ = [
     "PLACEHOLDER",
@@ -52,10 +55,6 @@ SERVED_MODELS: Mapping[str, str] = {
     "jev-preview": "jev-1.14.0",
     "typesafe/jev-1.13": "typesafe/jev-1.13-20260917",
 }
-
-#: The answer field of a question type System One does not define, and its fixed value.
-PLACEHOLDER_FIELD = "placeholder"
-PLACEHOLDER = "toolnexus serve --synthetic: no model answers this question type"
 
 
 def served_model(model: str) -> str:
@@ -120,81 +119,9 @@ def _rng(seed: int, question: Any, state_key: bytes) -> _Stream:
     return _Stream(int.from_bytes(digest[:8], "big"))
 
 
-def _cents(rng: _Stream, n: int) -> list[int]:
-    """A distribution over ``n`` outcomes in hundredths that sum to exactly 100."""
-    if n == 1:
-        return [100]
-    cents = [0] * n
-    if n <= 20 and rng.random() < 0.125:
-        # near-uniform: 100 spread as evenly as hundredths allow, the remainder on random ones
-        base, extra = divmod(100, n)
-        for i in range(n):
-            cents[i] = base
-        for i in rng.sample(n, extra):
-            cents[i] += 1
-        return cents
-    winner = rng.randrange(n)
-    top = rng.randint(max(40, 100 // n + 2), 100)
-    cents[winner] = top
-    rest = 100 - top
-    others = [i for i in rng.sample(n, min(n, 4)) if i != winner][:3]
-    for j, i in enumerate(others):
-        share = rest if j == len(others) - 1 else rng.randint(0, rest)
-        share = min(share, top - 1)
-        cents[i] += share
-        rest -= share
-    cents[winner] += rest  # whatever could not go elsewhere stays on the winner
-    return cents
-
-
-def _confidence(top: float, n: int) -> float:
-    if n <= 1:
-        return 1.0
-    return round(min(1.0, max(0.0, (top - 1 / n) / (1 - 1 / n))), 2)
-
-
 def _answer(question: Mapping[str, Any], rng: _Stream) -> dict[str, Any]:
-    qtype = question.get("type")
-    if qtype == "noul":
-        return {"type": "noul", "noul": rng.randint(0, 100) / 100}
-    if qtype == "choice":
-        # Drawn over the options in code-point order: a map's key order on the wire carries
-        # no meaning (toolnexus sends it sorted, the SDK as written), so it changes nothing.
-        options = sorted(str(k) for k in question["criteria"])
-        cents = _cents(rng, len(options))
-        best = max(range(len(options)), key=lambda i: (cents[i], -i))
-        return {
-            "type": "choice",
-            "choice": options[best],
-            "confidence": _confidence(cents[best] / 100, len(options)),
-            "probabilities": {o: c / 100 for o, c in zip(options, cents, strict=True)},
-        }
-    if qtype == "score":
-        levels = list(question["criteria"])
-        cents = _cents(rng, len(levels))
-        return {
-            "type": "score",
-            "score": round(sum(i * c for i, c in enumerate(cents)) / 100, 2),
-            "confidence": _confidence(max(cents) / 100, len(levels)),
-            "legend": {str(i): level for i, level in enumerate(levels)},
-            "probabilities": {str(i): c / 100 for i, c in enumerate(cents)},
-        }
-    if qtype == "box":
-        top = rng.randint(0, 80)
-        bottom = rng.randint(top + 10, 100)
-        left = rng.randint(0, 80)
-        right = rng.randint(left + 10, 100)
-        return {
-            "type": "box",
-            "box": {
-                "top": top / 100,
-                "bottom": bottom / 100,
-                "left": left / 100,
-                "right": right / 100,
-            },
-            "confidence": rng.randint(50, 99) / 100,
-        }
-    return {"type": qtype, PLACEHOLDER_FIELD: PLACEHOLDER}
+    # Each type draws its own answer (qtypes/); raw answers box and the placeholder.
+    return registry.of(question.get("type")).synthetic(question, rng)
 
 
 def _output_tokens(question: Mapping[str, Any]) -> int:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
 from ...printable import printable, printable_data
+from ...qtypes import registry
 from ...questions import Question
 from ...records.codec import csv_header, csv_line
 from .formats import DecisionFormat
@@ -65,16 +66,8 @@ def _fixed(value: Any) -> str:
 
 
 def _answer_text(a: Mapping[str, Any]) -> str:
-    atype = a.get("type")
-    if atype == "noul":
-        return _fixed(a.get("noul"))
-    if atype == "choice":
-        choice = a.get("choice")
-        p = a.get("probabilities", {}).get(choice)
-        return f"{choice} (p {_fixed(p)})"
-    if atype == "score":
-        return f"{_fixed(a.get('score'))}, level {a.get('level')}: {a.get('label')}"
-    return "(raw answer)"
+    # Each type writes its own cell (qtypes/); a type nobody registered reads "(raw answer)".
+    return registry.of(a.get("type")).text(a)
 
 
 def _usage_text(record: Mapping[str, Any]) -> tuple[str, str]:
