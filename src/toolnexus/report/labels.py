@@ -7,18 +7,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..records.csvdialect import header_note
 from ..records.model import id_problem
-from .runs import (
-    ReportInputError,
-    _iter_json,
-    _iter_jsonl,
-    csv_file_delimiter,
-    csv_rows,
-    detect_format,
-    parquet_rows,
-    readable_again,
-)
+from .runs import ReportInputError, readable_again, run_format
 
 __all__ = ["COMMENT_PREFIX", "Labels", "merge_labels", "read_labels"]
 
@@ -117,17 +107,15 @@ def merge_labels(parts: list[Labels]) -> Labels:
 
 def _read_labels(path: str, id_field: str) -> Labels:
     labels = Labels(path)
-    fmt = detect_format(path)
-    if fmt == "csv":
-        _read_labels_csv(labels, id_field)
+    fmt = run_format(path)
+    if fmt.label_table is not None:
+        notes, rows = fmt.label_table(path)
+        labels.notes += notes
+        _read_label_table(labels, id_field, rows)
         return labels
     found: dict[str, tuple[int, dict[str, str]]] = {}
     keys: dict[str, None] = {}
-    if fmt == "parquet":
-        records: Iterator[tuple[int, Any]] = parquet_rows(path, "labels file")
-    else:
-        records = _iter_json(path) if fmt == "json" else _iter_jsonl(path)
-    for line, record in records:
+    for line, record in fmt.labels(path):
         if not isinstance(record, dict):
             raise ReportInputError(f"{path}:{line}: a label row is an object with {id_field!r}")
         item_id = _label_id(labels, found, record.get(id_field), id_field, line)
@@ -170,15 +158,9 @@ def _label_id(
     return item_id
 
 
-def _read_labels_csv(labels: Labels, id_field: str) -> None:
-    """The common case, kept tight: one tuple per row."""
+def _read_label_table(labels: Labels, id_field: str, rows: Iterator[tuple[int, list[str]]]) -> None:
+    """A labels file read as cells (CSV, the common case), kept tight: one tuple per row."""
     path = labels.path
-    delimiter = csv_file_delimiter(path)
-    if delimiter != ",":
-        with open(path, "rb") as raw:  # just read by csv_file_delimiter
-            head = raw.readline().decode("utf-8", "replace")
-        labels.notes.append(f"{path}: {header_note(head, delimiter)}")
-    rows = csv_rows(path, "CSV labels file", delimiter)
     first = next(rows, None)
     if first is None:
         return

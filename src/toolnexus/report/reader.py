@@ -22,7 +22,6 @@ A problem in a chunk is named at its line in the file; of several, the first in 
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -30,20 +29,13 @@ from functools import partial
 from importlib import import_module
 from typing import Any
 
+from ..records.formats import Span, format_named
 from .accumulators import RecordError
 from .aggregation import RunStats, record_id
 from .compare import Snapshot
 from .labels import Labels
 from .pool import in_order
-from .runs import (
-    LocatedError,
-    Span,
-    cut_last_line,
-    detect_format,
-    iter_records,
-    parquet_group_spans,
-    readable_again,
-)
+from .runs import LocatedError, byte_spans, iter_records, readable_again, run_format
 
 __all__ = ["CHUNK_BYTES", "read_run", "read_whole"]
 
@@ -70,8 +62,9 @@ def read_run(
     (a cut last line)."""
     with readable_again(path) as readable:
         stats = _read_run(readable, labels, fmt, snapshot, against, jobs, chunk_bytes)
-        if warnings is not None and (fmt or detect_format(readable)) == "jsonl":
-            cut = cut_last_line(readable)
+        if warnings is not None:
+            cut_last_line = (format_named(fmt) if fmt else run_format(readable)).cut_last_line
+            cut = cut_last_line(readable) if cut_last_line is not None else None
             if cut is not None:
                 warnings.append(cut.replace(readable, path, 1))
     stats.path = path
@@ -87,11 +80,9 @@ def _read_run(
     jobs: int | None,
     chunk_bytes: int,
 ) -> RunStats:
-    fmt = fmt or detect_format(path)
-    if fmt == "jsonl":
-        spans = _spans(path, chunk_bytes)
-    else:
-        spans = parquet_group_spans(path) if fmt == "parquet" else []
+    reader = format_named(fmt) if fmt else run_format(path)
+    fmt = reader.name
+    spans = reader.spans(path, chunk_bytes) if reader.spans is not None else []
     count = _Count(path, labels, snapshot, against, fmt)
     if len(spans) < 2:
         return _read_whole(count, fmt)
@@ -116,7 +107,8 @@ class _Count:
     labels: Labels | None = None
     snapshot: bool = False
     against: Mapping[str, Snapshot] | None = None
-    #: ``jsonl`` or ``parquet``: the formats read in chunks
+    #: the name of a registered format that is read in chunks (``records.formats``); a
+    #: name, not the format, so a chunk sent to a worker process pickles small
     fmt: str = "jsonl"
 
     def stats(self) -> RunStats:
@@ -201,26 +193,8 @@ def _lines_before(path: str, offset: int) -> int:
     return n
 
 
-def _spans(path: str, chunk_bytes: int) -> list[Span]:
-    """Spans of about ``chunk_bytes``, each ending at a line end (or at the end of the file),
-    from the file's content and ``chunk_bytes`` alone."""
-    try:
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            size, file = st.st_size, (st.st_dev, st.st_ino)
-            cuts = [0]
-            for pos in range(chunk_bytes, size, chunk_bytes):
-                if pos <= cuts[-1]:
-                    continue  # inside a line longer than a chunk
-                f.seek(pos - 1)
-                f.readline()  # to the end of the line holding byte pos - 1
-                cut = f.tell()
-                if cut >= size:
-                    break
-                cuts.append(cut)
-    except OSError:
-        return []  # the one-piece reader says what is wrong
-    return [Span(a, b, file) for a, b in zip(cuts, [*cuts[1:], size], strict=True)]
+#: A JSONL run's chunking (``runs.byte_spans``, the format's ``spans``), by the name it had here.
+_spans = byte_spans
 
 
 @dataclass
@@ -234,18 +208,17 @@ class _Part:
 
 def _count_span(count: _Count, span: Span) -> _Part:
     path = count.path
-    if count.fmt == "parquet" and not count.snapshot and count.against is None:
-        from .columns import count_columns  # pyarrow: a Parquet run's path only
-
+    reader = format_named(count.fmt)
+    if reader.count_columns is not None and not count.snapshot and count.against is None:
         stats = count.stats()
-        counted = count_columns(path, span, stats)
+        counted = reader.count_columns(path, span, stats)
         if counted is not None:
             stats.detach()
             return _Part(stats, counted)
     stats = count.stats()
     seen: set[str] = set()
-    # A Parquet chunk numbers its rows as the file does: nothing to move.
-    with _located(path, span.start if count.fmt == "jsonl" else 0) as where:
+    # A chunk of rows (Parquet) numbers them as the file does: nothing to move.
+    with _located(path, span.start if reader.lines_from_span else 0) as where:
         for where.line, record in iter_records(path, count.fmt, span):
             sid = record_id(record)
             if sid in seen:  # the whole run is read again

@@ -6,7 +6,9 @@ columns: ``answers.<key>.<field>``, a probability map or a flag list as one JSON
 Parquet (``batch --format parquet``: ``records.arrow.run_schema``, read one row group at a time,
 then the journal a killed run left beside it, if any). The format comes from the extension
 (``.jsonl``, ``.json``, ``.csv``, ``.parquet``), else from the first bytes. A Parquet record's
-"line" is its 1-based row.
+"line" is its 1-based row. Each format is a ``records.formats.RunFormat`` (its readers are the
+ones below, registered at the end of this module); ``report`` dispatches through that registry
+and never on a format's name, so a format registered elsewhere is read as these are.
 Lines and rows are decoded by the one record codec (``records.codec``) that ``batch`` wrote
 them with, so a CSV run reads back the same records (escaped ids included) as a JSONL run.
 
@@ -28,11 +30,19 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any
 
 from ..errors import ReportError
 from ..records.codec import CsvCodec, RecordDecodeError, line_loader, read_csv_header
-from ..records.csvdialect import csv_delimiter, first_non_utf8, not_utf8_hint
+from ..records.csvdialect import csv_delimiter, first_non_utf8, header_note, not_utf8_hint
+from ..records.formats import (
+    RunFormat,
+    Span,
+    format_named,
+    register_format,
+    sniffed_format,
+    suffix_format,
+)
 from ..records.model import SCHEMA_VERSION_KEY, schema_problem
 from ..records.parquet import PARQUET_MAGIC, journal_path
 
@@ -40,6 +50,7 @@ __all__ = [
     "LocatedError",
     "ReportInputError",
     "Span",
+    "byte_spans",
     "csv_file_delimiter",
     "csv_rows",
     "cut_last_line",
@@ -48,6 +59,7 @@ __all__ = [
     "parquet_group_spans",
     "parquet_rows",
     "readable_again",
+    "run_format",
 ]
 
 _CHUNK = 1 << 20
@@ -70,16 +82,6 @@ class LocatedError(ReportInputError):
 
     def rebased(self, lines_before: int) -> LocatedError:
         return LocatedError(self.path, self.line + lines_before, self.reason)
-
-
-class Span(NamedTuple):
-    """Bytes ``start`` to ``end`` of a run, ``start`` at the beginning of a line (for Parquet:
-    row groups ``start`` to ``end``), and the file they were measured in (``st_dev, st_ino``):
-    a chunk is read only from that same file."""
-
-    start: int
-    end: int
-    file: tuple[int, int]
 
 
 def _open(path: str) -> IO[bytes]:
@@ -121,26 +123,19 @@ def readable_again(path: str) -> Iterator[str]:
 
 
 def detect_format(path: str) -> str:
-    """``jsonl``, ``json``, ``csv`` or ``parquet``: the extension, else the first bytes."""
-    suffix = Path(path).suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        return "parquet"
-    if suffix in (".jsonl", ".ndjson"):
-        return "jsonl"
-    if suffix == ".json":
-        return "json"
-    if suffix == ".csv":
-        return "csv"
+    """The name of a registered run format (``records.formats``; built in: ``jsonl``, ``json``,
+    ``csv``, ``parquet``): the extension's, else the first bytes'."""
+    return run_format(path).name
+
+
+def run_format(path: str) -> RunFormat:
+    """The registered format of ``path``: its extension's, else its first bytes'."""
+    named = suffix_format(Path(path).suffix.lower())
+    if named is not None:
+        return named
     with _open(path) as f:
         head = f.read(4096)
-    if head.startswith(PARQUET_MAGIC):
-        return "parquet"
-    head = head.lstrip()
-    if head.startswith(b"["):
-        return "json"
-    if head.startswith(b"{"):
-        return "jsonl"
-    return "csv"
+    return sniffed_format(head)
 
 
 def iter_records(
@@ -152,16 +147,10 @@ def iter_records(
     as ``batch --resume`` would cut it; any other unreadable line is an error. ``span`` reads
     only those bytes of a JSONL run (see :func:`_iter_jsonl`).
     """
-    fmt = fmt or detect_format(path)
-    if fmt == "jsonl":
-        return _iter_jsonl(path, span)
-    if fmt == "parquet":
-        return _iter_parquet(path, span)
-    if span is not None:
+    reader = format_named(fmt) if fmt else run_format(path)
+    if span is not None and reader.spans is None:
         raise ValueError("only a JSONL or Parquet run is read in spans")
-    if fmt == "json":
-        return _iter_json(path)
-    return _iter_csv(path)
+    return reader.records(path, span)
 
 
 def _check_version(path: str, line: int, obj: Any) -> None:
@@ -481,3 +470,86 @@ def _iter_csv(path: str) -> Iterator[tuple[int, Any]]:
             raise ReportInputError(f"{path}:{n}: {e}") from None
         _check_version(path, n, obj)
         yield n, obj
+
+
+def byte_spans(path: str, chunk_bytes: int) -> list[Span]:
+    """A JSONL run's chunks: spans of about ``chunk_bytes``, each ending at a line end (or at
+    the end of the file), from the file's content and ``chunk_bytes`` alone."""
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            size, file = st.st_size, (st.st_dev, st.st_ino)
+            cuts = [0]
+            for pos in range(chunk_bytes, size, chunk_bytes):
+                if pos <= cuts[-1]:
+                    continue  # inside a line longer than a chunk
+                f.seek(pos - 1)
+                f.readline()  # to the end of the line holding byte pos - 1
+                cut = f.tell()
+                if cut >= size:
+                    break
+                cuts.append(cut)
+    except OSError:
+        return []  # the one-piece reader says what is wrong
+    return [Span(a, b, file) for a, b in zip(cuts, [*cuts[1:], size], strict=True)]
+
+
+def _csv_label_table(path: str) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
+    """A CSV labels file as cells, and the note when a spreadsheet saved it with another
+    delimiter than the comma."""
+    notes: list[str] = []
+    delimiter = csv_file_delimiter(path)
+    if delimiter != ",":
+        with open(path, "rb") as raw:  # just read by csv_file_delimiter
+            head = raw.readline().decode("utf-8", "replace")
+        notes.append(f"{path}: {header_note(head, delimiter)}")
+    return notes, csv_rows(path, "CSV labels file", delimiter)
+
+
+def _count_parquet_columns(path: str, span: Span, stats: Any) -> set[str] | None:
+    from .columns import count_columns  # pyarrow: a Parquet run's path only
+
+    return count_columns(path, span, stats)
+
+
+# The built-in formats, in the order their first bytes are tried (a suffix names one first);
+# a file that neither names is read as CSV.
+register_format(
+    RunFormat(
+        "parquet",
+        _iter_parquet,
+        suffixes=(".parquet", ".pq"),
+        sniff=lambda head: head.startswith(PARQUET_MAGIC),
+        spans=lambda path, _chunk_bytes: parquet_group_spans(path),
+        count_columns=_count_parquet_columns,
+        label_rows=lambda path: parquet_rows(path, "labels file"),
+    )
+)
+register_format(
+    RunFormat(
+        "json",
+        lambda path, _span: _iter_json(path),
+        suffixes=(".json",),
+        sniff=lambda head: head.lstrip().startswith(b"["),
+    )
+)
+register_format(
+    RunFormat(
+        "jsonl",
+        _iter_jsonl,
+        suffixes=(".jsonl", ".ndjson"),
+        sniff=lambda head: head.lstrip().startswith(b"{"),
+        spans=byte_spans,
+        lines_from_span=True,
+        cut_last_line=cut_last_line,
+    )
+)
+register_format(
+    RunFormat(
+        "csv",
+        lambda path, _span: _iter_csv(path),
+        suffixes=(".csv",),
+        label_table=_csv_label_table,
+    ),
+    fallback=True,
+)

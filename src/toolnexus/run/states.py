@@ -42,6 +42,14 @@ IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg"})
 #: Every suffix ``eval`` reads a state file by: what a ``batch`` directory or glob yields.
 STATE_SUFFIXES = frozenset(_SUFFIXES) | IMAGE_SUFFIXES
 
+#: The most bytes a state file (or stdin) may hold: the question loader's cap
+#: (``cli.questionfile.MAX_FILE_BYTES``, which this layer cannot import). The wire bounds a state
+#: only in tokens (state plus the longest question within 32k), never in bytes, so no smaller
+#: byte cap is safe; this one is far past any state that fits, and small enough that
+#: ``--state /dev/zero`` or a pipe that never ends is refused with a line instead of filling
+#: memory.
+MAX_STATE_BYTES = 64 << 20
+
 #: How a state source is named in messages when it is not a file.
 STDIN_NAME = "<stdin>"
 TEXT_NAME = "--state-text"
@@ -190,9 +198,14 @@ def _read_stdin() -> str:
     if stream is None or getattr(stream, "closed", False):
         raise RunError("<stdin>: stdin is closed; pipe a state in, or pass a file or --state-text")
     try:
-        raw = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
+        if hasattr(stream, "buffer"):
+            raw: str | bytes = stream.buffer.read(MAX_STATE_BYTES + 1)
+        else:
+            raw = stream.read(MAX_STATE_BYTES + 1)
     except OSError as e:
         raise RunError(f"<stdin>: cannot read: {e.strerror or type(e).__name__}") from None
+    if len(raw) > MAX_STATE_BYTES:
+        raise _too_big(STDIN_NAME)
     if isinstance(raw, str):
         text = raw
     else:
@@ -206,12 +219,23 @@ def _read_stdin() -> str:
     return text
 
 
+def _too_big(name: str) -> RunError:
+    return RunError(
+        f"{name}: cannot read: over {MAX_STATE_BYTES >> 20} MiB, more than a state may hold "
+        "(a state and its longest question fit in 32,000 tokens): pass a smaller state"
+    )
+
+
 def _read(source: str) -> str:
     if source == "-":
         return _read_stdin()
-    path = Path(source)
     try:
-        return path.read_text(encoding="utf-8")
+        # One byte past the cap tells "too big" from "just fits" without reading the rest.
+        with open(source, "rb") as f:
+            data = f.read(MAX_STATE_BYTES + 1)
+        if len(data) > MAX_STATE_BYTES:
+            raise _too_big(source)
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise RunError(f"{source}: no such state file") from None
     except IsADirectoryError:
@@ -220,6 +244,8 @@ def _read(source: str) -> str:
         raise RunError(f"{source}: not UTF-8 text (byte {e.start})") from None
     except OSError as e:
         raise RunError(f"{source}: cannot read the state file: {e.strerror}") from None
+    # Universal newlines, as the text-mode read this replaces gave (a CRLF file reads as LF).
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def load_state(
