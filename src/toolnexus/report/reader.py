@@ -24,18 +24,30 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from importlib import import_module
 from typing import Any
 
-from ..records.formats import Span, format_named
+from ..records.formats import Span, format_named, register_format
 from .accumulators import RecordError
 from .aggregation import RunStats, record_id
 from .compare import Snapshot
 from .labels import Labels
 from .pool import in_order
 from .runs import LocatedError, byte_spans, iter_records, readable_again, run_format
+
+
+def _count_parquet_columns(path: str, span: Span, stats: Any) -> set[str] | None:
+    from .columns import count_columns  # pyarrow: a Parquet run's path only
+
+    return count_columns(path, span, stats)
+
+
+# Parquet's column counter is attached here, where a report counts, not where the format is
+# registered (report.runs): report.columns reads through the accumulators, which read runs, so
+# a hook named in runs would close an import cycle (tests/test_import_graph.py).
+register_format(replace(format_named("parquet"), count_columns=_count_parquet_columns))
 
 __all__ = ["CHUNK_BYTES", "read_run", "read_whole"]
 

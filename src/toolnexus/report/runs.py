@@ -506,12 +506,6 @@ def _csv_label_table(path: str) -> tuple[list[str], Iterator[tuple[int, list[str
     return notes, csv_rows(path, "CSV labels file", delimiter)
 
 
-def _count_parquet_columns(path: str, span: Span, stats: Any) -> set[str] | None:
-    from .columns import count_columns  # pyarrow: a Parquet run's path only
-
-    return count_columns(path, span, stats)
-
-
 # The built-in formats, in the order their first bytes are tried (a suffix names one first);
 # a file that neither names is read as CSV.
 register_format(
@@ -521,7 +515,6 @@ register_format(
         suffixes=(".parquet", ".pq"),
         sniff=lambda head: head.startswith(PARQUET_MAGIC),
         spans=lambda path, _chunk_bytes: parquet_group_spans(path),
-        count_columns=_count_parquet_columns,
         label_rows=lambda path: parquet_rows(path, "labels file"),
     )
 )
