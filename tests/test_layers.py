@@ -103,6 +103,8 @@ RANKS: dict[str, int] = {
     "toolnexus.telemetry_pack": CLASSIFIER,
     # batch and packing
     "toolnexus.batch": BATCH,
+    "toolnexus.batchgroups": BATCH,  # a batch's requests: scheduler, plan, worker loop
+    "toolnexus.batchstream": BATCH,  # evaluate_stream's workers, queue and pull
     "toolnexus.packing": BATCH,
     "toolnexus.packplan": BATCH,
     "toolnexus.packcache": BATCH,
