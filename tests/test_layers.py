@@ -109,6 +109,7 @@ RANKS: dict[str, int] = {
     "toolnexus.packplan": BATCH,
     "toolnexus.packcache": BATCH,
     "toolnexus.packed": BATCH,
+    "toolnexus.packoutcome": BATCH,  # what a pack reports; how a failed pack request reads
     # analysis
     "toolnexus.metrics": ANALYSIS,  # metric primitives under calibration/ and report/
     "toolnexus.records": ANALYSIS,
