@@ -93,6 +93,7 @@ RANKS: dict[str, int] = {
     "toolnexus.transport": TRANSPORT,
     # styles
     "toolnexus.systemone": STYLES,
+    "toolnexus.systemone_reply": STYLES,  # a 200 reply read as a decision, or one clear error
     "toolnexus.llm": STYLES,
     "toolnexus.llm_wire": STYLES,
     "toolnexus.styles": STYLES,
