@@ -93,6 +93,7 @@ RANKS: dict[str, int] = {
     "toolnexus.transport": TRANSPORT,
     # styles
     "toolnexus.systemone": STYLES,
+    "toolnexus.systemone_reply": STYLES,  # a 200 reply read as a decision, or one clear error
     "toolnexus.llm": STYLES,
     "toolnexus.llm_wire": STYLES,
     "toolnexus.styles": STYLES,
@@ -103,10 +104,13 @@ RANKS: dict[str, int] = {
     "toolnexus.telemetry_pack": CLASSIFIER,
     # batch and packing
     "toolnexus.batch": BATCH,
+    "toolnexus.batchgroups": BATCH,  # a batch's requests: scheduler, plan, worker loop
+    "toolnexus.batchstream": BATCH,  # evaluate_stream's workers, queue and pull
     "toolnexus.packing": BATCH,
     "toolnexus.packplan": BATCH,
     "toolnexus.packcache": BATCH,
     "toolnexus.packed": BATCH,
+    "toolnexus.packoutcome": BATCH,  # what a pack reports; how a failed pack request reads
     # analysis
     "toolnexus.metrics": ANALYSIS,  # metric primitives under calibration/ and report/
     "toolnexus.records": ANALYSIS,

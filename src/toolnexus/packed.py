@@ -1,6 +1,7 @@
 """Asking several states in one request (issue 20): :func:`evaluate_pack`.
 
-The shape of a packed request is ``packing.py``; which states go together is ``packplan.py``.
+The shape of a packed request is ``packing.py``; which states go together is ``packplan.py``;
+what a pack reports, and how a failed request is read, is ``packoutcome.py``.
 This module sends one pack through the systemone style's own path (``SystemOneStyle.lift``,
 ``prepare``, its transport: the same retries, redaction and bytes on every attempt) and turns
 the answer into one result per state:
@@ -40,14 +41,13 @@ import dataclasses
 import time
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from .assets import LiftedState
 from .canonical import canonical_json
 from .decision import ClassifierUsage, Decision, parse_decision
-from .errors import ClassifierError, DecisionError, HTTPStatusError, ImageError, TransportError
+from .errors import ClassifierError, DecisionError, ImageError
 from .packcache import cached, store
 from .packing import (
     pack_lifted,
@@ -56,11 +56,17 @@ from .packing import (
     state_weights,
     unpack_decisions,
 )
+from .packoutcome import (
+    CONTEXT_ERROR_TYPE,
+    PackOutcome,
+    RequestFacts,
+    context_error,
+    one_states_error,
+    reached_server,
+)
 from .packplan import Planned, pack_check
 from .pipeline import RequestPipeline, evaluate_event
 from .questions import Question, questions_to_wire
-from .scheduler.admission import OutcomeKind
-from .scheduler.failfast import error_type, outcome_of
 from .scheduler.run import Scheduler
 from .scheduler.tokens import LIMIT_SAFE_BYTES, TokenEstimate, estimate_tokens
 from .systemone import PATH, SystemOneStyle
@@ -76,37 +82,6 @@ __all__ = [
     "packs",
     "systemone_style",
 ]
-
-#: The ``error_type`` of the API's 400 for a request past the context (system-one-wire.md).
-CONTEXT_ERROR_TYPE = "max_tokens_exceeded"
-
-
-@dataclass(frozen=True)
-class RequestFacts:
-    """One request :func:`evaluate_pack` made (or would have made: ``sent`` False for a pack
-    over a limit that was split before sending).
-
-    ``states`` are positions in the states given; ``estimate`` the scheduler's estimate of its
-    input tokens (None for a body under ``LIMIT_SAFE_BYTES`` without images: the scheduler
-    makes it only if a member asks); ``usage`` what the server charged (zero when nothing came
-    back); ``packed`` whether it asked several states at once; ``error`` how it failed, or
-    None."""
-
-    states: tuple[int, ...]
-    estimate: TokenEstimate | None
-    usage: ClassifierUsage = field(default_factory=ClassifierUsage)
-    sent: bool = True
-    packed: bool = False
-    error: ClassifierError | None = None
-
-
-@dataclass(frozen=True)
-class PackOutcome:
-    """One result per state, in order (a Decision, or the error that state ended with), and
-    the requests that produced them."""
-
-    results: list[Decision | ClassifierError]
-    requests: list[RequestFacts]
 
 
 def systemone_style(pipeline: RequestPipeline) -> SystemOneStyle | None:
@@ -157,32 +132,6 @@ def _plus(a: ClassifierUsage, b: ClassifierUsage) -> ClassifierUsage:
     )
 
 
-def _sent(error: ClassifierError) -> bool:
-    """Whether a request that ended in ``error`` reached the server (and may be billed)."""
-    return isinstance(error, HTTPStatusError | TransportError | DecisionError)
-
-
-def _context_error(error: ClassifierError) -> bool:
-    """A 413, or the API's 400 for a request past the context: a smaller pack may pass."""
-    if not isinstance(error, HTTPStatusError):
-        return False
-    return error.status == 413 or (
-        error.status == 400 and error_type(error.body) == CONTEXT_ERROR_TYPE
-    )
-
-
-def _one_states_error(error: ClassifierError) -> bool:
-    """A 400 or 422 about the request's own body (a content policy, a validation error of one
-    state): some state of the pack may cause it, so the halves are asked apart. Not a
-    systematic one (the API's ``api_usage_error`` for an unknown model would fail every half
-    the same way, and stops the run instead)."""
-    return (
-        isinstance(error, HTTPStatusError)
-        and error.status in (400, 422)
-        and outcome_of(error).kind is OutcomeKind.FAILED
-    )
-
-
 class _Pack:
     """The state of one :func:`evaluate_pack` call."""
 
@@ -225,7 +174,7 @@ class _Pack:
         try:
             decision, charged = await send()
         except ClassifierError as e:
-            self.requests.append(RequestFacts((index,), estimate, sent=_sent(e), error=e))
+            self.requests.append(RequestFacts((index,), estimate, sent=reached_server(e), error=e))
             self.results[index] = e
             return
         self.requests.append(RequestFacts((index,), estimate, charged, sent=not decision.cached))
@@ -343,9 +292,9 @@ class _Pack:
             body, total = await send()
         except ClassifierError as e:
             self.requests.append(
-                RequestFacts(tuple(indices), estimate, sent=_sent(e), packed=True, error=e)
+                RequestFacts(tuple(indices), estimate, sent=reached_server(e), packed=True, error=e)
             )
-            if _context_error(e) or _one_states_error(e):
+            if context_error(e) or one_states_error(e):
                 await self._halves(style, indices)
             elif isinstance(e, DecisionError):
                 for i in indices:  # no state has an answer: each is asked alone, once

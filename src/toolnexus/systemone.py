@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from .assets import LiftedState, lift_with_questions
 from .backends import IMAGES_HEADER, ResolvedBackend, resolve_backend
 from .canonical import canonical_json, decision_cache_key, model_cache_key, sha256_hex
-from .decision import Decision, parse_decision
+from .decision import Decision
 from .errors import (
     CacheError,
     ClassifierError,
@@ -43,11 +43,11 @@ from .errors import (
     HookError,
 )
 from .images import ImageLimits
-from .jsonlimits import JsonLimitError, loads
 from .options import ClassifierOptions
 from .questions import Question, questions_to_wire
 from .scheduler.tokens import LIMIT_SAFE_BYTES, TokenEstimate, request_limit
-from .transport import SystemOneTransport, server_message
+from .systemone_reply import decode_decision, load_response
+from .transport import SystemOneTransport
 from .validation import Checked, validate_decision
 
 if TYPE_CHECKING:
@@ -325,7 +325,9 @@ class SystemOneStyle:
             PATH,
             request.content,
             request.headers or None,
-            lambda r: self._decode(r.content, r.endpoint, r.request_id, questions),
+            lambda r: decode_decision(
+                r.content, r.endpoint, r.request_id, questions, self.transport.scrub
+            ),
             lambda decoded: decoded[0].usage,
             estimate=self._watch_limits(scheduler, state, lifted, questions, request.json),
             scheduler=scheduler,
@@ -366,64 +368,10 @@ class SystemOneStyle:
             watch(state, over)
         return estimate
 
-    def _decode(
-        self,
-        content: bytes,
-        endpoint: str,
-        request_id: str | None,
-        questions: dict[str, Question],
-    ) -> tuple[Decision, str]:
-        """The decision in ``content``, and the text it was decoded from (what the cache keeps)."""
-        obj, text = self.load_response(content, endpoint, request_id)
-        rid = f" (request id {request_id})" if request_id else ""
-        try:
-            return parse_decision(obj, questions), text
-        except DecisionError as e:
-            if (
-                isinstance(obj, dict)
-                and "answers" not in obj
-                and ("error" in obj or "detail" in obj)
-            ):
-                # A 200 that carries an error body: the server's own words, not "response
-                # model must be a string, got null" (issue 31 item 8).
-                said = server_message(self.transport.scrub(text))
-                raise DecisionError(
-                    f"classifier: POST {endpoint}: HTTP 200 carries an error, not a decision: "
-                    f"{said[:300]}{rid}",
-                    e.key,
-                ) from None
-            raise DecisionError(
-                f"classifier: POST {endpoint}: {e.detail}{rid}",
-                e.key,
-            ) from None
-
     def load_response(
         self, content: bytes, endpoint: str, request_id: str | None
     ) -> tuple[Any, str]:
         """A 200 body as parsed JSON and its text, or the DecisionError naming the endpoint and
-        the request id. ``packed.py`` decodes a packed response from here, per state."""
-        rid = f" (request id {request_id})" if request_id else ""
-        try:
-            # Decoded here, once, as ``loads`` would (UTF-8, an optional BOM dropped).
-            bom = content[:3] == b"\xef\xbb\xbf"
-            text = content.decode("utf-8-sig") if bom else content.decode("utf-8")
-            obj = loads(text)
-        except JsonLimitError as e:
-            raise DecisionError(
-                f"classifier: POST {endpoint}: HTTP 200: the response body is refused: {e}{rid}"
-            ) from None
-        except (ValueError, UnicodeDecodeError) as e:
-            text = content.decode("utf-8", errors="replace")
-            if not text.strip():
-                what = "the response body is empty"
-            elif text.lstrip()[:1] in ("{", "["):
-                where = getattr(e, "pos", None)
-                at = f"; parsing stopped at byte {where}" if where is not None else ""
-                what = (
-                    f"the response body is truncated or malformed JSON ({len(content)} bytes{at})"
-                )
-            else:
-                start = self.transport.scrub(text[:40])
-                what = f"the response body is not JSON ({len(content)} bytes, starting {start!r})"
-            raise DecisionError(f"classifier: POST {endpoint}: HTTP 200: {what}{rid}") from None
-        return obj, text
+        the request id (``systemone_reply.load_response``). ``packed.py`` decodes a packed
+        response from here, per state."""
+        return load_response(content, endpoint, request_id, self.transport.scrub)

@@ -3,7 +3,8 @@
 Split by concern:
 
 - ``redaction``: redaction and safe error messages (pure: no I/O, no HTTP library).
-- ``retry``: the retry loop, ``${NAME}`` expansion and the credential, once per request.
+- ``retry``: the retry loop (and, in a batch, the hand-off to the run's scheduler).
+- ``endpoint``: the URL, ``${NAME}`` expansion and the credential, resolved once per request.
 - ``adapter``: the interface the loop sends through; ``aiohttp_adapter`` (the default, one
   connection pool per classifier) and ``httpx_adapter`` (an injected httpx transport or client:
   ``httpx.MockTransport`` in unit tests) implement it.

@@ -16,7 +16,7 @@ from http import HTTPStatus
 from typing import Any
 
 from ..envname import ENV_REF
-from ..errors import HTTPStatusError, TransportError
+from ..errors import HTTPStatusError, StaticMiss, TransportError
 from ..jsonlimits import loads
 from ..options import TransportKind
 from ..urls import REDACTED, redact_url, url_secrets, userinfo
@@ -29,6 +29,7 @@ __all__ = [
     "http_status_error",
     "redact",
     "redact_url",
+    "replay_miss",
     "scrub",
     "scrub_bytes",
     "scrub_escaped",
@@ -315,4 +316,28 @@ def transport_error(
         kind=kind,
         endpoint=endpoint,
         attempts=attempts,
+    )
+
+
+def replay_miss(failure: HTTPStatusError) -> StaticMiss | None:
+    """A ``toolnexus serve --replay`` miss (409, ``error_type`` ``replay_miss``) as the
+    StaticMiss ``eval --replay DIR`` raises: an input problem (exit 2), its advice whole
+    (issue 31 item 10: it was cut at 200 characters, "record it once with `toolnex...", and
+    exited 3)."""
+    try:
+        body = json.loads(failure.body)
+    except ValueError:
+        return None
+    detail = body.get("detail") if isinstance(body, dict) else None
+    if not isinstance(detail, dict) or detail.get("error_type") != "replay_miss":
+        return None
+    message = detail.get("message")
+    if not isinstance(message, str):
+        return None
+    rid = f" (request id {failure.request_id})" if failure.request_id else ""
+    digest, preview = body.get("questions_sha256"), body.get("state_preview")
+    return StaticMiss(
+        f"classifier: POST {failure.endpoint}: HTTP 409: {' '.join(message.split())}{rid}",
+        digest if isinstance(digest, str) else "",
+        preview if isinstance(preview, str) else "",
     )

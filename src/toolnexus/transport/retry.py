@@ -37,15 +37,13 @@ still makes it this request's error.
 Outside a batch (one ``evaluate``) a 429 is retried here as seed 004 says, within ``retries``.
 
 ``base_url`` and header values may hold ``${NAME}`` references; they, and the credential read from
-the variable named ``api_key_env``, are resolved at EVERY call and never stored.
+the variable named ``api_key_env``, are resolved at EVERY call (``endpoint.py``) and never stored.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -56,12 +54,14 @@ from ..errors import BackendError, ConfigError, DecisionError, HTTPStatusError, 
 from ..scheduler import Outcome, Scheduler, TokenEstimate, estimate_tokens, outcome_of
 from ..scheduler.failfast import STORM_STATUSES, retry_after_seconds
 from .adapter import MAX_BODY_BYTES, Adapter, BodyTooLarge, SendError
+from .endpoint import check_url, expand_env, joined, prepare, trimmed
 from .observe import AttemptObserver, AttemptWatch, observers
 from .redaction import (
     ENV_REF,
     http_status_error,
     redact,
     redact_url,
+    replay_miss,
     scrub,
     scrub_bytes,
     transport_error,
@@ -118,44 +118,6 @@ def _no_usage(_: object) -> ClassifierUsage:
     return ClassifierUsage()
 
 
-def expand_env(template: str, what: str, found: list[str] | None = None) -> str:
-    """``${NAME}`` references expanded from the environment NOW. An unset variable is a
-    ConfigError naming the variable and ``what`` (never a value). Expanded values are appended to
-    ``found`` so that errors can scrub them."""
-    if "${" not in template:
-        return template
-
-    def sub(m: re.Match[str]) -> str:
-        value = os.environ.get(m.group(1))
-        if value is None:
-            raise ConfigError(
-                f"classifier: {what} refers to ${{{m.group(1)}}}, which is not set in the "
-                "environment"
-            )
-        if found is not None and value:
-            found.append(value)
-        return value
-
-    return ENV_REF.sub(sub, template)
-
-
-_USERINFO_AT = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]*@")
-
-
-def _basic_auth(url: str, secrets: list[str]) -> str | None:
-    """``Authorization: Basic ...`` for a ``user:pass@`` written into ``url`` (what a browser
-    or curl would send), or None; the credentials and their encoding join ``secrets``."""
-    creds = userinfo(url)
-    if not creds:
-        return None
-    from base64 import b64encode
-    from urllib.parse import unquote
-
-    encoded = b64encode(unquote(creds[0]).encode("utf-8")).decode("ascii")
-    secrets += [*creds, encoded]
-    return f"Basic {encoded}"
-
-
 def _header(headers: Mapping[str, str], name: str, secrets: list[str]) -> str | None:
     """A response header as errors may quote it: scrubbed, and cut to 200 characters."""
     value = headers.get(name)
@@ -172,24 +134,6 @@ class Reply:
     content: bytes
     request_id: str | None
     endpoint: str
-
-
-def _check_url(shown: str, raw: str) -> None:
-    """A base URL that can never be requested is refused now, naming it (credentials hidden),
-    instead of failing inside the HTTP library at the first request."""
-    from urllib.parse import urlsplit
-
-    probe = ENV_REF.sub("0", raw)  # a ${NAME} can only be judged once expanded
-    try:
-        parts = urlsplit(probe)
-        _ = parts.port
-    except ValueError as e:
-        raise ConfigError(f"classifier: base_url {shown!r} is not a valid URL: {e}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(
-            f"classifier: base_url {shown!r} is not an http(s) URL with a host, "
-            "like https://api.typesafe.ai/v1"
-        )
 
 
 def _adapter_for(transport: Any, http_client: Any) -> Adapter:
@@ -217,45 +161,6 @@ def _end(watches: list[AttemptWatch]) -> None:
         w.end()
 
 
-def _replay_miss(failure: HTTPStatusError) -> StaticMiss | None:
-    """A ``toolnexus serve --replay`` miss (409, ``error_type`` ``replay_miss``) as the
-    StaticMiss ``eval --replay DIR`` raises: an input problem (exit 2), its advice whole
-    (issue 31 item 10: it was cut at 200 characters, "record it once with `toolnex...", and
-    exited 3)."""
-    try:
-        body = json.loads(failure.body)
-    except ValueError:
-        return None
-    detail = body.get("detail") if isinstance(body, dict) else None
-    if not isinstance(detail, dict) or detail.get("error_type") != "replay_miss":
-        return None
-    message = detail.get("message")
-    if not isinstance(message, str):
-        return None
-    rid = f" (request id {failure.request_id})" if failure.request_id else ""
-    digest, preview = body.get("questions_sha256"), body.get("state_preview")
-    return StaticMiss(
-        f"classifier: POST {failure.endpoint}: HTTP 409: {' '.join(message.split())}{rid}",
-        digest if isinstance(digest, str) else "",
-        preview if isinstance(preview, str) else "",
-    )
-
-
-def _trimmed(base_url: str) -> str:
-    """``base_url`` without the trailing ``/`` of its path (a query string is kept whole)."""
-    head, mark, rest = base_url.partition("?")
-    return head.rstrip("/") + mark + rest
-
-
-def _joined(base_url: str, path: str) -> str:
-    """``{base_url}/{path}``, the path joined BEFORE a query string or fragment (issue 31 item
-    5: ``.../v1?api_key=...`` once became ``.../v1?api_key=.../systemone``, a 404)."""
-    cut = min((i for i in (base_url.find("?"), base_url.find("#")) if i >= 0), default=-1)
-    if cut < 0:
-        return f"{base_url}/{path}"
-    return f"{base_url[:cut].rstrip('/')}/{path}{base_url[cut:]}"
-
-
 class SystemOneTransport:
     """POSTs canonical bytes to ``{base_url}/<path>`` with retries; see the module docstring.
 
@@ -277,9 +182,9 @@ class SystemOneTransport:
     ) -> None:
         # What is sent keeps a user:pass@ written into the URL; what any message, repr or cache
         # key shows never does.
-        self._base_url = _trimmed(base_url)
+        self._base_url = trimmed(base_url)
         self.base_url = redact_url(self._base_url)
-        _check_url(self.base_url, self._base_url)
+        check_url(self.base_url, self._base_url)
         self.api_key_env = api_key_env
         self._headers = dict(headers or {})
         for name, value in self._headers.items():
@@ -296,7 +201,7 @@ class SystemOneTransport:
 
     def endpoint(self, path: str) -> str:
         """The endpoint as configured, ``${NAME}`` unexpanded: what errors and keys show."""
-        return _joined(self.base_url, path)
+        return joined(self.base_url, path)
 
     async def aclose(self) -> None:
         """Close the connection pool; a host's own http_client is left for the host to close.
@@ -321,37 +226,7 @@ class SystemOneTransport:
         return redact(text, self.secrets())
 
     def _prepare(self, path: str) -> tuple[str, dict[str, str], list[str]]:
-        secrets: list[str] = []
-        url = expand_env(_joined(self._base_url, path), "base_url", secrets)
-        secrets += url_secrets(url)
-        basic = _basic_auth(url, secrets)
-        if basic is not None:
-            url = _USERINFO_AT.sub(r"\1", url, count=1)
-        headers = {"Content-Type": "application/json"}
-        for name, template in self._headers.items():
-            value = expand_env(template, f"header {name}", secrets)
-            if not value.isascii() or "\r" in value or "\n" in value:
-                # Named, never shown: the value may be the credential itself.
-                raise ConfigError(
-                    f"classifier: header {name}: its value is not one line of ASCII text, "
-                    "which is all an HTTP header can carry"
-                )
-            headers[name] = value
-        key = os.environ.get(self.api_key_env)
-        if basic is not None:
-            if key or any(name.lower() == "authorization" for name in headers):
-                raise ConfigError(
-                    f"classifier: base_url {self.base_url!r} carries credentials (user:pass@) "
-                    f"and an Authorization is set too (${self.api_key_env} or a header); a "
-                    "request carries one: drop one of them"
-                )
-            headers["Authorization"] = basic
-        if key:
-            secrets.append(key)
-            # A host's own Authorization header (e.g. a gateway token) is not overwritten.
-            if not any(name.lower() == "authorization" for name in headers):
-                headers["Authorization"] = f"Bearer {key}"
-        return url, headers, secrets
+        return prepare(self._base_url, self.base_url, path, self._headers, self.api_key_env)
 
     async def post(
         self,
@@ -495,7 +370,7 @@ class SystemOneTransport:
                     www_authenticate=_header(resp_headers, "www-authenticate", secrets),
                 )
                 if status == 409:
-                    failure = _replay_miss(failure) or failure
+                    failure = replay_miss(failure) or failure
                 info = ErrorInfo(
                     attempt=attempt,
                     kind="http status",
