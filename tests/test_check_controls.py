@@ -14,8 +14,8 @@ import pytest
 
 from clirun import error_line, run_cli
 from paths import REPO
-from toolnexus.cli.lintcodes import CODES
-from toolnexus.cli.lintrules import RULES
+from toolnexus.questionfile.codes import CODES
+from toolnexus.questionfile.rules import RULES
 
 SAMPLE = "tests/fixtures/check/sample.yaml"
 GOLDEN = REPO / "tests" / "golden"

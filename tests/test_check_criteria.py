@@ -14,7 +14,7 @@ import pytest
 
 from clirun import error_line, run_cli
 from paths import CONFORMANCE, REPO, load_json
-from toolnexus.cli.lintcodes import CODES
+from toolnexus.questionfile.codes import CODES
 
 TOOLNEXUS = Path(sys.executable).with_name("toolnexus")
 PRE_COMMIT = Path(sys.executable).with_name("pre-commit")

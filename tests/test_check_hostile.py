@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from clirun import error_line, run_cli
-from toolnexus.cli import questionfile
 from toolnexus.cli.lintrun import Controls, check_text
+from toolnexus.questionfile import load as questionfile
 
 HEAD = "questions:\n  q:\n    type: noul\n    instructions: "
 FLOATING = (

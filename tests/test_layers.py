@@ -16,7 +16,8 @@ The ranks, lowest first::
     4  classifier pipeline, telemetry (one state, one decision, its metric events)
     3  styles     systemone, llm, llm_wire, styles, recordings (what answers one request)
     2  transport  transport/ (the one place HTTP is spoken)
-    1  config     config, options, backends, cache/, scheduler/ (typed values and admission)
+    1  config     config, options, backends, cache/, scheduler/ (typed values and admission),
+                  questionfile/ (a question file read into questions and gates)
     0  core       the pure modules: questions, qtypes/ (one module per question type and the
                   registry), canonical, decision, answers, validation, ...
 
@@ -89,6 +90,10 @@ RANKS: dict[str, int] = {
     "toolnexus.cache": CONFIG,
     "toolnexus.scheduler": CONFIG,
     "toolnexus.requestbudget": CONFIG,  # one request against the wire's limits (lint, dry run)
+    # a question file read into questions and gates, below the run that takes them and the
+    # lint that adds its advisory rules (issue 30: a script never imports toolnexus.cli); it
+    # reads a file, so not core, and imports only core
+    "toolnexus.questionfile": CONFIG,
     # transport
     "toolnexus.transport": TRANSPORT,
     # styles

@@ -14,8 +14,6 @@ from hypothesis import strategies as st
 
 from clirun import error_line, run_cli
 from toolnexus.canonical import canonical_request
-from toolnexus.cli.lintcodes import CODES, WARNING_CODES
-from toolnexus.cli.questioncheck import DEGENERATE_CODES
 from toolnexus.cli.questionfile import (
     QuestionFileError,
     QuestionSet,
@@ -23,6 +21,8 @@ from toolnexus.cli.questionfile import (
     load_question_set,
     resolve_model,
 )
+from toolnexus.questionfile.checker import DEGENERATE_CODES
+from toolnexus.questionfile.codes import CODES, WARNING_CODES
 from toolnexus.questions import (
     ChoiceQuestion,
     NoulCriteria,

@@ -244,20 +244,32 @@ def test_report_refuses_a_newer_record_naming_file_line_and_upgrade(
     assert "Traceback" not in ran.stderr
 
 
-def test_resume_refuses_a_newer_record_naming_the_file_and_the_id(
-    server: HostileServer, tmp_path: Path
+@pytest.mark.parametrize(
+    ("fmt", "line"),
+    [
+        pytest.param("jsonl", 4, id="jsonl"),
+        pytest.param("json", 5, id="json"),  # line 1 is the array's "["
+        pytest.param("csv", 5, id="csv"),  # line 1 is the header
+    ],
+)
+def test_resume_refuses_a_newer_record_naming_file_line_and_the_id(
+    server: HostileServer, tmp_path: Path, fmt: str, line: int
 ) -> None:
     """Item 7 (brief): ``--resume`` of a run holding a newer record stops before asking
-    anything, one line naming ``--output``, the record and the upgrade."""
-    out = _newer_run(tmp_path, "jsonl")
+    anything, one line naming ``--output``, the record and the upgrade; run2 brief item 3:
+    "name ``FILE:LINE`` like ``report`` does"."""
+    out = _newer_run(tmp_path, fmt)
     ran = run_cli(
         "batch", str(V0 / "q.yaml"), str(V0 / "states.jsonl"), "--id-field", "id",
         "--state-field", "text", "--base-url", server.base_url, "-o", str(out), "--resume",
+        "--format", fmt,
     )  # fmt: skip
     assert ran.code == 2
-    line = error_line(ran.stderr)
-    assert line.startswith(f"--output {out}: cannot resume from it: record 's4': ")
-    assert "schema_version 2 is newer" in line and "upgrade toolnexus" in line
+    assert error_line(ran.stderr) == (
+        f"--output {out}:{line}: cannot resume from it: record 's4': record schema_version 2 "
+        "is newer than this toolnexus reads (up to 1): upgrade toolnexus (pip install -U "
+        "toolnexus-classifier) to read it"
+    )
     assert server.seen == []
 
 

@@ -50,7 +50,7 @@ ANSWER_KEYS = frozenset(
 
 @functools.cache
 def _load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    from .cli.questionfile import load_question_file
+    from .questionfile import load_question_file
 
     question_set, gates = load_question_file(path)
     return dict(question_set.questions), gates

@@ -16,9 +16,9 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..questionfile.codes import Finding
 from ..questions import questions_to_wire
 from ..requestbudget import Budget, budget_of
-from .lintcodes import Finding
 
 if TYPE_CHECKING:
     from ..questions import Question

@@ -14,9 +14,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ..questionfile.codes import CODES, Finding
+from ..questionfile.rules import LEVELS, Severity
 from .errors import EXIT_USAGE, CliError
-from .lintcodes import CODES, Finding
-from .lintrules import LEVELS, Severity
 
 if TYPE_CHECKING:
     from .questionfile import Lint

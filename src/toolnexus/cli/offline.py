@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from .errors import EXIT_CONDITION, EXIT_OK, EXIT_USAGE, fail, handle_error, report
 
 if TYPE_CHECKING:
+    from ..questionfile.codes import Finding
     from ..questions import Question
-    from .lintcodes import Finding
 
 __all__ = ["canonical", "check_criteria", "fast_main"]
 
@@ -92,7 +92,7 @@ def check_criteria(
 
 
 def _rules(explain: str | None, fmt: str) -> int:
-    from .lintrules import RULES
+    from ..questionfile.rules import RULES
     from .render import RulesResult, render
 
     if explain is None:

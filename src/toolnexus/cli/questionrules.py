@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..questionfile.codes import Finding
 from ..yamlread import Located
-from .lintcodes import Finding
 from .questionwords import (
     COUNTING_GATE,
     DATES_GATE,

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..canonical import canonical_json, canonical_request, questions_sha256, request_sha256
+from ..questionfile.checker import DEGENERATE_CODES
 from ..questions import (
     ChoiceQuestion,
     NoulQuestion,
@@ -42,7 +43,6 @@ from ..questions import (
     question_to_wire,
 )
 from .errors import CliError
-from .questioncheck import DEGENERATE_CODES
 
 __all__ = ["Change", "SetSide", "diff_sets", "load_side"]
 

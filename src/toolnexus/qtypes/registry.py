@@ -94,7 +94,7 @@ LintPath: TypeAlias = tuple[str | int, ...]
 
 
 class LintSink(Protocol):
-    """Where a type's ``lint`` hook reports its findings (``cli/questioncheck.py`` turns each
+    """Where a type's ``lint`` hook reports its findings (``questionfile/checker.py`` turns each
     path into the file's line and column)."""
 
     def add(self, path: LintPath, code: str, message: str, *, at_key: bool = False) -> None:

@@ -9,11 +9,12 @@
 
 A :class:`RunConfig` says everything a run does (inputs and their fields, output and format,
 resume / retry-errors / overwrite, shard, pack, spend caps, calibration, cache, the
-scheduler's settings); :func:`run_batch` (or :func:`arun_batch` on a running loop) runs it and
-returns a :class:`RunSummary`; :func:`estimate` is its dry run. Progress reaches
-``on_progress`` as :class:`RunProgress` values (and notes as :class:`RunNote`). Readers and
-sinks are registered codecs (:func:`register_reader`, :func:`register_sink`): Parquet is one
-like the others.
+scheduler's settings); ``RunConfig.from_question_file(path, inputs, ...)`` builds one from a
+question file as ``batch`` loads it (``toolnexus.questionfile``); :func:`run_batch` (or
+:func:`arun_batch` on a running loop) runs it and returns a :class:`RunSummary`;
+:func:`estimate` is its dry run. Progress reaches ``on_progress`` as :class:`RunProgress` values
+(and notes as :class:`RunNote`). Readers and sinks are registered codecs
+(:func:`register_reader`, :func:`register_sink`): Parquet is one like the others.
 
 The modules::
 

@@ -1,31 +1,147 @@
 """A run's spend budget from its caps (``RunConfig.max_cost`` / ``max_tokens`` /
-``max_requests``): what the output already spent when the run resumes it, the budget a library
-run is given when its ``admission`` holds none (``batch`` hands its own, sized by its dry run's
-estimate), and :class:`ResendCounter`, which charges every retry to it through the transport's
-attempt hook, since retries bill like requests."""
+``max_requests``, issue 23): sized, refused and noted here for ``run_batch`` and ``toolnexus
+batch`` alike, which only prints the notes.
+
+Before the first request, the dry run's estimate (``run.dry``) is held against the caps, on top
+of what the output already spent when the run resumes it (the records' usage, cached ones
+excluded): a cap that not even one request fits under is refused (``RunError``, exit 5) with the
+estimate; a cap the whole estimate passes is said once (a ``RunNote`` to ``on_progress``), and
+the run goes on until the budget stops it. :class:`ResendCounter` charges every retry to the
+budget through the transport's attempt hook, since retries bill like requests.
+"""
 
 from __future__ import annotations
 
-from ..scheduler.budget import Budget, Price, Spend
+import math
+from collections.abc import Callable
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from ..errors import RunError
+from ..failures import EXIT_BUDGET
+from ..scheduler.budget import OUTPUT_MARGIN, Budget, Caps, Price, Spend
 from .config import RunConfig
 
-__all__ = ["ResendCounter", "budget_of", "recorded_spend"]
+if TYPE_CHECKING:
+    from .dry import DryRun
+
+__all__ = [
+    "ResendCounter",
+    "budget_of",
+    "cost_source_note",
+    "passes",
+    "recorded_spend",
+    "refusal",
+    "sized_budget",
+]
+
+#: Says one note to the user (``on_progress`` for a library run, stderr for ``batch``).
+Note = Callable[[str], object]
 
 
-def budget_of(cfg: RunConfig) -> Budget | None:
-    """The budget a run with caps gets when its ``admission`` holds none: its output tokens
-    per request estimated from the question set, the output's earlier spend counted (the cap
-    covers the output, as ``batch --resume``'s does)."""
+def budget_of(cfg: RunConfig, note: Note | None = None) -> Budget | None:
+    """The budget a run with caps gets when its ``admission`` holds none, as ``batch`` sizes
+    it: the cost-source note, the estimate held against the caps (refused or noted), the
+    output's earlier spend counted. A classifier the dry run cannot estimate (a replay, the
+    llm style) gets its output tokens per request from the question set, unrefused."""
     caps = cfg.caps
     if not caps.any or any(isinstance(member, Budget) for member in cfg.admission):
         return None
+    say = note if note is not None else (lambda message: None)
+    why = cost_source_note(caps, cfg.price, cfg.replay)
+    if why is not None:
+        say(why)
+    from .dry import check_dry, estimate
+    from .ids import question_set_sha256
+
+    try:
+        check_dry(cfg.classifier)
+    except RunError:
+        return _unestimated(cfg)
+    return sized_budget(cfg, question_set_sha256(cfg.questions), estimate(cfg), say)
+
+
+def _unestimated(cfg: RunConfig) -> Budget:
     from ..questions import questions_to_wire
     from ..scheduler.budget import estimate_output_tokens
     from .ids import question_set_sha256
 
     output = estimate_output_tokens(questions_to_wire(dict(cfg.questions)))
     already = recorded_spend(cfg, question_set_sha256(cfg.questions), cfg.price, output)
-    return Budget(caps, cfg.price, output_tokens=output, already=already)
+    return Budget(cfg.caps, cfg.price, output_tokens=output, already=already)
+
+
+def sized_budget(cfg: RunConfig, sha: str, estimate: DryRun, note: Note) -> Budget:
+    """The budget of a run whose dry run is ``estimate`` (``sha``: its question set's digest):
+    refused with :class:`RunError` (exit 5) when a cap admits not one request, noted when the
+    whole estimate passes a cap."""
+    from .dry import describe
+
+    caps, price = cfg.caps, cfg.price
+    unreported = estimate.largest_request + estimate.output_per_request
+    already = recorded_spend(cfg, sha, price, unreported)
+    why = refusal(caps, already, estimate, price)
+    if why is not None:
+        raise RunError(why, EXIT_BUDGET)
+    passed = passes(caps, already, estimate)
+    if passed is not None:
+        note(
+            f"the estimate ({describe(estimate)}) passes {passed}: the run stops scheduling "
+            "at the cap"
+        )
+    return Budget(caps, price, output_tokens=estimate.output_per_request, already=already)
+
+
+def cost_source_note(caps: Caps, price: Price | None, replay: object) -> str | None:
+    """What ``--max-cost`` counts when no ``--price`` is given (``batch``, ``filter``), or None."""
+    if caps.max_cost is not None and price is None and replay is None:
+        return (
+            "--max-cost counts the usage.cost the server reports; with no --price, a server "
+            "that reports none is charged nothing"
+        )
+    return None
+
+
+def refusal(caps: Caps, already: Spend, estimate: DryRun, price: Price | None) -> str | None:
+    """Why the run is refused before its first request, or None: a cap under what is already
+    spent plus the largest single request's estimate admits nothing at all."""
+    if not estimate.requests:
+        return None
+    from .dry import describe
+
+    # What the budget reserves for the largest request: its upper bound, and the output with
+    # the budget's margin (scheduler.budget).
+    output = math.ceil(OUTPUT_MARGIN * estimate.output_per_request)
+    one_tokens = estimate.largest_request + output
+    one_cost = price.cost(estimate.largest_request, output) if price else Decimal(0)
+    why = None
+    if caps.max_requests is not None and already.requests + 1 > caps.max_requests:
+        why = f"--max-requests {caps.max_requests} ({already.requests} already sent)"
+    elif caps.max_tokens is not None and already.tokens + one_tokens > caps.max_tokens:
+        why = f"--max-tokens {caps.max_tokens} ({already.tokens} already spent)"
+    elif caps.max_cost is not None and already.cost + one_cost > caps.max_cost:
+        why = f"--max-cost {caps.max_cost} (${already.cost:.6f} already spent)"
+    if why is None:
+        return None
+    return (
+        f"{why} admits not one request of this run; its estimate: {describe(estimate)}. "
+        "Raise the cap (--dry-run shows the estimate)"
+    )
+
+
+def passes(caps: Caps, already: Spend, estimate: DryRun) -> str | None:
+    """The cap the whole estimate passes (``--max-requests N``, ...), or None."""
+    if not estimate.requests:
+        return None  # nothing left to send passes no cap (issue 31 item 11)
+    if caps.max_requests is not None and already.requests + estimate.requests > caps.max_requests:
+        return f"--max-requests {caps.max_requests}"
+    tokens = estimate.input_tokens + estimate.output_tokens
+    if caps.max_tokens is not None and already.tokens + tokens > caps.max_tokens:
+        return f"--max-tokens {caps.max_tokens}"
+    cost = estimate.cost
+    if caps.max_cost is not None and cost is not None and already.cost + cost > caps.max_cost:
+        return f"--max-cost {caps.max_cost}"
+    return None
 
 
 class ResendCounter:

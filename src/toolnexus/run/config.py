@@ -103,6 +103,33 @@ class RunConfig:
         inputs = self.inputs
         object.__setattr__(self, "inputs", (inputs,) if isinstance(inputs, str) else tuple(inputs))
 
+    @classmethod
+    def from_question_file(
+        cls, path: str | Path, inputs: str | tuple[str, ...], **fields: Any
+    ) -> RunConfig:
+        """The run ``toolnexus batch PATH INPUTS...`` does: the file's questions and ``gates:``,
+        loaded as ``batch`` loads them (``toolnexus.questionfile``; a problem is a
+        ``QuestionFileError``, one line at ``path:line:col``), ``questions_path`` set so an
+        ``output`` onto the file is refused, and the file's ``model`` in ``classifier`` when
+        neither ``classifier={"model": ...}`` nor ``$TOOLNEXUS_MODEL`` names one (``--model`` >
+        ``$TOOLNEXUS_MODEL`` > the file's, the CLI's order). ``fields`` are the other fields."""
+        from ..defaults import resolve_model
+        from ..questionfile import load_question_file
+
+        (file_model, questions), gates = load_question_file(path)
+        classifier = dict(fields.pop("classifier", None) or {})
+        model = resolve_model(classifier.get("model"), file_model, default=None)
+        if model is not None:
+            classifier["model"] = model
+        return cls(
+            questions,
+            (inputs,) if isinstance(inputs, str) else tuple(inputs),
+            classifier=classifier,
+            gates=gates,
+            questions_path=str(path),
+            **fields,
+        )
+
     @property
     def spec(self) -> InputSpec:
         """How the inputs are read (``id_field`` / ``state_fields`` / ``image_field``)."""

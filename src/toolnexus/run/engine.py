@@ -125,7 +125,7 @@ class _Session:
         lock = lock_output(cfg.output) if cfg.output is not None else None
         try:
             check_existing(cfg)
-            budget = budget_of(cfg)
+            budget = budget_of(cfg, self.note)
             if budget is None:
                 await self._locked(classifier, columns, recalibrator, cfg.admission)
             else:

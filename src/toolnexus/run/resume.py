@@ -21,6 +21,7 @@ from typing import BinaryIO
 
 from ..records import DecisionRecord, ErrorRecord, Record, codec_for
 from ..records.codec import Codec, read_csv_header
+from ..records.model import RecordVersionError
 from ..records.parquet import PARQUET_MAGIC
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "Framing",
     "PriorMismatch",
     "PriorOutput",
+    "UnreadableRecord",
     "compact",
     "complete_records",
     "keep_plan",
@@ -87,6 +89,17 @@ class Framing:
 
 #: One record per line and nothing around them (jsonl, and a Parquet run's journal).
 LINES = Framing()
+
+
+class UnreadableRecord(ValueError):
+    """A record of an existing ``--output`` this toolnexus cannot read (a newer
+    ``schema_version``): ``str(e)`` is why, ``path`` and 1-based ``line`` where, so the refusal
+    names ``FILE:LINE`` as ``report`` does."""
+
+    def __init__(self, path: str, line: int, why: str) -> None:
+        super().__init__(why)
+        self.path = path
+        self.line = line
 
 
 class PriorMismatch(ValueError):
@@ -163,7 +176,7 @@ def read_prior(
             f"{written}, or write to a new file"
         )
     codec = codec_for(fmt)
-    for offset, line in _lines(path):
+    for number, (offset, line) in enumerate(_lines(path), 1):
         if not line.endswith(b"\n"):
             break  # cut short by a kill: this record was never complete
         if framing.header and prior.header is None:
@@ -175,7 +188,10 @@ def read_prior(
             continue
         if framing.closer and line.strip() == framing.closer:
             break  # the closing bracket of a finished run; appending reopens the array
-        record = codec.decode(line)
+        try:
+            record = codec.decode(line)
+        except RecordVersionError as e:
+            raise UnreadableRecord(path, number, str(e)) from None
         prior.keep_bytes = offset + len(line)
         if record is not None:
             note_record(prior, record, questions_sha256)

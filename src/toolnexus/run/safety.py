@@ -15,7 +15,7 @@ from ..records.codec import earlier_headers
 from .codecs import Sink, SinkWriter, reader_for, sink_for
 from .config import RunConfig
 from .ids import question_set_sha256
-from .resume import PriorMismatch, PriorOutput
+from .resume import PriorMismatch, PriorOutput, UnreadableRecord
 
 if TYPE_CHECKING:
     from ..questions import Question
@@ -105,6 +105,12 @@ def _read_prior(output: str, sink: Sink, sha: str) -> PriorOutput:
         return sink.read_prior(output, sha)
     except PriorMismatch as e:
         raise RunError(f"--output {output}: cannot resume: {e}") from None
+    except UnreadableRecord as e:
+        # FILE:LINE, as report names it; a Parquet run's journal is named beside its file.
+        if e.path == output:
+            raise RunError(f"--output {output}:{e.line}: cannot resume from it: {e}") from None
+        where = f"{e.path}:{e.line}"
+        raise RunError(f"--output {output}: cannot resume from it: {where}: {e}") from None
     except (OSError, ValueError) as e:
         raise RunError(f"--output {output}: cannot resume from it: {e}") from None
 

@@ -1,7 +1,7 @@
 """``check-criteria``'s outputs: findings as text lines, a JSON array or a SARIF 2.1.0 log (for
 code-scanning annotations), and the rule table (``--list-rules``, ``--explain CODE``).
 
-Every rule's words come from ``lintrules.RULES``; nothing here restates one."""
+Every rule's words come from ``questionfile.rules.RULES``; nothing here restates one."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import PurePath
 from typing import IO, Any
 
 from ...printable import printable
-from ..lintcodes import Finding
-from ..lintrules import RULES, RULES_URL, Rule
+from ...questionfile.codes import Finding
+from ...questionfile.rules import RULES, RULES_URL, Rule
 
 __all__ = ["LintResult", "RulesResult", "sarif_log"]
 

@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..policy import Policy, Rule
 from ..questions import ChoiceQuestion, NoulQuestion, Question, ScoreQuestion
-from .questioncheck import Checker, _kind, _suggest
+from .checker import Checker, _kind, _suggest
 
 __all__ = ["GATE_CODE", "check_gates"]
 

@@ -28,7 +28,7 @@ from ..questions import (
     question_from_wire,
 )
 from ..yamlread import Located, NodePath
-from .lintcodes import Finding
+from .codes import Finding
 
 # The core's degenerate-criteria reasons, one code per seed rule (a test pins the mapping).
 #: What ``str.splitlines`` breaks a line at: a CSV cell, a table row or a terminal line ends there.

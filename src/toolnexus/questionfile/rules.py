@@ -1,6 +1,6 @@
 """Every ``check-criteria`` rule, written once: code, severity, what it finds, why, and the fix.
 
-``lintcodes.CODES`` (the ``--help`` table), ``--list-rules``, ``--explain CODE``, the SARIF
+``codes.CODES`` (the ``--help`` table), ``--list-rules``, ``--explain CODE``, the SARIF
 ``rules[]`` and the README's table all derive from :data:`RULES`. Pure data: importable without
 YAML or the core, so ``--help`` stays as fast as ``--version``.
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .lintrules import RULES, Severity, rule_for
+from .rules import RULES, Severity, rule_for
 
 __all__ = ["CODES", "WARNING_CODES", "Finding"]
 
