@@ -76,6 +76,7 @@ def run_eval(
     from ..errors import InvalidDecision, StaticMiss
     from ..recordings import replay_miss_message
     from ..records.decision import record as decision_record
+    from ..validation import Checked
     from .backend import build_backend, check_key, warn_to_stderr
     from .gatefloors import with_gate_floors
     from .questionfile import load_question_file
@@ -104,12 +105,12 @@ def run_eval(
         if warning is not None:
             sys.stderr.write(warning)
 
-    async def once() -> Decision:
+    async def once() -> Decision | Checked:
         async with backend.classifier:
-            return await backend.evaluate(state, questions)
+            return await backend.evaluate_checked(state, questions)
 
     try:
-        decision = asyncio.run(once())
+        made = asyncio.run(once())
     except StaticMiss as miss:
         if settings.replay is None:  # a `toolnexus serve --replay` miss: its own words
             raise CliError(miss.message) from None
@@ -120,9 +121,13 @@ def run_eval(
         failure = failure_of(invalid)
         assert failure is not None
         raise CliError(invalid.message, failure.exit_code_under(fail_on)) from None
+    # A style that validated on the way (the llm style; a cache deciding what to store) hands
+    # its verdict to the record: the decision is validated once (issue 30 item 2).
+    decision = made.decision if isinstance(made, Checked) else made
     record = decision_record(
         "", None, decision, questions, thresholds, recalibrator=recalibrator,
         question_thresholds=question_thresholds, gates=gates,
+        validated=made if isinstance(made, Checked) else False,
     )  # fmt: skip
     failed = tuple(f for f in fail_on if f in record.flags)
     return EvalResult(decision, questions, record, failed)
