@@ -25,7 +25,7 @@ from ..validation import (
     threshold_band,
     validate_decision,
 )
-from .fields import wire_fields
+from .fields import to_object_of
 from .gates import gate_records
 from .model import RECORD_KEYS, SCHEMA_VERSION, DecisionRecord, RecordUsage
 
@@ -117,8 +117,6 @@ class Recalibrator:
 #: The fields of the record classes in their constructors' order (what ``record`` fills in).
 _DECISION = tuple(f.name for f in dataclasses.fields(DecisionRecord))
 _USAGE = tuple(f.name for f in dataclasses.fields(RecordUsage))
-#: The keys before a decision's own (``id``, ``schema_version``, ``questions_sha256``).
-_HEAD = tuple(f.name for f in wire_fields(DecisionRecord) if f.head)
 
 
 def _ordered_flags(flags: Iterable[str]) -> list[str]:
@@ -253,11 +251,9 @@ def record(
 def record_body(rec: DecisionRecord) -> dict[str, Any]:
     """The decision's own JSON object: ``rec.to_object()`` without the head keys (``id``,
     ``schema_version``, ``questions_sha256``): what ``eval`` prints and ``decision_record``
-    returns."""
-    out = rec.to_object()
-    for name in _HEAD:
-        out.pop(name, None)
-    return out
+    returns. It shares the record's answers, thresholds and gates (a record is not changed
+    after it is built), so a caller that changes the object copies it first."""
+    return to_object_of(type(rec), body=True)(rec)
 
 
 def decision_record(

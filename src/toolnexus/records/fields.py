@@ -17,6 +17,8 @@ What a field's metadata says:
 - ``nest``: the key of the object the value is written under (an error's ``code`` and
   ``message`` under ``error``);
 - ``out``: how the value becomes JSON (a copy, a list, ``to_object``), None: as it is;
+  ``copies``: ``out`` only copies a value that is JSON already (a body built for one use,
+  ``records.decision.decision_record``, skips it);
 - ``arrow``: ``(pyarrow) -> DataType`` of its column, None: not a typed column (kept in
   ``extra``, or built from the question set as ``answers`` is); ``required``: not nullable.
 
@@ -43,13 +45,14 @@ def wire(
     after: str | None = None,
     nest: str | None = None,
     out: Callable[[Any], Any] | None = None,
+    copies: bool = False,
     arrow: Callable[[Any], Any] | None = None,
     required: bool = False,
 ) -> dict[str, Any]:
     """A field's metadata (the module docstring says what each item means)."""
     return {
         "wire": WireField(
-            "", head, omit_none, extra, asked, after, nest, out, arrow, required
+            "", head, omit_none, extra, asked, after, nest, out, copies, arrow, required
         )  # the name is filled in by wire_fields
     }
 
@@ -66,12 +69,13 @@ class WireField:
     after: str | None = None
     nest: str | None = None
     out: Callable[[Any], Any] | None = None
+    copies: bool = False
     arrow: Callable[[Any], Any] | None = None
     required: bool = False
 
 
 _FIELDS: dict[type, tuple[WireField, ...]] = {}
-_TO_OBJECT: dict[type, Callable[[Any], dict[str, Any]]] = {}
+_TO_OBJECT: dict[tuple[type, bool], Callable[[Any], dict[str, Any]]] = {}
 
 
 def wire_fields(cls: type) -> tuple[WireField, ...]:
@@ -94,22 +98,28 @@ def wire_fields(cls: type) -> tuple[WireField, ...]:
     return _FIELDS[cls]
 
 
-def to_object_of(cls: type) -> Callable[[Any], dict[str, Any]]:
+def to_object_of(cls: type, body: bool = False) -> Callable[[Any], dict[str, Any]]:
     """``cls``'s compiled ``to_object`` (:func:`compile_to_object`), made the first time it is
-    asked for: a subclass gets its own, with its new fields."""
-    found = _TO_OBJECT.get(cls)
+    asked for: a subclass gets its own, with its new fields. ``body``: the variant without the
+    head keys that shares the record's JSON-ready values instead of copying them."""
+    found = _TO_OBJECT.get((cls, body))
     if found is None:
-        found = _TO_OBJECT[cls] = compile_to_object(cls)
+        found = _TO_OBJECT[(cls, body)] = compile_to_object(cls, body=body)
     return found
 
 
-def compile_to_object(cls: type) -> Callable[[Any], dict[str, Any]]:
+def compile_to_object(cls: type, *, body: bool = False) -> Callable[[Any], dict[str, Any]]:
     """``cls``'s ``to_object``: its fields' JSON object, keys in :func:`wire_fields` order,
-    generated as straight-line code (what ``dataclasses`` does for ``__init__``)."""
+    generated as straight-line code (what ``dataclasses`` does for ``__init__``). ``body``:
+    without the head fields, and without the ``copies`` conversions."""
     lines = ["def to_object(self):", "    out = {}"]
     env: dict[str, Any] = {}
     nests: dict[str, str] = {}
     for i, f in enumerate(wire_fields(cls)):
+        if body and f.head:
+            continue
+        if body and f.copies:
+            f = dataclasses.replace(f, out=None)
         value = f"self.{f.name}"
         if f.out is not None:
             env[f"_out{i}"] = f.out

@@ -204,11 +204,11 @@ class DecisionRecord:
         default_factory=RecordUsage, metadata=wire(out=_usage_out, arrow=_struct(RecordUsage))
     )
     thresholds: Mapping[str, float] = field(
-        default_factory=dict, metadata=wire(out=dict, arrow=_thresholds_arrow)
+        default_factory=dict, metadata=wire(out=dict, copies=True, arrow=_thresholds_arrow)
     )
     #: the Arrow struct of ``answers`` is built from the question set (``records.arrow``)
     answers: Mapping[str, Mapping[str, Any]] = field(
-        default_factory=dict, metadata=wire(out=_answers_out)
+        default_factory=dict, metadata=wire(out=_answers_out, copies=True)
     )
     flags: tuple[str, ...] = field(
         default=(), metadata=wire(out=list, arrow=lambda pa: pa.list_(pa.string()))
@@ -217,13 +217,13 @@ class DecisionRecord:
     #: per gate of the question file: what it decided (``GATE_FIELDS``); None: no gates. Not
     #: a typed Arrow column: a Parquet run keeps it in ``extra``.
     gates: Mapping[str, Mapping[str, Any]] | None = field(
-        default=None, metadata=wire(omit_none=True, extra=True, out=_gates_out)
+        default=None, metadata=wire(omit_none=True, extra=True, out=_gates_out, copies=True)
     )
     #: ``{"file", "sha256"}`` of the calibration map that recalibrated its answers (each
     #: answer then carries ``recalibrated`` beside its wire probabilities)
     recalibrated: Mapping[str, str] | None = field(
         default=None,
-        metadata=wire(omit_none=True, extra=True, out=dict, arrow=_recalibrated_arrow),
+        metadata=wire(omit_none=True, extra=True, out=dict, copies=True, arrow=_recalibrated_arrow),
     )
     #: the record shape (:data:`SCHEMA_VERSION`); None: read from a record written before it
     schema_version: int | None = field(default=SCHEMA_VERSION, metadata=_VERSION)
