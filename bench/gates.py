@@ -13,10 +13,11 @@ round moves a median less than a best), the report's the best:
   questions), the batch process's CPU without and with the two gates: the issue's target;
 
 - per record, the CPU ``batch`` spends on a reply once it has it: decode the wire body
-  (``parse_decision``), build the record (``decision_record``, ``DecisionRecord.from_body``)
-  and encode its JSON line (``JsonlCodec.encode``, which writes the gates' prepared text), for
-  four noul questions, without and with two gates (the issue's merge gate, four rules on
-  inclusive thresholds, and a one-rule gate on the default bands) compiled once for the run
+  (``parse_decision``), build the typed record (``records.decision.record``, what
+  ``run/stream.py`` calls) and encode its JSON line (``JsonlCodec.encode``, which writes the
+  gates' prepared text), for four noul questions, without and with two gates (the issue's
+  merge gate, four rules on inclusive thresholds, and a one-rule gate on the default bands)
+  compiled once for the run
   (``GateSet``, as ``batch`` does). The HTTP, the scheduler and the write are left out, so the
   share printed is an upper bound of what gates add to a batch's CPU per record; the share of
   evaluating the gates alone (``gate_records`` over decoded answers) is printed beside it;
@@ -71,9 +72,8 @@ def batch_share() -> None:
     from toolnexus import NoulQuestion
     from toolnexus.decision import parse_decision
     from toolnexus.records.codec import JsonlCodec
-    from toolnexus.records.decision import decision_record
+    from toolnexus.records.decision import record
     from toolnexus.records.gates import GateSet, gate_records
-    from toolnexus.records.model import DecisionRecord
 
     questions = {k: NoulQuestion(f"Is it so: {k}?") for k in KEYS}
     gates = GateSet(_gates())  # type: ignore[arg-type]
@@ -86,18 +86,14 @@ def batch_share() -> None:
         }
         for _ in range(N)
     ]
-    encode, from_body = JsonlCodec().encode, DecisionRecord.from_body
+    encode = JsonlCodec().encode
 
     def per_record(with_gates: bool) -> float:
         g = gates if with_gates else None
         start = time.process_time()
         for i, body in enumerate(bodies):
             decision = parse_decision(body, questions)
-            encode(
-                from_body(
-                    i, "0" * 64, decision_record(decision, questions, validated=True, gates=g)
-                )
-            )
+            encode(record(i, "0" * 64, decision, questions, validated=True, gates=g))
         return time.process_time() - start
 
     decided = [parse_decision(body, questions).answers for body in bodies]

@@ -165,13 +165,29 @@ class RequestPipeline:
     ) -> Decision:
         """One decision for an already-checked state and a prepared question set; in a batch,
         every request it sends is admitted by the run's ``scheduler`` (handed to the style)."""
+        made = await self.evaluate_checked(state, qs, fail_closed=fail_closed, scheduler=scheduler)
+        return made.decision if isinstance(made, Checked) else made
+
+    async def evaluate_checked(
+        self,
+        state: Any,
+        qs: dict[str, Question],
+        *,
+        fail_closed: bool = False,
+        scheduler: Scheduler | None = None,
+    ) -> Decision | Checked:
+        """:meth:`evaluate_prepared`, with ``validate_decision``'s verdict when one was reached
+        on the way (a style that validates to decide what to cache, the llm style, or
+        ``fail_closed``): a caller that builds the record passes it on
+        (``records.decision.record(validated=...)``), so the decision is validated once."""
         if self.telemetry is None:
             return await self._evaluate_prepared(state, qs, fail_closed, scheduler)
         with self.telemetry.evaluate(
             model=self.model, endpoint=self.endpoint, questions=len(qs)
         ) as span:
             with observing(span.observer()):
-                decision = await self._evaluate_prepared(state, qs, fail_closed, scheduler)
+                made = await self._evaluate_prepared(state, qs, fail_closed, scheduler)
+            decision = made.decision if isinstance(made, Checked) else made
             span.decided(
                 response_model=decision.model,
                 input_tokens=decision.usage.input_tokens,
@@ -179,19 +195,21 @@ class RequestPipeline:
                 cached=decision.cached,
                 flags=_flags(decision),
             )
-            return decision
+            return made
 
     async def _evaluate_prepared(
         self, state: Any, qs: dict[str, Question], fail_closed: bool, scheduler: Scheduler | None
-    ) -> Decision:
+    ) -> Decision | Checked:
         start = time.perf_counter()
         model = self.model
         try:
             made = await self.style.decide(state, qs, scheduler)
             if isinstance(made, Checked):
                 decision, invalid = made.decision, made.invalid
+                checked: bool = True
             else:
                 decision = made
+                checked = fail_closed
                 invalid = validate_decision(qs, decision) if fail_closed else None
             if fail_closed and invalid is not None:
                 model = decision.model
@@ -201,8 +219,13 @@ class RequestPipeline:
             raise
         self.emit(evaluate_event(self.style_name, model, start, decision=decision))
         if self.recalibrate is not None:
+            # The recalibrated answers sit beside the wire's: the verdict on the wire's holds.
             decision = self.recalibrate(decision, qs)
-        return decision
+        if not checked:
+            return decision
+        if isinstance(made, Checked) and made.decision is decision:
+            return made
+        return Checked(decision, invalid)
 
 
 def _telemetry_for(options: ClassifierOptions) -> Any:

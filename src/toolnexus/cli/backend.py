@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..classifier import Classifier
     from ..decision import Decision
     from ..questions import Question
+    from ..validation import Checked
 
 __all__ = [
     "Backend",
@@ -161,9 +162,24 @@ class Backend:
 
     async def evaluate(self, state: Any, questions: Mapping[str, Question]) -> Decision:
         """One decision; recorded when ``--record`` is set."""
-        decision = await self.classifier.evaluate(state, questions)
-        self.record(state, questions, decision)
-        return decision
+        from ..validation import Checked
+
+        made = await self.evaluate_checked(state, questions)
+        return made.decision if isinstance(made, Checked) else made
+
+    async def evaluate_checked(
+        self, state: Any, questions: Mapping[str, Question]
+    ) -> Decision | Checked:
+        """:meth:`evaluate`, with the verdict of a style that validated on the way (a cache,
+        the llm style): ``eval`` hands it to its record, so the decision is validated once."""
+        from ..state import check_state
+        from ..validation import Checked
+
+        qs = self.classifier.prepare(questions)
+        check_state(state)
+        made = await self.classifier.pipeline.evaluate_checked(state, qs)
+        self.record(state, questions, made.decision if isinstance(made, Checked) else made)
+        return made
 
 
 def build_backend(

@@ -32,6 +32,7 @@ from .render.formats import DecisionFormat
 if TYPE_CHECKING:
     from ..decision import Decision
     from ..questions import Question
+    from ..records.model import DecisionRecord
 
 
 @dataclass(frozen=True)
@@ -41,13 +42,13 @@ class EvalResult:
 
     decision: Decision
     questions: Mapping[str, Question]
-    record: dict[str, Any]
+    record: DecisionRecord
     failed: tuple[str, ...]
 
     @property
     def invalid(self) -> bool:
         """The backend answered something that fails ``validate_decision``."""
-        return "invalid" in self.record["flags"]
+        return "invalid" in self.record.flags
 
     @property
     def exit_code(self) -> int:
@@ -74,10 +75,11 @@ def run_eval(
 
     from ..errors import InvalidDecision, StaticMiss
     from ..recordings import replay_miss_message
+    from ..records.decision import record as decision_record
+    from ..validation import Checked
     from .backend import build_backend, check_key, warn_to_stderr
     from .gatefloors import with_gate_floors
     from .questionfile import load_question_file
-    from .render import decision_record
 
     (file_model, questions), gates = load_question_file(questions_path)
     # ``--thresholds @FILE``'s gates: floors (report --write-thresholds --gates), issue 35 item 4
@@ -103,12 +105,12 @@ def run_eval(
         if warning is not None:
             sys.stderr.write(warning)
 
-    async def once() -> Decision:
+    async def once() -> Decision | Checked:
         async with backend.classifier:
-            return await backend.evaluate(state, questions)
+            return await backend.evaluate_checked(state, questions)
 
     try:
-        decision = asyncio.run(once())
+        made = asyncio.run(once())
     except StaticMiss as miss:
         if settings.replay is None:  # a `toolnexus serve --replay` miss: its own words
             raise CliError(miss.message) from None
@@ -119,11 +121,15 @@ def run_eval(
         failure = failure_of(invalid)
         assert failure is not None
         raise CliError(invalid.message, failure.exit_code_under(fail_on)) from None
+    # A style that validated on the way (the llm style; a cache deciding what to store) hands
+    # its verdict to the record: the decision is validated once (issue 30 item 2).
+    decision = made.decision if isinstance(made, Checked) else made
     record = decision_record(
-        decision, questions, thresholds, recalibrator=recalibrator,
+        "", None, decision, questions, thresholds, recalibrator=recalibrator,
         question_thresholds=question_thresholds, gates=gates,
+        validated=made if isinstance(made, Checked) else False,
     )  # fmt: skip
-    failed = tuple(f for f in fail_on if f in record["flags"])
+    failed = tuple(f for f in fail_on if f in record.flags)
     return EvalResult(decision, questions, record, failed)
 
 
@@ -198,7 +204,8 @@ def eval_command(
     )
     if result.invalid:
         sys.stderr.write(
-            f"toolnexus: the backend's decision is invalid: {one_line(result.record['invalid'])}\n"
+            "toolnexus: the backend's decision is invalid: "
+            f"{one_line(result.record.invalid or '')}\n"
         )
         raise typer.Exit(result.exit_code)
     if result.failed:

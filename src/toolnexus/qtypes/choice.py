@@ -31,6 +31,7 @@ __all__ = [
     "NEAR_UNIFORM_TOLERANCE",
     "ChoiceAnswer",
     "ChoiceQuestion",
+    "ChoiceRecord",
     "near_uniform",
 ]
 
@@ -189,9 +190,34 @@ def _synthetic(question: Mapping[str, Any], rng: Draws) -> dict[str, Any]:
     }
 
 
-def _text(record: Mapping[str, Any]) -> str:
-    choice = record.get("choice")
-    p = record.get("probabilities", {}).get(choice)
+class ChoiceRecord(registry.AnswerRecord):
+    """A choice answer's record: ``type``, ``choice``, ``probabilities``, ``confidence``,
+    ``near_uniform``, ``band``, ``flags``."""
+
+    __slots__ = ()
+
+    @property
+    def choice(self) -> str | None:
+        """The option chosen."""
+        value = self.get("choice")
+        return value if isinstance(value, str) else None
+
+    @property
+    def probabilities(self) -> Mapping[str, Any]:
+        """Option -> probability, as the wire gave them."""
+        value = self.get("probabilities")
+        return value if isinstance(value, Mapping) else {}
+
+    @property
+    def near_uniform(self) -> bool | None:
+        """Whether the probabilities are all about equal (derived)."""
+        value = self.get("near_uniform")
+        return value if isinstance(value, bool) else None
+
+
+def _text(record: ChoiceRecord) -> str:
+    choice = record.choice
+    p = record.probabilities.get(choice) if choice is not None else None
     return f"{choice} (p {fixed(p)})"
 
 
@@ -281,6 +307,7 @@ CHOICE = registry.register(
         llm=_LLM,
         lint=_lint,
         where_fields={"choice": False, "confidence": True},
+        answer_record=ChoiceRecord,
         output_tokens=_output_tokens,
     )
 )

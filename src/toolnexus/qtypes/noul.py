@@ -22,7 +22,7 @@ from .values import (
     tag_schema,
 )
 
-__all__ = ["NOUL", "NoulAnswer", "NoulCriteria", "NoulQuestion"]
+__all__ = ["NOUL", "NoulAnswer", "NoulCriteria", "NoulQuestion", "NoulRecord"]
 
 
 @dataclass(frozen=True)
@@ -115,8 +115,19 @@ def _synthetic(question: Mapping[str, Any], rng: Draws) -> dict[str, Any]:
     return {"type": "noul", "noul": rng.randint(0, 100) / 100}
 
 
-def _text(record: Mapping[str, Any]) -> str:
-    return fixed(record.get("noul"))
+class NoulRecord(registry.AnswerRecord):
+    """A noul answer's record: ``type``, ``noul``, ``band``, ``flags``."""
+
+    __slots__ = ()
+
+    @property
+    def noul(self) -> float | None:
+        """The wire probability that the criterion holds."""
+        return registry.number(self.get("noul"))
+
+
+def _text(record: NoulRecord) -> str:
+    return fixed(record.noul)
 
 
 def _lint(obj: Mapping[str, Any], sink: registry.LintSink, where: str) -> None:
@@ -175,6 +186,7 @@ NOUL = registry.register(
         llm=_LLM,
         lint=_lint,
         where_fields={"noul": True},
+        answer_record=NoulRecord,
         output_tokens=lambda q: 19,  # fitted: a noul answer bills about 20 (budget.py)
     )
 )

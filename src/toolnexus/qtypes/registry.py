@@ -23,7 +23,8 @@ The core hooks (fields of :class:`QuestionType`), each pure:
 - ``sample``: ``(question) -> wire answer``: a valid answer of this question, from which the CSV
   columns are learnt (``records.sample_record``)
 - ``synthetic``: ``(wire question, draws) -> wire answer``: ``serve --synthetic``'s answer
-- ``text``: ``(answer record) -> str``: the answer's cell in ``eval``'s table
+- ``text``: ``(answer record) -> str``: the answer's cell in ``eval``'s table (it gets the
+  type's ``answer_record`` class, so it reads attributes)
 - ``arrow``: ``(pyarrow module) -> [(field, DataType), ...]``: the answer's own fields in record
   order, between ``type`` and ``band``, for its Arrow/Parquet struct (the module is passed in,
   so no pure module imports pyarrow); ``None`` stores the answer as a raw one (its JSON text)
@@ -40,6 +41,9 @@ The core hooks (fields of :class:`QuestionType`), each pure:
   is a number (else text), the first the default; ``None``: ``--where`` cannot read the type
 - ``recalibrated``: the wire fields ``--calibration`` may put beside the answer (its struct's
   ``recalibrated``, with ``band``)
+- ``answer_record``: the type's :class:`AnswerRecord` class: one answer's record (wire fields,
+  derived fields, ``band``, ``flags``) whose fields read as attributes (``record.noul``,
+  ``record.level``); :func:`answer_record` gives any answer object its type's
 
 Layers above the core attach their own hooks by slot name from their own module, so the
 registry never imports upward (``tests/test_layers.py``): :func:`attach` /
@@ -70,11 +74,13 @@ __all__ = [
     "BUILT_IN",
     "GATE",
     "REPORT",
+    "AnswerRecord",
     "Band",
     "LintPath",
     "LintSink",
     "LlmHooks",
     "QuestionType",
+    "answer_record",
     "attach",
     "attached",
     "find",
@@ -108,6 +114,53 @@ class LintSink(Protocol):
 
 #: How an answer reads against its thresholds (``validation.threshold_band``).
 Band: TypeAlias = Literal["yes", "no", "uncertain"]
+
+
+class AnswerRecord(dict[str, Any]):
+    """One answer's record, as ``records.decision.answer_record`` builds it: the answer's wire
+    fields, its type's derived fields, ``band``, ``flags`` and, recalibrated, ``recalibrated``.
+
+    A dict, so every codec writes it byte for byte as before and a record read back from a run
+    is one too; the typed reading is its attributes, which a renderer uses instead of string
+    keys. Each type's module subclasses it with its own fields (``NoulRecord.noul``). An
+    attribute of a field the answer lacks (an invalid answer, a run of an older shape) is
+    None."""
+
+    __slots__ = ()
+
+    @property
+    def type(self) -> str:
+        """The wire ``type``; "" when absent."""
+        value = self.get("type")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def band(self) -> str:
+        """``yes``, ``no`` or ``uncertain``; "" when absent."""
+        value = self.get("band")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """The answer's flags, in ``validation.FLAGS`` order."""
+        value = self.get("flags")
+        return tuple(f for f in value if isinstance(f, str)) if isinstance(value, list) else ()
+
+    @property
+    def confidence(self) -> float | None:
+        """The answer's confidence (choice, score); None for a type without one."""
+        return number(self.get("confidence"))
+
+    @property
+    def recalibrated(self) -> Mapping[str, Any] | None:
+        """What ``--calibration`` put beside the wire answer, or None."""
+        value = self.get("recalibrated")
+        return value if isinstance(value, Mapping) else None
+
+
+def number(value: Any) -> float | None:
+    """``value`` when it is a number (not a bool), else None: a record field read back."""
+    return None if isinstance(value, bool) or not isinstance(value, int | float) else value
 
 
 def _no_limits(key: str, question: Any) -> None:
@@ -165,7 +218,7 @@ class QuestionType:
     validate: Callable[[Any, Any], str | None]
     sample: Callable[[Any], dict[str, Any]]
     synthetic: Callable[[Mapping[str, Any], Any], dict[str, Any]]
-    text: Callable[[Mapping[str, Any]], str]
+    text: Callable[[Any], str]
     limits: Callable[[str, Any], None] = _no_limits
     record: Callable[[Any, dict[str, Any], list[str]], None] = _no_record
     band: Callable[[Any, Mapping[str, float]], Band] = _uncertain
@@ -175,6 +228,7 @@ class QuestionType:
     output_tokens: Callable[[Mapping[str, Any]], int] = _other_answer_tokens
     lint: Callable[[Mapping[str, Any], LintSink, str], None] | None = None
     where_fields: Mapping[str, bool] | None = None
+    answer_record: type[AnswerRecord] = AnswerRecord
     #: False for ``raw``: the open end of the union, answered as received.
     is_modelled: bool = True
     #: Hooks the layers above the core attach by slot name (:func:`attach`).
@@ -256,6 +310,14 @@ def of_answer(answer: object) -> QuestionType | None:
     """The type of an answer value (an instance of a registered answer class)."""
     found = _ANSWERS.get(type(answer))  # the hot path: one lookup
     return found if found is not None else _by_class(_ANSWERS, answer)
+
+
+def answer_record(obj: Mapping[str, Any]) -> AnswerRecord:
+    """``obj`` (an answer's record, built here or read back from a run) as its type's
+    :class:`AnswerRecord`: itself when it is one, else a copy in the class of its ``type``."""
+    if isinstance(obj, AnswerRecord):
+        return obj
+    return of(obj.get("type")).answer_record(obj)
 
 
 def modelled(name: object) -> bool:

@@ -44,6 +44,7 @@ __all__ = [
     "ScoreLevel",
     "ScoreLevels",
     "ScoreQuestion",
+    "ScoreRecord",
     "level_label",
     "score_structure",
 ]
@@ -228,8 +229,31 @@ def _synthetic(question: Mapping[str, Any], rng: Draws) -> dict[str, Any]:
     }
 
 
-def _text(record: Mapping[str, Any]) -> str:
-    return f"{fixed(record.get('score'))}, level {record.get('level')}: {record.get('label')}"
+class ScoreRecord(registry.AnswerRecord):
+    """A score answer's record: ``type``, ``score``, ``legend``, ``probabilities``,
+    ``confidence``, ``level``, ``label``, ``band``, ``flags``."""
+
+    __slots__ = ()
+
+    @property
+    def score(self) -> float | None:
+        """The wire score."""
+        return registry.number(self.get("score"))
+
+    @property
+    def level(self) -> int | None:
+        """The index of the level the score falls in (derived)."""
+        value = self.get("level")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def label(self) -> Any:
+        """That level's legend entry (derived; a structured level is not a string)."""
+        return self.get("label")
+
+
+def _text(record: ScoreRecord) -> str:
+    return f"{fixed(record.score)}, level {record.level}: {record.label}"
 
 
 def _arrow(pa: Any) -> list[tuple[str, Any]]:
@@ -328,6 +352,7 @@ SCORE = registry.register(
         llm=_LLM,
         lint=_lint,
         where_fields={"score": True, "level": True, "label": False, "confidence": True},
+        answer_record=ScoreRecord,
         output_tokens=lambda q: 17,  # fitted: 17-18 whatever its levels (budget.py)
     )
 )

@@ -61,7 +61,8 @@ from ..qtypes import registry
 from ..questions import Question
 from .arrowcolumns import RecordColumns, record_batch
 from .arrowrows import batch_rows
-from .model import ASKED_KEYS, QUESTIONS_SHA256, RECALIBRATED, RECORD_KEYS, SCHEMA_VERSION_KEY
+from .fields import wire_fields
+from .model import ASKED_KEYS, RECORD_KEYS, SCHEMA_VERSION_KEY, DecisionRecord, ErrorRecord
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -84,14 +85,13 @@ INSTALL_HINT = "pip install 'toolnexus-classifier[parquet]'"
 
 #: The record members that are columns of their own, in record order; ``answers`` and ``error``
 #: are structs, anything else a record holds goes into ``extra``.
-RUN_COLUMNS = (
-    "id", SCHEMA_VERSION_KEY, QUESTIONS_SHA256, *RECORD_KEYS, RECALIBRATED, "error", "extra"
-)  # fmt: skip
+_COLUMN_FIELDS = tuple(
+    f for f in wire_fields(DecisionRecord) if f.arrow is not None or f.name == "answers"
+)
+RUN_COLUMNS = (*(f.name for f in _COLUMN_FIELDS), "error", "extra")
 
 #: A raw answer's struct: its type and the whole answer as JSON text.
 _RAW_FIELDS = ("type", "value")
-#: The record's own ``recalibrated``: the calibration file and its sha256.
-_RECALIBRATED_BY = ("file", "sha256")
 
 
 def require_pyarrow() -> Any:
@@ -142,43 +142,15 @@ def run_schema(questions: Mapping[str, Question]) -> pa.Schema:
     answers = pa.struct(
         [pa.field(key, _answer_type(pa, answer_kind(q))) for key, q in questions.items()]
     )
+    # The record's typed columns as its fields declare them (records.model), then the error
+    # struct and ``extra``: nothing here lists them again.
+    columns = [
+        pa.field(f.name, answers if f.arrow is None else f.arrow(pa), nullable=not f.required)
+        for f in _COLUMN_FIELDS
+    ]
+    error = [pa.field(f.name, f.arrow(pa)) for f in wire_fields(ErrorRecord) if f.arrow and f.nest]
     return pa.schema(
-        [
-            pa.field("id", pa.string(), nullable=False),
-            pa.field(SCHEMA_VERSION_KEY, pa.int64()),
-            pa.field("questions_sha256", pa.string()),
-            pa.field("model", pa.string()),
-            pa.field("calibrated", pa.bool_()),
-            pa.field("cached", pa.bool_()),
-            pa.field("packed", pa.int64()),
-            pa.field("position", pa.int64()),
-            pa.field("reasked", pa.bool_()),
-            pa.field(
-                "usage",
-                pa.struct(
-                    [
-                        pa.field("input_tokens", pa.int64()),
-                        pa.field("output_tokens", pa.int64()),
-                        pa.field("cost", pa.float64()),
-                    ]
-                ),
-            ),
-            pa.field(
-                "thresholds",
-                pa.struct([pa.field(n, pa.float64()) for n in ("yes", "no", "min_confidence")]),
-            ),
-            pa.field("answers", answers),
-            pa.field("flags", pa.list_(pa.string())),
-            pa.field("invalid", pa.string()),
-            pa.field(
-                "recalibrated", pa.struct([pa.field(n, pa.string()) for n in _RECALIBRATED_BY])
-            ),
-            pa.field(
-                "error",
-                pa.struct([pa.field("code", pa.string()), pa.field("message", pa.string())]),
-            ),
-            pa.field("extra", pa.string()),
-        ]
+        [*columns, pa.field("error", pa.struct(error)), pa.field("extra", pa.string())]
     )
 
 
@@ -246,7 +218,7 @@ def _record_back(row: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, 
         out["error"] = dict(row["error"])
         out.update(extra)
         return out
-    for name in ("model", "calibrated", "cached", *ASKED_KEYS, "usage", "thresholds"):
+    for name in RECORD_KEYS[: RECORD_KEYS.index("answers")]:
         value = row.get(name)
         if value is None and name in ASKED_KEYS:
             continue  # a run written before records said how a state was asked

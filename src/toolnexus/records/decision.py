@@ -1,7 +1,9 @@
-"""Decision records: the one JSON-ready shape every format of a decision prints from.
+"""Decision records: a decision as the typed record every format of it prints from.
 
-``decision_record`` is what ``eval`` renders and what ``batch`` writes per state: the wire fields
-plus the derived ones and the flags. Pure: no I/O, no rich.
+``record`` is what ``batch`` writes per state and ``eval`` renders: the wire fields plus the
+derived ones and the flags, built as a ``DecisionRecord`` directly (its answers each their type's
+answer record); ``decision_record`` is its JSON object without the state's id, for callers of
+that shape. Pure: no I/O, no rich.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from ..questions import Question
 from ..validation import (
     DEFAULT_THRESHOLDS,
     FLAGS,
+    Checked,
     merged_thresholds,
     threshold_band,
     validate_decision,
 )
+from .fields import to_object_of
 from .gates import gate_records
-from .model import RECORD_KEYS
+from .model import RECORD_KEYS, SCHEMA_VERSION, DecisionRecord, RecordUsage
 
 if TYPE_CHECKING:
     from ..calibration.maps import LoadedCalibration, Provenance
@@ -36,6 +40,8 @@ __all__ = [
     "answer_record",
     "decision_record",
     "gate_records",
+    "record",
+    "record_body",
     "sample_record",
 ]
 
@@ -76,7 +82,7 @@ class Recalibrator:
 
     def apply(
         self,
-        answers: dict[str, dict[str, Any]],
+        answers: Mapping[str, registry.AnswerRecord],
         decision: Decision,
         thresholds: Mapping[str, Mapping[str, float]],
         *,
@@ -96,7 +102,7 @@ class Recalibrator:
             asked = (fitted.model, fitted.pack_size) if any_model else (decision.model,
                                                                       decision.packed)  # fmt: skip
             qmap = self.loaded.map_for(key, self.provenance(*asked))
-            if qmap is None or qmap.type != record.get("type"):
+            if qmap is None or qmap.type != record.type:
                 continue
             rec = qmap.recalibrated(record)
             moved = dataclasses.replace(decision.answers[key], **rec)
@@ -106,6 +112,11 @@ class Recalibrator:
         if not applied:
             return None
         return {"file": self.loaded.path, "sha256": self.loaded.sha256}
+
+
+#: The fields of the record classes in their constructors' order (what ``record`` fills in).
+_DECISION = tuple(f.name for f in dataclasses.fields(DecisionRecord))
+_USAGE = tuple(f.name for f in dataclasses.fields(RecordUsage))
 
 
 def _ordered_flags(flags: Iterable[str]) -> list[str]:
@@ -120,12 +131,13 @@ def answer_record(
     thresholds: Mapping[str, float],
     invalid: bool = False,
     usage_reported: bool = True,
-) -> dict[str, Any]:
-    """One answer's wire fields, its derived fields and its flags (a reply's missing usage is
-    flagged on each of its answers, as ``uncalibrated`` is, so ``report`` counts it)."""
-    out = answer.to_wire()
-    flags: list[str] = list(consistency_flags(answer, calibrated=calibrated))
+) -> registry.AnswerRecord:
+    """One answer's wire fields, its derived fields and its flags, as its type's answer record
+    (a reply's missing usage is flagged on each of its answers, as ``uncalibrated`` is, so
+    ``report`` counts it)."""
     qtype = registry.of_answer(answer)
+    out = (registry.AnswerRecord if qtype is None else qtype.answer_record)(answer.to_wire())
+    flags: list[str] = list(consistency_flags(answer, calibrated=calibrated))
     if qtype is None:
         band = threshold_band(answer, thresholds)  # refuses what is not an answer
     else:
@@ -145,29 +157,38 @@ def answer_record(
     return out
 
 
-def decision_record(
+def record(
+    item_id: str | int,
+    questions_sha256: str | None,
     decision: Decision,
     questions: Mapping[str, Question],
     thresholds: Mapping[str, float] | None = None,
     *,
-    validated: bool = False,
+    validated: bool | Checked = False,
     recalibrator: Recalibrator | None = None,
     any_model: bool = False,
     question_thresholds: Mapping[str, Mapping[str, float]] | None = None,
     gates: Mapping[str, Policy] | None = None,
-) -> dict[str, Any]:
-    """A decision as one JSON-ready record: the wire fields (model, calibrated, usage, each
-    answer's fields) plus the derived ones (near_uniform, level, label, band), a ``flags`` list
-    per answer and for the whole decision, and ``invalid``: the ``validate_decision`` message,
-    or ``None``. Answers follow the question order, then any answer nobody asked for.
+) -> DecisionRecord:
+    """A decision as the typed record of state ``item_id``: the wire fields (model,
+    calibrated, usage, each answer's fields) plus the derived ones (near_uniform, level, label,
+    band), a ``flags`` list per answer and for the whole decision, and ``invalid``: the
+    ``validate_decision`` message, or ``None``. Answers follow the question order, then any
+    answer nobody asked for, each its type's :class:`~toolnexus.qtypes.registry.AnswerRecord`.
+    Built directly: no JSON object is made and read back (issue 30 item 2).
 
     ``usage.cost`` is ``None`` when the backend did not report one: absent, not zero.
-    ``validated=True`` says the caller's evaluate already validated fail-closed (the batch
-    stream does), so the check is not paid twice on the hot path. ``gates``: the question
-    file's named policies; the record then carries ``gates`` (``gate_records``).
+    ``validated`` passes a verdict already reached, so a decision is validated once on every
+    path: ``True`` when the caller's evaluate validated fail-closed (the batch stream), or the
+    style's :class:`~toolnexus.validation.Checked` (a cache that validated to decide what to
+    store). ``gates``: the question file's named policies; the record then carries ``gates``
+    (``gate_records``).
     """
     t = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
-    problem = None if validated else validate_decision(questions, decision)
+    if isinstance(validated, Checked):
+        problem = validated.invalid
+    else:
+        problem = None if validated else validate_decision(questions, decision)
     bad_key = problem.key if problem is not None else None
     keys = [k for k in questions if k in decision.answers]
     keys += [k for k in decision.answers if k not in questions]
@@ -196,32 +217,66 @@ def decision_record(
         if recalibrator
         else None
     )
-    out: dict[str, Any] = {
-        "model": decision.model,
-        "calibrated": decision.calibrated,
-        "cached": decision.cached,
-        "packed": decision.packed,
-        "position": decision.position,
-        "reasked": decision.reasked,
-        "usage": {
-            "input_tokens": decision.usage.input_tokens,
-            "output_tokens": decision.usage.output_tokens,
-            "cost": decision.usage.cost,
-        },
-        "thresholds": t,
-        "answers": answers,
-        "flags": _ordered_flags(flags),
-        "invalid": problem.message if problem is not None else None,
-    }
-    if gates:
+    usage = object.__new__(RecordUsage)
+    vars(usage).update(zip(_USAGE, (decision.usage.input_tokens, decision.usage.output_tokens,
+                                    decision.usage.cost), strict=True))  # fmt: skip
+    rec = object.__new__(DecisionRecord)
+    # The frozen dataclass's __init__ sets its 16 fields one object.__setattr__ at a time (3 us,
+    # a third of an eval's record); the values go in at once, in its fields' order.
+    vars(rec).update(zip(_DECISION, (
+        item_id,
+        questions_sha256,
+        decision.model,
+        decision.calibrated,
+        decision.cached,
+        decision.packed,
+        decision.position,
+        decision.reasked,
+        usage,
+        t,
+        answers,
+        tuple(_ordered_flags(flags)),
+        problem.message if problem is not None else None,
         # A valid decision (validated here, or fail-closed by the batch stream) has no answer
         # a gate could find invalid: the per-answer check is paid only for an invalid one.
-        out["gates"] = gate_records(
-            gates, decision.answers, questions if problem is not None else None
+        gate_records(gates, decision.answers, questions if problem is not None else None)
+        if gates
+        else None,
+        recalibrated,
+        SCHEMA_VERSION,
+    ), strict=True))  # fmt: skip
+    return rec
+
+
+def record_body(rec: DecisionRecord) -> dict[str, Any]:
+    """The decision's own JSON object: ``rec.to_object()`` without the head keys (``id``,
+    ``schema_version``, ``questions_sha256``): what ``eval`` prints and ``decision_record``
+    returns. It shares the record's answers, thresholds and gates (a record is not changed
+    after it is built), so a caller that changes the object copies it first."""
+    return to_object_of(type(rec), body=True)(rec)
+
+
+def decision_record(
+    decision: Decision,
+    questions: Mapping[str, Question],
+    thresholds: Mapping[str, float] | None = None,
+    *,
+    validated: bool | Checked = False,
+    recalibrator: Recalibrator | None = None,
+    any_model: bool = False,
+    question_thresholds: Mapping[str, Mapping[str, float]] | None = None,
+    gates: Mapping[str, Policy] | None = None,
+) -> dict[str, Any]:
+    """A decision as one JSON-ready object: :func:`record`'s fields without a state's id (the
+    object ``eval --format json`` prints). Kept for callers of the JSON shape; the library's
+    own paths build the typed record."""
+    return record_body(
+        record(
+            "", None, decision, questions, thresholds, validated=validated,
+            recalibrator=recalibrator, any_model=any_model,
+            question_thresholds=question_thresholds, gates=gates,
         )
-    if recalibrated is not None:
-        out["recalibrated"] = recalibrated
-    return out
+    )  # fmt: skip
 
 
 def sample_record(
@@ -229,9 +284,10 @@ def sample_record(
     thresholds: Mapping[str, float] | None = None,
     recalibrator: Recalibrator | None = None,
     gates: Mapping[str, Policy] | None = None,
-) -> dict[str, Any]:
-    """A decision record for this question set, to learn the CSV columns from the renderer
-    itself (so the header can never drift from ``decision_record``)."""
+    questions_sha256: str | None = None,
+) -> DecisionRecord:
+    """A decision record for this question set, to learn the CSV columns from the record
+    itself (so the header can never drift from :func:`record`)."""
     from ..decision import parse_decision
 
     answers: dict[str, Any] = {}
@@ -239,7 +295,7 @@ def sample_record(
         qtype = registry.of_question(q)
         answers[key] = qtype.sample(q) if qtype is not None else {"type": q.type}
     body = {"model": "m", "answers": answers, "usage": {"input_tokens": 0, "output_tokens": 0}}
-    return decision_record(
-        parse_decision(body, questions), questions, thresholds,
+    return record(
+        "", questions_sha256, parse_decision(body, questions), questions, thresholds,
         recalibrator=recalibrator, any_model=True, gates=gates,
     )  # fmt: skip

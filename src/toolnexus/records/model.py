@@ -25,14 +25,18 @@ cached usage apart.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from ..errors import ReportError
+from ..validation import DEFAULT_THRESHOLDS
+from .fields import to_object_of as _to_object
+from .fields import wire, wire_fields
 
 __all__ = [
     "ASKED_KEYS",
+    "ERROR_FIELDS",
     "GATES",
     "QUESTIONS_SHA256",
     "RECALIBRATED",
@@ -87,25 +91,6 @@ def schema_problem(obj: Mapping[str, Any]) -> str | None:
 #: The field every record carries: the question-set digest of the questions it answered.
 QUESTIONS_SHA256 = "questions_sha256"
 
-#: The keys of a decision, in order, after ``id`` and ``questions_sha256`` (a test pins them).
-RECORD_KEYS = (
-    "model",
-    "calibrated",
-    "cached",
-    "packed",
-    "position",
-    "reasked",
-    "usage",
-    "thresholds",
-    "answers",
-    "flags",
-    "invalid",
-)
-#: How the state was asked (issue 31 item 1): the size of the request that answered it, the
-#: state's index in that request's ``states``, and whether a packed answer was asked again
-#: alone. A record written before they existed lacks them; it is read back (and rewritten)
-#: without them, never with made-up values.
-ASKED_KEYS = ("packed", "position", "reasked")
 #: The key a recalibrated decision adds after them (``eval``/``batch --calibration``): the
 #: calibration file and its sha256. Absent otherwise, so other records keep their bytes.
 RECALIBRATED = "recalibrated"
@@ -134,45 +119,114 @@ class GateOutcomes(dict[str, dict[str, Any]]):
 class RecordUsage:
     """``usage``: tokens billed for the decision; ``cost`` is None when not reported."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: float | None = None
+    input_tokens: int = field(default=0, metadata=wire(arrow=lambda pa: pa.int64()))
+    output_tokens: int = field(default=0, metadata=wire(arrow=lambda pa: pa.int64()))
+    cost: float | None = field(default=None, metadata=wire(arrow=lambda pa: pa.float64()))
 
     def to_object(self) -> dict[str, Any]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cost": self.cost,
-        }
+        return _to_object(type(self))(self)
+
+
+def _struct(cls: type) -> Callable[[Any], Any]:
+    """The Arrow struct of a record class's typed fields (``usage``, ``error``)."""
+
+    def arrow(pa: Any) -> Any:
+        return pa.struct([pa.field(f.name, f.arrow(pa)) for f in wire_fields(cls) if f.arrow])
+
+    return arrow
+
+
+def _string(pa: Any) -> Any:
+    return pa.string()
+
+
+def _int64(pa: Any) -> Any:
+    return pa.int64()
+
+
+def _bool(pa: Any) -> Any:
+    return pa.bool_()
+
+
+def _thresholds_arrow(pa: Any) -> Any:
+    return pa.struct([pa.field(n, pa.float64()) for n in DEFAULT_THRESHOLDS])
+
+
+def _answers_out(answers: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {k: dict(v) for k, v in answers.items()}
+
+
+def _gates_out(gates: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    if type(gates) is GateOutcomes:
+        # not copied: built for this record alone (records.gates), and the JSON codecs
+        # write its prepared text without reading it (issue 35, Speed)
+        return gates
+    return {k: dict(v) for k, v in gates.items()}
+
+
+def _usage_out(usage: RecordUsage) -> dict[str, Any]:
+    return usage.to_object()
+
+
+def _recalibrated_arrow(pa: Any) -> Any:
+    return pa.struct([pa.field(n, pa.string()) for n in ("file", "sha256")])
+
+
+#: The metadata of ``schema_version``, the same in both record kinds: written second, after
+#: ``id``, and left out for a record read from a run written before versions.
+_VERSION = wire(head=True, omit_none=True, after="id", arrow=_int64)
+_SHA = wire(head=True, omit_none=True, arrow=_string)
 
 
 @dataclass(frozen=True)
 class DecisionRecord:
     """One decided state. ``answers`` maps each question key to its answer's record
-    (``answer_record``: wire fields, ``band``, ``flags`` ...), in question order."""
+    (``answer_record``: wire fields, ``band``, ``flags`` ...), in question order.
 
-    id: str | int
-    questions_sha256: str | None = None
-    model: str = ""
-    calibrated: bool = False
+    Each field's :func:`~toolnexus.records.fields.wire` metadata is the one place its key,
+    place, JSON form and Arrow column are said: ``to_object``, :data:`RECORD_KEYS`,
+    :data:`ASKED_KEYS`, the CSV columns and the Arrow schema derive from it."""
+
+    id: str | int = field(metadata=wire(head=True, arrow=_string, required=True))
+    questions_sha256: str | None = field(default=None, metadata=_SHA)
+    model: str = field(default="", metadata=wire(arrow=_string))
+    calibrated: bool = field(default=False, metadata=wire(arrow=_bool))
     #: answered from the decision cache: ``usage`` was spent by the run that first asked
-    cached: bool = False
+    cached: bool = field(default=False, metadata=wire(arrow=_bool))
     #: how the state was asked (:data:`ASKED_KEYS`); None in a record written before them
-    packed: int | None = None
-    position: int | None = None
-    reasked: bool | None = None
-    usage: RecordUsage = field(default_factory=RecordUsage)
-    thresholds: Mapping[str, float] = field(default_factory=dict)
-    answers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    flags: tuple[str, ...] = ()
-    invalid: str | None = None
+    packed: int | None = field(default=None, metadata=wire(omit_none=True, asked=True,
+                                                            arrow=_int64))  # fmt: skip
+    position: int | None = field(default=None, metadata=wire(omit_none=True, asked=True,
+                                                              arrow=_int64))  # fmt: skip
+    reasked: bool | None = field(default=None, metadata=wire(omit_none=True, asked=True,
+                                                              arrow=_bool))  # fmt: skip
+    usage: RecordUsage = field(
+        default_factory=RecordUsage, metadata=wire(out=_usage_out, arrow=_struct(RecordUsage))
+    )
+    thresholds: Mapping[str, float] = field(
+        default_factory=dict, metadata=wire(out=dict, copies=True, arrow=_thresholds_arrow)
+    )
+    #: the Arrow struct of ``answers`` is built from the question set (``records.arrow``)
+    answers: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=dict, metadata=wire(out=_answers_out, copies=True)
+    )
+    flags: tuple[str, ...] = field(
+        default=(), metadata=wire(out=list, arrow=lambda pa: pa.list_(pa.string()))
+    )
+    invalid: str | None = field(default=None, metadata=wire(arrow=_string))
+    #: per gate of the question file: what it decided (``GATE_FIELDS``); None: no gates. Not
+    #: a typed Arrow column: a Parquet run keeps it in ``extra``.
+    gates: Mapping[str, Mapping[str, Any]] | None = field(
+        default=None, metadata=wire(omit_none=True, extra=True, out=_gates_out, copies=True)
+    )
     #: ``{"file", "sha256"}`` of the calibration map that recalibrated its answers (each
     #: answer then carries ``recalibrated`` beside its wire probabilities)
-    recalibrated: Mapping[str, str] | None = None
-    #: per gate of the question file: what it decided (``GATE_FIELDS``); None: no gates
-    gates: Mapping[str, Mapping[str, Any]] | None = None
+    recalibrated: Mapping[str, str] | None = field(
+        default=None,
+        metadata=wire(omit_none=True, extra=True, out=dict, copies=True, arrow=_recalibrated_arrow),
+    )
     #: the record shape (:data:`SCHEMA_VERSION`); None: read from a record written before it
-    schema_version: int | None = SCHEMA_VERSION
+    schema_version: int | None = field(default=SCHEMA_VERSION, metadata=_VERSION)
 
     @property
     def key(self) -> str:
@@ -183,50 +237,27 @@ class DecisionRecord:
     def from_body(
         cls, item_id: str | int, questions_sha256: str | None, body: Mapping[str, Any]
     ) -> DecisionRecord:
-        """The record of ``decision_record``'s ``body`` for one state."""
+        """The record of a decision's JSON object ``body`` (what ``decision_record`` returns)
+        for one state. The batch path builds the record directly (``records.decision.record``);
+        this reads one back."""
         return _decision(item_id, questions_sha256, body)
 
     def to_object(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id}
-        if self.schema_version is not None:
-            out[SCHEMA_VERSION_KEY] = self.schema_version
-        if self.questions_sha256 is not None:
-            out[QUESTIONS_SHA256] = self.questions_sha256
-        out["model"] = self.model
-        out["calibrated"] = self.calibrated
-        out["cached"] = self.cached
-        for name in ASKED_KEYS:
-            value = getattr(self, name)
-            if value is not None:
-                out[name] = value
-        out["usage"] = self.usage.to_object()
-        out["thresholds"] = dict(self.thresholds)
-        out["answers"] = {k: dict(v) for k, v in self.answers.items()}
-        out["flags"] = list(self.flags)
-        out["invalid"] = self.invalid
-        gates = self.gates
-        if type(gates) is GateOutcomes:
-            # not copied: built for this record alone (records.gates), and the JSON codecs
-            # write its prepared text without reading it (issue 35, Speed)
-            out[GATES] = gates
-        elif gates is not None:
-            out[GATES] = {k: dict(v) for k, v in gates.items()}
-        if self.recalibrated is not None:
-            out[RECALIBRATED] = dict(self.recalibrated)
-        return out
+        """The JSON object a JSONL/JSON run holds, keys in the golden files' order."""
+        return _to_object(type(self))(self)
 
 
 @dataclass(frozen=True)
 class ErrorRecord:
     """One state that got no decision: a stable ``code`` (``cli/errors.py``'s table) and a
-    one-line ``message`` naming where and what to do."""
+    one-line ``message`` naming where and what to do, written as ``error: {code, message}``."""
 
-    id: str | int
-    code: str
-    message: str
-    questions_sha256: str | None = None
+    id: str | int = field(metadata=wire(head=True, arrow=_string, required=True))
+    code: str = field(metadata=wire(nest="error", after="questions_sha256", arrow=_string))
+    message: str = field(metadata=wire(nest="error", after="code", arrow=_string))
+    questions_sha256: str | None = field(default=None, metadata=_SHA)
     #: the record shape (:data:`SCHEMA_VERSION`); None: read from a record written before it
-    schema_version: int | None = SCHEMA_VERSION
+    schema_version: int | None = field(default=SCHEMA_VERSION, metadata=_VERSION)
 
     def __post_init__(self) -> None:
         # One line, always: a CSV row and a JSONL line must stay one physical line.
@@ -237,13 +268,19 @@ class ErrorRecord:
         return str(self.id)
 
     def to_object(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id}
-        if self.schema_version is not None:
-            out[SCHEMA_VERSION_KEY] = self.schema_version
-        if self.questions_sha256 is not None:
-            out[QUESTIONS_SHA256] = self.questions_sha256
-        out["error"] = {"code": self.code, "message": self.message}
-        return out
+        return _to_object(type(self))(self)
+
+
+#: The keys of a decision, in order, after ``id`` and ``questions_sha256`` (a test pins them):
+#: the decision's own fields, not the head and not the keys a record adds only when they apply.
+RECORD_KEYS = tuple(f.name for f in wire_fields(DecisionRecord) if not (f.head or f.extra))
+#: How the state was asked (issue 31 item 1): the size of the request that answered it, the
+#: state's index in that request's ``states``, and whether a packed answer was asked again
+#: alone. A record written before they existed lacks them; it is read back (and rewritten)
+#: without them, never with made-up values.
+ASKED_KEYS = tuple(f.name for f in wire_fields(DecisionRecord) if f.asked)
+#: The fields an error record writes under ``error``, in order.
+ERROR_FIELDS = tuple(f.name for f in wire_fields(ErrorRecord) if f.nest == "error")
 
 
 Record: TypeAlias = DecisionRecord | ErrorRecord

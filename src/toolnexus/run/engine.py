@@ -173,13 +173,12 @@ class _Session:
         cfg = self.cfg
         if not sink_for(cfg.fmt).columns:
             return []
-        from ..records import DecisionRecord
         from ..records.decision import sample_record
         from .ids import question_set_sha256
         from .output import csv_columns
 
-        body = sample_record(cfg.questions, cfg.thresholds, recalibrator, cfg.gates)
-        sample = DecisionRecord.from_body("", question_set_sha256(cfg.questions), body)
+        sha = question_set_sha256(cfg.questions)
+        sample = sample_record(cfg.questions, cfg.thresholds, recalibrator, cfg.gates, sha)
         return csv_columns(sample.to_object())
 
     async def _locked(

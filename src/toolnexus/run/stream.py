@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RunStopped
 from ..failures import CONDITION_FOR_CODE, failure_of, one_line
-from ..records import DecisionRecord, ErrorRecord, Record
+from ..records import ErrorRecord, Record
 from ..records.gates import GateSet
 from .codecs import SinkWriter
 from .config import RunConfig
@@ -74,7 +74,7 @@ def result_record(
     result becomes a record, for the run and for ``toolnexus.arrow``'s tables alike.
     ``evaluate_stream`` validated the decision fail-closed: an invalid one is an error result."""
     from ..errors import StaticMiss
-    from ..records.decision import decision_record
+    from ..records.decision import record
 
     if result.error is not None:
         message = result.error.message
@@ -84,7 +84,9 @@ def result_record(
             message = replay_miss_message(result.error, replay)
         return ErrorRecord(item_id, error_code(result.error), one_line(message), sha)
     assert result.decision is not None  # a result holds a decision or an error
-    body = decision_record(
+    return record(
+        item_id,
+        sha,
         result.decision,
         questions,
         thresholds,
@@ -93,7 +95,6 @@ def result_record(
         question_thresholds=question_thresholds,
         gates=gates,
     )
-    return DecisionRecord.from_body(item_id, sha, body)
 
 
 class Stream:

@@ -22,6 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 from ...printable import printable, printable_data
 from ...questions import Question
 from ...records.decision import FLAGS, RECORD_KEYS, answer_record, decision_record
+from ...records.model import DecisionRecord
 from . import lint
 from .decision import (
     default_format,
@@ -81,7 +82,8 @@ class DecisionResult:
     """``eval``: one decision record, the questions it answers (the table's row order) and the
     id its CSV row carries (the state's source)."""
 
-    record: Mapping[str, Any]
+    #: the typed record (``records.decision.record``), or a decision's JSON object
+    record: DecisionRecord | Mapping[str, Any]
     questions: Mapping[str, Question]
     item_id: str = ""
     width: int | None = None

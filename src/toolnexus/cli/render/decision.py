@@ -17,6 +17,8 @@ from ...printable import printable, printable_data
 from ...qtypes import registry
 from ...questions import Question
 from ...records.codec import csv_header, csv_line
+from ...records.decision import record_body
+from ...records.model import DecisionRecord
 from .formats import DecisionFormat
 
 _STYLES = {
@@ -65,16 +67,24 @@ def _fixed(value: Any) -> str:
     return f"{value:.2f}"
 
 
-def _answer_text(a: Mapping[str, Any]) -> str:
+def _answer_text(a: registry.AnswerRecord) -> str:
     # Each type writes its own cell (qtypes/); a type nobody registered reads "(raw answer)".
-    return registry.of(a.get("type")).text(a)
+    return registry.of(a.type).text(a)
 
 
-def _usage_text(record: Mapping[str, Any]) -> tuple[str, str]:
-    usage = record["usage"]
-    tokens = f"{usage['input_tokens']} in / {usage['output_tokens']} out"
-    cost = usage.get("cost")
+def _usage_text(record: DecisionRecord) -> tuple[str, str]:
+    usage = record.usage
+    tokens = f"{usage.input_tokens} in / {usage.output_tokens} out"
+    cost = usage.cost
     return tokens, "not reported" if cost is None else f"${cost}"
+
+
+def _typed(record: DecisionRecord | Mapping[str, Any], item_id: str = "") -> DecisionRecord:
+    """The typed record a renderer reads: ``record`` itself, or a decision's JSON object (what
+    ``decision_record`` returns) read as one."""
+    if isinstance(record, DecisionRecord):
+        return record
+    return DecisionRecord.from_body(item_id, None, record)
 
 
 def _styled_flags(flags: Iterable[str]) -> Any:
@@ -114,27 +124,29 @@ def make_console(stream: IO[str], width: int | None = None) -> Any:
 
 
 def print_table(
-    record: Mapping[str, Any],
+    record: DecisionRecord | Mapping[str, Any],
     questions: Mapping[str, Question],
     console: Any,
     *,
     title: str | None = None,
 ) -> None:
-    """The header line and one row per question (plus any answer nobody asked for)."""
+    """The header line and one row per question (plus any answer nobody asked for), read from
+    the typed record's attributes (each answer as its type's answer record)."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
+    record = _typed(record)
     tokens, cost = _usage_text(record)
     header = Text()
     if title:
         header.append(title + "\n", style="bold")
-    header.append(f"model {record['model']}  calibrated ")
-    if record["calibrated"]:
+    header.append(f"model {record.model}  calibrated ")
+    if record.calibrated:
         header.append("yes")
     else:
         header.append("no (uncalibrated)", style=_STYLES["uncalibrated"])
-    header.append(f"  cached {'yes' if record['cached'] else 'no'}\n")
+    header.append(f"  cached {'yes' if record.cached else 'no'}\n")
     header.append(f"tokens {tokens}  cost {cost}")
     console.print(header)
 
@@ -145,29 +157,30 @@ def print_table(
     table.add_column("confidence", justify="right", no_wrap=True)
     table.add_column("band", no_wrap=True)
     table.add_column("flags", no_wrap=True)
-    answers: Mapping[str, Any] = record["answers"]
+    answers = record.answers
     for key in [*questions, *(k for k in answers if k not in questions)]:
-        a = answers.get(key)
-        if a is None:
+        found = answers.get(key)
+        if found is None:
             table.add_row(
                 key, questions[key].type, "(no answer)", "-", "-", _styled_flags(["invalid"])
             )
             continue
-        band = str(a.get("band", ""))
+        a = registry.answer_record(found)
+        band = a.band
         table.add_row(
             key,
-            str(a.get("type", "")),
+            a.type,
             _answer_text(a),
-            _fixed(a.get("confidence")),
+            _fixed(a.confidence),
             Text(band, style=_BAND_STYLES.get(band, "")),
             # "uncertain" is already the band column; the rest stand out here.
-            _styled_flags(f for f in a.get("flags", []) if f != "uncertain"),
+            _styled_flags(f for f in a.flags if f != "uncertain"),
         )
     console.print(table)
-    if record.get("invalid"):
-        console.print(Text(f"invalid: {record['invalid']}", style=_STYLES["invalid"]))
-    gates = record.get("gates")
-    if isinstance(gates, Mapping):
+    if record.invalid:
+        console.print(Text(f"invalid: {record.invalid}", style=_STYLES["invalid"]))
+    gates = record.gates
+    if gates is not None:
         for name, g in gates.items():
             # A gate that escalated declined to decide: shown as such, never as an action.
             said = "escalated: " if g.get("escalated") else ""
@@ -178,12 +191,12 @@ def print_table(
 
 
 def _table(
-    record: Mapping[str, Any], questions: Mapping[str, Question], out: IO[str], width: int | None
+    record: DecisionRecord, questions: Mapping[str, Question], out: IO[str], width: int | None
 ) -> None:
     console = make_console(out, width)
     shown = {printable(k): q for k, q in questions.items()}
     with console.capture() as captured:
-        print_table(printable_data(record), shown, console)
+        print_table(printable_data(record_body(record)), shown, console)
     # Rich pads every cell to its column width; trailing blanks are noise in a pipe, a diff or
     # a golden file.
     out.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
@@ -198,7 +211,7 @@ def _csv(record: Mapping[str, Any], out: IO[str], item_id: str) -> None:
 
 
 def render_decision(
-    record: Mapping[str, Any],
+    record: DecisionRecord | Mapping[str, Any],
     questions: Mapping[str, Question],
     fmt: DecisionFormat,
     stream: IO[str] | None = None,
@@ -207,11 +220,16 @@ def render_decision(
     item_id: str = "",
 ) -> None:
     """Print one decision record in ``fmt`` to ``stream`` (stdout by default). ``item_id`` is
-    the CSV ``id`` cell (``eval`` puts the state's source there)."""
+    the CSV ``id`` cell (``eval`` puts the state's source there). ``record`` is the typed
+    record, or a decision's JSON object (``decision_record``), printed as given."""
     out = stream if stream is not None else sys.stdout
     if fmt == "table":
-        _table(record, questions, out, width)
-    elif fmt == "json":
+        _table(_typed(record), questions, out, width)
+        out.flush()
+        return
+    if isinstance(record, DecisionRecord):
+        record = record_body(record)
+    if fmt == "json":
         write_json(record, out)
     elif fmt == "jsonl":
         write_jsonl([record], out)
