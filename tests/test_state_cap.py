@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from clirun import error_line
+from paths import REPO
 from toolnexus.cli import questionfile
 from toolnexus.errors import RunError
 from toolnexus.run import states
 
-QUESTIONS = str(Path(__file__).resolve().parent.parent / "questions" / "noul-small.yaml")
+QUESTIONS = str(REPO / "questions" / "noul-small.yaml")
 TOO_BIG = (
     "cannot read: over 64 MiB, more than a state may hold (a state and its longest question "
     "fit in 32,000 tokens): pass a smaller state"
