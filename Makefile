@@ -44,13 +44,13 @@ test-slow: install
 # Issues 24 and 31 (item 16): the HTML report in a real headless browser, which CI must run.
 # Debian's chromium, through apt (a browser Playwright downloads from elsewhere cannot be had
 # here), installed by `make test` where it is missing; where apt cannot (no root, no Debian),
-# the line says so and tests/test_report_browser.py skips with a `platform:` reason.
+# the line says so and tests/report/test_report_browser.py skips with a `platform:` reason.
 chromium:
 	@command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium) \
 	  || echo "chromium could not be installed: the browser test will skip"
 
 browser-test: install chromium
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_report_browser.py
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/report/test_report_browser.py
 
 lint: install
 	$(BIN)/ruff check src tests bench

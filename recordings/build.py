@@ -221,7 +221,7 @@ network, no key, real recorded answers. Each file has exactly the shape `--recor
 
 `build.py` rebuilds every file from its source (`.venv/bin/python recordings/build.py`; the
 sources are in the repository, under `tests/fixtures/`, copies of the project's shared folder);
-the same sources give byte-identical files, and `tests/test_recordings.py` checks that each file
+the same sources give byte-identical files, and `tests/classifier/test_recordings.py` checks that each file
 still matches its source and replays.
 
 Notes on provenance:

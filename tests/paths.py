@@ -3,7 +3,7 @@
 The cross-language fixtures, live captures, seed texts and wire reference are COPIES of the
 project's shared folder, kept in ``tests/fixtures/<name>`` (one folder per shared folder, same
 name) so that a clone on its own runs every test. ``tests/fixtures/README.md`` says where each
-came from; ``tests/test_fixtures.py`` checks the copies against their manifest always, and
+came from; ``tests/house/test_fixtures.py`` checks the copies against their manifest always, and
 against ``../shared`` byte for byte whenever that folder sits beside the checkout.
 """
 

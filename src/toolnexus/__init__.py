@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 # on first use (PEP 562), so `toolnexus --version`, `check-criteria` and `canonical` do not pay
 # for modules they never touch. `__all__` and the lookup are derived from this table here; the
 # typed imports below it (what mypy and an editor see) are GENERATED from it: after editing the
-# table, run `python tests/test_public_api.py` to rewrite them (a test fails until they agree).
+# table, run `python tests/core/test_public_api.py` to rewrite them (a test fails until they agree).
 _LAZY: dict[str, tuple[str, ...]] = {
     "assets": (
         "Asset",
@@ -173,7 +173,7 @@ def _export_order(name: str) -> tuple[int, str]:
 
 __all__ = sorted([*_WHERE, "__version__"], key=_export_order)
 
-# --- generated from _LAZY by tests/test_public_api.py; do not edit by hand ---------------------
+# --- generated from _LAZY by tests/core/test_public_api.py; do not edit by hand ----------------
 if TYPE_CHECKING:
     from .assets import Asset as Asset
     from .assets import LiftedState as LiftedState

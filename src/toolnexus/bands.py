@@ -80,7 +80,7 @@ def as_thresholds(value: Mapping[str, Any] | None) -> Mapping[str, float] | None
         raise ConfigError(f"classifier: thresholds must be a mapping, got {type(value).__name__}")
     merged_thresholds(value)  # the one check of names and ranges
     # A plain copy, not a MappingProxyType: every public value copies, pickles and asdicts
-    # (tests/test_value_objects.py); the policy reads its own copy made at construction.
+    # (tests/core/test_value_objects.py); the policy reads its own copy made at construction.
     return dict(value)
 
 

@@ -10,7 +10,7 @@ stop, ``states(...)`` gives the finished results and, for every state not sent, 
 holding the stop, and ``evaluate_stream`` yields what finished, then raises the stop.
 ``asyncio`` is imported inside the functions that run a batch: it is ~45 ms of start-up that
 ``import toolnexus`` and a CLI command like ``check-criteria`` never need
-(``tests/test_cli_start.py`` measures the import set).
+(``tests/cli/test_cli_start.py`` measures the import set).
 """
 
 from __future__ import annotations

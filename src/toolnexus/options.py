@@ -5,7 +5,7 @@
 
 Low on purpose: it imports only ``config``, ``defaults``, ``envname``, ``errors`` (and ``images``
 for its limits), so every other module can import it without forming a cycle
-(``tests/test_import_graph.py`` checks the module graph).
+(``tests/house/test_import_graph.py`` checks the module graph).
 """
 
 from __future__ import annotations

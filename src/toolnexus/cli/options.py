@@ -226,7 +226,7 @@ class BackendSettings:
 #: becomes ``supports={"images": ...}``.
 CLI_SETTINGS = ("replay", "record", "supports_images")
 #: Every other backend setting IS the ``ClassifierOptions`` option of its name, in field order:
-#: derived, never listed again (``tests/test_backend_settings.py`` holds each field to its
+#: derived, never listed again (``tests/cli/test_backend_settings.py`` holds each field to its
 #: option, type for type). ``cli/backend.py`` hands them to ``create_classifier``.
 CLASSIFIER_SETTINGS = tuple(f.name for f in fields(BackendSettings) if f.name not in CLI_SETTINGS)
 

@@ -1,7 +1,7 @@
 """The rules about meaning (issue 34): how a well-formed question still fails, each a heuristic
 over the question's words, located at the node it is about.
 
-Precision first: each pattern is narrow on purpose, and ``tests/test_check_rules.py`` holds a
+Precision first: each pattern is narrow on purpose, and ``tests/lint/test_check_rules.py`` holds a
 corpus of positives and near-misses for every one ("How much does the picture look like a
 photograph" is not arithmetic). English only; a rule that cannot tell stays silent.
 """

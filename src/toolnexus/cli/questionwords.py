@@ -1,7 +1,7 @@
 """The words the meaning rules match (``questionrules``): patterns and word lists, English only.
 
 Each pattern is narrow on purpose (precision first, issue 34 item 3); the corpus of positives and
-near-misses that holds them is ``tests/test_check_rules.py``.
+near-misses that holds them is ``tests/lint/test_check_rules.py``.
 """
 
 from __future__ import annotations
@@ -189,7 +189,7 @@ class Gated:
     one ``in`` per word costs far less than the case-insensitive alternation (issue 34's 20%).
     A non-ASCII text is always searched, since case-insensitive matching relates some
     non-ASCII letters to ASCII ones (``ſ`` to ``s``) that lowering does not.
-    ``tests/test_check_rules.py`` holds each gate to its pattern over the rules' corpus."""
+    ``tests/lint/test_check_rules.py`` holds each gate to its pattern over the rules' corpus."""
 
     pattern: re.Pattern[str]
     words: tuple[str, ...]

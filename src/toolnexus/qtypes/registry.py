@@ -46,7 +46,7 @@ The core hooks (fields of :class:`QuestionType`), each pure:
   ``record.level``); :func:`answer_record` gives any answer object its type's
 
 Layers above the core attach their own hooks by slot name from their own module, so the
-registry never imports upward (``tests/test_layers.py``): :func:`attach` /
+registry never imports upward (``tests/house/test_layers.py``): :func:`attach` /
 :func:`attached`. The slots in use:
 
 - :data:`REPORT` (``"report"``): ``report/aggregation.py``: the class that accumulates one

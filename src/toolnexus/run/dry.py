@@ -11,7 +11,7 @@ of the question set, and the cost the ``--price`` given (none is built in). Noth
 
 The question set is the same in every body, so its tally is counted once and each state's once
 (``scheduler.tokens.PrefixTally``): the same count as the whole body's, at a fraction of the cost
-(100,000 states in a few seconds; ``tests/test_batch_dry.py``).
+(100,000 states in a few seconds; ``tests/run/test_batch_dry.py``).
 """
 
 from __future__ import annotations

@@ -52,8 +52,8 @@ def estimate_output_tokens(questions: Mapping[str, Mapping[str, object]]) -> int
     hook (``qtypes``), fitted on the six live captures (tests/fixtures/recordings-live/): a
     noul answer bills about 20, a score 17-18 whatever its levels, a choice about 8 plus 10 per
     option (38 for 3 options, 331 for 32), any other type 20. The mixed capture's 6 answers
-    bill 126 against 138 estimated: within 10% on each capture (tests/test_budget.py prints
-    the table)."""
+    bill 126 against 138 estimated: within 10% on each capture (tests/scheduler/test_budget.py
+    prints the table)."""
     return sum(registry.of(q.get("type")).output_tokens(q) for q in questions.values())
 
 

@@ -1,0 +1,98 @@
+"""A library run's spend caps refuse and note as ``toolnexus batch --max-cost`` does (issue 30,
+run2 brief item 2: "``run_batch(RunConfig(max_cost=..., ...))`` refuses and notes exactly as
+``toolnexus batch --max-cost`` does (notes reach on_progress as ``RunNote``)")."""
+
+from __future__ import annotations
+
+import os
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_batch_dry import QUESTIONS, _input, _tickets
+
+from clirun import run_cli
+from toolnexus.errors import RunError
+from toolnexus.run import RunConfig, RunNote, run_batch
+from toolnexus.scheduler.budget import parse_price
+
+FIELDS = ("--id-field", "id", "--state-field", "text")
+
+
+def _config(qfile: Path, inp: Path, out: Path, base_url: str, **caps: Any) -> RunConfig:
+    return RunConfig.from_question_file(
+        qfile,
+        str(inp),
+        classifier={"base_url": base_url},
+        id_field="id",
+        state_fields=("text",),
+        output=str(out),
+        **caps,
+    )
+
+
+@pytest.fixture
+def qfile(tmp_path: Path) -> Path:
+    path = tmp_path / "q.yaml"
+    path.write_text(QUESTIONS, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("caps", "flags"),
+    [
+        pytest.param({"max_requests": 0}, ["--max-requests", "0"], id="requests"),
+        pytest.param({"max_tokens": 100}, ["--max-tokens", "100"], id="tokens"),
+        pytest.param(
+            {"max_cost": Decimal("0.000001"), "price": parse_price("input=1,output=1")},
+            ["--max-cost", "0.000001", "--price", "input=1,output=1"],
+            id="cost",
+        ),
+    ],
+)
+def test_a_cap_not_one_request_fits_is_refused_as_batch_refuses_it(
+    server: Any, qfile: Path, tmp_path: Path, caps: dict[str, Any], flags: list[str]
+) -> None:
+    """'A cap that the estimate alone exceeds is refused before the first request, with the
+    estimate' (issue 23), from a script: batch's line, its exit code 5, nothing sent, no
+    output left behind."""
+    inp = _input(tmp_path, _tickets(5))
+    out = tmp_path / "lib.jsonl"
+    with pytest.raises(RunError) as info:
+        run_batch(_config(qfile, inp, out, server.base_url, **caps))
+    assert info.value.exit_code == 5
+    assert server.total == 0 and not os.path.exists(out)
+    ran = run_cli(
+        "batch", str(qfile), str(inp), *FIELDS, "--base-url", server.base_url,
+        "-o", str(tmp_path / "cli.jsonl"), *flags,
+    )  # fmt: skip
+    assert ran.code == 5
+    refused = [line for line in ran.stderr.splitlines() if "note:" not in line]
+    assert refused == [f"toolnexus: {info.value}"]
+
+
+def test_the_notes_reach_on_progress_as_batch_prints_them(
+    server: Any, qfile: Path, tmp_path: Path
+) -> None:
+    """The cost-source note and 'a cap the whole estimate passes is said once' reach
+    ``on_progress`` as ``RunNote`` values, worded as batch's ``toolnexus: note:`` lines."""
+    inp = _input(tmp_path, _tickets(5))
+    heard: list[object] = []
+    caps = {"max_requests": 3, "max_cost": Decimal(100)}
+    run_batch(
+        _config(qfile, inp, tmp_path / "lib.jsonl", server.base_url, **caps),
+        on_progress=heard.append,
+    )
+    notes = [e.message for e in heard if isinstance(e, RunNote) and e.kind == "note"]
+    ran = run_cli(
+        "batch", str(qfile), str(inp), *FIELDS, "--base-url", server.base_url,
+        "-o", str(tmp_path / "cli.jsonl"), "--max-requests", "3", "--max-cost", "100",
+    )  # fmt: skip
+    printed = [
+        line.removeprefix("toolnexus: note: ")
+        for line in ran.stderr.splitlines()
+        if line.startswith("toolnexus: note: ")
+    ]
+    assert len(printed) == 2 and "passes --max-requests 3" in printed[1], ran.stderr
+    assert notes[:2] == printed
