@@ -5,15 +5,8 @@ most one short line, and ``--resume`` reads it back line by line:
 
 - ``jsonl``: one JSON object (``Record.to_object()``) per line.
 - ``json``: a JSON array written as ``[`` / ``{record}`` / ``,{record}`` ... / ``]``.
-- ``csv``: a header, then one row per record. The columns are ``id``, ``error.code``,
-  ``error.message``, then a decision record's fields flattened to dotted names in record order
-  (``schema_version``, ``questions_sha256``, ``model``, ``calibrated``, ``cached``, ``packed``,
-  ``position``, ``reasked``, ``usage.*``, ``thresholds.*``, ``answers.<key>.<field>``,
-  ``flags``, ``invalid``). Cells: ``true``/``false`` for booleans, empty for null, flags as
-  their words separated by spaces (``near-uniform uncalibrated``), any other list or object (a
-  probability map, a legend) as compact JSON; a newline inside a cell is written ``\\n`` so
-  every row is one physical line. The ``id`` cell alone is escaped losslessly
-  (:func:`escape_id`), so that every reader gets every id back exactly.
+- ``csv``: a header, then one row per record (``records.csvcodec``: its columns, cell rules
+  and the lossless escaping of ids; its names are importable from here too).
 
 A codec is chosen by name from :data:`CODECS`. Parquet is no line format: a Parquet run is one
 file written whole (``records.arrow``) with a JSONL journal while it runs (``records.parquet``).
@@ -22,20 +15,26 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from ..errors import ReportError
+from .csvcodec import (
+    ERROR_CODE_COLUMN,
+    ERROR_MESSAGE_COLUMN,
+    FLATTEN_DEPTH,
+    CsvCodec,
+    RecordDecodeError,
+    csv_header,
+    csv_line,
+    earlier_headers,
+    escape_id,
+    flatten,
+    read_csv_header,
+    unescape_id,
+)
 from .model import (
-    ASKED_KEYS,
     GATES,
-    QUESTIONS_SHA256,
-    RECALIBRATED,
-    SCHEMA_VERSION_KEY,
     DecisionRecord,
     GateOutcomes,
     Record,
@@ -65,17 +64,6 @@ __all__ = [
     "unescape_id",
 ]
 
-ERROR_CODE_COLUMN = "error.code"
-ERROR_MESSAGE_COLUMN = "error.message"
-
-#: How deep ``flatten`` opens objects: ``answers.<key>.<field>`` is a column, but a
-#: probability map or a legend stays one JSON cell (a 255-option choice is not 255 columns).
-FLATTEN_DEPTH = 3
-
-
-class RecordDecodeError(ReportError, ValueError):
-    """A line or cell that is not a batch value; ``str(e)`` says which and what it holds."""
-
 
 class Codec(Protocol):
     """How one format frames records: ``start`` opens a new file, ``encode`` is one complete
@@ -91,62 +79,6 @@ class Codec(Protocol):
     def decode(self, line: bytes) -> Record | None: ...
 
     def end(self) -> bytes: ...
-
-
-# --- ids -------------------------------------------------------------------------------------
-
-_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r"}
-#: Escaped wherever they stand in an id: the backslash, every C0/C1 control character and DEL,
-#: the line and paragraph separators, and the bidirectional marks, embeddings, overrides and
-#: isolates (text that reorders what a spreadsheet or terminal shows).
-_ESCAPE = re.compile(
-    "[\\\\\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
-)
-#: Escaped as the first character only: what makes a spreadsheet read a cell as a formula.
-_FORMULA_START = frozenset("=+-@")
-_UNESCAPE = re.compile(r"\\(\\|n|r|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2})")
-
-
-def _escaped(m: re.Match[str]) -> str:
-    char = m.group()
-    fixed = _ESCAPES.get(char)
-    if fixed is not None:
-        return fixed
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def escape_id(text: str) -> str:
-    """An id as one CSV-safe line of UTF-8 text, losslessly (:func:`unescape_id` reverses it):
-    ``\\``, LF and CR become ``\\\\``, ``\\n`` and ``\\r``; any other control character
-    ``\\xXX``; a line separator or bidirectional control ``\\uXXXX``; a first character
-    ``=``, ``+``, ``-`` or ``@`` with more after it (a formula when Excel opens the file)
-    ``\\u003d`` and so on; and text that is not UTF-8 (a lone surrogate from JSON) ``\\uXXXX``."""
-    text = _ESCAPE.sub(_escaped, text)
-    # A lone "-" (eval's name for stdin) starts no formula: nothing follows it.
-    if text[:1] in _FORMULA_START and len(text) > 1:
-        text = f"\\u{ord(text[0]):04x}{text[1:]}"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
-
-
-def unescape_id(text: str) -> str:
-    """The id that :func:`escape_id` wrote as ``text``."""
-
-    def one(m: re.Match[str]) -> str:
-        code = m.group(1)
-        if code == "\\":
-            return "\\"
-        if code == "n":
-            return "\n"
-        if code == "r":
-            return "\r"
-        return chr(int(code[1:], 16))
-
-    return _UNESCAPE.sub(one, text) if "\\" in text else text
 
 
 # --- JSON ------------------------------------------------------------------------------------
@@ -263,218 +195,6 @@ class JsonCodec(JsonlCodec):
 
     def end(self) -> bytes:
         return b"]\n"
-
-
-# --- CSV -------------------------------------------------------------------------------------
-
-
-def flatten(record: Mapping[str, Any], prefix: str = "", depth: int = 1) -> dict[str, Any]:
-    """Nested objects become dotted keys down to ``FLATTEN_DEPTH`` segments; deeper objects
-    and arrays stay whole."""
-    out: dict[str, Any] = {}
-    for k, v in record.items():
-        name = f"{prefix}{k}"
-        if isinstance(v, Mapping) and depth < FLATTEN_DEPTH:
-            out.update(flatten(v, name + ".", depth + 1))
-        else:
-            out[name] = v
-    return out
-
-
-def csv_header(sample_record: Mapping[str, Any]) -> list[str]:
-    """The header: ``id``, the error columns, then every column of ``sample_record`` (a
-    decision record for this question set) in its own order."""
-    cols = ["id", ERROR_CODE_COLUMN, ERROR_MESSAGE_COLUMN]
-    cols += [c for c in flatten(sample_record) if c not in cols]
-    return cols
-
-
-def earlier_headers(columns: Sequence[str]) -> list[list[str]]:
-    """The headers earlier versions wrote for a run whose header is now ``columns``, newest
-    first: before ``schema_version`` (issue 30 item 7), and before ``packed``, ``position``
-    and ``reasked`` too (issue 31 item 1). ``--resume`` continues such a run under its own
-    header: the new records' cells for the columns it lacks are not written, so the file keeps
-    one shape."""
-    no_version = [c for c in columns if c != SCHEMA_VERSION_KEY]
-    return [no_version, [c for c in no_version if c not in ASKED_KEYS]]
-
-
-def _is_flags(column: str) -> bool:
-    return column == "flags" or column.endswith(".flags")
-
-
-def _cell(column: str, value: Any) -> str:
-    if column == "id":
-        # Ids key --resume and join labels: written losslessly (a newline in an id once came
-        # back as the two characters \n and was re-sent on every resume).
-        return escape_id(str(value))
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if _is_flags(column) and isinstance(value, list | tuple):
-        return " ".join(str(v) for v in value)
-    if isinstance(value, list | tuple | dict):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    text = str(value)
-    return text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n")
-
-
-def _row(cells: Sequence[str]) -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(cells)
-    return buf.getvalue()
-
-
-def csv_line(columns: Sequence[str], record: Mapping[str, Any] | Sequence[str]) -> str:
-    """One CSV line: the header itself when ``record`` is the column list, else ``record``
-    (``{"id", ...}``: a record's object, or ``eval``'s decision record) under ``columns``."""
-    if not isinstance(record, Mapping):
-        # A column names a question key, which may hold a newline: escaped as ids are, so the
-        # header is one physical line too, and read back by read_csv_header.
-        return _row([escape_id(c) for c in record])
-    flat = flatten(record)
-    return _row([_cell(c, flat.get(c)) for c in columns])
-
-
-def read_csv_header(row: Sequence[str]) -> list[str]:
-    """The column names of a header row as :func:`csv_line` wrote them."""
-    return [unescape_id(c) for c in row]
-
-
-_BOOLS = {"true": True, "false": False}
-
-
-def _words_or_json(value: str) -> Any:
-    return json.loads(value) if value.startswith("[") else value.split()
-
-
-#: How a cell is read back, by its field name (the last dotted segment of its column).
-_READERS: dict[str, Callable[[str], Any]] = {
-    **dict.fromkeys(("noul", "confidence", "score", "cost", "yes", "no", "min_confidence"), float),
-    **dict.fromkeys(
-        ("level", "input_tokens", "output_tokens", "packed", "position", SCHEMA_VERSION_KEY), int
-    ),
-    **dict.fromkeys(
-        ("near_uniform", "calibrated", "cached", "reasked", "escalated"),
-        lambda v: _BOOLS.get(v, v),
-    ),
-    **dict.fromkeys(("probabilities", "legend", "recalibrated"), json.loads),
-    "flags": _words_or_json,
-}
-#: Top-level text columns: never converted (an id ``7`` stays the text ``7``).
-_TEXT = frozenset({"id", "model", "invalid", QUESTIONS_SHA256})
-
-
-def _column_plan(column: str) -> tuple[str, ...]:
-    """Where a flattened column goes: ``answers.<key>.<field>`` keeps dots inside the key."""
-    if column.startswith("answers."):
-        key, _, name = column[len("answers.") :].rpartition(".")
-        return ("answers", key, name)
-    if column.startswith(GATES + "."):  # gates.<name>.<field>: a gate's name may hold dots
-        key, _, name = column[len(GATES) + 1 :].rpartition(".")
-        return (GATES, key, name)
-    return tuple(column.split(".", 1))
-
-
-def _read_cell(field_name: str, value: str) -> Any:
-    reader = _READERS.get(field_name)
-    if reader is None:
-        return value
-    try:
-        return reader(value)
-    except ValueError:  # int() of thousands of digits too
-        shown = value if len(value) <= 40 else value[:40] + "..."
-        raise RecordDecodeError(
-            f"column {field_name!r} holds {shown!r}, not a batch value"
-        ) from None
-
-
-class CsvCodec:
-    """``csv`` under one header (``columns``): the shape ``eval --format csv`` writes too."""
-
-    name = "csv"
-
-    def __init__(self, columns: Sequence[str]) -> None:
-        self.columns = list(columns)
-        self._plan = [_column_plan(c) for c in self.columns]
-        self._fields = {p[2] for p in self._plan if p[0] == "answers"}
-
-    def start(self) -> bytes:
-        return csv_line(self.columns, self.columns).encode("utf-8")
-
-    def encode(self, record: Record, first: bool = True) -> bytes:
-        return csv_line(self.columns, record.to_object()).encode("utf-8", "backslashreplace")
-
-    def object_of(self, row: Sequence[str]) -> dict[str, Any]:
-        """The JSON object of one row (what the same record's JSONL line holds). Raises
-        :class:`RecordDecodeError` for a row of another width or a cell of the wrong kind."""
-        if len(row) != len(self._plan):
-            raise RecordDecodeError(f"{len(row)} cells for {len(self._plan)} columns")
-        record: dict[str, Any] = {}
-        answers: dict[str, dict[str, Any]] = {}
-        gates: dict[str, dict[str, Any]] = {}
-        for where, value in zip(self._plan, row, strict=True):
-            if where[0] == "answers":
-                if value != "":
-                    answers.setdefault(where[1], {})[where[2]] = _read_cell(where[2], value)
-            elif where[0] == GATES and len(where) == 3:
-                if value != "":
-                    gates.setdefault(where[1], {})[where[2]] = _read_cell(where[2], value)
-            elif len(where) == 1:
-                name = where[0]
-                if name == "id":
-                    record[name] = unescape_id(value)
-                elif name in _TEXT:
-                    record[name] = value
-                elif value == "":
-                    record[name] = [] if name == "flags" else None
-                else:
-                    record[name] = _read_cell(name, value)
-            else:
-                cell = None if value == "" else _read_cell(where[1], value)
-                record.setdefault(where[0], {})[where[1]] = cell
-        error = record.get("error")
-        if isinstance(error, dict) and error.get("code"):
-            out = {"id": record.get("id")}
-            if record.get(SCHEMA_VERSION_KEY) is not None:
-                out[SCHEMA_VERSION_KEY] = record[SCHEMA_VERSION_KEY]
-            if record.get(QUESTIONS_SHA256):
-                out[QUESTIONS_SHA256] = record[QUESTIONS_SHA256]
-            out["error"] = error
-            return out
-        record.pop("error", None)
-        for answer in answers.values():
-            # An answer without flags wrote an empty cell: its flags are the empty list.
-            if "flags" not in answer and "flags" in self._fields:
-                answer["flags"] = []
-        if not record.get(QUESTIONS_SHA256):
-            record.pop(QUESTIONS_SHA256, None)
-        if record.get("invalid") == "":
-            record["invalid"] = None
-        recalibrated = record.get(RECALIBRATED)
-        if isinstance(recalibrated, dict) and not any(recalibrated.values()):
-            del record[RECALIBRATED]  # a record that was not recalibrated: empty cells
-        record["answers"] = answers
-        if gates:
-            record[GATES] = gates
-        return record
-
-    def decode_row(self, row: Sequence[str]) -> Record | None:
-        """The record of one row (None for a row that is not one)."""
-        return record_from_object(self.object_of(row))
-
-    def decode(self, line: bytes) -> Record | None:
-        try:
-            row = next(csv.reader([line.decode("utf-8")]))
-            return self.decode_row(row)
-        except RecordVersionError:
-            raise  # as in JsonlCodec.decode
-        except (csv.Error, StopIteration, ValueError):  # UnicodeDecodeError is a ValueError
-            return None
-
-    def end(self) -> bytes:
-        return b""
 
 
 #: Every run format's codec, by ``--format`` name; a CSV codec needs its header.

@@ -5,10 +5,10 @@ A :class:`RunFormat` says how to tell a file of its format (suffixes, first byte
 iterate its records as ``(line, object)``, whether and how a long file is cut into
 :class:`Span` chunks counted side by side (and how a chunk's line numbers relate to the
 file's), whether a chunk can be counted by columns, and how a labels file of the format is read.
-The readers of jsonl, json, csv and parquet are ``report.runs``'s (they raise its located
-errors) and register there, in that order; a format registered from anywhere else is read by
-``report`` as they are. Writing a run is ``records.codec``'s and ``run.codecs``'s business, not
-this module's.
+The readers of jsonl, json, csv and parquet are ``report.formats``' (they raise
+``report.inputs``' located errors) and register there, in that order; a format registered
+from anywhere else is read by ``report`` as they are. Writing a run is ``records.codec``'s and
+``run.codecs``'s business, not this module's.
 """
 
 from __future__ import annotations

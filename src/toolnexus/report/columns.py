@@ -1,7 +1,7 @@
 """A Parquet run's row group counted from its columns (``report`` on ``batch --format
 parquet``), without a record object per row.
 
-The record path (``runs._iter_parquet``) turns every row back into the record the JSONL run
+The record path (``formats._iter_parquet``) turns every row back into the record the JSONL run
 holds, and counts that: a dict per record and per answer, built value by value, which cost
 about four times the JSONL report (issue 21: ``report`` on the Parquet run <= 1.0x the JSONL
 run). Here each column is converted once (``records.arrowrows``), and every answer is counted

@@ -45,8 +45,8 @@ def _count_parquet_columns(path: str, span: Span, stats: Any) -> set[str] | None
 
 
 # Parquet's column counter is attached here, where a report counts, not where the format is
-# registered (report.runs): report.columns reads through the accumulators, which read runs, so
-# a hook named in runs would close an import cycle (tests/house/test_import_graph.py).
+# registered (report.formats): report.columns reads through the accumulators, which read runs,
+# so a hook named in formats would close an import cycle (tests/house/test_import_graph.py).
 register_format(replace(format_named("parquet"), count_columns=_count_parquet_columns))
 
 __all__ = ["CHUNK_BYTES", "read_run", "read_whole"]
