@@ -10,10 +10,13 @@
    Target: the Parquet run <= 1.0x the JSONL run.
 
 Each command runs as ``python -m toolnexus`` in a subprocess, exactly as a user runs it.
+``--states N`` runs a smaller size (an A/B of two commits runs this bench six times; the
+ratios are of one size, so both sides of an A/B must use the same N).
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import subprocess
@@ -87,10 +90,13 @@ def batch(states: Path, out: Path, url: str, fmt: str) -> tuple[float, int]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--states", type=int, default=N, help=f"states per run (default {N:,})")
+    n = parser.parse_args().states
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         jsonl_in, parquet_in = d / "states.jsonl", d / "states.parquet"
-        write_states(jsonl_in, parquet_in, N)
+        write_states(jsonl_in, parquet_in, n)
         jsonl_out, parquet_out = d / "run.jsonl", d / "run.parquet"
         server, url = start_server()
         try:
@@ -104,7 +110,7 @@ def main() -> None:
         wall = {k: min(r[0] for r in v) for k, v in runs.items()}
         rss = {k: min(r[1] for r in v) for k, v in runs.items()}
         print(
-            f"batch, {N:,} states, concurrency 64: JSONL {wall['jsonl']:.2f} s, Parquet "
+            f"batch, {n:,} states, concurrency 64: JSONL {wall['jsonl']:.2f} s, Parquet "
             f"{wall['parquet']:.2f} s, ratio {wall['parquet'] / wall['jsonl']:.3f} "
             "(target <= 1.05)"
         )
@@ -126,7 +132,7 @@ def main() -> None:
                 reports[fmt].append(measure(["report", str(out), "--format", "json"])[0])
         best = {k: min(v) for k, v in reports.items()}
         print(
-            f"report, {N:,} records: JSONL {best['jsonl']:.2f} s, Parquet {best['parquet']:.2f} s, "
+            f"report, {n:,} records: JSONL {best['jsonl']:.2f} s, Parquet {best['parquet']:.2f} s, "
             f"ratio {best['parquet'] / best['jsonl']:.3f} (target <= 1.0)"
         )
 
