@@ -281,7 +281,7 @@ RUN_FIELDS: dict[str, tuple[str, ...]] = {
     "shard": ("shard",),
     "progress": (),
     "fail_on": ("fail_on",),
-    "thresholds": ("thresholds", "question_thresholds"),
+    "thresholds": ("thresholds", "question_thresholds", "gate_floors"),
     "dry_run": (),
     "max_cost": ("max_cost",),
     "max_tokens": ("max_tokens",),
@@ -354,7 +354,12 @@ class BatchConfig(BatchFlags):
 
     def __post_init__(self) -> None:
         from ..run import RunConfig, caps_from
-        from .options import parse_fail_on, parse_question_thresholds, parse_thresholds
+        from .options import (
+            parse_fail_on,
+            parse_gate_floors,
+            parse_question_thresholds,
+            parse_thresholds,
+        )
 
         # One name given as a plain string (a caller outside Typer) is one field, never its
         # characters; each parse in the order a user met its error before.
@@ -364,6 +369,7 @@ class BatchConfig(BatchFlags):
         fail_on = parse_fail_on(self.fail_on)
         thresholds = parse_thresholds(self.thresholds)
         question_thresholds = parse_question_thresholds(self.thresholds)
+        gate_floors = parse_gate_floors(self.thresholds)
         pack = parse_pack(self.pack)
         caps = caps_from(self.max_cost, self.max_tokens, self.max_requests)
         run = RunConfig(
@@ -391,6 +397,7 @@ class BatchConfig(BatchFlags):
             fail_on=fail_on,
             thresholds=thresholds,
             question_thresholds=question_thresholds,
+            gate_floors=gate_floors,
             calibration=self.calibration,
         )
         object.__setattr__(self, "run", run)

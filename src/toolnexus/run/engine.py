@@ -23,6 +23,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from ..failures import one_line
@@ -118,6 +119,10 @@ class _Session:
     async def arun(self) -> None:
         cfg = self.cfg
         check_config(cfg)
+        if cfg.gate_floors:
+            # A thresholds file's gates: floors set the gates' cut-points (issue 35 item 4),
+            # for a script as for --thresholds @FILE.
+            self.cfg = cfg = replace(cfg, gates=cfg.floored_gates(), gate_floors={})
         classifier = self._classifier()
         recalibrator = self._recalibrator()
         columns = self._columns(recalibrator)
