@@ -261,8 +261,8 @@ def flags_like(name: str, helps: dict[str, str | None], defaults: dict[str, Any]
     return make_dataclass(name, made, frozen=True)
 
 
-#: Each flag -> the ``RunConfig`` fields it sets, parsed; ``()``: the command's own (its display,
-#: the steps after the run, the dry run that sends nothing, the telemetry it wraps the run in).
+#: Each flag -> the ``RunConfig`` fields it sets, parsed; ``()``: the command's own (its display
+#: and the dry run that sends nothing).
 RUN_FIELDS: dict[str, tuple[str, ...]] = {
     "id_field": ("id_field",),
     "state_field": ("state_fields",),
@@ -287,13 +287,13 @@ RUN_FIELDS: dict[str, tuple[str, ...]] = {
     "max_tokens": ("max_tokens",),
     "max_requests": ("max_requests",),
     "price": ("price",),
-    "otel": (),
+    "otel": ("otel",),
     "calibration": ("calibration",),
     "use_cache": ("cache",),
     "cache_dir": ("cache",),
-    "review_out": (),
-    "emit_cases": (),
-    "emit_cases_all": (),
+    "review_out": ("review_out",),
+    "emit_cases": ("emit_cases",),
+    "emit_cases_all": ("emit_cases_all",),
 }
 
 #: The ``RunConfig`` fields no batch flag sets: the command's arguments (the question file and
@@ -399,5 +399,9 @@ class BatchConfig(BatchFlags):
             question_thresholds=question_thresholds,
             gate_floors=gate_floors,
             calibration=self.calibration,
+            review_out=self.review_out,
+            emit_cases=self.emit_cases,
+            emit_cases_all=self.emit_cases_all,
+            otel=self.otel,
         )
         object.__setattr__(self, "run", run)

@@ -99,6 +99,17 @@ class RunConfig:
     #: the caller already warned that the question set alone passes the wire's token limits:
     #: the states over them are then only counted
     said_over_limits: bool = False
+    # -- after the run, and around it (``run.steps``, ``run.otel``)
+    #: after a finished run, the records to review as a CSV (``--review-out``; needs ``output``)
+    review_out: str | None = None
+    #: after a finished run, golden cases as JSONL (``--emit-cases``; needs ``output``, input
+    #: files and the question file's ``gates:``): the review queue's records, or every decided
+    #: record with ``emit_cases_all``
+    emit_cases: str | None = None
+    emit_cases_all: bool = False
+    #: one OpenTelemetry span around the run (``--otel``; the otel extra). False: only when the
+    #: host asked (``opentelemetry-instrument``, ``OTEL_*`` exporters with the SDK installed)
+    otel: bool = False
 
     def __post_init__(self) -> None:
         # A list or one plain string from a caller outside the CLI: one field, never its letters.
@@ -107,6 +118,10 @@ class RunConfig:
         object.__setattr__(self, "state_fields", fields)
         inputs = self.inputs
         object.__setattr__(self, "inputs", (inputs,) if isinstance(inputs, str) else tuple(inputs))
+        for name in ("review_out", "emit_cases"):
+            path = getattr(self, name)
+            if isinstance(path, os.PathLike):
+                object.__setattr__(self, name, os.fspath(path))
         if self.gate_floors:
             from ..questionfile.thresholds import gate_floor
 
