@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from clirun import run_cli
-from toolnexus.errors import RunError
+from toolnexus.errors import ClassifierError, RunError
 from toolnexus.questionfile.thresholds import GateFloor
 from toolnexus.recordings import load_recordings, write_recording
 from toolnexus.run import RunConfig, RunEnded, RunNote, RunProgress, run_batch
@@ -228,6 +228,29 @@ def test_the_cases_name_the_question_file_and_hold_the_states(tmp_path: Path) ->
     expect = {"gates": {"merge": "needs_input", "strict": "permit"}}
     assert got[0] == {"id": "edge", "questions": "../q.yaml", "state": "edge", "expect": expect}
     assert [c["id"] for c in got] == ["edge", "low"]
+
+
+def test_a_step_that_cannot_write_raises_after_the_run_ended(tmp_path: Path) -> None:
+    """A step's failure is the run's error, after ``RunEnded``: the records stay, and ``batch``
+    prints its summary line and then the one error line, exit 2, as it did."""
+    qpath, rec, src = _setup(tmp_path)
+    review = tmp_path / "missing" / "r.csv"
+    heard: list[Any] = []
+    cfg = RunConfig.from_question_file(
+        qpath, str(src), classifier=_replaying(rec), id_field="id", state_fields=("text",),
+        output=str(tmp_path / "lib.jsonl"), review_out=str(review),
+    )  # fmt: skip
+    with pytest.raises(ClassifierError) as e:  # report's own error, as batch met it
+        run_batch(cfg, on_progress=heard.append)
+    said = f"{review}: cannot write: No such file or directory"
+    assert str(e.value) == said
+    ended = [x for x in heard if isinstance(x, RunEnded)]
+    assert len(ended) == 1 and ended[0].summary.ok == 3
+    assert len((tmp_path / "lib.jsonl").read_text("utf-8").splitlines()) == 3
+    ran = _cli(qpath, src, rec, tmp_path / "cli.jsonl", "--review-out", str(review))
+    assert ran.code == 2
+    assert ran.stderr.splitlines()[-2].startswith("toolnexus: batch: 3 states, 3 ok")
+    assert ran.stderr.splitlines()[-1] == f"toolnexus: {said}"
 
 
 @pytest.mark.parametrize(
