@@ -4,9 +4,10 @@ Its options are the fields of ``batch_options.BatchFlags`` (and the backend's of
 ``options.BackendSettings``); the command builds the library's ``toolnexus.run.RunConfig`` from
 them and hands it to ``toolnexus.run.run_batch`` (imported inside the command, so registering
 ``batch`` costs only typer). What stays here: the flags, the dry run and the budget worked out
-before the run, the progress display, the summary line, the steps after the run and the exit
-code. Records go to ``--output`` or stdout; progress, warnings and the one-line summary go to
-stderr.
+before the run, the progress display, the summary line and the exit code; the run itself, its
+OpenTelemetry span (``--otel``) and the steps after it (``--review-out``, ``--emit-cases``) are
+the library's, and their notes print here. Records go to ``--output`` or stdout; progress,
+warnings and the one-line summary go to stderr.
 
 Exit codes, worst first: 4 when the run stopped scheduling (5 for a spend cap); 3 when any state
 failed at the backend (``backend_*`` codes and ``invalid_decision``); 2 for usage errors and for
@@ -73,23 +74,27 @@ def batch_command(
 
     cfg = BatchConfig(inputs=list(inputs), questions_file=str(questions), **batch_values)
     settings = BackendSettings(**backend_values)
-    from .batch_otel import run_telemetry
+    from ..run.otel import prepare_telemetry
 
-    with run_telemetry(cfg.otel, settings) as run_span:
-        _batch(cfg, questions, settings, run_span)
+    # --otel's extra and the SDK's OTEL_* settings, before anything else as ever (the run opens
+    # its span: run_batch, or the dry run below)
+    prepare_telemetry(cfg.otel)
+    _batch(cfg, questions, settings)
 
 
-def _batch(cfg: Any, questions: Path, settings: BackendSettings, run_span: Any) -> None:
+def _batch(cfg: Any, questions: Path, settings: BackendSettings) -> None:
+    from dataclasses import replace
+
+    from ..run.steps import check_case_gates, check_steps
     from .batch_budget import budget_for
     from .batch_dry import dry_run, price_of
 
     price = price_of(cfg.price)
-    if cfg.review_out is not None and cfg.output is None:
-        raise CliError("--review-out reads the records the run wrote: give -o FILE")
-    if cfg.emit_cases is not None or cfg.emit_cases_all:
-        from .batch_cases import check_cases
+    check_steps(cfg.run)  # --review-out / --emit-cases: what they cannot do, before anything
+    if cfg.emit_cases is not None:
+        from .questionfile import load_question_file
 
-        check_cases(cfg, questions)
+        check_case_gates(replace(cfg.run, gates=load_question_file(questions)[1]))
     cache = None
     if cfg.use_cache:
         if settings.style != "systemone":
@@ -100,8 +105,11 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings, run_span: Any) 
         cache = SqliteCache(cache_path(cfg.cache_dir))
     try:
         if cfg.dry_run:
-            result = dry_run(cfg, questions, settings, cache=cache, price=price)
-            sys.stdout.write(result.render(cfg.fmt) + "\n")
+            from ..run.otel import run_telemetry
+
+            with run_telemetry(cfg.otel):  # the span batch opened around a dry run too
+                result = dry_run(cfg, questions, settings, cache=cache, price=price)
+                sys.stdout.write(result.render(cfg.fmt) + "\n")
             return
         budget = budget_for(cfg, questions, settings, cache, price)
         with _counting_resends(budget):
@@ -109,24 +117,6 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings, run_span: Any) 
     finally:
         if cache is not None:
             cache.close()
-    if summary.stopped is not None:
-        sys.stderr.write(f"toolnexus: {one_line(summary.stopped)}\n")
-    run_span.summary(summary)
-    sys.stderr.write(f"toolnexus: {summary.line()}\n")
-    if summary.stopped is not None and cfg.output is not None and summary.failed:
-        # The states never sent have no record; the ones that failed keep theirs, which a
-        # plain --resume leaves in place (issue 31 item 2).
-        sys.stderr.write(
-            "toolnexus: fix the cause, then run the same command with --resume --retry-errors "
-            f"(--resume sends the states not sent; --retry-errors re-runs the {summary.failed} "
-            "error records)\n"
-        )
-    if cfg.review_out is not None and summary.interrupted is None:
-        _write_review(cfg.output, cfg.review_out, questions)
-    if cfg.emit_cases is not None and summary.interrupted is None:
-        from .batch_cases import write_cases
-
-        write_cases(cfg, questions)
     if summary.interrupted is not None:
         sys.stderr.write(f"toolnexus: {_resume_hint(cfg.output, summary.kept_old_output)}\n")
         raise typer.Exit(EXIT_INTERRUPTED if summary.interrupted == "SIGINT" else EXIT_TERMINATED)
@@ -149,13 +139,13 @@ def _run(
     from .backend import classifier_options, live_target, recorder_for, warn_to_stderr
     from .batch_dry import warn_if_over_limits
     from .batch_progress import Display
-    from .gatefloors import with_gate_floors
     from .questionfile import load_question_file
 
     check_config(cfg.run)  # every flag before the question file, as ever
     (file_model, qs), gates = load_question_file(questions)
-    # ``--thresholds @FILE``'s gates: floors (report --write-thresholds --gates), issue 35 item 4
-    gates = with_gate_floors(gates, cfg.thresholds, questions)
+    # ``--thresholds @FILE``'s gates: floors (issue 35 item 4) are run_batch's to apply; a floor
+    # for a gate the file lacks is refused here, before the backend is built, as ever
+    replace(cfg.run, gates=gates).floored_gates()
     options = classifier_options(settings, file_model=file_model, on_metric=warn_to_stderr)
     model = options.get("model")
     if settings.style == "systemone":
@@ -175,23 +165,34 @@ def _run(
         replay=settings.replay,
         said_over_limits=warned,
     )
-    display = Display(run.inputs, run.output, cfg.progress)
+    display = Display(run.inputs, run.output, cfg.progress, ended=_summary_lines(run.output))
     try:
-        return run_batch(run, on_progress=display)
+        summary = run_batch(run, on_progress=display)
     finally:
         display.stop()
+    if not display.said_end:
+        display.end(summary)  # every run that returns ended; said here should one not have
+    return summary
 
 
-def _write_review(output: str, review_out: str, questions: Path) -> None:
-    """``--review-out``: the queue of what the run wrote (``report.review``, as ``report
-    --review-out --gates`` writes it), a held record known by the file's gates' defaults."""
-    from ..report.review import write_review
-    from .questionfile import load_question_file
+def _summary_lines(output: str | None) -> Any:
+    """What ``batch`` says when its run ends (``RunEnded``), before the steps after it: why it
+    stopped, the summary line, and how to finish a stopped run."""
 
-    _, gates = load_question_file(questions)
-    # A run that cannot be read is a ReportError: the one boundary prints it, exit 2.
-    queued = write_review(output, review_out, {n: p.default for n, p in gates.items()})
-    sys.stderr.write(f"toolnexus: {review_out}: {queued} records to review\n")
+    def say(summary: Any) -> None:
+        if summary.stopped is not None:
+            sys.stderr.write(f"toolnexus: {one_line(summary.stopped)}\n")
+        sys.stderr.write(f"toolnexus: {summary.line()}\n")
+        if summary.stopped is not None and output is not None and summary.failed:
+            # The states never sent have no record; the ones that failed keep theirs, which a
+            # plain --resume leaves in place (issue 31 item 2).
+            sys.stderr.write(
+                "toolnexus: fix the cause, then run the same command with --resume "
+                f"--retry-errors (--resume sends the states not sent; --retry-errors re-runs "
+                f"the {summary.failed} error records)\n"
+            )
+
+    return say
 
 
 def _counting_resends(budget: Any) -> Any:

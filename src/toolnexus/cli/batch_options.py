@@ -261,8 +261,8 @@ def flags_like(name: str, helps: dict[str, str | None], defaults: dict[str, Any]
     return make_dataclass(name, made, frozen=True)
 
 
-#: Each flag -> the ``RunConfig`` fields it sets, parsed; ``()``: the command's own (its display,
-#: the steps after the run, the dry run that sends nothing, the telemetry it wraps the run in).
+#: Each flag -> the ``RunConfig`` fields it sets, parsed; ``()``: the command's own (its display
+#: and the dry run that sends nothing).
 RUN_FIELDS: dict[str, tuple[str, ...]] = {
     "id_field": ("id_field",),
     "state_field": ("state_fields",),
@@ -281,19 +281,19 @@ RUN_FIELDS: dict[str, tuple[str, ...]] = {
     "shard": ("shard",),
     "progress": (),
     "fail_on": ("fail_on",),
-    "thresholds": ("thresholds", "question_thresholds"),
+    "thresholds": ("thresholds", "question_thresholds", "gate_floors"),
     "dry_run": (),
     "max_cost": ("max_cost",),
     "max_tokens": ("max_tokens",),
     "max_requests": ("max_requests",),
     "price": ("price",),
-    "otel": (),
+    "otel": ("otel",),
     "calibration": ("calibration",),
     "use_cache": ("cache",),
     "cache_dir": ("cache",),
-    "review_out": (),
-    "emit_cases": (),
-    "emit_cases_all": (),
+    "review_out": ("review_out",),
+    "emit_cases": ("emit_cases",),
+    "emit_cases_all": ("emit_cases_all",),
 }
 
 #: The ``RunConfig`` fields no batch flag sets: the command's arguments (the question file and
@@ -354,7 +354,12 @@ class BatchConfig(BatchFlags):
 
     def __post_init__(self) -> None:
         from ..run import RunConfig, caps_from
-        from .options import parse_fail_on, parse_question_thresholds, parse_thresholds
+        from .options import (
+            parse_fail_on,
+            parse_gate_floors,
+            parse_question_thresholds,
+            parse_thresholds,
+        )
 
         # One name given as a plain string (a caller outside Typer) is one field, never its
         # characters; each parse in the order a user met its error before.
@@ -364,6 +369,7 @@ class BatchConfig(BatchFlags):
         fail_on = parse_fail_on(self.fail_on)
         thresholds = parse_thresholds(self.thresholds)
         question_thresholds = parse_question_thresholds(self.thresholds)
+        gate_floors = parse_gate_floors(self.thresholds)
         pack = parse_pack(self.pack)
         caps = caps_from(self.max_cost, self.max_tokens, self.max_requests)
         run = RunConfig(
@@ -391,6 +397,11 @@ class BatchConfig(BatchFlags):
             fail_on=fail_on,
             thresholds=thresholds,
             question_thresholds=question_thresholds,
+            gate_floors=gate_floors,
             calibration=self.calibration,
+            review_out=self.review_out,
+            emit_cases=self.emit_cases,
+            emit_cases_all=self.emit_cases_all,
+            otel=self.otel,
         )
         object.__setattr__(self, "run", run)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..run import RunNote, RunProgress
+    from ..run import RunEnded, RunNote, RunProgress, RunSummary
 
 __all__ = ["Display", "Progress", "bar_fits", "count_lines"]
 
@@ -55,24 +55,45 @@ class Progress:
 class Display:
     """The run's ``on_progress``: the bar (when ``show``) and each note on stderr."""
 
-    def __init__(self, inputs: Sequence[str], output: str | None, show: bool | None) -> None:
+    def __init__(
+        self,
+        inputs: Sequence[str],
+        output: str | None,
+        show: bool | None,
+        ended: Callable[[RunSummary], object] | None = None,
+    ) -> None:
         if show is None:
             show = bar_fits(output)
         self.bar = Progress(count_lines(inputs)) if show else None
+        self._ended = ended
+        #: whether the run's end was said (``ended`` called)
+        self.said_end = False
 
-    def __call__(self, event: RunProgress | RunNote) -> None:
-        from ..run import RunNote
+    def __call__(self, event: RunProgress | RunNote | RunEnded) -> None:
+        from ..run import RunEnded, RunNote
 
         if isinstance(event, RunNote):
-            # The run said it on one line already (a note through one_line).
-            sys.stderr.write(f"toolnexus: {event.kind}: {event.message}\n")
+            # The run said it on one line already (a note through one_line); a step after the
+            # run (--review-out, --emit-cases) says what it wrote as batch always did.
+            kind = "" if event.kind == "done" else f"{event.kind}: "
+            sys.stderr.write(f"toolnexus: {kind}{event.message}\n")
             sys.stderr.flush()
+        elif isinstance(event, RunEnded):
+            self.end(event.summary)
         elif self.bar is not None:
             self.bar.update(event)
+
+    def end(self, summary: RunSummary) -> None:
+        """The run ended: the bar goes, then ``ended`` says so (the summary line)."""
+        self.stop()
+        self.said_end = True
+        if self._ended is not None:
+            self._ended(summary)
 
     def stop(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+            self.bar = None
 
 
 def bar_fits(output: str | None) -> bool:

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from ..defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT, MODEL_ENV
+from ..questionfile.thresholds import THRESHOLD_NAMES as _THRESHOLD_NAMES
 from .errors import CliError
 
 if TYPE_CHECKING:
     from ..errors import ClassifierError
-    from ..yamlread import Located
 
 _PANEL = "Backend"
 R = TypeVar("R")
@@ -293,8 +293,8 @@ def backend_options(command: Callable[..., R]) -> Callable[..., R]:
     return options_from(BackendSettings, "backend_values")(command)
 
 
-#: The --thresholds names (seed 004 ``default-thresholds``).
-THRESHOLD_NAMES = ("yes", "no", "min_confidence")
+#: The --thresholds names (seed 004 ``default-thresholds``), defined beside the file's reader.
+THRESHOLD_NAMES = _THRESHOLD_NAMES
 
 
 def parse_fail_on(text: str | None) -> tuple[str, ...]:
@@ -315,7 +315,8 @@ def parse_thresholds(text: str | None) -> dict[str, float]:
     the rest keep their defaults (``threshold_band`` merges over ``DEFAULT_THRESHOLDS``). With
     the defaults merged, ``no`` may not be above ``yes``. ``@FILE`` reads them from a YAML file
     (``report --write-thresholds`` writes one): its top-level names, and per question key under
-    ``questions`` (:func:`parse_question_thresholds`)."""
+    ``questions`` (:func:`parse_question_thresholds`), read by the library
+    (``toolnexus.questionfile.thresholds``)."""
     if not text:
         return {}
     if text.startswith("@"):
@@ -337,7 +338,13 @@ def parse_thresholds(text: str | None) -> dict[str, float]:
         except ValueError:
             raise CliError(f"--thresholds: {name} must be a number, got {raw.strip()!r}") from None
         out[name] = value
-    return _checked(out, "--thresholds")
+    from ..errors import RunError
+    from ..questionfile.thresholds import checked_cut_points
+
+    try:
+        return checked_cut_points(out, "--thresholds")
+    except RunError as e:
+        raise CliError(str(e)) from None
 
 
 def parse_question_thresholds(text: str | None) -> dict[str, dict[str, float]]:
@@ -345,77 +352,29 @@ def parse_question_thresholds(text: str | None) -> dict[str, dict[str, float]]:
     no}}``), over the file's top-level ones; empty for the inline form."""
     if not text or not text.startswith("@"):
         return {}
-    top, per_key = _thresholds_file(text[1:])
-    return {k: _checked({**top, **v}, f"--thresholds {text}: question {k!r}") for k, v in
-            per_key.items()}  # fmt: skip
+    return _thresholds_file(text[1:])[1]
 
 
-def _checked(values: dict[str, float], where: str) -> dict[str, float]:
-    """Each value within 0..1 and, with the defaults merged, ``no`` not above ``yes``."""
-    for name, value in values.items():
-        if not 0.0 <= value <= 1.0:
-            raise CliError(f"{where}: {name} must be within 0..1, got {value}")
-    from ..validation import DEFAULT_THRESHOLDS
-
-    merged = {**DEFAULT_THRESHOLDS, **values}
-    if merged["no"] > merged["yes"]:
-        # A probability at or above yes reads "yes" and at or below no reads "no": with no above
-        # yes, one value would be both.
-        raise CliError(
-            f"{where}: no ({merged['no']:g}) is above yes ({merged['yes']:g}); "
-            "give no <= yes, e.g. yes=0.8,no=0.2"
-        )
-    return values
-
-
-def _cut_points(obj: Any, where: str) -> dict[str, float]:
-    if not isinstance(obj, dict):
-        raise CliError(f"{where}: expected a mapping of {', '.join(THRESHOLD_NAMES)}")
-    out = {}
-    for name, value in obj.items():
-        if name not in THRESHOLD_NAMES:
-            raise CliError(f"{where}: unknown name {name!r} (use {', '.join(THRESHOLD_NAMES)})")
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise CliError(f"{where}: {name} must be a number, got {value!r}")
-        out[name] = float(value)
-    return out
-
-
-def thresholds_doc(path: str) -> tuple[dict[str, Any], Located]:
-    """A thresholds YAML file as a mapping, with its positions (``cli.gatefloors`` reads its
-    ``gates:``)."""
-    from ..yamlread import YamlSyntaxError, read_yaml
+def parse_gate_floors(text: str | None) -> dict[str, Any]:
+    """Per gate name, the ``GateFloor`` of a ``--thresholds @FILE``'s ``gates: {NAME: {floor:
+    F}}`` (``report --write-thresholds --gates`` writes it); empty for the inline form."""
+    if not text or not text.startswith("@"):
+        return {}
+    from ..errors import RunError
+    from ..questionfile.thresholds import read_gate_floors
 
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
-        raise CliError(f"--thresholds @{path}: cannot read: {why}") from None
-    try:
-        doc = read_yaml(text)
-    except YamlSyntaxError as e:
-        p = e.problem
-        raise CliError(f"--thresholds @{path}:{p.line}: {p.message}") from None
-    if doc.problems:
-        p = doc.problems[0]
-        raise CliError(f"--thresholds @{path}:{p.line}: {p.message}")
-    obj = doc.value if doc.value is not None else {}
-    if not isinstance(obj, dict):
-        raise CliError(f"--thresholds @{path}: expected a mapping (yes, no, min_confidence, "
-                       "questions, gates)")  # fmt: skip
-    return obj, doc
+        return dict(read_gate_floors(text[1:]))
+    except RunError as e:
+        raise CliError(str(e)) from None
 
 
 def _thresholds_file(path: str) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """The top-level and per-question cut-points of a thresholds YAML file."""
-    obj, _ = thresholds_doc(path)
-    questions = obj.get("questions") or {}
-    if not isinstance(questions, dict):
-        raise CliError(f"--thresholds @{path}: questions must map question keys to cut-points")
-    top = _checked(_cut_points({k: v for k, v in obj.items() if k not in ("questions", "gates")},
-                               f"--thresholds @{path}"), f"--thresholds @{path}")  # fmt: skip
-    per_key = {
-        str(k): _cut_points(v, f"--thresholds @{path}: question {k!r}") for k, v in
-        questions.items()
-    }  # fmt: skip
-    return top, per_key
+    """The top-level and per-question cut-points of a thresholds YAML file, each checked."""
+    from ..errors import RunError
+    from ..questionfile.thresholds import read_thresholds
+
+    try:
+        return read_thresholds(path)
+    except RunError as e:
+        raise CliError(str(e)) from None

@@ -14,6 +14,7 @@ The modules::
               structural findings), QuestionFileError, QuestionSet, Lint
     checker   Checker: every structural rule, located at the YAML node it is about
     gates     the ``gates:`` section (named SPEC §8B policies)
+    thresholds  a thresholds file (``--thresholds @FILE``): cut-points and the gates' floors
     codes     Finding and the stable TN codes; rules: every rule's text, written once
 
 Names are imported on first use (PEP 562): ``check-criteria --help`` lists the codes from

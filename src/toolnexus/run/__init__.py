@@ -9,12 +9,14 @@
 
 A :class:`RunConfig` says everything a run does (inputs and their fields, output and format,
 resume / retry-errors / overwrite, shard, pack, spend caps, calibration, cache, the
-scheduler's settings); ``RunConfig.from_question_file(path, inputs, ...)`` builds one from a
+scheduler's settings, a thresholds file's gate floors, the steps after the run and its
+OpenTelemetry span); ``RunConfig.from_question_file(path, inputs, ...)`` builds one from a
 question file as ``batch`` loads it (``toolnexus.questionfile``); :func:`run_batch` (or
 :func:`arun_batch` on a running loop) runs it and returns a :class:`RunSummary`;
 :func:`estimate` is its dry run. Progress reaches ``on_progress`` as :class:`RunProgress` values
-(and notes as :class:`RunNote`). Readers and sinks are registered codecs
-(:func:`register_reader`, :func:`register_sink`): Parquet is one like the others.
+(notes as :class:`RunNote`, the run's end as :class:`RunEnded`). Readers and sinks are
+registered codecs (:func:`register_reader`, :func:`register_sink`): Parquet is one like the
+others.
 
 The modules::
 
@@ -24,7 +26,9 @@ The modules::
     dry         estimate (the dry run: requests, tokens, cost, the largest request), DryRun
     budget      the Budget a run's caps give it, the output's earlier spend, resends charged
     stream      Stream: feeds the states, turns results into records, writes them
-    summary     RunSummary, RunProgress, RunNote
+    summary     RunSummary, RunProgress, RunNote, RunEnded
+    steps       after a finished run: review_out (the review queue), emit_cases (golden cases)
+    otel        the run's OpenTelemetry span (the otel extra, imported only when it is on)
     safety      the checks before anything is written, the lock, opening the output
     inputs      the JSONL / CSV / state-file readers; items: one state read (InputItem)
     arrowin     the Parquet / Arrow reader (the parquet extra)
@@ -48,7 +52,7 @@ if TYPE_CHECKING:
     from .dry import DryRun, estimate
     from .engine import arun_batch, run_batch
     from .items import InputItem, InputSpec
-    from .summary import RunNote, RunProgress, RunSummary
+    from .summary import RunEnded, RunNote, RunProgress, RunSummary
 
 #: Each public name and its module, imported on first use (PEP 562): ``eval`` reads its state
 #: with ``toolnexus.run.states`` and must not load the whole run to do it.
@@ -58,6 +62,7 @@ _WHERE = {
     "InputSpec": "items",
     "Reader": "codecs",
     "RunConfig": "config",
+    "RunEnded": "summary",
     "RunNote": "summary",
     "RunProgress": "summary",
     "RunSummary": "summary",
@@ -76,6 +81,7 @@ __all__ = [
     "InputSpec",
     "Reader",
     "RunConfig",
+    "RunEnded",
     "RunNote",
     "RunProgress",
     "RunSummary",

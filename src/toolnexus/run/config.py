@@ -8,6 +8,7 @@ Fields are the library's types, parsed: ``shard=(2, 3)``, ``pack="auto"``, ``fai
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -21,11 +22,12 @@ from .items import InputSpec
 if TYPE_CHECKING:
     from ..decision import Decision
     from ..policy import Policy
+    from ..questionfile.thresholds import GateFloor
     from ..questions import Question
     from ..scheduler import Admission
     from ..scheduler.budget import Caps, Price
 
-__all__ = ["Recorder", "RunConfig", "caps_from"]
+__all__ = ["Recorder", "RunConfig", "apply_gate_floors", "caps_from"]
 
 #: Called with each live decision as sent (``--record``): the state, the questions, the decision.
 Recorder = Callable[[Any, "Mapping[str, Question]", "Decision"], None]
@@ -83,6 +85,9 @@ class RunConfig:
     fail_on: tuple[str, ...] = ()
     thresholds: Mapping[str, float] = field(default_factory=dict)
     question_thresholds: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: per gate of ``gates``, the floor that sets its cut-points (a thresholds file's ``gates:``,
+    #: ``report --write-thresholds --gates``): ``{"merge": 0.75}`` or ``GateFloor`` values
+    gate_floors: Mapping[str, GateFloor] = field(default_factory=dict)
     #: a calibration map file (``report --write-calibration``)
     calibration: str | None = None
     #: a decision cache (``toolnexus.cache``) the classifier reads and fills
@@ -94,6 +99,17 @@ class RunConfig:
     #: the caller already warned that the question set alone passes the wire's token limits:
     #: the states over them are then only counted
     said_over_limits: bool = False
+    # -- after the run, and around it (``run.steps``, ``run.otel``)
+    #: after a finished run, the records to review as a CSV (``--review-out``; needs ``output``)
+    review_out: str | None = None
+    #: after a finished run, golden cases as JSONL (``--emit-cases``; needs ``output``, input
+    #: files and the question file's ``gates:``): the review queue's records, or every decided
+    #: record with ``emit_cases_all``
+    emit_cases: str | None = None
+    emit_cases_all: bool = False
+    #: one OpenTelemetry span around the run (``--otel``; the otel extra). False: only when the
+    #: host asked (``opentelemetry-instrument``, ``OTEL_*`` exporters with the SDK installed)
+    otel: bool = False
 
     def __post_init__(self) -> None:
         # A list or one plain string from a caller outside the CLI: one field, never its letters.
@@ -102,6 +118,16 @@ class RunConfig:
         object.__setattr__(self, "state_fields", fields)
         inputs = self.inputs
         object.__setattr__(self, "inputs", (inputs,) if isinstance(inputs, str) else tuple(inputs))
+        for name in ("review_out", "emit_cases"):
+            path = getattr(self, name)
+            if isinstance(path, os.PathLike):
+                object.__setattr__(self, name, os.fspath(path))
+        if self.gate_floors:
+            from ..questionfile.thresholds import gate_floor
+
+            floors = {str(n): gate_floor(f, "gate_floors", str(n)) for n, f in
+                      self.gate_floors.items()}  # fmt: skip
+            object.__setattr__(self, "gate_floors", floors)
 
     @classmethod
     def from_question_file(
@@ -112,10 +138,20 @@ class RunConfig:
         ``QuestionFileError``, one line at ``path:line:col``), ``questions_path`` set so an
         ``output`` onto the file is refused, and the file's ``model`` in ``classifier`` when
         neither ``classifier={"model": ...}`` nor ``$TOOLNEXUS_MODEL`` names one (``--model`` >
-        ``$TOOLNEXUS_MODEL`` > the file's, the CLI's order). ``fields`` are the other fields."""
+        ``$TOOLNEXUS_MODEL`` > the file's, the CLI's order). ``thresholds`` may be a
+        thresholds file (``batch --thresholds @FILE``, a ``str`` or ``Path``): its cut-points, its
+        ``questions:`` cut-points and its ``gates:`` floors set ``thresholds``,
+        ``question_thresholds`` and ``gate_floors``. ``fields`` are the other fields."""
         from ..defaults import resolve_model
         from ..questionfile import load_question_file
 
+        thresholds = fields.get("thresholds")
+        if isinstance(thresholds, str | os.PathLike):
+            from ..questionfile.thresholds import read_gate_floors, read_thresholds
+
+            top, per_key = read_thresholds(os.fspath(thresholds))
+            floors = read_gate_floors(os.fspath(thresholds))
+            fields.update(thresholds=top, question_thresholds=per_key, gate_floors=floors)
         (file_model, questions), gates = load_question_file(path)
         classifier = dict(fields.pop("classifier", None) or {})
         model = resolve_model(classifier.get("model"), file_model, default=None)
@@ -129,6 +165,11 @@ class RunConfig:
             questions_path=str(path),
             **fields,
         )
+
+    def floored_gates(self) -> dict[str, Policy]:
+        """``gates`` with ``gate_floors`` applied (:func:`apply_gate_floors`); ``run_batch``
+        gates every record by these."""
+        return apply_gate_floors(self.gates, self.gate_floors, self.questions_path)
 
     @property
     def spec(self) -> InputSpec:
@@ -163,3 +204,27 @@ def caps_from(
         return Caps(cost, max_tokens, max_requests)
     except ConfigError as e:
         raise RunError(e.detail.removeprefix("classifier: ")) from None
+
+
+def apply_gate_floors(
+    gates: Mapping[str, Policy],
+    floors: Mapping[str, GateFloor],
+    questions_path: str | os.PathLike[str] | None,
+) -> dict[str, Policy]:
+    """``gates`` with each gate's floor applied: its cut-points set by the floor in the policy's
+    own sense, as ``report --gates --floors`` swept them (``report.sweep.at_floor``). A floor for
+    a gate ``gates`` does not define is one line naming both (``eval`` and ``batch`` share it)."""
+    if not floors:
+        return dict(gates)
+    from ..report.sweep import at_floor
+
+    source = "the question set" if questions_path is None else os.fspath(questions_path)
+    for name, floor in floors.items():
+        if name not in gates:
+            have = f"its gates: {', '.join(gates)}" if gates else "it has no gates: section"
+            again = "QUESTIONS" if questions_path is None else source
+            raise RunError(
+                f"{floor.where}: gate {name!r} is not a gate of {source} ({have}); write the "
+                f"floors again with report --gates {again}"
+            )
+    return {n: at_floor(p, floors[n].hundredths) if n in floors else p for n, p in gates.items()}

@@ -23,6 +23,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from ..failures import one_line
@@ -32,19 +33,21 @@ from .config import RunConfig
 from .pace import OverLimitWatch
 from .safety import check_config, check_existing, lock_output, open_output
 from .select import select
+from .steps import check_case_gates, check_steps
 from .stream import Stream
-from .summary import RunNote, RunProgress, RunSummary
+from .summary import RunEnded, RunNote, RunProgress, RunSummary
 
 if TYPE_CHECKING:
     from ..classifier import Classifier
     from ..records.decision import Recalibrator
     from ..scheduler import Admission
+    from .otel import RunSpan
     from .resume import PriorOutput
 
 __all__ = ["OnProgress", "arun_batch", "run_batch"]
 
-#: What ``on_progress`` hears: the counts after each record, and each note once.
-OnProgress = Callable[[RunProgress | RunNote], object]
+#: What ``on_progress`` hears: the counts after each record, each note once, and the run's end.
+OnProgress = Callable[[RunProgress | RunNote | RunEnded], object]
 
 _log = logging.getLogger("toolnexus.run")
 
@@ -54,8 +57,19 @@ def run_batch(config: RunConfig, *, on_progress: OnProgress | None = None) -> Ru
 
     Blocks until the run ends. SIGINT and SIGTERM (on the main thread) stop it as they stop
     the CLI: what is in flight is dropped, what was written is kept, and the summary's
-    ``interrupted`` names the signal."""
+    ``interrupted`` names the signal. The steps after a finished run (``review_out``,
+    ``emit_cases``) run once the event loop is closed, under the default Ctrl-C again."""
+    from .otel import run_telemetry
+
     run = _Session(config, on_progress)
+    with run_telemetry(config.otel) as span:
+        _run_on_a_loop(run)
+        run.ended(span)
+    return run.summary
+
+
+def _run_on_a_loop(run: _Session) -> None:
+    """``run`` on a new event loop, SIGINT / SIGTERM (on the main thread) stopping it."""
     on_main = threading.current_thread() is threading.main_thread()
 
     async def main() -> None:
@@ -81,14 +95,19 @@ def run_batch(config: RunConfig, *, on_progress: OnProgress | None = None) -> Ru
     except asyncio.CancelledError:
         if run.summary.interrupted is None:
             raise
-    return run.summary
 
 
 async def arun_batch(config: RunConfig, *, on_progress: OnProgress | None = None) -> RunSummary:
     """:func:`run_batch` on the running event loop. Cancelling the awaiting task stops the run
-    (records kept, output consistent, lock released) and re-raises ``CancelledError``."""
+    (records kept, output consistent, lock released) and re-raises ``CancelledError``. The
+    steps after a finished run (``review_out``, ``emit_cases``) read files on this loop's
+    thread, as ``batch`` does after its run."""
+    from .otel import run_telemetry
+
     run = _Session(config, on_progress)
-    await run.arun()
+    with run_telemetry(config.otel) as span:
+        await run.arun()
+        run.ended(span)
     return run.summary
 
 
@@ -102,7 +121,7 @@ class _Session:
         self.writer: SinkWriter | None = None
         self._said: set[str] = set()
 
-    def note(self, message: str, kind: Literal["note", "warning"] = "note") -> None:
+    def note(self, message: str, kind: Literal["note", "warning", "done"] = "note") -> None:
         """Tell the user ``message`` (a note once per run, on one line): to ``on_progress``,
         else the log."""
         if kind == "note":
@@ -113,11 +132,28 @@ class _Session:
         if self.on_progress is not None:
             self.on_progress(RunNote(message, kind))
         else:
-            _log.log(logging.INFO if kind == "note" else logging.WARNING, "%s", message)
+            _log.log(logging.WARNING if kind == "warning" else logging.INFO, "%s", message)
+
+    def ended(self, span: RunSpan) -> None:
+        """The run ended: its counts on the run's span, :class:`RunEnded` to ``on_progress``,
+        then (unless interrupted) the steps after it, each saying what it wrote."""
+        span.summary(self.summary)
+        if self.on_progress is not None:
+            self.on_progress(RunEnded(self.summary))
+        if self.summary.interrupted is None:
+            from .steps import run_steps
+
+            run_steps(self.cfg, lambda message: self.note(message, "done"))
 
     async def arun(self) -> None:
         cfg = self.cfg
         check_config(cfg)
+        check_steps(cfg)
+        if cfg.gate_floors:
+            # A thresholds file's gates: floors set the gates' cut-points (issue 35 item 4),
+            # for a script as for --thresholds @FILE.
+            self.cfg = cfg = replace(cfg, gates=cfg.floored_gates(), gate_floors={})
+        check_case_gates(cfg)
         classifier = self._classifier()
         recalibrator = self._recalibrator()
         columns = self._columns(recalibrator)

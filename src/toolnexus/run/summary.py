@@ -1,7 +1,8 @@
 """What a batch run did (:class:`RunSummary`: the counts behind ``toolnexus batch``'s
 one-line summary and its exit code) and what it reports while it runs (:class:`RunProgress`,
-the typed value ``run_batch(on_progress=...)`` hears after each record, and :class:`RunNote`,
-a note the user should read once)."""
+the typed value ``run_batch(on_progress=...)`` hears after each record, :class:`RunNote`, a
+note the user should read once, and :class:`RunEnded`, the run's end before the steps after
+it)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from ..failures import (
 )
 from ..printable import printable
 
-__all__ = ["FIRST_IDS", "RunNote", "RunProgress", "RunSummary"]
+__all__ = ["FIRST_IDS", "RunEnded", "RunNote", "RunProgress", "RunSummary"]
 
 #: How many ids of each ``--fail-on`` condition the summary names.
 FIRST_IDS = 5
@@ -49,7 +50,19 @@ class RunNote:
     a note at INFO, a warning at WARNING). The CLI prints ``toolnexus: {kind}: {message}``."""
 
     message: str
-    kind: Literal["note", "warning"] = "note"
+    #: ``done``: what a step after the run wrote (``review_out``, ``emit_cases``), said once
+    #: the run ended; the CLI prints ``toolnexus: {message}``
+    kind: Literal["note", "warning", "done"] = "note"
+
+
+@dataclass(frozen=True)
+class RunEnded:
+    """The run ended (its output settled, or what it wrote kept after SIGINT / SIGTERM): what
+    ``on_progress`` hears once, before the steps after the run (``review_out``,
+    ``emit_cases``) and their ``done`` notes. ``toolnexus batch`` prints its summary line then,
+    so the steps' lines (or their error) follow it."""
+
+    summary: RunSummary
 
 
 @dataclass

@@ -1,11 +1,14 @@
-"""``batch`` under OpenTelemetry (issue 23): one parent span for the run, the per-state spans
-(``telemetry.py``, from the classifier) under it, flushed on exit, on Ctrl-C and on SIGTERM.
+"""A run under OpenTelemetry (issue 23; a ``RunConfig`` field since issue 30 item 1): one
+parent span for the run, the per-state spans (``telemetry.py``, from the classifier) under it,
+flushed however the run ends (its end, Ctrl-C, SIGTERM, an error).
 
-It is on with ``--otel``, under ``opentelemetry-instrument`` (which imports OpenTelemetry and
-configures the SDK before the CLI starts), or with ``OTEL_*`` exporter settings and the SDK
-installed (:func:`toolnexus.telemetry.wanted`). Otherwise nothing of OpenTelemetry is imported.
-When no SDK is configured yet, the SDK's own configurator builds one from the ``OTEL_*``
-settings (exporters, sampler, resource), as ``opentelemetry-instrument`` would.
+It is on with ``RunConfig(otel=True)`` (``batch --otel``), under ``opentelemetry-instrument``
+(which imports OpenTelemetry and configures the SDK before the program starts), or with
+``OTEL_*`` exporter settings and the SDK installed (:func:`toolnexus.telemetry.wanted`).
+Otherwise nothing of OpenTelemetry is imported: OpenTelemetry stays an optional extra, and
+importing ``toolnexus.run`` never imports it. When no SDK is configured yet, the SDK's own
+configurator builds one from the ``OTEL_*`` settings (exporters, sampler, resource), as
+``opentelemetry-instrument`` would.
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import CliError
+from ..errors import RunError
 
-__all__ = ["RunSpan", "run_telemetry"]
+__all__ = ["RunSpan", "prepare_telemetry", "run_telemetry"]
 
 
 class RunSpan:
@@ -48,7 +51,7 @@ def _configure_sdk() -> Any:
     except ImportError:
         from ..telemetry import INSTALL_HINT
 
-        raise CliError(
+        raise RunError(
             f"--otel needs opentelemetry-sdk and an exporter: {INSTALL_HINT} opentelemetry-sdk"
         ) from None
     try:
@@ -56,7 +59,7 @@ def _configure_sdk() -> Any:
         # OTEL_METRICS_EXPORTER, OTEL_EXPORTER_OTLP_*, OTEL_SERVICE_NAME, ...).
         _OTelSDKConfigurator().configure()  # type: ignore[no-untyped-call]  # SDK: untyped
     except Exception as e:
-        raise CliError(
+        raise RunError(
             f"--otel: the OpenTelemetry SDK could not be configured from the OTEL_* settings "
             f"({type(e).__name__}: {e}); set OTEL_TRACES_EXPORTER (console, otlp with "
             "opentelemetry-exporter-otlp installed, or none)"
@@ -76,25 +79,35 @@ def _flush() -> None:
                 flush()
 
 
-@contextlib.contextmanager
-def run_telemetry(flag: bool, settings: Any) -> Iterator[RunSpan]:
-    """The run's span when telemetry is on (module docstring), flushed however the run ends."""
+def prepare_telemetry(flag: bool) -> Any:
+    """OpenTelemetry's ``trace`` module, the SDK configured, when telemetry is on (module
+    docstring); None when it is off. ``flag`` (``otel=True``) without the API or the SDK is
+    one line naming the extra (a ``RunError``, exit 2). ``batch`` calls it before anything
+    else, as ever; a second call finds the SDK configured and does nothing more."""
     from ..telemetry import wanted
 
     if not wanted(True if flag else None):
-        yield RunSpan()
-        return
+        return None
     try:
         from opentelemetry import trace
     except ImportError:
         if not flag:
-            yield RunSpan()  # asked by the environment alone, without the API: stay quiet
-            return
+            return None  # asked by the environment alone, without the API: stay quiet
         from ..telemetry import INSTALL_HINT
 
-        raise CliError(f"--otel needs opentelemetry-api: {INSTALL_HINT}") from None
+        raise RunError(f"--otel needs opentelemetry-api: {INSTALL_HINT}") from None
     if not _configured(trace):
         _configure_sdk()
+    return trace
+
+
+@contextlib.contextmanager
+def run_telemetry(flag: bool) -> Iterator[RunSpan]:
+    """The run's span when telemetry is on (module docstring), flushed however the run ends."""
+    trace = prepare_telemetry(flag)
+    if trace is None:
+        yield RunSpan()
+        return
     tracer = trace.get_tracer("toolnexus")
     try:
         with tracer.start_as_current_span(

@@ -1,0 +1,152 @@
+"""A thresholds file (``report --write-thresholds`` writes one; ``--thresholds @FILE`` reads it):
+band cut-points at the top level, per question key under ``questions:``, and per gate of the
+question file the floor ``report --write-thresholds --gates`` chose for it (issue 35 item 4)::
+
+    yes: 0.8
+    questions:
+      addresses_task: {yes: 0.75, no: 0.25}
+    gates:
+      merge: {floor: 0.75}
+
+Read here, below the run, so ``toolnexus batch --thresholds @FILE``, ``eval`` and a script's
+``RunConfig.from_question_file(..., thresholds=FILE)`` read one file one way (issue 30 item 1).
+Every problem is one line naming the file (and its line for a gate), a ``RunError`` (exit 2 in
+the CLI)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import RunError
+
+if TYPE_CHECKING:
+    from ..yamlread import Located
+
+__all__ = [
+    "THRESHOLD_NAMES",
+    "GateFloor",
+    "checked_cut_points",
+    "gate_floor",
+    "read_gate_floors",
+    "read_thresholds",
+    "thresholds_doc",
+]
+
+#: The band cut-points a thresholds mapping may name.
+THRESHOLD_NAMES = ("yes", "no", "min_confidence")
+
+
+@dataclass(frozen=True)
+class GateFloor:
+    """One gate's floor: ``hundredths`` (50..100) and ``where`` it was given, the start of a
+    message about it (``--thresholds @t.yaml:3`` for a file's line; ``gate_floors`` for a
+    script's value)."""
+
+    hundredths: int
+    where: str = "gate_floors"
+
+
+def gate_floor(value: object, where: str, name: str) -> GateFloor:
+    """``value`` (a floor like 0.75, or a :class:`GateFloor`) checked: 0.50..1.00 in hundredths."""
+    if isinstance(value, GateFloor):
+        return value
+    hundredths = -1
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        hundredths = round(value * 100)
+        if abs(value * 100 - hundredths) > 1e-6:
+            hundredths = -1  # not in hundredths
+    if not 50 <= hundredths <= 100:
+        raise RunError(f"{where}: gate {name!r}: floor must be in 0.50..1.00 in hundredths, "
+                       f"got {value!r}")  # fmt: skip
+    return GateFloor(hundredths, where)
+
+
+def thresholds_doc(path: str) -> tuple[dict[str, Any], Located]:
+    """A thresholds YAML file as a mapping, with its positions; a file that cannot be read is
+    one line ``--thresholds @PATH[:LINE]: ...``."""
+    from ..yamlread import YamlSyntaxError, read_yaml
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+        raise RunError(f"--thresholds @{path}: cannot read: {why}") from None
+    try:
+        doc = read_yaml(text)
+    except YamlSyntaxError as e:
+        p = e.problem
+        raise RunError(f"--thresholds @{path}:{p.line}: {p.message}") from None
+    if doc.problems:
+        p = doc.problems[0]
+        raise RunError(f"--thresholds @{path}:{p.line}: {p.message}")
+    obj = doc.value if doc.value is not None else {}
+    if not isinstance(obj, dict):
+        raise RunError(f"--thresholds @{path}: expected a mapping (yes, no, min_confidence, "
+                       "questions, gates)")  # fmt: skip
+    return obj, doc
+
+
+def read_gate_floors(path: str | Path) -> dict[str, GateFloor]:
+    """Per gate name, the floor a thresholds file's ``gates: {NAME: {floor: F}}`` gives it
+    (empty when it has no ``gates:``), each naming the file's line."""
+    path = str(path)
+    obj, doc = thresholds_doc(path)
+    gates = obj.get("gates") or {}
+    if not isinstance(gates, dict):
+        raise RunError(f"--thresholds @{path}: gates must map gate names to {{floor: F}}")
+    out = {}
+    for name, value in gates.items():
+        where = f"--thresholds @{path}:{doc.key_at(('gates', name))[0]}"
+        if not isinstance(value, dict) or set(value) != {"floor"}:
+            raise RunError(f"{where}: gate {name!r}: expected {{floor: F}}, got {value!r}")
+        out[str(name)] = gate_floor(value["floor"], where, str(name))
+    return out
+
+
+def read_thresholds(path: str | Path) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """The top-level cut-points of a thresholds file and, per question key, its
+    ``questions:`` cut-points over the top-level ones, each checked."""
+    path = str(path)
+    obj, _ = thresholds_doc(path)
+    questions = obj.get("questions") or {}
+    if not isinstance(questions, dict):
+        raise RunError(f"--thresholds @{path}: questions must map question keys to cut-points")
+    where = f"--thresholds @{path}"
+    rest = {k: v for k, v in obj.items() if k not in ("questions", "gates")}
+    top = checked_cut_points(_cut_points(rest, where), where)
+    per_key = {str(k): _cut_points(v, f"{where}: question {k!r}") for k, v in questions.items()}
+    return top, {k: checked_cut_points({**top, **v}, f"{where}: question {k!r}")
+                 for k, v in per_key.items()}  # fmt: skip
+
+
+def checked_cut_points(values: dict[str, float], where: str) -> dict[str, float]:
+    """Each value within 0..1 and, with the defaults merged, ``no`` not above ``yes``."""
+    for name, value in values.items():
+        if not 0.0 <= value <= 1.0:
+            raise RunError(f"{where}: {name} must be within 0..1, got {value}")
+    from ..validation import DEFAULT_THRESHOLDS
+
+    merged = {**DEFAULT_THRESHOLDS, **values}
+    if merged["no"] > merged["yes"]:
+        # A probability at or above yes reads "yes" and at or below no reads "no": with no above
+        # yes, one value would be both.
+        raise RunError(
+            f"{where}: no ({merged['no']:g}) is above yes ({merged['yes']:g}); "
+            "give no <= yes, e.g. yes=0.8,no=0.2"
+        )
+    return values
+
+
+def _cut_points(obj: Any, where: str) -> dict[str, float]:
+    if not isinstance(obj, dict):
+        raise RunError(f"{where}: expected a mapping of {', '.join(THRESHOLD_NAMES)}")
+    out = {}
+    for name, value in obj.items():
+        if name not in THRESHOLD_NAMES:
+            raise RunError(f"{where}: unknown name {name!r} (use {', '.join(THRESHOLD_NAMES)})")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise RunError(f"{where}: {name} must be a number, got {value!r}")
+        out[name] = float(value)
+    return out
