@@ -121,9 +121,7 @@ def test_the_async_form_gives_the_same_table(server: ThreadedServer) -> None:
 def test_a_missing_column_is_one_line_naming_it(kwargs: dict[str, Any], column: str) -> None:
     with pytest.raises(ConfigError) as e:
         evaluate_table(_table(3), QUESTIONS, style="static", decisions=[], **kwargs)
-    assert str(e.value) == (
-        f"classifier: {column} is not a column (ticket, text)"
-    )
+    assert str(e.value) == f"classifier: {column} is not a column (ticket, text)"
 
 
 @pytest.mark.parametrize(
