@@ -30,11 +30,15 @@ What it promises, and how:
   blocks at once). What is re-paid is the rows of THOSE blocks already evaluated when it died
   (a block's rows are returned together, so none of them had reached the output); finished
   blocks and the other workers' blocks are untouched. Smaller blocks re-pay less.
-- **Re-runs skip what is decided**: ``previous=`` (the Parquet output of an earlier run, a file
-  or a directory) is read on the driver for the ids it decided (no error); those rows are
-  dropped before scheduling (an anti-join on ``id_column``), so a re-run after a crash pays only
-  for the missing and the failed rows. The result holds those rows only; the earlier output
-  keeps the rest. (A SQLite cache is not shared across nodes: it is no substitute.)
+- **Re-runs skip what is decided**, by ``batch --resume``'s rules (``run.decided``):
+  ``previous=`` (the Parquet output of an earlier run, a file with its journal or a directory)
+  is read on the driver, by columns, for the ids it decided: its decisions, and its errors
+  unless ``retry_errors=True`` (``--retry-errors``); those rows are dropped before scheduling
+  (an anti-join on ``id_column``), so a re-run after a crash pays only for the missing rows
+  (and the failed ones, when retried). The result holds those rows only; the earlier output
+  keeps the rest. A run of a newer ``schema_version``, of another question set, or not a
+  readable Parquet run is refused in ``--resume``'s words. (A SQLite cache is not shared across
+  nodes: it is no substitute.)
 - **Secrets never travel.** The key is read from the environment ON EACH WORKER at call time
   (``api_key_env`` names it); it is never in a closure, a task argument or ``runtime_env``
   (Ray keeps those in its cluster metadata and logs). Options that hold a credential or a live
@@ -51,14 +55,18 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .arrow import evaluate_rows
+from .canonical import questions_sha256
 from .classifier import Classifier
 from .config import BatchOptions
 from .defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from .errors import ConfigError
 from .factory import create_classifier
+from .failures import one_line
 from .questions import Question
 from .ray_limiter import LimiterCore, SharedLimit, require_ray, shared_limiter
 from .records.arrow import require_pyarrow, run_schema
+from .run.decided import decided_ids as run_decided_ids
+from .run.resume import PriorMismatch, UnreadableRecord
 from .sync._loop import background
 from .transport.redaction import ENV_REF, url_secrets
 
@@ -182,21 +190,21 @@ class EvaluateBatches:
         )
 
 
-def decided_ids(previous: str | os.PathLike[str]) -> pa.Array:
-    """The ids an earlier output decided (its rows with no error), read on the driver."""
+def decided_ids(
+    previous: str | os.PathLike[str], questions_sha256: str, *, retry_errors: bool = False
+) -> pa.Array:
+    """The ids an earlier output decided, by ``--resume``'s rules (``run.decided``), read on
+    the driver; a run that cannot be resumed is one line, in ``--resume``'s words."""
     pa = require_pyarrow()
-    import pyarrow.compute as pc
-    import pyarrow.dataset as pds
-
+    where = f"classifier: evaluate_dataset: previous={os.fspath(previous)}"
     try:
-        table = pds.dataset(os.fspath(previous), format="parquet").to_table(columns=["id", "error"])
-    except (OSError, pa.ArrowInvalid) as e:
-        raise ConfigError(
-            f"classifier: evaluate_dataset: previous={os.fspath(previous)!r} is not a readable "
-            f"Parquet run ({' '.join(str(e).split())[:200]}); give the output of an earlier run"
-        ) from None
-    decided = table.filter(pc.is_null(table.column("error"))).column("id")
-    return pc.unique(decided.combine_chunks())
+        return run_decided_ids(previous, questions_sha256, retry_errors=retry_errors)
+    except PriorMismatch as e:
+        raise ConfigError(f"{where}: cannot resume: {e}") from None
+    except UnreadableRecord as e:
+        raise ConfigError(f"{where}: cannot resume from it: {e.path}:{e.line}: {e}") from None
+    except (OSError, ValueError, pa.ArrowException) as e:
+        raise ConfigError(f"{where}: cannot resume from it: {one_line(str(e))}") from None
 
 
 def drop_decided(batch: pa.Table, *, id_column: str, decided: pa.Array) -> pa.Table:
@@ -227,6 +235,7 @@ def evaluate_dataset(
     pack: PackSize = 1,
     concurrency: int = DEFAULT_BATCH_CONCURRENCY,
     previous: str | os.PathLike[str] | None = None,
+    retry_errors: bool = False,
     workers: int = 2,
     num_cpus: float = DEFAULT_NUM_CPUS,
     batch_size: int = DEFAULT_BATCH_SIZE,
@@ -236,7 +245,9 @@ def evaluate_dataset(
     per row of ``ds`` (less those ``previous`` decided). See the module docstring.
 
     ``id_column`` is required: a Dataset has no row index that is stable across blocks and
-    runs, and the id is what ``previous=`` skips by. ``workers`` actors each keep
+    runs, and the id is what ``previous=`` skips by. ``retry_errors``: ``previous``'s error
+    rows are sent again (``--retry-errors``); without it they are decided, as ``--resume``
+    leaves them. ``workers`` actors each keep
     ``concurrency`` requests in flight; ``rate_per_minute`` is the limit for all of them
     together. ``pack``: states per request (``BatchOptions.pack``). ``classifier_options`` are
     ``create_classifier``'s keywords."""
@@ -259,7 +270,7 @@ def evaluate_dataset(
     run_schema(qs)  # the question set has a schema before any worker relies on it
 
     if previous is not None:
-        decided = decided_ids(previous)
+        decided = decided_ids(previous, questions_sha256(qs), retry_errors=retry_errors)
         if len(decided):
             ds = ds.map_batches(
                 drop_decided,

@@ -170,7 +170,8 @@ def test_one_failing_row_is_an_error_row_and_a_rerun_sends_only_the_missing_rows
         assert [(r["id"], r["error"]["code"]) for r in errors] == [("r00013", "backend_http")]
         assert first.num_rows == 120 and len(script.seen) == 120
 
-        # A crash lost the last 50 rows' output; the failed row is retried too.
+        # A crash lost the last 50 rows' output; the failed row is retried too, as
+        # --retry-errors retries it (issue 30 item 1: without it, an error row is decided).
         kept = first.slice(0, 70)
         pq.write_table(kept, tmp_path / "previous.parquet")
         script.seen.clear()
@@ -182,6 +183,7 @@ def test_one_failing_row_is_an_error_row_and_a_rerun_sends_only_the_missing_rows
                 state_column="text",
                 id_column="id",
                 previous=tmp_path / "previous.parquet",
+                retry_errors=True,
                 **options,
             )
         )
