@@ -61,14 +61,14 @@ __all__ = ["evaluate_rows", "evaluate_table", "evaluate_table_async"]
 
 #: How ``evaluate_table``'s user names the id and the state column in a column's message
 #: (``batch``'s user reads ``--id-field`` / ``--state-field`` in the same words).
-_KEYWORDS = ("id_column", "state_column")
+COLUMN_KEYWORDS = ("id_column", "state_column")
 
 
 def _read(table: pa.Table, spec: InputSpec) -> RowBlock:
     """The table's rows as ``batch`` reads a Parquet file's (``run.arrowin``): a column no
     state can be, or a missing one, fails every row and so raises; each row is its state or
     its error, a row named ``row N`` (0-based, as its fallback id is)."""
-    problem = column_problem(table.schema, spec, _KEYWORDS)
+    problem = column_problem(table.schema, spec, COLUMN_KEYWORDS)
     if problem is not None:
         raise ConfigError(f"classifier: {problem}")
     rows = table.select(read_columns(spec) or table.column_names)

@@ -24,7 +24,9 @@ What it promises, and how:
 - **Workers ask for a fraction of a CPU** (``num_cpus``, default 0.25): an HTTP client waits,
   it does not compute, and a whole CPU per actor deadlocks a small cluster (the pool's actors
   and the tasks feeding them wait on each other: ``../shared/reference/engines.md``).
-- **One row's failure is an error row**, never a failed job (``arrow.evaluate_rows``).
+- **One row's failure is an error row**, never a failed job (``arrow.evaluate_rows``: rows
+  read by ``batch``'s rules). A column ``batch`` refuses (missing, or a type no state can be)
+  is refused on the driver, in ``batch``'s words, when the Dataset knows its schema.
 - **A worker that dies**: Ray restarts the actor and re-runs the blocks it held (Ray Data's
   actor pool defaults: ``max_restarts=-1``, ``max_task_retries=-1``; an async actor runs a few
   blocks at once). What is re-paid is the rows of THOSE blocks already evaluated when it died
@@ -54,7 +56,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .arrow import evaluate_rows
+from .arrow import COLUMN_KEYWORDS, evaluate_rows
 from .canonical import questions_sha256
 from .classifier import Classifier
 from .config import BatchOptions
@@ -65,7 +67,9 @@ from .failures import one_line
 from .questions import Question
 from .ray_limiter import LimiterCore, SharedLimit, require_ray, shared_limiter
 from .records.arrow import require_pyarrow, run_schema
+from .run.arrowin import column_problem
 from .run.decided import decided_ids as run_decided_ids
+from .run.items import InputSpec
 from .run.resume import PriorMismatch, UnreadableRecord
 from .sync._loop import background
 from .transport.redaction import ENV_REF, url_secrets
@@ -216,6 +220,21 @@ def drop_decided(batch: pa.Table, *, id_column: str, decided: pa.Array) -> pa.Ta
     return batch.filter(pc.invert(pc.fill_null(pc.is_in(ids, value_set=decided), False)))
 
 
+def _check_columns(ds: Any, state_column: str, id_column: str) -> None:
+    """``batch``'s column checks (``run.arrowin``), on the driver, when the Dataset knows its
+    schema without running anything (``read_parquet``, ``from_arrow``): a missing column or
+    one no state can be is one line here, not a failed job. Otherwise each worker's
+    ``evaluate_rows`` checks its blocks."""
+    pa = require_pyarrow()
+    schema = getattr(ds.schema(fetch_if_missing=False), "base_schema", None)
+    if not isinstance(schema, pa.Schema):
+        return
+    spec = InputSpec(id_field=id_column, state_fields=(state_column,))
+    problem = column_problem(schema, spec, COLUMN_KEYWORDS)
+    if problem is not None:
+        raise ConfigError(f"classifier: evaluate_dataset: {problem}")
+
+
 async def _checked_questions(
     questions: Mapping[str, Any], options: Mapping[str, Any]
 ) -> dict[str, Question]:
@@ -269,15 +288,19 @@ def evaluate_dataset(
     LimiterCore(rate_per_minute=rate_per_minute, max_concurrency=concurrency * workers)
     run_schema(qs)  # the question set has a schema before any worker relies on it
 
-    if previous is not None:
-        decided = decided_ids(previous, questions_sha256(qs), retry_errors=retry_errors)
-        if len(decided):
-            ds = ds.map_batches(
-                drop_decided,
-                batch_format="pyarrow",
-                fn_kwargs={"id_column": id_column, "decided": decided},
-                num_cpus=num_cpus,
-            )
+    decided = (
+        None
+        if previous is None
+        else decided_ids(previous, questions_sha256(qs), retry_errors=retry_errors)
+    )
+    _check_columns(ds, state_column, id_column)  # before a map hides the schema
+    if decided is not None and len(decided):
+        ds = ds.map_batches(
+            drop_decided,
+            batch_format="pyarrow",
+            fn_kwargs={"id_column": id_column, "decided": decided},
+            num_cpus=num_cpus,
+        )
 
     timeout = float(classifier_options.get("timeout", DEFAULT_TIMEOUT))
     retries = int(classifier_options.get("retries", DEFAULT_RETRIES))

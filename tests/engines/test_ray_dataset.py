@@ -331,3 +331,43 @@ def test_what_cannot_travel_to_workers_is_refused_with_one_line(
     else:
         assert str(e.value) == message
     assert "sk-live-123" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("column", "state_field"),
+    [
+        pytest.param(pa.array([b"\x89PNG", b""]), "text", id="binary"),
+        pytest.param(pa.array(["x", "y"]), "body", id="missing-state-column"),
+    ],
+)
+def test_a_column_batch_refuses_is_refused_on_the_driver_in_batchs_words(
+    ray_session: Path, tmp_path: Path, column: Any, state_field: str
+) -> None:
+    """Issue 30 item 1 ("the same pieces"): a column ``batch`` refuses (``run.arrowin``) is one
+    line before any worker starts, in batch's words, never a failed job."""
+    from toolnexus.run import RunConfig, run_batch
+
+    src, out = tmp_path / "t.parquet", tmp_path / "out.jsonl"
+    pq.write_table(pa.table({"id": ["a", "b"], "text": column}), src)
+    config = RunConfig(
+        QUIET,
+        (str(src),),
+        classifier={"style": "static", "decisions": []},
+        output=str(out),
+        id_field="id",
+        state_fields=(state_field,),
+    )
+    run_batch(config)
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    said_by_batch = record["error"]["message"].removeprefix(f"{src}: ")
+    with pytest.raises(ConfigError) as e:
+        evaluate_dataset(
+            ray.data.from_arrow(pq.read_table(src)),
+            QUIET,
+            state_column=state_field,
+            id_column="id",
+            style="static",
+            decisions=[],
+        )
+    expected = said_by_batch.replace("--state-field", "state_column")
+    assert str(e.value) == f"classifier: evaluate_dataset: {expected}"
