@@ -22,7 +22,7 @@ object would be).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -182,10 +182,10 @@ def _whole_state(pa: Any, kind: Any) -> bool:
     return whole and not _has_map(pa, kind)
 
 
-def _fast_ok(pa: Any, batch: Any, spec: InputSpec) -> Any:
-    """For a batch whose columns decide most rows by type (see :func:`row_block`): an Arrow
-    mask of the rows a type cannot decide (a null or empty id, a null state), which go through
-    ``from_object`` one by one; None when the columns' types decide nothing."""
+def _undecided(pa: Any, batch: Any, spec: InputSpec) -> list[int] | None:
+    """For a batch whose columns decide most rows by type (see :func:`row_block`): the rows
+    a type cannot decide (a null or empty id, a null state), which go through ``from_object``
+    one by one; None when the columns' types decide nothing."""
     import pyarrow.compute as pc
 
     schema = batch.schema
@@ -206,11 +206,12 @@ def _fast_ok(pa: Any, batch: Any, spec: InputSpec) -> Any:
         else:
             return None
     if not masks:
-        return pa.array([False] * batch.num_rows)
+        return []  # several state columns and no id column: every row is its state
     mask = masks[0]
     for more in masks[1:]:
         mask = pc.or_(mask, more)
-    return mask
+    rows: list[int] = pc.indices_nonzero(mask).to_pylist()
+    return rows
 
 
 def row_block(
@@ -226,21 +227,19 @@ def row_block(
     ids and states are whole columns and only the rows Arrow marks (a null or empty id, a null
     state) meet ``from_object``; any other schema reads every row through it."""
     pa = require_pyarrow()
-    import pyarrow.compute as pc
-
     n = batch.num_rows
     fields = spec.state_fields
-    mask = _fast_ok(pa, batch, spec)
-    if mask is None:
+    undecided = _undecided(pa, batch, spec)
+    if undecided is None:
         # Only a map reads back as pairs that need making into objects.
         plain = any(_has_map(pa, f.type) for f in batch.schema)
-        slow = range(n)
+        slow: Iterable[int] = range(n)
         rows: list[Any] = batch.to_pylist()
         ids: list[str | int] = [0] * n
         states: list[Any] = [None] * n
     else:
         plain = False
-        slow = pc.indices_nonzero(mask).to_pylist()
+        slow = undecided
         rows = []  # a slow row is read alone
         if spec.id_field is not None:
             ids = batch.column(spec.id_field).to_pylist()
@@ -257,7 +256,7 @@ def row_block(
     failed: dict[int, InputItem] = {}
     for i in slow:
         row, where = first + i, f"{prefix}{first + i}"
-        values = rows[i] if mask is None else batch.slice(i, 1).to_pylist()[0]
+        values = rows[i] if undecided is None else batch.slice(i, 1).to_pylist()[0]
         item = from_object(
             _plain(values) if plain else values, row if index_ids else where, where, spec
         )
