@@ -198,3 +198,19 @@ def test_a_directory_of_parquet_parts_decides_as_the_one_file(
         f"classifier: evaluate_dataset: previous={tmp_path / 'nope'}: cannot resume from it: no "
         "such file or directory; give the Parquet output of an earlier run"
     )
+
+
+def test_a_batch_runs_journal_counts_as_resume_counts_it(earlier: Path) -> None:
+    """A ``batch -o run.parquet`` killed with ``kill -9`` leaves its last records in
+    ``.run.parquet.journal``; ``--resume`` reads them after the file, and so does ``previous=``."""
+    from toolnexus.records.arrow import table_to_records
+
+    sha = questions_sha256(create_classifier().prepare(QUESTIONS))
+    decided_row = next(iter(table_to_records(pq.read_table(earlier).slice(0, 1))))
+    journal = earlier.parent / f".{earlier.name}.journal"
+    lines = [json.dumps({**decided_row, "id": "T-8"}), json.dumps({**decided_row, "id": "T-3"})]
+    journal.write_text("\n".join(lines) + "\n")
+    # T-3's error in the file is superseded by the journal's decision: decided even when
+    # errors are retried; T-8 is decided by the journal alone.
+    got = set(decided_ids(earlier, sha, retry_errors=True).to_pylist())
+    assert got == {f"T-{i}" for i in (0, 1, 2, 3, 4, 5, 8)}
