@@ -91,15 +91,25 @@ def _batch(
     )
 
 
-@pytest.fixture
-def earlier(server: ThreadedServer, script: Counting, tmp_path: Path) -> Path:
-    """A Parquet run of T-0..T-5 in which T-3 failed (T-6..T-9 never ran)."""
-    out = tmp_path / "run.parquet"
+@pytest.fixture(scope="module")
+def first_run(
+    server: ThreadedServer, script: Counting, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """A Parquet run of T-0..T-5 in which T-3 failed (T-6..T-9 never ran), made once: a run
+    that starts a Parquet file starts its writer process, which is most of its time."""
+    where = tmp_path_factory.mktemp("first")
+    out = where / "run.parquet"
     script.failing = True
-    _batch(server, _inputs(tmp_path, 6), out)
+    _batch(server, _inputs(where, 6), out)
     script.failing = False
-    script.seen.clear()
     return out
+
+
+@pytest.fixture
+def earlier(first_run: Path, script: Counting, tmp_path: Path) -> Path:
+    """This test's own copy of ``first_run`` (tests spoil it or continue it)."""
+    script.seen.clear()
+    return Path(shutil.copy(first_run, tmp_path / "run.parquet"))
 
 
 @pytest.mark.parametrize(
