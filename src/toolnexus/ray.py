@@ -266,10 +266,9 @@ def evaluate_dataset(
     ``id_column`` is required: a Dataset has no row index that is stable across blocks and
     runs, and the id is what ``previous=`` skips by. ``retry_errors``: ``previous``'s error
     rows are sent again (``--retry-errors``); without it they are decided, as ``--resume``
-    leaves them. ``workers`` actors each keep
-    ``concurrency`` requests in flight; ``rate_per_minute`` is the limit for all of them
-    together. ``pack``: states per request (``BatchOptions.pack``). ``classifier_options`` are
-    ``create_classifier``'s keywords."""
+    leaves them. ``workers`` actors each keep ``concurrency`` requests in flight;
+    ``rate_per_minute`` is the limit for all of them together. ``pack``: states per request
+    (``BatchOptions.pack``). ``classifier_options`` are ``create_classifier``'s keywords."""
     ray = require_ray()
     require_pyarrow()
     # The batch options' own checks (concurrency, pack), on the driver: each worker builds the
@@ -279,6 +278,11 @@ def evaluate_dataset(
         raise ConfigError(
             "classifier: evaluate_dataset needs id_column=: a Dataset has no row index that is "
             "stable across blocks and runs, and the id is what previous= skips by"
+        )
+    if retry_errors and previous is None:
+        raise ConfigError(
+            "classifier: evaluate_dataset: retry_errors=True needs previous= (the run whose "
+            "error rows it sends again), as --retry-errors needs --output"
         )
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"classifier: evaluate_dataset: workers must be >= 1, got {workers!r}")

@@ -307,6 +307,12 @@ class _Unpicklable:
             id="no-id-column",
         ),
         pytest.param(
+            {"retry_errors": True},
+            "classifier: evaluate_dataset: retry_errors=True needs previous= (the run whose "
+            "error rows it sends again), as --retry-errors needs --output",
+            id="retry-errors-without-previous",
+        ),
+        pytest.param(
             {"rate_per_minute": 0},
             "classifier: rate_per_minute must be positive",
             id="no-rate",
