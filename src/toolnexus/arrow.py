@@ -17,7 +17,12 @@ Promises:
   records), never an exception: a null state, a null id, a state the library refuses, a reply
   that fails validation, an HTTP failure after the retries. What does raise, before anything is
   sent, is what would fail every row: an unknown option (the same ``ConfigError`` as
-  ``create_classifier``), a bad question set, a missing column, ``concurrency`` out of range.
+  ``create_classifier``), a bad question set, a missing column or one whose type no state can
+  be, ``concurrency`` out of range.
+- **The table is read as ``batch`` reads a Parquet file** (``run.arrowin``: one rule, one
+  wording): a struct column is an object state, a list column an array; a null id or state, or
+  an id that is not a string or an integer, is the error record ``batch`` writes for that row
+  (a row is named ``row N``, 0-based, where ``batch`` names ``FILE:ROW``).
 - The keywords are ``create_classifier``'s, checked by it, so the two can never disagree.
 - ``pack`` and ``admission`` are ``config.BatchOptions``' (checked there, by ``packplan``'s one
   rule for ``pack``): ``pack=N`` asks N states per request (``packed.py``: a packed decision
@@ -41,6 +46,8 @@ from .factory import create_classifier
 from .questions import Question
 from .records import ErrorRecord
 from .records.arrow import records_to_table, require_pyarrow
+from .run.arrowin import RowBlock, column_problem, read_columns, row_block
+from .run.items import InputSpec
 from .run.stream import result_record
 from .sync._loop import background
 
@@ -52,19 +59,20 @@ if TYPE_CHECKING:
 
 __all__ = ["evaluate_rows", "evaluate_table", "evaluate_table_async"]
 
-#: The record code of a row with no state or no id: the one ``batch`` gives a state the
-#: library refuses (``failures.py``), so a reader groups them with it.
-_NULL_CODE = "invalid_state"
+#: How ``evaluate_table``'s user names the id and the state column in a column's message
+#: (``batch``'s user reads ``--id-field`` / ``--state-field`` in the same words).
+COLUMN_KEYWORDS = ("id_column", "state_column")
 
 
-def _column(table: Any, name: str, what: str) -> list[Any]:
-    if name not in table.column_names:
-        raise ConfigError(
-            f"classifier: {what} {name!r} is not a column of the table; its columns: "
-            + ", ".join(repr(c) for c in table.column_names)
-        )
-    values: list[Any] = table.column(name).to_pylist()
-    return values
+def _read(table: pa.Table, spec: InputSpec) -> RowBlock:
+    """The table's rows as ``batch`` reads a Parquet file's (``run.arrowin``): a column no
+    state can be, or a missing one, fails every row and so raises; each row is its state or
+    its error, a row named ``row N`` (0-based, as its fallback id is)."""
+    problem = column_problem(table.schema, spec, COLUMN_KEYWORDS)
+    if problem is not None:
+        raise ConfigError(f"classifier: {problem}")
+    rows = table.select(read_columns(spec) or table.column_names)
+    return row_block(rows, spec, prefix="row ", first=0, index_ids=True)
 
 
 def _as_table(table: Any) -> pa.Table:
@@ -93,25 +101,17 @@ async def evaluate_rows(
     options = options if options is not None else BatchOptions()
     table = _as_table(table)
     qs: dict[str, Question] = classifier.prepare(questions)
-    states = _column(table, state_column, "state_column")
-    ids: list[Any] = (
-        list(range(len(states))) if id_column is None else _column(table, id_column, "id_column")
-    )
+    spec = InputSpec(id_field=id_column, state_fields=(state_column,))
     sha = questions_sha256(qs)
-    records: list[dict[str, Any] | None] = [None] * len(states)
-    pending: list[tuple[int, Any]] = []
-    for i, (item_id, state) in enumerate(zip(ids, states, strict=True)):
-        if item_id is None:
-            message = f"row {i}: the id column {id_column!r} is null; give every row an id"
-            records[i] = ErrorRecord(str(i), _NULL_CODE, message, sha).to_object()
-        elif state is None:
-            message = (
-                f"row {i} (id {item_id!r}): the state column {state_column!r} is null; "
-                "give every row a state"
-            )
-            records[i] = ErrorRecord(item_id, _NULL_CODE, message, sha).to_object()
-        else:
-            pending.append((i, state))
+    block = _read(table, spec)
+    ids, states = block.ids, block.states
+    records: list[dict[str, Any] | None] = [None] * table.num_rows
+    for i, item in block.failed.items():
+        assert item.error is not None  # what failed means
+        # The record batch writes for the same row (code and message).
+        records[i] = ErrorRecord(item.id, *item.error, sha).to_object()
+    failed = block.failed
+    pending = [(i, state) for i, state in enumerate(states) if i not in failed]
     if pending:
         async for i, result in classifier.evaluate_stream(pending, qs, options=options):
             # The run's one result -> record rule: the codes and bytes of batch's records.

@@ -24,17 +24,23 @@ What it promises, and how:
 - **Workers ask for a fraction of a CPU** (``num_cpus``, default 0.25): an HTTP client waits,
   it does not compute, and a whole CPU per actor deadlocks a small cluster (the pool's actors
   and the tasks feeding them wait on each other: ``../shared/reference/engines.md``).
-- **One row's failure is an error row**, never a failed job (``arrow.evaluate_rows``).
+- **One row's failure is an error row**, never a failed job (``arrow.evaluate_rows``: rows
+  read by ``batch``'s rules). A column ``batch`` refuses (missing, or a type no state can be)
+  is refused on the driver, in ``batch``'s words, when the Dataset knows its schema.
 - **A worker that dies**: Ray restarts the actor and re-runs the blocks it held (Ray Data's
   actor pool defaults: ``max_restarts=-1``, ``max_task_retries=-1``; an async actor runs a few
   blocks at once). What is re-paid is the rows of THOSE blocks already evaluated when it died
   (a block's rows are returned together, so none of them had reached the output); finished
   blocks and the other workers' blocks are untouched. Smaller blocks re-pay less.
-- **Re-runs skip what is decided**: ``previous=`` (the Parquet output of an earlier run, a file
-  or a directory) is read on the driver for the ids it decided (no error); those rows are
-  dropped before scheduling (an anti-join on ``id_column``), so a re-run after a crash pays only
-  for the missing and the failed rows. The result holds those rows only; the earlier output
-  keeps the rest. (A SQLite cache is not shared across nodes: it is no substitute.)
+- **Re-runs skip what is decided**, by ``batch --resume``'s rules (``run.decided``):
+  ``previous=`` (the Parquet output of an earlier run, a file with its journal or a directory)
+  is read on the driver, by columns, for the ids it decided: its decisions, and its errors
+  unless ``retry_errors=True`` (``--retry-errors``); those rows are dropped before scheduling
+  (an anti-join on ``id_column``), so a re-run after a crash pays only for the missing rows
+  (and the failed ones, when retried). The result holds those rows only; the earlier output
+  keeps the rest. A run of a newer ``schema_version``, of another question set, or not a
+  readable Parquet run is refused in ``--resume``'s words. (A SQLite cache is not shared across
+  nodes: it is no substitute.)
 - **Secrets never travel.** The key is read from the environment ON EACH WORKER at call time
   (``api_key_env`` names it); it is never in a closure, a task argument or ``runtime_env``
   (Ray keeps those in its cluster metadata and logs). Options that hold a credential or a live
@@ -50,15 +56,21 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .arrow import evaluate_rows
+from .arrow import COLUMN_KEYWORDS, evaluate_rows
+from .canonical import questions_sha256
 from .classifier import Classifier
 from .config import BatchOptions
 from .defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from .errors import ConfigError
 from .factory import create_classifier
+from .failures import one_line
 from .questions import Question
 from .ray_limiter import LimiterCore, SharedLimit, require_ray, shared_limiter
 from .records.arrow import require_pyarrow, run_schema
+from .run.arrowin import column_problem
+from .run.decided import decided_ids as run_decided_ids
+from .run.items import InputSpec
+from .run.resume import PriorMismatch, UnreadableRecord
 from .sync._loop import background
 from .transport.redaction import ENV_REF, url_secrets
 
@@ -182,21 +194,21 @@ class EvaluateBatches:
         )
 
 
-def decided_ids(previous: str | os.PathLike[str]) -> pa.Array:
-    """The ids an earlier output decided (its rows with no error), read on the driver."""
+def decided_ids(
+    previous: str | os.PathLike[str], questions_sha256: str, *, retry_errors: bool = False
+) -> pa.Array:
+    """The ids an earlier output decided, by ``--resume``'s rules (``run.decided``), read on
+    the driver; a run that cannot be resumed is one line, in ``--resume``'s words."""
     pa = require_pyarrow()
-    import pyarrow.compute as pc
-    import pyarrow.dataset as pds
-
+    where = f"classifier: evaluate_dataset: previous={os.fspath(previous)}"
     try:
-        table = pds.dataset(os.fspath(previous), format="parquet").to_table(columns=["id", "error"])
-    except (OSError, pa.ArrowInvalid) as e:
-        raise ConfigError(
-            f"classifier: evaluate_dataset: previous={os.fspath(previous)!r} is not a readable "
-            f"Parquet run ({' '.join(str(e).split())[:200]}); give the output of an earlier run"
-        ) from None
-    decided = table.filter(pc.is_null(table.column("error"))).column("id")
-    return pc.unique(decided.combine_chunks())
+        return run_decided_ids(previous, questions_sha256, retry_errors=retry_errors)
+    except PriorMismatch as e:
+        raise ConfigError(f"{where}: cannot resume: {e}") from None
+    except UnreadableRecord as e:
+        raise ConfigError(f"{where}: cannot resume from it: {e.path}:{e.line}: {e}") from None
+    except (OSError, ValueError, pa.ArrowException) as e:
+        raise ConfigError(f"{where}: cannot resume from it: {one_line(str(e))}") from None
 
 
 def drop_decided(batch: pa.Table, *, id_column: str, decided: pa.Array) -> pa.Table:
@@ -206,6 +218,21 @@ def drop_decided(batch: pa.Table, *, id_column: str, decided: pa.Array) -> pa.Ta
 
     ids = pc.cast(batch.column(id_column), pa.string())
     return batch.filter(pc.invert(pc.fill_null(pc.is_in(ids, value_set=decided), False)))
+
+
+def _check_columns(ds: Any, state_column: str, id_column: str) -> None:
+    """``batch``'s column checks (``run.arrowin``), on the driver, when the Dataset knows its
+    schema without running anything (``read_parquet``, ``from_arrow``): a missing column or
+    one no state can be is one line here, not a failed job. Otherwise each worker's
+    ``evaluate_rows`` checks its blocks."""
+    pa = require_pyarrow()
+    schema = getattr(ds.schema(fetch_if_missing=False), "base_schema", None)
+    if not isinstance(schema, pa.Schema):
+        return
+    spec = InputSpec(id_field=id_column, state_fields=(state_column,))
+    problem = column_problem(schema, spec, COLUMN_KEYWORDS)
+    if problem is not None:
+        raise ConfigError(f"classifier: evaluate_dataset: {problem}")
 
 
 async def _checked_questions(
@@ -227,6 +254,7 @@ def evaluate_dataset(
     pack: PackSize = 1,
     concurrency: int = DEFAULT_BATCH_CONCURRENCY,
     previous: str | os.PathLike[str] | None = None,
+    retry_errors: bool = False,
     workers: int = 2,
     num_cpus: float = DEFAULT_NUM_CPUS,
     batch_size: int = DEFAULT_BATCH_SIZE,
@@ -236,10 +264,11 @@ def evaluate_dataset(
     per row of ``ds`` (less those ``previous`` decided). See the module docstring.
 
     ``id_column`` is required: a Dataset has no row index that is stable across blocks and
-    runs, and the id is what ``previous=`` skips by. ``workers`` actors each keep
-    ``concurrency`` requests in flight; ``rate_per_minute`` is the limit for all of them
-    together. ``pack``: states per request (``BatchOptions.pack``). ``classifier_options`` are
-    ``create_classifier``'s keywords."""
+    runs, and the id is what ``previous=`` skips by. ``retry_errors``: ``previous``'s error
+    rows are sent again (``--retry-errors``); without it they are decided, as ``--resume``
+    leaves them. ``workers`` actors each keep ``concurrency`` requests in flight;
+    ``rate_per_minute`` is the limit for all of them together. ``pack``: states per request
+    (``BatchOptions.pack``). ``classifier_options`` are ``create_classifier``'s keywords."""
     ray = require_ray()
     require_pyarrow()
     # The batch options' own checks (concurrency, pack), on the driver: each worker builds the
@@ -250,6 +279,11 @@ def evaluate_dataset(
             "classifier: evaluate_dataset needs id_column=: a Dataset has no row index that is "
             "stable across blocks and runs, and the id is what previous= skips by"
         )
+    if retry_errors and previous is None:
+        raise ConfigError(
+            "classifier: evaluate_dataset: retry_errors=True needs previous= (the run whose "
+            "error rows it sends again), as --retry-errors needs --output"
+        )
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"classifier: evaluate_dataset: workers must be >= 1, got {workers!r}")
     check_travel(classifier_options)
@@ -258,15 +292,19 @@ def evaluate_dataset(
     LimiterCore(rate_per_minute=rate_per_minute, max_concurrency=concurrency * workers)
     run_schema(qs)  # the question set has a schema before any worker relies on it
 
-    if previous is not None:
-        decided = decided_ids(previous)
-        if len(decided):
-            ds = ds.map_batches(
-                drop_decided,
-                batch_format="pyarrow",
-                fn_kwargs={"id_column": id_column, "decided": decided},
-                num_cpus=num_cpus,
-            )
+    decided = (
+        None
+        if previous is None
+        else decided_ids(previous, questions_sha256(qs), retry_errors=retry_errors)
+    )
+    _check_columns(ds, state_column, id_column)  # before a map hides the schema
+    if decided is not None and len(decided):
+        ds = ds.map_batches(
+            drop_decided,
+            batch_format="pyarrow",
+            fn_kwargs={"id_column": id_column, "decided": decided},
+            num_cpus=num_cpus,
+        )
 
     timeout = float(classifier_options.get("timeout", DEFAULT_TIMEOUT))
     retries = int(classifier_options.get("retries", DEFAULT_RETRIES))

@@ -170,7 +170,8 @@ def test_one_failing_row_is_an_error_row_and_a_rerun_sends_only_the_missing_rows
         assert [(r["id"], r["error"]["code"]) for r in errors] == [("r00013", "backend_http")]
         assert first.num_rows == 120 and len(script.seen) == 120
 
-        # A crash lost the last 50 rows' output; the failed row is retried too.
+        # A crash lost the last 50 rows' output; the failed row is retried too, as
+        # --retry-errors retries it (issue 30 item 1: without it, an error row is decided).
         kept = first.slice(0, 70)
         pq.write_table(kept, tmp_path / "previous.parquet")
         script.seen.clear()
@@ -182,6 +183,7 @@ def test_one_failing_row_is_an_error_row_and_a_rerun_sends_only_the_missing_rows
                 state_column="text",
                 id_column="id",
                 previous=tmp_path / "previous.parquet",
+                retry_errors=True,
                 **options,
             )
         )
@@ -305,6 +307,12 @@ class _Unpicklable:
             id="no-id-column",
         ),
         pytest.param(
+            {"retry_errors": True},
+            "classifier: evaluate_dataset: retry_errors=True needs previous= (the run whose "
+            "error rows it sends again), as --retry-errors needs --output",
+            id="retry-errors-without-previous",
+        ),
+        pytest.param(
             {"rate_per_minute": 0},
             "classifier: rate_per_minute must be positive",
             id="no-rate",
@@ -329,3 +337,43 @@ def test_what_cannot_travel_to_workers_is_refused_with_one_line(
     else:
         assert str(e.value) == message
     assert "sk-live-123" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("column", "state_field"),
+    [
+        pytest.param(pa.array([b"\x89PNG", b""]), "text", id="binary"),
+        pytest.param(pa.array(["x", "y"]), "body", id="missing-state-column"),
+    ],
+)
+def test_a_column_batch_refuses_is_refused_on_the_driver_in_batchs_words(
+    ray_session: Path, tmp_path: Path, column: Any, state_field: str
+) -> None:
+    """Issue 30 item 1 ("the same pieces"): a column ``batch`` refuses (``run.arrowin``) is one
+    line before any worker starts, in batch's words, never a failed job."""
+    from toolnexus.run import RunConfig, run_batch
+
+    src, out = tmp_path / "t.parquet", tmp_path / "out.jsonl"
+    pq.write_table(pa.table({"id": ["a", "b"], "text": column}), src)
+    config = RunConfig(
+        QUIET,
+        (str(src),),
+        classifier={"style": "static", "decisions": []},
+        output=str(out),
+        id_field="id",
+        state_fields=(state_field,),
+    )
+    run_batch(config)
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    said_by_batch = record["error"]["message"].removeprefix(f"{src}: ")
+    with pytest.raises(ConfigError) as e:
+        evaluate_dataset(
+            ray.data.from_arrow(pq.read_table(src)),
+            QUIET,
+            state_column=state_field,
+            id_column="id",
+            style="static",
+            decisions=[],
+        )
+    expected = said_by_batch.replace("--state-field", "state_column")
+    assert str(e.value) == f"classifier: evaluate_dataset: {expected}"

@@ -162,7 +162,7 @@ def _stated(item_id: str | int, value: dict[str, Any], where: str, spec: InputSp
 
 
 def from_object(
-    value: Any, fallback_id: str, where: str, spec: InputSpec, base: Path | None = None
+    value: Any, fallback_id: str | int, where: str, spec: InputSpec, base: Path | None = None
 ) -> InputItem:
     """Apply ``--id-field`` / ``--state-field`` / ``--image-field`` to one parsed value."""
     if spec.id_field is None and not spec.state_fields and spec.image_field is None:

@@ -30,6 +30,7 @@ __all__ = [
     "PriorMismatch",
     "PriorOutput",
     "UnreadableRecord",
+    "check_question_set",
     "compact",
     "complete_records",
     "keep_plan",
@@ -198,15 +199,20 @@ def read_prior(
     return prior
 
 
-def note_record(prior: PriorOutput, record: Record, questions_sha256: str | None) -> None:
-    """Count one record of an existing output into ``prior`` (the rules of :func:`read_prior`)."""
-    sha = record.questions_sha256
+def check_question_set(sha: str | None, questions_sha256: str | None) -> None:
+    """Raise :class:`PriorMismatch` when a record answering the question set ``sha`` cannot be
+    continued by a run of ``questions_sha256`` (either unknown: no refusal)."""
     if questions_sha256 is not None and sha is not None and sha != questions_sha256:
         raise PriorMismatch(
             f"its records answer another question set (question-set digest {sha[:12]}..., "
             f"this run's is {questions_sha256[:12]}...); resume with the question file that "
             "wrote it, or write to a new file"
         )
+
+
+def note_record(prior: PriorOutput, record: Record, questions_sha256: str | None) -> None:
+    """Count one record of an existing output into ``prior`` (the rules of :func:`read_prior`)."""
+    check_question_set(record.questions_sha256, questions_sha256)
     key = record.key
     prior.records += 1
     if key in prior:
