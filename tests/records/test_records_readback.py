@@ -154,3 +154,36 @@ def test_an_error_record_reads_its_nested_fields_from_the_metadata() -> None:
     got = record_from_object({"id": 3, "error": {"code": "http_503", "message": "down\n now"}})
     assert got == ErrorRecord(3, "http_503", "down now", schema_version=None)
     assert ErrorRecord.from_object({"id": 3, "error": "not an object"}).code == ""
+
+
+@pytest.fixture
+def headcount() -> Any:
+    import qtype_headcount
+
+    qtype_headcount.register()
+    try:
+        yield qtype_headcount
+    finally:
+        qtype_headcount.unregister()
+
+
+def test_a_registered_types_csv_cells_are_read_with_their_kinds(headcount: Any) -> None:
+    """Issue 30 item 4 (a type registered from one module needs no other edit) for the CSV
+    reader: the test's fourth type's count and flag come back from a CSV run as a number and
+    a boolean, as its JSONL line has them (on main they came back as the text "3" and
+    "false": the cells were read by a list of the built-in field names)."""
+    from toolnexus.records.codec import CsvCodec, csv_header
+    from toolnexus.records.decision import sample_record
+
+    qs = {"people": headcount.HeadcountQuestion("How many?", 12), "holds": QS["holds"]}
+    body = {"model": "m", "answers": {"people": {"type": "headcount", "headcount": 3,
+                                                 "confidence": 0.8},
+                                      "holds": {"type": "noul", "noul": 0.9}}}  # fmt: skip
+    rec = record("s1", "sha", parse_decision(body, qs), qs)
+    codec = CsvCodec(csv_header(sample_record(qs, questions_sha256="sha").to_object()))
+    back = codec.decode(codec.encode(rec))
+    assert isinstance(back, DecisionRecord)
+    assert back.answers["people"] == {**rec.answers["people"]}
+    assert back.answers["people"]["headcount"] == 3
+    assert back.answers["people"]["none_seen"] is False
+    assert JsonlCodec().encode(back) == JsonlCodec().encode(rec)
