@@ -43,7 +43,9 @@ The core hooks (fields of :class:`QuestionType`), each pure:
   ``recalibrated``, with ``band``)
 - ``answer_record``: the type's :class:`AnswerRecord` class: one answer's record (wire fields,
   derived fields, ``band``, ``flags``) whose fields read as attributes (``record.noul``,
-  ``record.level``); :func:`answer_record` gives any answer object its type's
+  ``record.level``); :func:`answer_record` gives any answer object its type's. Its
+  ``written_null`` names the fields it writes even when null (a Parquet run keeps those null
+  when read back, ``records.arrow``); which of its fields are maps comes from ``arrow``
 
 Layers above the core attach their own hooks by slot name from their own module, so the
 registry never imports upward (``tests/house/test_layers.py``): :func:`attach` /
@@ -68,7 +70,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, ClassVar, Literal, Protocol, TypeAlias
 
 __all__ = [
     "BUILT_IN",
@@ -127,6 +129,12 @@ class AnswerRecord(dict[str, Any]):
     None."""
 
     __slots__ = ()
+
+    #: The fields this record writes even when they are null (a derived field with no value, as
+    #: a score outside every level has no ``level``); every other field of a record holds a
+    #: value or is absent. A run stored by columns (Parquet) holds a null for both: read back,
+    #: these stay null and the others are left out, as the JSON record had them.
+    written_null: ClassVar[frozenset[str]] = frozenset({"band"})
 
     @property
     def type(self) -> str:

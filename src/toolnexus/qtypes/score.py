@@ -235,6 +235,9 @@ class ScoreRecord(registry.AnswerRecord):
 
     __slots__ = ()
 
+    # ``_record`` writes level and label for every score, null outside the legend's levels
+    written_null = registry.AnswerRecord.written_null | {"level", "label"}
+
     @property
     def score(self) -> float | None:
         """The wire score."""

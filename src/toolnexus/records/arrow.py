@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 from ..qtypes import registry
 from ..questions import Question
-from .arrowcolumns import RecordColumns, record_batch
+from .arrowcolumns import RecordColumns, map_fields, record_batch
 from .arrowrows import batch_rows
 from .fields import wire_fields
 from .model import ASKED_KEYS, RECORD_KEYS, SCHEMA_VERSION_KEY, DecisionRecord, ErrorRecord
@@ -112,7 +112,7 @@ def answer_kind(question: Question) -> str:
     """The answer struct a question's answers are stored in: its type's name (each type's
     module gives its fields, ``qtypes``), or ``raw``."""
     qtype = _stored(registry.of_question(question))
-    return qtype.name if qtype is not None else "raw"
+    return qtype.name if qtype is not None else registry.RAW_NAME
 
 
 def _answer_type(pa: Any, kind: str) -> pa.DataType:
@@ -164,25 +164,45 @@ def records_to_table(
     return pa.Table.from_batches([record_batch(schema, kinds, list(records))], schema=schema)
 
 
-def _answer_back(kind: str, row: Mapping[str, Any] | None) -> Any:
-    if row is None:
-        return None
-    if row.get("json") is not None:
-        return json.loads(row["json"])
-    if kind == "raw":
-        return json.loads(row["value"])
-    out: dict[str, Any] = {}
-    for name, value in row.items():
-        if name == "json":
-            continue
-        if name in ("probabilities", "legend") and value is not None:
-            value = dict(value)
-        if name == "recalibrated" and value is not None:
-            value = {k: dict(v) if k == "probabilities" else v for k, v in value.items()}
-        if value is None and name not in ("label", "level", "band"):
-            continue
-        out[name] = value
-    return out
+class _AnswerBack:
+    """One question's answer struct read back as the answer's JSON object. Which of its fields
+    are maps (read as pairs, made objects again) comes from the struct's types, which fields
+    stay when null from its type's record class (``AnswerRecord.written_null``): nothing here
+    names a type's field."""
+
+    __slots__ = ("kept", "maps", "raw", "recalibrated_maps")
+
+    def __init__(self, struct: Any) -> None:
+        pa = require_pyarrow()
+        kind = struct_kind(struct)
+        self.raw = kind == registry.RAW_NAME
+        self.maps = frozenset(map_fields(pa, struct))
+        names = {f.name for f in struct}
+        by = struct.field("recalibrated").type if "recalibrated" in names else ()
+        self.recalibrated_maps = frozenset(map_fields(pa, by))
+        self.kept = registry.of(kind).answer_record.written_null
+
+    def __call__(self, row: Mapping[str, Any] | None) -> Any:
+        if row is None:
+            return None
+        if row.get("json") is not None:
+            return json.loads(row["json"])
+        if self.raw:
+            return json.loads(row["value"])
+        maps, kept = self.maps, self.kept
+        out: dict[str, Any] = {}
+        for name, value in row.items():
+            if name == "json":
+                continue
+            if name in maps and value is not None:
+                value = dict(value)
+            if name == "recalibrated" and value is not None:
+                inner = self.recalibrated_maps
+                value = {k: dict(v) if k in inner else v for k, v in value.items()}
+            if value is None and name not in kept:
+                continue
+            out[name] = value
+        return out
 
 
 def table_to_records(table: pa.Table | Any) -> Iterator[dict[str, Any]]:
@@ -191,9 +211,9 @@ def table_to_records(table: pa.Table | Any) -> Iterator[dict[str, Any]]:
     batches = table.to_batches() if hasattr(table, "to_batches") else table
     for batch in batches:
         answer_fields = batch.schema.field("answers").type
-        kinds = {f.name: struct_kind(f.type) for f in answer_fields}
+        readers = {f.name: _AnswerBack(f.type) for f in answer_fields}
         for row in batch_rows(batch):
-            yield _record_back(row, kinds)
+            yield _record_back(row, readers)
 
 
 def struct_kind(struct: Any) -> str:
@@ -203,10 +223,10 @@ def struct_kind(struct: Any) -> str:
     for qtype in registry.registered():
         if qtype.name in names and _stored(qtype) is not None:
             return qtype.name
-    return "raw"
+    return registry.RAW_NAME
 
 
-def _record_back(row: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, Any]:
+def _record_back(row: Mapping[str, Any], readers: Mapping[str, _AnswerBack]) -> dict[str, Any]:
     extra = json.loads(row["extra"]) if row.get("extra") else {}
     unasked = extra.pop("answers", {})
     out: dict[str, Any] = {"id": extra.pop("id", row["id"])}
@@ -224,7 +244,7 @@ def _record_back(row: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, 
             continue  # a run written before records said how a state was asked
         out[name] = dict(value) if isinstance(value, Mapping) else value
     answers = row.get("answers") or {}
-    back = {k: _answer_back(kinds[k], answers.get(k)) for k in kinds}
+    back = {k: read(answers.get(k)) for k, read in readers.items()}
     out["answers"] = {k: v for k, v in back.items() if v is not None} | unasked
     out["flags"] = list(row.get("flags") or [])
     out["invalid"] = row.get("invalid")

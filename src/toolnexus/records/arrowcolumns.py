@@ -21,7 +21,9 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeGuard
 
-__all__ = ["RecordColumns", "record_batch"]
+from ..qtypes.registry import RAW_NAME
+
+__all__ = ["RecordColumns", "map_fields", "record_batch"]
 
 
 def _json(value: Any) -> str:
@@ -47,22 +49,32 @@ def _names(struct: Any, *drop: str) -> frozenset[str]:
     return frozenset(f.name for f in struct if f.name not in drop)
 
 
+def map_fields(pa: Any, struct: Any) -> list[str]:
+    """The fields of ``struct`` that are maps (an answer's ``probabilities``, a score's
+    ``legend``): found from its types, which each question type's ``arrow`` hook gives
+    (``qtypes``), so no answer field is named here."""
+    return [f.name for f in struct if pa.types.is_map(f.type)]
+
+
 class _Answers:
     """How the answers of one question become rows of its struct (``kind`` as
-    ``records.arrow.answer_kind`` names it)."""
+    ``records.arrow.answer_kind`` names it). ``json``, ``recalibrated`` and a raw answer's
+    ``type`` / ``value`` are the struct's own members (``records.arrow``), the same for every
+    type; the type's fields come from the struct."""
 
-    def __init__(self, kind: str, struct: Any) -> None:
+    def __init__(self, pa: Any, kind: str, struct: Any) -> None:
         self.kind = kind
+        self.raw = kind == RAW_NAME
         self.fields = _names(struct, "json")
         names = {f.name for f in struct}
-        self.maps = [name for name in ("probabilities", "legend") if name in names]
-        self.recalibrated = (
-            _names(struct.field("recalibrated").type) if "recalibrated" in names else frozenset()
-        )
+        self.maps = map_fields(pa, struct)
+        by = struct.field("recalibrated").type if "recalibrated" in names else ()
+        self.recalibrated = _names(by)
+        self.recalibrated_maps = map_fields(pa, by)
 
     def fits(self, answer: Mapping[str, Any]) -> bool:
         """Whether ``answer`` is stored in its struct's typed fields (else as its JSON)."""
-        if self.kind == "raw":
+        if self.raw:
             return isinstance(answer.get("type"), str)
         if answer.get("type") != self.kind or not answer.keys() <= self.fields:
             return False
@@ -73,11 +85,10 @@ class _Answers:
         recalibrated = answer.get("recalibrated")
         if recalibrated is None:
             return True
-        return (
-            _is_map(recalibrated)
-            and recalibrated.keys() <= self.recalibrated
-            and _is_map(recalibrated.get("probabilities", {}))
-        )
+        if not _is_map(recalibrated) or not recalibrated.keys() <= self.recalibrated:
+            return False
+        # only recalibrated answers reach this, so all()'s generator costs the common case nothing
+        return all(_is_map(recalibrated.get(name, {})) for name in self.recalibrated_maps)
 
     def row(self, answer: Any) -> Mapping[str, Any] | None:
         """The answer as its struct's row: itself when it fits (read in place)."""
@@ -85,7 +96,7 @@ class _Answers:
             return None
         if not _is_map(answer) or not self.fits(answer):
             return {"json": _json(answer)}
-        if self.kind == "raw":
+        if self.raw:
             return {"type": answer["type"], "value": _json(dict(answer))}
         fitting: Mapping[str, Any] = answer
         return fitting
@@ -256,7 +267,7 @@ class RecordColumns:
         self._names = frozenset(schema.names)
         self._by = _names(schema.field("recalibrated").type)
         answers = schema.field("answers").type
-        self._asked = {key: _Answers(kinds[key], answers.field(key).type) for key in kinds}
+        self._asked = {key: _Answers(pa, kinds[key], answers.field(key).type) for key in kinds}
         prepare = {key: answer.row for key, answer in self._asked.items()}
         self._columns = [
             (f.name, _column(pa, f.type, prepare if f.name == "answers" else None)) for f in schema

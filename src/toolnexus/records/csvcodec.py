@@ -21,10 +21,11 @@ import csv
 import io
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ReportError
+from .csvcells import CellReader, CellReaders, cell_readers
 from .model import (
     ASKED_KEYS,
     GATES,
@@ -197,30 +198,6 @@ def read_csv_header(row: Sequence[str]) -> list[str]:
     return [unescape_id(c) for c in row]
 
 
-_BOOLS = {"true": True, "false": False}
-
-
-def _words_or_json(value: str) -> Any:
-    return json.loads(value) if value.startswith("[") else value.split()
-
-
-#: How a cell is read back, by its field name (the last dotted segment of its column).
-_READERS: dict[str, Callable[[str], Any]] = {
-    **dict.fromkeys(("noul", "confidence", "score", "cost", "yes", "no", "min_confidence"), float),
-    **dict.fromkeys(
-        ("level", "input_tokens", "output_tokens", "packed", "position", SCHEMA_VERSION_KEY), int
-    ),
-    **dict.fromkeys(
-        ("near_uniform", "calibrated", "cached", "reasked", "escalated"),
-        lambda v: _BOOLS.get(v, v),
-    ),
-    **dict.fromkeys(("probabilities", "legend", "recalibrated"), json.loads),
-    "flags": _words_or_json,
-}
-#: Top-level text columns: never converted (an id ``7`` stays the text ``7``).
-_TEXT = frozenset({"id", "model", "invalid", QUESTIONS_SHA256})
-
-
 def _column_plan(column: str) -> tuple[str, ...]:
     """Where a flattened column goes: ``answers.<key>.<field>`` keeps dots inside the key."""
     if column.startswith("answers."):
@@ -232,8 +209,10 @@ def _column_plan(column: str) -> tuple[str, ...]:
     return tuple(column.split(".", 1))
 
 
-def _read_cell(field_name: str, value: str) -> Any:
-    reader = _READERS.get(field_name)
+def _read_cell(readers: Mapping[str, CellReader], field_name: str, value: str) -> Any:
+    # How a cell is read back, by its field name (the last dotted segment of its column):
+    # learnt from the record classes and the registered types (records.csvcells).
+    reader = readers.get(field_name)
     if reader is None:
         return value
     try:
@@ -254,6 +233,9 @@ class CsvCodec:
         self.columns = list(columns)
         self._plan = [_column_plan(c) for c in self.columns]
         self._fields = {p[2] for p in self._plan if p[0] == "answers"}
+        # learnt at the first row read (a writer never needs them), from the types then
+        # registered
+        self._cells: CellReaders | None = None
 
     def start(self) -> bytes:
         return csv_line(self.columns, self.columns).encode("utf-8")
@@ -266,28 +248,34 @@ class CsvCodec:
         :class:`RecordDecodeError` for a row of another width or a cell of the wrong kind."""
         if len(row) != len(self._plan):
             raise RecordDecodeError(f"{len(row)} cells for {len(self._plan)} columns")
+        cells = self._cells
+        if cells is None:
+            cells = self._cells = cell_readers()
+        readers, text = cells.by_name, cells.text
         record: dict[str, Any] = {}
         answers: dict[str, dict[str, Any]] = {}
         gates: dict[str, dict[str, Any]] = {}
         for where, value in zip(self._plan, row, strict=True):
             if where[0] == "answers":
                 if value != "":
-                    answers.setdefault(where[1], {})[where[2]] = _read_cell(where[2], value)
+                    answers.setdefault(where[1], {})[where[2]] = _read_cell(
+                        readers, where[2], value
+                    )
             elif where[0] == GATES and len(where) == 3:
                 if value != "":
-                    gates.setdefault(where[1], {})[where[2]] = _read_cell(where[2], value)
+                    gates.setdefault(where[1], {})[where[2]] = _read_cell(readers, where[2], value)
             elif len(where) == 1:
                 name = where[0]
                 if name == "id":
                     record[name] = unescape_id(value)
-                elif name in _TEXT:
+                elif name in text:
                     record[name] = value
                 elif value == "":
                     record[name] = [] if name == "flags" else None
                 else:
-                    record[name] = _read_cell(name, value)
+                    record[name] = _read_cell(readers, name, value)
             else:
-                cell = None if value == "" else _read_cell(where[1], value)
+                cell = None if value == "" else _read_cell(readers, where[1], value)
                 record.setdefault(where[0], {})[where[1]] = cell
         error = record.get("error")
         if isinstance(error, dict) and error.get("code"):

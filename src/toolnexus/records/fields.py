@@ -20,20 +20,36 @@ What a field's metadata says:
   ``copies``: ``out`` only copies a value that is JSON already (a body built for one use,
   ``records.decision.decision_record``, skips it);
 - ``arrow``: ``(pyarrow) -> DataType`` of its column, None: not a typed column (kept in
-  ``extra``, or built from the question set as ``answers`` is); ``required``: not nullable.
+  ``extra``, or built from the question set as ``answers`` is); ``required``: not nullable;
+- ``read``: ``(JSON value or None) -> field value``: how a record read back from a run gets the
+  field from its key (None when the key is absent); None: chosen by the field's annotation
+  (:func:`reader_for`).
 
 ``to_object`` is compiled once per class from this table (:func:`compile_to_object`): a loop
-over the fields would cost each record of a batch a dozen lookups it does not need.
+over the fields would cost each record of a batch a dozen lookups it does not need. Reading a
+record back is compiled from the same table (:func:`compile_from_object`), so a field a record
+class adds is read back with no reader edited.
 Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import types
+import typing
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["WireField", "compile_to_object", "to_object_of", "wire", "wire_fields"]
+__all__ = [
+    "WireField",
+    "compile_from_object",
+    "compile_to_object",
+    "from_object_of",
+    "reader_for",
+    "to_object_of",
+    "wire",
+    "wire_fields",
+]
 
 
 def wire(
@@ -48,11 +64,12 @@ def wire(
     copies: bool = False,
     arrow: Callable[[Any], Any] | None = None,
     required: bool = False,
+    read: Callable[[Any], Any] | None = None,
 ) -> dict[str, Any]:
     """A field's metadata (the module docstring says what each item means)."""
     return {
         "wire": WireField(
-            "", head, omit_none, extra, asked, after, nest, out, copies, arrow, required
+            "", head, omit_none, extra, asked, after, nest, out, copies, arrow, required, read
         )  # the name is filled in by wire_fields
     }
 
@@ -72,6 +89,7 @@ class WireField:
     copies: bool = False
     arrow: Callable[[Any], Any] | None = None
     required: bool = False
+    read: Callable[[Any], Any] | None = None
 
 
 _FIELDS: dict[type, tuple[WireField, ...]] = {}
@@ -141,4 +159,131 @@ def compile_to_object(cls: type, *, body: bool = False) -> Callable[[Any], dict[
     exec("\n".join(lines), env)  # the code is built above from field names alone
     fn: Callable[[Any], dict[str, Any]] = env["to_object"]
     fn.__qualname__ = f"{cls.__qualname__}.to_object"
+    return fn
+
+
+# --- reading a record back ---------------------------------------------------------------------
+#
+# Each reader takes the JSON value of a field's key (None when absent) and returns the field's
+# value, never raising: a value of the wrong kind reads as the type's empty value, as it always
+# has ("model": 7 is "", "calibrated": "yes" is False, a usage count of 1.5 is 0).
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _true(value: Any) -> bool:
+    return value is True
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _count_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _bool_or_none(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _number_or_none(value: Any) -> float | None:
+    # An integer stays an integer: a record is written back byte for byte.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value
+
+
+def _words(value: Any) -> tuple[str, ...]:
+    return tuple(f for f in value if isinstance(f, str)) if isinstance(value, list) else ()
+
+
+#: The reader of each plain annotation a record field may have.
+_READERS: dict[Any, Callable[[Any], Any]] = {
+    str: _text,
+    bool: _true,
+    int: _count,
+    int | None: _count_or_none,
+    str | None: _text_or_none,
+    bool | None: _bool_or_none,
+    float | None: _number_or_none,
+    tuple[str, ...]: _words,
+}
+
+#: What a nested record reads when its key is absent or not an object.
+_EMPTY: Mapping[str, Any] = types.MappingProxyType({})
+
+
+def reader_for(annotation: Any, where: str = "") -> Callable[[Any], Any]:
+    """How a field of this annotation is read back (module comment above): a plain type, or a
+    record class with wire fields (``usage``), read from its object. TypeError for any other
+    annotation: such a field says how it is read with ``wire(read=...)``."""
+    found = _READERS.get(annotation)
+    if found is not None:
+        return found
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        nested = from_object_of(annotation)
+
+        def read_nested(value: Any) -> Any:
+            return nested(value if type(value) is dict or isinstance(value, Mapping) else _EMPTY)
+
+        return read_nested
+    raise TypeError(f"record field {where}: no reader for {annotation!r}: give wire(read=...)")
+
+
+_FROM_OBJECT: dict[type, Callable[[Mapping[str, Any]], Any]] = {}
+
+
+def from_object_of(cls: type) -> Callable[[Mapping[str, Any]], Any]:
+    """``cls``'s compiled reader (:func:`compile_from_object`), made the first time it is asked
+    for: a subclass gets its own, with its new fields."""
+    found = _FROM_OBJECT.get(cls)
+    if found is None:
+        found = _FROM_OBJECT[cls] = compile_from_object(cls)
+    return found
+
+
+def compile_from_object(cls: type) -> Callable[[Mapping[str, Any]], Any]:
+    """``cls`` read back from its JSON object (what ``to_object`` wrote, or an earlier shape of
+    it): each field from its key (under its ``nest`` object, for a nested one) through its
+    ``read`` or its annotation's reader, generated as straight-line code like
+    :func:`compile_to_object`. The caller has checked what makes the object a record of
+    ``cls`` (``records.model.record_from_object``: the id, the ``schema_version``)."""
+    hints = typing.get_type_hints(cls)
+    by_name = {f.name: f for f in wire_fields(cls)}
+    env: dict[str, Any] = {"_cls": cls, "_Mapping": Mapping, "_EMPTY": _EMPTY}
+    lines = ["def from_object(obj):"]
+    nests: dict[str, str] = {}
+    args: list[str] = []
+    keywords: list[str] = []
+    for i, f in enumerate(dataclasses.fields(cls)):
+        if not f.init:
+            continue
+        w = by_name[f.name]
+        where = f"{cls.__qualname__}.{f.name}"
+        env[f"_r{i}"] = w.read if w.read is not None else reader_for(hints[f.name], where)
+        source = "obj"
+        if w.nest is not None:
+            if w.nest not in nests:
+                nests[w.nest] = source = f"_n{len(nests)}"
+                lines.append(f"    {source} = obj.get({w.nest!r})")
+                check = f"type({source}) is not dict and not isinstance({source}, _Mapping)"
+                lines.append(f"    if {check}:")
+                lines.append(f"        {source} = _EMPTY")
+            source = nests[w.nest]
+        value = f"_r{i}({source}.get({f.name!r}))"
+        if f.kw_only:
+            keywords.append(f"{f.name}={value}")
+        else:
+            args.append(value)
+    lines.append(f"    return _cls({', '.join(args + keywords)})")
+    exec("\n".join(lines), env)  # the code is built above from field names alone
+    fn: Callable[[Mapping[str, Any]], Any] = env["from_object"]
+    fn.__qualname__ = f"{cls.__qualname__}.from_object"
     return fn

@@ -7,7 +7,9 @@ A run holds two kinds of record, each a frozen dataclass:
 - :class:`ErrorRecord`: the id, the digest and ``error: {code, message}``.
 
 ``to_object`` is the JSON object written to JSONL and JSON runs, keys in the order pinned by the
-golden files; ``record_from_object`` reads one back.
+golden files; ``record_from_object`` reads one back, each field as its metadata or annotation
+says (``records.fields.compile_from_object``), each answer as its type's record
+(``qtypes.registry.answer_record``).
 
 Every record carries ``schema_version`` (:data:`SCHEMA_VERSION`), right after ``id``: the id
 stays the first key (what ``jq .id``, a CSV's first column and every eye looks for), and the
@@ -30,7 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from ..errors import ReportError
+from ..qtypes import registry
 from ..validation import DEFAULT_THRESHOLDS
+from .fields import from_object_of as _from_object
 from .fields import to_object_of as _to_object
 from .fields import wire, wire_fields
 
@@ -98,6 +102,9 @@ RECALIBRATED = "recalibrated"
 #: per gate name, ``{"action", "escalated", "reason"}``. Absent otherwise, so other records keep
 #: their bytes.
 GATES = "gates"
+#: The key an error record's fields are written under: a record read back is an error record
+#: when it holds one (not null).
+_ERROR_KEY = "error"
 #: The fields of one gate's outcome in a record, in order.
 GATE_FIELDS = ("action", "escalated", "reason")
 
@@ -172,6 +179,51 @@ def _recalibrated_arrow(pa: Any) -> Any:
     return pa.struct([pa.field(n, pa.string()) for n in ("file", "sha256")])
 
 
+# How the fields a plain annotation does not say are read back (``records.fields``: each gets
+# its key's JSON value, None when absent; the annotated ones read as their type says).
+
+
+def _same(value: Any) -> Any:
+    # the id: record_from_object has checked it (a string or an integer), and reads no record
+    # without one
+    return value
+
+
+# ``type(value) is dict`` first: a run's JSON objects are dicts, and the ABC check costs a
+# read record a few percent (instruction counts, bench in the commit that made this).
+
+
+def _thresholds_read(value: Any) -> dict[str, Any]:
+    return dict(value) if type(value) is dict or isinstance(value, Mapping) else {}
+
+
+def _answers_read(value: Any) -> dict[str, registry.AnswerRecord]:
+    # each answer as its type's record (NoulRecord ...), what a renderer reads by attribute
+    if type(value) is not dict and not isinstance(value, Mapping):
+        return {}
+    of, out = registry.of, {}
+    for k, v in value.items():
+        if type(v) is dict:  # a run's answer: registry.answer_record without its checks
+            out[k] = of(v.get("type")).answer_record(v)
+        elif isinstance(v, Mapping):
+            out[k] = registry.answer_record(v)
+    return out
+
+
+def _recalibrated_read(value: Any) -> dict[str, str] | None:
+    if value is None or not isinstance(value, Mapping):
+        return None
+    return {k: v for k, v in value.items() if isinstance(v, str)}
+
+
+def _gates_read(value: Any) -> Mapping[str, Mapping[str, Any]] | None:
+    if type(value) is GateOutcomes:
+        return value  # built by records.gates: already checked, and its JSON text kept
+    if value is None or not isinstance(value, Mapping):
+        return None
+    return {k: v for k, v in value.items() if isinstance(v, Mapping)}
+
+
 #: The metadata of ``schema_version``, the same in both record kinds: written second, after
 #: ``id``, and left out for a record read from a run written before versions.
 _VERSION = wire(head=True, omit_none=True, after="id", arrow=_int64)
@@ -187,7 +239,7 @@ class DecisionRecord:
     place, JSON form and Arrow column are said: ``to_object``, :data:`RECORD_KEYS`,
     :data:`ASKED_KEYS`, the CSV columns and the Arrow schema derive from it."""
 
-    id: str | int = field(metadata=wire(head=True, arrow=_string, required=True))
+    id: str | int = field(metadata=wire(head=True, arrow=_string, required=True, read=_same))
     questions_sha256: str | None = field(default=None, metadata=_SHA)
     model: str = field(default="", metadata=wire(arrow=_string))
     calibrated: bool = field(default=False, metadata=wire(arrow=_bool))
@@ -204,11 +256,12 @@ class DecisionRecord:
         default_factory=RecordUsage, metadata=wire(out=_usage_out, arrow=_struct(RecordUsage))
     )
     thresholds: Mapping[str, float] = field(
-        default_factory=dict, metadata=wire(out=dict, copies=True, arrow=_thresholds_arrow)
+        default_factory=dict,
+        metadata=wire(out=dict, copies=True, arrow=_thresholds_arrow, read=_thresholds_read),
     )
     #: the Arrow struct of ``answers`` is built from the question set (``records.arrow``)
     answers: Mapping[str, Mapping[str, Any]] = field(
-        default_factory=dict, metadata=wire(out=_answers_out, copies=True)
+        default_factory=dict, metadata=wire(out=_answers_out, copies=True, read=_answers_read)
     )
     flags: tuple[str, ...] = field(
         default=(), metadata=wire(out=list, arrow=lambda pa: pa.list_(pa.string()))
@@ -217,13 +270,21 @@ class DecisionRecord:
     #: per gate of the question file: what it decided (``GATE_FIELDS``); None: no gates. Not
     #: a typed Arrow column: a Parquet run keeps it in ``extra``.
     gates: Mapping[str, Mapping[str, Any]] | None = field(
-        default=None, metadata=wire(omit_none=True, extra=True, out=_gates_out, copies=True)
+        default=None,
+        metadata=wire(omit_none=True, extra=True, out=_gates_out, copies=True, read=_gates_read),
     )
     #: ``{"file", "sha256"}`` of the calibration map that recalibrated its answers (each
     #: answer then carries ``recalibrated`` beside its wire probabilities)
     recalibrated: Mapping[str, str] | None = field(
         default=None,
-        metadata=wire(omit_none=True, extra=True, out=dict, copies=True, arrow=_recalibrated_arrow),
+        metadata=wire(
+            omit_none=True,
+            extra=True,
+            out=dict,
+            copies=True,
+            arrow=_recalibrated_arrow,
+            read=_recalibrated_read,
+        ),
     )
     #: the record shape (:data:`SCHEMA_VERSION`); None: read from a record written before it
     schema_version: int | None = field(default=SCHEMA_VERSION, metadata=_VERSION)
@@ -240,7 +301,15 @@ class DecisionRecord:
         """The record of a decision's JSON object ``body`` (what ``decision_record`` returns)
         for one state. The batch path builds the record directly (``records.decision.record``);
         this reads one back."""
-        return _decision(item_id, questions_sha256, body)
+        return _decision(item_id, questions_sha256, body, cls)
+
+    @classmethod
+    def from_object(cls, obj: Mapping[str, Any]) -> DecisionRecord:
+        """The record of its JSON object ``obj`` (``to_object``'s, or an earlier shape), each
+        field read as its metadata says (``records.fields.compile_from_object``); the id and
+        ``schema_version`` are the caller's to check (:func:`record_from_object` does)."""
+        read: Callable[[Mapping[str, Any]], DecisionRecord] = _from_object(cls)
+        return read(obj)
 
     def to_object(self) -> dict[str, Any]:
         """The JSON object a JSONL/JSON run holds, keys in the golden files' order."""
@@ -252,9 +321,9 @@ class ErrorRecord:
     """One state that got no decision: a stable ``code`` (``cli/errors.py``'s table) and a
     one-line ``message`` naming where and what to do, written as ``error: {code, message}``."""
 
-    id: str | int = field(metadata=wire(head=True, arrow=_string, required=True))
-    code: str = field(metadata=wire(nest="error", after="questions_sha256", arrow=_string))
-    message: str = field(metadata=wire(nest="error", after="code", arrow=_string))
+    id: str | int = field(metadata=wire(head=True, arrow=_string, required=True, read=_same))
+    code: str = field(metadata=wire(nest=_ERROR_KEY, after="questions_sha256", arrow=_string))
+    message: str = field(metadata=wire(nest=_ERROR_KEY, after="code", arrow=_string))
     questions_sha256: str | None = field(default=None, metadata=_SHA)
     #: the record shape (:data:`SCHEMA_VERSION`); None: read from a record written before it
     schema_version: int | None = field(default=SCHEMA_VERSION, metadata=_VERSION)
@@ -266,6 +335,12 @@ class ErrorRecord:
     @property
     def key(self) -> str:
         return str(self.id)
+
+    @classmethod
+    def from_object(cls, obj: Mapping[str, Any]) -> ErrorRecord:
+        """The record of its JSON object ``obj`` (as :meth:`DecisionRecord.from_object`)."""
+        read: Callable[[Mapping[str, Any]], ErrorRecord] = _from_object(cls)
+        return read(obj)
 
     def to_object(self) -> dict[str, Any]:
         return _to_object(type(self))(self)
@@ -280,7 +355,7 @@ RECORD_KEYS = tuple(f.name for f in wire_fields(DecisionRecord) if not (f.head o
 #: without them, never with made-up values.
 ASKED_KEYS = tuple(f.name for f in wire_fields(DecisionRecord) if f.asked)
 #: The fields an error record writes under ``error``, in order.
-ERROR_FIELDS = tuple(f.name for f in wire_fields(ErrorRecord) if f.nest == "error")
+ERROR_FIELDS = tuple(f.name for f in wire_fields(ErrorRecord) if f.nest == _ERROR_KEY)
 
 
 Record: TypeAlias = DecisionRecord | ErrorRecord
@@ -300,75 +375,15 @@ def id_problem(value: Any) -> str | None:
     return None
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _count_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _float_or_none(value: Any) -> float | None:
-    # An integer cost stays an integer: a record is written back byte for byte.
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return value
-
-
 def _decision(
     item_id: str | int,
     sha: str | None,
-    obj: Mapping[str, Any],
-    version: int | None = SCHEMA_VERSION,
+    body: Mapping[str, Any],
+    cls: type[DecisionRecord] = DecisionRecord,
 ) -> DecisionRecord:
-    usage = obj.get("usage")
-    usage = usage if isinstance(usage, Mapping) else {}
-    thresholds = obj.get("thresholds")
-    answers = obj.get("answers")
-    flags = obj.get("flags")
-    invalid = obj.get("invalid")
-    recalibrated = obj.get(RECALIBRATED)
-    gates = obj.get(GATES)
-    return DecisionRecord(
-        id=item_id,
-        questions_sha256=sha,
-        model=_text(obj.get("model")),
-        calibrated=obj.get("calibrated") is True,
-        cached=obj.get("cached") is True,
-        packed=_count_or_none(obj.get("packed")),
-        position=_count_or_none(obj.get("position")),
-        reasked=reasked if isinstance(reasked := obj.get("reasked"), bool) else None,
-        usage=RecordUsage(
-            _int(usage.get("input_tokens")),
-            _int(usage.get("output_tokens")),
-            _float_or_none(usage.get("cost")),
-        ),
-        thresholds=dict(thresholds) if isinstance(thresholds, Mapping) else {},
-        answers=(
-            {k: v for k, v in answers.items() if isinstance(v, Mapping)}
-            if isinstance(answers, Mapping)
-            else {}
-        ),
-        flags=tuple(f for f in flags if isinstance(f, str)) if isinstance(flags, list) else (),
-        invalid=invalid if isinstance(invalid, str) else None,
-        recalibrated=(
-            {k: v for k, v in recalibrated.items() if isinstance(v, str)}
-            if isinstance(recalibrated, Mapping)
-            else None
-        ),
-        gates=(
-            gates  # built by records.gates: already checked, and its JSON text kept
-            if type(gates) is GateOutcomes
-            else {k: v for k, v in gates.items() if isinstance(v, Mapping)}
-            if isinstance(gates, Mapping)
-            else None
-        ),
-        schema_version=version,
-    )
+    # from_body: the head keys are given, the rest is the body's.
+    head = {"id": item_id, QUESTIONS_SHA256: sha, SCHEMA_VERSION_KEY: SCHEMA_VERSION}
+    return cls.from_object({**body, **head})
 
 
 def record_from_object(obj: Any) -> Record | None:
@@ -383,17 +398,7 @@ def record_from_object(obj: Any) -> Record | None:
     problem = schema_problem(obj)
     if problem is not None:
         raise RecordVersionError(f"record {str(item_id)[:40]!r}: {problem}")
-    version = obj.get(SCHEMA_VERSION_KEY)
-    sha = obj.get(QUESTIONS_SHA256)
-    sha = sha if isinstance(sha, str) else None
-    error = obj.get("error")
-    if error is not None:
-        error = error if isinstance(error, Mapping) else {}
-        return ErrorRecord(
-            item_id,
-            _text(error.get("code")),
-            _text(error.get("message")),
-            questions_sha256=sha,
-            schema_version=version,
-        )
-    return _decision(item_id, sha, obj, version)
+    # ``error`` present (and not null) makes it an error record, as it always has.
+    if obj.get(_ERROR_KEY) is not None:
+        return ErrorRecord.from_object(obj)
+    return DecisionRecord.from_object(obj)
