@@ -167,7 +167,9 @@ class Decision:
 
 
 def _decode_answer(obj: Any, key: str, question: Question | None) -> Answer:
-    if not isinstance(obj, Mapping):
+    # ``type(obj) is dict`` first: a parsed reply's answers are dicts, and ``isinstance`` against
+    # the Mapping ABC is a Python-level call, once per answer on a batch's hot path (issue 32).
+    if type(obj) is not dict and not isinstance(obj, Mapping):
         raise DecisionError(
             f'classifier: answer "{key}" must be an object, got {json_kind(obj)}', key
         )
@@ -234,7 +236,11 @@ def decode_answers(
     keys: :func:`parse_decision`'s answers, for a caller that builds its own Decision (a packed
     response's states, issue 32: one Decision per state, not two)."""
     qs = questions or {}
-    return {str(k): _decode_answer(v, str(k), qs.get(str(k))) for k, v in answers.items()}
+    out: dict[str, Answer] = {}
+    for k, v in answers.items():
+        key = k if type(k) is str else str(k)  # a parsed reply's keys are str already
+        out[key] = _decode_answer(v, key, qs.get(key))
+    return out
 
 
 def parse_decision(obj: Any, questions: Mapping[str, Question] | None = None) -> Decision:

@@ -72,7 +72,7 @@ from .scheduler.tokens import LIMIT_SAFE_BYTES, TokenEstimate, estimate_tokens
 from .systemone import PATH, SystemOneStyle
 from .telemetry_pack import pack_trace
 from .transport import Reply
-from .validation import validate_decision
+from .validity import answers_validator
 
 __all__ = [
     "CONTEXT_ERROR_TYPE",
@@ -317,8 +317,11 @@ class _Pack:
         # carries its share (``unpack_decisions`` splits the same usage the same way).
         shares: list[ClassifierUsage] | None = None
         caches = style.caches
+        # ``validate_decision`` for every state of this reply, with the questions' keys sorted
+        # and their types looked up once per pack, not per state (issue 32 pack CPU).
+        invalid = answers_validator(self.qs)
         for index, (i, got) in enumerate(zip(indices, per_state, strict=True)):
-            if isinstance(got, Decision) and validate_decision(self.qs, got) is None:
+            if isinstance(got, Decision) and invalid(got.answers) is None:
                 self.results[i] = got
                 if caches:
                     store(style, self.lifted[i], self.qs, got)

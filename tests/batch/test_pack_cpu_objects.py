@@ -5,6 +5,7 @@ cut; the results they check are the same as before it."""
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import json
 from typing import Any
@@ -15,7 +16,10 @@ from toolnexus import (
     BatchOptions,
     batchgroups,
     create_classifier,
+    decision,
+    validity,
 )
+from toolnexus.decision import NoulAnswer, decode_answers
 
 QUESTIONS: dict[str, Any] = {
     "refund": {"type": "noul", "instructions": "Is the customer asking for money back?"},
@@ -75,3 +79,97 @@ def test_evaluate_batch_keeps_no_state_result_per_state(
     decisions = got if how == "evaluate_batch" else [r.decision for r in got]
     assert [d.packed for d in decisions] == [20] * 40
     assert [d.position for d in decisions] == list(range(20)) * 2
+
+
+def test_a_packed_reply_is_validated_without_sorting_the_questions_per_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seed 004 ``validate-decision`` for every state of a packed reply: the question set's
+    keys are sorted and their types looked up once per pack (``validity.answers_validator``),
+    not by a ``validate_answers`` per state (three sorts each)."""
+    serve_in_process(monkeypatch)
+    calls: list[int] = []
+    real = validity.validate_answers
+
+    def counting(questions: Any, answers: Any) -> Any:
+        calls.append(len(answers))
+        return real(questions, answers)
+
+    monkeypatch.setattr(validity, "validate_answers", counting)
+    monkeypatch.setattr(decision, "validate_answers", counting)  # Decision.validate's
+    got = run("evaluate_batch", STATES)
+    assert [d.reasked for d in got] == [False] * 40
+    assert calls == []
+
+
+_NOUL_QS: dict[str, Any] = {}
+#: ``None`` in the cases below: a valid answer to the choice question "b"
+GOOD_CHOICE = {
+    "type": "choice",
+    "choice": "x",
+    "confidence": 0.9,
+    "probabilities": {"x": 0.9, "y": 0.1},
+}
+
+
+def _prepared() -> Any:
+    if not _NOUL_QS:
+        qs = {
+            "a": {"type": "noul", "instructions": "A?"},
+            "b": {"type": "choice", "instructions": "B?", "criteria": {"x": "X.", "y": "Y."}},
+        }
+        _NOUL_QS["qs"] = create_classifier(api_key_env="NO_SUCH").prepare(qs)
+    return _NOUL_QS["qs"]
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        pytest.param({"a": {"type": "noul", "noul": 0.2}, "b": None}, id="valid"),
+        pytest.param({"a": {"type": "noul", "noul": 1.5}, "b": None}, id="noul-out-of-range"),
+        pytest.param({"a": {"type": "noul", "noul": 0.5}}, id="missing-answer"),
+        pytest.param(
+            {"a": {"type": "noul", "noul": 0.5}, "b": None, "c": {"type": "noul", "noul": 0.1}},
+            id="unexpected-answer",
+        ),
+        pytest.param({"b": None, "c": {"type": "noul", "noul": 0.1}}, id="missing-and-extra"),
+        pytest.param({"a": None, "b": None}, id="wrong-type"),
+        pytest.param(
+            {"a": {"type": "noul", "noul": -0.1}, "b": {"type": "noul", "noul": 0.5}},
+            id="two-bad-first-wins",
+        ),
+        pytest.param(
+            {"a": {"type": "noul", "noul": 0.5}, "b": {**GOOD_CHOICE, "choice": "z"}},
+            id="choice-not-offered",
+        ),
+    ],
+)
+def test_the_per_pack_validator_gives_validate_answers_verdict(answers: dict[str, Any]) -> None:
+    """``answers_validator(qs)(answers)`` is ``validate_answers(qs, answers)``: seed 004's
+    checks in its order, first failure wins, the same message and key."""
+    qs = _prepared()
+    wire = {k: (GOOD_CHOICE if v is None else v) for k, v in answers.items()}
+    typed = decode_answers(wire)
+    want = validity.validate_answers(qs, typed)
+    got = validity.answers_validator(qs)(typed)
+    assert (got is None) == (want is None)
+    if want is not None and got is not None:
+        assert (got.detail, got.key) == (want.detail, want.key)
+
+
+def test_decoding_answers_asks_the_mapping_abc_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parsed reply's answers are dicts with string keys: decoding each one is not an
+    ``isinstance`` call into the ``Mapping`` ABC (a Python-level call per answer)."""
+    checked: list[Any] = []
+    real = abc.ABCMeta.__instancecheck__
+
+    def counting(cls: Any, instance: Any) -> bool:
+        checked.append((cls, type(instance)))
+        return real(cls, instance)
+
+    wire = {f"q{i}": {"type": "noul", "noul": i / 10} for i in range(10)}
+    monkeypatch.setattr(abc.ABCMeta, "__instancecheck__", counting)
+    got = decode_answers(wire)
+    monkeypatch.undo()
+    assert got == {f"q{i}": NoulAnswer(i / 10) for i in range(10)}
+    assert checked == []
