@@ -17,9 +17,14 @@ from toolnexus import (
     batchgroups,
     create_classifier,
     decision,
+    packing,
+    state,
     validity,
 )
+from toolnexus.canonical import canonical_json
 from toolnexus.decision import NoulAnswer, decode_answers
+from toolnexus.errors import InvalidState
+from toolnexus.questions import questions_to_wire
 
 QUESTIONS: dict[str, Any] = {
     "refund": {"type": "noul", "instructions": "Is the customer asking for money back?"},
@@ -155,6 +160,77 @@ def test_the_per_pack_validator_gives_validate_answers_verdict(answers: dict[str
     assert (got is None) == (want is None)
     if want is not None and got is not None:
         assert (got.detail, got.key) == (want.detail, want.key)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("ticket 7: charged twice", id="plain-ascii"),
+        pytest.param("", id="empty"),
+        pytest.param('she said "refund"', id="quote"),
+        pytest.param("C:\\path", id="backslash"),
+        pytest.param("tab\there", id="control-char"),
+        pytest.param("line\nbreak", id="newline"),
+        pytest.param("del\x7fchar", id="del"),
+        pytest.param("請求が二重に発生しました", id="non-ascii"),
+        pytest.param("café <b> & 'x'", id="latin-and-html"),
+        pytest.param("\u2028", id="line-separator"),
+    ],
+)
+def test_a_state_weight_is_its_canonical_size(text: str) -> None:
+    """A state's share of a packed request's input is its canonical bytes' length (issue 20's
+    split): the shortcut for plain text gives exactly the full computation's number."""
+    assert packing._canonical_size(text) == len(canonical_json(text))
+    qs = _prepared()
+    asked = len(canonical_json(questions_to_wire(qs)))
+    assert packing.state_weights([text], qs) == [len(canonical_json(text)) + asked]
+
+
+def test_plain_text_weights_are_not_encoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32 pack CPU: ``state_weights`` runs per state of every packed request; a plain
+    ASCII string is not JSON-encoded to learn its length (objects and escaped text still are)."""
+    encoded: list[Any] = []
+
+    def counting(value: Any) -> bytes:
+        encoded.append(value)
+        return canonical_json(value)
+
+    monkeypatch.setattr(packing, "canonical_json", counting)
+    states: list[Any] = [*STATES, 'say "hi"', {"ticket": "x"}]
+    weights = packing.state_weights(states, _prepared())
+    assert len(weights) == 42
+    # once for the questions, once for the quoted text, once for the object
+    assert len(encoded) == 3 and encoded[1:] == ['say "hi"', {"ticket": "x"}]
+
+
+@pytest.mark.parametrize(
+    ("value", "walks"),
+    [
+        pytest.param("ticket 7: charged twice", 0, id="ascii-text-not-walked"),
+        pytest.param("請求", 1, id="non-ascii-text-walked"),
+        pytest.param({"ticket": "x"}, 1, id="object-walked"),
+    ],
+)
+def test_ascii_text_is_checked_without_the_walk(
+    value: Any, walks: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``evaluate_batch`` checks every state before any request (seed 004); ASCII text can hold
+    no lone surrogate, the one thing the walk finds in a string, so it is not walked."""
+    calls: list[Any] = []
+    real = state.value_problem
+
+    def counting(v: Any, **kwargs: Any) -> Any:
+        calls.append(v)
+        return real(v, **kwargs)
+
+    monkeypatch.setattr(state, "value_problem", counting)
+    state.check_state(value)
+    assert len(calls) == walks
+
+
+def test_text_with_a_lone_surrogate_is_still_refused() -> None:
+    with pytest.raises(InvalidState, match="lone surrogate"):
+        state.check_state("refund \ud800 please")
 
 
 def test_decoding_answers_asks_the_mapping_abc_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
