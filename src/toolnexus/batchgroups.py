@@ -181,10 +181,14 @@ async def run_outcomes(
     scheduler = scheduler_for(options)
     groups = plan(classifier, states, qs, options)
     results: list[StateOutcome | None] = [None] * len(states)
-    pending = iter(groups)
+    import collections
+
+    pending = collections.deque(groups)
+    del groups
 
     async def worker() -> None:
-        for group in pending:
+        while pending:
+            group = pending.popleft()
             if scheduler.stopped is not None:
                 break
             got = await _group_outcomes(
@@ -198,7 +202,7 @@ async def run_outcomes(
             for i, r in zip(group.indices, got, strict=True):
                 results[i] = r
 
-    workers = min(options.concurrency, len(groups))
+    workers = min(options.concurrency, len(pending))
     tasks = [asyncio.create_task(worker()) for _ in range(workers)]
     try:
         await asyncio.gather(*tasks)

@@ -249,3 +249,34 @@ def test_decoding_answers_asks_the_mapping_abc_nothing(monkeypatch: pytest.Monke
     monkeypatch.undo()
     assert got == {f"q{i}": NoulAnswer(i / 10) for i in range(10)}
     assert checked == []
+
+
+def test_a_sent_pack_is_let_go_before_the_run_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan is made before the first request; each planned pack (its indices, its body's
+    digest and estimate) is dropped once it is sent, not kept until the run ends: while the
+    last pack is sent, only the packs still in flight are alive."""
+    import weakref
+
+    from toolnexus import packed
+
+    serve_in_process(monkeypatch)
+    refs: list[weakref.ref[Any]] = []
+    alive_at_last: list[int] = []
+    real_plan, real_pack = batchgroups.plan, packed.evaluate_pack
+
+    def planning(*args: Any) -> Any:
+        groups = real_plan(*args)
+        refs.extend(weakref.ref(g) for g in groups)
+        return groups
+
+    async def sending(*args: Any, planned: Any = None, **kwargs: Any) -> Any:
+        if planned is refs[-1]():
+            alive_at_last.append(sum(r() is not None for r in refs))
+        return await real_pack(*args, planned=planned, **kwargs)
+
+    monkeypatch.setattr(batchgroups, "plan", planning)
+    monkeypatch.setattr(packed, "evaluate_pack", sending)
+    states = [f"ticket {i}: charged twice" for i in range(200)]
+    assert len(run("evaluate_batch", states, pack=10)) == 200
+    assert len(refs) == 20 and len(alive_at_last) == 1
+    assert alive_at_last[0] <= 2  # concurrency 2: the last pack and at most one other
