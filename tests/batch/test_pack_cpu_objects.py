@@ -251,6 +251,66 @@ def test_decoding_answers_asks_the_mapping_abc_nothing(monkeypatch: pytest.Monke
     assert checked == []
 
 
+def _python_calls(fn: Any, *args: Any) -> int:
+    """Python-level function calls (generator steps included) made while ``fn(*args)`` runs,
+    ``fn``'s own call excluded: a count, not a time."""
+    import sys
+
+    calls = 0
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        nonlocal calls
+        if event == "call":
+            calls += 1
+
+    sys.setprofile(profile)
+    try:
+        fn(*args)
+    finally:
+        sys.setprofile(None)
+    return calls - 1
+
+
+def test_largest_remainder_checks_its_weights_without_a_generator() -> None:
+    """Issue 20's split runs twice per packed reply over every state: its weights are checked
+    by ``min`` and ``sum`` in C, not a generator step per weight."""
+    assert packing.largest_remainder(1000, [3] * 32)[:2] == [32, 32]
+    # its own two list comprehensions; the generator made 33 more calls
+    assert _python_calls(packing.largest_remainder, 1000, [3] * 32) == 2
+    with pytest.raises(ValueError, match="negative"):
+        packing.largest_remainder(10, [1, -1])
+
+
+def _lines(fn: Any, *args: Any) -> int:
+    """Lines of Python executed while ``fn(*args)`` runs (every frame): a count, not a time."""
+    import sys
+
+    lines = 0
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal lines
+        if event == "line":
+            lines += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        fn(*args)
+    finally:
+        sys.settrace(None)
+    return lines
+
+
+def test_states_without_images_are_packed_without_the_merge_walk() -> None:
+    """``pack_lifted`` renames clashing placeholders and merges assets; states without any
+    image have nothing to merge, so their pack is built at once (the same value)."""
+    from toolnexus.assets import LiftedState
+
+    parts = [LiftedState({"ticket": i}) for i in range(32)]
+    assert packing.pack_lifted(parts) == LiftedState({"states": [{"ticket": i} for i in range(32)]})
+    assert _lines(packing.pack_lifted, parts) < 10  # it was 5 lines per state
+
+
 def test_a_sent_pack_is_let_go_before_the_run_ends(monkeypatch: pytest.MonkeyPatch) -> None:
     """The plan is made before the first request; each planned pack (its indices, its body's
     digest and estimate) is dropped once it is sent, not kept until the run ends: while the
@@ -280,3 +340,19 @@ def test_a_sent_pack_is_let_go_before_the_run_ends(monkeypatch: pytest.MonkeyPat
     assert len(run("evaluate_batch", states, pack=10)) == 200
     assert len(refs) == 20 and len(alive_at_last) == 1
     assert alive_at_last[0] <= 2  # concurrency 2: the last pack and at most one other
+
+
+def test_equal_usage_shares_are_one_value() -> None:
+    """Issue 20's split: the parts still sum exactly to the reply's usage, each state's part
+    as before; equal parts are one (frozen) value, not one object per state."""
+    from toolnexus.decision import ClassifierUsage
+
+    usage = ClassifierUsage(1422, 128, 0.0042)
+    parts = packing.split_usage(usage, [142] * 32)
+    assert sum(p.input_tokens for p in parts) == 1422
+    assert sum(p.output_tokens for p in parts) == 128
+    assert [(p.input_tokens, p.output_tokens) for p in parts] == [(45, 4)] * 14 + [(44, 4)] * 18
+    assert len({id(p) for p in parts}) == 2
+    # a negative cost: its empty part is -0.0, never shared with a 0.0
+    negative = packing.split_usage(ClassifierUsage(0, 0, -1e-9), [1, 1, 1])
+    assert [str(p.cost) for p in negative] == ["-1e-09", "-0.0", "-0.0"]
