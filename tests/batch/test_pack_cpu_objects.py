@@ -311,6 +311,44 @@ def test_states_without_images_are_packed_without_the_merge_walk() -> None:
     assert _lines(packing.pack_lifted, parts) < 10  # it was 5 lines per state
 
 
+@pytest.mark.parametrize(
+    ("listening", "emitted"),
+    [
+        pytest.param(False, 0, id="nobody-listening-no-call"),
+        pytest.param(True, 40, id="a-listener-gets-every-state"),
+    ],
+)
+def test_a_packed_state_emits_only_when_someone_listens(
+    listening: bool, emitted: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 pack CPU: whether ``on_metric`` is set is asked once per pack; with a listener
+    every packed state still gets its event."""
+    from toolnexus import packed
+
+    serve_in_process(monkeypatch)
+    calls: list[int] = []
+    real = packed._Pack._emit
+
+    def counting(self: Any, decision: Any, size: int) -> None:
+        calls.append(size)
+        real(self, decision, size)
+
+    monkeypatch.setattr(packed._Pack, "_emit", counting)
+    events: list[Any] = []
+    extra: dict[str, Any] = {"on_metric": events.append} if listening else {}
+
+    async def go() -> list[Any]:
+        async with create_classifier(
+            base_url="http://127.0.0.1:9", api_key_env="NO_SUCH", **extra
+        ) as c:
+            options = BatchOptions(concurrency=2, pack=20)
+            return await c.evaluate_batch(STATES, QUESTIONS, options=options)
+
+    assert len(asyncio.run(go())) == 40
+    assert len(calls) == emitted
+    assert len([e for e in events if e.get("packed") == 20]) == emitted
+
+
 def test_a_sent_pack_is_let_go_before_the_run_ends(monkeypatch: pytest.MonkeyPatch) -> None:
     """The plan is made before the first request; each planned pack (its indices, its body's
     digest and estimate) is dropped once it is sent, not kept until the run ends: while the
@@ -340,6 +378,32 @@ def test_a_sent_pack_is_let_go_before_the_run_ends(monkeypatch: pytest.MonkeyPat
     assert len(run("evaluate_batch", states, pack=10)) == 200
     assert len(refs) == 20 and len(alive_at_last) == 1
     assert alive_at_last[0] <= 2  # concurrency 2: the last pack and at most one other
+
+
+def test_text_states_are_planned_and_sent_without_a_lift_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seed 004, "content parts in the state are lifted into assets": text holds none, so a
+    pack of text is planned and sent without a ``LiftedState`` per state (the plan kept one per
+    state until the run ended); the bodies are the same bytes."""
+    from toolnexus import assets, packplan
+
+    serve_in_process(monkeypatch)
+    lifts: list[Any] = []
+    real = assets.lift_images
+
+    def counting(state: Any, questions_text: str = "") -> Any:
+        lifts.append(state)
+        return real(state, questions_text)
+
+    monkeypatch.setattr(assets, "lift_images", counting)
+    qs = create_classifier().prepare(QUESTIONS)
+    planned = packplan.plan_requests(STATES, qs, 20)
+    assert [p.indices for p in planned] == [list(range(20)), list(range(20, 40))]
+    assert [p.lifted for p in planned] == [None, None]
+    got = run("evaluate_batch", STATES)
+    assert [d.packed for d in got] == [20] * 40
+    assert lifts == []
 
 
 def test_equal_usage_shares_are_one_value() -> None:
