@@ -74,13 +74,17 @@ async def evaluate_batch(
     # this returns, and every object kept per state until the end is one more for the
     # collector to walk.
     results = await run_outcomes(classifier, states, qs, options, fail_closed=False)
-    stop = next((r for r in results if isinstance(r, RunStopped)), None)
-    if stop is not None:
-        # The run stopped: the stop says why (and what to do), which no one state's error does.
-        raise RunStopped(stop.message, stop.kind)
-    for i, r in enumerate(results):
-        if isinstance(r, ClassifierError):
-            raise BatchError(f"classifier: state {i}: {r.detail}", i, r)
+    failed = [i for i, r in enumerate(results) if isinstance(r, ClassifierError)]
+    if failed:  # one pass over the results; the errors alone are looked at again
+        errors = [results[i] for i in failed]
+        stop = next((e for e in errors if isinstance(e, RunStopped)), None)
+        if stop is not None:
+            # The run stopped: the stop says why (and what to do), which no one state's error
+            # does.
+            raise RunStopped(stop.message, stop.kind)
+        error = errors[0]
+        assert isinstance(error, ClassifierError)
+        raise BatchError(f"classifier: state {failed[0]}: {error.detail}", failed[0], error)
     return results  # type: ignore[return-value]  # every error raised above
 
 

@@ -185,8 +185,10 @@ async def run_outcomes(
 
     pending = collections.deque(groups)
     del groups
+    decided = 0
 
     async def worker() -> None:
+        nonlocal decided
         while pending:
             group = pending.popleft()
             if scheduler.stopped is not None:
@@ -201,6 +203,7 @@ async def run_outcomes(
             )
             for i, r in zip(group.indices, got, strict=True):
                 results[i] = r
+            decided += len(got)
 
     workers = min(options.concurrency, len(pending))
     tasks = [asyncio.create_task(worker()) for _ in range(workers)]
@@ -211,6 +214,8 @@ async def run_outcomes(
             t.cancel()
     stop = scheduler.stopped
     if stop is None:
-        assert None not in results  # only a stop skips states
+        # Only a stop skips states. Counted, not ``None not in results``: that compares None
+        # with every decision, a Python-level ``__eq__`` call per state (issue 32 pack CPU).
+        assert decided == len(results)
         return results  # type: ignore[return-value]  # no None left, checked above
     return [r if r is not None else stop for r in results]

@@ -150,6 +150,8 @@ def _body_head(model: str, wire_questions: Mapping[str, Any]) -> bytes:
     ) + b',"state":'
 
 
+#: The types of a pack of text alone.
+_TEXT = {str}
 #: A state the planner has not lifted yet (None means it cannot be lifted).
 _NOT_LIFTED = object()
 #: Question sets kept by :func:`_shared` (a run uses one, a few runs at once a few).
@@ -220,7 +222,7 @@ class _Planner:
             return True
         texts = self.states[start : start + count]
         parts: list[LiftedState] | None = None
-        if all(type(s) is str for s in texts):
+        if set(map(type, texts)) == _TEXT:  # in C: no Python step per state
             # Text holds no image (``assets.lift_images``): its pack is the texts themselves,
             # without a LiftedState per state kept in the plan until the run ends (issue 32
             # pack CPU: one more object per state for the collector to walk).

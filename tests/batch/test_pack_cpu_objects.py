@@ -420,3 +420,40 @@ def test_equal_usage_shares_are_one_value() -> None:
     # a negative cost: its empty part is -0.0, never shared with a 0.0
     negative = packing.split_usage(ClassifierUsage(0, 0, -1e-9), [1, 1, 1])
     assert [str(p.cost) for p in negative] == ["-1e-09", "-0.0", "-0.0"]
+
+
+def test_a_packed_batch_compares_no_decision_and_steps_no_generator_per_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 32 pack CPU: once every state is decided, ``evaluate_batch`` checks its results
+    without comparing each decision with None (a dataclass ``__eq__`` call per state) and
+    scans them for errors in one pass; the plan tells a pack of text by its types in C. No
+    Python-level call per state is left in those loops."""
+    import sys
+
+    from toolnexus.decision import Decision
+
+    serve_in_process(monkeypatch)
+    compared: list[Any] = []
+    real_eq = Decision.__eq__
+
+    def counting_eq(self: Any, other: Any) -> Any:
+        compared.append(other)
+        return real_eq(self, other)
+
+    monkeypatch.setattr(Decision, "__eq__", counting_eq)
+    steps: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        code = frame.f_code
+        ours = code.co_filename.endswith(("batch.py", "packplan.py", "batchgroups.py"))
+        if event == "call" and code.co_name == "<genexpr>" and ours:
+            steps.append(f"{code.co_filename}:{frame.f_lineno}")
+
+    sys.setprofile(profile)
+    try:
+        got = run("evaluate_batch", STATES)
+    finally:
+        sys.setprofile(None)
+    assert [d.position for d in got] == list(range(20)) * 2
+    assert compared == [] and steps == []
