@@ -39,7 +39,7 @@ from typing import Any
 
 from .assets import Asset, LiftedState
 from .canonical import canonical_json
-from .decision import ClassifierUsage, Decision, decode_answers, json_kind, parse_decision
+from .decision import ClassifierUsage, Decision, answers_decoder, json_kind, parse_decision
 from .errors import DecisionError
 from .questions import Question, questions_to_wire
 
@@ -327,6 +327,7 @@ def unpack_decisions(
             continue
         per_state[where[0]][where[1]] = answer
     usages = split_usage(head.usage, weights)
+    decode = answers_decoder(questions)  # each state's answers, as decode_answers reads them
     results: list[Decision | DecisionError] = []
     for index in range(count):
         # Only asked keys were kept: as many as the questions means none is missing.
@@ -344,7 +345,7 @@ def unpack_decisions(
             )
             continue
         try:
-            answers_of = decode_answers(per_state[index], questions)
+            answers_of = decode(per_state[index])
         except DecisionError as e:
             results.append(
                 DecisionError(f"{e.detail} (in {STATES_KEY}[{index}] of a packed response)", e.key)

@@ -457,3 +457,64 @@ def test_a_packed_batch_compares_no_decision_and_steps_no_generator_per_state(
         sys.setprofile(None)
     assert [d.position for d in got] == list(range(20)) * 2
     assert compared == [] and steps == []
+
+
+ANSWER_CASES = [
+    pytest.param({"a": {"type": "noul", "noul": 0.25}}, id="noul"),
+    pytest.param({"a": {"type": "noul", "noul": 1}}, id="integer-noul-as-float"),
+    pytest.param({"a": {"type": "noul", "noul": "high"}}, id="noul-not-a-number"),
+    pytest.param({"a": {"type": "noul"}}, id="noul-missing"),
+    pytest.param({"a": {"type": "choice", "choice": "x"}}, id="another-type-than-asked"),
+    pytest.param({"a": ["noul", 0.5]}, id="not-an-object"),
+    pytest.param({"a": {"noul": 0.5}}, id="no-type"),
+    pytest.param({"a": {"type": "box", "boxes": [1]}}, id="unmodelled-type"),
+    pytest.param({"b": {"type": "noul", "noul": 0.5}}, id="not-asked"),
+    pytest.param({"r": {"type": "box", "boxes": [[1, 2, 3, 4]]}}, id="raw-question"),
+    pytest.param({"r": {"type": "noul", "noul": 0.5}}, id="raw-question-modelled-answer"),
+    pytest.param({"a": {"type": "noul", "noul": 0.5}, "c": GOOD_CHOICE}, id="noul-and-choice"),
+]
+
+
+@pytest.mark.parametrize("answers", ANSWER_CASES)
+def test_the_per_pack_decoder_gives_decode_answers_result(answers: dict[str, Any]) -> None:
+    """``answers_decoder(qs)(answers)`` is ``decode_answers(answers, qs)`` (seed 000's typed
+    answers): the same answers, or the same ``DecisionError`` with the same message and key."""
+    from toolnexus.decision import answers_decoder
+    from toolnexus.errors import DecisionError
+    from toolnexus.questions import RawQuestion
+
+    prepared = create_classifier(api_key_env="NO_SUCH").prepare(
+        {
+            "a": {"type": "noul", "instructions": "A?"},
+            "c": {"type": "choice", "instructions": "C?", "criteria": {"x": "X.", "y": "Y."}},
+        }
+    )
+    qs: dict[str, Any] = {**prepared, "r": RawQuestion("box", "find")}
+
+    def outcome(decode: Any) -> Any:
+        try:
+            return decode()
+        except DecisionError as e:
+            return ("error", e.detail, e.key)
+
+    want = outcome(lambda: decode_answers(answers, qs))
+    assert outcome(lambda: answers_decoder(qs)(answers)) == want
+
+
+def test_a_packed_reply_decodes_its_answers_by_their_type_directly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 32 pack CPU: each answer of a packed reply of its question's own type goes to
+    that type's decoder, found once per pack, not through the generic per-answer dispatch."""
+    serve_in_process(monkeypatch)
+    dispatched: list[str] = []
+    real = decision._decode_answer
+
+    def counting(obj: Any, key: str, question: Any) -> Any:
+        dispatched.append(key)
+        return real(obj, key, question)
+
+    monkeypatch.setattr(decision, "_decode_answer", counting)
+    got = run("evaluate_batch", STATES)
+    assert sorted(got[0].answers) == ["angry", "refund"]
+    assert dispatched == []
