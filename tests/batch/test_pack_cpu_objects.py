@@ -518,3 +518,24 @@ def test_a_packed_reply_decodes_its_answers_by_their_type_directly(
     got = run("evaluate_batch", STATES)
     assert sorted(got[0].answers) == ["angry", "refund"]
     assert dispatched == []
+
+
+def test_noul_answers_of_one_value_are_one_object(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wire prints a probability to two decimals (system-one-wire.md), so a run's noul
+    answers take at most 101 values: decoding 1,010 of them makes at most 101 objects, each the
+    same (frozen) value as before; -0.0 keeps its sign, and the table stays bounded."""
+    from toolnexus.qtypes import noul
+
+    monkeypatch.setattr(noul, "_SHARED", {})
+    wire = {f"q{i}": {"type": "noul", "noul": (i % 101) / 100} for i in range(1010)}
+    got = decode_answers(wire)
+    assert all(a == NoulAnswer((i % 101) / 100) for i, a in enumerate(got.values()))
+    assert len({id(a) for a in got.values()}) == 101
+    zeros = decode_answers(
+        {"p": {"type": "noul", "noul": 0.0}, "n": {"type": "noul", "noul": -0.0}}
+    )
+    assert [str(a.noul) for a in zeros.values()] == ["0.0", "-0.0"]
+    monkeypatch.setattr(noul, "_SHARED_MAX", 200)
+    many = decode_answers({f"q{i}": {"type": "noul", "noul": i / 10_000} for i in range(500)})
+    assert [a.noul for a in many.values()] == [i / 10_000 for i in range(500)]
+    assert len(noul._SHARED) == 200
