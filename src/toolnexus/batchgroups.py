@@ -16,6 +16,7 @@ worker takes another state; what was sent finishes.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -181,8 +182,7 @@ async def run_outcomes(
     scheduler = scheduler_for(options)
     groups = plan(classifier, states, qs, options)
     results: list[StateOutcome | None] = [None] * len(states)
-    import collections
-
+    # Popped as they are sent: a planned pack is let go once sent, not kept until the run ends.
     pending = collections.deque(groups)
     del groups
     decided = 0
