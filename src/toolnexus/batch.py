@@ -19,7 +19,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .batchgroups import Evaluator, StateResult, evaluate_group, plan, run_states, scheduler_for
+from .batchgroups import (
+    Evaluator,
+    StateResult,
+    evaluate_group,
+    plan,
+    run_outcomes,
+    run_states,
+    scheduler_for,
+)
 from .batchstream import evaluate_stream
 from .config import MAX_CONCURRENCY, MIN_CONCURRENCY, BatchOptions
 from .decision import Decision
@@ -62,19 +70,22 @@ async def evaluate_batch(
             check_state(s)
         except ClassifierError as e:
             raise BatchError(f"classifier: state {i}: {e.detail}", i, e) from None
-    results = await run_states(classifier, states, qs, options, fail_closed=False)
-    decisions: list[Decision] = []
-    if any(isinstance(r.error, RunStopped) for r in results):
-        # The run stopped: the stop says why (and what to do), which no one state's error does.
-        stop = next(r.error for r in results if isinstance(r.error, RunStopped))
-        raise RunStopped(stop.message, stop.kind)
-    for i, r in enumerate(results):
-        if r.decision is None:
-            error = r.error
-            assert error is not None  # a StateResult holds exactly one of decision / error
-            raise BatchError(f"classifier: state {i}: {error.detail}", i, error)
-        decisions.append(r.decision)
-    return decisions
+    # Bare outcomes, not a StateResult per state (issue 32 pack CPU): the decisions are what
+    # this returns, and every object kept per state until the end is one more for the
+    # collector to walk.
+    results = await run_outcomes(classifier, states, qs, options, fail_closed=False)
+    failed = [i for i, r in enumerate(results) if isinstance(r, ClassifierError)]
+    if failed:  # one pass over the results; the errors alone are looked at again
+        errors = [results[i] for i in failed]
+        stop = next((e for e in errors if isinstance(e, RunStopped)), None)
+        if stop is not None:
+            # The run stopped: the stop says why (and what to do), which no one state's error
+            # does.
+            raise RunStopped(stop.message, stop.kind)
+        error = errors[0]
+        assert isinstance(error, ClassifierError)
+        raise BatchError(f"classifier: state {failed[0]}: {error.detail}", failed[0], error)
+    return results  # type: ignore[return-value]  # every error raised above
 
 
 @dataclass(frozen=True)

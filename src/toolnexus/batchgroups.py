@@ -16,6 +16,7 @@ worker takes another state; what was sent finishes.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -30,7 +31,16 @@ from .scheduler import Scheduler
 if TYPE_CHECKING:
     from .packplan import Planned
 
-__all__ = ["Evaluator", "StateResult", "evaluate_group", "plan", "run_states", "scheduler_for"]
+__all__ = [
+    "Evaluator",
+    "StateOutcome",
+    "StateResult",
+    "evaluate_group",
+    "plan",
+    "run_outcomes",
+    "run_states",
+    "scheduler_for",
+]
 
 
 #: What a batch drives: the classifier's request pipeline, handed down by ``Classifier`` (the
@@ -96,23 +106,45 @@ async def evaluate_group(
     a larger one is ``packed.evaluate_pack``'s one packed request. Neither is given a gate:
     they hand the run's ``scheduler`` down to the transport, which admits every request they
     send through it."""
+    got = await _group_outcomes(
+        classifier, states, qs, fail_closed=fail_closed, planned=planned, scheduler=scheduler
+    )
+    return [
+        StateResult(error=r) if isinstance(r, ClassifierError) else StateResult(decision=r)
+        for r in got
+    ]
+
+
+#: One state's outcome as the packed path makes it: its decision, or its error.
+StateOutcome: TypeAlias = "Decision | ClassifierError"
+
+
+async def _group_outcomes(
+    classifier: Evaluator,
+    states: Sequence[Any],
+    qs: dict[str, Question],
+    *,
+    fail_closed: bool,
+    planned: Planned | None,
+    scheduler: Scheduler | None,
+) -> list[StateOutcome]:
+    """:func:`evaluate_group`'s results as bare outcomes: what ``evaluate_batch`` keeps, so a
+    packed run holds no ``StateResult`` per state until its end (issue 32 pack CPU: one more
+    object per state for the collector to walk, and a list built per pack)."""
     if len(states) == 1:
         try:
             d = await classifier.evaluate_prepared(
                 states[0], qs, fail_closed=fail_closed, scheduler=scheduler
             )
         except ClassifierError as e:
-            return [StateResult(error=e)]
-        return [StateResult(decision=d)]
+            return [e]
+        return [d]
     from .packed import evaluate_pack
 
     outcome = await evaluate_pack(
         classifier, states, qs, fail_closed=fail_closed, planned=planned, scheduler=scheduler
     )
-    return [
-        StateResult(error=r) if isinstance(r, ClassifierError) else StateResult(decision=r)
-        for r in outcome.results
-    ]
+    return outcome.results
 
 
 async def run_states(
@@ -127,19 +159,41 @@ async def run_states(
     in state order. Per-state failures are results, never raised; once the run stops, every
     state not sent holds the stop. The one loop every list batch runs (``evaluate_batch``,
     ``states(...)``, and through them the engine adapters)."""
+    got = await run_outcomes(classifier, states, qs, options, fail_closed=fail_closed)
+    return [
+        StateResult(error=r) if isinstance(r, ClassifierError) else StateResult(decision=r)
+        for r in got
+    ]
+
+
+async def run_outcomes(
+    classifier: Evaluator,
+    states: Sequence[Any],
+    qs: dict[str, Question],
+    options: BatchOptions,
+    *,
+    fail_closed: bool,
+) -> list[StateOutcome]:
+    """:func:`run_states` with each result as its bare decision or error (``evaluate_batch``
+    needs no ``StateResult`` per state); a state not sent holds the run's stop."""
     import asyncio
 
     classifier.reserve(options)
     scheduler = scheduler_for(options)
     groups = plan(classifier, states, qs, options)
-    results: list[StateResult | None] = [None] * len(states)
-    pending = iter(groups)
+    results: list[StateOutcome | None] = [None] * len(states)
+    # Popped as they are sent: a planned pack is let go once sent, not kept until the run ends.
+    pending = collections.deque(groups)
+    del groups
+    decided = 0
 
     async def worker() -> None:
-        for group in pending:
+        nonlocal decided
+        while pending:
+            group = pending.popleft()
             if scheduler.stopped is not None:
                 break
-            got = await evaluate_group(
+            got = await _group_outcomes(
                 classifier,
                 [states[i] for i in group.indices],
                 qs,
@@ -149,8 +203,9 @@ async def run_states(
             )
             for i, r in zip(group.indices, got, strict=True):
                 results[i] = r
+            decided += len(got)
 
-    workers = min(options.concurrency, len(groups))
+    workers = min(options.concurrency, len(pending))
     tasks = [asyncio.create_task(worker()) for _ in range(workers)]
     try:
         await asyncio.gather(*tasks)
@@ -158,5 +213,9 @@ async def run_states(
         for t in tasks:
             t.cancel()
     stop = scheduler.stopped
-    assert stop is not None or all(r is not None for r in results)  # only a stop skips states
-    return [r if r is not None else StateResult(error=stop) for r in results]
+    if stop is None:
+        # Only a stop skips states. Counted, not ``None not in results``: that compares None
+        # with every decision, a Python-level ``__eq__`` call per state (issue 32 pack CPU).
+        assert decided == len(results)
+        return results  # type: ignore[return-value]  # no None left, checked above
+    return [r if r is not None else stop for r in results]

@@ -10,7 +10,7 @@ cannot be decoded is a :class:`DecisionError`; no other exception escapes ``pars
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,7 @@ __all__ = [
     "RawAnswer",
     "ScoreAnswer",
     "ScoreLevels",
+    "answers_decoder",
     "decode_answers",
     "json_kind",
     "near_uniform",
@@ -167,7 +168,9 @@ class Decision:
 
 
 def _decode_answer(obj: Any, key: str, question: Question | None) -> Answer:
-    if not isinstance(obj, Mapping):
+    # ``type(obj) is dict`` first: a parsed reply's answers are dicts, and ``isinstance`` against
+    # the Mapping ABC is a Python-level call, once per answer on a batch's hot path (issue 32).
+    if type(obj) is not dict and not isinstance(obj, Mapping):
         raise DecisionError(
             f'classifier: answer "{key}" must be an object, got {json_kind(obj)}', key
         )
@@ -234,7 +237,40 @@ def decode_answers(
     keys: :func:`parse_decision`'s answers, for a caller that builds its own Decision (a packed
     response's states, issue 32: one Decision per state, not two)."""
     qs = questions or {}
-    return {str(k): _decode_answer(v, str(k), qs.get(str(k))) for k, v in answers.items()}
+    out: dict[str, Answer] = {}
+    for k, v in answers.items():
+        key = k if type(k) is str else str(k)  # a parsed reply's keys are str already
+        out[key] = _decode_answer(v, key, qs.get(key))
+    return out
+
+
+def answers_decoder(
+    questions: Mapping[str, Question],
+) -> Callable[[Mapping[Any, Any]], dict[str, Answer]]:
+    """``decode_answers(answers, questions)`` for many ``answers`` over one question set (a
+    packed reply's states, issue 32 pack CPU). An answer that is an object of its question's
+    own modelled type goes straight to that type's decoder, found once per set, not once per
+    answer; any other answer goes through the one decoder, so the result and its errors are
+    the same. Build it where it is used: a later change to a mutable ``questions`` is not
+    seen."""
+    direct: dict[str, tuple[Question, str, Callable[..., Answer]]] = {}
+    for key, question in questions.items():
+        name = question.type
+        if registry.modelled(name):
+            direct[key] = (question, name, registry.of(name).decode)
+
+    def decode(answers: Mapping[Any, Any]) -> dict[str, Answer]:
+        out: dict[str, Answer] = {}
+        for k, v in answers.items():
+            key = k if type(k) is str else str(k)
+            known = direct.get(key)
+            if known is not None and type(v) is dict and v.get("type") == known[1]:
+                out[key] = known[2](v, key, known[0])
+            else:
+                out[key] = _decode_answer(v, key, questions.get(key))
+        return out
+
+    return decode
 
 
 def parse_decision(obj: Any, questions: Mapping[str, Question] | None = None) -> Decision:

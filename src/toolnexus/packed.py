@@ -52,6 +52,7 @@ from .packcache import cached, store
 from .packing import (
     pack_lifted,
     pack_questions,
+    pack_state,
     split_usage,
     state_weights,
     unpack_decisions,
@@ -72,7 +73,7 @@ from .scheduler.tokens import LIMIT_SAFE_BYTES, TokenEstimate, estimate_tokens
 from .systemone import PATH, SystemOneStyle
 from .telemetry_pack import pack_trace
 from .transport import Reply
-from .validation import validate_decision
+from .validity import answers_validator
 
 __all__ = [
     "CONTEXT_ERROR_TYPE",
@@ -209,7 +210,11 @@ class _Pack:
         for i in indices:
             # The plan lifted every state of a pack it checked; a lift without images is the
             # same whoever makes it, so it is reused. One with images is lifted again by the
-            # style, which also checks the backend and the image limits.
+            # style, which also checks the backend and the image limits. Text is its own lift
+            # (``assets.lift_images``): without a cache to key, it is not wrapped at all.
+            if not caches and type(self.states[i]) is str:
+                todo.append(i)
+                continue
             if planned is not None and not planned[i].assets:
                 self.lifted[i] = planned[i]
             else:
@@ -231,8 +236,14 @@ class _Pack:
         if len(indices) == 1:
             await self.alone(indices[0])
             return
-        parts = [self.lifted[i] for i in indices]
-        packed = pack_lifted(parts)
+        lifted = self.lifted
+        if lifted:
+            parts = [lifted[i] if i in lifted else LiftedState(self.states[i]) for i in indices]
+            states = [p.state for p in parts]
+            packed = pack_lifted(parts)
+        else:  # text alone, not lifted (``pack``)
+            states = [self.states[i] for i in indices]
+            packed = LiftedState(pack_state(states))
         pqs = _derived_questions(style, self.qs, len(indices))
         request = style.prepare(packed, pqs)
         # Estimated once: the plan's estimate when it checked these very bytes (then the limits
@@ -287,7 +298,7 @@ class _Pack:
             async def send() -> tuple[Any, ClassifierUsage]:
                 return await trace.send(post, len(indices))  # type: ignore[no-any-return]
 
-        weights = state_weights([p.state for p in parts], self.qs)
+        weights = state_weights(states, self.qs)
         try:
             body, total = await send()
         except ClassifierError as e:
@@ -317,12 +328,18 @@ class _Pack:
         # carries its share (``unpack_decisions`` splits the same usage the same way).
         shares: list[ClassifierUsage] | None = None
         caches = style.caches
+        # ``validate_decision`` for every state of this reply, with the questions' keys sorted
+        # and their types looked up once per pack, not per state (issue 32 pack CPU).
+        invalid = answers_validator(self.qs)
+        # Asked once per pack: nobody listening builds no event and makes no call per state.
+        emits = self.pipeline.options.on_metric is not None
         for index, (i, got) in enumerate(zip(indices, per_state, strict=True)):
-            if isinstance(got, Decision) and validate_decision(self.qs, got) is None:
+            if isinstance(got, Decision) and invalid(got.answers) is None:
                 self.results[i] = got
                 if caches:
                     store(style, self.lifted[i], self.qs, got)
-                self._emit(got, len(indices))
+                if emits:
+                    self._emit(got, len(indices))
                 if trace is not None:
                     trace.state(got, len(self.qs), len(indices))
             else:

@@ -32,13 +32,14 @@ nano-units, so no float sum is ever involved.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 from .assets import Asset, LiftedState
 from .canonical import canonical_json
-from .decision import ClassifierUsage, Decision, decode_answers, json_kind, parse_decision
+from .decision import ClassifierUsage, Decision, answers_decoder, json_kind, parse_decision
 from .errors import DecisionError
 from .questions import Question, questions_to_wire
 
@@ -164,6 +165,10 @@ def _renamed(node: Any, renames: Mapping[str, str]) -> Any:
     return node
 
 
+#: A lifted state's parts, read in C over a whole pack (no Python step per state).
+_ASSETS, _STATE = operator.attrgetter("assets"), operator.attrgetter("state")
+
+
 def pack_lifted(states: Sequence[LiftedState]) -> LiftedState:
     """The packed state of states whose images are already lifted, with their assets merged.
 
@@ -174,6 +179,9 @@ def pack_lifted(states: Sequence[LiftedState]) -> LiftedState:
     that mention a placeholder keep meaning the first state's image. Parts are numbered again in
     order of first appearance (``asset-0``, ``asset-1``, ...), as for one state.
     """
+    if not any(map(_ASSETS, states)):
+        # Text and objects without images (a batch's common pack): nothing to merge or rename.
+        return LiftedState(pack_state(list(map(_STATE, states))))
     taken: dict[str, str] = {}  # placeholder -> sha256 of the image it stands for
     merged: list[Asset] = []
     packed: list[Any] = []
@@ -203,7 +211,9 @@ def largest_remainder(total: int, weights: Sequence[int]) -> list[int]:
         return []
     if total < 0:
         raise ValueError("cannot split a negative total")
-    if any(w < 0 for w in weights):
+    # ``min`` and ``sum`` in C, not a generator per weight: this runs twice per packed reply,
+    # over every state (issue 32 pack CPU).
+    if min(weights) < 0:
         raise ValueError("weights must not be negative")
     ws = list(weights) if sum(weights) > 0 else [1] * len(weights)
     whole = sum(ws)
@@ -222,7 +232,17 @@ def state_weights(states: Sequence[Any], questions: Mapping[str, Question]) -> l
     """Each state's share of a packed request's input: its own canonical bytes plus the bytes
     of the questions asked about it (the same for every state)."""
     asked = len(canonical_json(questions_to_wire(questions)))
-    return [len(canonical_json(s)) + asked for s in states]
+    return [_canonical_size(s) + asked for s in states]
+
+
+def _canonical_size(state: Any) -> int:
+    """``len(canonical_json(state))``. A string of printable ASCII without a quote or a
+    backslash is written as itself between two quotes (nothing in it is escaped), so its size
+    is known without encoding it: a batch's common state, once per state (issue 32 pack CPU)."""
+    plain = type(state) is str and state.isascii() and state.isprintable()
+    if plain and '"' not in state and "\\" not in state:
+        return len(state) + 2
+    return len(canonical_json(state))
 
 
 def split_usage(usage: ClassifierUsage, weights: Sequence[int]) -> list[ClassifierUsage]:
@@ -239,10 +259,19 @@ def split_usage(usage: ClassifierUsage, weights: Sequence[int]) -> list[Classifi
         # Decimal per state; a negative cost negates each part (-0.0 for an empty one, as before).
         sign = -1.0 if nanos < 0 else 1.0
         costs = [sign * (p / _NANO_INT) for p in largest_remainder(abs(nanos), weights)]
-    return [
-        ClassifierUsage(i, o, c, reported=usage.reported)
-        for i, o, c in zip(inputs, outputs, costs, strict=True)
-    ]
+    # Equal parts are one value: usages are frozen, and states of similar size get equal
+    # shares, so a pack holds a few usages, not one per state kept for the collector to walk
+    # until the run ends (issue 32 pack CPU). Within one split every cost has the same sign,
+    # so 0.0 and -0.0 never meet under one key.
+    made: dict[tuple[int, int, float | None], ClassifierUsage] = {}
+    parts: list[ClassifierUsage] = []
+    reported = usage.reported
+    for key in zip(inputs, outputs, costs, strict=True):
+        part = made.get(key)
+        if part is None:
+            part = made[key] = ClassifierUsage(*key, reported=reported)
+        parts.append(part)
+    return parts
 
 
 #: The derived keys of the last few (question set, pack size): every reply of a batch is read
@@ -298,6 +327,7 @@ def unpack_decisions(
             continue
         per_state[where[0]][where[1]] = answer
     usages = split_usage(head.usage, weights)
+    decode = answers_decoder(questions)  # each state's answers, as decode_answers reads them
     results: list[Decision | DecisionError] = []
     for index in range(count):
         # Only asked keys were kept: as many as the questions means none is missing.
@@ -315,7 +345,7 @@ def unpack_decisions(
             )
             continue
         try:
-            answers_of = decode_answers(per_state[index], questions)
+            answers_of = decode(per_state[index])
         except DecisionError as e:
             results.append(
                 DecisionError(f"{e.detail} (in {STATES_KEY}[{index}] of a packed response)", e.key)

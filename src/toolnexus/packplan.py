@@ -36,7 +36,7 @@ from .canonical import canonical_json
 from .config import PACK_AUTO, PackSize, check_pack  # re-exported: the one rule for pack=
 from .errors import ClassifierError, ConfigError
 from .images import ImageLimits
-from .packing import PACK_CAP, pack_lifted, pack_questions
+from .packing import PACK_CAP, pack_lifted, pack_questions, pack_state
 from .questions import Question, questions_to_wire
 from .scheduler.tokens import (
     LIMIT_SAFE_BYTES,
@@ -150,6 +150,8 @@ def _body_head(model: str, wire_questions: Mapping[str, Any]) -> bytes:
     ) + b',"state":'
 
 
+#: The types of a pack of text alone.
+_TEXT = {str}
 #: A state the planner has not lifted yet (None means it cannot be lifted).
 _NOT_LIFTED = object()
 #: Question sets kept by :func:`_shared` (a run uses one, a few runs at once a few).
@@ -200,7 +202,7 @@ class _Planner:
         self.checked: dict[tuple[int, int], tuple[bytes | None, TokenEstimate | None]] = {}
         #: the lifted states of the last pack that fit, under its (start, count): what
         #: ``plan_requests`` hands the send, without looking each state up again
-        self.fitted: tuple[tuple[int, int], list[LiftedState]] | None = None
+        self.fitted: tuple[tuple[int, int], list[LiftedState] | None] | None = None
 
     def lifted(self, index: int) -> LiftedState | None:
         got = self._lifted[index]
@@ -218,14 +220,22 @@ class _Planner:
     def fits(self, start: int, count: int) -> bool:
         if count == 1:
             return True
-        lift = self.lifted
-        parts: list[LiftedState] = []
-        for i in range(start, start + count):
-            part = lift(i)
-            if part is None:
-                return False
-            parts.append(part)
-        packed = pack_lifted(parts)
+        texts = self.states[start : start + count]
+        parts: list[LiftedState] | None = None
+        if set(map(type, texts)) == _TEXT:  # in C: no Python step per state
+            # Text holds no image (``assets.lift_images``): its pack is the texts themselves,
+            # without a LiftedState per state kept in the plan until the run ends (issue 32
+            # pack CPU: one more object per state for the collector to walk).
+            packed = LiftedState(pack_state(list(texts)))
+        else:
+            lift = self.lifted
+            parts = []
+            for i in range(start, start + count):
+                part = lift(i)
+                if part is None:
+                    return False
+                parts.append(part)
+            packed = pack_lifted(parts)
         wire = self.wire(count)
         if packed.assets:
             body = packed_body(self.model, packed, wire)
@@ -314,7 +324,8 @@ def plan_requests(
             # a miss, and ends on the one it returns), so its lifts are at hand.
             fitted = planner.fitted
             assert fitted is not None and fitted[0] == (start, count)
-            packs.append(Planned(indices, *checked, lifted=tuple(fitted[1])))
+            lifts = fitted[1]
+            packs.append(Planned(indices, *checked, lifted=None if lifts is None else tuple(lifts)))
         else:
             packs.append(Planned(indices))
         start += count

@@ -19,6 +19,10 @@ __all__ = ["check_state"]
 def check_state(state: Any) -> None:
     """A state is a string, an object or an array (the wire rejects anything else with 422),
     or an ``Image`` (sent as its placeholder string), or a ``with_images(...)`` of those."""
+    if type(state) is str and state.isascii():
+        # ASCII text holds no lone surrogate, the one thing the walk below could find in a
+        # string: a batch's common state is checked without it (issue 32 pack CPU).
+        return
     if isinstance(state, StateWithImages):
         state = state.state
     if isinstance(state, Image):

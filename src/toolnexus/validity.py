@@ -5,14 +5,14 @@ the checks alone, over the answers, so that ``Decision.validate`` and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from .answers import Answer
 from .errors import ConfigError, InvalidDecision
 from .qtypes import registry
 from .questions import Question
 
-__all__ = ["validate_answers"]
+__all__ = ["answers_validator", "validate_answers"]
 
 
 def _invalid(key: str, what: str) -> InvalidDecision:
@@ -49,3 +49,37 @@ def validate_answers(
         if problem is not None:
             return _invalid(key, problem)
     return None
+
+
+def answers_validator(
+    questions: Mapping[str, Question],
+) -> Callable[[Mapping[str, Answer]], InvalidDecision | None]:
+    """``validate_answers(questions, answers)`` for many ``answers`` over one question set (a
+    packed reply's states, issue 32 pack CPU): the keys are sorted and each question's type
+    looked up once, not three sorts per state. Answers with exactly the questions' keys are
+    checked key by key in the same order; any other set of keys goes through
+    :func:`validate_answers` itself, so the verdict and its message are the same. Build it
+    where it is used: a later change to a mutable ``questions`` is not seen."""
+    if not isinstance(questions, Mapping):
+        raise ConfigError(
+            "classifier: validate_decision takes the question set (a mapping), got "
+            f"{type(questions).__name__}"
+        )
+    checks = [
+        (key, q := questions[key], q.type, registry.of_question(q)) for key in sorted(questions)
+    ]
+    keys = frozenset(questions)
+
+    def validate(answers: Mapping[str, Answer]) -> InvalidDecision | None:
+        if answers.keys() != keys:
+            return validate_answers(questions, answers)  # a missing or unexpected answer
+        for key, q, qtype_name, qtype in checks:
+            a = answers[key]
+            if a.type != qtype_name:
+                return _invalid(key, f"is a {a.type} answer, expected {qtype_name}")
+            problem = qtype.validate(q, a) if qtype is not None else None
+            if problem is not None:
+                return _invalid(key, problem)
+        return None
+
+    return validate

@@ -74,7 +74,8 @@ def test_the_plan_looks_each_state_up_once_and_hands_the_send_its_lifts(
 ) -> None:
     """Issue 32 item 5: the plan lifts the states of a pack it checks and the send reuses those
     lifts. The chosen pack's lifts are the ones its last fitting check made: each state is
-    looked up once by the check, not again to build the plan (it was twice per state)."""
+    looked up once by the check, not again to build the plan (it was twice per state). Object
+    states: text is not lifted at all (``test_pack_cpu_objects``)."""
     looked_up: list[int] = []
     tried: list[int] = []
     lifted, fits = packplan._Planner.lifted, packplan._Planner.fits
@@ -90,7 +91,7 @@ def test_the_plan_looks_each_state_up_once_and_hands_the_send_its_lifts(
     monkeypatch.setattr(packplan._Planner, "lifted", counting)
     monkeypatch.setattr(packplan._Planner, "fits", trying)
     qs = create_classifier().prepare(QUESTIONS)
-    states = [f"ticket {i}: " + "x" * n for i, n in enumerate(sizes)]
+    states = [{"ticket": f"{i}: " + "x" * n} for i, n in enumerate(sizes)]
     planned = packplan.plan_requests(states, qs, pack)
     assert [len(p.indices) for p in planned] == packs
     for p in planned:

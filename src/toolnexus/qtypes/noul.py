@@ -4,6 +4,7 @@ confidence. Its question, its answer and every hook, registered with the type re
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -88,8 +89,24 @@ def _to_wire(question: NoulQuestion) -> dict[str, Any]:
     return out
 
 
+#: Decoded answers by value. The wire prints a probability to two decimals
+#: (``reference/system-one-wire.md``), so a run's noul answers take at most 101 values: each is
+#: one frozen object, not one per state that the collector walks until the run ends (issue 32
+#: pack CPU). Bounded for a server that prints more digits; -0.0 keeps its own key.
+_SHARED: dict[object, NoulAnswer] = {}
+_SHARED_MAX = 1024
+_NEGATIVE_ZERO = "-0.0"
+
+
 def _decode(obj: Mapping[str, Any], key: str, question: Any) -> NoulAnswer:
-    return NoulAnswer(number(obj.get("noul"), "noul", key))
+    p = number(obj.get("noul"), "noul", key)
+    shared = p if p or math.copysign(1.0, p) > 0 else _NEGATIVE_ZERO
+    answer = _SHARED.get(shared)
+    if answer is None:
+        answer = NoulAnswer(p)
+        if len(_SHARED) < _SHARED_MAX:
+            _SHARED[shared] = answer
+    return answer
 
 
 def _validate(question: Any, answer: NoulAnswer) -> str | None:
