@@ -6,7 +6,9 @@ library run writes the CLI's bytes for each."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ from clirun import run_cli
 from toolnexus.errors import ClassifierError, RunError
 from toolnexus.questionfile.thresholds import GateFloor
 from toolnexus.recordings import load_recordings, write_recording
-from toolnexus.run import RunConfig, RunEnded, RunNote, RunProgress, run_batch
+from toolnexus.run import RunConfig, RunEnded, RunNote, RunProgress, arun_batch, run_batch
 
 QUESTIONS = """\
 model: m
@@ -230,6 +232,44 @@ def test_the_cases_name_the_question_file_and_hold_the_states(tmp_path: Path) ->
     assert [c["id"] for c in got] == ["edge", "low"]
 
 
+def test_a_cancelled_async_run_skips_the_steps_after_it(tmp_path: Path) -> None:
+    """Issue 30 item 1: "task cancellation stop[s] the library run as [it stops] the CLI": an
+    interrupted ``batch`` writes no review queue and no cases (they would hold a part of the run
+    as if it were the whole), so a cancelled ``arun_batch`` re-raises ``CancelledError`` before
+    its steps: neither file exists and ``on_progress`` never hears ``RunEnded``. The task is
+    cancelled at the first record (a count, not a clock)."""
+    qpath, rec, src = _setup(tmp_path)
+    review, cases = tmp_path / "REVIEW.csv", tmp_path / "CASES.jsonl"
+    cfg = RunConfig.from_question_file(
+        qpath, str(src), classifier=_replaying(rec), id_field="id", state_fields=("text",),
+        output=str(tmp_path / "out.jsonl"), ordered=True, review_out=str(review),
+        emit_cases=str(cases), concurrency=1,
+    )  # fmt: skip
+    heard: list[Any] = []
+
+    async def cancelled_at_first() -> str:
+        task = asyncio.current_task()
+        assert task is not None
+
+        def hear(event: Any) -> None:
+            heard.append(event)
+            if isinstance(event, RunProgress) and event.states == 1:
+                task.cancel()
+
+        try:
+            await arun_batch(cfg, on_progress=hear)
+        except asyncio.CancelledError:
+            return "cancelled"
+        return "finished"
+
+    assert asyncio.run(cancelled_at_first()) == "cancelled"
+    assert not review.exists() and not cases.exists()
+    assert not any(isinstance(e, (RunEnded, RunNote)) for e in heard), heard
+    # the control: the same run, not cancelled, writes both (so the check above can fail)
+    assert run_batch(replace(cfg, resume=True)).exit_code() == 0
+    assert review.exists() and cases.exists()
+
+
 def test_a_step_that_cannot_write_raises_after_the_run_ended(tmp_path: Path) -> None:
     """A step's failure is the run's error, after ``RunEnded``: the records stay, and ``batch``
     prints its summary line and then the one error line, exit 2, as it did."""
@@ -339,3 +379,51 @@ def test_a_library_run_opens_batchs_run_span(tmp_path: Path) -> None:
     said, spans = done.stdout.split("\n", 1)
     assert said == "imported when off: False"
     _check_tree(_spans(spans), 4)
+
+
+_WITHOUT = """\
+import sys
+for name in sys.argv[1].split(","):
+    sys.modules[name] = None  # what an environment without that distribution gives: ImportError
+sys.argv = ["toolnexus", *sys.argv[2:]]
+from toolnexus.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize(
+    "missing, said",
+    [
+        pytest.param("opentelemetry", "--otel needs opentelemetry-api: pip install "
+                     "'toolnexus-classifier[otel]'", id="no-api"),
+        pytest.param("opentelemetry.sdk,opentelemetry.sdk._configuration", "--otel needs "
+                     "opentelemetry-sdk and an exporter: pip install 'toolnexus-classifier[otel]' "
+                     "opentelemetry-sdk", id="no-sdk"),
+    ],
+)  # fmt: skip
+def test_otel_without_the_extra_is_one_line_naming_it(
+    missing: str, said: str, tmp_path: Path
+) -> None:
+    """OpenTelemetry stays an optional extra: ``RunConfig(otel=True)`` (``batch --otel``) in an
+    environment without the API or the SDK is one line naming the extra, exit 2, no traceback,
+    before any output is created: from the library (a ``RunError``) and from ``batch``."""
+    import subprocess
+    import sys
+
+    qpath, rec, src = _setup(tmp_path)
+    out = tmp_path / "out.jsonl"
+    ran = subprocess.run(
+        [sys.executable, "-c", _WITHOUT, missing, "batch", str(qpath), str(src), "--id-field",
+         "id", "--state-field", "text", "--replay", str(rec), "-o", str(out), "--otel"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert (ran.returncode, ran.stderr) == (2, f"toolnexus: {said}\n")
+    assert not out.exists()
+    lib = (
+        "import sys\nfor n in sys.argv[1].split(','): sys.modules[n] = None\n"
+        "from toolnexus.errors import RunError\nfrom toolnexus.run.otel import prepare_telemetry\n"
+        "try:\n    prepare_telemetry(True)\nexcept RunError as e:\n    print(e)\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", lib, missing], capture_output=True, text=True,
+                         timeout=60)  # fmt: skip
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, said + "\n", "")
