@@ -19,14 +19,12 @@ from typing import Any
 from ..qtypes import registry
 from .accumulators import (
     FIRST_IDS,
-    LabelError,
     NoulStats,
     OtherStats,
     QuestionStats,
-    RecordError,
-    _shown,
 )
 from .compare import Delta, Snapshot
+from .fieldchecks import LabelError, RecordError, _shown
 from .judged import GateCounts
 from .labels import Labels
 from .levels import ScoreStats

@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..decision import MAX_USAGE
-from .accumulators import RecordError, _shown
+from .fieldchecks import RecordError, _shown
 from .model import Usage as UsageSummary
 
 __all__ = ["MAX_TOKENS", "Usage"]
