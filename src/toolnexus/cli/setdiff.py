@@ -20,18 +20,18 @@ Caches and recordings: a recording answers by the canonical question set plus th
 the model), a cached decision by endpoint, served model, question set and state. So recordings
 still apply when the questions' canonical bytes are equal, cached decisions when the model is
 equal too.
+
+The two sides (a file, or ``REV:path`` from git) are read by ``setside`` (re-exported here).
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from ..canonical import canonical_json, canonical_request, questions_sha256, request_sha256
+from ..canonical import canonical_json, questions_sha256, request_sha256
 from ..questionfile.checker import DEGENERATE_CODES
 from ..questions import (
     ChoiceQuestion,
@@ -42,7 +42,7 @@ from ..questions import (
     level_label,
     question_to_wire,
 )
-from .errors import CliError
+from .setside import SetSide, load_side
 
 __all__ = ["Change", "SetSide", "diff_sets", "load_side"]
 
@@ -65,55 +65,6 @@ class Change:
             "message": self.message,
             **({"detail": dict(self.detail)} if self.detail else {}),
         }
-
-
-@dataclass(frozen=True)
-class SetSide:
-    """One side of the diff: where it came from, its file model and questions."""
-
-    source: str
-    model: str
-    file_model: str | None
-    questions: dict[str, Question]
-
-    @property
-    def canonical(self) -> bytes:
-        return canonical_request(self.model, self.questions)
-
-
-def _git_show(spec: str) -> str:
-    try:
-        done = subprocess.run(
-            ["git", "show", spec],
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise CliError(f"{spec}: reading REV:path needs git, which is not installed") from None
-    except subprocess.TimeoutExpired:
-        raise CliError(f"{spec}: git show did not answer within 60 s") from None
-    if done.returncode != 0:
-        reason = " ".join(done.stderr.decode("utf-8", "replace").split()) or "git show failed"
-        raise CliError(f"{spec}: {reason}")
-    try:
-        return done.stdout.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise CliError(f"{spec}: not UTF-8 text") from None
-
-
-def load_side(spec: str) -> SetSide:
-    """A question set from a file, or from git as ``REV:path`` (when no such file exists)."""
-    from .questionfile import QuestionFileError, lint_text, read_text, resolve_model
-
-    # A file of that name wins; only then is "REV:path" read from git.
-    from_git = ":" in spec and not Path(spec).exists()
-    text = _git_show(spec) if from_git else read_text(spec)
-    lint = lint_text(text, spec, strict=True)
-    errors = lint.errors
-    if errors:
-        raise QuestionFileError(errors[0].located(), errors[0])
-    return SetSide(spec, resolve_model(None, lint.model), lint.model, lint.questions)
 
 
 def _short(value: Any, limit: int = 60) -> str:

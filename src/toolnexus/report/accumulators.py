@@ -4,8 +4,8 @@ the ``(y_true, y_prob)`` arrays that every metric of :mod:`.metrics` is computed
 
 Every accumulator can ``merge`` the same accumulator of a later chunk of the run
 (:mod:`.reader` counts chunks side by side). A field that ``toolnexus batch`` never writes is a
-:class:`RecordError`, checked on the hot path with cheap type and range tests. Choice and score
-live in :mod:`.ranked`.
+:class:`RecordError`, checked on the hot path with cheap type and range tests (the checks and
+the errors are :mod:`.fieldchecks`', re-exported here). Choice and score live in :mod:`.ranked`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..errors import ReportError
 from ..metrics.arrays import in_order_sum
 from ..metrics.measures import (
     N_BINS,
@@ -29,6 +28,7 @@ from ..metrics.measures import (
 )
 from ..validation import FLAGS
 from .extras import ece_uncertainty, noul_threshold_pair, noul_threshold_table
+from .fieldchecks import LabelError, RecordError, _probability, _shown
 from .model import (
     BandPrecision,
     Count,
@@ -77,38 +77,6 @@ AUTO_INTERVALS_MAX = 20_000
 _TRUTH = {"true": 1, "yes": 1, "1": 1, "false": 0, "no": 0, "0": 0}
 
 
-class LabelError(ReportError):
-    """A label that does not fit its question (the caller adds the labels file and line)."""
-
-
-class RecordError(ReportError, ValueError):
-    """A record field holding what ``toolnexus batch`` never writes (the caller adds the file,
-    line and question key). Checked on the hot path with cheap type and range tests, so a
-    hostile run is refused in words instead of being counted as garbage."""
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _probability(value: Any, name: str) -> float:
-    """The slow path of the inline ``type(v) is float and 0 <= v <= 1`` test: an integer 0 or 1
-    is a probability too; anything else (a string, a bool, NaN, 7) is refused."""
-    if type(value) is int and 0 <= value <= 1:
-        return float(value)
-    raise RecordError(f"{name} is {_shown(value)}, not a probability in [0, 1]")
-
-
-def _probabilities(probs: Any) -> None:
-    """``probabilities`` is an object of option name -> probability."""
-    if type(probs) is not dict:
-        raise RecordError(f"probabilities is {_shown(probs)}, not an object of probabilities")
-    for k, v in probs.items():
-        if type(v) is not float or not 0.0 <= v <= 1.0:
-            _probability(v, f"probabilities[{k!r}]")
-
-
 def _share(n: int, total: int) -> float | None:
     return n / total if total else None
 
@@ -121,10 +89,6 @@ def _band(band: Any) -> int:
     if band is None:
         return len(BANDS)
     raise RecordError(f"band is {_shown(band)}, not yes, no or uncertain")
-
-
-def _confidence(conf: Any) -> float | None:
-    return None if conf is None else _probability(conf, "confidence")
 
 
 class QuestionStats:

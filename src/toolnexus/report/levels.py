@@ -14,17 +14,15 @@ from ..consistency import SCORE_CONFIDENCE_FORMULAS, score_confidence_fits
 from ..metrics.arrays import in_order_sum
 from ..metrics.measures import accuracy_score, mean_absolute_error, within_one
 from ..questions import level_label
-from .accumulators import (
-    _LEVEL_KEYS,
+from .accumulators import _LEVEL_KEYS, _mean, _share
+from .extras import rps_in_level_order
+from .fieldchecks import (
     LabelError,
     RecordError,
     _confidence,
-    _mean,
     _probabilities,
-    _share,
     _shown,
 )
-from .extras import rps_in_level_order
 from .model import Count, LevelCount, ScoreDistribution, ScoreMetrics
 from .ranked import RankedStats
 

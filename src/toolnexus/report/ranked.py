@@ -26,19 +26,18 @@ from ..metrics.measures import (
     multiclass_log_loss,
     reliability,
 )
-from .accumulators import (
-    LabelError,
-    QuestionStats,
-    RecordError,
-    _confidence,
-    _probabilities,
-    _share,
-    _shown,
-)
+from .accumulators import QuestionStats, _share
 from .extras import (
     choice_coverage,
     ece_uncertainty,
     option_calibration,
+)
+from .fieldchecks import (
+    LabelError,
+    RecordError,
+    _confidence,
+    _probabilities,
+    _shown,
 )
 from .figures import EceUncertainty
 from .model import (
