@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,12 +25,15 @@ def ray_api_key() -> str:
 
 
 @pytest.fixture(scope="session")
-def ray_session(tmp_path_factory: pytest.TempPathFactory, ray_api_key: str) -> Iterator[Path]:
+def ray_session(ray_api_key: str) -> Iterator[Path]:
     """One local Ray instance for the whole run (2.8-3.9 s to start: never per test), on 2
     CPUs, no dashboard, usage stats off, its temp directory (every worker's logs and task
-    metadata) under the run's own tmp, which tests grep for secrets. Yields that directory."""
+    metadata) in a directory of the run's own, which tests grep for secrets. Yields that
+    directory. Not under pytest's tmp: Ray puts its AF_UNIX sockets in it, and a socket path
+    has at most 107 bytes, which ``/tmp/pytest-of-root/pytest-1003/popen-gw0/ray0/session_<date>_
+    <pid>/sockets/plasma_store`` passed once pytest's run counter reached four digits."""
     ray = pytest.importorskip("ray", reason="platform: the ray extra is not installed")
-    temp = tmp_path_factory.mktemp("ray")
+    temp = Path(tempfile.mkdtemp(prefix="tn-ray-"))
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     os.environ[RAY_KEY_ENV] = ray_api_key
     ray.init(
@@ -42,3 +47,4 @@ def ray_session(tmp_path_factory: pytest.TempPathFactory, ray_api_key: str) -> I
         yield temp
     finally:
         ray.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)
