@@ -125,6 +125,22 @@ def test_offline_commands_run_without_typer(tmp_path: object, args: list[str]) -
     assert _imported(tmp_path, "typer,httpx,httpcore,aiohttp", args) == []
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["check-criteria", "questions/"], id="check-criteria"),
+        pytest.param(["canonical", "questions/guard.yaml"], id="canonical"),
+    ],
+)
+def test_offline_commands_never_import_the_records(tmp_path: object, args: list[str]) -> None:
+    """``canonical`` and ``check-criteria`` print no record: the records, their codecs and the
+    report stay out of their start-up (issue 30's acceptance: start-up no worse than before the
+    structure pass; the render package imported them eagerly and cost about 5%)."""
+    seen = _imported(tmp_path, "toolnexus", args)
+    assert [m for m in seen if m.startswith(("toolnexus.records", "toolnexus.report"))] == []
+    assert "toolnexus.cli.render" in seen  # not blind: the package that used to import them
+
+
 def test_the_entry_probe_can_see_typer(tmp_path: object) -> None:
     """Not blind: anything the fast path hands on to the Typer app imports typer."""
     assert "typer" in _imported(tmp_path, "typer", ["check-criteria", "--help"])

@@ -21,8 +21,6 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ...printable import printable, printable_data
 from ...questions import Question
-from ...records.decision import FLAGS, RECORD_KEYS, answer_record, decision_record
-from ...records.model import DecisionRecord
 from . import lint
 from .decision import (
     default_format,
@@ -44,7 +42,23 @@ from .formats import (
 from .lint import LintResult, RulesResult
 
 if TYPE_CHECKING:
+    from ...records.decision import FLAGS, RECORD_KEYS, answer_record, decision_record
+    from ...records.model import DecisionRecord
     from ...report.model import Report
+
+#: Names this package re-exports from ``records.decision``, imported when first asked for:
+#: ``canonical`` and ``check-criteria`` import this package and never build a record, so the
+#: records (and their codecs) stay out of their start-up.
+_FROM_RECORDS = frozenset({"FLAGS", "RECORD_KEYS", "answer_record", "decision_record"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_RECORDS:
+        from ...records import decision
+
+        return getattr(decision, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "FLAGS",

@@ -11,15 +11,17 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Mapping
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ...printable import printable, printable_data
 from ...qtypes import registry
 from ...questions import Question
-from ...records.codec import csv_header, csv_line
-from ...records.decision import record_body
-from ...records.model import DecisionRecord
 from .formats import DecisionFormat
+
+if TYPE_CHECKING:
+    # The records are imported by the functions that print one: ``canonical`` and
+    # ``check-criteria`` import this package and never print a record (fast start).
+    from ...records.model import DecisionRecord
 
 _STYLES = {
     "near-uniform": "bold yellow",
@@ -82,6 +84,8 @@ def _usage_text(record: DecisionRecord) -> tuple[str, str]:
 def _typed(record: DecisionRecord | Mapping[str, Any], item_id: str = "") -> DecisionRecord:
     """The typed record a renderer reads: ``record`` itself, or a decision's JSON object (what
     ``decision_record`` returns) read as one."""
+    from ...records.model import DecisionRecord
+
     if isinstance(record, DecisionRecord):
         return record
     return DecisionRecord.from_body(item_id, None, record)
@@ -193,6 +197,8 @@ def print_table(
 def _table(
     record: DecisionRecord, questions: Mapping[str, Question], out: IO[str], width: int | None
 ) -> None:
+    from ...records.decision import record_body
+
     console = make_console(out, width)
     shown = {printable(k): q for k, q in questions.items()}
     with console.capture() as captured:
@@ -204,6 +210,8 @@ def _table(
 
 def _csv(record: Mapping[str, Any], out: IO[str], item_id: str) -> None:
     # The same header and row code as `batch --format csv`: one row per state.
+    from ...records.codec import csv_header, csv_line
+
     row = {"id": item_id, **record}
     header = csv_header(row)
     out.write(csv_line(header, header))
@@ -227,6 +235,9 @@ def render_decision(
         _table(_typed(record), questions, out, width)
         out.flush()
         return
+    from ...records.decision import record_body
+    from ...records.model import DecisionRecord
+
     if isinstance(record, DecisionRecord):
         record = record_body(record)
     if fmt == "json":
