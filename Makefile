@@ -37,7 +37,7 @@ $(WHEELS): pyproject.toml | $(STAMP)
 test: install chromium
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not slow"
 
-# The checks too slow for `make test`'s 4-minute budget (README, "The suite's time budget").
+# The checks too slow for `make test`'s 3-minute budget (README, "The suite's time budget").
 test-slow: install
 	$(BIN)/python -m pytest -q -m slow || test $$? -eq 5  # 5: none is marked slow
 

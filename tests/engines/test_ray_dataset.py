@@ -85,6 +85,21 @@ def limited(ray_session: Path) -> Iterator[ThreadedServer]:
         yield server
 
 
+def _no_key_under(ray_session: Path, ray_api_key: str) -> None:
+    """No 8-character slice of the key in any file under Ray's temp directory (every worker's
+    logs, task arguments and session metadata)."""
+    slices = {ray_api_key[i : i + 8] for i in range(len(ray_api_key) - 7)}
+    leak = re.compile("|".join(re.escape(s) for s in sorted(slices)).encode())
+    files = [p for p in ray_session.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert len(files) > 10  # the logs and session metadata are there to be searched
+    leaked = [str(p) for p in files if leak.search(p.read_bytes())]
+    assert leaked == []
+
+
+# 2,000 rows at the shared limit take 10 s by construction (12,000/min), with Ray's workers
+# starting and a single-process run to compare: 22 s of the suite's 3 minutes. `make
+# test-slow` runs it; the key check runs in the suite too (the pack-of-five test below).
+@pytest.mark.slow
 def test_two_workers_share_one_limit_and_the_key_never_travels(
     ray_session: Path, ray_api_key: str, limited: ThreadedServer
 ) -> None:
@@ -125,12 +140,7 @@ def test_two_workers_share_one_limit_and_the_key_never_travels(
     assert out.column("id").equals(alone.column("id"))
     assert out.column("answers").to_pylist() == alone.column("answers").to_pylist()
 
-    slices = {ray_api_key[i : i + 8] for i in range(len(ray_api_key) - 7)}
-    leak = re.compile("|".join(re.escape(s) for s in sorted(slices)).encode())
-    files = [p for p in ray_session.rglob("*") if p.is_file() and not p.is_symlink()]
-    assert len(files) > 10  # the logs and session metadata are there to be searched
-    leaked = [str(p) for p in files if leak.search(p.read_bytes())]
-    assert leaked == []
+    _no_key_under(ray_session, ray_api_key)
 
 
 QUIET: dict[str, Any] = {"urgent": NoulQuestion("Does this ticket need a human today?")}
@@ -153,6 +163,10 @@ class Counting:
         return None
 
 
+# Two evaluate_dataset calls, each starting Ray's workers: 15 s of the suite's 3 minutes.
+# `make test-slow` runs it; tests/engines/test_ray_previous_is_resume.py holds the re-run rule
+# (what previous= skips) in the suite.
+@pytest.mark.slow
 def test_one_failing_row_is_an_error_row_and_a_rerun_sends_only_the_missing_rows(
     ray_session: Path, tmp_path: Path
 ) -> None:
@@ -193,12 +207,18 @@ def test_one_failing_row_is_an_error_row_and_a_rerun_sends_only_the_missing_rows
     assert sorted(script.seen) == sorted(f"ticket {int(i[1:])}: help" for i in missing)
 
 
-def test_a_pack_of_five_is_one_request_through_the_shared_limit(ray_session: Path) -> None:
+def test_a_pack_of_five_is_one_request_through_the_shared_limit(
+    ray_session: Path, ray_api_key: str
+) -> None:
     """``pack`` is ``BatchOptions.pack`` on the workers too: 200 rows in blocks of 50 at
     ``pack=5`` are 40 packed requests (each one ticket of the shared limit), every row decided,
-    ``calibrated`` False as every packed decision says (issue 20)."""
+    ``calibrated`` False as every packed decision says (issue 20). The server takes only the
+    node's key, which the workers read from their environment: no 401, and the key is in no
+    file under Ray's temp directory (issue 22; the suite's key check, the 2,000-row test being
+    in `make test-slow`)."""
     _, ds = _tickets(200, block=50)
-    with ThreadedServer(ServeOptions(synthetic=True)) as server:
+    options = ServeOptions(synthetic=True, require_key_env=RAY_KEY_ENV)
+    with ThreadedServer(options) as server:
         out = _collect(
             evaluate_dataset(
                 ds,
@@ -208,12 +228,14 @@ def test_a_pack_of_five_is_one_request_through_the_shared_limit(ray_session: Pat
                 pack=5,
                 rate_per_minute=6000,
                 base_url=server.url,
+                api_key_env=RAY_KEY_ENV,
             )
         )
         answered = _stats(server.url)["statuses"]
     assert out.num_rows == 200 and out.column("error").null_count == 200
     assert out.column("calibrated").to_pylist() == [False] * 200
     assert answered == {"200": 40}
+    _no_key_under(ray_session, ray_api_key)
 
 
 def test_a_killed_workers_block_is_retried_and_every_row_comes_back_once(

@@ -77,19 +77,56 @@ def graph() -> dict[str, dict[str, int]]:
     return edges
 
 
+def components(edges: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Each module's strongly connected component (Tarjan's algorithm): two modules share one
+    exactly when each reaches the other, so every cycle lies inside one component."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    component: dict[str, int] = {}
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component[w] = index[v]
+                if w == v:
+                    break
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return component
+
+
 def cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
     """Every elementary cycle, each once, as ``[a, b, ..., a]`` starting from its smallest
     module name: a failure names each loop in import order. A depth-first search from each
-    module through larger names only, which is plenty for a graph of a few dozen modules."""
+    module through larger names of its own strongly connected component only: an acyclic
+    graph (the house's, when this passes) is walked in linear time. Searching every path, as
+    this did, took 14 s once the house had 244 modules."""
+    component = components(edges)
     found: list[list[str]] = []
     for start in sorted(edges):
         path = [start]
+        mine = component[start]
 
-        def walk(v: str, start: str = start, path: list[str] = path) -> None:
+        def walk(v: str, start: str = start, path: list[str] = path, mine: int = mine) -> None:
             for w in sorted(edges.get(v, {})):
                 if w == start:
                     found.append([*path, start])
-                elif w > start and w not in path:
+                elif w > start and w not in path and component.get(w) == mine:
                     path.append(w)
                     walk(w)
                     path.pop()

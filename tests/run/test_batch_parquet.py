@@ -275,8 +275,11 @@ def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-# Two 10,000-state runs and two reports: about 50 s on a loaded 2-core machine, past 120 s
-# with two busy loops beside it. The suite's 120 s is a hang guard, not a verdict on speed.
+# Two 10,000-state runs and two reports: 21 s on an idle 2-core machine (about 50 s loaded),
+# a ninth of the suite's 3 minutes: `make test-slow` runs it. The suite keeps the kill and
+# resume paths at small sizes (SIGTERM, Ctrl-C, an interrupted overwrite, the journal read
+# back). The 600 s is a hang guard, not a verdict on speed.
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_ten_thousand_rows_kill_9_then_resume_every_id_once(
     server: Loopback, qfile: Path, tmp_path: Path
