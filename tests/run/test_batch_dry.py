@@ -5,7 +5,6 @@ of the six live captures (replayed by serve with their recorded usage)."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -169,19 +168,19 @@ def test_the_estimate_is_within_10_percent_on_each_live_capture(
         assert abs(total - charged) <= 0.10 * charged, name
 
 
-def test_100000_jsonl_states_are_read_in_a_few_seconds(
+def test_a_large_jsonl_input_is_counted_whole_without_sending(
     qfile: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """'Fast (reading, not sending: 100,000 JSONL states in a few seconds)': printed, not
-    asserted (tests never assert on wall-clock time); bench numbers are in the report."""
-    inp = _input(tmp_path, [f"ticket {i}: my invoice was charged twice" for i in range(100_000)])
-    started = time.perf_counter()
+    """'Fast (reading, not sending: 100,000 JSONL states in a few seconds)': every state of a
+    large input is counted and nothing is sent (the base URL is a closed port). 20,000 states,
+    not 100,000: the count is the verdict, and how fast is ``bench/``'s (a test never asserts
+    on time); the 100,000-state read cost 5 s of the suite's 3 minutes."""
+    inp = _input(tmp_path, [f"ticket {i}: my invoice was charged twice" for i in range(20_000)])
     code, printed, _ = _cli(
         capfd, "batch", str(qfile), str(inp), "--id-field", "id", "--state-field", "text",
         "--base-url", "http://127.0.0.1:9/v1", "--dry-run", "--format", "json",
     )  # fmt: skip
-    print(f"\n100,000 states dry-run: {time.perf_counter() - started:.2f} s")
-    assert code == 0 and json.loads(printed)["requests"] == 100_000
+    assert code == 0 and json.loads(printed)["requests"] == 20_000
 
 
 @pytest.mark.parametrize("pack", [pytest.param("4", id="pack-4"), pytest.param("auto", id="auto")])
