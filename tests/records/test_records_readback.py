@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from toolnexus import ChoiceQuestion, NoulQuestion, ScoreQuestion
 from toolnexus.decision import parse_decision
 from toolnexus.qtypes import registry
 from toolnexus.qtypes.choice import ChoiceRecord
@@ -25,32 +24,7 @@ from toolnexus.records.codec import JsonCodec, JsonlCodec
 from toolnexus.records.decision import record
 from toolnexus.records.fields import compile_from_object, wire
 from toolnexus.records.model import DecisionRecord, ErrorRecord, record_from_object
-
-QS: dict[str, Any] = {
-    "holds": NoulQuestion("Does it hold?"),
-    "pick": ChoiceQuestion("Which?", {"a": "A", "b": "B"}),
-    "grade": ScoreQuestion("How good?", ["bad", "ok", "good"]),
-}
-BODY = {
-    "model": "m",
-    "answers": {
-        "holds": {"type": "noul", "noul": 0.9},
-        "pick": {
-            "type": "choice",
-            "choice": "a",
-            "probabilities": {"a": 0.7, "b": 0.3},
-            "confidence": 0.7,
-        },
-        "grade": {
-            "type": "score",
-            "score": 2.0,
-            "legend": {"0": "bad", "1": "ok", "2": "good"},
-            "probabilities": {"0": 0.1, "1": 0.1, "2": 0.8},
-            "confidence": 0.8,
-        },
-    },
-    "usage": {"input_tokens": 5, "output_tokens": 2},
-}
+from typed_sample import BODY, QS
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from toolnexus import ChoiceQuestion, NoulQuestion, ScoreQuestion
 from toolnexus.batch import StateResult
 from toolnexus.decision import parse_decision
 from toolnexus.qtypes import registry
@@ -28,32 +27,7 @@ from toolnexus.records.decision import decision_record, record, record_body, sam
 from toolnexus.records.fields import wire, wire_fields
 from toolnexus.records.model import ASKED_KEYS, RECORD_KEYS, DecisionRecord, ErrorRecord
 from toolnexus.run.stream import result_record
-
-QS: dict[str, Any] = {
-    "holds": NoulQuestion("Does it hold?"),
-    "pick": ChoiceQuestion("Which?", {"a": "A", "b": "B"}),
-    "grade": ScoreQuestion("How good?", ["bad", "ok", "good"]),
-}
-BODY = {
-    "model": "m",
-    "answers": {
-        "holds": {"type": "noul", "noul": 0.9},
-        "pick": {
-            "type": "choice",
-            "choice": "a",
-            "probabilities": {"a": 0.7, "b": 0.3},
-            "confidence": 0.7,
-        },
-        "grade": {
-            "type": "score",
-            "score": 2.0,
-            "legend": {"0": "bad", "1": "ok", "2": "good"},
-            "probabilities": {"0": 0.1, "1": 0.1, "2": 0.8},
-            "confidence": 0.8,
-        },
-    },
-    "usage": {"input_tokens": 5, "output_tokens": 2},
-}
+from typed_sample import BODY, QS
 
 
 def _decision() -> Any:
