@@ -22,10 +22,14 @@ from toolnexus.scheduler import Outcome, Window
 
 @dataclass
 class Server:
-    """N requests per minute, burst one second; counts what it answered."""
+    """N requests per minute, burst one second; counts what it answered. ``names``: the figure a
+    429's body gives, as a multiple of this run's limit (None: the body gives none, the old
+    ``serve``; 1.0: the API's "Rate limit exceeded: 1200 requests per minute."; 2.0: the account's
+    figure while another process on the same key takes half of it)."""
 
     per_minute: int
     whole_seconds: bool
+    names: float | None = None
     level: float = field(init=False)
     last: float = 0.0
     ok: int = 0
@@ -47,13 +51,19 @@ class Server:
         wait = (1 - self.level) / rate
         return float(math.ceil(wait)) if self.whole_seconds else round(wait, 3)
 
+    def refusal(self, retry_after: float) -> Outcome:
+        """The outcome a client reads from this server's 429."""
+        if self.names is None:
+            return Outcome.rate_limited(retry_after)
+        return Outcome.rate_limited(retry_after, "requests", self.names * self.per_minute / 60)
+
 
 @dataclass(order=True)
 class _Event:
     at: float
     seq: int
     kind: str = field(compare=False)
-    data: tuple[int, int, float | None] = field(compare=False, default=(0, 0, None))
+    data: tuple[int, int, Outcome | None] = field(compare=False, default=(0, 0, None))
 
 
 @dataclass
@@ -94,7 +104,7 @@ def simulate(
     seq = 0
     woken: set[float] = set()
 
-    def push(at: float, kind: str, data: tuple[int, int, float | None] = (0, 0, None)) -> None:
+    def push(at: float, kind: str, data: tuple[int, int, Outcome | None] = (0, 0, None)) -> None:
         nonlocal seq
         seq += 1
         heapq.heappush(events, _Event(at, seq, kind, data))
@@ -116,7 +126,9 @@ def simulate(
             window.admit(now, ticket)
             assert window.in_flight <= window.allowed <= concurrency
             took = latency(rng)
-            push(now + took, "reply", (ticket, state, server.answer(now + took / 2)))
+            wait = server.answer(now + took / 2)
+            refusal = None if wait is None else server.refusal(wait)
+            push(now + took, "reply", (ticket, state, refusal))
 
     pump(0.0)
     now = 0.0
@@ -126,13 +138,13 @@ def simulate(
         event = heapq.heappop(events)
         now = event.at
         if event.kind == "reply":
-            ticket, state, retry_after = event.data
-            if retry_after is None:
+            ticket, state, refusal = event.data
+            if refusal is None:
                 window.settle(now, ticket, Outcome.success())
                 run.answered.append(state)
                 run.ok.append(now)
             else:
-                window.settle(now, ticket, Outcome.rate_limited(retry_after))
+                window.settle(now, ticket, refusal)
                 run.throttled.append(now)
                 queue.appendleft(state)
         pump(now)

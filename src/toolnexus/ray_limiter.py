@@ -122,11 +122,14 @@ class LimiterCore:
         retry_after: float | None,
         tokens: tuple[int, int],
         limit: str = "",
+        limit_rate: float | None = None,
     ) -> None:
         lease = self._leases.pop((worker, ticket_id), None)
         if lease is None:
             return  # expired already: its slot was given back then
-        outcome = Outcome(OutcomeKind(kind), retry_after=retry_after, limit=limit)
+        outcome = Outcome(
+            OutcomeKind(kind), retry_after=retry_after, limit=limit, limit_rate=limit_rate
+        )
         await self.limiter.release(lease.ticket, ClassifierUsage(*tokens), outcome)
 
     def stats(self) -> dict[str, Any]:
@@ -182,8 +185,9 @@ def shared_limiter(
             retry_after: float | None,
             tokens: tuple[int, int],
             limit: str = "",
+            limit_rate: float | None = None,
         ) -> None:
-            await self.core.release(worker, ticket_id, kind, retry_after, tokens, limit)
+            await self.core.release(worker, ticket_id, kind, retry_after, tokens, limit, limit_rate)
 
         async def stats(self) -> dict[str, Any]:
             return self.core.stats()
@@ -211,4 +215,5 @@ class SharedLimit:
             outcome.retry_after,
             (usage.input_tokens, usage.output_tokens),
             outcome.limit,
+            outcome.limit_rate,
         )

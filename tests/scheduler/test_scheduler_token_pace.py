@@ -46,14 +46,15 @@ class Server:
     tokens: Bucket
     requests: Bucket | None = None
 
-    def answer(self, now: float, cost: int) -> tuple[float, str] | None:
-        """None for a 200, else (retry-after-ms in seconds, the limit its body names)."""
-        waits = [(self.tokens.wait(now, cost), "tokens")]
+    def answer(self, now: float, cost: int) -> tuple[float, str, float] | None:
+        """None for a 200, else (retry-after-ms in seconds, the limit its body names, and that
+        limit's figure a second)."""
+        waits = [(self.tokens.wait(now, cost), "tokens", self.tokens.rate)]
         if self.requests is not None:
-            waits.append((self.requests.wait(now, 1), "requests"))
-        wait, limit = max(waits)
+            waits.append((self.requests.wait(now, 1), "requests", self.requests.rate))
+        wait, limit, figure = max(waits)
         if wait > 0:
-            return round(wait + 0.001, 3), limit
+            return round(wait + 0.001, 3), limit, figure
         self.tokens.level -= cost
         if self.requests is not None:
             self.requests.level -= 1
@@ -81,10 +82,12 @@ def simulate(
     concurrency: int,
     latency: float,
     named: bool = True,
+    figures: bool = False,
     halve_at: float | None = None,
 ) -> Run:
     """A batch loop over ``costs`` (billed tokens per request) driving a Window; a 429 puts its
-    request back at the head of the queue. ``named``: whether the 429's body names its limit."""
+    request back at the head of the queue. ``named``: whether the 429's body names its limit;
+    ``figures``: whether it also gives the limit's figure (the API's and ``serve``'s do)."""
     rng = random.Random(11)
     guesses = [round(c * rng.uniform(0.7, 1.3)) for c in costs]  # the central estimate
     window = Window(concurrency)
@@ -100,7 +103,7 @@ def simulate(
         seq += 1
         heapq.heappush(events, (at, seq, kind, ticket, index))
 
-    pending: dict[int, tuple[float, str] | None] = {}
+    pending: dict[int, tuple[float, str, float] | None] = {}
 
     def pump(now: float) -> None:
         nonlocal halved
@@ -136,8 +139,10 @@ def simulate(
                 window.settle(now, ticket, Outcome.success(), costs[index])
                 run.ok.append((now, costs[index]))
             else:
-                wait, limit = refused
-                window.settle(now, ticket, Outcome.rate_limited(wait, limit if named else ""))
+                wait, limit, figure = refused
+                given = figure if named and figures else None
+                refusal = Outcome.rate_limited(wait, limit if named else "", given)
+                window.settle(now, ticket, refusal)
                 run.throttled.append((now, limit))
                 queue.appendleft(index)
         pump(now)

@@ -63,22 +63,30 @@ class Outcome:
     message); ``signature`` is what "failed the same way" compares (``HTTP 401``), since two
     failures' lines differ by request id. ``limit`` is the limit a 429's body names
     (``"tokens"`` or ``"requests"``; empty when it names none): the limiter learns that one's
-    pace."""
+    pace. ``limit_rate`` is that limit's figure a second when the body gives it ("1200 requests
+    per minute": 20.0), which the pace takes as the server's word on the sustainable rate."""
 
     kind: OutcomeKind
     retry_after: float | None = None
     cause: str = ""
     signature: str = ""
     limit: str = ""
+    limit_rate: float | None = None
 
     @classmethod
     def success(cls) -> Outcome:
         return cls(OutcomeKind.SUCCESS)
 
     @classmethod
-    def rate_limited(cls, retry_after: float | None, limit: str = "") -> Outcome:
+    def rate_limited(
+        cls, retry_after: float | None, limit: str = "", limit_rate: float | None = None
+    ) -> Outcome:
         return cls(
-            OutcomeKind.RATE_LIMITED, retry_after=retry_after, signature="HTTP 429", limit=limit
+            OutcomeKind.RATE_LIMITED,
+            retry_after=retry_after,
+            signature="HTTP 429",
+            limit=limit,
+            limit_rate=limit_rate,
         )
 
     @classmethod

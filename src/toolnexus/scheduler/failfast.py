@@ -7,9 +7,9 @@ and every request of the run names the same model; any other 400 is about that r
 body. Systematic: 401, 403 (the key), 402 (a gateway's insufficient funds), the unknown model, a
 404 (the endpoint itself does not exist: a wrong base path; the API answers an unknown model
 with a 400), a connection refused and a timeout after the retries (nothing listens there, or a
-hung server: issue 32 item 2). A 429 is the account's limit (its body may name which:
-:func:`limit_named`), and a 503 or 529 (overloaded) is treated alike: the run waits and
-re-sends, within its patience (``limiter``). Everything else
+hung server: issue 32 item 2). A 429 is the account's limit (its body may name which,
+:func:`limit_named`, and often its figure, :func:`limit_figure`), and a 503 or 529 (overloaded)
+is treated alike: the run waits and re-sends, within its patience (``limiter``). Everything else
 (500, 502, 504, a 4xx about one body) is that request's own failure.
 
 :class:`FailFast` is the admission member that stops the run once ``threshold`` (default 3)
@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "STORM_STATUSES",
     "FailFast",
+    "limit_figure",
     "outcome_of",
     "retry_after_seconds",
 ]
@@ -49,6 +50,15 @@ _DIGITS = re.compile(r"[0-9]+(\.[0-9]+)?", re.ASCII)
 #: Which limit a 429's body names: serve and the API say "Rate limit exceeded: 250000 tokens per
 #: second." or "... 1200 requests per minute."; OpenAI-style gateways "... tokens per min (TPM)".
 _NAMED_LIMIT = re.compile(r"\b(tokens?|requests?)\s+per\s+(?:s|sec|second|m|min|minute)\b", re.I)
+#: ...and the figure before it, when there is one: "250000 tokens per second", "1,200 requests
+#: per minute", "30000 tokens per min".
+_LIMIT_FIGURE = re.compile(
+    r"(?<![\w.,])([0-9]{1,3}(?:,[0-9]{3})+|[0-9]+(?:\.[0-9]+)?)\s+(tokens?|requests?)\s+per\s+"
+    r"(s|sec|second|m|min|minute)\b",
+    re.I | re.ASCII,
+)
+#: A figure outside this range (units a second) is not believed: no account's limit is that.
+_FIGURE_RANGE = (1e-3, 1e9)
 
 
 def retry_after_seconds(retry_after: str | None, retry_after_ms: str | None = None) -> float | None:
@@ -86,6 +96,22 @@ def limit_named(body: str) -> str:
     return "tokens" if m.group(1).lower().startswith("token") else "requests"
 
 
+def limit_figure(body: str, limit: str) -> float | None:
+    """The figure a 429's body gives ``limit`` (``"tokens"`` or ``"requests"``), per second
+    ("1200 requests per minute" is 20.0, "250000 tokens per second" 250000.0), or None when it
+    gives none, or one no account has (under a thousandth or over a billion a second: a garbled
+    or hostile body)."""
+    for m in _LIMIT_FIGURE.finditer(body[:2000]):
+        if not m.group(2).lower().startswith(limit[:5]):
+            continue
+        figure = float(m.group(1).replace(",", ""))
+        if m.group(3).lower().startswith("m"):
+            figure /= 60.0
+        low, high = _FIGURE_RANGE
+        return figure if low <= figure <= high else None
+    return None
+
+
 def outcome_of(error: BaseException, *, retry_after_ms: str | None = None) -> Outcome:
     """The outcome of a request that raised ``error`` after the transport's own retries.
 
@@ -96,8 +122,13 @@ def outcome_of(error: BaseException, *, retry_after_ms: str | None = None) -> Ou
         if status in STORM_STATUSES:
             wait = retry_after_seconds(error.retry_after, retry_after_ms)
             limit = limit_named(error.body) if status == 429 else ""
+            figure = limit_figure(error.body, limit) if limit else None
             return Outcome(
-                OutcomeKind.RATE_LIMITED, retry_after=wait, signature=f"HTTP {status}", limit=limit
+                OutcomeKind.RATE_LIMITED,
+                retry_after=wait,
+                signature=f"HTTP {status}",
+                limit=limit,
+                limit_rate=figure,
             )
         if status in _SYSTEMATIC_STATUSES:
             return Outcome.systematic(error.message, f"HTTP {status}")

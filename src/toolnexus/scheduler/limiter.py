@@ -25,9 +25,11 @@ waits on it with an injectable :class:`Clock`.
   burst, a little under what the server accepted lately; successes raise it slowly; requests are
   released at the pace, with the window as an upper bound (:mod:`.pace`). A 429 whose body names
   the token limit teaches a token pace from the accepted requests' ``usage`` instead of the
-  request pace, and requests are released by both. In the simulation of the issue's regime:
-  0.006 to 0.014 429s per success at 1.0x the limit (``tests/scheduler/test_scheduler_pace.py``,
-  ``tests/scheduler/test_scheduler_token_pace.py``).
+  request pace, and requests are released by both. A 429 that gives its limit's figure (the
+  API's "... 1200 requests per minute.") sets that pace from the figure at once (``pace``). In
+  the simulation of the issue's regime: 0.006 to 0.014 429s per success at 1.0x the limit
+  (``tests/scheduler/test_scheduler_pace.py``, ``tests/scheduler/test_scheduler_token_pace.py``,
+  ``tests/scheduler/test_scheduler_named_figure.py``).
 - **Patience** (issue 32 item 2): a storm of 429s (and of 503s and 529s, which a batch hands
   to the scheduler the same way) is ridden out for up to ``patience`` seconds (default 60,
   ``--patience``) counted from the last success, or from the run's first admission. Past it,
@@ -209,7 +211,7 @@ class Window:
                     # not a limit with a rate to learn. Learning from it ratcheted the pace
                     # down 5% a cut against a server refusing 1 request in 10 at random
                     # (tests/cli/test_images_cli.py's 20% faults: 0.4 s became minutes).
-                    self.learned.slow(now, outcome.limit)
+                    self.learned.slow(now, outcome.limit, outcome.limit_rate)
                 self.waits_since_success += 1
                 self.paused_until = max(self.paused_until, now + max(0.0, wait))
                 self.window = max(1.0, self.window * self.decrease)

@@ -16,6 +16,21 @@ billed tokens whatever the estimate's error; a request that was never sent is re
 server refused (429) is not, though the server charged it nothing: refunded, it would go again at
 once into the bucket that just refused it. When no accepted request reported
 its usage there is no token rate to learn, and the 429 teaches the request pace instead.
+
+**The server's own figure.** The API's 429 says which limit it is *and its figure* ("Rate limit
+exceeded: 1200 requests per minute."; ``serve`` says the same). The successes before the first
+429 are the ramp-up: a short run (a 3,000/min pack-20 row lasts 5 s) spent its whole steady state
+climbing back from a pace learned on them (0.94x the limit). So a 429 that gives its limit's
+figure sets that pace ``PACE_NAMED_SHARE`` of the figure at once, and successes never raise it
+past that share: nothing is learned by probing over a limit the server has stated. A cut at such
+a pace (several processes share the key, or the server counts otherwise) lowers it a little under
+what came through *since the pace was set* (the ramp-up before it is no evidence), or, with under
+``PACE_EVIDENCE`` seconds of that, ``PACE_BACKOFF`` of the pace itself; a 429 that gives a new
+figure (the limit changed mid-run) sets the pace from the new one. A figure is believed only while
+the run has not seen the server accept more than it could: over a window of ``span`` seconds a
+one-second bucket lets through at most ``figure x (span + 1)``; past ``PACE_DISBELIEF`` of that,
+the figure is wrong (a fault injector, a gateway naming another limit) and that figure is ignored
+for the rest of the run, as a body naming none is.
 """
 
 from __future__ import annotations
@@ -29,8 +44,11 @@ from ..errors import ConfigError
 __all__ = [
     "PACE_BACKOFF",
     "PACE_BURST",
+    "PACE_DISBELIEF",
+    "PACE_EVIDENCE",
     "PACE_FLOOR",
     "PACE_GAIN",
+    "PACE_NAMED_SHARE",
     "PACE_WINDOW",
     "Pace",
     "TokenBucket",
@@ -47,6 +65,15 @@ PACE_GAIN = 0.02
 PACE_FLOOR = 0.1
 #: Seconds of the pace a run may save up and release at once.
 PACE_BURST = 0.25
+#: A 429 that gives its limit's figure sets the pace to this share of it (the rest absorbs a
+#: release the event loop makes late and an estimate's error until the bill settles it).
+PACE_NAMED_SHARE = 0.98
+#: Seconds of successes since a pace was set that measure it; with fewer, a cut lowers the pace
+#: by PACE_BACKOFF of itself.
+PACE_EVIDENCE = 0.5
+#: A figure is disbelieved once the server accepted more than this share over what a one-second
+#: bucket of that figure lets through.
+PACE_DISBELIEF = 1.05
 
 
 @dataclass
@@ -111,6 +138,12 @@ class Pace:
     first_success: float | None = field(default=None, repr=False)
     #: tokens the token pace charged each ticket in flight, settled on release
     charged: dict[int, int] = field(default_factory=dict, repr=False)
+    #: per limit (``"requests"``, ``"tokens"``): the figure a 429 gave and the pace is held to
+    named: dict[str, float] = field(default_factory=dict, repr=False)
+    #: per limit: figures the server was seen to exceed (never believed again this run)
+    disbelieved: dict[str, set[float]] = field(default_factory=dict, repr=False)
+    #: per limit: when a figure last set or lowered the pace
+    set_at: dict[str, float] = field(default_factory=dict, repr=False)
 
     def ready_at(self, at: float, tokens: int) -> float:
         """The earliest time from ``at`` a request of ``tokens`` (central estimate) may go."""
@@ -146,14 +179,65 @@ class Pace:
         while self.accepted[0][0] < now - PACE_WINDOW:
             self.accepted.popleft()
         if self.requests is not None:
-            self.requests = _paced(self.requests, self.requests.rate + PACE_GAIN, 1.0)
+            rate = self.requests.rate + PACE_GAIN
+            if "requests" in self.named:
+                rate = min(rate, max(self.requests.rate, PACE_NAMED_SHARE * self.named["requests"]))
+            self.requests = _paced(self.requests, rate, 1.0)
         if self.tokens is not None and tokens:
-            self.tokens = _paced(self.tokens, self.tokens.rate + PACE_GAIN * tokens, 1.0)
+            rate = self.tokens.rate + PACE_GAIN * tokens
+            if "tokens" in self.named:
+                rate = min(rate, max(self.tokens.rate, PACE_NAMED_SHARE * self.named["tokens"]))
+            self.tokens = _paced(self.tokens, rate, 1.0)
 
-    def slow(self, now: float, limit: str) -> None:
-        """A 429 that cuts, about ``limit`` (``"tokens"``, or any other: requests): pace a
-        little under what the server accepted lately. A 429 with no recent successes (a
-        blackout) teaches nothing."""
+    def _accepted_since(self, now: float, since: float, limit: str) -> tuple[float, float]:
+        """(seconds, requests or billed tokens) the server accepted from ``since`` to ``now``,
+        within the last PACE_WINDOW seconds."""
+        start = max(since, now - PACE_WINDOW)
+        if self.first_success is not None:
+            start = max(start, self.first_success)
+        got = [tokens for when, tokens in self.accepted if when >= start]
+        return max(0.0, now - start), float(sum(got) if limit == "tokens" else len(got))
+
+    def _believes(self, now: float, limit: str, figure: float) -> bool:
+        """Whether ``figure`` (a second) can be the server's limit, given what it accepted."""
+        if figure in self.disbelieved.get(limit, ()):
+            return False
+        span, got = self._accepted_since(now, float("-inf"), limit)
+        if got > PACE_DISBELIEF * figure * (span + 1.0):
+            self.disbelieved.setdefault(limit, set()).add(figure)
+            self.named.pop(limit, None)
+            return False
+        return True
+
+    def _slow_to_figure(self, now: float, limit: str, figure: float) -> None:
+        """A cut by a 429 that gave its limit's ``figure`` (believed): see the module."""
+        pace = self.tokens if limit == "tokens" else self.requests
+        if pace is None or self.named.get(limit) != figure:
+            rate = PACE_NAMED_SHARE * figure
+        else:
+            span, got = self._accepted_since(now, self.set_at.get(limit, now), limit)
+            measured = got / span if span >= PACE_EVIDENCE else pace.rate
+            rate = PACE_BACKOFF * min(measured, pace.rate)
+        floor = PACE_FLOOR if limit != "tokens" else 1.0
+        bucket = _paced(pace, max(floor, rate), 1.0)
+        # The server's bucket is empty (it just refused): so is the pace's saved burst.
+        bucket.level, bucket.last = 0.0, now
+        self.named[limit] = figure
+        self.set_at[limit] = now
+        if limit == "tokens":
+            self.tokens = bucket
+        else:
+            self.requests = bucket
+
+    def slow(self, now: float, limit: str, figure: float | None = None) -> None:
+        """A 429 that cuts, about ``limit`` (``"tokens"``, or any other: requests), giving that
+        limit's ``figure`` a second or None: pace a little under the figure (see the module),
+        or under what the server accepted lately. A 429 with no recent successes (a blackout)
+        that gives no figure teaches nothing."""
+        kind = "tokens" if limit == "tokens" else "requests"
+        if figure is not None and figure > 0 and self._believes(now, kind, figure):
+            self._slow_to_figure(now, kind, figure)
+            return
         if self.first_success is None:
             return
         span = min(PACE_WINDOW, now - self.first_success)
