@@ -132,6 +132,9 @@ def test_a_cut_at_the_same_figure_lowers_the_pace_by_what_came_through_since_it_
     window.settle(now, 100, Outcome.rate_limited(0.01, "requests", 50.0))
     assert window.pace is not None
     first = window.pace.rate
+    for i in (150, 151):  # two successes since the pace was set, 0.1 s of them
+        window.admit(now + 0.02, i)
+        window.settle(now + 0.05, i, Outcome.success(), None)
     window.admit(now + 0.1, 101)
     window.settle(now + 0.1, 101, Outcome.rate_limited(0.01, "requests", 50.0))
     assert window.pace.rate == pytest.approx(PACE_BACKOFF * first)
@@ -271,3 +274,39 @@ def test_the_ray_limiter_passes_the_figure_to_the_one_pace_every_worker_rides() 
     assert pace is not None and pace.rate == pytest.approx(PACE_NAMED_SHARE * 9000.0)
     assert Ticket(1, TokenEstimate(central=1, upper=1)).id == 1  # the ticket type is unchanged
     assert ClassifierUsage(1, 1).input_tokens == 1
+
+
+def test_a_blackout_at_a_named_pace_teaches_nothing() -> None:
+    """``serve --blackout 4+6`` at 1,200/min: its 429s give the true figure (20 a second). The
+    first cut of the storm lowers the pace once (successes came through since it was set); the
+    storm's later cuts, with no success since, leave it: the pace must not sink to its floor
+    and crawl after the storm (one request every 10 s)."""
+    window = Window(64)
+    now = _ramp(window, n=10, every=0.1)
+    window.admit(now, 100)
+    window.settle(now, 100, Outcome.rate_limited(0.01, "requests", 20.0))
+    for i in range(200, 260):  # 3 s at the pace, then the blackout
+        now += 0.05
+        window.admit(now, i)
+        window.settle(now + 0.01, i, Outcome.success(), None)
+    assert window.pace is not None
+    ticket = 1000
+    for second in range(6):  # a 429 a second (Retry-After: 1), nothing gets through
+        ticket += 1
+        window.admit(now + second, ticket)
+        window.settle(now + second + 0.01, ticket, Outcome.rate_limited(1.0, "requests", 20.0))
+    assert window.pace.rate >= PACE_BACKOFF * PACE_NAMED_SHARE * 20.0 * 0.99
+
+
+@pytest.mark.parametrize("per_minute", [1200, 3000])
+def test_after_a_named_limit_is_halved_the_pace_follows_the_new_figure(per_minute: int) -> None:
+    """The issue's halving, with bodies that give the figure: the first 429 after the change
+    gives the new one. From 1 s after the change (the issue allows 5): <= 0.1 429s per success."""
+    latency = 0.1 if per_minute == 1200 else 0.0
+    server = Server(per_minute, whole_seconds=False, names=1.0)
+    states = per_minute // 60 * 20
+    run = simulate(server, concurrency=64, states=states, seed=7, halve_at=8.0,
+                   latency=lambda rng: latency * rng.uniform(0.9, 1.1) + 0.001)  # fmt: skip
+    assert sorted(run.answered) == list(range(states))
+    assert run.finish > 13.0
+    assert run.per_success(9.0) <= 0.1

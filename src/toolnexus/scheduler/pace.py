@@ -25,7 +25,8 @@ figure sets that pace ``PACE_NAMED_SHARE`` of the figure at once, and successes 
 past that share: nothing is learned by probing over a limit the server has stated. A cut at such
 a pace (several processes share the key, or the server counts otherwise) lowers it a little under
 what came through *since the pace was set* (the ramp-up before it is no evidence), or, with under
-``PACE_EVIDENCE`` seconds of that, ``PACE_BACKOFF`` of the pace itself; a 429 that gives a new
+``PACE_EVIDENCE`` seconds of that, ``PACE_BACKOFF`` of the pace itself; with no success since it
+was set (a blackout), such a cut teaches nothing; a 429 that gives a new
 figure (the limit changed mid-run) sets the pace from the new one. A figure is believed only while
 the run has not seen the server accept more than it could: over a window of ``span`` seconds a
 one-second bucket lets through at most ``figure x (span + 1)``; past ``PACE_DISBELIEF`` of that,
@@ -189,20 +190,21 @@ class Pace:
                 rate = min(rate, max(self.tokens.rate, PACE_NAMED_SHARE * self.named["tokens"]))
             self.tokens = _paced(self.tokens, rate, 1.0)
 
-    def _accepted_since(self, now: float, since: float, limit: str) -> tuple[float, float]:
-        """(seconds, requests or billed tokens) the server accepted from ``since`` to ``now``,
-        within the last PACE_WINDOW seconds."""
+    def _accepted_since(self, now: float, since: float, limit: str) -> tuple[float, float, int]:
+        """(seconds, requests or billed tokens, successes) the server accepted from ``since``
+        to ``now``, within the last PACE_WINDOW seconds."""
         start = max(since, now - PACE_WINDOW)
         if self.first_success is not None:
             start = max(start, self.first_success)
         got = [tokens for when, tokens in self.accepted if when >= start]
-        return max(0.0, now - start), float(sum(got) if limit == "tokens" else len(got))
+        amount = float(sum(got) if limit == "tokens" else len(got))
+        return max(0.0, now - start), amount, len(got)
 
     def _believes(self, now: float, limit: str, figure: float) -> bool:
         """Whether ``figure`` (a second) can be the server's limit, given what it accepted."""
         if figure in self.disbelieved.get(limit, ()):
             return False
-        span, got = self._accepted_since(now, float("-inf"), limit)
+        span, got, _ = self._accepted_since(now, float("-inf"), limit)
         if got > PACE_DISBELIEF * figure * (span + 1.0):
             self.disbelieved.setdefault(limit, set()).add(figure)
             self.named.pop(limit, None)
@@ -215,7 +217,12 @@ class Pace:
         if pace is None or self.named.get(limit) != figure:
             rate = PACE_NAMED_SHARE * figure
         else:
-            span, got = self._accepted_since(now, self.set_at.get(limit, now), limit)
+            span, got, successes = self._accepted_since(now, self.set_at.get(limit, now), limit)
+            if successes < 2:
+                # No success since the pace was set (or in the last PACE_WINDOW seconds): a
+                # storm (a blackout, an outage), not a rate. It teaches nothing, as a 429 with
+                # no recent successes never did.
+                return
             measured = got / span if span >= PACE_EVIDENCE else pace.rate
             rate = PACE_BACKOFF * min(measured, pace.rate)
         floor = PACE_FLOOR if limit != "tokens" else 1.0
