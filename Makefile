@@ -31,7 +31,7 @@ $(WHEELS): pyproject.toml | $(STAMP)
 	$(BIN)/python -m pip wheel --quiet --wheel-dir $(WHEELHOUSE) . 'hatchling>=1.25,<2'
 	@touch $(WHEELS)
 
-# Two workers on the 2-core machines the suite is budgeted for (issue 29: 4 minutes of pytest).
+# Two workers on the 2-core machines the suite is budgeted for (3 minutes of pytest: README).
 # loadfile: a file's tests run on one worker, in order, as they do serially (the README runner's
 # sh lines build on the files the lines before them wrote).
 # compileall first: these machines set PYTHONDONTWRITEBYTECODE, so without it each of the
