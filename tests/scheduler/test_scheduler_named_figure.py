@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-import test_scheduler_token_pace as token_sim
 
+import simulated_tokens as token_sim
 from simulated_limit import Server, simulate
 from toolnexus.errors import HTTPStatusError
 from toolnexus.ray_limiter import LimiterCore
