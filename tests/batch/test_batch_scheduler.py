@@ -368,3 +368,45 @@ def test_batch_options_are_checked_once_for_every_entry_point(
 
     with pytest.raises(ConfigError, match=says):
         BatchOptions(**{field: value})
+
+
+class Refusals:
+    """An admission member that keeps each 429's outcome as the scheduler got it."""
+
+    def __init__(self) -> None:
+        self.refused: list[Outcome] = []
+
+    async def acquire(self, ticket: Ticket) -> None:
+        return None
+
+    async def release(self, ticket: Ticket, usage: ClassifierUsage, outcome: Outcome) -> None:
+        if outcome.kind is OutcomeKind.RATE_LIMITED:
+            self.refused.append(outcome)
+
+
+@pytest.mark.parametrize(
+    ("limits", "limit", "figure", "states", "held"),
+    [
+        pytest.param({"rate_limit": "6000/min"}, "requests", 100.0, 160, 120, id="requests"),
+        # 120 input tokens a request here: 40 pass the held bucket, the next 20 are refused
+        pytest.param({"token_limit": "4800/s"}, "tokens", 4800.0, 80, 60, id="tokens"),
+    ],
+)
+def test_a_429_from_serve_reaches_the_scheduler_with_its_limit_and_figure(
+    limits: dict[str, str], limit: str, figure: float, states: int, held: int
+) -> None:
+    """Issue 32 item 1, end to end: serve's 429 body ("Rate limit exceeded: 6000 requests per
+    minute.", as the API's) crosses the real transport and reaches every admission member as
+    the limit it names and its figure a second, which the run's pace takes."""
+    refusals = Refusals()
+
+    async def scenario(server: Server) -> int:
+        async with create_classifier(base_url=server.url + "/v1", retries=0) as c:
+            options = BatchOptions(concurrency=64, admission=(refusals,))
+            return await _via_batch(c, _states(states), options)
+
+    serve = ServeOptions(synthetic=True, **limits)
+    ok, _ = _serve(serve, scenario, limits_clock=HeldClock(held))
+    assert ok == states
+    assert refusals.refused, "the held clock refuses requests past the bucket"
+    assert {(o.limit, o.limit_rate) for o in refusals.refused} == {(limit, figure)}
