@@ -36,7 +36,8 @@ $(WHEELS): pyproject.toml | $(STAMP)
 # sh lines build on the files the lines before them wrote).
 # compileall first: these machines set PYTHONDONTWRITEBYTECODE, so without it each of the
 # hundreds of `toolnexus` processes the suite starts compiles the package from source again
-# (0.55 s for a `batch --dry-run` against 0.38 s with the bytecode: about 20 s of the suite).
+# (0.55 s for a `batch --dry-run` against 0.38 s with the bytecode; the README runner's file
+# spends 25-28 s of CPU with it, 32-33 s without).
 test: install chromium
 	$(BIN)/python -m compileall -q -j 0 src
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not slow"
