@@ -121,30 +121,23 @@ def test_successes_never_raise_a_pace_past_the_servers_figure() -> None:
     assert window.token_pace.rate == pytest.approx(PACE_NAMED_SHARE * 10_000.0)
 
 
-def test_a_cut_at_the_same_figure_lowers_the_pace_by_what_came_through_since_it_was_set() -> None:
-    """Another process on the key: the figure is the account's, this run gets less. A cut with
-    under half a second since the pace was set lowers it by PACE_BACKOFF of itself; later, a
-    little under the successes since it was set (never the ramp-up's)."""
+def test_a_later_cut_at_the_same_figure_lowers_the_pace_as_any_cut_does() -> None:
+    """Another process on the key: the figure is the account's, this run gets less. A later cut
+    at the pace the figure set lowers it a little under what the server accepted in the last
+    2 s (20 a second here), as a cut without a figure does; it never raises it."""
     window = Window(64)
     now = _ramp(window)
     window.admit(now, 100)
     window.settle(now, 100, Outcome.rate_limited(0.01, "requests", 50.0))
     assert window.pace is not None
-    first = window.pace.rate
-    for i in (150, 151):  # two successes since the pace was set, 0.1 s of them
-        window.admit(now + 0.02, i)
-        window.settle(now + 0.05, i, Outcome.success(), None)
-    window.admit(now + 0.1, 101)
-    window.settle(now + 0.1, 101, Outcome.rate_limited(0.01, "requests", 50.0))
-    assert window.pace.rate == pytest.approx(PACE_BACKOFF * first)
-    start = now + 0.1
-    for i in range(200, 220):  # 20 successes in 1 s since then: 20 a second get through
+    start = now + 2.5
+    for i in range(200, 240):  # 40 successes in the 2 s before the next cut: 20 a second
         window.admit(start + (i - 200) * 0.05, i)
         window.settle(start + (i - 200) * 0.05 + 0.01, i, Outcome.success(), None)
-    later = start + 1.0
+    later = start + 2.0
     window.admit(later, 300)
     window.settle(later, 300, Outcome.rate_limited(0.01, "requests", 50.0))
-    assert window.pace.rate == pytest.approx(PACE_BACKOFF * 20.0, rel=0.1)
+    assert window.pace.rate == pytest.approx(PACE_BACKOFF * 20.0, rel=0.05)
 
 
 def test_a_new_figure_sets_the_pace_from_it_at_once() -> None:
@@ -275,9 +268,10 @@ def test_the_ray_limiter_passes_the_figure_to_the_one_pace_every_worker_rides() 
 
 def test_a_blackout_at_a_named_pace_teaches_nothing() -> None:
     """``serve --blackout 4+6`` at 1,200/min: its 429s give the true figure (20 a second). The
-    first cut of the storm lowers the pace once (successes came through since it was set); the
-    storm's later cuts, with no success since, leave it: the pace must not sink to its floor
-    and crawl after the storm (one request every 10 s)."""
+    storm's cuts while the last 2 s still hold successes lower the pace by what came through in
+    them (as a body without a figure always did: about half, at the second cut); the later
+    ones, with no success in the window, leave it. The pace must not sink to its floor and
+    crawl after the storm (one request every 10 s)."""
     window = Window(64)
     now = _ramp(window, n=10, every=0.1)
     window.admit(now, 100)
@@ -292,7 +286,7 @@ def test_a_blackout_at_a_named_pace_teaches_nothing() -> None:
         ticket += 1
         window.admit(now + second, ticket)
         window.settle(now + second + 0.01, ticket, Outcome.rate_limited(1.0, "requests", 20.0))
-    assert window.pace.rate >= PACE_BACKOFF * PACE_NAMED_SHARE * 20.0 * 0.99
+    assert window.pace.rate >= 0.45 * 20.0
 
 
 @pytest.mark.parametrize("per_minute", [1200, 3000])

@@ -22,11 +22,12 @@ exceeded: 1200 requests per minute."; ``serve`` says the same). The successes be
 429 are the ramp-up: a short run (a 3,000/min pack-20 row lasts 5 s) spent its whole steady state
 climbing back from a pace learned on them (0.94x the limit). So a 429 that gives its limit's
 figure sets that pace ``PACE_NAMED_SHARE`` of the figure at once, and successes never raise it
-past that share: nothing is learned by probing over a limit the server has stated. A cut at such
-a pace (several processes share the key, or the server counts otherwise) lowers it a little under
-what came through *since the pace was set* (the ramp-up before it is no evidence), or, with under
-``PACE_EVIDENCE`` seconds of that, ``PACE_BACKOFF`` of the pace itself; with no success since it
-was set (a blackout), such a cut teaches nothing; a 429 that gives a new
+past that share: nothing is learned by probing over a limit the server has stated. A later cut
+at such a pace (several processes share the key, or the server counts otherwise) lowers it as
+any cut does, a little under what the server accepted in the last ``PACE_WINDOW`` seconds (a
+blackout with no recent success teaches nothing). Two processes on one key held 0.95-0.99x of
+the limit that way; a rule that measured only since the pace was set, and started each cut's
+burst empty, ratcheted them down to 0.4-0.5x. A 429 that gives a new
 figure (the limit changed mid-run) sets the pace from the new one. A figure is believed only while
 the run has not seen the server accept more than it could: over a window of ``span`` seconds a
 one-second bucket lets through at most ``figure x (span + 1)``; past ``PACE_DISBELIEF`` of that,
@@ -46,7 +47,6 @@ __all__ = [
     "PACE_BACKOFF",
     "PACE_BURST",
     "PACE_DISBELIEF",
-    "PACE_EVIDENCE",
     "PACE_FLOOR",
     "PACE_GAIN",
     "PACE_NAMED_SHARE",
@@ -69,9 +69,6 @@ PACE_BURST = 0.25
 #: A 429 that gives its limit's figure sets the pace to this share of it (the rest absorbs a
 #: release the event loop makes late and an estimate's error until the bill settles it).
 PACE_NAMED_SHARE = 0.98
-#: Seconds of successes since a pace was set that measure it; with fewer, a cut lowers the pace
-#: by PACE_BACKOFF of itself.
-PACE_EVIDENCE = 0.5
 #: A figure is disbelieved once the server accepted more than this share over what a one-second
 #: bucket of that figure lets through.
 PACE_DISBELIEF = 1.05
@@ -143,8 +140,6 @@ class Pace:
     named: dict[str, float] = field(default_factory=dict, repr=False)
     #: per limit: figures the server was seen to exceed (never believed again this run)
     disbelieved: dict[str, set[float]] = field(default_factory=dict, repr=False)
-    #: per limit: when a figure last set or lowered the pace
-    set_at: dict[str, float] = field(default_factory=dict, repr=False)
 
     def ready_at(self, at: float, tokens: int) -> float:
         """The earliest time from ``at`` a request of ``tokens`` (central estimate) may go."""
@@ -211,26 +206,14 @@ class Pace:
             return False
         return True
 
-    def _slow_to_figure(self, now: float, limit: str, figure: float) -> None:
-        """A cut by a 429 that gave its limit's ``figure`` (believed): see the module."""
+    def _set_from_figure(self, now: float, limit: str, figure: float) -> None:
+        """The first cut by a 429 that gave its limit's ``figure`` (believed), or a new figure:
+        pace PACE_NAMED_SHARE of it, with an empty saved burst (the server just refused)."""
         pace = self.tokens if limit == "tokens" else self.requests
-        if pace is None or self.named.get(limit) != figure:
-            rate = PACE_NAMED_SHARE * figure
-        else:
-            span, got, successes = self._accepted_since(now, self.set_at.get(limit, now), limit)
-            if successes < 2:
-                # No success since the pace was set (or in the last PACE_WINDOW seconds): a
-                # storm (a blackout, an outage), not a rate. It teaches nothing, as a 429 with
-                # no recent successes never did.
-                return
-            measured = got / span if span >= PACE_EVIDENCE else pace.rate
-            rate = PACE_BACKOFF * min(measured, pace.rate)
         floor = PACE_FLOOR if limit != "tokens" else 1.0
-        bucket = _paced(pace, max(floor, rate), 1.0)
-        # The server's bucket is empty (it just refused): so is the pace's saved burst.
+        bucket = _paced(pace, max(floor, PACE_NAMED_SHARE * figure), 1.0)
         bucket.level, bucket.last = 0.0, now
         self.named[limit] = figure
-        self.set_at[limit] = now
         if limit == "tokens":
             self.tokens = bucket
         else:
@@ -243,8 +226,12 @@ class Pace:
         that gives no figure teaches nothing."""
         kind = "tokens" if limit == "tokens" else "requests"
         if figure is not None and figure > 0 and self._believes(now, kind, figure):
-            self._slow_to_figure(now, kind, figure)
-            return
+            pace = self.tokens if kind == "tokens" else self.requests
+            if pace is None or self.named.get(kind) != figure:
+                self._set_from_figure(now, kind, figure)
+                return
+            # A later cut at the pace the figure set (another process on the key): as any
+            # cut, below, which only ever lowers it (the figure stays its ceiling).
         if self.first_success is None:
             return
         span = min(PACE_WINDOW, now - self.first_success)
