@@ -185,21 +185,20 @@ class Pace:
                 rate = min(rate, max(self.tokens.rate, PACE_NAMED_SHARE * self.named["tokens"]))
             self.tokens = _paced(self.tokens, rate, 1.0)
 
-    def _accepted_since(self, now: float, since: float, limit: str) -> tuple[float, float, int]:
-        """(seconds, requests or billed tokens, successes) the server accepted from ``since``
-        to ``now``, within the last PACE_WINDOW seconds."""
-        start = max(since, now - PACE_WINDOW)
-        if self.first_success is not None:
-            start = max(start, self.first_success)
-        got = [tokens for when, tokens in self.accepted if when >= start]
-        amount = float(sum(got) if limit == "tokens" else len(got))
-        return max(0.0, now - start), amount, len(got)
+    def _recent(self, now: float) -> tuple[float, list[int]]:
+        """The last PACE_WINDOW seconds of successes (from the first one): their span in
+        seconds and the billed tokens of each."""
+        if self.first_success is None:
+            return 0.0, []
+        span = min(PACE_WINDOW, now - self.first_success)
+        return span, [tokens for when, tokens in self.accepted if when >= now - PACE_WINDOW]
 
     def _believes(self, now: float, limit: str, figure: float) -> bool:
         """Whether ``figure`` (a second) can be the server's limit, given what it accepted."""
         if figure in self.disbelieved.get(limit, ()):
             return False
-        span, got, _ = self._accepted_since(now, float("-inf"), limit)
+        span, recent = self._recent(now)
+        got = sum(recent) if limit == "tokens" else len(recent)
         if got > PACE_DISBELIEF * figure * (span + 1.0):
             self.disbelieved.setdefault(limit, set()).add(figure)
             self.named.pop(limit, None)
@@ -232,10 +231,7 @@ class Pace:
                 return
             # A later cut at the pace the figure set (another process on the key): as any
             # cut, below, which only ever lowers it (the figure stays its ceiling).
-        if self.first_success is None:
-            return
-        span = min(PACE_WINDOW, now - self.first_success)
-        recent = [tokens for when, tokens in self.accepted if when >= now - PACE_WINDOW]
+        span, recent = self._recent(now)
         if span <= 0 or len(recent) < 2:
             return
         if limit == "tokens" and sum(recent) > 0:
