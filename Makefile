@@ -4,7 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-slow browser-test chromium lint demo demo-serve demo-report bench clean bytecode
+.PHONY: install test test-slow browser-test chromium lint demo demo-serve demo-report bench clean bytecode \
+	docs docs-serve
 
 WHEELHOUSE := $(VENV)/wheelhouse
 WHEELS := $(WHEELHOUSE)/.built
@@ -21,7 +22,7 @@ bytecode: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,docs]'
 	@touch $(STAMP)
 
 # The wheels of the project's runtime and build dependencies, fetched here, at install time, so
@@ -42,7 +43,7 @@ test: install chromium
 	$(BIN)/python -m compileall -q -j 0 src
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not slow"
 
-# The checks too slow for `make test`'s 3-minute budget (README, "The suite's time budget").
+# The checks too slow for `make test`'s 3-minute budget (CONTRIBUTING.md, "The suite's time budget").
 test-slow: install
 	$(BIN)/python -m compileall -q -j 0 src
 	$(BIN)/python -m pytest -q -m slow || test $$? -eq 5  # 5: none is marked slow
@@ -59,8 +60,8 @@ browser-test: install chromium
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/report/test_report_browser.py
 
 lint: install
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench docs/hooks
+	$(BIN)/ruff format --check src tests bench docs/hooks
 	$(BIN)/mypy
 
 # Real recorded answers replayed from recordings/: no network, no key (env -u drops any key).
@@ -123,8 +124,16 @@ demo-report: install
 	@$(BIN)/toolnexus report $(DEMO_DIR)/serve-batch.jsonl --labels examples/guard-labels.csv \
 	  -o $(DEMO_DIR)/report.html && echo "   the same report as a page: $(DEMO_DIR)/report.html"
 
+# The documentation site (issue 46): strict (a broken link, an orphan page or an anchor that is
+# not there fails it) and offline (no plugin fetches anything, no web fonts), into site/.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+docs-serve: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+
 bench: install
 	@for b in bench/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

@@ -26,12 +26,25 @@ REFERENCE = FIXTURES / "reference"
 COPIED = ("conformance", "recordings-live", "reference", "seeds")
 #: ``sha256  <name>/<file>`` for every copied file, as `sha256sum` writes it.
 MANIFEST = FIXTURES / "SHA256SUMS"
+#: The documentation: the README, CONTRIBUTING.md and the site's pages (issue 46).
+DOC_PAGES = ("README.md", "CONTRIBUTING.md", "docs")
 #: Where the copies came from: the shared folder beside the checkout, when there is one.
 SHARED = REPO.parent / "shared"
 
 
 def load_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def doc_files() -> list[Path]:
+    """Every page of the documentation: the README, CONTRIBUTING.md, then ``docs/**/*.md``."""
+    return [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def docs_text() -> str:
+    """Every page of the documentation, one after another: what a test that checks "the
+    documentation says X" reads, wherever the page that says it is."""
+    return "\n".join(p.read_text(encoding="utf-8") for p in doc_files())
 
 
 def conformance_files() -> list[Path]:

@@ -18,7 +18,7 @@ import pytest
 
 from clirun import run_main
 from loopback import Fault, Loopback
-from paths import REPO
+from paths import REPO, docs_text
 from toolnexus import errors as lib
 from toolnexus.cli.errors import (
     CONDITION_FOR_CODE,
@@ -225,7 +225,7 @@ def test_the_readme_lists_every_record_code_with_its_exit_code() -> None:
     names every code of the failure table, each under the exit code ``failure_of`` gives."""
     import re
 
-    text = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    text = " ".join(docs_text().split())
     start = text.index("One table maps each failure")
     paragraph = text[start : text.index("`batch` writes every record, then exits", start)]
     backend, _, rest = paragraph.partition(" exit 3;")

@@ -23,6 +23,7 @@ import pytest
 # libyaml extension, which cannot be re-imported (every flow mapping read "unsupported").
 import toolnexus.cli.questionfile  # noqa: F401
 from paths import REPO as ROOT
+from paths import docs_text
 from serving import ThreadedServer
 from toolnexus.recordings import write_recording
 from toolnexus.serve.options import ServeOptions
@@ -298,7 +299,7 @@ def test_a_bad_case_line_is_one_collection_error(pytester: pytest.Pytester) -> N
 def test_the_readme_shows_the_shipped_example_test() -> None:
     """The README's test example is examples/test_triage.py, which its sh block runs."""
     shipped = (ROOT / "examples" / "test_triage.py").read_text(encoding="utf-8")
-    assert f"```python\n{shipped}```" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"```python\n{shipped}```" in docs_text()
 
 
 GATED = """questions:

@@ -12,14 +12,14 @@ import re
 import httpx
 import pytest
 
-from paths import REPO
+from paths import docs_text
 from toolnexus import Decision, NoulQuestion, create_classifier, memory_cache
 
 MARK = "<!-- invalid-decision-example -->"
 
 
 def _example() -> str:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = docs_text()
     assert MARK in readme, "the README shows how to check a decision from evaluate"
     block = re.search(r"```python\n(.*?)```", readme[readme.index(MARK) :], re.DOTALL)
     assert block is not None

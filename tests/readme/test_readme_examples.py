@@ -1,4 +1,9 @@
-"""Every example in the README runs as written (issue 17 item 17), offline.
+"""Every example in the README and the documentation site runs as written (issue 17 item 17;
+issue 46 item 4: "the README runner runs every code block of every page"), offline.
+
+The pages run in ``RUN_ORDER`` (the order their text had in the one-page README, so a command
+still finds what the commands before it wrote), then any other page of ``docs/``, sorted: a new
+page is run without being listed.
 
 Each fenced ``python`` block runs as a script and each command line of a ``sh`` block runs in
 bash (so does each ``$ `` line of a block with no language, whose other lines are the output it
@@ -39,6 +44,42 @@ from toolnexus.serve.options import ServeOptions
 # commands above it wrote (``make test`` runs ``-n 2 --dist loadfile``: a file on one worker).
 
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+#: The pages in the order their commands build on each other (see the module docstring).
+RUN_ORDER = (
+    "README.md",
+    "docs/tutorials/first-tickets.md",
+    "docs/how-to/library.md",
+    "docs/how-to/record-and-replay.md",
+    "docs/how-to/resume-and-retry.md",
+    "docs/explanation/wire.md",
+    "docs/how-to/batch.md",
+    "docs/explanation/pacing.md",
+    "docs/how-to/pack-states.md",
+    "docs/explanation/packing.md",
+    "docs/explanation/confidence.md",
+    "docs/how-to/decide-in-code.md",
+    "docs/reference/question-types.md",
+    "docs/reference/errors.md",
+    "docs/how-to/command-line.md",
+    "docs/how-to/opentelemetry.md",
+    "docs/how-to/parquet-and-duckdb.md",
+    "docs/reference/exit-codes.md",
+    "docs/explanation/security.md",
+    "docs/how-to/gates-in-a-pipeline.md",
+    "docs/how-to/lint.md",
+    "docs/reference/lint-rules.md",
+    "docs/how-to/images.md",
+    "docs/how-to/ray.md",
+    "docs/how-to/serve.md",
+    "docs/explanation/conformance.md",
+    "docs/how-to/pytest-plugin.md",
+    "docs/how-to/mcp.md",
+    "docs/tutorials/labels-to-gate.md",
+    "docs/explanation/calibration.md",
+    "docs/how-to/review-edits.md",
+    "CONTRIBUTING.md",
+)
 BIN = Path(sys.executable).parent
 SHIPPED = ("questions", "examples", "recordings")
 DUMMY_KEY = "sk-readme-example-key"
@@ -46,14 +87,20 @@ DUMMY_KEY = "sk-readme-example-key"
 #: Lines the test cannot run, by a prefix of the command, with the reason.
 NOT_RUNNABLE: dict[str, str] = {
     "make ": "the Makefile itself: `make test` runs this test",
+    "pip install .": "installs into the running environment: tests/readme/test_wheel_install.py"
+    " installs a wheel of the checkout into a fresh venv instead (make test-slow)",
     "git config": "changes the developer's git configuration",
     "toolnexus serve --proxy https://": "forwards to a remote host: no network in the suite",
     "questions/*.yaml diff=toolnexus": "a line of .gitattributes, not a command",
 }
 
 #: Python blocks the test cannot run, by a line of the block, with the reason.
-NOT_RUNNABLE_PYTHON: dict[str, str] = {
-    "from toolnexus.ray import evaluate_dataset": "starts Ray: tests/test_ray*.py runs it",
+NOT_RUNNABLE_PYTHON: dict[str, str] = {}
+
+#: Python blocks too slow for `make test` (issue 46 item 4: "blocks that need Ray ... run in
+#: make test-slow"), by a line of the block, with the reason.
+SLOW_PYTHON: dict[str, str] = {
+    "from toolnexus.ray import evaluate_dataset": "starts a local Ray instance (10-20 s)",
 }
 
 #: Exit 1 is a documented finding for these commands, not a failure.
@@ -66,25 +113,45 @@ class Block:
     #: the fence's language; "" for a block with none
     lang: str
     text: str
+    #: the page, relative to the checkout (``README.md``, ``docs/how-to/batch.md``)
+    page: str = "README.md"
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
 
 
-def readme_blocks() -> list[Block]:
-    """Every fenced block, an indented one (inside a list item) dedented."""
+def pages(root: Path = ROOT) -> list[str]:
+    """Every page the runner runs, in run order: ``RUN_ORDER``, then the other pages sorted."""
+    found = {"README.md", "CONTRIBUTING.md"} | {
+        p.relative_to(root).as_posix() for p in (root / "docs").rglob("*.md")
+    }
+    found = {p for p in found if (root / p).is_file()}
+    return [p for p in RUN_ORDER if p in found] + sorted(found - set(RUN_ORDER))
+
+
+def page_blocks(path: Path, page: str) -> list[Block]:
+    """Every fenced block of one page, an indented one (inside a list item) dedented."""
     blocks: list[Block] = []
     lang: str | None = None
     start = indent = 0
     body: list[str] = []
-    for n, line in enumerate(README.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if lang is None:
             m = re.fullmatch(r"( *)```(\w*)\s*", line)
             if m:
                 indent, lang, start, body = len(m.group(1)), m.group(2), n, []
         elif line.strip() == "```":
-            blocks.append(Block(start, lang, "\n".join(body) + "\n"))
+            blocks.append(Block(start, lang, "\n".join(body) + "\n", page))
             lang = None
         else:
             body.append(line[indent:] if line[:indent].isspace() else line)
     return blocks
+
+
+def readme_blocks(root: Path = ROOT) -> list[Block]:
+    """Every fenced block of every page, in run order."""
+    return [b for page in pages(root) for b in page_blocks(root / page, page)]
 
 
 def is_prompt_block(block: Block) -> bool:
@@ -182,48 +249,58 @@ def _cases(lang: str) -> list[pytest.ParameterSet]:
         if lang == "python" and block.lang == "python":
             if any(line in block.text.splitlines() for line in NOT_RUNNABLE_PYTHON):
                 continue
-            out.append(pytest.param(block.line, block.text, id=f"README.md:{block.line}"))
+            slow = any(line in block.text.splitlines() for line in SLOW_PYTHON)
+            marks = [pytest.mark.slow] if slow else []
+            out.append(pytest.param(block.where, block.text, id=block.where, marks=marks))
         elif lang == "sh" and runs_in_shell(block):
             for line, command, shown in commands_with_output(block):
                 if _not_runnable(command) is not None:
                     continue
-                out.append(pytest.param(line, command, shown, id=f"README.md:{line}"))
+                where = f"{block.page}:{line}"
+                out.append(pytest.param(where, command, shown, id=where))
     return out
 
 
-@pytest.mark.parametrize("line, source", _cases("python"))
-def test_python_example_runs(line: int, source: str, workdir: Path, server: ThreadedServer) -> None:
-    script = workdir / f"readme_{line}.py"
+@pytest.mark.parametrize("where, source", _cases("python"))
+def test_python_example_runs(
+    where: str, source: str, workdir: Path, server: ThreadedServer
+) -> None:
+    check_python(where, source, workdir, _env(server))
+
+
+def check_python(where: str, source: str, workdir: Path, env: dict[str, str]) -> None:
+    """Run one python block as a script in ``workdir``: it exits 0, with no traceback or key."""
+    script = workdir / ("doc_" + re.sub(r"\W", "_", where) + ".py")
     script.write_text(source, encoding="utf-8")
     done = subprocess.run(
         [sys.executable, str(script)],
         cwd=workdir,
-        env=_env(server),
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert done.returncode == 0, f"README.md:{line} exited {done.returncode}:\n{done.stderr}"
+    assert done.returncode == 0, f"{where} exited {done.returncode}:\n{done.stderr}"
     assert "Traceback" not in done.stderr
     assert DUMMY_KEY not in done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("line, command, shown", _cases("sh"))
+@pytest.mark.parametrize("where, command, shown", _cases("sh"))
 def test_shell_example_runs(
-    line: int, command: str, shown: str | None, workdir: Path, server: ThreadedServer
+    where: str, command: str, shown: str | None, workdir: Path, server: ThreadedServer
 ) -> None:
     if command.startswith("toolnexus serve"):
-        _check_serve(line, command, workdir, server)
+        _check_serve(where, command, workdir, server)
         return
-    done = _run_command(line, command, workdir, server)
+    done = _run_command(where, command, workdir, server)
     if shown is not None:
         assert done.stdout.rstrip("\n") == shown, (
-            f"README.md:{line}: `{command}` printed what the README does not show"
+            f"{where}: `{command}` printed what the page does not show"
         )
 
 
 def _run_command(
-    line: int, command: str, cwd: Path, server: ThreadedServer
+    where: str, command: str, cwd: Path, server: ThreadedServer
 ) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
         ["bash", "-o", "pipefail", "-c", command],
@@ -236,7 +313,7 @@ def _run_command(
     )
     allowed = {0, 1} if _FINDING_EXIT_1.search(command) else {0}
     assert done.returncode in allowed, (
-        f"README.md:{line}: `{command}` exited {done.returncode}:\n{done.stderr}"
+        f"{where}: `{command}` exited {done.returncode}:\n{done.stderr}"
     )
     assert "Traceback" not in done.stderr
     assert DUMMY_KEY not in done.stdout + done.stderr
@@ -250,8 +327,10 @@ def _sql_cases() -> list[pytest.ParameterSet]:
     for i, block in enumerate(blocks):
         if block.lang != "sql":
             continue
-        above = next((b for b in reversed(blocks[:i]) if runs_in_shell(b)), None)
-        out.append(pytest.param(block, above, id=f"README.md:{block.line}"))
+        above = next(
+            (b for b in reversed(blocks[:i]) if runs_in_shell(b) and b.page == block.page), None
+        )
+        out.append(pytest.param(block, above, id=block.where))
     return out
 
 
@@ -262,12 +341,12 @@ def test_sql_example_runs_against_the_run_above_it(
     """Issue 31 item 24: "sql blocks (run with the duckdb package against the run the block
     above made)"; the query must return rows (a query of a missing field is an error)."""
     pytest.importorskip("duckdb", reason="platform: duckdb is not installed")
-    assert above is not None, f"README.md:{block.line}: no shell block above makes its run"
+    assert above is not None, f"{block.where}: no shell block above makes its run"
     for name in SHIPPED:
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     for line, command in commands(above):
         if _not_runnable(command) is None:
-            _run_command(line, command, tmp_path, server)
+            _run_command(f"{above.page}:{line}", command, tmp_path, server)
     query = "import duckdb, sys\nrows = duckdb.sql(sys.stdin.read()).fetchall()\nprint(len(rows))\n"
     done = subprocess.run(
         [sys.executable, "-c", query],
@@ -277,8 +356,8 @@ def test_sql_example_runs_against_the_run_above_it(
         text=True,
         timeout=60,
     )
-    assert done.returncode == 0, f"README.md:{block.line}: the query failed:\n{done.stderr}"
-    assert int(done.stdout) > 0, f"README.md:{block.line}: the query returned no row"
+    assert done.returncode == 0, f"{block.where}: the query failed:\n{done.stderr}"
+    assert int(done.stdout) > 0, f"{block.where}: the query returned no row"
 
 
 def _yaml_cases() -> list[pytest.ParameterSet]:
@@ -286,7 +365,7 @@ def _yaml_cases() -> list[pytest.ParameterSet]:
     for block in readme_blocks():
         m = re.match(r"# (\S+\.ya?ml)\n", block.text)
         if block.lang == "yaml" and m:
-            out.append(pytest.param(block, m.group(1), id=f"README.md:{block.line}:{m.group(1)}"))
+            out.append(pytest.param(block, m.group(1), id=f"{block.where}:{m.group(1)}"))
     return out
 
 
@@ -299,11 +378,11 @@ def test_yaml_example_is_the_file_it_names(block: Block, name: str) -> None:
     shipped = ROOT / name
     if shipped.is_file():
         assert body == shipped.read_text(encoding="utf-8"), (
-            f"README.md:{block.line}: the block headed {name} is not that file"
+            f"{block.where}: the block headed {name} is not that file"
         )
         return
     assert name == ".pre-commit-config.yaml", (
-        f"README.md:{block.line}: {name} is not a file the repository ships"
+        f"{block.where}: {name} is not a file the repository ships"
     )
     import tomllib
 
@@ -313,11 +392,11 @@ def test_yaml_example_is_the_file_it_names(block: Block, name: str) -> None:
     hooks = {h["id"] for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     for repo in config["repos"]:
-        assert repo["rev"] == f"v{version}", f"README.md:{block.line}: rev is not v{version}"
+        assert repo["rev"] == f"v{version}", f"{block.where}: rev is not v{version}"
         assert {h["id"] for h in repo["hooks"]} <= hooks
 
 
-def _check_serve(line: int, command: str, workdir: Path, server: ThreadedServer) -> None:
+def _check_serve(where: str, command: str, workdir: Path, server: ThreadedServer) -> None:
     """A serve example starts (on a free port instead of its own) and prints its URL first."""
     args = re.sub(r"#.*$", "", command).split()
     if "--port" in args:
@@ -336,7 +415,7 @@ def _check_serve(line: int, command: str, workdir: Path, server: ThreadedServer)
         proc.terminate()
         _, err = proc.communicate(timeout=30)
     assert first.startswith("http://127.0.0.1:"), (
-        f"README.md:{line}: `{command}` printed {first!r}; stderr: {err}"
+        f"{where}: `{command}` printed {first!r}; stderr: {err}"
     )
     assert "Traceback" not in err
 
@@ -347,8 +426,8 @@ def test_the_not_runnable_list_still_matches_the_readme() -> None:
     for prefix in NOT_RUNNABLE:
         assert any(c.startswith(prefix) for c in lines), f"no README command starts {prefix!r}"
     python = [b.text.splitlines() for b in readme_blocks() if b.lang == "python"]
-    for line in NOT_RUNNABLE_PYTHON:
-        assert any(line in block for block in python), f"no README python block has {line!r}"
+    for line in [*NOT_RUNNABLE_PYTHON, *SLOW_PYTHON]:
+        assert any(line in block for block in python), f"no python block has {line!r}"
 
 
 def test_every_python_and_shell_block_is_found() -> None:

@@ -555,10 +555,10 @@ def test_hostile_parquet_files_in_a_directory_are_one_line_each_nothing_lost(
 def test_the_readme_schema_table_names_every_run_column() -> None:
     """The README documents the schema: its table names exactly run_schema's columns, in
     order (the schema is the definition; the table is kept to it)."""
-    from paths import REPO
+    from paths import docs_text
     from toolnexus.records.arrow import RUN_COLUMNS
 
-    text = (Path(REPO) / "README.md").read_text(encoding="utf-8")
+    text = docs_text()
     table = text[text.index("| column | type |") :].split("\n\n", 1)[0].splitlines()[2:]
     names: list[str] = []
     for row in table:

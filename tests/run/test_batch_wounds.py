@@ -385,9 +385,9 @@ def test_a_whole_object_sent_is_said_once(
 
 def test_the_readme_lists_every_csv_column() -> None:
     """Issue 17 §18: "The CSV column list omits questions_sha256"."""
-    from paths import REPO
+    from paths import docs_text
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = docs_text()
     section = readme[readme.index("**CSV** is one shape") :]
     section = section[: section.index("\n\n")]
     assert "`questions_sha256`" in section

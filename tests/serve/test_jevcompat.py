@@ -28,8 +28,8 @@ from toolnexus.validation import FLAGS
 jevcompat_mock = pytest.importorskip("jevcompat.mock")
 jevcompat_runner = pytest.importorskip("jevcompat.runner")
 
-README = REPO / "README.md"
-#: The SHOULDs the README names as failing on purpose, and why (its "Conformance" section).
+README = REPO / "docs" / "explanation" / "conformance.md"
+#: The SHOULDs the docs name as failing on purpose, and why (the "Conformance" page).
 LIVE_400S = "errors.validation-shape"
 RAW_TYPES_ANSWERED = "errors.reject-invalid"
 
