@@ -9,6 +9,7 @@ function over one definition in the package, so a test calls it without building
 - ``environment``: every variable a CLI option reads (its ``envvar``), and the library's own;
 - ``records``: the record fields, from the record dataclasses (their field comments too);
 - ``lint-rules``: the ``check-criteria`` rules, from ``questionfile.rules.RULES``;
+- ``exit-codes``: each record error code and its exit code, from ``failures.FAILURES``;
 - ``question-schema``: the question file, from the JSON Schema the package ships.
 
 :func:`on_files` adds the generated pictures (SVG) to the site: the report's own charts of a
@@ -242,7 +243,24 @@ def question_schema_markdown() -> str:
     return "\n".join(out)
 
 
+# --- exit codes ------------------------------------------------------------------------------
+
+
+def exit_codes_markdown() -> str:
+    """Each record ``error.code``, the exception it stands for and its exit code, from the one
+    table that maps them (``toolnexus.failures.FAILURES``)."""
+    from toolnexus.failures import DUPLICATE_ID, FAILURES, MALFORMED_INPUT
+
+    lines = ["| `error.code` | raised as | exit code |", "|---|---|---|"]
+    for cls, failure in FAILURES:
+        lines.append(f"| `{failure.code}` | `{cls.__name__}` | `{failure.exit_code}` |")
+    for failure in (MALFORMED_INPUT, DUPLICATE_ID):
+        lines.append(f"| `{failure.code}` | (an input line) | `{failure.exit_code}` |")
+    return "\n".join(lines) + "\n"
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
+    "exit-codes": exit_codes_markdown,
     "cli": cli_markdown,
     "environment": environment_markdown,
     "lint-rules": lint_rules_markdown,

@@ -191,3 +191,11 @@ def test_a_broken_code_block_in_a_page_fails_the_runner(tmp_path: Path) -> None:
     assert block.where == "docs/how-to/new.md:3"
     with pytest.raises(AssertionError, match=re.escape("docs/how-to/new.md:3 exited 1")):
         runner.check_python(block.where, block.text, tmp_path, {"PATH": ""})
+
+
+def test_the_exit_codes_page_maps_every_record_code_to_its_exit_code() -> None:
+    from toolnexus.failures import EXIT_FOR_CODE
+
+    page = reference.exit_codes_markdown()
+    for code, exit_code in EXIT_FOR_CODE.items():
+        assert re.search(rf"^\| `{code}` \| [^|]+ \| `{exit_code}` \|$", page, re.M), code
