@@ -40,15 +40,19 @@ GATE = """gates:
 
 
 def _toolnexus(*args: str, cwd: Path) -> None:
-    subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "toolnexus", *args],
         cwd=cwd,
-        check=True,
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
         timeout=120,
     )
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"docs/hooks/charts.py: `toolnexus {args[0]}` exited {done.returncode}: "
+            f"{done.stderr.strip()}"
+        )
 
 
 def _scored_run(work: Path) -> Path:

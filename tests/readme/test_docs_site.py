@@ -199,3 +199,16 @@ def test_the_exit_codes_page_maps_every_record_code_to_its_exit_code() -> None:
     page = reference.exit_codes_markdown()
     for code, exit_code in EXIT_FOR_CODE.items():
         assert re.search(rf"^\| `{code}` \| [^|]+ \| `{exit_code}` \|$", page, re.M), code
+
+
+def test_the_site_builds_strictly_and_fetches_nothing() -> None:
+    """Issue 46 item 3: ``--strict`` with the three link checks at ``warn`` (so an orphan page or
+    a broken link fails), ``theme.font: false`` and no plugin that fetches at build time."""
+    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert config["strict"] is True
+    for check in ("omitted_files", "absolute_links", "unrecognized_links", "anchors"):
+        assert config["validation"][check] == "warn", check
+    assert config["theme"]["font"] is False
+    plugins = {p if isinstance(p, str) else next(iter(p)) for p in config["plugins"]}
+    assert plugins <= {"search", "mkdocstrings"}, plugins
+    assert "mkdocs build --strict" in (REPO / "Makefile").read_text(encoding="utf-8")
