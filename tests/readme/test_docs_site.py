@@ -212,3 +212,12 @@ def test_the_site_builds_strictly_and_fetches_nothing() -> None:
     plugins = {p if isinstance(p, str) else next(iter(p)) for p in config["plugins"]}
     assert plugins <= {"search", "mkdocstrings"}, plugins
     assert "mkdocs build --strict" in (REPO / "Makefile").read_text(encoding="utf-8")
+
+
+def test_every_link_of_the_readme_and_contributing_names_a_file() -> None:
+    """The README links into the site (issue 46 item 1); MkDocs checks the site's own links, not
+    these."""
+    for page in (REPO / "README.md", REPO / "CONTRIBUTING.md"):
+        for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            if not target.startswith(("http://", "https://")):
+                assert (page.parent / target).exists(), f"{page.name}: {target}"
