@@ -18,6 +18,7 @@ run, and the pacing timeline of the simulated scheduler (``docs/hooks/charts.py`
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -87,8 +88,9 @@ def command_markdown(path: tuple[str, ...], command: Any) -> str:
     usage = " ".join([name, *command.collect_usage_pieces(ctx)])
     anchor = "-".join(path)
     lines = [f"## `{name}` {{ #{anchor} }}", "", f"```text\n{usage}\n```", ""]
-    if command.help:
-        lines += [command.help.strip().replace("\b\n", ""), ""]
+    if command.help:  # verbatim, as --help prints it: its lists and code tables keep their lines
+        text = inspect.cleandoc(command.help).replace("\b\n", "")
+        lines += ["```text", text, "```", ""]
     arguments = [p for p in command.params if p.param_type_name == "argument"]
     if arguments:
         lines += ["| argument | required | what |", "|---|---|---|"]
@@ -144,8 +146,6 @@ def environment_markdown() -> str:
 
 def _field_comments(cls: type) -> dict[str, str]:
     """The ``#:`` comment above each field of ``cls``, from its source."""
-    import inspect
-
     comments: dict[str, str] = {}
     pending: list[str] = []
     for line in inspect.getsource(cls).splitlines():
