@@ -37,7 +37,9 @@ def test_the_matrix_covers_every_command() -> None:
 
 
 @pytest.mark.parametrize("command", [pytest.param(c, id=" ".join(c)) for c in COMMANDS])
-@pytest.mark.parametrize("extra", [pytest.param((), id="bare"), pytest.param(("--help",), id="help")])
+@pytest.mark.parametrize(
+    "extra", [pytest.param((), id="bare"), pytest.param(("--help",), id="help")]
+)
 def test_a_closed_stdout_is_one_line_and_exit_2(
     command: tuple[str, ...],
     extra: tuple[str, ...],

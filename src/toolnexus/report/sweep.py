@@ -19,7 +19,6 @@ caught-alone column is about questions, not about the first-match order.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise

@@ -9,6 +9,7 @@ replies through :func:`scrub` too, so there is one scrubbing rule.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -36,6 +37,7 @@ __all__ = [
     "scrub_value",
     "secret_forms",
     "server_message",
+    "spellings",
     "transport_error",
     "url_secrets",
     "userinfo",
@@ -52,28 +54,89 @@ _ACCOUNT_TEXT = re.compile(
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every ``secrets`` value (three characters or more) replaced by «redacted»."""
-    for secret in secrets:
-        if len(secret) >= MIN_SECRET:
-            text = text.replace(secret, REDACTED)
-    return text
+    """``text`` with every ``secrets`` value (three characters or more) replaced by «redacted», in
+    every spelling a server may echo it in (:func:`spellings`: as sent, base64, percent-encoded,
+    in any letter case). The one redaction of text: error lines, batch records, MCP results,
+    exceptions, logs and the decoded strings of a body all pass through it (issue 43 item 1)."""
+    pattern = _pattern(tuple(s for s in secrets if len(s) >= MIN_SECRET))
+    return text if pattern is None else pattern.sub(REDACTED, text)
+
+
+#: A base64 or percent-encoded spelling shorter than this is not scrubbed (a 3-character user
+#: name's base64 is 4 letters: replacing those everywhere would hide the message, not a key).
+MIN_ENCODED = 8
+
+
+def spellings(secret: str) -> list[str]:
+    """Every text spelling of ``secret`` a server may echo (issue 43 item 1: a 500 body echoing
+    the key base64-encoded, percent-encoded or upper-cased reached every error): as sent; its
+    base64 (standard and URL-safe, padded or not, and the run of characters it leaves at each
+    of the three alignments inside a longer base64 text, so ``Basic base64(user:KEY)`` and
+    ``base64("Bearer KEY")`` lose it too); each of those percent-encoded (``%2B``/``%2b``,
+    ``+`` for a space), as a query string or a Basic header echoed in a URL spells them. Letter
+    case is not part of a spelling: :func:`scrub` matches without it."""
+    import base64
+    from urllib.parse import quote, quote_plus
+
+    raw = secret.encode("utf-8", "surrogatepass")
+    found = {secret}
+    encoded: set[str] = set()
+    for k in range(3):
+        text = base64.b64encode(b"\0" * k + raw).decode("ascii")
+        # the characters made of the secret's bits alone, whatever bytes surround it
+        encoded.add(text[-(-8 * k // 6) : 8 * (k + len(raw)) // 6])
+        if k == 0:
+            encoded.update((text, text.rstrip("=")))
+    encoded |= {e.replace("+", "-").replace("/", "_") for e in encoded}
+    found |= {e for e in encoded if len(e) >= MIN_ENCODED}
+    for form in list(found):
+        for quoted in (quote(form, safe=""), quote_plus(form, safe="")):
+            found.update((quoted, _LOWER_HEX.sub(lambda m: m.group().lower(), quoted)))
+    return sorted(found, key=len, reverse=True)
+
+
+_LOWER_HEX = re.compile(r"%[0-9A-F]{2}")
+
+
+@functools.lru_cache(maxsize=64)
+def _pattern(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
+    forms = sorted({f for s in secrets for f in spellings(s)}, key=len, reverse=True)
+    if not forms:
+        return None
+    return re.compile("|".join(map(re.escape, forms)), re.IGNORECASE)
 
 
 def secret_forms(secrets: Iterable[str]) -> list[bytes]:
-    """Every form in which a server can echo a secret: as sent, and JSON-escaped (ASCII-only
-    ``\\u00e9``, raw UTF-8, and with ``/`` escaped as ``\\/``), longest first."""
+    """Every byte form in which a server can echo a secret: each of its :func:`spellings` (and
+    that spelling upper- and lower-cased: a non-ASCII letter's case is not matched in bytes),
+    as sent and JSON-escaped (ASCII-only ``\\u00e9``, raw UTF-8, and with ``/`` escaped as
+    ``\\/``), longest first."""
+    return list(_byte_forms(tuple(s for s in secrets if len(s) >= MIN_SECRET)))
+
+
+@functools.lru_cache(maxsize=64)
+def _byte_forms(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
     forms: set[bytes] = set()
     for secret in secrets:
-        if len(secret) < MIN_SECRET:
-            continue
-        for text in (
-            secret,
-            json.dumps(secret)[1:-1],
-            json.dumps(secret, ensure_ascii=False)[1:-1],
-        ):
-            forms.add(text.encode("utf-8", "surrogatepass"))
-            forms.add(text.replace("/", "\\/").encode("utf-8", "surrogatepass"))
-    return sorted(forms, key=len, reverse=True)
+        for spelled in spellings(secret):
+            for cased in {spelled, spelled.upper(), spelled.lower()}:
+                for text in (
+                    cased,
+                    json.dumps(cased)[1:-1],
+                    json.dumps(cased, ensure_ascii=False)[1:-1],
+                ):
+                    forms.add(text.encode("utf-8", "surrogatepass"))
+                    forms.add(text.replace("/", "\\/").encode("utf-8", "surrogatepass"))
+    return tuple(sorted(forms, key=len, reverse=True))
+
+
+@functools.lru_cache(maxsize=64)
+def _byte_pattern(secrets: tuple[str, ...]) -> tuple[tuple[bytes, ...], re.Pattern[bytes] | None]:
+    forms = _byte_forms(secrets)
+    if not forms:
+        return (), None
+    lowered = tuple(dict.fromkeys(f.lower() for f in forms))
+    return lowered, re.compile(b"|".join(map(re.escape, forms)), re.IGNORECASE)
 
 
 _REDACTED_BYTES = REDACTED.encode("utf-8")
@@ -81,13 +144,16 @@ _REDACTED_BYTES = REDACTED.encode("utf-8")
 
 def scrub_bytes(data: bytes, secrets: Iterable[str]) -> bytes:
     """Raw answer bytes with every form of every secret replaced by «redacted»: run on EVERY
-    answer, whatever its status, before anything decodes, cuts, stores or prints it. The literal
-    forms first (one ``replace`` each: the common, cheap case), then every JSON string that
-    carries an escape is decoded and scrubbed as the decoder would see it (issue 29)."""
+    answer, whatever its status, before anything decodes, cuts, stores or prints it. The byte
+    forms first (looked for in the lower-cased bytes, one ``in`` each: the common, cheap case
+    finds none), then every JSON string that carries an escape is decoded and scrubbed as the
+    decoder would see it (issue 29)."""
     secrets = [s for s in secrets if len(s) >= MIN_SECRET]
-    for form in secret_forms(secrets):
-        if form in data:
-            data = data.replace(form, _REDACTED_BYTES)
+    lowered, pattern = _byte_pattern(tuple(secrets))
+    if pattern is not None:
+        low = data.lower()
+        if any(form in low for form in lowered):
+            data = pattern.sub(_REDACTED_BYTES, data)
     return scrub_escaped(data, secrets)
 
 
