@@ -26,6 +26,7 @@ from .authcause import auth_failure_cause
 __all__ = [
     "ENV_REF",
     "REDACTED",
+    "base_url_hint",
     "cap",
     "http_status_error",
     "redact",
@@ -355,6 +356,8 @@ def http_status_error(
             retry_after_ms=retry_after_ms,
         )
     body = redact(content.decode("utf-8", errors="replace"), secrets)
+    if status == 404:
+        suffix += base_url_hint(endpoint)
     message = server_message(body) or _reason(status)
     # A plain body such as aiohttp's "307: Temporary Redirect" repeats the status the line
     # already says (issue 31 item 13).
@@ -369,6 +372,36 @@ def http_status_error(
         attempts=attempts,
         retry_after_ms=retry_after_ms,
     )
+
+
+_DOUBLED_V1 = re.compile(r"/v1/v1(?:/|$)")
+
+
+def base_url_hint(endpoint: str) -> str:
+    """The hint a 404 from ``endpoint`` (``{base}/systemone``) earns when its base URL looks
+    spelled for the other rule (issue 43 item 8), or ``""``: ``--base-url`` / ``base_url=`` are
+    used as given (seed 004: ``POST {baseUrl}/systemone``, so they include ``/v1``), while
+    ``$TYPESAFE_BASE_URL`` is a host root that ``/v1`` is added to. A base holding ``/v1/v1``
+    or no path at all names the other spelling."""
+    head = endpoint.split("?", 1)[0].split("#", 1)[0]
+    _, sep, rest = head.partition("://")
+    base, _, last = rest.rpartition("/")
+    if not sep or last != "systemone" or not base:  # ``${BASE}/systemone``: the path is unknown
+        return ""
+    path = base.partition("/")[2]
+    if _DOUBLED_V1.search("/" + path):
+        return (
+            "; hint: the base URL holds /v1 twice: --base-url / base_url= are used as given "
+            "and include /v1 (https://host/v1), $TYPESAFE_BASE_URL is a host root "
+            "(https://host); drop one /v1"
+        )
+    if not path:
+        return (
+            "; hint: the base URL has no path: --base-url / base_url= are used as given, "
+            "POST {base_url}/systemone, and the API answers under /v1 "
+            "(https://host/v1); a host root is $TYPESAFE_BASE_URL's spelling"
+        )
+    return ""
 
 
 def transport_error(
