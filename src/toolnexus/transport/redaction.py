@@ -9,7 +9,6 @@ replies through :func:`scrub` too, so there is one scrubbing rule.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Iterable
@@ -77,7 +76,6 @@ def spellings(secret: str) -> list[str]:
     ``+`` for a space), as a query string or a Basic header echoed in a URL spells them. Letter
     case is not part of a spelling: :func:`scrub` matches without it."""
     import base64
-    from urllib.parse import quote, quote_plus
 
     raw = secret.encode("utf-8", "surrogatepass")
     found = {secret}
@@ -91,20 +89,43 @@ def spellings(secret: str) -> list[str]:
     encoded |= {e.replace("+", "-").replace("/", "_") for e in encoded}
     found |= {e for e in encoded if len(e) >= MIN_ENCODED}
     for form in list(found):
-        for quoted in (quote(form, safe=""), quote_plus(form, safe="")):
-            found.update((quoted, _LOWER_HEX.sub(lambda m: m.group().lower(), quoted)))
+        for quoted in (_quote(form), _quote(form).replace("%20", "+")):
+            found.update((quoted, _UPPER_HEX.sub(lambda m: m.group().lower(), quoted)))
     return sorted(found, key=len, reverse=True)
 
 
-_LOWER_HEX = re.compile(r"%[0-9A-F]{2}")
+_UPPER_HEX = re.compile(r"%[0-9A-F]{2}")
+#: What percent-encoding leaves as it is (RFC 3986's unreserved characters).
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
-@functools.lru_cache(maxsize=64)
+def _quote(text: str) -> str:
+    """``text`` percent-encoded as UTF-8, every reserved character escaped (``urllib.parse.quote``
+    with ``safe=""``; this module stays on the few standard modules the layering test allows)."""
+    return "".join(
+        chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in text.encode("utf-8", "surrogatepass")
+    )
+
+
 def _pattern(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
-    forms = sorted({f for s in secrets for f in spellings(s)}, key=len, reverse=True)
-    if not forms:
-        return None
-    return re.compile("|".join(map(re.escape, forms)), re.IGNORECASE)
+    if secrets not in _PATTERNS:
+        forms = sorted({f for s in secrets for f in spellings(s)}, key=len, reverse=True)
+        pattern = re.compile("|".join(map(re.escape, forms)), re.IGNORECASE) if forms else None
+        _remember(_PATTERNS, secrets, pattern)
+    return _PATTERNS[secrets]
+
+
+#: Compiled once per set of secrets (a transport's set is the same for every request).
+_PATTERNS: dict[tuple[str, ...], re.Pattern[str] | None] = {}
+_FORMS: dict[tuple[str, ...], tuple[bytes, ...]] = {}
+_BYTE_PATTERNS: dict[tuple[str, ...], tuple[tuple[bytes, ...], re.Pattern[bytes] | None]] = {}
+_KEPT = 64
+
+
+def _remember(cache: dict[tuple[str, ...], Any], key: tuple[str, ...], value: Any) -> None:
+    if len(cache) >= _KEPT:
+        cache.clear()  # a process that rotates keys: start over rather than grow
+    cache[key] = value
 
 
 def secret_forms(secrets: Iterable[str]) -> list[bytes]:
@@ -115,8 +136,9 @@ def secret_forms(secrets: Iterable[str]) -> list[bytes]:
     return list(_byte_forms(tuple(s for s in secrets if len(s) >= MIN_SECRET)))
 
 
-@functools.lru_cache(maxsize=64)
 def _byte_forms(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
+    if secrets in _FORMS:
+        return _FORMS[secrets]
     forms: set[bytes] = set()
     for secret in secrets:
         for spelled in spellings(secret):
@@ -128,16 +150,17 @@ def _byte_forms(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
                 ):
                     forms.add(text.encode("utf-8", "surrogatepass"))
                     forms.add(text.replace("/", "\\/").encode("utf-8", "surrogatepass"))
-    return tuple(sorted(forms, key=len, reverse=True))
+    _remember(_FORMS, secrets, tuple(sorted(forms, key=len, reverse=True)))
+    return _FORMS[secrets]
 
 
-@functools.lru_cache(maxsize=64)
 def _byte_pattern(secrets: tuple[str, ...]) -> tuple[tuple[bytes, ...], re.Pattern[bytes] | None]:
-    forms = _byte_forms(secrets)
-    if not forms:
-        return (), None
-    lowered = tuple(dict.fromkeys(f.lower() for f in forms))
-    return lowered, re.compile(b"|".join(map(re.escape, forms)), re.IGNORECASE)
+    if secrets not in _BYTE_PATTERNS:
+        forms = _byte_forms(secrets)
+        lowered = tuple(dict.fromkeys(f.lower() for f in forms))
+        pattern = re.compile(b"|".join(map(re.escape, forms)), re.IGNORECASE) if forms else None
+        _remember(_BYTE_PATTERNS, secrets, (lowered, pattern))
+    return _BYTE_PATTERNS[secrets]
 
 
 _REDACTED_BYTES = REDACTED.encode("utf-8")
