@@ -68,7 +68,7 @@ def _unestimated(cfg: RunConfig) -> Budget:
 
     output = estimate_output_tokens(questions_to_wire(dict(cfg.questions)))
     already = recorded_spend(cfg, question_set_sha256(cfg.questions), cfg.price, output)
-    return Budget(cfg.caps, cfg.price, output_tokens=output, already=already)
+    return Budget(cfg.caps, cfg.price, output_tokens=output, already=already, surface=cfg.surface)
 
 
 def sized_budget(cfg: RunConfig, sha: str, estimate: DryRun, note: Note) -> Budget:
@@ -89,7 +89,13 @@ def sized_budget(cfg: RunConfig, sha: str, estimate: DryRun, note: Note) -> Budg
             f"the estimate ({describe(estimate)}) passes {passed}: the run stops scheduling "
             "at the cap"
         )
-    return Budget(caps, price, output_tokens=estimate.output_per_request, already=already)
+    return Budget(
+        caps,
+        price,
+        output_tokens=estimate.output_per_request,
+        already=already,
+        surface=cfg.surface,
+    )
 
 
 def cost_source_note(caps: Caps, price: Price | None, replay: object) -> str | None:
