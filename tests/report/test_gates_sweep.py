@@ -226,6 +226,8 @@ def test_sweep_usage_errors_are_one_line(
         pytest.param("0.5:1.0:0", "STEP '0' is not positive", id="step-zero"),
         pytest.param("0.5:1.0:-0.05", "STEP '-0.05' is not positive", id="step-negative"),
         pytest.param("0.9:0.5:0.05", "FROM 0.9 is above TO 0.5", id="from-above-to"),
+        pytest.param(",", "names no floor", id="no-floor"),
+        pytest.param("0.5:0.9", "is not FROM:TO:STEP", id="two-parts"),
     ],
 )
 def test_floors_name_the_real_problem(text: str, fragment: str) -> None:

@@ -142,7 +142,10 @@ def parse_floors(text: str | None) -> tuple[int, ...]:
                 f"--floors: {text!r}: FROM {parts[0].strip()} is above TO {parts[1].strip()}"
             )
         return tuple(range(lo, hi + 1, step))
-    return tuple(sorted({hundredths(p) for p in text.split(",") if p.strip()}))
+    floors = tuple(sorted({hundredths(p) for p in text.split(",") if p.strip()}))
+    if not floors:
+        raise ReportInputError(f"--floors: {text!r} names no floor (e.g. 0.5,0.6,0.7)")
+    return floors
 
 
 def at_floor(policy: Policy, floor: int) -> Policy:
