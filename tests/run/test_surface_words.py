@@ -166,3 +166,18 @@ def test_an_mcp_call_past_its_cap_gives_no_batch_advice(monkeypatch: pytest.Monk
     _, text, is_error = second
     assert is_error and "--max-requests 1" in text and "restart toolnexus mcp" in text, text
     assert _foreign(text, "mcp") == [], text
+
+
+def test_a_library_run_refused_by_its_cap_names_the_keyword(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cap that admits not one request, refused before the first: ``max_requests=0`` and the
+    library's dry run, not ``--max-requests 0`` and ``--dry-run``."""
+    from toolnexus.run import run_batch
+
+    monkeypatch.setenv("TYPESAFE_API_KEY", "k-test")
+    with pytest.raises(RunError) as refused:
+        run_batch(_config(tmp_path, max_requests=0))
+    message = str(refused.value)
+    assert "max_requests=0" in message and "toolnexus.run.estimate" in message, message
+    assert _foreign(message, "library") == [], message
