@@ -10,7 +10,8 @@ confirm (seed 004: "Every default here is a PROPOSED default"). Facts vs proposa
 ``tests/fixtures/reference/system-one-wire.md``:
 
 - ``typesafe``: the direct API, ``https://api.typesafe.ai/v1`` (fact), or ``$TYPESAFE_BASE_URL``
-  + ``/v1`` when that is set and no ``base_url`` is given: the official SDK reads the same
+  + ``/v1`` (not doubled when it ends in ``/v1``) when that is set and no ``base_url`` is
+  given: the official SDK reads the same
   variable as a host root and appends ``/v1/systemone`` (fact), so one variable points both at
   one server (e.g. ``toolnexus serve``). Images only on Jev 1.14 and
   ``jev-preview`` (proposal: the wire notes call images "Jev 1.14, experimental").
@@ -161,9 +162,13 @@ def _openrouter_spelling(model: str) -> str | None:
 def _default_base_url(row: Backend) -> str | None:
     """The row's base URL; for typesafe, ``$TYPESAFE_BASE_URL`` + ``/v1`` when it is set, read
     as the official SDK reads it (a host root: ``http://127.0.0.1:8000`` means
-    ``http://127.0.0.1:8000/v1/systemone`` for both)."""
+    ``http://127.0.0.1:8000/v1/systemone`` for both). A value that already ends in ``/v1`` is
+    taken as it is: ``…/v1`` once gave ``POST …/v1/v1/systemone: 404`` (issue 43 item 8)."""
     root = os.environ.get(BASE_URL_ENV) if row.name == "typesafe" else None
-    return f"{root.rstrip('/')}/v1" if root else row.base_url
+    if not root:
+        return row.base_url
+    root = root.rstrip("/")
+    return root if root.endswith("/v1") else f"{root}/v1"
 
 
 def resolve_backend(

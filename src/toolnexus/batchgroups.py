@@ -68,6 +68,7 @@ def scheduler_for(options: BatchOptions) -> Scheduler:
         rate_per_minute=options.rate,
         extra=options.admission,
         patience=options.patience,
+        surface=options.surface,
     )
     scheduler.on_over_limit = options.on_over_limit
     return scheduler

@@ -32,6 +32,7 @@ from .defaults import (
 from .errors import ConfigError, HookError
 
 if TYPE_CHECKING:
+    from .failures import Surface
     from .scheduler.admission import Admission
 
 __all__ = [
@@ -304,6 +305,9 @@ class BatchOptions:
     patience: float = DEFAULT_BATCH_PATIENCE
     flush: float | None = None
     on_over_limit: Callable[[Any, str], None] | None = field(default=None, compare=False)
+    #: whose words a stop speaks (``failures.Surface``: ``batch``, ``filter``, ``mcp``,
+    #: ``library``), so a script is told ``resume=True`` and a command line ``--resume``
+    surface: Surface = "library"
 
     def __post_init__(self) -> None:
         c = self.concurrency

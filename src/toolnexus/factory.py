@@ -71,8 +71,8 @@ def create_classifier(options: ClassifierOptions) -> Classifier:
 
     - ``base_url``: default the backend row's (``https://api.typesafe.ai/v1``). For the typesafe
       backend, ``$TYPESAFE_BASE_URL`` (the official SDK's variable: a host root, to which
-      ``/v1`` is appended, as the SDK does) is used when no ``base_url`` is given. ``${NAME}``
-      expands at call time; errors name it unexpanded.
+      ``/v1`` is appended, as the SDK does, unless it already ends in ``/v1``) is used when no
+      ``base_url`` is given. ``${NAME}`` expands at call time; errors name it unexpanded.
     - ``model``: default "jev-latest" (the floating alias: pin it once thresholds are tuned).
     - ``api_key_env``: the NAME of the environment variable holding the key, never a value; read
       at call time and never logged. Default "TYPESAFE_API_KEY".

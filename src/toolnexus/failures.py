@@ -10,6 +10,7 @@ code, and is recorded under the same code, wherever it is met. Pure: no typer, n
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from . import errors as lib
 from .printable import printable
@@ -30,8 +31,11 @@ __all__ = [
     "FAILURES",
     "MALFORMED_INPUT",
     "Failure",
+    "Surface",
     "failure_of",
     "one_line",
+    "option",
+    "stop_advice",
 ]
 
 EXIT_OK = 0
@@ -47,6 +51,49 @@ EXIT_BUDGET = 5
 EXIT_INTERRUPTED = 130
 #: 128 + SIGTERM, what a shell reports for a process stopped by ``kill``.
 EXIT_TERMINATED = 143
+
+
+#: Where a message is read (issue 43 item 7: "every message speaks the words of the surface it
+#: comes from"): ``toolnexus batch`` and ``toolnexus filter`` on the command line, a client of
+#: ``toolnexus mcp``, or a script's ``toolnexus.run``. Each run-time message that names an
+#: option or says what to do next is built from :func:`option` and :func:`stop_advice` with
+#: its surface: one source, not a copy per surface.
+Surface = Literal["batch", "filter", "mcp", "library"]
+
+
+def option(name: str, surface: Surface, value: object = True) -> str:
+    """Run option ``name`` (a ``RunConfig`` field: ``resume``, ``max_requests``) set to
+    ``value`` as a user of ``surface`` writes it: ``--resume`` / ``--max-requests 50`` on a
+    command line (``toolnexus mcp``'s caps are its flags too), ``resume=True`` /
+    ``max_requests=50`` in a script."""
+    if surface == "library":
+        return f"{name}={value!r}"
+    flag = "--" + name.replace("_", "-")
+    return flag if value is True else f"{flag} {value}"
+
+
+def stop_advice(kind: Literal["budget", "storm"], surface: Surface) -> str:
+    """What to do after a run stopped for a spend cap (``budget``) or a storm that outlasted
+    the patience (``storm``), in ``surface``'s words: a batch and a library run keep their
+    finished records and continue with resume; ``filter`` has no output to resume; an MCP
+    client can do neither: the server's caps and patience are its command line's."""
+    resume = option("resume", surface)
+    patience = "patience" if surface == "library" else "--patience"
+    if kind == "budget":
+        if surface == "mcp":
+            return "no further call is sent: restart toolnexus mcp with a higher cap to go on"
+        if surface == "filter":
+            return "the lines judged so far are printed; raise the cap to judge the rest"
+        again = resume if surface == "batch" else f"run again with {resume}"
+        return f"Finished records are written; raise the cap and {again} to continue"
+    if surface == "mcp":
+        return (
+            "no further call is sent: restart toolnexus mcp later (a longer storm needs a "
+            "larger --patience)"
+        )
+    if surface == "filter":
+        return f"run again later (a longer storm needs a larger {patience})"
+    return f"run again later (with {resume}; a longer storm needs a larger {patience})"
 
 
 def one_line(text: str) -> str:

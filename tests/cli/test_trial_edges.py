@@ -152,7 +152,7 @@ def test_a_budget_stop_line_counts_what_is_in_flight() -> None:
     from toolnexus.scheduler.budget import Budget, Caps
     from toolnexus.scheduler.tokens import estimate_tokens
 
-    budget = Budget(Caps(max_requests=3))
+    budget = Budget(Caps(max_requests=3), surface="batch")  # batch's words (issue 43 item 7)
 
     async def go() -> None:
         for i in range(3):

@@ -172,6 +172,21 @@ def _sent_url(monkeypatch: pytest.MonkeyPatch, value: str | None, **options: Any
         pytest.param(
             "http://127.0.0.1:8123/", {}, "http://127.0.0.1:8123/v1/systemone", id="slash"
         ),
+        pytest.param(
+            "http://127.0.0.1:8123/v1", {}, "http://127.0.0.1:8123/v1/systemone", id="ends-in-v1"
+        ),
+        pytest.param(
+            "http://127.0.0.1:8123/v1/", {}, "http://127.0.0.1:8123/v1/systemone", id="v1-slash"
+        ),
+        pytest.param(
+            "http://127.0.0.1:8123/gw", {}, "http://127.0.0.1:8123/gw/v1/systemone", id="a-path"
+        ),
+        pytest.param(
+            "http://127.0.0.1:8123",
+            {"base_url": "http://127.0.0.1:9"},
+            "http://127.0.0.1:9/systemone",
+            id="base_url-verbatim-without-v1",
+        ),
         pytest.param(None, {}, "https://api.typesafe.ai/v1/systemone", id="unset"),
         pytest.param("", {}, "https://api.typesafe.ai/v1/systemone", id="empty-is-unset"),
         pytest.param(
@@ -195,3 +210,73 @@ def test_typesafe_base_url_is_read_as_the_official_sdk_reads_it(
     when no base_url is given. The SDK reads it as a host root and appends /v1/systemone
     (reference/system-one-wire.md), so one variable points both at the same server."""
     assert _sent_url(monkeypatch, value, **options) == expected
+
+
+@pytest.mark.parametrize(
+    ("base_url", "hint"),
+    [
+        pytest.param("http://x.invalid/v1/v1", "holds /v1 twice", id="v1-twice"),
+        pytest.param("http://x.invalid", "has no path", id="no-path"),
+        pytest.param("http://x.invalid/", "has no path", id="no-path-slash"),
+        pytest.param("http://x.invalid/v1", None, id="v1-no-hint"),
+        pytest.param("http://x.invalid/api/v1", None, id="gateway-path-no-hint"),
+    ],
+)
+def test_a_404_names_the_other_spelling_of_the_base_url(base_url: str, hint: str | None) -> None:
+    """Issue 43 item 8: "a 404 whose URL holds /v1/v1, or whose base has no path at all, adds
+    one hint line naming the other spelling"; base_url= keeps seed 004's rule verbatim."""
+    import asyncio
+
+    import httpx
+
+    from toolnexus import ClassifierError
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(404, json={"detail": "Not Found"})
+
+    async def go() -> str:
+        async with create_classifier(
+            base_url=base_url, transport=httpx.MockTransport(handler), retries=0
+        ) as judge:
+            try:
+                await judge.evaluate("s", {"q": {"type": "noul", "instructions": "Holds?"}})
+            except ClassifierError as e:
+                return str(e)
+        raise AssertionError("a 404 must fail")
+
+    message = asyncio.run(go())
+    assert "HTTP 404" in message and "\n" not in message
+    if hint is None:
+        assert "hint" not in message, message
+    else:
+        assert f"hint: the base URL {hint}" in message, message
+        assert "--base-url / base_url=" in message and "$TYPESAFE_BASE_URL" in message
+
+
+def test_the_serve_page_names_exactly_the_routes_served() -> None:
+    """Issue 43 item 8: "the README's serve section (now docs/how-to/serve.md) says routes are served 'the same under
+    /v1' (they are /systemone and /v1/systemone)": the sentence names what a real ``toolnexus
+    serve`` answers, no more and no less."""
+    import re
+
+    import httpx
+
+    from paths import REPO
+    from serving import ThreadedServer
+    from toolnexus.serve import ServeOptions
+
+    page = (REPO / "docs" / "how-to" / "serve.md").read_text(encoding="utf-8")
+    sentence = page[page.index("\nRoutes: ") :].split("(see", 1)[0]
+    named = set(re.findall(r"`(GET|POST) (/[\w/]*)`", sentence))
+    candidates = {
+        (method, prefix + path)
+        for method, path in (("POST", "/systemone"), ("GET", "/models"), ("GET", "/_stats"))
+        for prefix in ("", "/v1", "/v1/v1")
+    }
+    with ThreadedServer(ServeOptions(synthetic=True)) as server, httpx.Client() as client:
+        served = {
+            (method, path)
+            for method, path in candidates
+            if client.request(method, server.url + path, content=b"{}").status_code != 404
+        }
+    assert named == served, sentence

@@ -190,6 +190,14 @@ def test_floors_and_the_table(tmp_path: Path) -> None:
         pytest.param(
             ("--gates", "GATES", "--floors", "0.3"), "not a floor in 0.50..1.00", id="low-floor"
         ),
+        pytest.param(
+            ("--gates", "GATES", "--floors", "nan"), "'nan' is not a finite number", id="nan"
+        ),
+        pytest.param(
+            ("--gates", "GATES", "--floors", "0.5:1.0:0.001"),
+            "STEP '0.001' is not a whole number of hundredths",
+            id="step-rounds-to-zero",
+        ),
     ],
 )
 def test_sweep_usage_errors_are_one_line(
@@ -199,6 +207,48 @@ def test_sweep_usage_errors_are_one_line(
     ran = run_cli("report", str(run), *(str(gates) if a == "GATES" else a for a in args))
     assert ran.code == 2
     assert fragment in error_line(ran.stderr)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        pytest.param("nan", "'nan' is not a finite number", id="nan"),
+        pytest.param("inf", "'inf' is not a finite number", id="inf"),
+        pytest.param("0.5,-inf", "'-inf' is not a finite number", id="list-minus-inf"),
+        pytest.param("nan:0.9:0.05", "FROM 'nan' is not a finite number", id="from-nan"),
+        pytest.param("0.5:inf:0.05", "TO 'inf' is not a finite number", id="to-inf"),
+        pytest.param("0.5:0.9:abc", "STEP 'abc' is not a number", id="step-abc"),
+        pytest.param("0.5:0.9:nan", "STEP 'nan' is not a finite number", id="step-nan"),
+        pytest.param("0.5:0.9:1e308", "STEP '1e308' is wider than 0.50..1.00", id="step-huge"),
+        pytest.param("1e308", "'1e308' is not a floor in 0.50..1.00", id="floor-huge"),
+        pytest.param("0.5:1.0:0.001", "STEP '0.001' is not a whole number", id="step-rounds-0"),
+        pytest.param("0.5:1.0:0.015", "STEP '0.015' is not a whole number", id="step-fraction"),
+        pytest.param("0.5:1.0:0", "STEP '0' is not positive", id="step-zero"),
+        pytest.param("0.5:1.0:-0.05", "STEP '-0.05' is not positive", id="step-negative"),
+        pytest.param("0.9:0.5:0.05", "FROM 0.9 is above TO 0.5", id="from-above-to"),
+        pytest.param(",", "names no floor", id="no-floor"),
+        pytest.param("0.5:0.9", "is not FROM:TO:STEP", id="two-parts"),
+    ],
+)
+def test_floors_name_the_real_problem(text: str, fragment: str) -> None:
+    """Issue 43 item 3: "report --floors nan, inf, 0.5:0.9:abc give tracebacks; 0.5:1.0:0.001
+    says 'not FROM:TO:STEP with FROM <= TO' when the real problem is a step that rounds to zero
+    hundredths. One line naming the real problem, exit 2" (ReportInputError is exit 2)."""
+    from toolnexus.report.runs import ReportInputError
+    from toolnexus.report.sweep import parse_floors
+
+    with pytest.raises(ReportInputError) as raised:
+        parse_floors(text)
+    assert fragment in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_floors_that_are_right_still_parse() -> None:
+    from toolnexus.report.sweep import parse_floors
+
+    assert parse_floors("0.50:0.60:0.05") == (50, 55, 60)
+    assert parse_floors("0.5:1.0:0.01")[:3] == (50, 51, 52)
+    assert parse_floors("0.9,0.65") == (65, 90)
 
 
 def test_the_html_report_shows_the_sweep_self_contained(tmp_path: Path) -> None:

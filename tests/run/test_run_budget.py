@@ -56,11 +56,15 @@ def test_a_cap_not_one_request_fits_is_refused_as_batch_refuses_it(
 ) -> None:
     """'A cap that the estimate alone exceeds is refused before the first request, with the
     estimate' (issue 23), from a script: batch's line, its exit code 5, nothing sent, no
-    output left behind."""
+    output left behind. The run in batch's words (``surface="batch"``, what ``batch`` builds)
+    says batch's line; a script's own run names the keyword (issue 43 item 7)."""
     inp = _input(tmp_path, _tickets(5))
     out = tmp_path / "lib.jsonl"
-    with pytest.raises(RunError) as info:
+    with pytest.raises(RunError) as own:
         run_batch(_config(qfile, inp, out, server.base_url, **caps))
+    assert f"{next(iter(caps))}=" in str(own.value) and "--" not in str(own.value)
+    with pytest.raises(RunError) as info:
+        run_batch(_config(qfile, inp, out, server.base_url, surface="batch", **caps))
     assert info.value.exit_code == 5
     assert server.total == 0 and not os.path.exists(out)
     ran = run_cli(
@@ -76,10 +80,11 @@ def test_the_notes_reach_on_progress_as_batch_prints_them(
     server: Any, qfile: Path, tmp_path: Path
 ) -> None:
     """The cost-source note and 'a cap the whole estimate passes is said once' reach
-    ``on_progress`` as ``RunNote`` values, worded as batch's ``toolnexus: note:`` lines."""
+    ``on_progress`` as ``RunNote`` values, worded as batch's ``toolnexus: note:`` lines (in
+    batch's words, ``surface="batch"``: issue 43 item 7)."""
     inp = _input(tmp_path, _tickets(5))
     heard: list[object] = []
-    caps = {"max_requests": 3, "max_cost": Decimal(100)}
+    caps = {"max_requests": 3, "max_cost": Decimal(100), "surface": "batch"}
     run_batch(
         _config(qfile, inp, tmp_path / "lib.jsonl", server.base_url, **caps),
         on_progress=heard.append,

@@ -21,6 +21,8 @@ from toolnexus.scheduler.budget import (
     parse_price,
 )
 
+# The budgets whose stop lines are checked below speak batch's words (``surface="batch"``); a
+# script's own budget says ``max_requests=3`` (issue 43 item 7, tests/run/test_surface_words.py).
 LIVE = TESTS / "fixtures" / "recordings-live"
 
 
@@ -33,7 +35,7 @@ def test_the_next_request_that_would_pass_the_cap_stops_the_run() -> None:
     """ "When the next request would not fit, the run stops scheduling" — in-flight work never
     carries the run past the cap by more than the estimate's error."""
     price = Price(Decimal("1"), Decimal("0"))  # $1 per million input tokens
-    budget = Budget(Caps(max_cost=Decimal("0.0035")), price=price)
+    budget = Budget(Caps(max_cost=Decimal("0.0035")), price=price, surface="batch")
 
     async def go() -> int:
         admitted = 0
@@ -67,7 +69,7 @@ def test_settling_frees_the_reservation_and_charges_what_the_server_reported() -
 
 
 def test_max_requests_counts_attempts_retries_included() -> None:
-    budget = Budget(Caps(max_requests=3))
+    budget = Budget(Caps(max_requests=3), surface="batch")
 
     async def go() -> None:
         await budget.acquire(_ticket(0))
@@ -81,7 +83,7 @@ def test_max_requests_counts_attempts_retries_included() -> None:
 
 
 def test_resume_counts_the_spend_already_recorded() -> None:
-    budget = Budget(Caps(max_tokens=5000), already=Spend(tokens=4500))
+    budget = Budget(Caps(max_tokens=5000), already=Spend(tokens=4500), surface="batch")
 
     async def go() -> None:
         with pytest.raises(RunStopped, match="--max-tokens 5000: 4500 tokens spent"):

@@ -127,7 +127,8 @@ def test_a_pause_past_the_patience_stops_at_once() -> None:
         with pytest.raises(RunStopped) as stop:
             await limiter.acquire(Ticket(1, EST))
         assert "no success for 30 s of HTTP 429" in stop.value.message
-        assert "--resume" in stop.value.message and stop.value.kind == "systematic"
+        # a limiter built by a script speaks a script's words (issue 43 item 7)
+        assert "resume=True" in stop.value.message and stop.value.kind == "systematic"
         return clock.t
 
     assert asyncio.run(go()) == 0.0  # it did not sleep the hour first

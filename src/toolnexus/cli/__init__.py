@@ -27,6 +27,18 @@ def main(argv: list[str] | None = None) -> NoReturn:
 
 
 def _main(argv: list[str] | None) -> NoReturn:
+    if sys.stdout is None:
+        # Started with stdout closed (`>&-`): Python sets sys.stdout to None, and every command
+        # then ended in a traceback ('NoneType' object has no attribute 'buffer'), `filter`'s
+        # exit 1 reading as "no line matched" (issue 43 item 2). Refused before anything runs,
+        # as a full stdout is (`> /dev/full`: one line, exit 2): a file opened later could be
+        # given descriptor 1 and take what was meant for stdout.
+        if sys.stderr is not None:
+            sys.stderr.write(
+                "toolnexus: stdout is closed (>&-): nothing could be written; run it with "
+                "stdout open (> /dev/null to discard the output)\n"
+            )
+        raise SystemExit(2)  # cli.errors.EXIT_USAGE, not imported this early
     args = sys.argv[1:] if argv is None else argv
     if args == ["--version"]:
         from .. import __version__

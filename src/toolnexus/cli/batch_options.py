@@ -310,6 +310,7 @@ NOT_FLAGS = frozenset(
         "record",
         "replay",
         "said_over_limits",
+        "surface",
     }
 )
 
@@ -403,5 +404,6 @@ class BatchConfig(BatchFlags):
             emit_cases=self.emit_cases,
             emit_cases_all=self.emit_cases_all,
             otel=self.otel,
+            surface="batch",
         )
         object.__setattr__(self, "run", run)

@@ -246,6 +246,7 @@ class _Run:
             pack=self.cfg.pack_size,
             admission=self.admission,
             flush=FLUSH_DELAY,
+            surface="filter",
         )
         classifier = self.backend.classifier
         stream = classifier.evaluate_stream(self._feed(), self.questions, options=options)
@@ -343,7 +344,7 @@ def _budget(cfg: FilterConfig, backend: Backend, questions: Mapping[str, Any], p
 
     note_cost_source(cfg.caps, price, backend.settings)
     wire = questions_to_wire(backend.classifier.prepare(questions))
-    return Budget(cfg.caps, price, output_tokens=estimate_output_tokens(wire))
+    return Budget(cfg.caps, price, output_tokens=estimate_output_tokens(wire), surface="filter")
 
 
 def _counting_resends(budget: Any) -> Any:

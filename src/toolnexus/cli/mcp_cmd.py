@@ -122,13 +122,18 @@ def mcp_command(
         max_tokens=caps.max_tokens,
         max_requests=caps.max_requests,
         price=price_of(flags["price"]),
+        surface="mcp",
     )
     note_cost_source(run.caps, run.price, settings)  # batch's note, one text
     # Output tokens per request: the largest set's estimate (a cap is never passed by a call
     # the budget under-reserved).
     output = max(estimate_output_tokens(questions_to_wire(t.questions)) for t in tools.values())
-    extra = [Budget(run.caps, run.price, output_tokens=output)] if run.caps.any else []
+    budget = Budget(run.caps, run.price, output_tokens=output, surface=run.surface)
     scheduler = Scheduler.for_run(
-        concurrency=run.concurrency, rate_per_minute=run.rate, extra=extra, patience=run.patience
+        concurrency=run.concurrency,
+        rate_per_minute=run.rate,
+        extra=[budget] if run.caps.any else [],
+        patience=run.patience,
+        surface=run.surface,
     )
     asyncio.run(serve_stdio(McpApp(tools, backends, scheduler)))

@@ -12,17 +12,25 @@ Every call shares one classifier and one scheduler: one ``--rate``, one spend bu
 read from the environment by the classifier at call time; a failure is a tool error
 (``isError``) carrying the library's one-line message, which never holds a key.
 
+Every stdin line gets a reply: one that is not a JSON-RPC 2.0 message is answered with the
+specification's parse error or invalid request (:func:`frame_error`), and a call's arguments are
+held to the tool's declared input schema (:func:`argument_problem`) before anything is sent.
+
 Only this path imports ``mcp``; ``mcp_cmd`` imports this module inside the command.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import re
-from collections.abc import Mapping
+import sys
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+
+import anyio
 
 from ..assertions import describe_answer
 from ..errors import ClassifierError
@@ -82,6 +90,14 @@ class McpApp:
     scheduler: Scheduler
 
     async def call(self, name: str, arguments: Mapping[str, Any]) -> tuple[Any, str, bool]:
+        schema = {t["name"]: t["input_schema"] for t in tool_schemas(self)}.get(name)
+        problem = argument_problem(arguments, schema) if schema is not None else None
+        if problem is not None:
+            # Validated against the schema tools/list declares (issue 43 item 4: an
+            # ``additionalProperties: false`` was declared and not held). MCP reports input
+            # validation errors as a tool execution error (isError), so the model can correct
+            # the call, not as a protocol error.
+            return None, f"{name}: invalid arguments: {problem}", True
         try:
             if name == "canonical":
                 return self._canonical(arguments)
@@ -165,6 +181,39 @@ class McpApp:
         return out, "\n".join(lines) or "no findings", False
 
 
+def argument_problem(arguments: Mapping[str, Any], schema: Mapping[str, Any]) -> str | None:
+    """Why ``arguments`` do not hold to a tool's declared input ``schema`` (one line, naming
+    where), or None."""
+    # jsonschema comes with the mcp extra (the SDK requires it); it ships no types and its
+    # stubs package is not a dependency of ours.
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+    from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
+
+    error = best_match(Draft202012Validator(schema).iter_errors(dict(arguments)))
+    if error is None:
+        return None
+    where = "".join(f"[{p!r}]" for p in error.absolute_path)
+    message = error.message
+    if error.validator == "type":  # its message quotes the whole value, a state perhaps
+        wanted = error.validator_value
+        wanted = " or ".join(wanted) if isinstance(wanted, list) else str(wanted)
+        message = f"must be of type {wanted}, not {_json_type(error.instance)}"
+    text = one_line(f"arguments{where}: {message}")
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
 def tool_schemas(app: McpApp) -> list[dict[str, Any]]:
     """``{name, description, input_schema}`` of every tool, question sets first."""
     tools = [
@@ -202,11 +251,105 @@ def tool_schemas(app: McpApp) -> list[dict[str, Any]]:
     return tools
 
 
-async def serve_stdio(app: McpApp) -> None:
-    """Serve ``app`` over stdin/stdout until the client closes it."""
+#: JSON-RPC 2.0's codes (https://www.jsonrpc.org/specification#error_object).
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+
+def frame_error(line: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC 2.0 error object a stdio line earns, or None for a line that is a message.
+
+    The SDK drops a line it cannot validate without a reply, so the client waits forever
+    (issue 43 item 4); each is answered here as the specification says: text that is not
+    UTF-8 JSON within the bounds every JSON read here has (``jsonlimits``: 64 levels deep, no
+    NaN), or holds a lone surrogate, is a parse error (-32700); JSON that is not one JSON-RPC 2.0
+    message is an invalid request (-32600). The ``id`` is the line's own when it can be read
+    (a lone surrogate elsewhere in the line leaves it readable), else null. A blank line is no
+    message and gets nothing (None, as the caller skips it)."""
+    from ..jsonlimits import loads
+
+    line = line.strip()
+    if not line:
+        return None
+    try:
+        message = loads(line)
+    except UnicodeDecodeError as e:
+        return _error(PARSE_ERROR, f"not UTF-8 (byte {e.object[e.start]:#04x} at {e.start})")
+    except RecursionError:  # a value the decoder built deeper than the encoder will go
+        return _error(PARSE_ERROR, "nested too deep")
+    except ValueError as e:
+        return _error(PARSE_ERROR, one_line(str(e)))
+    sent = message.get("id") if isinstance(message, dict) else None
+    rid = sent if isinstance(sent, str) or type(sent) is int else None
+    try:
+        json.dumps(message, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:  # "\ud800" decodes to a lone surrogate: not Unicode text
+        bad = f"U+{ord(e.object[e.start]):04X}"
+        return _error(PARSE_ERROR, f"a lone surrogate {bad} is not Unicode text", rid)
+    if not isinstance(message, dict):
+        kind = "an array (a batch; MCP has none)" if isinstance(message, list) else "not one"
+        return _error(INVALID_REQUEST, f"a message is a JSON object, this is {kind}")
+    if message.get("jsonrpc") != "2.0":
+        return _error(INVALID_REQUEST, '"jsonrpc" must be "2.0"', rid)
+    if "id" in message and rid is None:
+        return _error(INVALID_REQUEST, '"id" must be a string or an integer')
+    import mcp_types as types
+
+    try:
+        types.jsonrpc_message_adapter.validate_python(message, by_name=False)
+    except ValueError as e:
+        first = e.errors()[0] if hasattr(e, "errors") else {}
+        where = ".".join(str(p) for p in first.get("loc", ())[1:])
+        why = first.get("msg", "not a JSON-RPC 2.0 message")
+        return _error(INVALID_REQUEST, f"{where}: {why}" if where else str(why), rid)
+    return None
+
+
+def _error(code: int, detail: str, rid: str | int | None = None) -> dict[str, Any]:
+    name = "Parse error" if code == PARSE_ERROR else "Invalid Request"
+    return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": f"{name}: {detail}"}}
+
+
+class _Frames:
+    """The lines of stdin as the SDK reads them, every line that is not a message answered
+    (:func:`frame_error`) through the SDK's own writer, so frames never interleave."""
+
+    def __init__(self, lines: AsyncIterator[bytes]) -> None:
+        self._lines = lines
+        self._replies: Any = None
+        self._ready = anyio.Event()
+
+    def answer_through(self, write: Any) -> None:
+        self._replies = write
+        self._ready.set()
+
+    def __aiter__(self) -> _Frames:
+        return self
+
+    async def __anext__(self) -> str:
+        from mcp.shared.message import SessionMessage
+        from mcp_types import JSONRPCError
+
+        while True:
+            line = await self._lines.__anext__()
+            error = frame_error(line)
+            if error is not None:
+                await self._ready.wait()
+                await self._replies.send(SessionMessage(JSONRPCError.model_validate(error)))
+            elif line.strip():
+                return line.decode("utf-8")
+
+
+async def _stdin_lines() -> AsyncIterator[bytes]:
+    stdin = anyio.wrap_file(sys.stdin.buffer)
+    while line := await stdin.readline():
+        yield line
+
+
+def build_server(app: McpApp) -> Any:
+    """The SDK's server for ``app``: its tool list and its one call handler."""
     import mcp_types as types
     from mcp.server.lowlevel import Server
-    from mcp.server.stdio import stdio_server
 
     from .. import __version__
 
@@ -224,8 +367,23 @@ async def serve_stdio(app: McpApp) -> None:
     server: Server[Any] = Server(
         "toolnexus", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool
     )
+    return server
+
+
+async def serve_stdio(
+    app: McpApp, *, lines: AsyncIterator[bytes] | None = None, stdout: Any = None
+) -> None:
+    """Serve ``app`` over stdin/stdout until the client closes it (``lines`` and ``stdout``
+    stand in for them in a test: the frames are then exchanged in-process)."""
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(app)
+    frames = _Frames(lines if lines is not None else _stdin_lines())
     async with contextlib.AsyncExitStack() as stack:
         for backend in {id(b): b for b in app.backends.values()}.values():
             await stack.enter_async_context(backend.classifier)
-        read, write = await stack.enter_async_context(stdio_server())
+        read, write = await stack.enter_async_context(
+            stdio_server(stdin=cast(Any, frames), stdout=stdout)
+        )
+        frames.answer_through(write)
         await server.run(read, write, server.create_initialization_options())

@@ -18,6 +18,7 @@ caught-alone column is about questions, not about the first-match order.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -89,19 +90,31 @@ class GateSweep:
 
 
 def parse_floors(text: str | None) -> tuple[int, ...]:
-    """``--floors``: ``0.5,0.6,0.7`` or ``0.50:0.95:0.05`` -> floors in integer hundredths."""
+    """``--floors``: ``0.5,0.6,0.7`` or ``0.50:0.95:0.05`` -> floors in integer hundredths.
+    Anything else is a ``ReportInputError`` naming the part that is wrong and why (issue 43
+    item 3: ``nan``, ``inf`` and a step ``abc`` were tracebacks, and a step that rounds to zero
+    hundredths read "not FROM:TO:STEP with FROM <= TO")."""
     if not text:
         return DEFAULT_FLOORS
 
-    def hundredths(part: str) -> int:
+    def number(part: str, what: str) -> float:
         try:
             value = float(part)
         except ValueError:
-            raise ReportInputError(f"--floors: {part.strip()!r} is not a number") from None
-        n = round(value * 100)
+            raise ReportInputError(f"--floors: {what}{part.strip()!r} is not a number") from None
+        if not math.isfinite(value):
+            raise ReportInputError(
+                f"--floors: {what}{part.strip()!r} is not a finite number "
+                "(floors are 0.50..1.00, in hundredths)"
+            )
+        return value
+
+    def hundredths(part: str, what: str = "") -> int:
+        value = number(part, what)
+        n = round(value * 100) if 0 <= value <= 2 else 0  # 1e308 * 100 does not round
         if abs(value * 100 - n) > 1e-6 or not 50 <= n <= 100:
             raise ReportInputError(
-                f"--floors: {part.strip()!r} is not a floor in 0.50..1.00 in hundredths"
+                f"--floors: {what}{part.strip()!r} is not a floor in 0.50..1.00 in hundredths"
             )
         return n
 
@@ -109,13 +122,30 @@ def parse_floors(text: str | None) -> tuple[int, ...]:
         parts = text.split(":")
         if len(parts) != 3:
             raise ReportInputError(f"--floors: {text!r} is not FROM:TO:STEP")
-        lo, hi, step = (
-            hundredths(p) if i < 2 else round(float(p) * 100) for i, p in enumerate(parts)
-        )
-        if step <= 0 or hi < lo:
-            raise ReportInputError(f"--floors: {text!r} is not FROM:TO:STEP with FROM <= TO")
+        lo, hi = hundredths(parts[0], "FROM "), hundredths(parts[1], "TO ")
+        value = number(parts[2], "STEP ")
+        if value <= 0:
+            raise ReportInputError(f"--floors: STEP {parts[2].strip()!r} is not positive")
+        if value > 0.5:
+            raise ReportInputError(
+                f"--floors: STEP {parts[2].strip()!r} is wider than 0.50..1.00, the whole "
+                "range of floors"
+            )
+        step = round(value * 100)
+        if step == 0 or abs(value * 100 - step) > 1e-6:
+            raise ReportInputError(
+                f"--floors: STEP {parts[2].strip()!r} is not a whole number of hundredths "
+                "(floors are in hundredths: the smallest step is 0.01)"
+            )
+        if hi < lo:
+            raise ReportInputError(
+                f"--floors: {text!r}: FROM {parts[0].strip()} is above TO {parts[1].strip()}"
+            )
         return tuple(range(lo, hi + 1, step))
-    return tuple(sorted({hundredths(p) for p in text.split(",") if p.strip()}))
+    floors = tuple(sorted({hundredths(p) for p in text.split(",") if p.strip()}))
+    if not floors:
+        raise ReportInputError(f"--floors: {text!r} names no floor (e.g. 0.5,0.6,0.7)")
+    return floors
 
 
 def at_floor(policy: Policy, floor: int) -> Policy:

@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from ..errors import RunError
-from ..failures import EXIT_BUDGET
+from ..failures import EXIT_BUDGET, Surface, option
 from ..scheduler.budget import OUTPUT_MARGIN, Budget, Caps, Price, Spend
 from .config import RunConfig
 
@@ -48,7 +48,7 @@ def budget_of(cfg: RunConfig, note: Note | None = None) -> Budget | None:
     if not caps.any or any(isinstance(member, Budget) for member in cfg.admission):
         return None
     say = note if note is not None else (lambda message: None)
-    why = cost_source_note(caps, cfg.price, cfg.replay)
+    why = cost_source_note(caps, cfg.price, cfg.replay, cfg.surface)
     if why is not None:
         say(why)
     from .dry import check_dry, estimate
@@ -68,7 +68,7 @@ def _unestimated(cfg: RunConfig) -> Budget:
 
     output = estimate_output_tokens(questions_to_wire(dict(cfg.questions)))
     already = recorded_spend(cfg, question_set_sha256(cfg.questions), cfg.price, output)
-    return Budget(cfg.caps, cfg.price, output_tokens=output, already=already)
+    return Budget(cfg.caps, cfg.price, output_tokens=output, already=already, surface=cfg.surface)
 
 
 def sized_budget(cfg: RunConfig, sha: str, estimate: DryRun, note: Note) -> Budget:
@@ -80,31 +80,48 @@ def sized_budget(cfg: RunConfig, sha: str, estimate: DryRun, note: Note) -> Budg
     caps, price = cfg.caps, cfg.price
     unreported = estimate.largest_request + estimate.output_per_request
     already = recorded_spend(cfg, sha, price, unreported)
-    why = refusal(caps, already, estimate, price)
+    why = refusal(caps, already, estimate, price, cfg.surface)
     if why is not None:
         raise RunError(why, EXIT_BUDGET)
-    passed = passes(caps, already, estimate)
+    passed = passes(caps, already, estimate, cfg.surface)
     if passed is not None:
         note(
             f"the estimate ({describe(estimate)}) passes {passed}: the run stops scheduling "
             "at the cap"
         )
-    return Budget(caps, price, output_tokens=estimate.output_per_request, already=already)
+    return Budget(
+        caps,
+        price,
+        output_tokens=estimate.output_per_request,
+        already=already,
+        surface=cfg.surface,
+    )
 
 
-def cost_source_note(caps: Caps, price: Price | None, replay: object) -> str | None:
-    """What ``--max-cost`` counts when no ``--price`` is given (``batch``, ``filter``), or None."""
+def cost_source_note(
+    caps: Caps, price: Price | None, replay: object, surface: Surface = "batch"
+) -> str | None:
+    """What ``--max-cost`` counts when no ``--price`` is given (``batch``, ``filter``; a
+    script's ``max_cost`` / ``price``), or None."""
     if caps.max_cost is not None and price is None and replay is None:
+        cost, given = ("max_cost", "price") if surface == "library" else ("--max-cost", "--price")
         return (
-            "--max-cost counts the usage.cost the server reports; with no --price, a server "
+            f"{cost} counts the usage.cost the server reports; with no {given}, a server "
             "that reports none is charged nothing"
         )
     return None
 
 
-def refusal(caps: Caps, already: Spend, estimate: DryRun, price: Price | None) -> str | None:
+def refusal(
+    caps: Caps,
+    already: Spend,
+    estimate: DryRun,
+    price: Price | None,
+    surface: Surface = "batch",
+) -> str | None:
     """Why the run is refused before its first request, or None: a cap under what is already
-    spent plus the largest single request's estimate admits nothing at all."""
+    spent plus the largest single request's estimate admits nothing at all. The cap is named
+    as ``surface`` spells it (issue 43 item 7)."""
     if not estimate.requests:
         return None
     from .dry import describe
@@ -116,31 +133,38 @@ def refusal(caps: Caps, already: Spend, estimate: DryRun, price: Price | None) -
     one_cost = price.cost(estimate.largest_request, output) if price else Decimal(0)
     why = None
     if caps.max_requests is not None and already.requests + 1 > caps.max_requests:
-        why = f"--max-requests {caps.max_requests} ({already.requests} already sent)"
+        why = f"{_cap(caps, 'max_requests', surface)} ({already.requests} already sent)"
     elif caps.max_tokens is not None and already.tokens + one_tokens > caps.max_tokens:
-        why = f"--max-tokens {caps.max_tokens} ({already.tokens} already spent)"
+        why = f"{_cap(caps, 'max_tokens', surface)} ({already.tokens} already spent)"
     elif caps.max_cost is not None and already.cost + one_cost > caps.max_cost:
-        why = f"--max-cost {caps.max_cost} (${already.cost:.6f} already spent)"
+        why = f"{_cap(caps, 'max_cost', surface)} (${already.cost:.6f} already spent)"
     if why is None:
         return None
+    dry = "toolnexus.run.estimate" if surface == "library" else "--dry-run"
     return (
         f"{why} admits not one request of this run; its estimate: {describe(estimate)}. "
-        "Raise the cap (--dry-run shows the estimate)"
+        f"Raise the cap ({dry} shows the estimate)"
     )
 
 
-def passes(caps: Caps, already: Spend, estimate: DryRun) -> str | None:
-    """The cap the whole estimate passes (``--max-requests N``, ...), or None."""
+def _cap(caps: Caps, name: str, surface: Surface) -> str:
+    value = getattr(caps, name)
+    return option(name, surface, value if surface == "library" else str(value))
+
+
+def passes(caps: Caps, already: Spend, estimate: DryRun, surface: Surface = "batch") -> str | None:
+    """The cap the whole estimate passes (``--max-requests N``, ``max_requests=N`` to a
+    script), or None."""
     if not estimate.requests:
         return None  # nothing left to send passes no cap (issue 31 item 11)
     if caps.max_requests is not None and already.requests + estimate.requests > caps.max_requests:
-        return f"--max-requests {caps.max_requests}"
+        return _cap(caps, "max_requests", surface)
     tokens = estimate.input_tokens + estimate.output_tokens
     if caps.max_tokens is not None and already.tokens + tokens > caps.max_tokens:
-        return f"--max-tokens {caps.max_tokens}"
+        return _cap(caps, "max_tokens", surface)
     cost = estimate.cost
     if caps.max_cost is not None and cost is not None and already.cost + cost > caps.max_cost:
-        return f"--max-cost {caps.max_cost}"
+        return _cap(caps, "max_cost", surface)
     return None
 
 

@@ -4,7 +4,9 @@ a test checks the two field for field), and a script builds it directly.
 
 Fields are the library's types, parsed: ``shard=(2, 3)``, ``pack="auto"``, ``fail_on=("invalid",)``,
 ``max_cost=Decimal("2.50")``. The messages a wrong value raises name the flag a CLI user gave
-(``--concurrency takes 1..256 ...``): one wording for both."""
+(``--concurrency takes 1..256 ...``): one wording for both. What to do next (continue with
+``resume``, start over with ``overwrite``, raise a cap) speaks the run's ``surface``: a script
+is told ``resume=True``, ``toolnexus batch`` ``--resume`` (issue 43 item 7)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from .items import InputSpec
 
 if TYPE_CHECKING:
     from ..decision import Decision
+    from ..failures import Surface
     from ..policy import Policy
     from ..questionfile.thresholds import GateFloor
     from ..questions import Question
@@ -110,6 +113,10 @@ class RunConfig:
     #: one OpenTelemetry span around the run (``--otel``; the otel extra). False: only when the
     #: host asked (``opentelemetry-instrument``, ``OTEL_*`` exporters with the SDK installed)
     otel: bool = False
+    #: whose words the run's messages speak (``failures.Surface``): a script is told
+    #: ``resume=True`` / ``overwrite=True``, ``toolnexus batch`` ``--resume`` / ``--overwrite``
+    #: (issue 43 item 7). ``batch`` sets ``"batch"``, ``toolnexus mcp`` ``"mcp"``.
+    surface: Surface = "library"
 
     def __post_init__(self) -> None:
         # A list or one plain string from a caller outside the CLI: one field, never its letters.

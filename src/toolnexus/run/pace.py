@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RunStopped
+from ..failures import Surface, option
 from .config import RunConfig
 from .items import MALFORMED, InputItem
 from .summary import RunSummary
@@ -47,10 +48,17 @@ class StateFieldProbe:
     ``STATE_FIELD_PROBE`` records all lack the ``--state-field`` (a shorter input keeps its
     ``malformed_input`` records)."""
 
-    def __init__(self, state_fields: Sequence[str] | None) -> None:
+    def __init__(self, state_fields: Sequence[str] | None, surface: Surface = "batch") -> None:
         self.state_fields = tuple(state_fields or ())
         self.missing = 0
         self.seen = not self.state_fields
+        self.surface: Surface = surface
+
+    def _field(self) -> str:
+        """The option as the run's surface spells it (issue 43 item 7)."""
+        if self.surface == "library":
+            return option("state_fields", "library", self.state_fields)
+        return f"--state-field {', '.join(map(repr, self.state_fields))}"
 
     def unseen(self) -> str | None:
         """At the end of an input shorter than the probe none of whose records had the field:
@@ -58,10 +66,11 @@ class StateFieldProbe:
         record, issue 31 item 2; but a summary of N failures alone did not say why)."""
         if self.seen or not self.missing:
             return None
+        again = f"{option('resume', self.surface)} {option('retry_errors', self.surface)}"
         return (
-            f"--state-field {', '.join(map(repr, self.state_fields))}: none of the "
-            f"{self.missing} input record{'s' if self.missing > 1 else ''} has that field; "
-            "check its spelling, then run again with --resume --retry-errors"
+            f"{self._field()}: none of the {self.missing} input "
+            f"record{'s' if self.missing > 1 else ''} has that field; check its spelling, then "
+            f"run again with {again}"
         )
 
     def see(self, item: InputItem) -> None:
@@ -74,9 +83,8 @@ class StateFieldProbe:
         self.missing += 1
         if self.missing >= STATE_FIELD_PROBE:
             raise RunStopped(
-                f"classifier: --state-field {', '.join(map(repr, self.state_fields))}: none of "
-                f"the first {self.missing} input records has that field; check its spelling "
-                "(nothing was sent)",
+                f"classifier: {self._field()}: none of the first {self.missing} input records "
+                "has that field; check its spelling (nothing was sent)",
                 "input",
             )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, RunError
@@ -60,10 +60,20 @@ def check_existing(cfg: RunConfig) -> None:
     if output is None or cfg.resume or cfg.retry_errors or cfg.overwrite:
         return
     if sink_for(cfg.fmt).holds_run(output):
+        say = _words(cfg)
         raise RunError(
-            f"--output {output} already holds records; add --resume to continue it, or "
-            "--overwrite to start over (the old file stays until the new run finishes)"
+            f"{say('output', output)} already holds records; add {say('resume')} to continue "
+            f"it, or {say('overwrite')} to start over (the old file stays until the new run "
+            "finishes)"
         )
+
+
+def _words(cfg: RunConfig) -> Callable[..., str]:
+    """``failures.option`` in the words of the run's surface (issue 43 item 7: a script is told
+    ``resume=True``, ``toolnexus batch`` ``--resume``)."""
+    from ..failures import option
+
+    return lambda name, value=True: option(name, cfg.surface, value)
 
 
 def open_output(
@@ -132,7 +142,11 @@ def _check_output(cfg: RunConfig) -> None:
     if os.path.isdir(output):
         raise RunError(f"--output {output} is a directory; name a file")
     if cfg.overwrite and (cfg.resume or cfg.retry_errors):
-        raise RunError("--overwrite starts over; --resume and --retry-errors continue: pick one")
+        say = _words(cfg)
+        raise RunError(
+            f"{say('overwrite')} starts over; {say('resume')} and {say('retry_errors')} "
+            "continue: pick one"
+        )
 
     exists = os.path.exists(output)
     questions_path = cfg.questions_path
@@ -183,14 +197,18 @@ def check_config(cfg: RunConfig) -> None:
         raise RunError(
             f"--format {sink.name} writes one file, not a stream: name it with -o FILE.{sink.name}"
         )
+    say = _words(cfg)
     if (cfg.resume or cfg.retry_errors) and cfg.output is None:
-        raise RunError("--resume and --retry-errors need --output FILE (they read it back)")
+        output = "output=PATH" if cfg.surface == "library" else "--output FILE"
+        raise RunError(
+            f"{say('resume')} and {say('retry_errors')} need {output} (they read it back)"
+        )
     if cfg.retry_errors and not cfg.resume and cfg.output and not sink.holds_run(cfg.output):
         # Issue 31 item 3: it once said "40 skipped (already in the output)", exited 0 and
         # left an empty file.
         raise RunError(
-            f"--retry-errors: --output {cfg.output} holds no records, so no error to re-run; "
-            "drop --retry-errors to send the states (or add --resume)"
+            f"{say('retry_errors')}: {say('output', cfg.output)} holds no records, so no error "
+            f"to re-run; drop {say('retry_errors')} to send the states (or add {say('resume')})"
         )
     if cfg.inputs.count("-") > 1:
         raise RunError("stdin (-) can be given only once")

@@ -136,7 +136,7 @@ class Stream:
         # The config's members (and the budget its caps make), then the summary's counter.
         members = cfg.admission if admission is None else admission
         self.admission: tuple[Admission, ...] = (*members, SentCounter(summary))
-        self.probe = StateFieldProbe(cfg.state_fields)
+        self.probe = StateFieldProbe(cfg.state_fields, cfg.surface)
         self.key_checked = False
 
     async def _emit(self, seq: int, record: Record) -> None:
@@ -232,6 +232,7 @@ class Stream:
             pack=1 if self.cfg.retry_errors else self.cfg.pack,
             admission=self.admission,
             on_over_limit=self.watch,
+            surface=self.cfg.surface,
         )
         stream = self.classifier.evaluate_stream(self._feed(), self.questions, options=options)
         async with self.classifier:

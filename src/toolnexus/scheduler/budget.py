@@ -29,6 +29,7 @@ from decimal import Decimal, InvalidOperation
 
 from ..decision import ClassifierUsage
 from ..errors import ConfigError
+from ..failures import Surface, option, stop_advice
 from ..qtypes import registry
 from .admission import Outcome, OutcomeKind, RunStopped, Ticket
 
@@ -141,6 +142,9 @@ class Budget:
     price: Price | None = None
     output_tokens: int = 0
     already: Spend = field(default_factory=Spend)
+    #: whose words its stop speaks (``failures.Surface``): a cap is ``--max-requests 5`` to a
+    #: command line, ``max_requests=5`` to a script (issue 43 item 7)
+    surface: Surface = "library"
     spent: Spend = field(init=False)
     _reserved: dict[int, _Reservation] = field(default_factory=dict, init=False)
     stopped: RunStopped | None = field(default=None, init=False)
@@ -173,21 +177,25 @@ class Budget:
         held_cost = sum((r.cost for r in self._reserved.values()), Decimal(0))
         held_tokens = sum(r.tokens for r in self._reserved.values())
         held = len(self._reserved)
-        caps, spent = self.caps, self.spent
+        caps, spent, cap = self.caps, self.spent, self._cap
         # The stop line counts what is in flight too (issue 31 item 11): "35 requests sent"
         # under a cap of 50 read as a budget stopped too early.
         if caps.max_requests is not None and spent.requests + held + 1 > caps.max_requests:
             flying = f" and {held} in flight" if held else ""
-            return f"--max-requests {caps.max_requests}: {spent.requests} requests sent{flying}"
+            return f"{cap('max_requests')}: {spent.requests} requests sent{flying}"
         if caps.max_tokens is not None and spent.tokens + held_tokens + extra.tokens > (
             caps.max_tokens
         ):
             flying = f" and {held_tokens} reserved in flight" if held else ""
-            return f"--max-tokens {caps.max_tokens}: {spent.tokens} tokens spent{flying}"
+            return f"{cap('max_tokens')}: {spent.tokens} tokens spent{flying}"
         if caps.max_cost is not None and spent.cost + held_cost + extra.cost > caps.max_cost:
             flying = f" and ${held_cost:.6f} reserved in flight" if held else ""
-            return f"--max-cost {caps.max_cost}: ${spent.cost:.6f} spent{flying}"
+            return f"{cap('max_cost')}: ${spent.cost:.6f} spent{flying}"
         return None
+
+    def _cap(self, name: str) -> str:
+        value = getattr(self.caps, name)
+        return option(name, self.surface, str(value) if self.surface != "library" else value)
 
     async def acquire(self, ticket: Ticket) -> None:
         if self.stopped is not None:
@@ -206,7 +214,7 @@ class Budget:
         if why is not None:
             self.stopped = RunStopped(
                 f"classifier: budget reached, {why}; the next request would pass it. "
-                "Finished records are written; raise the cap and --resume to continue",
+                f"{stop_advice('budget', self.surface)}",
                 "budget",
             )
             raise self.stopped

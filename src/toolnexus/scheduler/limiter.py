@@ -53,6 +53,7 @@ from typing import Protocol
 from ..decision import ClassifierUsage
 from ..defaults import DEFAULT_BATCH_PATIENCE
 from ..errors import ConfigError, RunStopped
+from ..failures import Surface, stop_advice
 from .admission import Outcome, OutcomeKind, Ticket
 from .pace import Pace, TokenBucket
 
@@ -116,6 +117,8 @@ class Window:
     waits_since_success: int = field(default=0, init=False)
     #: seconds a storm is ridden out (see the module docstring)
     patience: float = DEFAULT_PATIENCE
+    #: whose words the stop speaks (``failures.Surface``, issue 43 item 7)
+    surface: Surface = "library"
     #: the last success, or the first admission: where the patience is counted from
     last_progress: float | None = field(default=None, init=False)
     #: what the storm's last reply was (``HTTP 429``), for the stop's message
@@ -165,8 +168,7 @@ class Window:
             f"classifier: stopped scheduling: no success for {self.patience:g} s of "
             f"{self.storm_signature or 'HTTP 429'} replies (the patience; "
             f"{self.waits_since_success} run-wide waits); the server or the account's limit lets "
-            "nothing through (a spent quota, an outage?): run again later (toolnexus batch: "
-            "with --resume; a longer storm needs a larger --patience)"
+            f"nothing through (a spent quota, an outage?): {stop_advice('storm', self.surface)}"
         )
 
     def admit(self, now: float, ticket_id: int, tokens: int = 0) -> None:
@@ -245,11 +247,13 @@ class RunLimiter:
         token_rate: float | None = None,
         clock: Clock | None = None,
         patience: float = DEFAULT_PATIENCE,
+        surface: Surface = "library",
     ) -> None:
         self.window = Window(
             max_concurrency,
             slow_start=slow_start,
             patience=patience,
+            surface=surface,
             rate=TokenBucket(rate) if rate is not None else None,
             token_rate=TokenBucket(token_rate) if token_rate is not None else None,
         )

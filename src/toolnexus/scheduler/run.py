@@ -39,6 +39,7 @@ from typing import Any
 
 from ..decision import ClassifierUsage
 from ..errors import ConfigError
+from ..failures import Surface
 from .admission import Admission, Chain, Outcome, OutcomeKind, RunStopped, Ticket
 from .failfast import DEFAULT_THRESHOLD, FailFast, outcome_of
 from .limiter import (
@@ -114,12 +115,14 @@ class Scheduler:
         extra: Sequence[Admission] = (),
         clock: Clock | None = None,
         patience: float = DEFAULT_PATIENCE,
+        surface: Surface = "library",
     ) -> Scheduler:
         """The run's scheduler: its limiter (which waits), then fail fast, then ``extra``
         members that refuse (a budget). ``rate_per_minute`` is ``--rate`` (requests per
         minute, as the CLI and the account's published limit count them); ``token_rate`` is
         estimated input tokens per second (the account's other limit); ``patience`` the seconds
-        a storm of 429/503/529 is ridden out without a success (``limiter``)."""
+        a storm of 429/503/529 is ridden out without a success (``limiter``); ``surface`` whose
+        words a stop speaks (``failures.Surface``)."""
         clock = clock or MonotonicClock()
         rate = None if rate_per_minute is None else rate_per_minute / 60
         limiter = RunLimiter(
@@ -129,6 +132,7 @@ class Scheduler:
             token_rate=token_rate,
             clock=clock,
             patience=patience,
+            surface=surface,
         )
         if rate is not None:
             # ``--rate`` spaces requests evenly, as it did before the scheduler: a cap the user

@@ -25,6 +25,7 @@ from .authcause import auth_failure_cause
 __all__ = [
     "ENV_REF",
     "REDACTED",
+    "base_url_hint",
     "cap",
     "http_status_error",
     "redact",
@@ -36,6 +37,7 @@ __all__ = [
     "scrub_value",
     "secret_forms",
     "server_message",
+    "spellings",
     "transport_error",
     "url_secrets",
     "userinfo",
@@ -52,28 +54,113 @@ _ACCOUNT_TEXT = re.compile(
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every ``secrets`` value (three characters or more) replaced by «redacted»."""
-    for secret in secrets:
-        if len(secret) >= MIN_SECRET:
-            text = text.replace(secret, REDACTED)
-    return text
+    """``text`` with every ``secrets`` value (three characters or more) replaced by «redacted», in
+    every spelling a server may echo it in (:func:`spellings`: as sent, base64, percent-encoded,
+    in any letter case). The one redaction of text: error lines, batch records, MCP results,
+    exceptions, logs and the decoded strings of a body all pass through it (issue 43 item 1)."""
+    pattern = _pattern(tuple(s for s in secrets if len(s) >= MIN_SECRET))
+    return text if pattern is None else pattern.sub(REDACTED, text)
+
+
+#: A base64 or percent-encoded spelling shorter than this is not scrubbed (a 3-character user
+#: name's base64 is 4 letters: replacing those everywhere would hide the message, not a key).
+MIN_ENCODED = 8
+
+
+def spellings(secret: str) -> list[str]:
+    """Every text spelling of ``secret`` a server may echo (issue 43 item 1: a 500 body echoing
+    the key base64-encoded, percent-encoded or upper-cased reached every error): as sent; its
+    base64 (standard and URL-safe, padded or not, and the run of characters it leaves at each
+    of the three alignments inside a longer base64 text, so ``Basic base64(user:KEY)`` and
+    ``base64("Bearer KEY")`` lose it too); each of those percent-encoded (``%2B``/``%2b``,
+    ``+`` for a space), as a query string or a Basic header echoed in a URL spells them. Letter
+    case is not part of a spelling: :func:`scrub` matches without it."""
+    import base64
+
+    raw = secret.encode("utf-8", "surrogatepass")
+    found = {secret}
+    encoded: set[str] = set()
+    for k in range(3):
+        text = base64.b64encode(b"\0" * k + raw).decode("ascii")
+        # the characters made of the secret's bits alone, whatever bytes surround it
+        encoded.add(text[-(-8 * k // 6) : 8 * (k + len(raw)) // 6])
+        if k == 0:
+            encoded.update((text, text.rstrip("=")))
+    encoded |= {e.replace("+", "-").replace("/", "_") for e in encoded}
+    found |= {e for e in encoded if len(e) >= MIN_ENCODED}
+    for form in list(found):
+        for quoted in (_quote(form), _quote(form).replace("%20", "+")):
+            found.update((quoted, _UPPER_HEX.sub(lambda m: m.group().lower(), quoted)))
+    return sorted(found, key=len, reverse=True)
+
+
+_UPPER_HEX = re.compile(r"%[0-9A-F]{2}")
+#: What percent-encoding leaves as it is (RFC 3986's unreserved characters).
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def _quote(text: str) -> str:
+    """``text`` percent-encoded as UTF-8, every reserved character escaped (``urllib.parse.quote``
+    with ``safe=""``; this module stays on the few standard modules the layering test allows)."""
+    return "".join(
+        chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in text.encode("utf-8", "surrogatepass")
+    )
+
+
+def _pattern(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
+    if secrets not in _PATTERNS:
+        forms = sorted({f for s in secrets for f in spellings(s)}, key=len, reverse=True)
+        pattern = re.compile("|".join(map(re.escape, forms)), re.IGNORECASE) if forms else None
+        _remember(_PATTERNS, secrets, pattern)
+    return _PATTERNS[secrets]
+
+
+#: Compiled once per set of secrets (a transport's set is the same for every request).
+_PATTERNS: dict[tuple[str, ...], re.Pattern[str] | None] = {}
+_FORMS: dict[tuple[str, ...], tuple[bytes, ...]] = {}
+_BYTE_PATTERNS: dict[tuple[str, ...], tuple[tuple[bytes, ...], re.Pattern[bytes] | None]] = {}
+_KEPT = 64
+
+
+def _remember(cache: dict[tuple[str, ...], Any], key: tuple[str, ...], value: Any) -> None:
+    if len(cache) >= _KEPT:
+        cache.clear()  # a process that rotates keys: start over rather than grow
+    cache[key] = value
 
 
 def secret_forms(secrets: Iterable[str]) -> list[bytes]:
-    """Every form in which a server can echo a secret: as sent, and JSON-escaped (ASCII-only
-    ``\\u00e9``, raw UTF-8, and with ``/`` escaped as ``\\/``), longest first."""
+    """Every byte form in which a server can echo a secret: each of its :func:`spellings` (and
+    that spelling upper- and lower-cased: a non-ASCII letter's case is not matched in bytes),
+    as sent and JSON-escaped (ASCII-only ``\\u00e9``, raw UTF-8, and with ``/`` escaped as
+    ``\\/``), longest first."""
+    return list(_byte_forms(tuple(s for s in secrets if len(s) >= MIN_SECRET)))
+
+
+def _byte_forms(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
+    if secrets in _FORMS:
+        return _FORMS[secrets]
     forms: set[bytes] = set()
     for secret in secrets:
-        if len(secret) < MIN_SECRET:
-            continue
-        for text in (
-            secret,
-            json.dumps(secret)[1:-1],
-            json.dumps(secret, ensure_ascii=False)[1:-1],
-        ):
-            forms.add(text.encode("utf-8", "surrogatepass"))
-            forms.add(text.replace("/", "\\/").encode("utf-8", "surrogatepass"))
-    return sorted(forms, key=len, reverse=True)
+        for spelled in spellings(secret):
+            for cased in {spelled, spelled.upper(), spelled.lower()}:
+                for text in (
+                    cased,
+                    json.dumps(cased)[1:-1],
+                    json.dumps(cased, ensure_ascii=False)[1:-1],
+                ):
+                    forms.add(text.encode("utf-8", "surrogatepass"))
+                    forms.add(text.replace("/", "\\/").encode("utf-8", "surrogatepass"))
+    _remember(_FORMS, secrets, tuple(sorted(forms, key=len, reverse=True)))
+    return _FORMS[secrets]
+
+
+def _byte_pattern(secrets: tuple[str, ...]) -> tuple[tuple[bytes, ...], re.Pattern[bytes] | None]:
+    if secrets not in _BYTE_PATTERNS:
+        forms = _byte_forms(secrets)
+        lowered = tuple(dict.fromkeys(f.lower() for f in forms))
+        pattern = re.compile(b"|".join(map(re.escape, forms)), re.IGNORECASE) if forms else None
+        _remember(_BYTE_PATTERNS, secrets, (lowered, pattern))
+    return _BYTE_PATTERNS[secrets]
 
 
 _REDACTED_BYTES = REDACTED.encode("utf-8")
@@ -81,13 +168,16 @@ _REDACTED_BYTES = REDACTED.encode("utf-8")
 
 def scrub_bytes(data: bytes, secrets: Iterable[str]) -> bytes:
     """Raw answer bytes with every form of every secret replaced by «redacted»: run on EVERY
-    answer, whatever its status, before anything decodes, cuts, stores or prints it. The literal
-    forms first (one ``replace`` each: the common, cheap case), then every JSON string that
-    carries an escape is decoded and scrubbed as the decoder would see it (issue 29)."""
+    answer, whatever its status, before anything decodes, cuts, stores or prints it. The byte
+    forms first (looked for in the lower-cased bytes, one ``in`` each: the common, cheap case
+    finds none), then every JSON string that carries an escape is decoded and scrubbed as the
+    decoder would see it (issue 29)."""
     secrets = [s for s in secrets if len(s) >= MIN_SECRET]
-    for form in secret_forms(secrets):
-        if form in data:
-            data = data.replace(form, _REDACTED_BYTES)
+    lowered, pattern = _byte_pattern(tuple(secrets))
+    if pattern is not None:
+        low = data.lower()
+        if any(form in low for form in lowered):
+            data = pattern.sub(_REDACTED_BYTES, data)
     return scrub_escaped(data, secrets)
 
 
@@ -289,6 +379,8 @@ def http_status_error(
             retry_after_ms=retry_after_ms,
         )
     body = redact(content.decode("utf-8", errors="replace"), secrets)
+    if status == 404:
+        suffix += base_url_hint(endpoint)
     message = server_message(body) or _reason(status)
     # A plain body such as aiohttp's "307: Temporary Redirect" repeats the status the line
     # already says (issue 31 item 13).
@@ -303,6 +395,36 @@ def http_status_error(
         attempts=attempts,
         retry_after_ms=retry_after_ms,
     )
+
+
+_DOUBLED_V1 = re.compile(r"/v1/v1(?:/|$)")
+
+
+def base_url_hint(endpoint: str) -> str:
+    """The hint a 404 from ``endpoint`` (``{base}/systemone``) earns when its base URL looks
+    spelled for the other rule (issue 43 item 8), or ``""``: ``--base-url`` / ``base_url=`` are
+    used as given (seed 004: ``POST {baseUrl}/systemone``, so they include ``/v1``), while
+    ``$TYPESAFE_BASE_URL`` is a host root that ``/v1`` is added to. A base holding ``/v1/v1``
+    or no path at all names the other spelling."""
+    head = endpoint.split("?", 1)[0].split("#", 1)[0]
+    _, sep, rest = head.partition("://")
+    base, _, last = rest.rpartition("/")
+    if not sep or last != "systemone" or not base:  # ``${BASE}/systemone``: the path is unknown
+        return ""
+    path = base.partition("/")[2]
+    if _DOUBLED_V1.search("/" + path):
+        return (
+            "; hint: the base URL holds /v1 twice: --base-url / base_url= are used as given "
+            "and include /v1 (https://host/v1), $TYPESAFE_BASE_URL is a host root "
+            "(https://host); drop one /v1"
+        )
+    if not path:
+        return (
+            "; hint: the base URL has no path: --base-url / base_url= are used as given, "
+            "POST {base_url}/systemone, and the API answers under /v1 "
+            "(https://host/v1); a host root is $TYPESAFE_BASE_URL's spelling"
+        )
+    return ""
 
 
 def transport_error(
