@@ -126,16 +126,11 @@ def checked_cut_points(values: dict[str, float], where: str) -> dict[str, float]
     for name, value in values.items():
         if not 0.0 <= value <= 1.0:
             raise RunError(f"{where}: {name} must be within 0..1, got {value}")
-    from ..validation import DEFAULT_THRESHOLDS
+    from ..validation import DEFAULT_THRESHOLDS, swapped_cut_points
 
-    merged = {**DEFAULT_THRESHOLDS, **values}
-    if merged["no"] > merged["yes"]:
-        # A probability at or above yes reads "yes" and at or below no reads "no": with no above
-        # yes, one value would be both.
-        raise RunError(
-            f"{where}: no ({merged['no']:g}) is above yes ({merged['yes']:g}); "
-            "give no <= yes, e.g. yes=0.8,no=0.2"
-        )
+    swapped = swapped_cut_points({**DEFAULT_THRESHOLDS, **values})
+    if swapped is not None:
+        raise RunError(f"{where}: {swapped}")
     return values
 
 
