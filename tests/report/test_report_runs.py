@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paths import TESTS
+from toolnexus.errors import ReportError
 from toolnexus.report.runs import ReportInputError, iter_records
 
 
@@ -252,6 +253,31 @@ def test_a_record_with_invalid_set_is_counted_as_invalid_not_refused(tmp_path: P
     ran = run_cli("report", str(run), "--format", "json")
     assert ran.code == 0, ran.stderr
     assert json.loads(ran.out)["questions"]["desk"]["invalid"] == 1
+
+
+def test_a_parquet_run_refuses_a_distribution_batch_never_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42 item 5 in a Parquet run counted from its columns: a row group holding such a
+    row is left to the record path, which names the row, as for JSONL."""
+    pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
+    from toolnexus import ChoiceQuestion, NoulQuestion, ScoreQuestion
+    from toolnexus.records import arrow
+    from toolnexus.report.reader import read_run
+
+    monkeypatch.setattr(arrow, "ROW_GROUP_RECORDS", 2)  # two row groups: the column path
+    qs = {"urgent": NoulQuestion("U?"),
+          "desk": ChoiceQuestion("D?", {"billing": "b", "shipping": "s", "technical": "t"}),
+          "impact": ScoreQuestion("I?", ["nothing", "some", "all"])}  # fmt: skip
+    records = [json.loads(GOOD.replace('"t0"', f'"t{i}"')) for i in range(4)]
+    records[3]["answers"]["desk"]["probabilities"]["billing"] = 0.5
+    run = tmp_path / "run.parquet"
+    arrow.write_parquet_run(run, records, qs)
+    with pytest.raises(ReportError, match=r":4: not a batch record: answer 'desk': probabilities"):
+        read_run(str(run), None, jobs=1)
+    records[3]["invalid"] = "answer 'desk': probabilities sum to 1.29, not 1 ± 0.02"
+    arrow.write_parquet_run(run, records, qs)
+    assert read_run(str(run), None, jobs=1).records == 4
 
 
 def test_a_record_that_is_not_an_object_is_named(tmp_path: Path) -> None:
