@@ -135,3 +135,28 @@ def test_resume_continues_a_version_1_csv_under_its_own_header() -> None:
     assert "answers.a.thresholds" in columns
     v1 = [c for c in columns if c not in ("answers.a.thresholds", "answers.c.thresholds")]
     assert earlier_headers(columns)[0] == v1
+
+
+@pytest.mark.parametrize(
+    "cuts",
+    [
+        pytest.param("x", id="text"),
+        pytest.param([1], id="list"),
+        pytest.param({"yes": "a", "no": 0.2, "min_confidence": 0.6}, id="not-a-number"),
+        pytest.param({"yes": 0.8}, id="partial"),
+        pytest.param({"yes": 0.8, "no": 0.2, "min_confidence": 0.6, "x": 1}, id="extra-name"),
+    ],
+)
+def test_a_parquet_answer_whose_thresholds_do_not_fit_is_kept_as_json(
+    cuts: Any, tmp_path: Path
+) -> None:
+    """Attack: a record batch never writes (a script's own dicts) is stored losslessly, not a
+    pyarrow traceback, as a recalibrated of another shape is."""
+    pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
+    from toolnexus.records.arrow import iter_parquet_run, write_parquet_run
+
+    rec = _record().to_object()
+    rec["answers"]["a"]["thresholds"] = cuts
+    path = tmp_path / "run.parquet"
+    write_parquet_run(path, [rec], QS)
+    assert list(iter_parquet_run(path)) == [rec]

@@ -202,9 +202,9 @@ def check_fitted_on(
     fitted = obj.get("questions_sha256")
     if fitted is None:
         return [
-            f"{where}: written before thresholds files recorded the question set they were "
-            f"fitted on: cannot be checked against {questions_path} (write it again with report "
-            "--write-thresholds)"
+            f"{where}: records no question set it was fitted on (written before thresholds "
+            f"files did, or from a run of several): cannot be checked against {questions_path} "
+            "(write it again with report --write-thresholds)"
         ]
     out = []
     digest = questions_sha256(questions)
