@@ -5,6 +5,7 @@ named ``needs_input``. ``threshold_band`` keeps seed 004's reading of any values
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,29 @@ def test_threshold_band_keeps_seed_004_reading_of_any_values() -> None:
     swapped = {"yes": 0.2, "no": 0.8}
     assert threshold_band(NoulAnswer(0.5), swapped) == "yes"
     assert threshold_band(NoulAnswer(0.1), swapped) == "no"
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        pytest.param({"thresholds": {"yes": 0.2, "no": 0.8}},
+                     "thresholds: no (0.8) is above yes (0.2)", id="run-pair"),
+        pytest.param({"question_thresholds": {"a": {"yes": 0.2, "no": 0.8}}},
+                     "question_thresholds['a']: no (0.8) is above yes (0.2)", id="question-pair"),
+        pytest.param({"thresholds": {"no": 0.5}, "question_thresholds": {"a": {"yes": 0.4}}},
+                     "question_thresholds['a']: no (0.5) is above yes (0.4)", id="merged-pair"),
+        pytest.param({"question_thresholds": {"b": {"yes": 0.9}}},
+                     "question_thresholds['b']: 'b' is not a question of the question set",
+                     id="issue-42-item-3-unknown-key"),
+    ],
+)  # fmt: skip
+def test_a_scripts_run_config_is_checked_as_the_cli_flag_is(fields: dict, said: str) -> None:
+    """Issue 42 item 4, "one check wherever a pair is read": a script's RunConfig too, before
+    anything is read (item 3: a question's cut-points only for a question of the set)."""
+    from toolnexus import NoulQuestion
+    from toolnexus.errors import RunError
+    from toolnexus.run import RunConfig
+    from toolnexus.run.safety import check_config
+
+    with pytest.raises(RunError, match=re.escape(said)):
+        check_config(RunConfig({"a": NoulQuestion("A?")}, ("in.jsonl",), **fields))
