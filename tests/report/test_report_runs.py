@@ -205,6 +205,12 @@ BAD_FIELDS = [
     ),
     pytest.param('"0":0.13', '"0":0.15', None, id="score-sum-1.02-within-tolerance"),
     pytest.param(
+        '"answers":',
+        '"invalid":false,"answers":',
+        "invalid is False, not null or a validation message",
+        id="invalid-false-is-not-null",
+    ),
+    pytest.param(
         '"choice":"technical"',
         '"choice":"sales"',
         "answer 'desk': choice 'sales' is not one of its probabilities' keys (billing, shipping,",

@@ -142,7 +142,11 @@ class RunStats:
             record.get("cached"),
             record.get("usage"),
         )
-        self._count_answers(answers, sid, record.get("invalid") is None)
+        invalid = record.get("invalid")
+        if invalid is not None and type(invalid) is not str:
+            # issue 42 item 5: only null marks a valid record; false or 0 would skip its checks
+            raise RecordError(f"invalid is {_shown(invalid)}, not null or a validation message")
+        self._count_answers(answers, sid, invalid is None)
         gates = record.get("gates")
         if gates is not None:
             self.gates.add(gates, sid, self._rows.get(sid), self.labels)
