@@ -19,7 +19,7 @@ from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer
 from .bands import DEFAULT_BANDS, Bands, as_bands, as_thresholds, is_certain
 from .errors import ConfigError
 from .questions import Question
-from .validation import merged_thresholds
+from .validation import merged_thresholds, swapped_cut_points
 from .validity import validate_answers
 
 __all__ = [
@@ -288,6 +288,11 @@ class Policy:
         object.__setattr__(self, "bands", as_bands(self.bands))
         object.__setattr__(self, "thresholds", as_thresholds(self.thresholds))
         cuts = None if self.thresholds is None else _Cuts(merged_thresholds(self.thresholds))
+        swapped = None if cuts is None else swapped_cut_points(cuts)
+        if swapped is not None:
+            # issue 42 item 4: swapped cut-points read every answer as sure, so nothing would
+            # escalate; decide() and threshold_band keep reading any values (seed 004)
+            raise ConfigError(f"classifier: thresholds: {swapped}")
         object.__setattr__(self, "_cuts", cuts)
         if self.bands is not None and self.thresholds is not None:
             raise ConfigError(

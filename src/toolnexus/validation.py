@@ -93,6 +93,17 @@ def merged_thresholds(thresholds: Mapping[str, float] | None = None) -> dict[str
     return t
 
 
+def swapped_cut_points(t: Mapping[str, float]) -> str | None:
+    """Why the merged cut-points ``t`` are not a pair, or None: ``no`` above ``yes`` (issue 42
+    item 4). The one check of a pair wherever one is read (``--thresholds``, a thresholds
+    file, a gate's ``thresholds:``, ``Policy``); ``threshold_band`` itself keeps seed 004's
+    reading of any values. A probability at or above yes reads "yes" and at or below no reads
+    "no": with no above yes, every answer reads sure and nothing escalates."""
+    if t["no"] > t["yes"]:
+        return f"no ({t['no']:g}) is above yes ({t['yes']:g}); give no <= yes, e.g. yes=0.8,no=0.2"
+    return None
+
+
 def band_of(answer: Answer, t: Mapping[str, float]) -> Band:
     """``threshold_band``'s reading with ``t`` already merged (``merged_thresholds``): the one
     copy of the inclusive rule."""

@@ -137,9 +137,10 @@ def test_record_keys_are_pinned() -> None:
         "confidence",
         "near_uniform",
         "band",
+        "thresholds",  # issue 42 item 6: the cut-points that decided the band
         "flags",
     )
-    assert tuple(a["refund"]) == ("type", "noul", "band", "flags")
+    assert tuple(a["refund"]) == ("type", "noul", "band", "thresholds", "flags")
     assert tuple(a["urgency"]) == (
         "type",
         "score",
@@ -149,6 +150,7 @@ def test_record_keys_are_pinned() -> None:
         "level",
         "label",
         "band",
+        "thresholds",
         "flags",
     )
 

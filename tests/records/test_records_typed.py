@@ -131,7 +131,7 @@ def test_the_error_record_derives_its_object_from_its_fields() -> None:
     """Item 2 for the error record: ``error: {code, message}`` after the head keys."""
     assert model.ERROR_FIELDS == ("code", "message")
     assert json.dumps(ErrorRecord("a", "http_503", "down", "sha").to_object()) == (
-        '{"id": "a", "schema_version": 1, "questions_sha256": "sha", '
+        '{"id": "a", "schema_version": 2, "questions_sha256": "sha", '
         '"error": {"code": "http_503", "message": "down"}}'
     )
 

@@ -74,7 +74,7 @@ def test_every_record_carries_schema_version_right_after_its_id(record: Any) -> 
     records alike (records.model says why there)."""
     keys = list(record.to_object())
     assert keys[:3] == ["id", "schema_version", "questions_sha256"]
-    assert record.to_object()["schema_version"] == SCHEMA_VERSION == 1
+    assert record.to_object()["schema_version"] == SCHEMA_VERSION == 2  # issue 42 item 6
 
 
 def test_the_csv_header_and_the_parquet_schema_carry_it_too() -> None:
@@ -110,7 +110,7 @@ def test_a_record_written_now_reads_back_with_its_version(fmt: str, tmp_path: Pa
         body = codec.start() + b"".join(codec.encode(r, i == 0) for i, r in enumerate(records))
         path.write_bytes(body + codec.end())
     assert _objects(path, fmt) == [r.to_object() for r in records]
-    assert all(o["schema_version"] == 1 for o in _objects(path, fmt))
+    assert all(o["schema_version"] == SCHEMA_VERSION for o in _objects(path, fmt))
 
 
 # --- the stored run of today's shape -------------------------------------------------------
@@ -177,7 +177,7 @@ def test_batch_resume_continues_the_stored_run_of_todays_shape(
     objects = _objects(out, fmt)
     assert [o["id"] for o in objects] == ["s1", "s2", "s-err", "s4", "s5", "s6"]
     assert objects[:5] == _objects(V0 / f"run.{fmt}", fmt)
-    expected = None if fmt == "csv" else 1
+    expected = None if fmt == "csv" else SCHEMA_VERSION
     assert objects[5].get("schema_version") == expected
     if fmt == "csv":
         old_header = (V0 / "run.csv").read_bytes().splitlines()[0]
@@ -192,9 +192,9 @@ def test_batch_resume_continues_the_stored_run_of_todays_shape(
 
 def _newer_run(tmp_path: Path, fmt: str) -> Path:
     """The stored run with its third decision (line 4 of JSONL: s4) written by a newer
-    toolnexus (schema_version 2)."""
+    toolnexus (schema_version 3)."""
     objects = _objects(V0 / f"run.{fmt}", fmt)
-    objects[3] = {"id": "s4", "schema_version": 2, **{k: v for k, v in objects[3].items()
+    objects[3] = {"id": "s4", "schema_version": 3, **{k: v for k, v in objects[3].items()
                                                       if k != "id"}}  # fmt: skip
     path = tmp_path / f"run.{fmt}"
     if fmt == "parquet":
@@ -206,7 +206,7 @@ def _newer_run(tmp_path: Path, fmt: str) -> Path:
     if fmt == "csv":
         rows = list(csv.reader(text))
         for n, row in enumerate(rows):
-            row.insert(3, "schema_version" if n == 0 else "2" if row[0] == "s4" else "")
+            row.insert(3, "schema_version" if n == 0 else "3" if row[0] == "s4" else "")
         buf = io.StringIO()
         csv.writer(buf, lineterminator="\n").writerows(rows)
         text = [buf.getvalue()]
@@ -214,7 +214,7 @@ def _newer_run(tmp_path: Path, fmt: str) -> Path:
         at = 3 if fmt == "jsonl" else 4  # a JSON run's line 1 is its "["
         lead = "" if fmt == "jsonl" else ","
         obj = json.loads(text[at].removeprefix(","))
-        obj = {"id": obj["id"], "schema_version": 2, **obj}
+        obj = {"id": obj["id"], "schema_version": 3, **obj}
         text[at] = lead + json.dumps(obj, separators=(",", ":")) + "\n"
     path.write_text("".join(text), "utf-8")
     return path
@@ -239,7 +239,7 @@ def test_report_refuses_a_newer_record_naming_file_line_and_upgrade(
     assert ran.code == 2
     line = {"jsonl": 4, "json": 5, "csv": 5, "parquet": 4}[fmt]
     assert error_line(ran.stderr) == (
-        f"{path}:{line}: record schema_version 2 is newer than this toolnexus reads (up to 1): "
+        f"{path}:{line}: record schema_version 3 is newer than this toolnexus reads (up to 2): "
         "upgrade toolnexus (pip install -U toolnexus-classifier) to read it"
     )
     assert "Traceback" not in ran.stderr
@@ -267,8 +267,8 @@ def test_resume_refuses_a_newer_record_naming_file_line_and_the_id(
     )  # fmt: skip
     assert ran.code == 2
     assert error_line(ran.stderr) == (
-        f"--output {out}:{line}: cannot resume from it: record 's4': record schema_version 2 "
-        "is newer than this toolnexus reads (up to 1): upgrade toolnexus (pip install -U "
+        f"--output {out}:{line}: cannot resume from it: record 's4': record schema_version 3 "
+        "is newer than this toolnexus reads (up to 2): upgrade toolnexus (pip install -U "
         "toolnexus-classifier) to read it"
     )
     assert server.seen == []
@@ -279,8 +279,9 @@ def test_resume_refuses_a_newer_record_naming_file_line_and_the_id(
     [
         pytest.param(None, None, id="absent-v0"),
         pytest.param(0, None, id="zero"),
-        pytest.param(1, None, id="current"),
-        pytest.param(2, "is newer than this toolnexus reads", id="newer"),
+        pytest.param(1, None, id="version-1"),
+        pytest.param(2, None, id="current"),
+        pytest.param(3, "is newer than this toolnexus reads", id="newer"),
         pytest.param("1", "is not one toolnexus writes", id="text"),
         pytest.param(True, "is not one toolnexus writes", id="bool"),
         pytest.param(-1, "is not one toolnexus writes", id="negative"),
@@ -327,8 +328,8 @@ def test_report_refuses_a_newer_record_in_a_plain_parquet_run_counted_by_columns
     path = tmp_path / "plain.parquet"
     write_parquet_run(path, plain, _make_questions())
     assert run_cli("report", str(path), "--format", "json").code == 0
-    plain[2]["schema_version"] = 2
+    plain[2]["schema_version"] = 3
     write_parquet_run(path, plain, _make_questions())
     ran = run_cli("report", str(path), "--format", "json")
     assert ran.code == 2
-    assert error_line(ran.stderr).startswith(f"{path}:3: record schema_version 2 is newer")
+    assert error_line(ran.stderr).startswith(f"{path}:3: record schema_version 3 is newer")

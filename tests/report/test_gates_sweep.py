@@ -42,6 +42,9 @@ gates:
     default: permit
     thresholds: {"yes": 0.8, "no": 0.2}
 """
+#: A question's catch counts, today's and then the published partition's (issue 42 item 8).
+CATCH_FIELDS = ("direction", "confidence", "alone",
+                "published_direction", "published_confidence", "published_alone")  # fmt: skip
 #: Values that sit exactly on a floor or on 1 - floor (0.1 misses 1 - 0.9 in floats).
 EDGES = [0.05, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 0.9, 0.95]
 
@@ -81,10 +84,10 @@ def _independent(facts: dict[str, Any], floors: list[int]) -> list[dict[str, Any
     for floor in floors:
         for outcome in ("bad", "clarify", "permit"):
             rows = [ps for ps, o in facts.values() if o == outcome]
-            counts = {k: [0, 0, 0] for k in FAVOURABLE}
+            counts = {k: [0, 0, 0, 0, 0, 0] for k in FAVOURABLE}
             let = escalated = agreed = 0
             for ps in rows:
-                caught = {}
+                caught, published = {}, {}
                 for k, fav in FAVOURABLE.items():
                     h = round(ps[k] * 100)
                     confident = max(h, 100 - h) >= floor
@@ -96,6 +99,12 @@ def _independent(facts: dict[str, Any], floors: list[int]) -> list[dict[str, Any
                         else "direction"
                         if confident
                         else "confidence"
+                    )
+                    # issue 42 item 8, the published partition: "by direction when its answer
+                    # is on the unfavourable side ..., whatever the confidence, and by
+                    # confidence when it is on the favourable side below the floor"
+                    published[k] = (
+                        "direction" if not favourable else "" if confident else "confidence"
                     )
                 hits = [k for k, c in caught.items() if c]
                 let += not hits
@@ -111,6 +120,11 @@ def _independent(facts: dict[str, Any], floors: list[int]) -> list[dict[str, Any
                     counts[k][0] += c == "direction"
                     counts[k][1] += c == "confidence"
                     counts[k][2] += hits == [k]
+                published_hits = [k for k, c in published.items() if c]
+                for k, c in published.items():
+                    counts[k][3] += c == "direction"
+                    counts[k][4] += c == "confidence"
+                    counts[k][5] += published_hits == [k]
             out.append(
                 {
                     "floor": floor / 100,
@@ -121,8 +135,7 @@ def _independent(facts: dict[str, Any], floors: list[int]) -> list[dict[str, Any
                     "escalated": escalated,
                     "agreed": agreed,
                     "questions": {
-                        k: dict(zip(("direction", "confidence", "alone"), c, strict=True))
-                        for k, c in counts.items()
+                        k: dict(zip(CATCH_FIELDS, c, strict=True)) for k, c in counts.items()
                     },
                 }
             )
@@ -175,7 +188,8 @@ def test_floors_and_the_table(tmp_path: Path) -> None:
         "--floors", "0.50:0.60:0.05", "--format", "table",
     )  # fmt: skip
     assert "sweep of gate merge (thresholds (inclusive); let through: permit; per" in table.out
-    assert "caught by direction/by confidence/alone)" in table.out
+    assert "caught by direction/by confidence/alone" in table.out
+    assert "published" in table.out  # issue 42 item 8: the published partition's columns
     assert "gate merge: AURC 0." in table.out  # issue 35 item 5: AURC per gate, in the table
     assert "matches no question key" not in table.stderr  # merge is the gate's outcome column
 
@@ -268,9 +282,43 @@ def test_the_html_report_shows_the_sweep_self_contained(tmp_path: Path) -> None:
     assert check_self_contained(html) == 1
     assert "<h2>Sweep of gate merge" in html
     assert "<th>needs_clarification dir/conf/alone</th>" in html
+    assert "<th>needs_clarification published dir/conf/alone</th>" in html  # issue 42 item 8
     assert 'aria-label="gate merge: risk against coverage"' in html  # item 5, per gate
     assert report.sweeps is not None and report.sweeps["merge"].aurc is not None
     assert f"risk against coverage, by floor (AURC {report.sweeps['merge'].aurc:.4f})</h3>" in html
+
+
+def test_an_unfavourable_answer_below_the_floor_is_caught_by_direction_as_published(
+    tmp_path: Path,
+) -> None:
+    """Issue 42 item 8: "report --gates counts direction only when the rule fired with a sure
+    answer, so an unfavourable answer between 0.5 and the floor is counted under confidence.
+    Keep today's fields and add the published partition beside them"."""
+    qs = {k: NoulQuestion(f"Is it {k}?") for k in FAVOURABLE}
+    # unrelated_changes at 0.6: unfavourable (its good answer is no), confidence 0.6 < 0.8
+    ps = {"addresses_task": 0.9, "evidence_supports": 0.9, "unrelated_changes": 0.6,
+          "needs_clarification": 0.3}  # fmt: skip
+    d = Decision("jev-1.13.0", {k: NoulAnswer(p) for k, p in ps.items()})
+    run = tmp_path / "run.jsonl"
+    run.write_text(json.dumps(DecisionRecord.from_body("o1", None, decision_record(d, qs))
+                              .to_object()) + "\n")  # fmt: skip
+    labels = tmp_path / "labels.csv"
+    labels.write_text("id,merge\no1,bad\n")
+    gates = tmp_path / "gates.yaml"
+    gates.write_text(QUESTIONS_YAML + GATES_YAML)
+    ran = run_cli("report", str(run), "--labels", str(labels), "--gates", str(gates),
+                  "--floors", "0.8", "--format", "json")  # fmt: skip
+    assert ran.code == 0, ran.stderr
+    (row,) = json.loads(ran.out)["sweeps"]["merge"]["rows"]
+    got = {k: tuple(c[f] for f in CATCH_FIELDS) for k, c in row["questions"].items()}
+    assert got == {
+        "addresses_task": (0, 0, 0, 0, 0, 0),
+        "evidence_supports": (0, 0, 0, 0, 0, 0),
+        # today: an escalation (confidence); published: unfavourable side, so direction
+        "unrelated_changes": (0, 1, 0, 1, 0, 0),
+        # favourable side (no) below the floor: confidence both ways
+        "needs_clarification": (0, 1, 0, 0, 1, 0),
+    }
 
 
 @pytest.mark.parametrize(

@@ -198,6 +198,10 @@ def _varied_records(n: int, seed: int, mixed: bool) -> list[dict[str, Any]]:
                         "cached": rng.random() < 0.2, "answers": answers, "flags": [],
                         "usage": {"input_tokens": rng.randrange(900), "output_tokens": 9,
                                   "cost": None}})  # fmt: skip
+        if answers["desk"]["choice"] == "other":
+            # issue 42 item 5: only a record batch found invalid holds a pick outside its
+            # probabilities (report refuses one whose invalid is null)
+            records[-1]["invalid"] = "answer 'desk': chose 'other', which was not offered"
     return records
 
 

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paths import TESTS
+from toolnexus.errors import ReportError
 from toolnexus.report.runs import ReportInputError, iter_records
 
 
@@ -187,10 +188,41 @@ BAD_FIELDS = [
         '"answers":{"x":{"type":"choice","choice":"a","probabilities":{"a":1}},"urgent":',
         None,  # an integer 1 is a probability: this record is fine
     ),
+    # issue 42 item 5: "in a record whose invalid is null, a choice or score distribution that
+    # does not sum to 1 within validate_decision's tolerance, or a choice that is not among the
+    # record's probability keys, is an error at run.jsonl:LINE"
+    pytest.param(
+        '"billing":0.21',
+        '"billing":0.5',
+        "answer 'desk': probabilities sum to 1.29, not 1 ± 0.02, in a record whose invalid is null",
+        id="choice-sum-1.29",
+    ),
+    pytest.param(
+        '"0":0.13',
+        '"0":0.10',
+        "answer 'impact': probabilities sum to 0.97, not 1 ± 0.02",
+        id="score-sum-0.97",
+    ),
+    pytest.param('"0":0.13', '"0":0.15', None, id="score-sum-1.02-within-tolerance"),
+    pytest.param(
+        '"answers":',
+        '"invalid":false,"answers":',
+        "invalid is False, not null or a validation message",
+        id="invalid-false-is-not-null",
+    ),
+    pytest.param(
+        '"choice":"technical"',
+        '"choice":"sales"',
+        "answer 'desk': choice 'sales' is not one of its probabilities' keys (billing, shipping,",
+        id="choice-not-a-key",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("old", "new", "message"), BAD_FIELDS, ids=[b[1] for b in BAD_FIELDS])
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [pytest.param(*b, id=b[1]) if type(b) is tuple else b for b in BAD_FIELDS],
+)
 def test_a_field_batch_never_writes_is_named_with_its_file_and_line(
     tmp_path: Path, old: str, new: str, message: str | None
 ) -> None:
@@ -210,6 +242,48 @@ def test_a_field_batch_never_writes_is_named_with_its_file_and_line(
     line = error_line(ran.stderr)
     assert line.startswith(f"{run}:2: not a batch record: {message}"), line
     assert "Traceback" not in ran.stderr
+
+
+def test_a_record_with_invalid_set_is_counted_as_invalid_not_refused(tmp_path: Path) -> None:
+    """Issue 42 item 5: "A record with invalid set is counted as invalid, as today": its answers
+    may hold what validate_decision refused, and the report counts it."""
+    from clirun import run_cli
+
+    bad = GOOD.replace('"billing":0.21', '"billing":0.5').replace(
+        '"choice":"technical"', '"choice":"sales"'
+    )
+    bad = bad.replace('"answers":', '"invalid":"answer \'desk\': chose \'sales\'","answers":')
+    bad = bad.replace('"flags":[]}', '"flags":["invalid"]}', 1)
+    run = tmp_path / "run.jsonl"
+    run.write_text(GOOD + "\n" + bad.replace('"t0"', '"t1"') + "\n")
+    ran = run_cli("report", str(run), "--format", "json")
+    assert ran.code == 0, ran.stderr
+    assert json.loads(ran.out)["questions"]["desk"]["invalid"] == 1
+
+
+def test_a_parquet_run_refuses_a_distribution_batch_never_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42 item 5 in a Parquet run counted from its columns: a row group holding such a
+    row is left to the record path, which names the row, as for JSONL."""
+    pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
+    from toolnexus import ChoiceQuestion, NoulQuestion, ScoreQuestion
+    from toolnexus.records import arrow
+    from toolnexus.report.reader import read_run
+
+    monkeypatch.setattr(arrow, "ROW_GROUP_RECORDS", 2)  # two row groups: the column path
+    qs = {"urgent": NoulQuestion("U?"),
+          "desk": ChoiceQuestion("D?", {"billing": "b", "shipping": "s", "technical": "t"}),
+          "impact": ScoreQuestion("I?", ["nothing", "some", "all"])}  # fmt: skip
+    records = [json.loads(GOOD.replace('"t0"', f'"t{i}"')) for i in range(4)]
+    records[3]["answers"]["desk"]["probabilities"]["billing"] = 0.5
+    run = tmp_path / "run.parquet"
+    arrow.write_parquet_run(run, records, qs)
+    with pytest.raises(ReportError, match=r":4: not a batch record: answer 'desk': probabilities"):
+        read_run(str(run), None, jobs=1)
+    records[3]["invalid"] = "answer 'desk': probabilities sum to 1.29, not 1 ± 0.02"
+    arrow.write_parquet_run(run, records, qs)
+    assert read_run(str(run), None, jobs=1).records == 4
 
 
 def test_a_record_that_is_not_an_object_is_named(tmp_path: Path) -> None:

@@ -287,7 +287,7 @@ def test_flatten_keeps_deep_maps_whole() -> None:
 def test_error_record_is_one_line() -> None:
     assert ErrorRecord(3, "backend_http", "HTTP 500:\n  boom").to_object() == {
         "id": 3,
-        "schema_version": 1,
+        "schema_version": 2,
         "error": {"code": "backend_http", "message": "HTTP 500: boom"},
     }
 

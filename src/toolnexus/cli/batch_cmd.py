@@ -139,6 +139,7 @@ def _run(
     from .backend import classifier_options, live_target, recorder_for, warn_to_stderr
     from .batch_dry import warn_if_over_limits
     from .batch_progress import Display
+    from .gatefloors import check_thresholds_file
     from .questionfile import load_question_file
 
     check_config(cfg.run)  # every flag before the question file, as ever
@@ -146,6 +147,7 @@ def _run(
     # ``--thresholds @FILE``'s gates: floors (issue 35 item 4) are run_batch's to apply; a floor
     # for a gate the file lacks is refused here, before the backend is built, as ever
     replace(cfg.run, gates=gates).floored_gates()
+    check_thresholds_file(cfg.thresholds, qs, questions)  # issue 42 item 3
     options = classifier_options(settings, file_model=file_model, on_metric=warn_to_stderr)
     model = options.get("model")
     if settings.style == "systemone":

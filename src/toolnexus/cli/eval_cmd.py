@@ -78,7 +78,7 @@ def run_eval(
     from ..records.decision import record as decision_record
     from ..validation import Checked
     from .backend import build_backend, check_key, warn_to_stderr
-    from .gatefloors import with_gate_floors
+    from .gatefloors import check_thresholds_file, with_gate_floors
     from .questionfile import load_question_file
 
     (file_model, questions), gates = load_question_file(questions_path)
@@ -88,6 +88,8 @@ def run_eval(
     # request, naming the variable (issue 31 item 12: eval sent it three times and reported a
     # network error).
     check_key(settings)
+    # issue 42 item 3: after every other input error, so a failure stays one line
+    check_thresholds_file(thresholds_text, questions, questions_path)
     recalibrator = None
     if calibration is not None:
         from ..canonical import questions_sha256

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import CliError
 from .options import parse_gate_floors
@@ -16,7 +16,29 @@ from .options import parse_gate_floors
 if TYPE_CHECKING:
     from ..policy import Policy
 
-__all__ = ["parse_gate_floors", "with_gate_floors"]
+__all__ = ["check_thresholds_file", "parse_gate_floors", "with_gate_floors"]
+
+
+def check_thresholds_file(
+    text: str | None, questions: Mapping[str, Any], questions_path: str | os.PathLike[str]
+) -> None:
+    """``--thresholds @FILE`` against the question file (issue 42 item 3,
+    ``questionfile.thresholds.check_fitted_on``): a cut-point for a question the file lacks is
+    one line, exit 2; each warning one line on stderr. The inline form has nothing to check."""
+    if not text or not text.startswith("@"):
+        return
+    import sys
+
+    from ..errors import RunError
+    from ..questionfile.thresholds import check_fitted_on
+    from .errors import one_line
+
+    try:
+        warnings = check_fitted_on(text[1:], questions, os.fspath(questions_path))
+    except RunError as e:
+        raise CliError(str(e)) from None
+    for line in warnings:
+        sys.stderr.write(f"toolnexus: warning: {one_line(line)}\n")
 
 
 def with_gate_floors(

@@ -195,6 +195,17 @@ def report_command(
             show_default=False,
         ),
     ] = None,
+    questions_file: Annotated[
+        str | None,
+        typer.Option(
+            "--questions",
+            help="With --write-thresholds: the question file the run answered; FILE records its "
+            "digest and each question's wording, so eval/batch --thresholds warn when they "
+            "changed (--gates serves when this is absent).",
+            metavar="QUESTIONS.yaml",
+            show_default=False,
+        ),
+    ] = None,
     floors: Annotated[
         str | None,
         typer.Option(
@@ -287,6 +298,10 @@ def report_command(
         raise CliError("--selective and --target-risk need --labels: risk is measured on labels")
     if target_risk is not None and not 0.0 <= target_risk <= 1.0:
         raise CliError(f"--target-risk takes an error rate in [0, 1], got {target_risk}")
+    if questions_file is not None and write_thresholds is None:
+        raise CliError(
+            "--questions gives --write-thresholds the wording to record: give --write-thresholds"
+        )
     if floors is not None and gates is None:
         raise CliError("--floors needs --gates: the floors are those of the file's gates")
     sweep_gates = None
@@ -321,6 +336,7 @@ def report_command(
         floors=parse_floors(floors) if sweep_gates is not None else None,
         selective=selective,
         target_risk=target_risk,
+        gates_file=gates or "--gates",
     )
     # The warnings first: a condition nothing can measure is often explained by one of them.
     for warning in report.warnings:
@@ -346,9 +362,20 @@ def report_command(
             else ("risk", target_risk)
         )  # fmt: skip
         assert goal is not None
+        fitted_on = None
+        if questions_file is not None:
+            from .questionfile import load_question_file
+
+            fitted_on = (questions_file, load_question_file(questions_file)[0][1])
+        elif gates is not None and sweep_gates is not None:
+            from ..canonical import questions_sha256
+
+            # the --gates file's wording only when it is the run's (else it was warned about)
+            if report.questions_sha256 == (questions_sha256(sweep_gates[1]),):
+                fitted_on = (gates, sweep_gates[1])
         write_file(
             write_thresholds, report, runs[0], labels, id_field, goal, kind=kind,
-            gates=sweep_gates, gate_grid=parse_floors(floors),
+            gates=sweep_gates, gate_grid=parse_floors(floors), fitted_on=fitted_on,
         )  # fmt: skip
     chosen = fmt or _format_for(output) or default_format()
     result = ReportResult(report)

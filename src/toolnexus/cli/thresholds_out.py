@@ -217,10 +217,12 @@ def write_thresholds(
     kind: str = "precision",
     gates: tuple[Mapping[str, Policy], Mapping[str, Question]] | None = None,
     gate_grid: tuple[int, ...] = (),
+    fitted_on: tuple[str, Mapping[str, Question]] | None = None,
 ) -> None:
     """Guard, then write ``path``; a warning line on stderr per question or gate left out.
     ``kind``: which flag gave ``target`` (:data:`TARGET_FLAGS`); ``gates``: ``--gates``' policies
-    and questions, floored over ``gate_grid`` (hundredths)."""
+    and questions, floored over ``gate_grid`` (hundredths); ``fitted_on``: the question file
+    the run answered (its path and questions), whose wording the file records."""
     from ..report.build import read_all_labels
 
     accuracy = 1.0 - target if kind == "risk" else target
@@ -245,6 +247,7 @@ def write_thresholds(
     if gate_text:
         text += "\n".join(["gates:", *gate_text]) + "\n"
     missing += gate_missing
+    text += _fitted_on_text(report, fitted_on)
     try:
         with open(path, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
@@ -252,6 +255,32 @@ def write_thresholds(
         raise CliError(f"{path}: cannot write: {e.strerror or type(e).__name__}") from None
     for line in missing:
         sys.stderr.write(f"toolnexus: warning: {path}: {one_line(line)}\n")
+
+
+def _fitted_on_text(report: Report, fitted_on: tuple[str, Mapping[str, Question]] | None) -> str:
+    """What the cut-points were fitted on (issue 42 item 3, as ``jev-eval``'s thresholds.json
+    v1): the run's question-set digest and, from the question file the run answered, each
+    question's exact wording. A question file that is not the run's is refused: its wording
+    would be recorded for answers to other questions."""
+    from ..canonical import questions_sha256
+    from ..questionfile.thresholds import wording_of
+
+    if len(report.questions_sha256) != 1:
+        return ""  # no digest (records from before it) or several: nothing one can record
+    (digest,) = report.questions_sha256
+    lines = [f"questions_sha256: {json.dumps(digest)}"]
+    if fitted_on is not None:
+        where, questions = fitted_on
+        theirs = questions_sha256(questions)
+        if theirs != digest:
+            raise CliError(
+                f"{where}: question-set digest {theirs} is not the run's ({digest}): give the "
+                "question file the run answered, whose wording the thresholds file records"
+            )
+        lines.append("wording:")
+        lines += [f"  {json.dumps(k)}: {json.dumps(wording_of(q), ensure_ascii=False)}"
+                  for k, q in questions.items()]  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 def _precision_text(

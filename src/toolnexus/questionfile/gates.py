@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
-from ..policy import Policy, Rule
+from ..policy import NEEDS_INPUT, Policy, Rule
 from ..questions import ChoiceQuestion, NoulQuestion, Question, ScoreQuestion
 from .checker import Checker, _kind, _suggest
 
@@ -49,6 +49,12 @@ def check_gates(checker: Checker, data: Any, questions: dict[str, Question]) -> 
         return {}
     out: dict[str, Policy] = {}
     for name, obj in gates.items():
+        if str(name) == "":
+            # issue 42 item 4: a gate named "" cannot be named by filter --gate or --fail-on
+            checker.add(
+                checker.doc.key_at(("gates", name)), GATE_CODE, "a gate needs a name, got ''"
+            )
+            continue
         policy = _gate(checker, str(name), obj, questions)
         if policy is not None:
             out[str(name)] = policy
@@ -84,6 +90,8 @@ def _gate(checker: Checker, name: str, obj: Any, questions: dict[str, Question])
             "TN020",
             f"{where}default must be an action (a string), got {_kind(obj['default'])}",
         )
+    if obj.get("default") == NEEDS_INPUT:
+        checker.add(checker.doc.at((*path, "default")), GATE_CODE, _needs_input(where, "default"))
     if "skip_uncertain" in obj and not isinstance(obj["skip_uncertain"], bool):
         checker.add(
             checker.doc.at((*path, "skip_uncertain")),
@@ -106,6 +114,25 @@ def _gate(checker: Checker, name: str, obj: Any, questions: dict[str, Question])
         node = (*path, field) if field else path
         checker.add(checker.doc.at(node), GATE_CODE, f"{where}{e.detail}")
         return None
+
+
+def _needs_input(where: str, field: str) -> str:
+    return (
+        f"{where}{field} {NEEDS_INPUT!r} is the action of every escalation: name the action "
+        "(e.g. review), so filter --gate ... --action tells the two apart"
+    )
+
+
+def _unmeetable(q: Question, value: float) -> str | None:
+    """Why a ``below`` / ``at_least`` bound is outside every value an answer of ``q``'s type
+    can take (issue 42 item 4): a noul probability is in 0..1; a score's value is a level
+    index, 0..the last level."""
+    if isinstance(q, NoulQuestion):
+        return None if 0.0 <= value <= 1.0 else "is outside 0..1, where a noul answer lies"
+    last = len(q.criteria) - 1
+    if 0 <= value <= last:
+        return None
+    return f"is outside the score's levels 0..{last}: no answer can be there"
 
 
 def _rule(
@@ -133,6 +160,9 @@ def _rule(
             f"{where}a rule takes exactly one of below, at_least, is (got {got})",
         )
     if len(checker.findings) > before:
+        return None
+    if obj["action"] == NEEDS_INPUT:
+        checker.add(at((*path, "action")), GATE_CODE, _needs_input(where, "action"))
         return None
     key, cond = obj["question"], conditions[0]
     value = obj[cond]
@@ -166,6 +196,10 @@ def _rule(
         checker.add(
             at((*path, cond)), "TN020", f"{where}{cond} must be a number, got {_kind(value)}"
         )
+    else:
+        unmet = _unmeetable(q, value)
+        if unmet is not None:
+            checker.add(at((*path, cond)), GATE_CODE, f"{where}{cond} {value!r} {unmet}")
     if len(checker.findings) > before:
         return None
     try:

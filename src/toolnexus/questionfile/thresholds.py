@@ -7,6 +7,16 @@ question file the floor ``report --write-thresholds --gates`` chose for it (issu
       addresses_task: {yes: 0.75, no: 0.25}
     gates:
       merge: {floor: 0.75}
+    questions_sha256: 5c1e...            # the question set it was fitted on (issue 42 item 3)
+    wording:
+      addresses_task: "Does the change address the task?"
+
+``questions_sha256`` and ``wording`` say what the cut-points were fitted on (as ``jev-eval``'s
+``thresholds.json`` v1 records the exact wording of each question): ``eval``/``batch
+--thresholds @FILE`` refuse a cut-point for a question the question file lacks, and warn in one
+line, with both digests, when the file was fitted on another question set, and per key when a
+question's wording changed (:func:`check_fitted_on`). A file written before them still loads,
+with one line saying it cannot be checked.
 
 Read here, below the run, so ``toolnexus batch --thresholds @FILE``, ``eval`` and a script's
 ``RunConfig.from_question_file(..., thresholds=FILE)`` read one file one way (issue 30 item 1).
@@ -15,6 +25,7 @@ the CLI)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,17 +36,25 @@ if TYPE_CHECKING:
     from ..yamlread import Located
 
 __all__ = [
+    "FITTED_ON",
     "THRESHOLD_NAMES",
     "GateFloor",
+    "check_fitted_on",
     "checked_cut_points",
     "gate_floor",
     "read_gate_floors",
     "read_thresholds",
     "thresholds_doc",
+    "wording_of",
 ]
 
 #: The band cut-points a thresholds mapping may name.
 THRESHOLD_NAMES = ("yes", "no", "min_confidence")
+#: The top-level keys that say what a thresholds file was fitted on (issue 42 item 3): the
+#: question-set digest and, per question key, its exact wording (:func:`wording_of`).
+FITTED_ON = ("questions_sha256", "wording")
+#: The top-level keys that are not cut-points.
+_SECTIONS = ("questions", "gates", *FITTED_ON)
 
 
 @dataclass(frozen=True)
@@ -114,7 +133,7 @@ def read_thresholds(path: str | Path) -> tuple[dict[str, float], dict[str, dict[
     if not isinstance(questions, dict):
         raise RunError(f"--thresholds @{path}: questions must map question keys to cut-points")
     where = f"--thresholds @{path}"
-    rest = {k: v for k, v in obj.items() if k not in ("questions", "gates")}
+    rest = {k: v for k, v in obj.items() if k not in _SECTIONS}
     top = checked_cut_points(_cut_points(rest, where), where)
     per_key = {str(k): _cut_points(v, f"{where}: question {k!r}") for k, v in questions.items()}
     return top, {k: checked_cut_points({**top, **v}, f"{where}: question {k!r}")
@@ -126,16 +145,11 @@ def checked_cut_points(values: dict[str, float], where: str) -> dict[str, float]
     for name, value in values.items():
         if not 0.0 <= value <= 1.0:
             raise RunError(f"{where}: {name} must be within 0..1, got {value}")
-    from ..validation import DEFAULT_THRESHOLDS
+    from ..validation import DEFAULT_THRESHOLDS, swapped_cut_points
 
-    merged = {**DEFAULT_THRESHOLDS, **values}
-    if merged["no"] > merged["yes"]:
-        # A probability at or above yes reads "yes" and at or below no reads "no": with no above
-        # yes, one value would be both.
-        raise RunError(
-            f"{where}: no ({merged['no']:g}) is above yes ({merged['yes']:g}); "
-            "give no <= yes, e.g. yes=0.8,no=0.2"
-        )
+    swapped = swapped_cut_points({**DEFAULT_THRESHOLDS, **values})
+    if swapped is not None:
+        raise RunError(f"{where}: {swapped}")
     return values
 
 
@@ -149,4 +163,65 @@ def _cut_points(obj: Any, where: str) -> dict[str, float]:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise RunError(f"{where}: {name} must be a number, got {value!r}")
         out[name] = float(value)
+    return out
+
+
+def wording_of(question: Any) -> str:
+    """A question's exact wording as a thresholds file records it: its instructions, or the
+    canonical JSON of structured instructions (content parts)."""
+    instructions = getattr(question, "instructions", None)
+    if isinstance(instructions, str):
+        return instructions
+    from ..canonical import canonical_json
+
+    return canonical_json(instructions).decode("utf-8")
+
+
+def check_fitted_on(
+    path: str | Path, questions: Mapping[str, Any], questions_path: str | Path
+) -> list[str]:
+    """A thresholds file against the question file it is used with (issue 42 item 3): a
+    ``questions:`` cut-point for a key ``questions`` lacks is refused (a ``RunError`` naming the
+    file's line, as a floor for an unknown gate is); the warnings, one line each: the file
+    fitted on another question set (both digests), each key whose wording changed since, or a
+    file written before it recorded them (it cannot be checked)."""
+    from ..canonical import questions_sha256
+
+    path = str(path)
+    obj, doc = thresholds_doc(path)
+    where = f"--thresholds @{path}"
+    per_key = obj.get("questions") or {}
+    for key in per_key if isinstance(per_key, dict) else ():
+        if str(key) not in questions:
+            line = doc.key_at(("questions", key))[0]
+            raise RunError(
+                f"{where}:{line}: question {str(key)!r} is not a question of {questions_path} "
+                f"(its questions: {', '.join(questions) or 'none'}); these cut-points were "
+                "fitted on another question set: fit them again with report --write-thresholds"
+            )
+    fitted = obj.get("questions_sha256")
+    if fitted is None:
+        return [
+            f"{where}: records no question set it was fitted on (written before thresholds "
+            f"files did, or from a run of several): cannot be checked against {questions_path} "
+            "(write it again with report --write-thresholds)"
+        ]
+    out = []
+    digest = questions_sha256(questions)
+    if fitted != digest:
+        out.append(
+            f"{where}: fitted on question set {fitted}, but {questions_path} is {digest}: the "
+            "cut-points may not fit these questions"
+        )
+    wording = obj.get("wording")
+    if not isinstance(wording, dict):
+        return out
+    for key, was in wording.items():
+        q = questions.get(str(key))
+        if q is not None and wording_of(q) != was:
+            shown = str(was) if len(str(was)) <= 60 else str(was)[:57] + "..."
+            out.append(
+                f"{where}: question {str(key)!r}: its wording changed since the cut-points were "
+                f"fitted (then: {shown!r}); fit them again with report --write-thresholds"
+            )
     return out

@@ -31,10 +31,12 @@ error              struct<code string, message string>: null for a decided state
 extra              string: JSON of any other record member (none today), null when none
 =================  ==========================================================================
 
-Per answer: noul ``{type, noul float64, band, flags}``; choice ``{type, choice string,
-probabilities map<string, float64>, confidence float64, near_uniform bool, band, flags}``;
-score ``{type, score float64, legend map<string, string>, probabilities map<string, float64>,
-confidence float64, level int32, label string, band, flags}``; raw (a type the library does not
+Per answer: noul ``{type, noul float64, band, thresholds, flags}``; choice ``{type, choice
+string, probabilities map<string, float64>, confidence float64, near_uniform bool, band,
+thresholds, flags}``; score ``{type, score float64, legend map<string, string>, probabilities
+map<string, float64>, confidence float64, level int32, label string, band, thresholds, flags}``
+(``thresholds``: the struct of the record's, the cut-points that decided the band; null in a
+record written before schema_version 2); raw (a type the library does not
 model) ``{type, value string (JSON)}``. A noul, choice or score answer also has
 ``recalibrated``, what ``--calibration`` put beside the wire answer: noul ``{noul, band}``,
 choice and score ``{probabilities, confidence, band}`` (null when not recalibrated). Every
@@ -62,7 +64,14 @@ from ..questions import Question
 from .arrowcolumns import RecordColumns, map_fields, record_batch
 from .arrowrows import batch_rows
 from .fields import wire_fields
-from .model import ASKED_KEYS, RECORD_KEYS, SCHEMA_VERSION_KEY, DecisionRecord, ErrorRecord
+from .model import (
+    ASKED_KEYS,
+    RECORD_KEYS,
+    SCHEMA_VERSION_KEY,
+    DecisionRecord,
+    ErrorRecord,
+    thresholds_struct,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -120,12 +129,14 @@ def _answer_type(pa: Any, kind: str) -> pa.DataType:
     if qtype is None or qtype.arrow is None:
         fields = [pa.field(name, pa.string()) for name in _RAW_FIELDS]
         return pa.struct([*fields, pa.field("json", pa.string())])
-    # Every answer's record: its type, its own fields, then band and flags (answer_record).
+    # Every answer's record: its type, its own fields, then band, the thresholds that decided
+    # it (schema_version 2) and flags (answer_record).
     own = qtype.arrow(pa)
     fields = [
         pa.field("type", pa.string()),
         *(pa.field(name, t) for name, t in own),
         pa.field("band", pa.string()),
+        pa.field("thresholds", thresholds_struct(pa)),
         pa.field("flags", pa.list_(pa.string())),
     ]
     if qtype.recalibrated:

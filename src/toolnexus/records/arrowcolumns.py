@@ -45,6 +45,14 @@ def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
     return type(value) is dict or isinstance(value, Mapping)
 
 
+def _cut_points(value: Any, names: frozenset[str]) -> bool:
+    """An answer's ``thresholds`` that fits its struct: every cut-point by name (what batch
+    writes), each a number; anything else is kept as the answer's JSON."""
+    if not _is_map(value) or value.keys() != names:
+        return False
+    return all(type(v) is float or type(v) is int for v in value.values())
+
+
 def _names(struct: Any, *drop: str) -> frozenset[str]:
     return frozenset(f.name for f in struct if f.name not in drop)
 
@@ -71,6 +79,8 @@ class _Answers:
         by = struct.field("recalibrated").type if "recalibrated" in names else ()
         self.recalibrated = _names(by)
         self.recalibrated_maps = map_fields(pa, by)
+        cuts = struct.field("thresholds").type if "thresholds" in names else ()
+        self.cut_points = _names(cuts)
 
     def fits(self, answer: Mapping[str, Any]) -> bool:
         """Whether ``answer`` is stored in its struct's typed fields (else as its JSON)."""
@@ -82,6 +92,9 @@ class _Answers:
             value = answer.get(name)
             if value is not None and not _is_map(value):
                 return False
+        cuts = answer.get("thresholds")
+        if cuts is not None and not _cut_points(cuts, self.cut_points):
+            return False
         recalibrated = answer.get("recalibrated")
         if recalibrated is None:
             return True

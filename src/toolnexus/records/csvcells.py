@@ -84,6 +84,8 @@ _KINDS = SimpleNamespace(
 _FLAGS = "flags"
 #: A recalibrated answer's ``recalibrated`` is one cell (three levels down, ``FLATTEN_DEPTH``).
 _ANSWER_RECALIBRATED = "recalibrated"
+#: An answer's ``thresholds`` (schema_version 2) is one JSON cell, three levels down too.
+_ANSWER_THRESHOLDS = "thresholds"
 #: A gate's outcome (``records.gates``): ``{action, escalated, reason}``, mappings by key.
 _GATE_CELLS: dict[str, CellReader] = {"escalated": _bool_cell}
 
@@ -128,7 +130,12 @@ def cell_readers() -> CellReaders:
     """The readers of a CSV run's cells for the types registered now (a record's fields first,
     then each type's answer fields in registration order: the first kind of a name wins)."""
     record, text = _record_cells()
-    by_name = {**record, _ANSWER_RECALIBRATED: json.loads, **_GATE_CELLS}
+    by_name = {
+        **record,
+        _ANSWER_RECALIBRATED: json.loads,
+        _ANSWER_THRESHOLDS: json.loads,
+        **_GATE_CELLS,
+    }
     for qtype in registry.registered():
         if qtype.arrow is None:
             continue

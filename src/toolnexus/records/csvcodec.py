@@ -147,12 +147,15 @@ def csv_header(sample_record: Mapping[str, Any]) -> list[str]:
 
 def earlier_headers(columns: Sequence[str]) -> list[list[str]]:
     """The headers earlier versions wrote for a run whose header is now ``columns``, newest
-    first: before ``schema_version`` (issue 30 item 7), and before ``packed``, ``position``
+    first: before each answer's ``thresholds`` (schema_version 2, issue 42 item 6), before
+    ``schema_version`` (issue 30 item 7), and before ``packed``, ``position``
     and ``reasked`` too (issue 31 item 1). ``--resume`` continues such a run under its own
     header: the new records' cells for the columns it lacks are not written, so the file keeps
     one shape."""
-    no_version = [c for c in columns if c != SCHEMA_VERSION_KEY]
-    return [no_version, [c for c in no_version if c not in ASKED_KEYS]]
+    # schema_version 1: no answers.<key>.thresholds (issue 42 item 6)
+    v1 = [c for c in columns if not (c.startswith("answers.") and c.endswith(".thresholds"))]
+    no_version = [c for c in v1 if c != SCHEMA_VERSION_KEY]
+    return [v1, no_version, [c for c in no_version if c not in ASKED_KEYS]]
 
 
 def _is_flags(column: str) -> bool:

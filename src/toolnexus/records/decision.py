@@ -132,19 +132,24 @@ def answer_record(
     invalid: bool = False,
     usage_reported: bool = True,
 ) -> registry.AnswerRecord:
-    """One answer's wire fields, its derived fields and its flags, as its type's answer record
+    """One answer's wire fields, its derived fields, ``band`` and the ``thresholds`` that
+    decided it, and its flags, as its type's answer record
     (a reply's missing usage is flagged on each of its answers, as ``uncalibrated`` is, so
     ``report`` counts it)."""
     qtype = registry.of_answer(answer)
     out = (registry.AnswerRecord if qtype is None else qtype.answer_record)(answer.to_wire())
     flags: list[str] = list(consistency_flags(answer, calibrated=calibrated))
+    cuts = merged_thresholds(thresholds)
     if qtype is None:
-        band = threshold_band(answer, thresholds)  # refuses what is not an answer
+        band = threshold_band(answer, cuts)  # refuses what is not an answer
     else:
         # The type's derived fields (near_uniform; level, label) and flags, beside the wire's.
         qtype.record(answer, out, flags)
-        band = qtype.band(answer, merged_thresholds(thresholds))
+        band = qtype.band(answer, cuts)
     out["band"] = band
+    # The cut-points that decided the band (issue 42 item 6, schema_version 2): a question's
+    # own from --thresholds @FILE, else the run's (the record's top-level thresholds).
+    out["thresholds"] = cuts
     if band == "uncertain":
         flags.append("uncertain")
     if not calibrated:

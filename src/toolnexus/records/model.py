@@ -56,11 +56,23 @@ __all__ = [
     "id_problem",
     "record_from_object",
     "schema_problem",
+    "thresholds_struct",
 ]
 
-#: The record shape this toolnexus writes and the newest it reads (issue 30 item 7). Version 1
-#: added the key itself; bump it when a reader of the old shape would misread the new one.
-SCHEMA_VERSION = 1
+#: The record shape this toolnexus writes and the newest it reads (issue 30 item 7); bump it
+#: when a reader of the old shape would misread the new one.
+#:
+#: - 1: the key itself (issue 30 item 7).
+#: - 2: each answer carries ``thresholds: {yes, no, min_confidence}``, the cut-points that
+#:   decided its ``band`` (a question's own from ``--thresholds @FILE``, else the run's; the
+#:   record's top-level ``thresholds`` stays the run default; a struct in Parquet, one JSON cell
+#:   in CSV), issue 42 item 6. This round's later issues add their fields in this same step
+#:   (refusals, latency and retry counts): one version for the round, not one per field.
+#:
+#: A reader reads every version up to this one: an answer of version 0 or 1 has no
+#: ``thresholds`` (its band was decided by the record's top-level ones, or by a thresholds file
+#: the record does not name).
+SCHEMA_VERSION = 2
 #: The key every record carries it under, second after ``id``.
 SCHEMA_VERSION_KEY = "schema_version"
 #: What to do about a record of a newer shape.
@@ -155,7 +167,9 @@ def _bool(pa: Any) -> Any:
     return pa.bool_()
 
 
-def _thresholds_arrow(pa: Any) -> Any:
+def thresholds_struct(pa: Any) -> Any:
+    """The Arrow struct of a set of cut-points: the record's ``thresholds`` and, from
+    schema_version 2, each answer's."""
     return pa.struct([pa.field(n, pa.float64()) for n in DEFAULT_THRESHOLDS])
 
 
@@ -257,7 +271,7 @@ class DecisionRecord:
     )
     thresholds: Mapping[str, float] = field(
         default_factory=dict,
-        metadata=wire(out=dict, copies=True, arrow=_thresholds_arrow, read=_thresholds_read),
+        metadata=wire(out=dict, copies=True, arrow=thresholds_struct, read=_thresholds_read),
     )
     #: the Arrow struct of ``answers`` is built from the question set (``records.arrow``)
     answers: Mapping[str, Mapping[str, Any]] = field(

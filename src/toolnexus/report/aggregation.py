@@ -24,7 +24,7 @@ from .accumulators import (
     QuestionStats,
 )
 from .compare import Delta, Snapshot
-from .fieldchecks import LabelError, RecordError, _shown
+from .fieldchecks import LabelError, RecordError, _shown, _valid_distribution
 from .judged import GateCounts
 from .labels import Labels
 from .levels import ScoreStats
@@ -34,6 +34,9 @@ from .runs import ReportInputError
 from .usage import MAX_TOKENS, Usage
 
 __all__ = ["MAX_TOKENS", "RunStats", "Usage", "record_id"]
+
+#: The answer types whose distribution a valid record's answer must hold (issue 42 item 5).
+_DISTRIBUTIONS = frozenset(("choice", "score"))
 
 #: A question's plan, resolved when its key is first met: its stats, their bound ``add``, its
 #: type, its label column in a labels row (0 for none), and its snapshot or delta (or None).
@@ -139,7 +142,11 @@ class RunStats:
             record.get("cached"),
             record.get("usage"),
         )
-        self._count_answers(answers, sid)
+        invalid = record.get("invalid")
+        if invalid is not None and type(invalid) is not str:
+            # issue 42 item 5: only null marks a valid record; false or 0 would skip its checks
+            raise RecordError(f"invalid is {_shown(invalid)}, not null or a validation message")
+        self._count_answers(answers, sid, invalid is None)
         gates = record.get("gates")
         if gates is not None:
             self.gates.add(gates, sid, self._rows.get(sid), self.labels)
@@ -197,7 +204,7 @@ class RunStats:
             else:
                 spent.add(usage)
 
-    def _count_answers(self, answers: dict[str, Any], sid: str) -> None:
+    def _count_answers(self, answers: dict[str, Any], sid: str, valid: bool = False) -> None:
         labelled = False
         plan = self._plan
         row = self._rows.get(sid)
@@ -220,6 +227,9 @@ class RunStats:
                 label = None
             try:
                 st_add(answer, label, sid)
+                if valid and qtype in _DISTRIBUTIONS:
+                    # after the accumulator has refused a value that is not a probability
+                    _valid_distribution(answer)
             except LabelError as e:
                 assert self.labels is not None
                 raise ReportInputError(f"{self.labels.where(sid)}: {e}") from None

@@ -36,12 +36,15 @@ def build_report(
     floors: Sequence[int] | None = None,
     selective: bool = False,
     target_risk: float | None = None,
+    gates_file: str = "--gates",
 ) -> Report:
     """Read ``runs`` (one or two files) and, with ``labels_path``, join labels by id; ``jobs``
     processes count a long run's chunks (default: one per CPU, at most 8); ``intervals``: every ECE
     with its bootstrap interval and noise floor (issue 24; numpy; ``None``: for a question of at
     most ``AUTO_INTERVALS_MAX`` labelled answers); ``fit_calibration``: fit a
-    recalibration map per labelled key of the first run and write them to that file."""
+    recalibration map per labelled key of the first run and write them to that file;
+    ``sweep_gates``: the gates of ``gates_file`` (a path, for messages), checked against the
+    judged run first (:func:`check_gates_file`)."""
     labels = read_all_labels(labels_path, id_field) if labels_path else None
     two = len(runs) == 2
     warnings: list[str] = []
@@ -63,6 +66,8 @@ def build_report(
             (first.path, second.path),
         )
         first.snapshots = second.deltas = None  # the comparison holds what it needs
+    if sweep_gates is not None:
+        warnings += check_gates_file(gates_file, *sweep_gates, stats[-1])
     fitted = None
     if fit_calibration is not None:
         from .fitting import fit_calibration as fit
@@ -95,7 +100,38 @@ def build_report(
             if labels is not None and (selective or target_risk is not None)
             else None
         ),
+        questions_sha256=tuple(sorted(d for d in first.digests if isinstance(d, str))),
     )
+
+
+def check_gates_file(
+    path: str, policies: Mapping[str, Policy], questions: Mapping[str, Question], run: RunStats
+) -> list[str]:
+    """``report RUN --gates QUESTIONS.yaml`` judges ``run`` against another file's gates only
+    knowingly (issue 42 item 3): a rule naming a question no record of the run answers is
+    refused, one line naming the gate (as an unknown gate is refused), before anything is
+    swept; a file whose question-set digest is not the run's is one warning with both."""
+    from ..canonical import questions_sha256
+    from .inputs import ReportInputError
+
+    answered = run.questions
+    for name, policy in policies.items():
+        for i, rule in enumerate(policy.rules):
+            if rule.question not in answered:
+                have = ", ".join(answered) or "none"
+                raise ReportInputError(
+                    f"{path}: gate {name!r}: rule {i} reads question {rule.question!r}, which no "
+                    f"record of {run.path} answers (its questions: {have}); give --gates the "
+                    "question file the run answered"
+                )
+    digest = questions_sha256(questions)
+    ran = sorted(d for d in run.digests if isinstance(d, str))
+    if ran and digest not in ran:
+        return [
+            f"{path}: question-set digest {digest} is not the run's ({', '.join(ran)}): the "
+            f"gates are judged against {run.path}'s answers to another question set"
+        ]
+    return []
 
 
 def read_all_labels(paths: str | Sequence[str], id_field: str = "id") -> Labels:

@@ -27,6 +27,7 @@ from ..records.arrowrows import column_values
 from ..records.model import SCHEMA_VERSION, SCHEMA_VERSION_KEY
 from .accumulators import QuestionStats
 from .aggregation import MAX_TOKENS, RunStats
+from .fieldchecks import RecordError, _valid_distribution
 from .runs import Span
 from .vectorized import count_column, map_dicts
 
@@ -100,6 +101,8 @@ def _count_table(table: Any, stats: RunStats, seen: set[str]) -> bool:
         first, column = answered
         if column is not None:
             counted.append((field.name, kind, first, column))
+    if not _distributions_hold(table, counted):
+        return False  # the record path names the line (issue 42 item 5)
     ids = column_values(table.column("id"))
     if len(set(ids)) != n or not seen.isdisjoint(ids):
         return False
@@ -129,6 +132,28 @@ def _count_table(table: Any, stats: RunStats, seen: set[str]) -> bool:
             if args is not None:
                 count(*args, label, sid)
     stats.labelled += sum(labelled)
+    return True
+
+
+def _distributions_hold(table: Any, counted: list[tuple[str, str, int, _Answers]]) -> bool:
+    """Whether every choice and score answer of a row whose ``invalid`` is null holds what
+    ``batch`` writes (``fieldchecks._valid_distribution``, the record path's check): else the
+    record path counts the group, and refuses the row at its line."""
+    n = table.num_rows
+    invalid = column_values(table.column("invalid")) if "invalid" in table.schema.names else None
+    for _, kind, _, answers in counted:
+        if kind not in ("choice", "score"):
+            continue
+        probs = map_dicts(answers.fields["probabilities"])
+        choices = column_values(answers.fields["choice"]) if kind == "choice" else [None] * n
+        valid = answers.valid or [True] * n
+        for i in range(n):
+            if not valid[i] or (invalid is not None and invalid[i] is not None):
+                continue
+            try:
+                _valid_distribution({"type": kind, "probabilities": probs[i], "choice": choices[i]})
+            except RecordError:
+                return False
     return True
 
 

@@ -7,9 +7,11 @@ them; ``report.accumulators`` re-exports every name here.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..errors import ReportError
+from ..qtypes.values import SUM_TOLERANCE
 
 __all__ = ["LabelError", "RecordError"]
 
@@ -48,3 +50,33 @@ def _probabilities(probs: Any) -> None:
 
 def _confidence(conf: Any) -> float | None:
     return None if conf is None else _probability(conf, "confidence")
+
+
+#: ``validate_decision``'s bound on a distribution's sum, with its slack for two-decimal wire
+#: values summed in binary floating point (``qtypes.values.distribution_problem``).
+_SUM_BOUND = SUM_TOLERANCE + 1e-9
+
+
+def _valid_distribution(answer: dict[str, Any]) -> None:
+    """Issue 42 item 5: in a record whose ``invalid`` is null, a choice or score distribution
+    sums to 1 within ``validate_decision``'s tolerance and a ``choice`` is one of its
+    probability keys, as every record ``batch`` writes does (it validated the decision)."""
+    # the accumulator has checked each value a probability (a float or an integer 0 or 1)
+    probs = answer["probabilities"]
+    if not probs:
+        return  # validate_decision lets an empty map through (seed 004)
+    total = sum(probs.values())
+    if abs(total - 1.0) > _SUM_BOUND:
+        total = math.fsum(probs.values())
+        if abs(total - 1.0) > _SUM_BOUND:
+            raise RecordError(
+                f"probabilities sum to {total:.4g}, not 1 ± {SUM_TOLERANCE}, in a record whose "
+                "invalid is null (batch never writes one)"
+            )
+    if answer.get("type") == "choice":
+        choice = answer.get("choice")
+        if type(choice) is str and choice not in probs:
+            raise RecordError(
+                f"choice {_shown(choice)} is not one of its probabilities' keys "
+                f"({', '.join(map(str, probs))}), in a record whose invalid is null"
+            )

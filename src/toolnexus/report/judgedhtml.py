@@ -114,11 +114,14 @@ def judged_html(report: Report) -> str:
         )
         keys = list(sweep.rows[0].questions) if sweep.rows else []
         head = ("floor", "outcome", "n", "let through", "held", "escalated", "agreed",
-                *(f"{k} dir/conf/alone" for k in keys))  # fmt: skip
+                *(f"{k} dir/conf/alone" for k in keys),
+                *(f"{k} published dir/conf/alone" for k in keys))  # fmt: skip
         rows = [
             (f"{r.floor:.2f}", r.outcome, str(r.n), str(r.let_through), str(r.held),
              str(r.escalated), str(r.agreed),
-             *(f"{c.direction}/{c.confidence}/{c.alone}" for c in r.questions.values()))
+             *(f"{c.direction}/{c.confidence}/{c.alone}" for c in r.questions.values()),
+             *(f"{c.published_direction}/{c.published_confidence}/{c.published_alone}"
+               for c in r.questions.values()))
             for r in sweep.rows
         ]  # fmt: skip
         parts.append(_table(head, rows, (0, 2, 3, 4, 5, 6)))

@@ -194,6 +194,9 @@ class Report:
     sweeps: Mapping[str, GateSweep] | None = field(default=None, metadata=OMIT_NONE)
     #: ``--selective``: per labelled question of the first run, risk against coverage (issue 35)
     selective: Mapping[str, SelectiveReport] | None = field(default=None, metadata=OMIT_NONE)
+    #: the question-set digests the first run's answered records carry, sorted (what
+    #: ``--write-thresholds`` records it was fitted on, issue 42 item 3)
+    questions_sha256: tuple[str, ...] = field(default=(), metadata=SKIP)
 
     @property
     def judged(self) -> Mapping[str, QuestionReport]:

@@ -14,6 +14,16 @@ escalation) and, per rule question, how many it caught by direction (its rule fi
 confidence (its answer is uncertain, missing or invalid: the gate escalates) and alone (no other
 question caught it). Each question is judged on its own rules, whatever their order: the
 caught-alone column is about questions, not about the first-match order.
+
+Beside them, the published partition (issue 42 item 8; ``tests/fixtures/reference/ecosystem.md``,
+"Decisions from answers"), under names that say so: a question catches a record
+``published_direction`` when its answer is on the unfavourable side (a rule of its own fires on
+the two-decimal value: p >= 0.5 for ``at_least: 0.5``), whatever the confidence, and
+``published_confidence`` when it is on the favourable side with a confidence (noul: max(p, 1 -
+p); choice, score: ``confidence``) below the floor, in hundredths, or when it has no answer that
+its rules can read (missing, invalid, a misfit); ``published_alone`` when no other question
+caught it either way. Today's ``direction`` counts only a rule that fired on a sure answer, so
+an unfavourable answer between 0.5 and the floor is counted there under ``confidence``.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+from ..answers import ChoiceAnswer, NoulAnswer, ScoreAnswer
 from ..bands import Bands
 from ..decision import Answer, parse_decision
 from ..errors import ClassifierError
@@ -55,6 +66,12 @@ class QuestionCatch:
     direction: int
     confidence: int
     alone: int
+    #: the published partition (ecosystem.md, "Decisions from answers"; issue 42 item 8):
+    #: on the unfavourable side whatever the confidence / on the favourable side below the
+    #: floor (or unreadable) / either, and no other question
+    published_direction: int = 0
+    published_confidence: int = 0
+    published_alone: int = 0
 
 
 @dataclass(frozen=True)
@@ -175,6 +192,35 @@ def _catch(
     return "" if got.action == "\x00pass" else "direction"
 
 
+def _published(rules: Sequence[Rule], answer: Answer | None, floor: int) -> str:
+    """How the published floor sweep reads one question's answer at ``floor`` (hundredths):
+    ``direction`` (unfavourable side, whatever the confidence), ``confidence`` (favourable side
+    below the floor, or nothing its rules can read) or ``""``. Two-decimal values, as
+    published."""
+    if isinstance(answer, NoulAnswer):
+        value: float | None = round(answer.noul, 2)
+        sure = round(max(answer.noul, 1.0 - answer.noul) * 100) >= floor
+    elif isinstance(answer, ScoreAnswer):
+        value, sure = round(answer.score, 2), round(answer.confidence * 100) >= floor
+    elif isinstance(answer, ChoiceAnswer):
+        value, sure = None, round(answer.confidence * 100) >= floor
+    else:
+        return "confidence"  # missing or raw: the gate cannot read it
+    for rule in rules:
+        if rule.is_ is not None:
+            if not isinstance(answer, ChoiceAnswer):
+                return "confidence"
+            if answer.choice == rule.is_:
+                return "direction"
+        elif value is None or (rule.below is None and rule.at_least is None):
+            return "confidence"
+        elif (rule.below is not None and value < round(rule.below, 2)) or (
+            rule.at_least is not None and value >= round(rule.at_least, 2)
+        ):
+            return "direction"
+    return "" if sure else "confidence"
+
+
 def decided_answers(run: str) -> list[tuple[str, Mapping[str, Answer]]]:
     """The id and parsed answers of each decided record of ``run``, in file order: what a
     gate reads."""
@@ -223,7 +269,7 @@ def sweep(
             for outcome in sorted(groups):
                 records = groups[outcome]
                 let_through = held = escalated = agreed = 0
-                counts = {k: [0, 0, 0] for k in by_question}
+                counts = {k: [0, 0, 0, 0, 0, 0] for k in by_question}
                 for answers in records:
                     result = p.decide(answers, questions)
                     if result.action == policy.default and not result.escalated:
@@ -241,6 +287,14 @@ def sweep(
                             counts[k][1] += 1
                         if hits == [k]:
                             counts[k][2] += 1
+                    published = {k: _published(r, answers.get(k), floor)
+                                 for k, r in by_question.items()}  # fmt: skip
+                    hits = [k for k, how in published.items() if how]
+                    for k, how in published.items():
+                        if how:
+                            counts[k][3 if how == "direction" else 4] += 1
+                        if hits == [k]:
+                            counts[k][5] += 1
                 rows.append(
                     FloorRow(
                         floor / 100,

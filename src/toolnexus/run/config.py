@@ -160,6 +160,12 @@ class RunConfig:
             floors = read_gate_floors(os.fspath(thresholds))
             fields.update(thresholds=top, question_thresholds=per_key, gate_floors=floors)
         (file_model, questions), gates = load_question_file(path)
+        if isinstance(thresholds, str | os.PathLike):
+            from ..questionfile.thresholds import check_fitted_on
+
+            # issue 42 item 3: a cut-point for a question the file lacks is refused; the
+            # warnings (another question set, changed wording) are the CLI's to print
+            check_fitted_on(os.fspath(thresholds), questions, os.fspath(path))
         classifier = dict(fields.pop("classifier", None) or {})
         model = resolve_model(classifier.get("model"), file_model, default=None)
         if model is not None:

@@ -179,6 +179,32 @@ def _check_output(cfg: RunConfig) -> None:
             )
 
 
+def _check_cut_points(cfg: RunConfig) -> None:
+    """A script's ``thresholds`` and ``question_thresholds`` as ``--thresholds`` reads them
+    (issue 42 items 3 and 4): each pair no above yes, and a question's own cut-points only for
+    a question of the set (once it is known)."""
+    from collections.abc import Mapping
+
+    from ..validation import merged_thresholds, swapped_cut_points
+
+    pairs = [("thresholds", cfg.thresholds)]
+    for key, cuts in cfg.question_thresholds.items():
+        where = f"question_thresholds[{key!r}]"
+        if not isinstance(cuts, Mapping):
+            raise RunError(f"{where}: expected a mapping of yes, no, min_confidence")
+        if cfg.questions and key not in cfg.questions:
+            source = cfg.questions_path or "the question set"
+            raise RunError(
+                f"{where}: {key!r} is not a question of {source} (its questions: "
+                f"{', '.join(cfg.questions)})"
+            )
+        pairs.append((where, {**cfg.thresholds, **cuts}))
+    for where, cuts in pairs:
+        swapped = swapped_cut_points(merged_thresholds(cuts))  # names and ranges checked too
+        if swapped is not None:
+            raise RunError(f"{where}: {swapped}")
+
+
 def check_config(cfg: RunConfig) -> None:
     """Every option checked before anything is read or written; one line for the first wrong."""
     from ..batch import MAX_CONCURRENCY, MIN_CONCURRENCY
@@ -210,6 +236,7 @@ def check_config(cfg: RunConfig) -> None:
             f"{say('retry_errors')}: {say('output', cfg.output)} holds no records, so no error "
             f"to re-run; drop {say('retry_errors')} to send the states (or add {say('resume')})"
         )
+    _check_cut_points(cfg)
     if cfg.inputs.count("-") > 1:
         raise RunError("stdin (-) can be given only once")
     if "-" in cfg.inputs and sys.stdin is None:  # fd 0 closed

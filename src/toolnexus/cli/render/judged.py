@@ -73,14 +73,21 @@ def paired_table(paired: Mapping[str, PairedCount]) -> Any:
 
 def sweep_table(sweep: GateSweep) -> Any:
     """One row per floor and outcome; per rule question, caught by direction / by confidence /
-    alone."""
+    alone, today's way and then the published partition's (issue 42 item 8)."""
     keys = list(sweep.rows[0].questions) if sweep.rows else []
     heads = ("floor", "outcome", "n", "let through", "held")
     table = _table(
-        *heads, *(f"{k} dir/conf/alone" for k in keys), right=("n", "let through", "held")
+        *heads,
+        *(f"{k} dir/conf/alone" for k in keys),
+        *(f"{k} published dir/conf/alone" for k in keys),
+        right=("n", "let through", "held"),
     )
     for r in sweep.rows:
         cells = [f"{c.direction}/{c.confidence}/{c.alone}" for c in r.questions.values()]
+        cells += [
+            f"{c.published_direction}/{c.published_confidence}/{c.published_alone}"
+            for c in r.questions.values()
+        ]
         table.add_row(
             f"{r.floor:.2f}", r.outcome, str(r.n), str(r.let_through), str(r.held), *cells
         )

@@ -259,7 +259,8 @@ def print_report(report: Report, console: Any, *, plain: bool) -> None:
         for name, sweep in (report.sweeps or {}).items():
             heading(
                 f"sweep of gate {name} ({sweep.cut_points}; let through: {sweep.default}; per "
-                "question: caught by direction/by confidence/alone)"
+                "question: caught by direction/by confidence/alone, today's and then the published "
+                "partition's)"
             )
             console.print(sweep_table(sweep))
             if sweep.aurc is not None:
