@@ -283,3 +283,32 @@ def test_a_question_file_holding_no_gates_is_one_line_exit_2(tmp_path: Path, tai
     ran = run_cli("report", str(run), "--labels", str(labels), "--gates", str(plain))
     assert ran.code == 2
     assert error_line(ran.stderr) == f"{plain}: no gates: to sweep (add a gates: section)"
+
+
+# --- issue 43 item 10: "Sweep and report tables cut at 80 columns (`0…`, `per…`): wrap or stack,
+# never truncate a number or an outcome name, so a pipe or a narrow terminal stays readable" ----
+
+
+@pytest.mark.parametrize("columns", [40, 60, 80])
+def test_every_number_and_name_of_the_sweep_and_report_appears_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    run, labels, gates, _ = _build(tmp_path, n=30)
+    args = ("report", str(run), "--labels", str(labels), "--gates", str(gates))
+    data = json.loads(run_cli(*args, "--floors", "0.5,0.9", "--format", "json").out)
+    monkeypatch.setenv("COLUMNS", str(columns))
+    ran = run_cli(*args, "--floors", "0.5,0.9", "--format", "table")
+    assert ran.code == 0, ran.stderr
+    lines = ran.out.splitlines()
+    assert "…" not in ran.out
+    assert max(len(line) for line in lines) <= columns
+    words = {word.rstrip(":,") for line in lines for word in line.split()}
+    expected = {"merge", *FAVOURABLE}
+    for row in data["sweeps"]["merge"]["rows"]:
+        expected |= {f"{row['floor']:.2f}", row["outcome"]}
+        expected |= {str(row[k]) for k in ("n", "let_through", "held")}
+        expected |= {f"{c['direction']}/{c['confidence']}/{c['alone']}"
+                     for c in row["questions"].values()}  # fmt: skip
+    for key, q in data["questions"].items():
+        expected |= {key, str(q["n"])}
+    assert expected - words == set()
