@@ -100,7 +100,11 @@ def _misspelled_top(data: Mapping[Any, Any]) -> list[tuple[str, str]]:
             out.append((key, low))
             continue
         for meant in _TOP_FIELDS:
-            if edit_distance(low, meant) > TYPO_DISTANCE:
+            # lengths apart by more than the distance cannot be within it (a long key is cheap)
+            if (
+                abs(len(low) - len(meant)) > TYPO_DISTANCE
+                or edit_distance(low, meant) > TYPO_DISTANCE
+            ):
                 continue
             if meant == "gates" and not (
                 isinstance(value, dict)
