@@ -38,7 +38,10 @@ def test_a_misspelled_top_level_key_is_checked_and_named(
     path.write_text(text, encoding="utf-8")
     ran = run_cli("check-criteria", str(path))
     assert ran.code == 1
-    assert f"TN020 unknown top-level key {key!r}: did you mean {meant!r}?" in ran.out
+    assert ran.out == (
+        f"{path}:1:1: TN020 not a question set: unknown top-level key {key!r}; did you mean "
+        f"{meant!r}?\n"
+    )
     assert "skipped" not in ran.stderr
 
 
@@ -57,6 +60,20 @@ def test_a_named_file_that_is_not_a_set_is_skipped_with_one_line(tmp_path: Path,
     ran = run_cli("check-criteria", str(path))
     assert (ran.code, ran.out) == (0, "")
     assert ran.stderr == f"{path}: skipped, not a question set (--strict checks it)\n"
+
+
+def test_eval_names_the_key_meant(tmp_path: Path) -> None:
+    """The loader is one: ``eval`` refuses the typo with the same line the hook shows."""
+    from toolnexus.questionfile import QuestionFileError, load_question_set
+
+    path = tmp_path / "typo.yaml"
+    path.write_text("question:\n" + QUESTION, encoding="utf-8")
+    with pytest.raises(QuestionFileError) as caught:
+        load_question_set(path)
+    assert str(caught.value) == (
+        f"{path}:1:1: not a question set: unknown top-level key 'question'; did you mean "
+        "'questions'?"
+    )
 
 
 def test_a_file_found_under_a_directory_is_skipped_quietly(tmp_path: Path) -> None:

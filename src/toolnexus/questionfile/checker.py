@@ -170,10 +170,9 @@ class Checker:
                 self.add(
                     self.doc.key_at((key,)),
                     "TN020",
-                    f"unknown top-level key {key!r}: did you mean {meant!r}? (a question set "
-                    "needs a top-level 'questions' mapping)",
+                    f"not a question set: unknown top-level key {key!r}; did you mean {meant!r}?",
                 )
-            if declared:
+            if declared and not near:  # the typo's line says it (and eval shows it first)
                 got = "" if isinstance(data, dict) else f", got {_kind(data)}"
                 self.add(
                     self.doc.at(()),
