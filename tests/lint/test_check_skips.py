@@ -52,6 +52,8 @@ def test_a_misspelled_top_level_key_is_checked_and_named(
         pytest.param("mode: fast\nnotes: [a]\ngames: 3\n", id="five-letter-neighbours"),
         pytest.param("model: resnet50\nnames: [cat]\n", id="a-model-key-that-is-no-jev-model"),
         pytest.param("hello\n", id="a-string"),
+        pytest.param("question: What is a refund?\nanswer: Money back.\n", id="an-faq-entry"),
+        pytest.param("gate: B12\nterminal: 2\n", id="a-gate-that-is-no-gates-section"),
     ],
 )
 def test_a_named_file_that_is_not_a_set_is_skipped_with_one_line(tmp_path: Path, text: str) -> None:

@@ -89,16 +89,14 @@ def _misspelled_top(data: Mapping[Any, Any]) -> list[tuple[str, str]]:
     """``(key, meant)`` for each top-level key of a file without ``questions`` that reads as a
     typo of ``questions``, ``gates`` or ``model`` (at most :data:`TYPO_DISTANCE` edits). Five
     letters are close to many words (``mode``, ``notes``, ``games``), and the pre-commit hook
-    names every staged YAML file: a near ``gates``/``model`` counts only when its value has
-    that section's shape (a mapping of gates with ``rules``; a ``jev-`` model name)."""
+    names every staged YAML file: a near key counts only when its value has that section's
+    shape (a mapping of questions, each a mapping; a mapping of gates with ``rules``; a ``jev-``
+    model name)."""
     out: list[tuple[str, str]] = []
     for key, value in data.items():
         if not isinstance(key, str) or key in _TOP_FIELDS:
             continue
         low = key.strip().lower()
-        if low in _TOP_FIELDS:  # `Questions:`, `questions :`: the same word, misspelled
-            out.append((key, low))
-            continue
         for meant in _TOP_FIELDS:
             # lengths apart by more than the distance cannot be within it (a long key is cheap)
             if (
@@ -106,6 +104,12 @@ def _misspelled_top(data: Mapping[Any, Any]) -> list[tuple[str, str]]:
                 or edit_distance(low, meant) > TYPO_DISTANCE
             ):
                 continue
+            if meant == "questions" and not (
+                isinstance(value, dict)
+                and value
+                and all(isinstance(q, dict) for q in value.values())
+            ):
+                continue  # `question: What is X?` in an FAQ file is no question set
             if meant == "gates" and not (
                 isinstance(value, dict)
                 and value
