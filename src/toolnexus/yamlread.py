@@ -35,6 +35,7 @@ NodePath: TypeAlias = tuple[str | int, ...]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _NUMBER_TAGS = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"})
+_COLLECTION_TAGS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
 # The plain scalars that mean the same boolean or number in YAML 1.2's core schema and in JSON.
 _YAML12_FORM = re.compile(
     r"true|false|True|False|TRUE|FALSE|[-+]?(0|[1-9][0-9]*)"
@@ -172,6 +173,11 @@ class _Walker:
             if not node.style:  # plain: None from PyYAML, "" from libyaml
                 self.out.plain_ends[path] = (node.end_mark.line + 1, node.end_mark.column + 1)
             return self.scalar(node)
+        if node.tag not in _COLLECTION_TAGS:
+            # A tag on a mapping or sequence (``!!python/object:os.system {}``) names a
+            # constructor the safe loader never runs: as a scalar's unknown tag, an error,
+            # never a silent plain mapping (issue 43 item 5).
+            self.problem(node, "TN020", f"unknown YAML tag {node.tag}: not a JSON value")
         if isinstance(node, SequenceNode):
             return [self.walk(child, (*path, i), inner) for i, child in enumerate(node.value)]
         if isinstance(node, MappingNode):

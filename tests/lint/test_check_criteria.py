@@ -262,7 +262,10 @@ def test_pre_commit_hook_for_real(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"bad.yaml:{BAD_LINE}" in done.stdout
     assert "good.yaml" not in done.stdout.split("toolnexus check-criteria")[-1]
-    assert "workflow.yaml" not in done.stdout.split("toolnexus check-criteria")[-1]
+    # Issue 43 item 5: a named file that is not a question set is skipped, never silently.
+    hook = done.stdout.split("toolnexus check-criteria")[-1]
+    assert "workflow.yaml: skipped, not a question set (--strict checks it)" in hook
+    assert "workflow.yaml:1" not in hook
 
 
 # --- issue 17 item 16: ids and labels that a CSV or a terminal shows wrongly ---------------

@@ -56,6 +56,12 @@ CORPUS = [
     pytest.param("Did it ship after Monday?", "TN061", id="date-weekday"),
     pytest.param("Did the customer write after the delivery arrived?", None, id="date-near-1"),
     pytest.param("Is the message written in the past tense?", None, id="date-near-2"),
+    # Issue 43 item 6: "a date comparison phrased 'after the promised delivery date'".
+    pytest.param("Was it delivered after the promised delivery date?", "TN061", id="date-named"),
+    pytest.param("Did the refund come before the deadline?", "TN061", id="date-deadline"),
+    pytest.param("Was the candidate hired after the interview?", None, id="date-near-candidate"),
+    pytest.param("Does the message mention the delivery date?", None, id="date-near-no-compare"),
+    pytest.param("Was the update applied after the fix?", None, id="date-near-update"),
     # TN062 negation (info).
     pytest.param("Is the customer not happy?", "TN062", id="neg-not"),
     pytest.param("Isn't the customer happy?", "TN062", id="neg-isnt"),
@@ -66,7 +72,28 @@ CORPUS = [
     pytest.param("Is the content appropriate?", "TN063", id="vague-appropriate"),
     pytest.param("Is the command suspicious?", "TN063", id="vague-suspicious"),
     pytest.param("Is the content suitable for children under 13?", None, id="vague-near"),
-]
+    # TN065 indirection, a chain of lookups (info; issue 43 item 6).
+    pytest.param("Is the manager of the owner of the account in Berlin?", "TN065",
+                 id="indirect-of-chain"),
+    pytest.param("Is the author's manager's email given?", "TN065", id="indirect-possessives"),
+    pytest.param("Is the manager of the author's team named?", "TN065", id="indirect-mixed"),
+    pytest.param("Is the tone of the message rude?", None, id="indirect-near-one-of"),
+    pytest.param("Is the author's manager named?", None, id="indirect-near-one-possessive"),
+    pytest.param("Does the customer's message mention the price of the order?", None,
+                 id="indirect-near-two-phrases"),
+    # TN066 numeric representation (info; issue 43 item 6).
+    pytest.param("Is the colour #ff4500 in the logo?", "TN066", id="numeric-hex-colour"),
+    pytest.param("Is the attachment bigger than 2 MB?", "TN066", id="numeric-unit"),
+    pytest.param("Does the parcel weigh over 5 kg?", "TN066", id="numeric-unit-over"),
+    pytest.param("Is the amount over 1e3?", "TN066", id="numeric-exponent"),
+    pytest.param("Is the flag 0xFF set?", "TN066", id="numeric-hex-number"),
+    pytest.param("Does the ticket mention issue #123?", None, id="numeric-near-issue-number"),
+    pytest.param("Is the customer over 18?", None, id="numeric-near-no-unit"),
+    pytest.param("Is the item sold in 5 kg bags?", None, id="numeric-near-no-comparison"),
+    # The known false positive stays out of every rule (ecosystem.md).
+    pytest.param("How much does the picture look like a photograph?", None,
+                 id="photograph-is-not-arithmetic-nor-a-number"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("instructions", "code"), CORPUS)
@@ -75,7 +102,9 @@ def test_instruction_rules_fire_on_positives_and_stay_silent_on_near_misses(
 ) -> None:
     """Issue 34 item 1: generation requests (warning); counting and arithmetic, date comparison,
     negation, vague scope without criteria (info); item 3: near-misses stay silent."""
-    found = _codes(_noul(instructions)) & {"TN055", "TN060", "TN061", "TN062", "TN063"}
+    found = _codes(_noul(instructions)) & {
+        "TN055", "TN060", "TN061", "TN062", "TN063", "TN065", "TN066",
+    }  # fmt: skip
     assert found == ({code} if code else set())
 
 
@@ -175,6 +204,21 @@ def test_duplicate_questions_and_restated_keys() -> None:
         pytest.param(
             "the customer is not asking for a refund", "the customer asks for a refund", True,
             id="inverted",
+        ),
+        pytest.param(
+            "no refund is requested by the customer", "the customer asks for a refund", True,
+            id="inverted-in-other-words",
+        ),
+        pytest.param(
+            "no refund is requested by the customer", "", True, id="inverted-true-alone",
+        ),
+        pytest.param(
+            "the customer is just saying thanks, nothing more", "the customer asks for a refund",
+            True, id="swapped-false-says-the-question",
+        ),
+        pytest.param(
+            "no reply is needed from the customer", "the customer only says thanks", False,
+            id="near-other-negative",
         ),
         pytest.param("nothing is missing", "a part is missing", False, id="near-complete-kit"),
         pytest.param(
@@ -372,8 +416,9 @@ JEVKIT = [
                  "TN062", id="JEV004-negation"),
     pytest.param(_one("  n: {type: noul, instructions: Is the reply appropriate?}\n"),
                  "TN063", id="JEV005-vague-scope"),
-    pytest.param(_one("  n: {type: noul, instructions: Is the author's manager named?}\n"),
-                 None, id="JEV006-indirection-not-caught"),
+    pytest.param(_one("  n: {type: noul, instructions: Is the manager of the owner of the "
+                      "account named?}\n"),
+                 "TN065", id="JEV006-indirection"),
     pytest.param(_one("  n:\n    type: noul\n    instructions: Does the customer want a refund?\n"
                       "    criteria:\n      'true': the customer does not want a refund\n"
                       "      'false': the customer wants a refund\n"),
@@ -402,7 +447,7 @@ JEVKIT = [
     pytest.param(_one("  n: {type: noul, instructions: Is the parcel late?}\n"),
                  None, id="JEV016-state-noise-not-caught"),
     pytest.param(_one("  n: {type: noul, instructions: Is the amount over 1e3?}\n"),
-                 None, id="JEV017-numeric-representation-not-caught"),
+                 "TN066", id="JEV017-numeric-representation"),
     pytest.param(_one("  a: {type: noul, instructions: Is it late?}\n"
                       "  b: {type: noul, instructions: Is it late?}\n"),
                  "TN052", id="JEV018-duplicates"),

@@ -342,3 +342,71 @@ def test_gate_aurc_is_the_mean_risk_under_the_curve(
     curve.append(RiskPoint(0.99, 0, 0.0, None))  # a floor that decided nothing: left out
     got = gate_aurc(curve)
     assert got == (None if want is None else pytest.approx(want))
+
+
+# --- issue 43 item 11: "report --gates on a question file holding no gates, or a gate the labels
+# have no column for, says nothing: one line naming what is missing" ---------------------------
+
+
+def test_a_gate_the_labels_have_no_column_for_is_one_warning_naming_it(tmp_path: Path) -> None:
+    run, labels, _, _ = _build(tmp_path, n=5)
+    other = tmp_path / "other.yaml"
+    other.write_text(
+        QUESTIONS_YAML
+        + "gates:\n  other:\n    rules: [{question: addresses_task, below: 0.5, action: hold}]\n"
+        + "    default: permit\n",
+        "utf-8",
+    )
+    ran = run_cli(
+        "report", str(run), "--labels", str(labels), "--gates", str(other), "--format", "json"
+    )
+    assert ran.code == 0, ran.stderr
+    said = [line for line in ran.stderr.splitlines() if "'other'" in line]
+    assert said == [
+        f"toolnexus: warning: {labels}: no column for --gates gate 'other' (its columns: "
+        "'merge'): not swept; add a column of the outcome each record should get, named after "
+        "the gate, or drop --labels to sweep all records"
+    ]
+    assert json.loads(ran.out)["sweeps"] == {}
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [pytest.param("", id="no-gates-section"), pytest.param("gates: {}\n", id="empty-gates")],
+)
+def test_a_question_file_holding_no_gates_is_one_line_exit_2(tmp_path: Path, tail: str) -> None:
+    run, labels, _, _ = _build(tmp_path, n=5)
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(QUESTIONS_YAML + tail, "utf-8")
+    ran = run_cli("report", str(run), "--labels", str(labels), "--gates", str(plain))
+    assert ran.code == 2
+    assert error_line(ran.stderr) == f"{plain}: no gates: to sweep (add a gates: section)"
+
+
+# --- issue 43 item 10: "Sweep and report tables cut at 80 columns (`0…`, `per…`): wrap or stack,
+# never truncate a number or an outcome name, so a pipe or a narrow terminal stays readable" ----
+
+
+@pytest.mark.parametrize("columns", [40, 60, 80])
+def test_every_number_and_name_of_the_sweep_and_report_appears_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    run, labels, gates, _ = _build(tmp_path, n=30)
+    args = ("report", str(run), "--labels", str(labels), "--gates", str(gates))
+    data = json.loads(run_cli(*args, "--floors", "0.5,0.9", "--format", "json").out)
+    monkeypatch.setenv("COLUMNS", str(columns))
+    ran = run_cli(*args, "--floors", "0.5,0.9", "--format", "table")
+    assert ran.code == 0, ran.stderr
+    lines = ran.out.splitlines()
+    assert "…" not in ran.out
+    assert max(len(line) for line in lines) <= columns
+    words = {word.rstrip(":,") for line in lines for word in line.split()}
+    expected = {"merge", *FAVOURABLE}
+    for row in data["sweeps"]["merge"]["rows"]:
+        expected |= {f"{row['floor']:.2f}", row["outcome"]}
+        expected |= {str(row[k]) for k in ("n", "let_through", "held")}
+        expected |= {f"{c['direction']}/{c['confidence']}/{c['alone']}"
+                     for c in row["questions"].values()}  # fmt: skip
+    for key, q in data["questions"].items():
+        expected |= {key, str(q["n"])}
+    assert expected - words == set()

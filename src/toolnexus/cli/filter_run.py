@@ -34,6 +34,7 @@ from .errors import (
     EXIT_CONDITION,
     EXIT_FOR_CODE,
     EXIT_FOR_STOP,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_STOPPED,
     EXIT_USAGE,
@@ -135,6 +136,16 @@ class _Run:
         self.read_error: OSError | None = None
         self.slots = threading.Semaphore(READ_AHEAD)
         self.ended = False
+        #: the lines handed to the classifier and not yet written (or dropped), by sequence
+        #: number, in order, and those of them already answered (an interrupt says how many,
+        #: issue 43 item 9)
+        self.unwritten: dict[int, Line] = {}
+        self.answered: set[int] = set()
+        self.attempts = _Attempts()
+        #: ``(lines, answered, requests in flight)`` when the run was interrupted
+        self.interrupted: tuple[int, int, int] | None = None
+        #: the lines over the wire's token limits (``BatchOptions.on_over_limit``)
+        self.over_limit = 0
 
     def _reader(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Line | None]) -> None:
         """The reader thread: each line onto ``queue``, then None, at most :data:`READ_AHEAD`
@@ -168,14 +179,36 @@ class _Run:
             if not self.key_checked:
                 check_key(self.backend.settings)  # before the first request, as batch
                 self.key_checked = True
+            self.unwritten[seq] = line
             yield (seq, line), line.state
         if self.read_error is not None:
             e = self.read_error
             raise CliError(f"{e.filename or 'stdin'}: cannot read: {e.strerror or e}")
 
     async def _emit(self, seq: int, written: bytes | None) -> None:
+        if seq in self.unwritten:
+            self.answered.add(seq)
         for ready in await self.reorder.done(seq, written):
             self._write(ready)
+        released = self.reorder.released
+        while self.unwritten and (first := next(iter(self.unwritten))) < released:
+            del self.unwritten[first]
+            self.answered.discard(first)
+
+    def _over_limit(self, state: Any, phrase: str) -> None:
+        """``BatchOptions.on_over_limit``: the library's check (``eval`` and ``batch`` warn
+        from it too) found a line whose request passes the wire's token limits; the first is
+        named, the rest counted (issue 43 item 9)."""
+        self.over_limit += 1
+        if self.over_limit > 1:
+            return
+        where = next((ln.where for ln in self.unwritten.values() if ln.state is state), "a line")
+        sys.stderr.write(
+            f"toolnexus: warning: {where} will pass the wire's token limits ({phrase}); the "
+            "server will refuse it: shorten the line or the instructions (filter --dry-run "
+            "shows the largest request)\n"
+        )
+        sys.stderr.flush()
 
     def _write(self, written: bytes | None) -> None:
         if written is None:
@@ -247,6 +280,7 @@ class _Run:
             admission=self.admission,
             flush=FLUSH_DELAY,
             surface="filter",
+            on_over_limit=self._over_limit,
         )
         classifier = self.backend.classifier
         stream = classifier.evaluate_stream(self._feed(), self.questions, options=options)
@@ -254,6 +288,9 @@ class _Run:
             try:
                 async for (seq, line), result in stream:
                     await self._emit(seq, self._outcome(line, result, None))
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                self.note_interrupt()  # before the requests in flight are cancelled
+                raise
             except RunStopped as stop:
                 self.counts.stopped = stop
                 for ready in self.reorder.flush():
@@ -261,6 +298,77 @@ class _Run:
             finally:
                 self.ended = True
                 self.slots.release()  # a reader waiting for room sees the end
+
+    def note_interrupt(self) -> None:
+        """Keep what an interrupt leaves unwritten, once: the lines sent, those of them
+        answered (held for input order), and the requests still in flight."""
+        if self.interrupted is None:
+            flying = self.attempts.open + self.attempts.cut
+            self.interrupted = (len(self.unwritten), len(self.answered), flying)
+
+    def interrupt_line(self) -> str:
+        """The one line an interrupt ends with: what was sent, and paid or maybe paid, but not
+        written (issue 43 item 9: "in-flight lines are dropped with only 'interrupted'")."""
+        self.note_interrupt()
+        assert self.interrupted is not None
+        lines, answered, flying = self.interrupted
+        if not lines and not flying:
+            return "toolnexus: interrupted\n"
+        parts = []
+        if flying:
+            parts.append(
+                f"{flying} {_plural(flying, 'request')} still in flight (the server may bill "
+                f"{'it' if flying == 1 else 'them'})"
+            )
+        if answered:
+            parts.append(
+                f"{answered} {_plural(answered, 'line')} answered (billed) and held for input order"
+            )
+        return (
+            f"toolnexus: interrupted: {lines} {_plural(lines, 'line')} sent and not written"
+            + (f": {'; '.join(parts)}" if parts else "")
+            + "\n"
+        )
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
+
+
+class _Attempts:
+    """An attempt observer (``transport.observe``) that counts the HTTP requests on the wire:
+    ``open``, started and not ended; ``cut``, ended with no answer and no failure (a
+    cancellation: an interrupt may cancel them before the run hears of it)."""
+
+    def __init__(self) -> None:
+        self.open = 0
+        self.cut = 0
+
+    def attempt(self, resend_count: int) -> _Attempt:
+        self.open += 1
+        return _Attempt(self)
+
+    def waited(self, seconds: float, resend_count: int) -> None:
+        pass
+
+
+class _Attempt:
+    """One attempt of :class:`_Attempts`."""
+
+    def __init__(self, attempts: _Attempts) -> None:
+        self.attempts = attempts
+        self.heard = False
+
+    def response(self, status: int, request_id: str | None) -> None:
+        self.heard = True
+
+    def failed(self, kind: str) -> None:
+        self.heard = True
+
+    def end(self) -> None:
+        self.attempts.open -= 1
+        if not self.heard:
+            self.attempts.cut += 1
 
 
 def _jsonl(obj: Any) -> bytes:
@@ -296,13 +404,24 @@ def run_filter(cfg: FilterConfig, questions_path: Path, settings: BackendSetting
             cfg, backend, questions, conditions, lines, sys.stdout.buffer,
             () if budget is None else (budget,), gates,
         )  # fmt: skip
-        with _counting_resends(budget):
-            asyncio.run(run.run())
+        from ..transport.observe import observing
+
+        try:
+            with _counting_resends(budget), observing(run.attempts):
+                asyncio.run(run.run())
+        except KeyboardInterrupt:
+            sys.stderr.write(run.interrupt_line())
+            return EXIT_INTERRUPTED
     finally:
         for name, stream in streams:
             if name != "stdin":
                 stream.close()
     counts = run.counts
+    if run.over_limit > 1:
+        sys.stderr.write(
+            f"toolnexus: {run.over_limit} lines were over the wire's token limits (the first "
+            "is named above)\n"
+        )
     if counts.stopped is not None:
         sys.stderr.write(f"toolnexus: {one_line(counts.stopped.message)}\n")
     if cfg.count:

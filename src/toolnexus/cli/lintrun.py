@@ -157,13 +157,21 @@ def fails(finding: Finding) -> bool:
 
 
 def check_file(
-    path: str | Path, controls: Controls, state: tuple[str, Any] | None = None
+    path: str | Path,
+    controls: Controls,
+    state: tuple[str, Any] | None = None,
+    *,
+    skipped: list[str] | None = None,
 ) -> list[Finding]:
     """Every finding of one file after suppressions (before the controls, which the caller
-    applies, so a suppression is judged against every rule)."""
+    applies, so a suppression is judged against every rule). A file that is not a question set
+    (and not checked as one) is appended to ``skipped``, when given."""
     from .questionfile import lint_file
 
-    return _check(lint_file(path, strict=controls.strict), state)
+    lint = lint_file(path, strict=controls.strict)
+    if skipped is not None and not lint.question_set:
+        skipped.append(lint.path)
+    return _check(lint, state)
 
 
 def check_text(

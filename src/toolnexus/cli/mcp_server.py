@@ -164,7 +164,9 @@ class McpApp:
         text = arguments.get("yaml")
         if not isinstance(text, str):
             return None, "'yaml' must be the text of a question-set file", True
-        controls = Controls()
+        # Issue 43 item 5: what a client sends is meant as a question file, so it is always
+        # checked as one (strict): "hello" or a tagged object gets findings, never "no findings".
+        controls = Controls(strict=True)
         found = [f for f in check_text(text, "<yaml>", controls) if shown(f, controls)]
         findings = [
             {

@@ -14,6 +14,7 @@ and compares exit code, stdout and stderr.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,19 +31,20 @@ _YAML_SUFFIXES = (".yaml", ".yml")
 _LINT_FORMATS = ("text", "json", "sarif")  # render.formats.LintFormat (a test checks)
 
 
-def _expand(paths: Iterable[Path]) -> list[Path]:
-    """Files as given; a directory stands for every *.yaml / *.yml file under it, sorted. A
-    file named twice (``questions questions/a.yaml``) is checked once. A *.yaml link under a
-    directory that leads nowhere (a loop, a missing target) is kept, so its reading says so,
-    instead of the directory passing without it."""
-    out: dict[str, Path] = {}  # by absolute name (links are not followed: two names, two files)
+def _expand(paths: Iterable[Path]) -> list[tuple[Path, bool]]:
+    """Files as given, each with True (named by the caller); a directory stands for every
+    *.yaml / *.yml file under it, sorted (False: found, not named). A file named twice
+    (``questions questions/a.yaml``) is checked once, named if it was named once. A *.yaml
+    link under a directory that leads nowhere (a loop, a missing target) is kept, so its
+    reading says so, instead of the directory passing without it."""
+    out: dict[str, tuple[Path, bool]] = {}  # by absolute name (links are not followed)
     for path in paths:
         if path.is_dir():
             for p in sorted(path.rglob("*")):
                 if p.suffix in _YAML_SUFFIXES and (p.is_file() or _dangling(p)):
-                    out.setdefault(os.path.abspath(p), p)
+                    out.setdefault(os.path.abspath(p), (p, False))
         else:
-            out.setdefault(os.path.abspath(path), path)
+            out[os.path.abspath(path)] = (out.get(os.path.abspath(path), (path, True))[0], True)
     return list(out.values())
 
 
@@ -78,12 +80,23 @@ def check_criteria(
     sample = _sample_state(state, as_)
     findings: list[Finding] = [] if sample is None else list(sample[2])
     unreadable = False
-    for path in _expand(files):
+    for path, named in _expand(files):
+        skipped: list[str] = []
         try:
-            findings.extend(check_file(path, controls, None if sample is None else sample[:2]))
+            findings.extend(
+                check_file(path, controls, None if sample is None else sample[:2], skipped=skipped)
+            )
         except QuestionFileError as e:
             report(e)  # the boundary's one line: a file name's ESC or newline is shown, not sent
             unreadable = True
+        if named and skipped:
+            # Issue 43 item 5: the hook names every staged YAML file, so a named file that is
+            # not a question set is still skipped, but never silently.
+            from ..printable import printable
+
+            sys.stderr.write(
+                f"{printable(skipped[0])}: skipped, not a question set (--strict checks it)\n"
+            )
     kept = tuple(f for f in findings if shown(f, controls))
     render(LintResult(kept), fmt)
     if unreadable:

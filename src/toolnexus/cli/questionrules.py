@@ -21,6 +21,7 @@ from .questionwords import (
     FILLER,
     GENERATION_GATE,
     IDENTIFIER,
+    INDIRECTION_GATE,
     INSTRUCTION_GATE,
     LOCAL_ALIASES,
     NEGATION_GATE,
@@ -28,6 +29,7 @@ from .questionwords import (
     NO_MATCH_IDS,
     NO_MATCH_TEXT,
     NO_MATCH_WORDS,
+    NUMERIC_GATE,
     STOP,
     TOKEN,
     VAGUE_GATE,
@@ -208,6 +210,21 @@ class _Rules:
                 self.add(at, "TN061", f"{where}compares dates or times")
             if NEGATION_GATE.search(text, low):
                 self.add(at, "TN062", f"{where}is a negated question")
+        # Issue 43 item 6: the vendor's indirection and numeric representation (info).
+        if INDIRECTION_GATE.may(text, low) and (m := INDIRECTION_GATE.pattern.search(text)):
+            self.add(
+                at,
+                "TN065",
+                f"{where}asks through a chain of lookups ({m.group(0)!r}): ask about the thing "
+                "itself, or resolve the chain upstream",
+            )
+        if NUMERIC_GATE.may(text, low) and (m := NUMERIC_GATE.pattern.search(text)):
+            self.add(
+                at,
+                "TN066",
+                f"{where}compares a number as written ({m.group(0)!r}): a state may write it "
+                "another way; convert it upstream if answers look wrong",
+            )
         # Whole-word: a run of word characters and hyphens is one token, so `pre-wants_refund`
         # and `wants_refunds` never name `wants_refund` (one pass, no pattern per key).
         # Every key in ``keys`` holds an underscore, a digit or a camelCase join
@@ -253,15 +270,47 @@ class _Rules:
             return
         if not isinstance(true, str) or not _negated(true) or _negated(text):
             return
-        said = {w for w in _words(true) if w not in STOP and w not in NEGATORS}
-        asked = {w for w in _words(text) if w not in STOP}
-        if len(said) >= 2 and len(said & asked) >= 0.6 * len(said):
+        # Stemmed past -s, -ing and -ed, a few verbs of asking as one: "no refund is requested
+        # by the customer" negates "is the customer asking for a refund?" in other words
+        # (issue 43 item 6). Or the sides are swapped outright: `false` says, unnegated, what
+        # the question asks.
+        said = _content(true)
+        asked = _content(text)
+        false = sides.get("false")
+        other = _content(false) if isinstance(false, str) and not _negated(false) else set()
+        if (len(said) >= 2 and len(said & asked) >= 0.6 * len(said)) or (
+            len(other) >= 2 and len(asked) >= 2 and len(other & asked) >= 0.6 * len(asked)
+        ):
             self.add(
                 self.doc.at((*cpath, "true")),
                 "TN054",
                 f"{where}criteria 'true' describes the negative of the question: true is what "
                 "a yes means; swap true and false, or rephrase the instructions",
             )
+
+
+#: Verbs a noul's question and its criteria use for one act (TN054 compares the two).
+_SAME_ACT = {"request": "ask", "want": "ask", "seek": "ask", "demand": "ask"}
+
+
+def _content(text: str) -> set[str]:
+    """The content words of ``text``, stemmed, for TN054: no stop word, no negator."""
+    out = set()
+    for w in _words(text):
+        if w not in STOP and w not in NEGATORS:
+            stem = _stem(w)
+            out.add(_SAME_ACT.get(stem, stem))
+    return out
+
+
+def _stem(word: str) -> str:
+    """``word`` without an ``-ing`` or ``-ed`` ending (``requesting``, ``requested`` ->
+    ``request``): TN054 compares what the question asks with what ``true`` says."""
+    if len(word) > 5 and word.endswith("ing"):
+        return word[:-3]
+    if len(word) > 4 and word.endswith("ed"):
+        return word[:-2]
+    return word
 
 
 def _bare(level: Any) -> bool:

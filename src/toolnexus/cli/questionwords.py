@@ -47,8 +47,44 @@ DATES = re.compile(
     r"\b(?:before|after|earlier than|later than|older than|newer than|since|until|prior to"
     r"|within|past|over)\s+(?:the\s+)?(?:last\s+|past\s+)?"
     + _WHEN
-    + r"|\b\d{4}-\d{2}-\d{2}\b|\b(?:expired|overdue|past due|out of date)\b|\bhow old\b"
+    # A named date after a determiner and up to three words: "after the promised delivery
+    # date" (issue 43 item 6); a whole word, so "the candidate" and "an update" are not one.
+    + r"|\b(?:before|after|earlier than|later than|since|until|prior to|past)\s+(?:the|its"
+    r"|their|his|her|our|your|a|an)\s+(?:[a-z'-]+\s+){0,3}?(?:date|deadline)\b"
+    r"|\b\d{4}-\d{2}-\d{2}\b|\b(?:expired|overdue|past due|out of date)\b|\bhow old\b"
     r"|\b\d+\s+days?\s+(?:ago|old)\b",
+    _I,
+)
+_DET = r"(?:the|a|an|its|their|his|her|this|that|our|your|my)"
+_NOUN = r"[a-z][a-z-]*"
+#: A chain of two lookups or more (issue 43 item 6): "the manager of the owner of the account",
+#: "the author's manager's email", "the manager of the author's team". One link ("the tone of
+#: the message", "the author's manager") is an ordinary phrase.
+INDIRECTION = re.compile(
+    r"\b" + _DET + r"\s+" + _NOUN + r"\s+of\s+" + _DET + r"\s+" + _NOUN + r"\s+of\s+" + _DET
+    + r"\s+" + _NOUN
+    + r"|\b" + _NOUN + r"['’]s\s+(?:" + _NOUN + r"\s+)?" + _NOUN + r"['’]s\s+" + _NOUN
+    + r"|\b" + _DET + r"\s+" + _NOUN + r"\s+of\s+(?:" + _DET + r"\s+)?" + _NOUN + r"['’]s\s+"
+    + _NOUN,
+    _I,
+)  # fmt: skip
+_UNIT = (
+    r"(?:[kmgt]i?b|bytes?|kilobytes?|megabytes?|gigabytes?|terabytes?|mg|kg|g|grams?|kilograms?"
+    r"|lbs?|pounds?|oz|ounces?|mm|cm|km|m|metres?|meters?|kilometres?|kilometers?|miles?|ft"
+    r"|feet|inch(?:es)?|ml|l|litres?|liters?|gallons?|°\s?[cf]|degrees?|kwh|kw|w|watts?|mph"
+    r"|km/h|px|pixels?|ms|milliseconds?|seconds?|secs?|minutes?|mins?)"
+)
+_MORE_LESS = (
+    r"(?:(?:more|less|greater|larger|smaller|higher|lower|heavier|lighter|longer|shorter"
+    r"|bigger|faster|slower|hotter|colder|warmer|cooler)\s+than|over|under|above|below"
+    r"|exceeds?|exceeding|at least|at most|up to)"
+)
+#: How a number is written, compared in text (issue 43 item 6): a hex colour or hex number, a
+#: number with a unit after a comparison ("larger than 2 MB", "over 5 kg"), an exponent (1e3).
+NUMERIC = re.compile(
+    r"(?<![\w&#])#(?=[0-9a-f]*[a-f])(?:[0-9a-f]{6}|[0-9a-f]{3})\b|\b0x[0-9a-f]+\b"
+    r"|\b" + _MORE_LESS + r"\s+\d[\d,]*(?:\.\d+)?\s?" + _UNIT + r"(?![\w/])"
+    r"|\b\d+(?:\.\d+)?e[+-]?\d+\b",
     _I,
 )
 _AUX = r"(?:is|are|was|were|does|do|did|has|have|had|can|could|should|will|would)"
@@ -236,6 +272,8 @@ VAGUE_GATE = Gated(
      "significant", "serious", "good", "bad", "quality", "professional", "offensive",
      "harmful", "risky", "unsafe", "important", "properly", "excessive", "too ", "a lot"),
 )  # fmt: skip
+INDIRECTION_GATE = Gated(INDIRECTION, ("of", "'s"))
+NUMERIC_GATE = Gated(NUMERIC, ("#",), digits=True)
 #: The instruction rules' gates together: a text that fails it fails each of them.
 INSTRUCTION_GATE = Gated(
     re.compile(""),
@@ -253,6 +291,8 @@ GATES = {
     "DATES": DATES_GATE,
     "NEGATION": NEGATION_GATE,
     "VAGUE": VAGUE_GATE,
+    "INDIRECTION": INDIRECTION_GATE,
+    "NUMERIC": NUMERIC_GATE,
 }
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: A token for whole-word key matching: word characters and hyphens run together.

@@ -66,6 +66,63 @@ _QUESTION_FIELDS = ("type", "instructions", "criteria", "raw")
 _TOP_FIELDS = ("model", "questions", "gates")
 
 
+def edit_distance(a: str, b: str) -> int:
+    """The optimal-string-alignment distance: insertions, deletions, substitutions and swaps
+    of two neighbours (``qeustions``) each count one."""
+    rows = [list(range(len(b) + 1))]
+    for i, ca in enumerate(a, 1):
+        row = [i]
+        for j, cb in enumerate(b, 1):
+            row.append(min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + (ca != cb)))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                row[j] = min(row[j], rows[-2][j - 2] + 1)
+        rows.append(row)
+    return rows[-1][-1]
+
+
+#: How far a top-level key may be from a question set's own keys and still read as a typo of
+#: one (issue 43 item 5: ``question:`` is checked, not skipped).
+TYPO_DISTANCE = 2
+
+
+def _misspelled_top(data: Mapping[Any, Any]) -> list[tuple[str, str]]:
+    """``(key, meant)`` for each top-level key of a file without ``questions`` that reads as a
+    typo of ``questions``, ``gates`` or ``model`` (at most :data:`TYPO_DISTANCE` edits). Five
+    letters are close to many words (``mode``, ``notes``, ``games``), and the pre-commit hook
+    names every staged YAML file: a near key counts only when its value has that section's
+    shape (a mapping of questions, each a mapping; a mapping of gates with ``rules``; a ``jev-``
+    model name)."""
+    out: list[tuple[str, str]] = []
+    for key, value in data.items():
+        if not isinstance(key, str) or key in _TOP_FIELDS:
+            continue
+        low = key.strip().lower()
+        for meant in _TOP_FIELDS:
+            # lengths apart by more than the distance cannot be within it (a long key is cheap)
+            if (
+                abs(len(low) - len(meant)) > TYPO_DISTANCE
+                or edit_distance(low, meant) > TYPO_DISTANCE
+            ):
+                continue
+            if meant == "questions" and not (
+                isinstance(value, dict)
+                and value
+                and all(isinstance(q, dict) for q in value.values())
+            ):
+                continue  # `question: What is X?` in an FAQ file is no question set
+            if meant == "gates" and not (
+                isinstance(value, dict)
+                and value
+                and all(isinstance(g, dict) and "rules" in g for g in value.values())
+            ):
+                continue
+            if meant == "model" and not (isinstance(value, str) and value.startswith("jev-")):
+                continue
+            out.append((key, meant))
+            break
+    return out
+
+
 def _kind(value: Any) -> str:
     return json_kind(value, yaml=True)
 
@@ -112,14 +169,21 @@ class Checker:
         # Issue 31 item 4: a top-level `questions` key of ANY value makes a question set, so
         # `questions: []` or an emptied `questions:` fails the hook exactly as it fails `eval`.
         if not isinstance(data, dict) or "questions" not in data:
-            if declared:
+            near = _misspelled_top(data) if isinstance(data, dict) else []
+            for key, meant in near:
+                self.add(
+                    self.doc.key_at((key,)),
+                    "TN020",
+                    f"not a question set: unknown top-level key {key!r}; did you mean {meant!r}?",
+                )
+            if declared and not near:  # the typo's line says it (and eval shows it first)
                 got = "" if isinstance(data, dict) else f", got {_kind(data)}"
                 self.add(
                     self.doc.at(()),
                     "TN020",
                     f"not a question set: no top-level 'questions' mapping{got}",
                 )
-            return declared, None, {}
+            return declared or bool(near), None, {}
         raw_questions = data["questions"]
         if not isinstance(raw_questions, dict):
             where = self.doc.at(("questions",))

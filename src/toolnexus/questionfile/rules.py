@@ -182,6 +182,22 @@ _TABLE: tuple[tuple[Severity, bool, str, tuple[tuple[str, str, str, str], ...]],
          "Documented by peers (bare score levels); not measured independently: info only. "
          "`[low, medium, high]` or `[1, 2, 3]` leave each level undefined.",
          "Describe each level, or use {label, description}."),
+        ("TN065", "indirection: a chain of lookups (the manager of the owner of the account)",
+         "Documented by the vendor among jev-1.13's failure modes (indirection) and by a peer "
+         "linter (jevkit-lint JEV006); not confirmed by independent measurement: info only. "
+         "Two links or more (`the X of the Y of the Z`, `the Y's Z's`, `the X of the Y's Z`) "
+         "ask the model to resolve each one from the state before it can answer; one link is "
+         "an ordinary phrase and is not reported.",
+         "Ask about the thing itself, or resolve the chain upstream and put the result in the "
+         "state."),
+        ("TN066", "numeric representation: a hex colour, an exponent, or a number with a unit "
+         "compared in text",
+         "Documented by the vendor (math and numbers) and by a peer linter (jevkit-lint JEV017, "
+         "numeric representation); not confirmed by independent measurement: info only. "
+         "`#ff4500`, `0xff`, `1e3` or `larger than 2 MB` ask the model to read a number "
+         "written one way against a state that may write it another (`2048 KB`, `orange-red`).",
+         "Nothing needed; if answers look wrong, convert the number upstream and ask about the "
+         "result."),
     )),
 )  # fmt: skip
 

@@ -82,6 +82,7 @@ def build_report(
         warnings += labels.notes
         outcome_columns = [*(gates or ()), *(sweep_gates[0] if sweep_gates else ())]
         problem = _check_labels(labels, stats, id_field, warnings, outcome_columns)
+    sweeps = _sweeps(runs[-1], sweep_gates, labels, floors, warnings)
     return Report(
         records=first.records,
         labelled=first.labelled,
@@ -94,7 +95,7 @@ def build_report(
         labels_problem=problem,
         gates=gates,
         paired=paired,
-        sweeps=_sweeps(runs[-1], sweep_gates, labels, floors),
+        sweeps=sweeps,
         selective=(
             selective_reports(runs[0], labels, target_risk)
             if labels is not None and (selective or target_risk is not None)
@@ -146,13 +147,26 @@ def _sweeps(
     sweep_gates: tuple[Mapping[str, Policy], Mapping[str, Question]] | None,
     labels: Labels | None,
     floors: Sequence[int] | None,
+    warnings: list[str],
 ) -> dict[str, GateSweep] | None:
-    """``--gates FILE``: the file's gates swept over the judged run (issue 35 item 3)."""
+    """``--gates FILE``: the file's gates swept over the judged run (issue 35 item 3). Against
+    labels, a gate is swept by the outcome column named after it: a gate without one is said
+    in one warning, never left out silently (issue 43 item 11)."""
     if sweep_gates is None:
         return None
     from .sweep import DEFAULT_FLOORS, sweep
 
     policies, questions = sweep_gates
+    if labels is not None:
+        missing = [name for name in policies if labels.column(name) is None]
+        if missing:
+            have = ", ".join(repr(k) for k in labels.labelled_keys()) or "none"
+            names = ", ".join(repr(n) for n in missing)
+            warnings.append(
+                f"{labels.path}: no column for --gates {'gate' if len(missing) == 1 else 'gates'} "
+                f"{names} (its columns: {have}): not swept; add a column of the outcome each "
+                "record should get, named after the gate, or drop --labels to sweep all records"
+            )
     return sweep(run, policies, questions, labels, floors or DEFAULT_FLOORS)
 
 

@@ -235,6 +235,11 @@ class ReorderBuffer:
                 self._cond.notify_all()
             return ready
 
+    @property
+    def released(self) -> int:
+        """How many records have left, in order: every ``seq`` below this one."""
+        return self._next
+
     def flush(self) -> list[Any]:
         """Every record still held, in order: a stopped run leaves gaps (states never sent)
         that no record will fill."""

@@ -9,18 +9,15 @@ from typing import Any
 from ...report.judged import GateReport, PairedCount
 from ...report.selective import SelectiveReport
 from ...report.sweep import GateSweep
+from .cells import _table as _grid
 
 __all__ = ["gates_table", "outcomes_lines", "paired_table", "selective_table", "sweep_table"]
 
 
-def _table(*columns: str, right: tuple[str, ...] = ()) -> Any:
-    from rich import box
-    from rich.table import Table
-
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for c in columns:
-        table.add_column(c, justify="right" if c in right else "left", no_wrap=True)
-    return table
+def _table(*columns: str, right: tuple[str, ...] = (), keep: tuple[str, ...] = ()) -> Any:
+    """The report's :class:`~.grid.Grid`: on a narrow terminal its labels wrap and its numbers
+    and ``keep`` columns stay whole (issue 43 item 10: Rich alone cut ``1/12…``)."""
+    return _grid(*columns, right=right, keep=keep)
 
 
 def _share(value: float | None) -> str:
@@ -76,11 +73,13 @@ def sweep_table(sweep: GateSweep) -> Any:
     alone, today's way and then the published partition's (issue 42 item 8)."""
     keys = list(sweep.rows[0].questions) if sweep.rows else []
     heads = ("floor", "outcome", "n", "let through", "held")
+    columns = tuple(f"{k} dir/conf/alone" for k in keys)
+    columns += tuple(f"{k} published dir/conf/alone" for k in keys)
     table = _table(
         *heads,
-        *(f"{k} dir/conf/alone" for k in keys),
-        *(f"{k} published dir/conf/alone" for k in keys),
+        *columns,
         right=("n", "let through", "held"),
+        keep=("floor", "outcome", *columns),
     )
     for r in sweep.rows:
         cells = [f"{c.direction}/{c.confidence}/{c.alone}" for c in r.questions.values()]
