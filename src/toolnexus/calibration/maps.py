@@ -205,8 +205,11 @@ def dumps_calibration(cal: CalibrationFile) -> bytes:
 
 def save_calibration(path: str | Path, cal: CalibrationFile) -> str:
     """Write ``cal`` to ``path``; the sha256 of the bytes written."""
+    from ..records.outputs import whole_file
+
     data = dumps_calibration(cal)
-    Path(path).write_bytes(data)
+    with whole_file(path, "wb") as f:  # whole or not at all (issue 42 item 2)
+        f.write(data)
     return hashlib.sha256(data).hexdigest()
 
 
