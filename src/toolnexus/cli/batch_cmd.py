@@ -85,11 +85,13 @@ def batch_command(
 def _batch(cfg: Any, questions: Path, settings: BackendSettings) -> None:
     from dataclasses import replace
 
+    from ..run.budget import require_price
     from ..run.steps import check_case_gates, check_steps
     from .batch_budget import budget_for
     from .batch_dry import dry_run, price_of
 
     price = price_of(cfg.price)
+    require_price(cfg.run.caps, price)  # issue 42 item 7: --max-cost needs --price
     _check_files(cfg)
     check_steps(cfg.run)  # --review-out / --emit-cases: what they cannot do, before anything
     if cfg.emit_cases is not None:

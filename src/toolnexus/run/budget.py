@@ -28,10 +28,10 @@ if TYPE_CHECKING:
 __all__ = [
     "ResendCounter",
     "budget_of",
-    "cost_source_note",
     "passes",
     "recorded_spend",
     "refusal",
+    "require_price",
     "sized_budget",
 ]
 
@@ -48,9 +48,7 @@ def budget_of(cfg: RunConfig, note: Note | None = None) -> Budget | None:
     if not caps.any or any(isinstance(member, Budget) for member in cfg.admission):
         return None
     say = note if note is not None else (lambda message: None)
-    why = cost_source_note(caps, cfg.price, cfg.replay)
-    if why is not None:
-        say(why)
+    require_price(caps, cfg.price)
     from .dry import check_dry, estimate
     from .ids import question_set_sha256
 
@@ -92,14 +90,17 @@ def sized_budget(cfg: RunConfig, sha: str, estimate: DryRun, note: Note) -> Budg
     return Budget(caps, price, output_tokens=estimate.output_per_request, already=already)
 
 
-def cost_source_note(caps: Caps, price: Price | None, replay: object) -> str | None:
-    """What ``--max-cost`` counts when no ``--price`` is given (``batch``, ``filter``), or None."""
-    if caps.max_cost is not None and price is None and replay is None:
-        return (
-            "--max-cost counts the usage.cost the server reports; with no --price, a server "
-            "that reports none is charged nothing"
-        )
-    return None
+def require_price(caps: Caps, price: Price | None) -> None:
+    """``--max-cost`` without ``--price`` (or ``$TOOLNEXUS_PRICE``) refused before anything is
+    sent: the library's one check (``scheduler.budget.check_price``) as the run's
+    :class:`RunError`, exit 2 (``run_batch``, ``batch``, ``filter`` and ``mcp`` call it)."""
+    from ..errors import ConfigError
+    from ..scheduler.budget import check_price
+
+    try:
+        check_price(caps.max_cost, price)
+    except ConfigError as e:
+        raise RunError(e.detail) from None
 
 
 def refusal(caps: Caps, already: Spend, estimate: DryRun, price: Price | None) -> str | None:

@@ -208,17 +208,19 @@ _FRAMING = (b"", b"[", b"]", b",")
 
 def _not_a_record(record: Record | None, line: bytes, questions_sha256: str | None) -> str | None:
     """Why a line of an output to resume is not a record of this question set, or None. A line
-    batch never writes (no ``id``, a decision without ``answers``, a record without
-    ``questions_sha256``: a golden case written over the run) would otherwise be trusted as a
-    finished state and skipped (issue 42 item 1)."""
+    batch never writes (no ``id``, a decision without ``answers`` or ``questions_sha256``: a
+    golden case written over the run) would otherwise be trusted as a finished state and
+    skipped (issue 42 item 1)."""
     if record is None:
         if line.strip() in _FRAMING:
             return None
         return "not a record batch writes (no id); write to a new file, or remove that line"
+    if not isinstance(record, DecisionRecord):
+        return None  # an error record is never trusted as finished: it is sent again
     missing = []
     if questions_sha256 is not None and record.questions_sha256 is None:
         missing.append("questions_sha256")
-    if isinstance(record, DecisionRecord) and not record.answers:
+    if not record.answers:
         missing.append("answers")
     if missing:
         return (
