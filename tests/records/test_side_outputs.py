@@ -68,45 +68,48 @@ def _report_files(tmp_path: Path) -> dict[str, Path]:
     return files
 
 
-@pytest.mark.parametrize("how", LINKS)
 @pytest.mark.parametrize("source", REPORT_INPUTS)
 @pytest.mark.parametrize("flag", REPORT_OUTPUTS)
 def test_report_refuses_every_output_onto_every_input(
-    tmp_path: Path, flag: str, source: str, how: str
+    tmp_path: Path, flag: str, source: str
 ) -> None:
-    """An output may not be a file the command reads: refused in one line, exit 2, before
-    anything is read (the inputs here are not even runs: reading one would fail otherwise)."""
-    files = _report_files(tmp_path)
-    aimed = _aim(tmp_path, files[source], how)
-    ran = run_cli(
-        "report", str(files["run"]), "--labels", str(files["--labels"]),
-        "--gates", str(files["--gates"]), flag, str(aimed),
-    )  # fmt: skip
-    assert ran.code == 2
-    line = error_line(ran.stderr)
-    assert line.startswith(f"{flag} {aimed} is also ") and "would be overwritten" in line
-    for name, path in files.items():
-        assert path.read_text("utf-8") == f"the {name} a user cannot lose\n"
+    """An output may not be a file the command reads (the path itself, a symlink to it, a hard
+    link to it): refused in one line, exit 2, before anything is read (the inputs here are not
+    even runs: reading one would fail otherwise)."""
+    for how in LINKS:
+        folder = tmp_path / how.replace(" ", "-")
+        folder.mkdir()
+        files = _report_files(folder)
+        aimed = _aim(folder, files[source], how)
+        ran = run_cli(
+            "report", str(files["run"]), "--labels", str(files["--labels"]),
+            "--gates", str(files["--gates"]), flag, str(aimed),
+        )  # fmt: skip
+        assert ran.code == 2, how
+        line = error_line(ran.stderr)
+        assert line.startswith(f"{flag} {aimed} is also ") and "would be overwritten" in line
+        for name, path in files.items():
+            assert path.read_text("utf-8") == f"the {name} a user cannot lose\n"
 
 
-@pytest.mark.parametrize("how", ["same path", "symlink", "hard link"])
 @pytest.mark.parametrize(
     ("first", "second"),
     [pytest.param(a, b, id=f"{a}+{b}") for i, a in enumerate(REPORT_OUTPUTS)
      for b in REPORT_OUTPUTS[i + 1:]],
 )  # fmt: skip
-def test_report_refuses_two_outputs_on_one_file(
-    tmp_path: Path, first: str, second: str, how: str
-) -> None:
-    """ "... nor another output of the same command"."""
+def test_report_refuses_two_outputs_on_one_file(tmp_path: Path, first: str, second: str) -> None:
+    """'... nor another output of the same command' (by path, symlink or hard link)."""
     files = _report_files(tmp_path)
-    one = tmp_path / "out"
-    one.write_text("old\n", "utf-8")
-    two = _aim(tmp_path, one, how)
-    ran = run_cli("report", str(files["run"]), first, str(one), second, str(two))
-    assert ran.code == 2
-    assert "two outputs cannot share a file" in error_line(ran.stderr)
-    assert one.read_text("utf-8") == "old\n"
+    for how in LINKS:
+        folder = tmp_path / how.replace(" ", "-")
+        folder.mkdir()
+        one = folder / "out"
+        one.write_text("old\n", "utf-8")
+        two = _aim(folder, one, how)
+        ran = run_cli("report", str(files["run"]), first, str(one), second, str(two))
+        assert ran.code == 2, how
+        assert "two outputs cannot share a file" in error_line(ran.stderr)
+        assert one.read_text("utf-8") == "old\n"
 
 
 # -- batch -------------------------------------------------------------------------------------
@@ -130,6 +133,16 @@ def _batch_setup(tmp_path: Path) -> tuple[Path, Path, Path]:
     return qpath, rec, src
 
 
+def _refusal_setup(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The files of :func:`_batch_setup` for a run refused before anything is read: the
+    recordings directory stays empty."""
+    qpath, rec, src = tmp_path / "q.yaml", tmp_path / "rec", tmp_path / "in.jsonl"
+    qpath.write_text(QUESTIONS, "utf-8")
+    rec.mkdir()
+    src.write_text("".join(json.dumps({"id": s, "text": s}) + "\n" for s in STATES), "utf-8")
+    return qpath, rec, src
+
+
 def _batch(qpath: Path, src: Path, rec: Path, *more: str) -> tuple[str, ...]:
     return ("batch", str(qpath), str(src), "--id-field", "id", "--state-field", "text",
             "--replay", str(rec), *more)  # fmt: skip
@@ -139,15 +152,22 @@ BATCH_OUTPUTS = ["--output", "--review-out", "--emit-cases"]
 BATCH_INPUTS = ["the question file", "an input", "--thresholds", "--calibration"]
 
 
-@pytest.mark.parametrize("how", LINKS)
 @pytest.mark.parametrize("source", BATCH_INPUTS)
 @pytest.mark.parametrize("flag", BATCH_OUTPUTS)
 def test_batch_refuses_every_output_onto_every_input(
-    tmp_path: Path, flag: str, source: str, how: str
+    tmp_path: Path, flag: str, source: str
 ) -> None:
     """``batch -o`` onto an input was the one output refused; now every output is, by the
-    library's rule (``run.safety.check_files`` over ``records.outputs.check_outputs``)."""
-    qpath, rec, src = _batch_setup(tmp_path)
+    library's rule (``run.safety.check_files`` over ``records.outputs.check_outputs``), by
+    path, symlink or hard link."""
+    for how in LINKS:
+        folder = tmp_path / how.replace(" ", "-")
+        folder.mkdir()
+        _batch_refused(folder, flag, source, how)
+
+
+def _batch_refused(tmp_path: Path, flag: str, source: str, how: str) -> None:
+    qpath, rec, src = _refusal_setup(tmp_path)
     thresholds = tmp_path / "t.yaml"
     thresholds.write_text("yes: 0.8\nno: 0.2\n", "utf-8")
     calibration = tmp_path / "cal.json"
@@ -173,7 +193,7 @@ def test_batch_refuses_every_output_onto_every_input(
 )
 def test_batch_refuses_two_outputs_on_one_file(tmp_path: Path, flag: str, other: str) -> None:
     """``--emit-cases`` onto the ``-o`` run once made 60 records into 58 cases."""
-    qpath, rec, src = _batch_setup(tmp_path)
+    qpath, rec, src = _refusal_setup(tmp_path)
     run = tmp_path / "run.jsonl"
     shared = tmp_path / "shared"
     outputs = {"--output": run, other: shared, flag: _aim(tmp_path, shared, "symlink")}
@@ -379,3 +399,26 @@ def test_labels_matching_no_record_write_nothing_and_an_empty_queue_writes_its_h
     assert ran.code == 0
     assert f"{review}: 0 records to review" in ran.stderr
     assert review.read_text("utf-8").count("\n") == 1 and review.read_text("utf-8")[:3] == "id,"
+
+
+def test_batch_refuses_an_output_in_the_replay_directory_or_on_its_cache(tmp_path: Path) -> None:
+    """The recordings ``--replay`` reads and the cache file ``--cache`` fills are the run's
+    files too: an output inside the one or onto the other is refused."""
+    from toolnexus.cli.cache_cmd import CACHE_FILE
+
+    qpath, rec, src = _refusal_setup(tmp_path)
+    before = sorted(p.name for p in rec.iterdir())
+    ran = run_cli(*_batch(qpath, src, rec, "-o", str(rec / "run.jsonl")))
+    assert ran.code == 2
+    assert "is inside the input directory" in error_line(ran.stderr)
+    assert sorted(p.name for p in rec.iterdir()) == before
+    cache_dir = tmp_path / "cache"
+    cache_dir.mkdir()
+    cache = cache_dir / CACHE_FILE
+    ran = run_cli(
+        "batch", str(qpath), str(src), "--id-field", "id", "--state-field", "text",
+        "--cache", "--cache-dir", str(cache_dir), "-o", str(tmp_path / "run.jsonl"),
+        "--review-out", str(cache),
+    )  # fmt: skip
+    assert ran.code == 2
+    assert error_line(ran.stderr).startswith(f"the cache {cache} is also --review-out")

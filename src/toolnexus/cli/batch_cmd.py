@@ -92,7 +92,7 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings) -> None:
 
     price = price_of(cfg.price)
     require_price(cfg.run.caps, price)  # issue 42 item 7: --max-cost needs --price
-    _check_files(cfg)
+    _check_files(cfg, settings)
     check_steps(cfg.run)  # --review-out / --emit-cases: what they cannot do, before anything
     if cfg.emit_cases is not None:
         from .questionfile import load_question_file
@@ -130,10 +130,10 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings) -> None:
         raise typer.Exit(code)
 
 
-def _check_files(cfg: Any) -> None:
+def _check_files(cfg: Any, settings: BackendSettings) -> None:
     """Issue 42 item 1: no output onto a file the run reads or onto another output, before
-    anything is read or sent (the library's one rule; ``--thresholds @FILE`` and the cache
-    file are the command's own)."""
+    anything is read or sent (the library's one rule; ``--thresholds @FILE``, the ``--replay``
+    directory and the cache file are the command's own)."""
     from ..run.safety import check_files
 
     thresholds = cfg.thresholds[1:] if (cfg.thresholds or "").startswith("@") else None
@@ -142,7 +142,10 @@ def _check_files(cfg: Any) -> None:
         from .cache_cmd import cache_path
 
         cache = str(cache_path(cfg.cache_dir))
-    check_files(cfg.run, [("the cache", cache)], [("--thresholds", thresholds)])
+    replay = None if settings.replay is None else str(settings.replay)
+    check_files(
+        cfg.run, [("the cache", cache)], [("--thresholds", thresholds), ("--replay", replay)]
+    )
 
 
 def _run(

@@ -119,7 +119,8 @@ def _read_prior(output: str, sink: Sink, sha: str) -> PriorOutput:
 def run_files(cfg: RunConfig) -> tuple[list[tuple[str, str | None]], list[tuple[str, str | None]]]:
     """The files a run writes and reads, named as a ``batch`` user gave them: its outputs
     (``--output``, ``--review-out``, ``--emit-cases``, a cache file it fills) and its inputs
-    (the question file, each INPUT file or directory, ``--calibration``)."""
+    (the question file, each INPUT file or directory, ``--calibration``, the ``--replay``
+    directory)."""
     cache = getattr(cfg.cache, "path", None)
     outputs = [
         ("--output", cfg.output),
@@ -133,6 +134,7 @@ def run_files(cfg: RunConfig) -> tuple[list[tuple[str, str | None]], list[tuple[
         if not (reader is not None and reader.pattern):
             inputs.append(("an input", arg))
     inputs.append(("--calibration", cfg.calibration))
+    inputs.append(("--replay", None if cfg.replay is None else os.fspath(cfg.replay)))
     return outputs, inputs
 
 
