@@ -195,7 +195,7 @@ def test_batch_refuses_two_outputs_on_one_file(tmp_path: Path, flag: str, other:
     """``--emit-cases`` onto the ``-o`` run once made 60 records into 58 cases."""
     qpath, rec, src = _refusal_setup(tmp_path)
     run = tmp_path / "run.jsonl"
-    shared = tmp_path / "shared"
+    shared = tmp_path / "one-file"
     outputs = {"--output": run, other: shared, flag: _aim(tmp_path, shared, "symlink")}
     more = [str(x) for pair in outputs.items() for x in pair]
     ran = run_cli(*_batch(qpath, src, rec, *more))
