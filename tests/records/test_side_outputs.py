@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from clirun import error_line, run_cli
+from paths import TESTS
 from toolnexus.errors import RunError
 from toolnexus.records.outputs import OutputError, check_outputs, whole_file
 
@@ -333,7 +334,8 @@ def test_every_whole_file_writer_on_a_full_disk_keeps_the_old_file(tmp_path: Pat
     assert ran.code == 0, ran.stderr
     labels = tmp_path / "labels.csv"
     labels.write_text("id,addresses_task\nedge,true\nlow,false\nhigh,true\n", "utf-8")
-    names = ("o", "junit", "thresholds", "review", "calibration", "b-review", "b-cases")
+    names = ("o", "junit", "thresholds", "review", "calibration", "b-review", "b-cases",
+             "b-jsonl", "b-json", "b-csv")  # fmt: skip
     old = {n: tmp_path / f"old-{n}" for n in names}
     for path in old.values():
         path.write_text("OLD\n", "utf-8")
@@ -350,8 +352,11 @@ def test_every_whole_file_writer_on_a_full_disk_keeps_the_old_file(tmp_path: Pat
                               str(old["b-review"]))]),
         ("b-cases", [*_batch(qpath, src, rec, "-o", str(run), "--resume", "--emit-cases",
                              str(old["b-cases"]))]),
+        # the run's own output, started over: the old file stays until the run finishes
+        *((f"b-{fmt}", [*_batch(qpath, src, rec, "-o", str(old[f"b-{fmt}"]), "--format", fmt,
+                                "--overwrite")]) for fmt in ("jsonl", "json", "csv")),
     ]  # fmt: skip
-    tests = str(Path(__file__).parents[1])
+    tests = str(TESTS)
     child = subprocess.run(
         [sys.executable, "-c", _CHILD, tests, json.dumps(writers)],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
@@ -363,7 +368,11 @@ def test_every_whole_file_writer_on_a_full_disk_keeps_the_old_file(tmp_path: Pat
         got = results[name]
         assert path.read_text("utf-8") == "OLD\n", name
         assert got["code"] == 2, (name, got)
+        assert "Traceback" not in got["err"], got
         line = error_line(got["err"].split("\n", got["err"].count("\n") - 1)[-1])
+        if name in ("b-jsonl", "b-json", "b-csv"):  # streamed, in the run's own words
+            assert "File too large" in line and str(path) in line, got
+            continue
         assert line.endswith("cannot write: File too large; the old file is kept as it was"), got
         assert str(path) in line
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
