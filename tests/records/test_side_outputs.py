@@ -400,6 +400,13 @@ def test_labels_matching_no_record_write_nothing_and_an_empty_queue_writes_its_h
     assert ran.code == 2
     assert ran.stderr.splitlines()[-1].endswith("; nothing written")
     assert "addresses_task: {yes: 0.8" in thresholds.read_text("utf-8")
+    calibration = tmp_path / "cal.json"
+    calibration.write_text("a good old map\n", "utf-8")
+    ran = run_cli("report", str(run), "--labels", str(labels), "--fit-calibration",
+                  str(calibration), "--format", "json")  # fmt: skip
+    assert ran.code == 2
+    assert error_line(ran.stderr).endswith("(the labels match no record); nothing written")
+    assert calibration.read_text("utf-8") == "a good old map\n"
     # only "high" (0.95, permitted, sure): nothing to review
     calm = tmp_path / "calm.jsonl"
     calm.write_text(run.read_text("utf-8").splitlines(keepends=True)[2], "utf-8")

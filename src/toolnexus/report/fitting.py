@@ -96,6 +96,12 @@ def fit_calibration(stats: RunStats, path: str) -> tuple[CalibrationFit, list[st
     from ..calibration.fit import Skipped
     from ..calibration.maps import CalibrationFile, Provenance, QuestionMap
 
+    if not any(st.labelled for st in stats.questions.values()):
+        # Issue 42 item 2: labels that match nothing fit nothing; an old file is kept.
+        raise ReportInputError(
+            f"--fit-calibration {path}: no answer of the run has a label (the labels match no "
+            "record); nothing written"
+        )
     provenance, note = _provenance(stats)
     where = Provenance(**provenance)
     maps: dict[str, QuestionMap] = {}
