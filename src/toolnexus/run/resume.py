@@ -215,10 +215,12 @@ def _not_a_record(record: Record | None, line: bytes, questions_sha256: str | No
         if line.strip() in _FRAMING:
             return None
         return "not a record batch writes (no id); write to a new file, or remove that line"
-    if not isinstance(record, DecisionRecord):
-        return None  # an error record is never trusted as finished: it is sent again
+    if not isinstance(record, DecisionRecord) or questions_sha256 is None:
+        # An error record is never trusted as finished (it is sent again); with no question
+        # set to hold it to (a caller reading any output), a decision is what it says.
+        return None
     missing = []
-    if questions_sha256 is not None and record.questions_sha256 is None:
+    if record.questions_sha256 is None:
         missing.append("questions_sha256")
     if not record.answers:
         missing.append("answers")
