@@ -27,9 +27,9 @@ from toolnexus.calibration.maps import (
     QuestionMap,
     dumps_calibration,
     load_calibration,
-    save_calibration,
 )
 from toolnexus.errors import ClassifierError, ConfigError
+from toolnexus.report.fitting import save_calibration
 
 SHA = "3ed9b510b25b8953" * 4
 PACK1 = Provenance(SHA, "typesafe/jev-1.13-20260917", "systemone", 1)

@@ -351,6 +351,20 @@ def test_a_spend_cap_stops_the_run_exit_5_after_writing_what_passed(
     assert "--max-requests 2" in ran.stderr
 
 
+def test_a_cost_cap_without_a_price_is_refused_before_the_first_request(
+    qfile: Path, server: ThreadedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42 item 7: "``--max-cost`` requires ``--price`` (or ``TOOLNEXUS_PRICE``); without
+    it, exit 2 naming both": batch's one check, here."""
+    monkeypatch.delenv("TOOLNEXUS_PRICE", raising=False)
+    before = len(server.seen)
+    ran = _filter(qfile, server.url, "--where", "refund >= 0", "--max-cost", "1")
+    assert ran.code == EXIT_USAGE
+    line = error_line(ran.stderr)
+    assert "--max-cost" in line and "--price" in line and "TOOLNEXUS_PRICE" in line
+    assert ran.stdout == b"" and len(server.seen) == before
+
+
 def test_dry_run_sends_nothing_and_prints_the_estimate(qfile: Path, server: ThreadedServer) -> None:
     """'--dry-run as batch has it': batch's estimate over the lines, nothing sent."""
     before = len(server.seen)

@@ -74,24 +74,53 @@ def test_the_path_is_joined_before_the_query_and_the_query_stays_redacted() -> N
 # --- item 6: --max-cost without --price -------------------------------------------------------
 
 
-def test_max_cost_without_a_price_holds_from_the_first_request(
+def test_max_cost_without_a_price_is_refused_before_the_first_request(
     qfile: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Item 6: "--max-cost without --price against a server that reports cost let two requests
-    through a cap of 0.0000001. A cost cap must hold from the first request"."""
+    """Item 6 (issue 31): "--max-cost without --price against a server that reports cost let
+    two requests through a cap of 0.0000001"; issue 42 item 7: even one was too many, so
+    "``--max-cost`` requires ``--price`` (or ``TOOLNEXUS_PRICE``); without it, exit 2 naming
+    both"."""
     monkeypatch.setenv("TYPESAFE_API_KEY", KEY)
+    monkeypatch.delenv("TOOLNEXUS_PRICE", raising=False)
 
     def costly(req: Any) -> Reply:
         body = valid_answer(req.json)
-        body["usage"]["cost"] = 0.001
+        body["usage"]["cost"] = 0.01
         return Reply(200, json.dumps(body).encode())
 
     with HostileServer(costly) as server:
         ran = _batch(server.base_url, qfile, _inputs(tmp_path / "in.jsonl", 12),
-                     "--max-cost", "0.0000001", "--concurrency", "8")  # fmt: skip
+                     "--max-cost", "1e-7", "--concurrency", "8")  # fmt: skip
+        sent = len(server.seen)
+    assert ran.code == 2, ran.stderr
+    line = ran.stderr.strip()
+    assert "\n" not in line and "--max-cost" in line and "--price" in line
+    assert "TOOLNEXUS_PRICE" in line
+    assert sent == 0
+
+
+def test_the_summary_prints_what_requests_in_flight_cost_past_the_cap(
+    qfile: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42 item 7: "the cap can be passed only by the estimate error of requests already
+    in flight, and the summary prints that amount". The price says a request costs about
+    $0.00001; the gateway charges $0.01: the reported cost counts, so the second request (let
+    through on the first's $0.01) is the last, and the summary names the $0.005 it overran."""
+    monkeypatch.setenv("TYPESAFE_API_KEY", KEY)
+
+    def costly(req: Any) -> Reply:
+        body = valid_answer(req.json)
+        body["usage"]["cost"] = 0.01
+        return Reply(200, json.dumps(body).encode())
+
+    with HostileServer(costly) as server:
+        caps = ("--max-cost", "0.015", "--price", "input=0.01", "--concurrency", "1")
+        ran = _batch(server.base_url, qfile, _inputs(tmp_path / "in.jsonl", 6), *caps)
         sent = len(server.seen)
     assert ran.code == 5, ran.stderr
-    assert sent == 1
+    assert sent == 2
+    assert "$0.005000 over --max-cost 0.015 (requests in flight cost more" in ran.stderr
 
 
 # --- item 8: a 200 carrying an error body -----------------------------------------------------

@@ -99,12 +99,18 @@ def test_resume_counts_the_spend_recorded_in_the_output_cached_excluded(tmp_path
     """'The cap covers what this output has spent: --resume counts the spend already recorded
     in the output' (a cached record was spent by another run)."""
     out = tmp_path / "out.jsonl"
-    base = {"questions_sha256": None, "answers": {}, "model": "jev-1.13.0", "flags": []}
+    sha = "0" * 64
+    answers = {"q": {"type": "noul", "noul": 0.9}}
+    base = {"questions_sha256": sha, "answers": answers, "model": "jev-1.13.0", "flags": []}
     rows = [
         {"id": "a", **base, "usage": {"input_tokens": 100, "output_tokens": 10, "cost": 0.25}},
         {"id": "b", **base, "usage": {"input_tokens": 200, "output_tokens": 20, "cost": 0.5}},
         {"id": "c", **base, "cached": True, "usage": {"input_tokens": 999, "output_tokens": 9}},
-        {"id": "d", "error": {"code": "backend_http", "message": "HTTP 500: boom"}},
+        {
+            "id": "d",
+            "questions_sha256": sha,
+            "error": {"code": "backend_http", "message": "HTTP 500: boom"},
+        },
     ]
     out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     cfg = BatchConfig(inputs=[], output=str(out), resume=True)

@@ -170,9 +170,9 @@ def test_a_refused_calibration_leaves_no_empty_output_file(
         MapFit,
         Provenance,
         QuestionMap,
-        save_calibration,
     )
     from toolnexus.cli.questionfile import load_question_set
+    from toolnexus.report.fitting import save_calibration
     from toolnexus.run.ids import question_set_sha256
 
     sha = question_set_sha256(load_question_set(qfile)[1])

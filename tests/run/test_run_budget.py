@@ -79,12 +79,17 @@ def test_a_cap_not_one_request_fits_is_refused_as_batch_refuses_it(
 def test_the_notes_reach_on_progress_as_batch_prints_them(
     server: Any, qfile: Path, tmp_path: Path
 ) -> None:
-    """The cost-source note and 'a cap the whole estimate passes is said once' reach
-    ``on_progress`` as ``RunNote`` values, worded as batch's ``toolnexus: note:`` lines (in
-    batch's words, ``surface="batch"``: issue 43 item 7)."""
+    """'A cap the whole estimate passes is said once': it reaches ``on_progress`` as a
+    ``RunNote``, worded as batch's ``toolnexus: note:`` line (in batch's words,
+    ``surface="batch"``: issue 43 item 7)."""
     inp = _input(tmp_path, _tickets(5))
     heard: list[object] = []
-    caps = {"max_requests": 3, "max_cost": Decimal(100), "surface": "batch"}
+    caps = {
+        "max_requests": 3,
+        "max_cost": Decimal(100),
+        "price": parse_price("input=1"),
+        "surface": "batch",
+    }
     run_batch(
         _config(qfile, inp, tmp_path / "lib.jsonl", server.base_url, **caps),
         on_progress=heard.append,
@@ -93,11 +98,34 @@ def test_the_notes_reach_on_progress_as_batch_prints_them(
     ran = run_cli(
         "batch", str(qfile), str(inp), *FIELDS, "--base-url", server.base_url,
         "-o", str(tmp_path / "cli.jsonl"), "--max-requests", "3", "--max-cost", "100",
+        "--price", "input=1",
     )  # fmt: skip
     printed = [
         line.removeprefix("toolnexus: note: ")
         for line in ran.stderr.splitlines()
         if line.startswith("toolnexus: note: ")
     ]
-    assert len(printed) == 2 and "passes --max-requests 3" in printed[1], ran.stderr
-    assert notes[:2] == printed
+    assert len(printed) == 1 and "passes --max-requests 3" in printed[0], ran.stderr
+    assert notes[:1] == printed
+
+
+def test_a_cost_cap_without_a_price_is_refused_by_the_library_as_by_batch(
+    server: Any, qfile: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42 item 7: "``--max-cost`` requires ``--price`` (or ``TOOLNEXUS_PRICE``); without
+    it, exit 2 naming both (CLI and the library RunConfig check)": one check, one line, nothing
+    sent; ``TOOLNEXUS_PRICE`` satisfies it."""
+    monkeypatch.delenv("TOOLNEXUS_PRICE", raising=False)
+    inp = _input(tmp_path, _tickets(2))
+    out = tmp_path / "lib.jsonl"
+    with pytest.raises(RunError) as info:
+        run_batch(_config(qfile, inp, out, server.base_url, max_cost=Decimal(1)))
+    assert info.value.exit_code == 2 and "--price" in str(info.value)
+    assert server.total == 0 and not out.exists()
+    flags = ("batch", str(qfile), str(inp), *FIELDS, "--base-url", server.base_url, "-o")
+    ran = run_cli(*flags, str(tmp_path / "cli.jsonl"), "--max-cost", "1")
+    assert ran.code == 2
+    assert ran.stderr == f"toolnexus: {info.value}\n"
+    monkeypatch.setenv("TOOLNEXUS_PRICE", "input=1")
+    ran = run_cli(*flags, str(tmp_path / "env.jsonl"), "--max-cost", "1")
+    assert ran.code == 0, ran.stderr

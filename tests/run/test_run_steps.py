@@ -282,7 +282,7 @@ def test_a_step_that_cannot_write_raises_after_the_run_ended(tmp_path: Path) -> 
     )  # fmt: skip
     with pytest.raises(ClassifierError) as e:  # report's own error, as batch met it
         run_batch(cfg, on_progress=heard.append)
-    said = f"{review}: cannot write: No such file or directory"
+    said = f"{review}: cannot write: No such file or directory; nothing was written"
     assert str(e.value) == said
     ended = [x for x in heard if isinstance(x, RunEnded)]
     assert len(ended) == 1 and ended[0].summary.ok == 3

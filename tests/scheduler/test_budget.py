@@ -108,17 +108,36 @@ def test_a_refusal_in_a_chain_gives_the_earlier_members_slot_back() -> None:
     assert released == ["not_sent"]
 
 
-def test_without_a_price_reported_costs_price_the_reservations() -> None:
-    budget = Budget(Caps(max_cost=Decimal("0.003")))
+def test_a_cost_cap_without_a_price_is_refused() -> None:
+    """Issue 42 item 7: "``--max-cost`` requires ``--price`` (or ``TOOLNEXUS_PRICE``); without
+    it, exit 2 naming both" (a cap of 1e-7 once let a $0.01 request through: its reported
+    ``usage.cost`` is known only after it is sent)."""
+    with pytest.raises(ConfigError) as e:
+        Budget(Caps(max_cost=Decimal("0.003")))
+    said = str(e.value)
+    assert "--max-cost" in said and "--price" in said and "TOOLNEXUS_PRICE" in said
+    assert "\n" not in said
+
+
+def test_the_reported_cost_is_counted_and_only_requests_in_flight_pass_the_cap() -> None:
+    """ "Admission reserves each request's estimated cost before sending; a reported
+    ``usage.cost`` is what gets counted; the cap can be passed only by the estimate error of
+    requests already in flight"."""
+    # $1 per million input tokens: a 1,000-token request reserves about $0.001
+    budget = Budget(Caps(max_cost=Decimal("0.0025")), Price(Decimal(1)))
 
     async def go() -> None:
-        await budget.acquire(_ticket(0, tokens=990))
-        await budget.release(_ticket(0), ClassifierUsage(990, 10, 0.001), Outcome.success())
-        await budget.acquire(_ticket(1, tokens=990))  # reserves ~$0.001 at the seen rate
+        await budget.acquire(_ticket(0, tokens=1000))
+        await budget.acquire(_ticket(1, tokens=1000))  # both in flight: $0.002 reserved
         with pytest.raises(RunStopped):
-            await budget.acquire(_ticket(2, tokens=2000))
+            await budget.acquire(_ticket(2, tokens=1000))  # a third would pass $0.0025
+        # the gateway charged each far more than its estimate: the reported cost counts
+        await budget.release(_ticket(0), ClassifierUsage(1000, 0, 0.002), Outcome.success())
+        await budget.release(_ticket(1), ClassifierUsage(1000, 0, 0.002), Outcome.success())
 
     asyncio.run(go())
+    assert budget.spent.cost == Decimal("0.004")
+    assert budget.over_cost_cap == Decimal("0.0015")
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,6 @@ __all__ = [
     "dumps_calibration",
     "load_calibration",
     "parse_calibration",
-    "save_calibration",
 ]
 
 FORMAT = "toolnexus-calibration"
@@ -201,13 +200,6 @@ def dumps_calibration(cal: CalibrationFile) -> bytes:
     """The canonical bytes of a calibration file."""
     text = json.dumps(cal.to_json(), sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
     return (text + "\n").encode("utf-8")
-
-
-def save_calibration(path: str | Path, cal: CalibrationFile) -> str:
-    """Write ``cal`` to ``path``; the sha256 of the bytes written."""
-    data = dumps_calibration(cal)
-    Path(path).write_bytes(data)
-    return hashlib.sha256(data).hexdigest()
 
 
 def load_calibration(path: str | Path) -> LoadedCalibration:

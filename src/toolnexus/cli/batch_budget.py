@@ -11,23 +11,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..run.budget import ResendCounter, cost_source_note, recorded_spend, refusal, sized_budget
-from ..scheduler.budget import Budget, Caps, Price
+from ..run.budget import ResendCounter, recorded_spend, refusal, sized_budget
+from ..scheduler.budget import Budget, Price
 from .batch_dry import dry_run
 from .batch_options import BatchConfig
 
-__all__ = ["ResendCounter", "budget_for", "note_cost_source", "recorded_spend", "refusal"]
+__all__ = ["ResendCounter", "budget_for", "recorded_spend", "refusal"]
 
 
 def _note(message: str) -> None:
     sys.stderr.write(f"toolnexus: note: {message}\n")
-
-
-def note_cost_source(caps: Caps, price: Price | None, settings: Any) -> None:
-    """Say on stderr what ``--max-cost`` counts when no ``--price`` is given (batch, filter)."""
-    message = cost_source_note(caps, price, settings.replay)
-    if message is not None:
-        _note(message)
 
 
 def budget_for(
@@ -42,7 +35,6 @@ def budget_for(
     from ..run.ids import question_set_sha256
     from .questionfile import load_question_set
 
-    note_cost_source(caps, price, settings)
     _, qs = load_question_set(questions)
     estimate = dry_run(cfg, questions, settings, cache=cache, price=price)
     run = replace(cfg.run, price=price)

@@ -85,11 +85,14 @@ def batch_command(
 def _batch(cfg: Any, questions: Path, settings: BackendSettings) -> None:
     from dataclasses import replace
 
+    from ..run.budget import require_price
     from ..run.steps import check_case_gates, check_steps
     from .batch_budget import budget_for
     from .batch_dry import dry_run, price_of
 
     price = price_of(cfg.price)
+    require_price(cfg.run.caps, price)  # issue 42 item 7: --max-cost needs --price
+    _check_files(cfg, settings)
     check_steps(cfg.run)  # --review-out / --emit-cases: what they cannot do, before anything
     if cfg.emit_cases is not None:
         from .questionfile import load_question_file
@@ -125,6 +128,24 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings) -> None:
     code = summary.exit_code()
     if code != EXIT_OK:
         raise typer.Exit(code)
+
+
+def _check_files(cfg: Any, settings: BackendSettings) -> None:
+    """Issue 42 item 1: no output onto a file the run reads or onto another output, before
+    anything is read or sent (the library's one rule; ``--thresholds @FILE``, the ``--replay``
+    directory and the cache file are the command's own)."""
+    from ..run.safety import check_files
+
+    thresholds = cfg.thresholds[1:] if (cfg.thresholds or "").startswith("@") else None
+    cache = None
+    if cfg.use_cache:
+        from .cache_cmd import cache_path
+
+        cache = str(cache_path(cfg.cache_dir))
+    replay = None if settings.replay is None else str(settings.replay)
+    check_files(
+        cfg.run, [("the cache", cache)], [("--thresholds", thresholds), ("--replay", replay)]
+    )
 
 
 def _run(

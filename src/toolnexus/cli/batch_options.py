@@ -141,7 +141,8 @@ class BatchFlags:
         typer.Option(
             "--max-cost",
             help="Stop scheduling before the spend (usage.cost, else tokens x --price) would "
-            "pass USD; in-flight requests finish. --resume counts what --output spent.",
+            "pass USD; in-flight requests finish. Needs --price (each request's cost is "
+            "reserved before it is sent). --resume counts what --output spent.",
             metavar="USD",
         ),
     ] = None
@@ -157,7 +158,8 @@ class BatchFlags:
         str | None,
         typer.Option(
             "--price",
-            help="input=USD/Mtok,output=USD/Mtok: the spend when the server reports no "
+            help="input=USD/Mtok,output=USD/Mtok: what --max-cost reserves per request, and "
+            "the spend when the server reports no "
             "usage.cost (none is built in).",
             envvar="TOOLNEXUS_PRICE",
             show_envvar=True,

@@ -110,7 +110,7 @@ class FilterFlags:
         typer.Option(
             "--max-cost",
             help="Stop sending before the spend (usage.cost, else tokens x --price) would pass "
-            "USD; in-flight requests finish (exit 5).",
+            "USD; in-flight requests finish (exit 5). Needs --price.",
             metavar="USD",
         ),
     ] = None

@@ -392,6 +392,9 @@ def run_filter(cfg: FilterConfig, questions_path: Path, settings: BackendSetting
     if cfg.gate is not None and cfg.action is not None:
         conditions.append(parse_gate(cfg.gate, cfg.action, gates, questions))
     price = price_of(cfg.price)
+    from ..run.budget import require_price
+
+    require_price(cfg.caps, price, "filter")  # issue 42 item 7: --max-cost needs --price
     streams = _streams(cfg.inputs)
     try:
         lines = read_lines(streams, cfg.state_field)
@@ -459,9 +462,7 @@ def _budget(cfg: FilterConfig, backend: Backend, questions: Mapping[str, Any], p
         return None
     from ..questions import questions_to_wire
     from ..scheduler.budget import Budget, estimate_output_tokens
-    from .batch_budget import note_cost_source
 
-    note_cost_source(cfg.caps, price, backend.settings)
     wire = questions_to_wire(backend.classifier.prepare(questions))
     return Budget(cfg.caps, price, output_tokens=estimate_output_tokens(wire), surface="filter")
 

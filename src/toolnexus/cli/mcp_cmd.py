@@ -38,7 +38,7 @@ McpFlags = flags_like(
     {
         "concurrency": "Requests in flight at most, over all calls.",
         "rate": "At most R requests per minute over all calls.",
-        "max_cost": "Refuse calls once the spend (usage.cost) would pass USD, over the session.",
+        "max_cost": "Refuse calls once the spend would pass USD, over the session (needs --price).",
         "max_tokens": None,
         "max_requests": None,
         "patience": "Seconds a call rides out a storm of 429/503/529 without one success before "
@@ -75,7 +75,6 @@ def mcp_command(
     from ..scheduler.budget import Budget, estimate_output_tokens
     from ..scheduler.run import Scheduler
     from .backend import Backend, build_backend, model_for
-    from .batch_budget import note_cost_source
     from .batch_dry import price_of
     from .mcp_server import BUILTIN_TOOLS, McpApp, QuestionTool, serve_stdio, tool_name
     from .questionfile import load_question_file
@@ -124,7 +123,9 @@ def mcp_command(
         price=price_of(flags["price"]),
         surface="mcp",
     )
-    note_cost_source(run.caps, run.price, settings)  # batch's note, one text
+    from ..run.budget import require_price
+
+    require_price(run.caps, run.price, "mcp")  # the run's one check, in mcp's words (issue 42 item 7)
     # Output tokens per request: the largest set's estimate (a cap is never passed by a call
     # the budget under-reserved).
     output = max(estimate_output_tokens(questions_to_wire(t.questions)) for t in tools.values())

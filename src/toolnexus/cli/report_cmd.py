@@ -58,11 +58,10 @@ def junit_xml(results: list[tuple[Condition, str | None]]) -> str:
 
 
 def _write_junit(path: str, results: list[tuple[Condition, str | None]]) -> None:
-    try:
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            f.write(junit_xml(results))
-    except OSError as e:
-        raise CliError(f"{path}: cannot write: {e.strerror or type(e).__name__}") from None
+    from ..records.outputs import whole_file
+
+    with whole_file(path) as f:
+        f.write(junit_xml(results))
 
 
 def report_command(
@@ -268,6 +267,17 @@ def report_command(
 
     if not 1 <= len(runs) <= 2:
         raise CliError(f"report takes one run, or two to compare (before, after); got {len(runs)}")
+    from ..records.outputs import check_outputs, whole_file
+
+    # Issue 42 item 1: no output onto a file report reads, nor onto another output, before
+    # anything is read.
+    check_outputs(
+        [("-o", output), ("--fit-calibration", fit_calibration),
+         ("--write-thresholds", write_thresholds), ("--review-out", review_out),
+         ("--junit", junit)],
+        [*(("the run", r) for r in runs), *(("--labels", p) for p in labels or ()),
+         ("--gates", gates)],
+    )  # fmt: skip
     if target_precision is not None and not 0.0 < target_precision <= 1.0:
         raise CliError(f"--target-precision takes a precision in (0, 1], got {target_precision}")
     if jobs is not None and not 1 <= jobs <= MAX_JOBS:
@@ -341,6 +351,12 @@ def report_command(
     # The warnings first: a condition nothing can measure is often explained by one of them.
     for warning in report.warnings:
         sys.stderr.write(f"toolnexus: warning: {one_line(warning)}\n")
+    if write_thresholds is not None and (
+        report.labels_problem is not None or (report.labelled == 0 and sweep_gates is None)
+    ):
+        # Issue 42 item 2: labels that match nothing fit nothing; a good file is kept.
+        why = report.labels_problem or "no record of the run has a label"
+        raise CliError(f"--write-thresholds {write_thresholds}: {one_line(why)}; nothing written")
     results = check(conditions, report)
     met = [m for _, m in results if m is not None]
     if junit is not None:
@@ -383,7 +399,7 @@ def report_command(
         if output is None:
             render(result, chosen)
         else:
-            with open(output, "w", encoding="utf-8", newline="\n") as f:
+            with whole_file(output) as f:
                 render(result, chosen, f)
     except OSError as e:
         # The same words as the error boundary's for every other command: stdout by name.

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from .errors import CliError, one_line
+from .errors import one_line
 
 if TYPE_CHECKING:
     from ..calibration.oobselect import SelectiveGuard
@@ -248,11 +248,10 @@ def write_thresholds(
         text += "\n".join(["gates:", *gate_text]) + "\n"
     missing += gate_missing
     text += _fitted_on_text(report, fitted_on)
-    try:
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-    except OSError as e:
-        raise CliError(f"{path}: cannot write: {e.strerror or type(e).__name__}") from None
+    from ..records.outputs import whole_file
+
+    with whole_file(path) as f:  # whole or not at all (issue 42 item 2)
+        f.write(text)
     for line in missing:
         sys.stderr.write(f"toolnexus: warning: {path}: {one_line(line)}\n")
 

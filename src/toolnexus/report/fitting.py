@@ -13,7 +13,8 @@ several models or question sets has no one provenance: the fit is refused with o
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .accumulators import NoulStats, QuestionStats
 from .aggregation import RunStats
@@ -22,7 +23,10 @@ from .levels import ScoreStats
 from .ranked import RankedStats
 from .runs import ReportInputError
 
-__all__ = ["DEFAULT_PACK_SIZE", "DEFAULT_STYLE", "fit_calibration"]
+if TYPE_CHECKING:
+    from ..calibration.maps import CalibrationFile
+
+__all__ = ["DEFAULT_PACK_SIZE", "DEFAULT_STYLE", "fit_calibration", "save_calibration"]
 
 #: How ``toolnexus batch`` asks when a record does not say: one state per System One request.
 DEFAULT_STYLE = "systemone"
@@ -90,8 +94,14 @@ def fit_calibration(stats: RunStats, path: str) -> tuple[CalibrationFit, list[st
     """Fit every labelled key of ``stats``, write the calibration file at ``path``, and return
     the report's account of it with one line per skipped key."""
     from ..calibration.fit import Skipped
-    from ..calibration.maps import CalibrationFile, Provenance, QuestionMap, save_calibration
+    from ..calibration.maps import CalibrationFile, Provenance, QuestionMap
 
+    if not any(st.labelled for st in stats.questions.values()):
+        # Issue 42 item 2: labels that match nothing fit nothing; an old file is kept.
+        raise ReportInputError(
+            f"--fit-calibration {path}: no answer of the run has a label (the labels match no "
+            "record); nothing written"
+        )
     provenance, note = _provenance(stats)
     where = Provenance(**provenance)
     maps: dict[str, QuestionMap] = {}
@@ -108,11 +118,21 @@ def fit_calibration(stats: RunStats, path: str) -> tuple[CalibrationFit, list[st
         maps[key] = QuestionMap(st.type, where, fit)
         shown[key] = FittedMap(st.type, fit.labelled, fit.kind, dict(fit.params),
                                dict(fit.before), dict(fit.after), fit.note, None)  # fmt: skip
-    try:
-        sha = save_calibration(path, CalibrationFile(maps, skipped))
-    except OSError as e:
-        raise ReportInputError(
-            f"{path}: cannot write the calibration file: {e.strerror or type(e).__name__}"
-        ) from None
+    sha = save_calibration(path, CalibrationFile(maps, skipped))
     lines = [f"{path}: question {k!r} skipped: {reason}" for k, reason in skipped.items()]
     return CalibrationFit(path, sha, provenance, note, shown), lines
+
+
+def save_calibration(path: str | Path, cal: CalibrationFile) -> str:
+    """Write ``cal`` to ``path``, whole or not at all (``records.outputs.whole_file``, issue 42
+    item 2: here, not in ``calibration``, which ``records`` imports); the sha256 of the bytes
+    written."""
+    import hashlib
+
+    from ..calibration.maps import dumps_calibration
+    from ..records.outputs import whole_file
+
+    data = dumps_calibration(cal)
+    with whole_file(path, "wb") as f:
+        f.write(data)
+    return hashlib.sha256(data).hexdigest()

@@ -18,7 +18,6 @@ from typing import Any
 
 from .judged import decided_records
 from .labels import COMMENT_PREFIX
-from .runs import ReportInputError
 
 __all__ = ["queue_reasons", "write_review"]
 
@@ -88,11 +87,11 @@ def write_review(run: str, path: str, defaults: Mapping[str, str] | None = None)
     header = ["id", f"{c}why", *(f"{c}{k}" for k in keys)]
     header += [f"{c}{name} {field}" for name in gates for field in ("action", "reason")]
     header += [*keys, *gates]
-    try:
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            out = csv.writer(f, lineterminator="\n")
-            out.writerow(header)
-            out.writerows(rows)
-    except OSError as e:
-        raise ReportInputError(f"{path}: cannot write: {e.strerror or type(e).__name__}") from None
+    from ..records.outputs import whole_file
+
+    # Whole or not at all (issue 42 item 2): an empty queue is its header.
+    with whole_file(path, newline="") as f:
+        out = csv.writer(f, lineterminator="\n")
+        out.writerow(header)
+        out.writerows(rows)
     return len(rows)

@@ -28,10 +28,10 @@ if TYPE_CHECKING:
 __all__ = [
     "ResendCounter",
     "budget_of",
-    "cost_source_note",
     "passes",
     "recorded_spend",
     "refusal",
+    "require_price",
     "sized_budget",
 ]
 
@@ -48,9 +48,7 @@ def budget_of(cfg: RunConfig, note: Note | None = None) -> Budget | None:
     if not caps.any or any(isinstance(member, Budget) for member in cfg.admission):
         return None
     say = note if note is not None else (lambda message: None)
-    why = cost_source_note(caps, cfg.price, cfg.replay, cfg.surface)
-    if why is not None:
-        say(why)
+    require_price(caps, cfg.price, cfg.surface)
     from .dry import check_dry, estimate
     from .ids import question_set_sha256
 
@@ -98,18 +96,17 @@ def sized_budget(cfg: RunConfig, sha: str, estimate: DryRun, note: Note) -> Budg
     )
 
 
-def cost_source_note(
-    caps: Caps, price: Price | None, replay: object, surface: Surface = "batch"
-) -> str | None:
-    """What ``--max-cost`` counts when no ``--price`` is given (``batch``, ``filter``; a
-    script's ``max_cost`` / ``price``), or None."""
-    if caps.max_cost is not None and price is None and replay is None:
-        cost, given = ("max_cost", "price") if surface == "library" else ("--max-cost", "--price")
-        return (
-            f"{cost} counts the usage.cost the server reports; with no {given}, a server "
-            "that reports none is charged nothing"
-        )
-    return None
+def require_price(caps: Caps, price: Price | None, surface: Surface = "batch") -> None:
+    """``--max-cost`` without ``--price`` (or ``$TOOLNEXUS_PRICE``) refused before anything is
+    sent: the library's one check (``scheduler.budget.check_price``) as the run's
+    :class:`RunError`, exit 2 (``run_batch``, ``batch``, ``filter`` and ``mcp`` call it)."""
+    from ..errors import ConfigError
+    from ..scheduler.budget import check_price
+
+    try:
+        check_price(caps.max_cost, price, surface)
+    except ConfigError as e:
+        raise RunError(e.detail) from None
 
 
 def refusal(

@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from ..failures import one_line
-from .budget import ResendCounter, budget_of
+from .budget import ResendCounter, budget_of, require_price
 from .codecs import SinkWriter, iter_inputs, sink_for
 from .config import RunConfig
 from .pace import OverLimitWatch
@@ -148,6 +148,7 @@ class _Session:
     async def arun(self) -> None:
         cfg = self.cfg
         check_config(cfg)
+        require_price(cfg.caps, cfg.price, cfg.surface)
         check_steps(cfg)
         if cfg.gate_floors:
             # A thresholds file's gates: floors set the gates' cut-points (issue 35 item 4),
@@ -163,7 +164,8 @@ class _Session:
             check_existing(cfg)
             budget = budget_of(cfg, self.note)
             if budget is None:
-                await self._locked(classifier, columns, recalibrator, cfg.admission)
+                admission = cfg.admission
+                await self._locked(classifier, columns, recalibrator, admission)
             else:
                 from ..transport.observe import observing
 
@@ -171,6 +173,7 @@ class _Session:
                 with observing(ResendCounter(budget)):
                     admission = (*cfg.admission, budget)
                     await self._locked(classifier, columns, recalibrator, admission)
+            self._over_cost_cap(admission)
         except BaseException:
             refused = self.summary.interrupted is None and not _written(self)
             if created and cfg.output is not None and refused:
@@ -181,6 +184,16 @@ class _Session:
         finally:
             if lock is not None:
                 os.close(lock)
+
+    def _over_cost_cap(self, admission: tuple[Admission, ...]) -> None:
+        """What the spend passed ``max_cost`` by, for the summary: only the estimate error of
+        requests already in flight can carry it past (issue 42 item 7)."""
+        from ..scheduler.budget import Budget
+
+        for member in admission:
+            if isinstance(member, Budget) and member.over_cost_cap > 0:
+                self.summary.over_cost_cap = member.over_cost_cap
+                self.summary.cost_cap = member.caps.max_cost
 
     def _classifier(self) -> Classifier:
         from ..factory import create_classifier

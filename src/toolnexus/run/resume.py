@@ -193,10 +193,43 @@ def read_prior(
             record = codec.decode(line)
         except RecordVersionError as e:
             raise UnreadableRecord(path, number, str(e)) from None
+        why = _not_a_record(record, line, questions_sha256)
+        if why is not None:
+            raise UnreadableRecord(path, number, why)
         prior.keep_bytes = offset + len(line)
         if record is not None:
             note_record(prior, record, questions_sha256)
     return prior
+
+
+#: What a JSON array's framing puts on a line of its own.
+_FRAMING = (b"", b"[", b"]", b",")
+
+
+def _not_a_record(record: Record | None, line: bytes, questions_sha256: str | None) -> str | None:
+    """Why a line of an output to resume is not a record of this question set, or None. A line
+    batch never writes (no ``id``, a decision without ``answers`` or ``questions_sha256``: a
+    golden case written over the run) would otherwise be trusted as a finished state and
+    skipped (issue 42 item 1)."""
+    if record is None:
+        if line.strip() in _FRAMING:
+            return None
+        return "not a record batch writes (no id); write to a new file, or remove that line"
+    if not isinstance(record, DecisionRecord) or questions_sha256 is None:
+        # An error record is never trusted as finished (it is sent again); with no question
+        # set to hold it to (a caller reading any output), a decision is what it says.
+        return None
+    missing = []
+    if record.questions_sha256 is None:
+        missing.append("questions_sha256")
+    if not record.answers:
+        missing.append("answers")
+    if missing:
+        return (
+            f"not a record of this question set (no {' and no '.join(missing)}); write to a "
+            "new file, or remove that line"
+        )
+    return None
 
 
 def check_question_set(sha: str | None, questions_sha256: str | None) -> None:

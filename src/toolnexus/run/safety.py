@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, RunError
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "check_config",
     "check_existing",
+    "check_files",
     "check_key",
     "lock_output",
     "open_output",
@@ -125,58 +126,75 @@ def _read_prior(output: str, sink: Sink, sha: str) -> PriorOutput:
         raise RunError(f"--output {output}: cannot resume from it: {e}") from None
 
 
-def _inside(path: str, directory: str) -> bool:
-    real, root = os.path.realpath(path), os.path.realpath(directory)
-    return os.path.commonpath([real, root]) == root
+def run_files(cfg: RunConfig) -> tuple[list[tuple[str, str | None]], list[tuple[str, str | None]]]:
+    """The files a run writes and reads, named as a ``batch`` user gave them: its outputs
+    (``--output``, ``--review-out``, ``--emit-cases``, a cache file it fills) and its inputs
+    (the question file, each INPUT file or directory, ``--calibration``, the ``--replay``
+    directory)."""
+    cache = getattr(cfg.cache, "path", None)
+    outputs = [
+        ("--output", cfg.output),
+        ("--review-out", cfg.review_out),
+        ("--emit-cases", cfg.emit_cases),
+        ("the cache", None if cache is None else os.fspath(cache)),
+    ]
+    inputs: list[tuple[str, str | None]] = [("the question file", cfg.questions_path)]
+    for arg in cfg.inputs:
+        reader = reader_for(arg)
+        if not (reader is not None and reader.pattern):
+            inputs.append(("an input", arg))
+    inputs.append(("--calibration", cfg.calibration))
+    inputs.append(("--replay", None if cfg.replay is None else os.fspath(cfg.replay)))
+    return outputs, inputs
 
 
-def _check_output(cfg: RunConfig) -> None:
-    """``-o`` onto the question file, onto an input, or into a directory/glob input is refused
-    before anything is written (the question file was once overwritten, exit 0)."""
+def check_files(
+    cfg: RunConfig,
+    outputs: Sequence[tuple[str, str | None]] = (),
+    inputs: Sequence[tuple[str, str | None]] = (),
+) -> None:
+    """The one output rule (``records.outputs.check_outputs``) over the run's files
+    (:func:`run_files`) and a caller's own (``batch``: ``--thresholds @FILE``, its cache), as
+    a :class:`RunError`; an output matching an input pattern is refused too (its records would
+    be read back as states)."""
     import fnmatch
     import glob
 
-    output = cfg.output
-    if output is None:
-        return
-    if os.path.isdir(output):
-        raise RunError(f"--output {output} is a directory; name a file")
-    if cfg.overwrite and (cfg.resume or cfg.retry_errors):
+    from ..records.outputs import OutputError, check_outputs
+
+    own_outputs, own_inputs = run_files(cfg)
+    try:
+        check_outputs([*own_outputs, *outputs], [*own_inputs, *inputs])
+    except OutputError as e:
+        raise RunError(str(e)) from None
+    for flag, output in own_outputs:
+        if output is None or output == "-":
+            continue
+        exists = os.path.exists(output)
+        for arg in cfg.inputs:
+            reader = reader_for(arg)
+            if not (reader is not None and reader.pattern):
+                continue
+            if fnmatch.fnmatch(os.path.abspath(output), os.path.abspath(arg)) or any(
+                os.path.samefile(p, output) for p in glob.glob(arg) if exists
+            ):
+                raise RunError(
+                    f"{flag} {output} matches the input pattern {arg}; its records would be "
+                    "read back as states: write it elsewhere"
+                )
+
+
+def _check_output(cfg: RunConfig) -> None:
+    """An output onto the question file, onto an input, onto another output, or into a
+    directory/glob input is refused before anything is written (the question file was once
+    overwritten, exit 0; issue 42 item 1: every side output)."""
+    if cfg.output is not None and cfg.overwrite and (cfg.resume or cfg.retry_errors):
         say = _words(cfg)
         raise RunError(
             f"{say('overwrite')} starts over; {say('resume')} and {say('retry_errors')} "
             "continue: pick one"
         )
-
-    exists = os.path.exists(output)
-    questions_path = cfg.questions_path
-    if (
-        exists
-        and questions_path is not None
-        and os.path.exists(questions_path)
-        and os.path.samefile(questions_path, output)
-    ):
-        raise RunError(f"--output {output} is the question file; it would be overwritten")
-    for arg in cfg.inputs:
-        reader = reader_for(arg)
-        pattern = reader is not None and reader.pattern
-        is_dir = os.path.isdir(arg)
-        file_input = not is_dir and not pattern and arg != "-"
-        if file_input and exists and os.path.samefile(arg, output):
-            raise RunError(f"--output {output} is also an input; it would be overwritten")
-        if is_dir and _inside(output, arg):
-            raise RunError(
-                f"--output {output} is inside the input directory {arg}; its records would be "
-                "read back as states: write it elsewhere"
-            )
-        if pattern and (
-            fnmatch.fnmatch(os.path.abspath(output), os.path.abspath(arg))
-            or any(os.path.samefile(p, output) for p in glob.glob(arg) if exists)
-        ):
-            raise RunError(
-                f"--output {output} matches the input pattern {arg}; its records would be read "
-                "back as states: write it elsewhere"
-            )
+    check_files(cfg)
 
 
 def _check_cut_points(cfg: RunConfig) -> None:

@@ -130,8 +130,10 @@ def write_cases(cfg: RunConfig, say: Say) -> None:
     written = unwritable = 0
     # relative to the cases file's folder, as the plugin resolves it
     where = Path(os.path.relpath(Path(questions).resolve(), Path(path).resolve().parent))
+    from ..records.outputs import OutputError, whole_file
+
     try:
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
+        with whole_file(path) as f:  # whole or not at all (issue 42 item 2)
             for item in iter_inputs(cfg.inputs, cfg.spec):
                 expected = wanted.pop(item.key, None)
                 if expected is None or item.error is not None:
@@ -145,7 +147,7 @@ def write_cases(cfg: RunConfig, say: Say) -> None:
                     continue
                 f.write(line + "\n")
                 written += 1
-    except OSError as e:
-        raise RunError(f"{path}: cannot write: {e.strerror or type(e).__name__}") from None
+    except OutputError as e:
+        raise RunError(str(e)) from None
     left = f"; {unwritable} left out: their state is not JSON (an image)" if unwritable else ""
     say(f"{path}: {written} golden cases{left}")

@@ -106,6 +106,10 @@ class RunSummary:
     pack: int | str = 1
     #: states sent alone over the wire's token limits (warned once, before the first)
     over_limit: int = 0
+    #: how far the settled spend passed ``max_cost`` (``cost_cap``): what requests already in
+    #: flight cost beyond their reserved estimate (issue 42 item 7); None within the cap
+    over_cost_cap: Decimal | None = None
+    cost_cap: Decimal | None = None
 
     @property
     def budget_exceeded(self) -> bool:
@@ -200,6 +204,11 @@ class RunSummary:
             f"cost {cost}",
             f"{self.wall:.2f} s",
         ]
+        if self.over_cost_cap is not None:
+            parts.append(
+                f"${self.over_cost_cap:.6f} over --max-cost {self.cost_cap} (requests in flight "
+                "cost more than their estimate)"
+            )
         if self.budget_exceeded:
             parts.append("budget_exceeded")
         if self.interrupted:

@@ -1,12 +1,16 @@
-"""Spend caps (issue 23): a budget is an admission member that reserves a request's estimated
-spend when it is admitted and settles what the server charged when it is released.
+"""Spend caps (issue 23): a budget is an admission member that reserves a request's estimated spend
+when it is admitted and settles what the server charged when it is released.
 
-Spend is what the server reported: ``usage.cost`` when a gateway reports it, else tokens times
-a :class:`Price` (``--price input=USD/Mtok,output=USD/Mtok``; no price is built in, since no
-public price list is authoritative). Money is counted in :class:`~decimal.Decimal`, never float
-sums. A request is admitted only while ``spent + reserved + its estimate`` stays within every
-cap; otherwise the budget raises :class:`~.admission.RunStopped` (kind ``budget``) naming the
-cap and the spend, the run stops scheduling, and what is in flight finishes.
+Spend is what the server reported: ``usage.cost`` when a gateway reports it, else tokens times a
+:class:`Price` (``--price input=USD/Mtok,output=USD/Mtok``; no price is built in, since no
+public price list is authoritative). A cost cap needs a price (:func:`check_price`, issue 42
+item 7): the reservation is priced before the request is sent, and the settled spend counts the
+reported ``usage.cost``, so only the estimate error of requests already in flight can pass the
+cap (:attr:`Budget.over_cost_cap`, which the summary prints). Money is counted in
+:class:`~decimal.Decimal`, never float sums. A request is admitted only while ``spent + reserved
++ its estimate`` stays within every cap; otherwise the budget raises
+:class:`~.admission.RunStopped` (kind ``budget``) naming the cap and the spend, the run stops
+scheduling, and what is in flight finishes.
 
 The reservation is the request's UPPER token estimate (``scheduler.tokens``: never under the
 bill in any script, CJK or base64 included) plus its output estimate with the same 15 % margin,
@@ -21,7 +25,6 @@ of every extra attempt of an admitted request.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,6 +41,7 @@ __all__ = [
     "Caps",
     "Price",
     "Spend",
+    "check_price",
     "estimate_output_tokens",
     "parse_price",
 ]
@@ -95,6 +99,27 @@ def parse_price(text: str, where: str = "--price") -> Price:
     return Price(parts["input"], parts.get("output", Decimal(0)))
 
 
+def check_price(
+    max_cost: Decimal | None, price: Price | None, surface: Surface = "library"
+) -> None:
+    """A cost cap needs a price (issue 42 item 7): a request's cost must be estimated and
+    reserved BEFORE it is sent, and a gateway's ``usage.cost`` is known only after (a cap of
+    $0.0000001 once let a $0.01 request through). :class:`Budget` holds itself to it, and every
+    surface (``toolnexus.run``, ``batch``, ``filter``, ``mcp``) calls it before anything is
+    sent."""
+    if max_cost is not None and price is None:
+        # In the words of the surface that set the cap (issue 43 item 7).
+        cap = option("max_cost", surface, max_cost)
+        given = 'price="input=USD/Mtok,output=USD/Mtok"'
+        if surface != "library":
+            given = "--price input=USD/Mtok,output=USD/Mtok"
+        raise ConfigError(
+            f"classifier: {cap} needs {given} (or $TOOLNEXUS_PRICE): each request's cost is "
+            "reserved from the price before it is sent, and a reported usage.cost is known "
+            "only after; nothing was sent"
+        )
+
+
 @dataclass(frozen=True)
 class Caps:
     """The run's caps; None is no cap. ``max_cost`` is USD."""
@@ -148,13 +173,9 @@ class Budget:
     spent: Spend = field(init=False)
     _reserved: dict[int, _Reservation] = field(default_factory=dict, init=False)
     stopped: RunStopped | None = field(default=None, init=False)
-    #: a request has been settled: with no price, what a request costs is known from then on
-    _settled_once: bool = field(default=False, init=False)
-    _settled: asyncio.Event = field(
-        default_factory=asyncio.Event, init=False, repr=False, compare=False
-    )
 
     def __post_init__(self) -> None:
+        check_price(self.caps.max_cost, self.price, self.surface)
         self.spent = Spend(
             self.already.cost, self.already.tokens, self.already.requests, self.already.cost_unknown
         )
@@ -165,12 +186,7 @@ class Budget:
         nothing is known."""
         output = math.ceil(OUTPUT_MARGIN * self.output_tokens)
         tokens = input_tokens + output
-        if self.price is not None:
-            cost = self.price.cost(input_tokens, output)
-        elif self.spent.tokens and self.spent.cost:
-            cost = self.spent.cost * tokens / self.spent.tokens
-        else:
-            cost = Decimal(0)
+        cost = self.price.cost(input_tokens, output) if self.price is not None else Decimal(0)
         return _Reservation(cost, tokens)
 
     def _would_pass(self, extra: _Reservation) -> str | None:
@@ -200,15 +216,6 @@ class Budget:
     async def acquire(self, ticket: Ticket) -> None:
         if self.stopped is not None:
             raise self.stopped
-        while self._unpriced_cap() and not self._settled_once and self._reserved:
-            # --max-cost with no --price: what a request costs is known only once one is
-            # settled (the server's usage.cost), so until then one request is in flight at a
-            # time and the cap holds from the first (issue 31 item 6: two went through a cap
-            # of 0.0000001 at once).
-            self._settled.clear()
-            await self._settled.wait()
-            if self.stopped is not None:
-                raise self.stopped
         reservation = self.estimate(ticket.estimate.upper)
         why = self._would_pass(reservation)
         if why is not None:
@@ -225,15 +232,17 @@ class Budget:
         attempt hook knows): it bills like a request."""
         self.spent.requests += extra_attempts
 
-    def _unpriced_cap(self) -> bool:
-        return self.caps.max_cost is not None and self.price is None
+    @property
+    def over_cost_cap(self) -> Decimal:
+        """How far the settled spend passed ``--max-cost`` (0 within it): only what requests
+        already in flight cost beyond their reserved estimate can carry it there."""
+        cap = self.caps.max_cost
+        return max(Decimal(0), self.spent.cost - cap) if cap is not None else Decimal(0)
 
     async def release(self, ticket: Ticket, usage: ClassifierUsage, outcome: Outcome) -> None:
         held = self._reserved.pop(ticket.id, None)
-        self._settled.set()
         if outcome.kind is OutcomeKind.NOT_SENT:
             return
-        self._settled_once = True
         self.spent.requests += 1
         if not usage.reported and outcome.kind is OutcomeKind.SUCCESS:
             # A reply without token counts is charged at its estimate, never 0 (issue 33):
