@@ -254,9 +254,9 @@ def test_a_404_names_the_other_spelling_of_the_base_url(base_url: str, hint: str
 
 
 def test_the_serve_page_names_exactly_the_routes_served() -> None:
-    """Issue 43 item 8: "the README's serve section (now docs/how-to/serve.md) says routes are served 'the same under
-    /v1' (they are /systemone and /v1/systemone)": the sentence names what a real ``toolnexus
-    serve`` answers, no more and no less."""
+    """Issue 43 item 8: "the README's serve section (now docs/how-to/serve.md) says routes
+    are served 'the same under /v1' (they are /systemone and /v1/systemone)": the sentence
+    names what a real ``toolnexus serve`` answers, no more and no less."""
     import re
 
     import httpx

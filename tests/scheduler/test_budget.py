@@ -113,10 +113,15 @@ def test_a_cost_cap_without_a_price_is_refused() -> None:
     it, exit 2 naming both" (a cap of 1e-7 once let a $0.01 request through: its reported
     ``usage.cost`` is known only after it is sent)."""
     with pytest.raises(ConfigError) as e:
-        Budget(Caps(max_cost=Decimal("0.003")))
+        Budget(Caps(max_cost=Decimal("0.003")), surface="batch")
     said = str(e.value)
     assert "--max-cost" in said and "--price" in said and "TOOLNEXUS_PRICE" in said
     assert "\n" not in said
+    # A script's own Budget speaks a script's words (issue 43 item 7).
+    with pytest.raises(ConfigError) as e:
+        Budget(Caps(max_cost=Decimal("0.003")))
+    said = str(e.value)
+    assert "max_cost needs price=" in said and "--" not in said and "TOOLNEXUS_PRICE" in said
 
 
 def test_the_reported_cost_is_counted_and_only_requests_in_flight_pass_the_cap() -> None:

@@ -125,7 +125,8 @@ def mcp_command(
     )
     from ..run.budget import require_price
 
-    require_price(run.caps, run.price, "mcp")  # the run's one check, in mcp's words (issue 42 item 7)
+    # The run's one check, in mcp's words (issue 42 item 7).
+    require_price(run.caps, run.price, "mcp")
     # Output tokens per request: the largest set's estimate (a cap is never passed by a call
     # the budget under-reserved).
     output = max(estimate_output_tokens(questions_to_wire(t.questions)) for t in tools.values())

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from .errors import one_line
+from .errors import CliError, one_line
 
 if TYPE_CHECKING:
     from ..calibration.oobselect import SelectiveGuard

@@ -109,10 +109,9 @@ def check_price(
     sent."""
     if max_cost is not None and price is None:
         # In the words of the surface that set the cap (issue 43 item 7).
-        cap = option("max_cost", surface, max_cost)
-        given = 'price="input=USD/Mtok,output=USD/Mtok"'
+        cap, given = "max_cost", 'price="input=USD/Mtok,output=USD/Mtok"'
         if surface != "library":
-            given = "--price input=USD/Mtok,output=USD/Mtok"
+            cap, given = "--max-cost", "--price input=USD/Mtok,output=USD/Mtok"
         raise ConfigError(
             f"classifier: {cap} needs {given} (or $TOOLNEXUS_PRICE): each request's cost is "
             "reserved from the price before it is sent, and a reported usage.cost is known "
