@@ -66,7 +66,9 @@ def test_the_json_is_the_fields_in_order() -> None:
     """One definition of the JSON shape: a class's fields are its object's keys."""
     report = build_report([RUN], labels_path=LABELS)
     data = report.to_json()
-    assert list(data) == ["records", "labelled", "runs", "questions", "comparison", "questions_run"]
+    assert list(data) == [
+        "records", "labelled", "runs", "questions", "comparison", "questions_run", "definitions",
+    ]  # fmt: skip
     q = report.questions["desk"]
     shown = [
         f.name

@@ -50,6 +50,7 @@ __all__ = [
     "fit_platt",
     "fit_temperature",
     "fit_temperature_map",
+    "refit_temperature",
 ]
 
 #: A key needs this many labelled records before a map is fitted for it.
@@ -241,6 +242,13 @@ def fit_temperature(
     counts 0, clipped; the wire gives every offered option a probability, so the fit and the
     applied map normalise over the same options."""
     return _temperature(*_label_index(y_true, y_prob, options))
+
+
+def refit_temperature(logs: Floats, labels: npt.NDArray[np.intp]) -> float:
+    """The temperature in ``T_BOUNDS`` minimising the log loss of ``softmax(logs / T)``
+    against ``labels`` (``report --fit-temperature``, issue 47: ``logs`` are the rows' logs
+    at the chosen floor); the same search as the maps' fit."""
+    return _temperature(logs, labels)
 
 
 def _temperature(logs: Floats, labels: npt.NDArray[np.intp]) -> float:

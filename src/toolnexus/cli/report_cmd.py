@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..metrics.definitions import MetricDefinitions
 from .errors import EXIT_CONDITION, CliError, one_line
+from .options import options_from
 from .render.formats import ReportFormat
 
 if TYPE_CHECKING:
@@ -65,6 +68,23 @@ def _write_junit(path: str, results: list[tuple[Condition, str | None]]) -> None
         raise CliError(f"{path}: cannot write: {e.strerror or type(e).__name__}") from None
 
 
+def definition_flags() -> type:
+    """The values class of ``report``'s definition options (issue 47): one option per field
+    of :class:`~toolnexus.metrics.definitions.MetricDefinitions`, declared by that field's
+    ``metadata["option"]`` (the option table is the definitions class; ``compare`` reuses it)."""
+    from dataclasses import field, fields, make_dataclass
+    from typing import get_type_hints
+
+    hints = get_type_hints(MetricDefinitions)
+    made = []
+    for f in fields(MetricDefinitions):
+        o = f.metadata["option"]
+        option = typer.Option(o.flag, help=o.help, metavar=o.metavar, show_default=False)
+        made.append((f.name, Annotated[hints[f.name], option], field(default=f.default)))
+    return make_dataclass("DefinitionFlags", made, frozen=True)
+
+
+@options_from(definition_flags(), "definition_values")
 def report_command(
     runs: Annotated[
         list[str],
@@ -244,6 +264,8 @@ def report_command(
             show_default=False,
         ),
     ] = None,
+    *,
+    definition_values: Mapping[str, Any],
 ) -> None:
     """Distributions, flags and (with --labels) accuracy and calibration of a batch run; with
     RUN2, what changed between the two.
@@ -257,6 +279,12 @@ def report_command(
 
     if not 1 <= len(runs) <= 2:
         raise CliError(f"report takes one run, or two to compare (before, after); got {len(runs)}")
+    definitions = MetricDefinitions(**definition_values)
+    problem = definitions.problem()
+    if problem is not None:
+        raise CliError(problem)
+    if labels is None and (definitions.fit_temperature or definitions.pool):
+        raise CliError("--fit-temperature and --pool need --labels: both are measured on labels")
     if target_precision is not None and not 0.0 < target_precision <= 1.0:
         raise CliError(f"--target-precision takes a precision in (0, 1], got {target_precision}")
     if jobs is not None and not 1 <= jobs <= MAX_JOBS:
@@ -321,6 +349,7 @@ def report_command(
         floors=parse_floors(floors) if sweep_gates is not None else None,
         selective=selective,
         target_risk=target_risk,
+        definitions=definitions,
     )
     # The warnings first: a condition nothing can measure is often explained by one of them.
     for warning in report.warnings:

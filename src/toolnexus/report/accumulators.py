@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..metrics.arrays import in_order_sum
+from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
 from ..metrics.measures import (
     N_BINS,
     Reliability,
@@ -27,7 +28,16 @@ from ..metrics.measures import (
     threshold_for_precision,
 )
 from ..validation import FLAGS
-from .extras import ece_uncertainty, noul_threshold_pair, noul_threshold_table
+from .extras import (
+    Defined,
+    LabelledArrays,
+    defined_figures,
+    ece_uncertainty,
+    nll,
+    noul_threshold_pair,
+    noul_threshold_table,
+    temperature,
+)
 from .fieldchecks import LabelError, RecordError, _probability, _shown
 from .model import (
     BandPrecision,
@@ -159,15 +169,43 @@ class QuestionStats:
         return None
 
     def metrics(
-        self, target_precision: float | None = None, intervals: bool = True
+        self,
+        target_precision: float | None = None,
+        intervals: bool = True,
+        definitions: MetricDefinitions = DEFAULT_DEFINITIONS,
     ) -> QuestionMetrics | None:
         """The metrics against the labels (only called with at least one label);
         ``target_precision`` asks a noul for its threshold search, ``intervals`` for each
-        ECE's bootstrap interval and noise floor."""
+        ECE's bootstrap interval and noise floor, ``definitions`` which ECE, floor and
+        temperature (issue 47)."""
         return None
 
-    def reliability(self) -> tuple[ReliabilityBin, ...]:
+    def reliability(
+        self, definitions: MetricDefinitions = DEFAULT_DEFINITIONS
+    ) -> tuple[ReliabilityBin, ...]:
         return ()
+
+    def labelled_arrays(self) -> LabelledArrays | None:
+        """The labelled answers as the definitions' figures read them (``None``: a type
+        without probabilities)."""
+        return None
+
+    def _defined(
+        self, definitions: MetricDefinitions, intervals: bool
+    ) -> tuple[Defined | None, float | None, float | None]:
+        """Under non-historic definitions: the ECE figures; and the floored ``nll`` (``None``:
+        ``log_loss`` is the nll) and the refit temperature, when asked for."""
+        d = definitions
+        if d.historic(self.type) and d.log_floor is None and not d.fit_temperature:
+            return None, None, None
+        a = self.labelled_arrays()
+        if a is None:
+            return None, None, None
+        figures = None
+        if not d.historic(self.type):
+            figures = defined_figures(a, d.of(self.type), d, intervals)
+        floored = nll(a, d) if d.log_floor is not None else None
+        return figures, floored, temperature(a, d) if d.fit_temperature else None
 
     def category(self, answer: Mapping[str, Any]) -> Any:
         """What counts as "the answer changed" between two runs."""
@@ -196,6 +234,7 @@ class QuestionStats:
         errors: Mapping[str, int],
         target_precision: float | None = None,
         intervals: bool | None = None,
+        definitions: MetricDefinitions = DEFAULT_DEFINITIONS,
     ) -> QuestionReport:
         """This question over the run whose error records by code are ``errors``; ``intervals``
         ``None``: each ECE's interval and floor while the labelled answers are at most
@@ -203,13 +242,14 @@ class QuestionStats:
         narrow and the floor near 0, and the resampling is what a long report would wait for)."""
         if intervals is None:
             intervals = self.labelled <= AUTO_INTERVALS_MAX
+        d = definitions
         recalibration = None
         if self.wire is not None:
             w = self.wire
             recalibration = Recalibration(
                 self.recalibrated,
-                w.metrics(target_precision, intervals) if w.labelled else None,
-                w.reliability() if w.labelled else (),
+                w.metrics(target_precision, intervals, d) if w.labelled else None,
+                w.reliability(d) if w.labelled else (),
             )
         return QuestionReport(
             type=self.type,
@@ -225,8 +265,8 @@ class QuestionStats:
             },
             mean_confidence=_mean(in_order_sum(self.confidences), len(self.confidences)),
             labelled=self.labelled,
-            metrics=self.metrics(target_precision, intervals) if self.labelled else None,
-            reliability=self.reliability() if self.labelled else (),
+            metrics=self.metrics(target_precision, intervals, d) if self.labelled else None,
+            reliability=self.reliability(d) if self.labelled else (),
             invalid_ids=tuple(self.flag_ids.get("invalid", ())),
             recalibrated=recalibration,
         )
@@ -325,8 +365,18 @@ class NoulStats(QuestionStats):
             },
         )
 
-    def metrics(self, target_precision: float | None = None, intervals: bool = True) -> NoulMetrics:
+    def labelled_arrays(self) -> LabelledArrays:
+        return LabelledArrays.of_noul(self.y_true, self.y_prob)
+
+    def metrics(
+        self,
+        target_precision: float | None = None,
+        intervals: bool = True,
+        definitions: MetricDefinitions = DEFAULT_DEFINITIONS,
+    ) -> NoulMetrics:
         y_true, y_prob = self.y_true, self.y_prob
+        figures, floored, refit = self._defined(definitions, intervals)
+        loss = log_loss(y_true, y_prob)
         n = len(y_true)
         pos = sum(y_true)
         neg = n - pos
@@ -341,9 +391,10 @@ class NoulStats(QuestionStats):
         return NoulMetrics(
             accuracy=accuracy_score(y_true, [p >= 0.5 for p in y_prob]),
             brier=brier_score_loss(y_true, y_prob),
-            log_loss=log_loss(y_true, y_prob),
+            log_loss=loss,
+            nll=loss if definitions.log_floor is None else floored,
             auroc=roc_auc_score(y_true, y_prob),
-            ece=self._reliability().ece(),
+            ece=self._reliability().ece() if figures is None else figures.ece,
             bands=NoulBands(
                 yes=BandPrecision(
                     said_yes, _share(bt("yes", 1), said_yes), _share(bt("yes", 1), pos)
@@ -352,13 +403,20 @@ class NoulStats(QuestionStats):
                 uncertain=Count(unsure, _share(unsure, n)),
             ),
             threshold=None if target_precision is None else self.threshold(target_precision),
-            ece_uncertainty=ece_uncertainty(y_true, y_prob) if intervals else None,
+            ece_uncertainty=(
+                None
+                if not intervals
+                else ece_uncertainty(y_true, y_prob, definitions)
+                if figures is None
+                else figures.ece_uncertainty
+            ),
             threshold_table=noul_threshold_table(y_true, y_prob),
             thresholds=(
                 None
                 if target_precision is None
                 else noul_threshold_pair(y_true, y_prob, target_precision)
             ),
+            temperature=refit,
         )
 
     def threshold(self, target: float) -> Threshold:
@@ -370,5 +428,10 @@ class NoulStats(QuestionStats):
             self._bins = (self.labelled, reliability(self.y_true, self.y_prob))
         return self._bins[1]
 
-    def reliability(self) -> tuple[ReliabilityBin, ...]:
-        return self._reliability().bins()
+    def reliability(
+        self, definitions: MetricDefinitions = DEFAULT_DEFINITIONS
+    ) -> tuple[ReliabilityBin, ...]:
+        if definitions.historic(self.type):
+            return self._reliability().bins()
+        d = definitions
+        return defined_figures(self.labelled_arrays(), d.of(self.type), d, False).reliability

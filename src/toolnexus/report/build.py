@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING
 
+from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
 from .aggregation import RunStats
 from .compare import compare_runs
 from .finish import question_reports
@@ -36,17 +37,20 @@ def build_report(
     floors: Sequence[int] | None = None,
     selective: bool = False,
     target_risk: float | None = None,
+    definitions: MetricDefinitions = DEFAULT_DEFINITIONS,
 ) -> Report:
     """Read ``runs`` (one or two files) and, with ``labels_path``, join labels by id; ``jobs``
     processes count a long run's chunks (default: one per CPU, at most 8); ``intervals``: every ECE
     with its bootstrap interval and noise floor (issue 24; numpy; ``None``: for a question of at
     most ``AUTO_INTERVALS_MAX`` labelled answers); ``fit_calibration``: fit a
-    recalibration map per labelled key of the first run and write them to that file."""
+    recalibration map per labelled key of the first run and write them to that file;
+    ``definitions``: which ECE, log floor, noise floor and temperature each figure is, and
+    whether the pooled block is computed (issue 47)."""
     labels = read_all_labels(labels_path, id_field) if labels_path else None
     two = len(runs) == 2
     warnings: list[str] = []
     first = read_run(runs[0], labels, snapshot=two, jobs=jobs, warnings=warnings)
-    questions = question_reports(first, target_precision, intervals, jobs)
+    questions = question_reports(first, target_precision, intervals, jobs, definitions)
     summaries = [first.summary()]
     comparison: Comparison | None = None
     stats = [first]
@@ -59,7 +63,7 @@ def build_report(
             first.snapshots,
             second.deltas,
             questions,
-            question_reports(second, target_precision, intervals, jobs),
+            question_reports(second, target_precision, intervals, jobs, definitions),
             (first.path, second.path),
         )
         first.snapshots = second.deltas = None  # the comparison holds what it needs
@@ -77,6 +81,11 @@ def build_report(
         warnings += labels.notes
         outcome_columns = [*(gates or ()), *(sweep_gates[0] if sweep_gates else ())]
         problem = _check_labels(labels, stats, id_field, warnings, outcome_columns)
+    pooled = None
+    if definitions.pool and stats[-1].labelled:
+        from .extras import pooled_metrics
+
+        pooled = pooled_metrics(stats[-1].questions.values(), definitions, intervals)
     return Report(
         records=first.records,
         labelled=first.labelled,
@@ -95,6 +104,8 @@ def build_report(
             if labels is not None and (selective or target_risk is not None)
             else None
         ),
+        definitions=definitions,
+        pooled=pooled,
     )
 
 

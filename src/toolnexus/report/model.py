@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
 from ..metrics.measures import ReliabilityBin, Threshold
 from .figures import (
     CalibrationFit,
@@ -43,6 +44,7 @@ from .questionreport import (
     NoulDistribution,
     NoulMetrics,
     OptionCalibration,
+    PooledMetrics,
     QuestionMetrics,
     QuestionReport,
     Recalibration,
@@ -79,6 +81,7 @@ __all__ = [
     "NoulDistribution",
     "NoulMetrics",
     "OptionCalibration",
+    "PooledMetrics",
     "QuestionComparison",
     "QuestionMetrics",
     "QuestionReport",
@@ -194,6 +197,10 @@ class Report:
     sweeps: Mapping[str, GateSweep] | None = field(default=None, metadata=OMIT_NONE)
     #: ``--selective``: per labelled question of the first run, risk against coverage (issue 35)
     selective: Mapping[str, SelectiveReport] | None = field(default=None, metadata=OMIT_NONE)
+    #: which definition of each calibration figure the report used (issue 47)
+    definitions: MetricDefinitions = DEFAULT_DEFINITIONS
+    #: ``--pool``: every labelled answer of the (last) run's questions as one sample
+    pooled: PooledMetrics | None = field(default=None, metadata=OMIT_NONE)
 
     @property
     def judged(self) -> Mapping[str, QuestionReport]:
