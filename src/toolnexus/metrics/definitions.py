@@ -158,6 +158,15 @@ class MetricDefinitions:
         """The floor a log or a temperature fit uses."""
         return NO_FLOOR if self.log_floor is None else self.log_floor
 
+    def describe(self) -> str:
+        """One line naming every definition, as the table and the HTML page print it."""
+        floor = "none" if self.log_floor is None else f"{self.log_floor:g}"
+        return (
+            f"definitions: ece {self.ece_bins} {self.ece_scheme} bins, {self.ece_edges} edges, "
+            f"of {self.ece_of}; log floor {floor}; floor {self.floor_draws} draws; seed "
+            f"{self.seed}"
+        )
+
     def flags(self) -> list[str]:
         """The options that give these definitions, for a message or a docs example."""
         out = []
