@@ -20,6 +20,7 @@ import pytest
 from scipy.optimize import minimize_scalar
 from sklearn.metrics import accuracy_score, log_loss
 
+from clirun import error_line, run_cli
 from toolnexus.metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
 from toolnexus.report.build import build_report, read_all_labels
 from toolnexus.report.reader import read_run
@@ -371,3 +372,84 @@ def test_every_definition_is_a_report_option() -> None:
     flags = definition_flags()
     assert [f.name for f in fields(flags)] == [f.name for f in fields(MetricDefinitions)]
     assert MetricDefinitions(ece_bins=15, pool=True).flags() == ["--ece-bins 15", "--pool"]
+
+
+def test_invalid_answers_are_left_out_and_counted(data: dict[str, Any], tmp_path: Any) -> None:
+    """Refused and invalid answers are left out of probability metrics and counted beside
+    them: a run whose first 30 labelled answers are flagged invalid measures what the run
+    without those 30 records measures."""
+    from pathlib import Path
+
+    lines = Path(data["run"]).read_text(encoding="utf-8").splitlines()
+    flagged = []
+    for i, line in enumerate(lines):
+        record = json.loads(line)
+        if i < 30:
+            for answer in record["answers"].values():
+                answer["flags"] = ["invalid"]
+        flagged.append(json.dumps(record))
+    run, rest = tmp_path / "flagged.jsonl", tmp_path / "rest.jsonl"
+    run.write_text("\n".join(flagged) + "\n", encoding="utf-8")
+    rest.write_text("\n".join(lines[30:]) + "\n", encoding="utf-8")
+    d = MetricDefinitions(pool=True, log_floor=1e-6)
+    got = build_report([str(run)], labels_path=data["labels"], intervals=False, definitions=d)
+    want = build_report([str(rest)], labels_path=data["labels"], intervals=False,
+                        definitions=d)  # fmt: skip
+    for key in ("urgent", "desk", "impact"):
+        q = got.questions[key]
+        assert (q.invalid, q.labelled_invalid, q.labelled) == (30, 30, N - 30)
+        assert q.metrics == want.questions[key].metrics
+        assert got.to_json()["questions"][key]["labelled_invalid"] == 30
+    assert got.pooled is not None and got.pooled.invalid == 90
+    assert want.pooled is not None and got.pooled.nll == want.pooled.nll
+    assert "labelled_invalid" not in want.to_json()["questions"]["desk"]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        pytest.param(["--ece-scheme", "quantile"], "--ece-scheme takes width or mass", id="scheme"),
+        pytest.param(["--ece-edges", "both"], "--ece-edges takes left or right", id="edges"),
+        pytest.param(["--ece-of", "all"], "--ece-of takes auto or top or class or yes", id="of"),
+        pytest.param(["--ece-bins", "0"], "--ece-bins takes 1..1000 bins", id="bins"),
+        pytest.param(["--log-floor", "0.7"], "--log-floor takes a probability", id="floor"),
+        pytest.param(["--floor-draws", "0"], "--floor-draws takes 1..1000000", id="draws"),
+        pytest.param(["--seed", "-1"], "--seed takes a non-negative integer", id="seed"),
+    ],
+)
+def test_a_bad_definition_is_one_line_and_exit_2(
+    data: dict[str, Any], args: list[str], words: str
+) -> None:
+    ran = run_cli("report", data["run"], "--labels", data["labels"], *args)
+    assert ran.code == 2
+    assert words in error_line(ran.stderr)
+
+
+def test_pool_and_temperature_need_labels(data: dict[str, Any]) -> None:
+    ran = run_cli("report", data["run"], "--pool")
+    assert ran.code == 2 and "need --labels" in error_line(ran.stderr)
+
+
+def test_the_cli_reports_every_definition_and_fails_on_nll(data: dict[str, Any]) -> None:
+    """`--fail-on` accepts both names (nll, log_loss); the table and the JSON name the
+    definitions; the pooled row and the temperatures are shown."""
+    options = ["--ece-bins", "15", "--ece-edges", "right", "--ece-of", "top", "--log-floor",
+               "1e-6", "--fit-temperature", "--pool", "--no-intervals"]  # fmt: skip
+    fail_on = "impact.nll>0.5,impact.log_loss>100"
+    ran = run_cli("report", data["run"], "--labels", data["labels"], *options,
+                  "--format", "json", "--fail-on", fail_on)  # fmt: skip
+    assert ran.code == 1, ran.stderr
+    assert "impact" in ran.stderr and "nll" in ran.stderr and "log_loss" not in ran.stderr
+    got = json.loads(ran.out)
+    assert got["definitions"] == {
+        "ece_bins": 15, "ece_scheme": "width", "ece_edges": "right", "ece_of": "top",
+        "log_floor": 1e-6, "floor_draws": 1000, "seed": 0, "fit_temperature": True,
+        "pool": True,
+    }  # fmt: skip
+    assert got["pooled"]["labelled"] == 3 * N
+    table = run_cli("report", data["run"], "--labels", data["labels"], *options,
+                    "--format", "table")  # fmt: skip
+    assert table.code == 0, table.stderr
+    text = " ".join(table.out.split())
+    assert "definitions: ece 15 width bins, right edges, of top; log floor 1e-06" in text
+    assert "all questions pooled: 720 labelled" in text

@@ -117,6 +117,9 @@ class QuestionStats:
         #: the same however the run was cut in chunks (JSONL bytes, Parquet row groups)
         self.confidences = array("d")
         self.labelled = 0
+        #: labelled answers flagged invalid: counted here, left out of every probability
+        #: metric (issue 47: "refused and invalid answers are left out ... and counted")
+        self.labelled_invalid = 0
         #: a recalibrated run: the wire's answers, counted apart (``None`` until one is met)
         self.wire: Any = None
         #: answers that carried recalibrated probabilities
@@ -138,6 +141,7 @@ class QuestionStats:
             mine.extend(ids[: FIRST_IDS - len(mine)])
         self.confidences.extend(other.confidences)
         self.labelled += other.labelled
+        self.labelled_invalid += other.labelled_invalid
         self.recalibrated += other.recalibrated
         if other.wire is not None:
             if self.wire is None:
@@ -265,6 +269,7 @@ class QuestionStats:
             },
             mean_confidence=_mean(in_order_sum(self.confidences), len(self.confidences)),
             labelled=self.labelled,
+            labelled_invalid=self.labelled_invalid,
             metrics=self.metrics(target_precision, intervals, d) if self.labelled else None,
             reliability=self.reliability(d) if self.labelled else (),
             invalid_ids=tuple(self.flag_ids.get("invalid", ())),
@@ -332,6 +337,9 @@ class NoulStats(QuestionStats):
         y = _TRUTH.get(label)
         if y is None:
             y = self._truth(label)
+        if flags and "invalid" in flags:
+            self.labelled_invalid += 1
+            return
         self.labelled += 1
         self.y_prob.append(p)
         self.y_true.append(y)

@@ -32,6 +32,9 @@ def _metrics(key: str, q: QuestionReport, charts: Any) -> str:
         f"<h3>{escape(key)}: against {q.labelled} labels</h3>",
         _table(list(names), [cells]),
     ]
+    if q.labelled_invalid:
+        parts.append(f"<p>{q.labelled_invalid} labelled invalid answers left out of the "
+                     "metrics.</p>")  # fmt: skip
     if isinstance(m, NoulMetrics):
         bands = m.bands
         rows = [

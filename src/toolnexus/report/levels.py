@@ -130,6 +130,9 @@ class ScoreStats(RankedStats):
         y = self._label_cache.get(label)
         if y is None:
             y = self._level_of(label)
+        if flags and "invalid" in flags:
+            self.labelled_invalid += 1
+            return
         self._score(probs, picked, _LEVEL_KEYS[y])
         self.y_level.append(y)
         self.level_pick.append(level)

@@ -16,7 +16,7 @@ from .figures import (
     ThresholdCut,
     ThresholdPair,
 )
-from .jsonshape import EMPTY_OBJECT, OMIT_NONE, SKIP
+from .jsonshape import EMPTY_OBJECT, OMIT_NONE, OMIT_ZERO, SKIP
 
 __all__ = [
     "SCALAR_METRICS",
@@ -261,6 +261,8 @@ class QuestionReport:
     flags: Mapping[str, FlagCount]
     mean_confidence: float | None
     labelled: int
+    #: labelled answers flagged invalid, left out of ``metrics`` (issue 47); 0 is not written
+    labelled_invalid: int = field(metadata=OMIT_ZERO)
     metrics: QuestionMetrics | None = field(metadata=EMPTY_OBJECT)
     reliability: tuple[ReliabilityBin, ...]
     #: the ids of the first answers flagged invalid, in file order

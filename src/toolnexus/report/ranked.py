@@ -269,6 +269,9 @@ class ChoiceStats(RankedStats):
                     f"question {self.key!r}: {label!r} is not one of its options "
                     f"({', '.join(self.options)})"
                 )
+        if flags and "invalid" in flags:
+            self.labelled_invalid += 1
+            return
         self._score(probs, choice, label)
         self.near_uniform.append(bool(near_uniform))
 

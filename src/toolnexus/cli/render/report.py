@@ -225,6 +225,9 @@ def print_report(report: Report, console: Any, *, plain: bool) -> None:
                 continue
             heading(f"{key}: reliability ({ece_text(m)})")
             console.print(_reliability_chart(q, plain))
+            if q.labelled_invalid:
+                console.print(Text(f"{key}: {q.labelled_invalid} labelled invalid answers left "
+                                   "out of the metrics"))  # fmt: skip
             if q.recalibrated is not None:
                 console.print(Text(_recalibrated_line(key, q)))
             if isinstance(m, NoulMetrics):
