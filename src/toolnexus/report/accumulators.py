@@ -194,6 +194,28 @@ class QuestionStats:
         without probabilities)."""
         return None
 
+    def arrays(self) -> LabelledArrays | None:
+        """:meth:`labelled_arrays`, built once per count (the metrics, the reliability bins
+        and the pooled block read them)."""
+        cached: tuple[int, LabelledArrays | None] | None = self.__dict__.get("_arrays")
+        if cached is None or cached[0] != self.labelled:
+            cached = self.__dict__["_arrays"] = (self.labelled, self.labelled_arrays())
+        return cached[1]
+
+    def figures(self, d: MetricDefinitions, intervals: bool) -> Defined:
+        """:func:`.extras.defined_figures` of this question under ``d``, computed once per
+        count (the bins of a report with intervals are those of its metrics)."""
+        cache: dict[Any, Defined] = self.__dict__.setdefault("_figures", {})
+        for key in ((self.labelled, d, intervals), (self.labelled, d, True)):
+            if key in cache:
+                return cache[key]
+        a = self.arrays()
+        assert a is not None, "called for a type with probabilities"
+        cache[(self.labelled, d, intervals)] = found = defined_figures(
+            a, d.of(self.type), d, intervals
+        )
+        return found
+
     def _defined(
         self, definitions: MetricDefinitions, intervals: bool
     ) -> tuple[Defined | None, float | None, float | None]:
@@ -202,12 +224,12 @@ class QuestionStats:
         d = definitions
         if d.historic(self.type) and d.log_floor is None and not d.fit_temperature:
             return None, None, None
-        a = self.labelled_arrays()
+        a = self.arrays()
         if a is None:
             return None, None, None
         figures = None
         if not d.historic(self.type):
-            figures = defined_figures(a, d.of(self.type), d, intervals)
+            figures = self.figures(d, intervals)
         floored = nll(a, d) if d.log_floor is not None else None
         return figures, floored, temperature(a, d) if d.fit_temperature else None
 
@@ -441,5 +463,4 @@ class NoulStats(QuestionStats):
     ) -> tuple[ReliabilityBin, ...]:
         if definitions.historic(self.type):
             return self._reliability().bins()
-        d = definitions
-        return defined_figures(self.labelled_arrays(), d.of(self.type), d, False).reliability
+        return self.figures(definitions, False).reliability

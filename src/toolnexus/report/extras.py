@@ -215,7 +215,7 @@ def pooled_metrics(
     from ..metrics.definitions import floored_rows
     from .accumulators import AUTO_INTERVALS_MAX
 
-    parts = [a for q in questions if q.labelled for a in [q.labelled_arrays()] if a is not None]
+    parts = [a for q in questions if q.labelled for a in [q.arrays()] if a is not None]
     invalid = sum(getattr(q, "labelled_invalid", 0) for q in questions)
     n = sum(len(a.rows) for a in parts)
     if not n:

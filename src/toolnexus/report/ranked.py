@@ -32,7 +32,6 @@ from .extras import (
     Defined,
     LabelledArrays,
     choice_coverage,
-    defined_figures,
     ece_uncertainty,
     option_calibration,
 )
@@ -203,8 +202,7 @@ class RankedStats(QuestionStats):
     ) -> tuple[ReliabilityBin, ...]:
         if definitions.historic(self.type):
             return self._reliability().bins()
-        d = definitions
-        return defined_figures(self.labelled_arrays(), d.of(self.type), d, False).reliability
+        return self.figures(definitions, False).reliability
 
 
 class _Labelled(NamedTuple):
