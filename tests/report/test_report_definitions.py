@@ -453,3 +453,13 @@ def test_the_cli_reports_every_definition_and_fails_on_nll(data: dict[str, Any])
     text = " ".join(table.out.split())
     assert "definitions: ece 15 width bins, right edges, of top; log floor 1e-06" in text
     assert "all questions pooled: 720 labelled" in text
+
+
+def test_a_class_not_offered_to_a_record_takes_no_floor() -> None:
+    """--log-floor floors the offered classes (and the label's) and renormalises: a record
+    offered two of three options does not give the third the floor's mass."""
+    from toolnexus.metrics.definitions import label_probability, padded
+
+    rows = padded([[0.6, 0.4], [0.2, 0.3, 0.5]], 3)
+    assert label_probability(rows, [0, 2], 0.1).tolist() == pytest.approx([0.6, 0.5])
+    assert label_probability(rows, [2, 0], 0.1).tolist() == pytest.approx([0.1 / 1.1, 0.2])

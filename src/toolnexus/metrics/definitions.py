@@ -228,11 +228,16 @@ def ece(y: Floats, p: Floats, d: MetricDefinitions) -> float | None:
     return sum(abs(a - b) for a, b in zip(sum_y, sum_p, strict=True)) / len(p)
 
 
-def floored_rows(rows: Floats, floor: float) -> Floats:
-    """``rows`` (records, classes) floored at ``floor`` and each renormalised to sum 1."""
+def floored_rows(rows: Floats, floor: float, labels: Any = None) -> Floats:
+    """``rows`` (records, classes) floored at ``floor`` and each renormalised to sum 1. A class
+    a record was not offered (NaN, :func:`padded`) stays 0, unless it is that record's label
+    (``labels``): a label outside the offered options counts as offered with 0."""
     import numpy as np
 
-    r = np.maximum(rows, floor)
+    absent = np.isnan(rows)
+    if labels is not None and absent.any():
+        absent[np.arange(len(rows)), np.asarray(labels, dtype=np.intp)] = False
+    r = np.where(absent, 0.0, np.maximum(np.nan_to_num(rows), floor))
     out: Floats = r / r.sum(axis=1, keepdims=True)
     return out
 
@@ -241,20 +246,21 @@ def label_probability(rows: Floats, labels: Any, floor: float) -> Floats:
     """Each record's floored, renormalised probability of its label."""
     import numpy as np
 
-    floored = floored_rows(rows, floor)
+    floored = floored_rows(rows, floor, labels)
     out: Floats = floored[np.arange(len(floored)), np.asarray(labels, dtype=np.intp)]
     return out
 
 
 def padded(rows: Sequence[Sequence[float]], width: int) -> Floats:
-    """Probability rows as one (records, width) array, a row's missing classes 0."""
+    """Probability rows as one (records, width) array; a class a row lacks (not offered to
+    that record) is NaN, so a floor leaves it out (:func:`floored_rows`)."""
     import numpy as np
 
     values = getattr(rows, "values", None)
     if values is not None and getattr(rows, "width", 0) == width and width:
         out: Floats = np.array(values, dtype=np.float64).reshape(-1, width)
         return out
-    full = np.zeros((len(rows), width))
+    full = np.full((len(rows), width), np.nan)
     for i, r in enumerate(rows):
         full[i, : len(r)] = r
     return full

@@ -83,9 +83,14 @@ def build_report(
         problem = _check_labels(labels, stats, id_field, warnings, outcome_columns)
     pooled = None
     if definitions.pool and stats[-1].labelled:
+        from .accumulators import AUTO_INTERVALS_MAX
         from .extras import pooled_metrics
 
-        pooled = pooled_metrics(stats[-1].questions.values(), definitions, intervals)
+        pooled = pooled_metrics(
+            stats[-1].questions.values(),
+            definitions,
+            stats[-1].labelled <= AUTO_INTERVALS_MAX if intervals is None else intervals,
+        )
     return Report(
         records=first.records,
         labelled=first.labelled,

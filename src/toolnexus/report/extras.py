@@ -144,7 +144,7 @@ def calibration_pairs(a: LabelledArrays, of: str) -> tuple[Pairs, Floats | None]
         return [a.yes], None
     if of == "class":
         columns = list(a.offered)
-        sub = a.rows[:, columns]
+        sub = np.nan_to_num(a.rows[:, columns])  # a class not offered to a record: 0
         labels = np.asarray(a.labels)
         pairs = [((labels == k).astype(np.float64), sub[:, i]) for i, k in enumerate(columns)]
         return pairs, sub
@@ -191,7 +191,7 @@ def nll_terms(a: LabelledArrays, d: MetricDefinitions) -> Floats:
         clipped = np.clip(a.yes[1], EPS, 1.0 - EPS)
         said = np.where(a.yes[0] != 0, clipped, 1.0 - clipped)
     else:
-        said = np.clip(a.rows[np.arange(len(a.rows)), a.labels], EPS, 1.0 - EPS)
+        said = np.clip(np.nan_to_num(a.rows[np.arange(len(a.rows)), a.labels]), EPS, 1.0 - EPS)
     out: Floats = -np.log(said)
     return out
 
@@ -204,7 +204,7 @@ def nll(a: LabelledArrays, d: MetricDefinitions) -> float | None:
 
 
 def pooled_metrics(
-    questions: Iterable[Any], d: MetricDefinitions, intervals: bool | None
+    questions: Iterable[Any], d: MetricDefinitions, intervals: bool
 ) -> PooledMetrics:
     """``--pool``: the labelled answers of every question with probabilities as one sample
     (``questions``: the run's accumulators); the top-label ECE, a noul as ``[p, 1 - p]``."""
@@ -213,8 +213,6 @@ def pooled_metrics(
     from ..calibration.fit import refit_temperature
     from ..calibration.uncertainty import ece_by
     from ..metrics.definitions import floored_rows
-    from .accumulators import AUTO_INTERVALS_MAX
-
     parts = [a for q in questions if q.labelled for a in [q.arrays()] if a is not None]
     invalid = sum(getattr(q, "labelled_invalid", 0) for q in questions)
     n = sum(len(a.rows) for a in parts)
@@ -223,8 +221,6 @@ def pooled_metrics(
     correct = np.concatenate([a.correct for a in parts])
     top = np.concatenate([a.top for a in parts])
     pairs = [(correct, top)]
-    if intervals is None:
-        intervals = n <= AUTO_INTERVALS_MAX
     refit = None
     if d.fit_temperature:
         width = max(a.rows.shape[1] for a in parts)
@@ -232,7 +228,9 @@ def pooled_metrics(
         start = 0
         for a in parts:
             rows = len(a.rows)
-            logs[start : start + rows, : a.rows.shape[1]] = np.log(floored_rows(a.rows, d.floor()))
+            with np.errstate(divide="ignore"):  # a class not offered: -inf, weight 0
+                floored = np.log(floored_rows(a.rows, d.floor(), a.labels))
+            logs[start : start + rows, : a.rows.shape[1]] = floored
             start += rows
         labels = np.concatenate([np.asarray(a.labels, dtype=np.intp) for a in parts])
         refit = refit_temperature(logs, labels)
@@ -257,8 +255,10 @@ def temperature(a: LabelledArrays, d: MetricDefinitions) -> float | None:
 
     if not len(a.rows):
         return None
-    logs = np.log(floored_rows(a.rows, d.floor()))
-    return refit_temperature(logs, np.asarray(a.labels, dtype=np.intp))
+    labels = np.asarray(a.labels, dtype=np.intp)
+    with np.errstate(divide="ignore"):  # a class not offered: log 0 = -inf, weight 0
+        logs = np.log(floored_rows(a.rows, d.floor(), labels))
+    return refit_temperature(logs, labels)
 
 
 def noul_threshold_table(
