@@ -97,8 +97,11 @@ def _bin_text(lo: float, hi: float) -> str:
     return f"{lo:.3f}-{hi:.3f}"
 
 
-def _reliability_chart(q: QuestionReport, plain: bool) -> Any:
-    what = "p" if q.type == "noul" else "top-1 p"
+def _reliability_chart(
+    q: QuestionReport, plain: bool, d: MetricDefinitions = DEFAULT_DEFINITIONS
+) -> Any:
+    # what the bins hold (issue 47: --ece-of top bins a noul's max(p, 1 - p))
+    what = "p" if q.type == "noul" and d.of("noul") == "yes" else "top-1 p"
     table = _table(
         what,
         "n",

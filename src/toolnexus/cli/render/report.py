@@ -224,7 +224,7 @@ def print_report(report: Report, console: Any, *, plain: bool) -> None:
             if not q.labelled or m is None:
                 continue
             heading(f"{key}: reliability ({ece_text(m)})")
-            console.print(_reliability_chart(q, plain))
+            console.print(_reliability_chart(q, plain, report.definitions))
             if q.labelled_invalid:
                 console.print(Text(f"{key}: {q.labelled_invalid} labelled invalid answers left "
                                    "out of the metrics"))  # fmt: skip
