@@ -213,6 +213,7 @@ def pooled_metrics(
     from ..calibration.fit import refit_temperature
     from ..calibration.uncertainty import ece_by
     from ..metrics.definitions import floored_rows
+
     parts = [a for q in questions if q.labelled for a in [q.arrays()] if a is not None]
     invalid = sum(getattr(q, "labelled_invalid", 0) for q in questions)
     n = sum(len(a.rows) for a in parts)
