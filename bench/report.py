@@ -19,6 +19,10 @@ opt-in behind a flag, with the bench printing both)". The report's default compu
 ECE's bootstrap interval and noise floor for a question of at most 20,000 labelled answers, so
 at 100,000 they are off by default; a third process per round runs ``--intervals`` (forced
 on), and its ratio is printed beside.
+
+Issue 47: "report --labels with every definition option on and --no-intervals over 100,000
+records stays <= 2.0x json.loads". ``python bench/report.py --only definitions`` runs that case
+alone, once (:data:`DEFINITIONS`: the costliest choice of each option).
 """
 
 from __future__ import annotations
@@ -55,6 +59,14 @@ QUESTIONS = {
     },
 }
 DESKS = ("billing", "shipping", "technical")
+#: Every definition option of issue 47 on, each at its costliest choice (class ECE: one ECE per
+#: class; equal-mass bins: quantiles; a floor: every row renormalised; a refit temperature per
+#: question and pooled).
+DEFINITIONS = (
+    "--ece-bins", "15", "--ece-scheme", "mass", "--ece-edges", "right", "--ece-of", "class",
+    "--log-floor", "1e-6", "--floor-draws", "200", "--seed", "1", "--fit-temperature", "--pool",
+    "--no-intervals",
+)  # fmt: skip
 
 
 def _split(rng: random.Random, n: int) -> list[float]:
@@ -130,7 +142,30 @@ def report_seconds(run: Path, labels: Path, out: Path, *extra: str) -> tuple[flo
     return run_.wall, run_.cpu, run_.maxrss_kib
 
 
+def definitions_case() -> None:
+    """Issue 47's case, once: the report with every definition option on."""
+    with tempfile.TemporaryDirectory() as tmp:
+        run, labels = Path(tmp) / "run.jsonl", Path(tmp) / "labels.csv"
+        out = Path(tmp) / "report.json"
+        write_inputs(run, labels)
+        baseline, _ = loads_seconds(run)
+        wall, _, rss = report_seconds(run, labels, out, *DEFINITIONS)
+        data = json.loads(out.read_text(encoding="utf-8"))
+        assert data["pooled"]["labelled"] == 3 * N and data["definitions"]["ece_bins"] == 15
+    ratio = wall / baseline
+    print(
+        f"report --labels with every definition option on ({' '.join(DEFINITIONS)}) over "
+        f"{N:,} records: {wall:.2f} s; json.loads {baseline:.2f} s; ratio {ratio:.2f} "
+        f"(target <= {TARGET_RATIO}); peak RSS {rss / 1024:.0f} MiB"
+    )
+    if ratio > TARGET_RATIO:
+        print("ABOVE TARGET")
+
+
 def main() -> None:
+    if sys.argv[1:] == ["--only", "definitions"]:
+        definitions_case()
+        return
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run.jsonl"
         labels = Path(tmp) / "labels.csv"

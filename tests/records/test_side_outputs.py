@@ -58,12 +58,13 @@ def _aim(tmp_path: Path, target: Path, how: str) -> Path:
 # -- report ------------------------------------------------------------------------------------
 
 REPORT_OUTPUTS = ["-o", "--fit-calibration", "--write-thresholds", "--review-out", "--junit"]
-REPORT_INPUTS = ["run", "--labels", "--gates"]
+REPORT_INPUTS = ["run", "--labels", "--gates", "--questions"]
 
 
 def _report_files(tmp_path: Path) -> dict[str, Path]:
     files = {"run": tmp_path / "run.jsonl", "--labels": tmp_path / "labels.csv",
-             "--gates": tmp_path / "gates.yaml"}  # fmt: skip
+             "--gates": tmp_path / "gates.yaml",
+             "--questions": tmp_path / "questions.yaml"}  # fmt: skip
     for name, path in files.items():
         path.write_text(f"the {name} a user cannot lose\n", "utf-8")
     return files
@@ -84,7 +85,8 @@ def test_report_refuses_every_output_onto_every_input(
         aimed = _aim(folder, files[source], how)
         ran = run_cli(
             "report", str(files["run"]), "--labels", str(files["--labels"]),
-            "--gates", str(files["--gates"]), flag, str(aimed),
+            "--gates", str(files["--gates"]), "--questions", str(files["--questions"]),
+            flag, str(aimed),
         )  # fmt: skip
         assert ran.code == 2, how
         line = error_line(ran.stderr)

@@ -66,13 +66,16 @@ def test_the_json_is_the_fields_in_order() -> None:
     """One definition of the JSON shape: a class's fields are its object's keys."""
     report = build_report([RUN], labels_path=LABELS)
     data = report.to_json()
-    assert list(data) == ["records", "labelled", "runs", "questions", "comparison", "questions_run"]
+    assert list(data) == [
+        "records", "labelled", "runs", "questions", "comparison", "questions_run", "definitions",
+    ]  # fmt: skip
     q = report.questions["desk"]
     shown = [
         f.name
         for f in dataclasses.fields(q)
         if f.metadata.get("json") != "skip"
         and not (f.metadata.get("json") == "omit_none" and getattr(q, f.name) is None)
+        and not (f.metadata.get("json") == "omit_zero" and getattr(q, f.name) == 0)
     ]
     assert list(data["questions"]["desk"]) == shown
     assert "threshold" not in data["questions"]["urgent"]["metrics"]  # omitted while None

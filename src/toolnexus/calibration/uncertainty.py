@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..metrics.definitions import MetricDefinitions, bin_edges, bin_of, ece
 from ..metrics.measures import N_BINS
 
 __all__ = [
@@ -34,9 +35,13 @@ __all__ = [
     "SEED",
     "EceInterval",
     "EceNull",
+    "Pairs",
     "ece_binned",
+    "ece_by",
     "ece_interval",
+    "ece_interval_by",
     "ece_null",
+    "ece_null_by",
 ]
 
 #: Resamples (bootstrap) and outcome draws (floor): a 2.5% percentile then rests on 25 draws.
@@ -94,13 +99,16 @@ class EceNull:
     p95: float
     draws: int
     seed: int
+    #: the mean over the draws (issue 47: a study's floor is often the mean)
+    mean: float = 0.0
 
     def above(self, ece: float) -> bool:
         """True when ``ece`` is above the floor's 95th percentile (``--fail-on ece>floor``)."""
         return ece > self.p95
 
     def to_json(self) -> dict[str, Any]:
-        return {"median": self.median, "p95": self.p95, "draws": self.draws, "seed": self.seed}
+        return {"median": self.median, "p95": self.p95, "draws": self.draws, "seed": self.seed,
+                "mean": self.mean}  # fmt: skip
 
 
 def _atoms(p: Floats, y: Floats) -> tuple[Floats, npt.NDArray[np.intp]]:
@@ -200,5 +208,92 @@ def ece_null(
             positives = rng.binomial(counts, values, size=(rows, len(values))).astype(np.float64)
         # A product of 0/1 counts: whole numbers below 2**53, exact in any order of addition.
         samples.append(np.abs(positives @ ones - expected).sum(axis=1) / n)
-    median, p95 = np.percentile(np.concatenate(samples), [50.0, 95.0])
-    return EceNull(float(median), float(p95), draws, seed)
+    drawn = np.concatenate(samples)
+    median, p95 = np.percentile(drawn, [50.0, 95.0])
+    return EceNull(float(median), float(p95), draws, seed, float(drawn.mean()))
+
+
+#: One calibration figure's (label, probability) pairs under ``MetricDefinitions``: one pair
+#: for ``top`` and ``yes``, one per class for ``class`` (the ECE is their mean).
+Pairs = Sequence[tuple[Floats, Floats]]
+
+
+def ece_by(pairs: Pairs, d: MetricDefinitions) -> float | None:
+    """The mean over ``pairs`` of each one's ECE under ``d``; ``None`` with no data."""
+    values = [ece(y, p, d) for y, p in pairs]
+    if not values or values[0] is None:
+        return None
+    return sum(v for v in values if v is not None) / len(values)
+
+
+def _binned(pairs: Pairs, d: MetricDefinitions) -> list[tuple[Floats, Floats, Any, int]]:
+    """Per pair: its ``y``, its ``p``, each ``p``'s bin and the bin count (the sample's edges,
+    fixed for every draw)."""
+    out = []
+    for y, p in pairs:
+        edges = bin_edges(p, d)
+        out.append((y, p, bin_of(p, edges, d), max(len(edges) - 1, 1)))
+    return out
+
+
+def _ece_rows(drawn_y: Floats, p: Floats, bins: Any, n_bins: int) -> Floats:
+    """Per row of ``drawn_y`` (draws, records): the ECE of those labels against ``p``."""
+    rows, n = drawn_y.shape
+    cells = (np.arange(rows)[:, None] * n_bins + bins).ravel()
+    sums = np.bincount(cells, weights=(drawn_y - p).ravel(), minlength=rows * n_bins)
+    out: Floats = np.abs(sums.reshape(rows, n_bins)).sum(axis=1) / n
+    return out
+
+
+def ece_interval_by(
+    pairs: Pairs, d: MetricDefinitions, *, resamples: int = DRAWS
+) -> EceInterval | None:
+    """:func:`ece_interval` under ``d``: ``resamples`` resamples of the records, drawn as
+    ``default_rng(d.seed).integers(0, n, size=(resamples, n))`` (row by row), each scored
+    with the sample's own bin edges."""
+    point = ece_by(pairs, d)
+    if point is None:
+        return None
+    n = len(pairs[0][1])
+    binned = _binned(pairs, d)
+    rng = np.random.default_rng(d.seed)
+    samples = []
+    for rows in _chunks(resamples, n * len(binned)):
+        picked = rng.integers(0, n, size=(rows, n))
+        total = np.zeros(rows)
+        for y, p, bins, n_bins in binned:
+            cells = (np.arange(rows)[:, None] * n_bins + bins[picked]).ravel()
+            weights = (y - p)[picked].ravel()
+            sums = np.bincount(cells, weights=weights, minlength=rows * n_bins)
+            total += np.abs(sums.reshape(rows, n_bins)).sum(axis=1) / n
+        samples.append(total / len(binned))
+    low, high = np.percentile(np.concatenate(samples), [2.5, 97.5])
+    return EceInterval(point, float(low), float(high), resamples, d.seed)
+
+
+def ece_null_by(pairs: Pairs, d: MetricDefinitions, rows: Floats | None = None) -> EceNull | None:
+    """:func:`ece_null` under ``d``, over ``d.floor_draws`` draws: ``u =
+    default_rng(d.seed).random((draws, n))`` (row by row); a ``top`` or ``yes`` pair's outcome
+    is ``u < p``; with ``rows`` (``class``: pair ``k`` is class ``k``), each record's drawn
+    class is the number of its cumulative probabilities (all but the last) at or below ``u``."""
+    if not pairs or not len(pairs[0][1]):
+        return None
+    n = len(pairs[0][1])
+    binned = _binned(pairs, d)
+    cumulative = None if rows is None else np.cumsum(rows, axis=1)[:, :-1]
+    rng = np.random.default_rng(d.seed)
+    samples = []
+    for count in _chunks(d.floor_draws, n * max(len(binned), 2)):
+        u = rng.random((count, n))
+        total = np.zeros(count)
+        if cumulative is None:
+            _, p, bins, n_bins = binned[0]
+            total += _ece_rows((u < p).astype(np.float64), p, bins, n_bins)
+        else:
+            drawn = (u[:, :, None] >= cumulative[None, :, :]).sum(axis=2)
+            for k, (_, p, bins, n_bins) in enumerate(binned):
+                total += _ece_rows((drawn == k).astype(np.float64), p, bins, n_bins)
+        samples.append(total / len(binned))
+    drawn_ece = np.concatenate(samples)
+    median, p95 = np.percentile(drawn_ece, [50.0, 95.0])
+    return EceNull(float(median), float(p95), d.floor_draws, d.seed, float(drawn_ece.mean()))

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..metrics.definitions import MetricDefinitions
 from .errors import EXIT_CONDITION, CliError, one_line
+from .options import options_from
 from .render.formats import ReportFormat
 
 if TYPE_CHECKING:
@@ -64,6 +67,23 @@ def _write_junit(path: str, results: list[tuple[Condition, str | None]]) -> None
         f.write(junit_xml(results))
 
 
+def definition_flags() -> type:
+    """The values class of ``report``'s definition options (issue 47): one option per field
+    of :class:`~toolnexus.metrics.definitions.MetricDefinitions`, declared by that field's
+    ``metadata["option"]`` (the option table is the definitions class; ``compare`` reuses it)."""
+    from dataclasses import field, fields, make_dataclass
+    from typing import get_type_hints
+
+    hints = get_type_hints(MetricDefinitions)
+    made = []
+    for f in fields(MetricDefinitions):
+        o = f.metadata["option"]
+        option = typer.Option(o.flag, help=o.help, metavar=o.metavar, show_default=False)
+        made.append((f.name, Annotated[hints[f.name], option], field(default=f.default)))
+    return make_dataclass("DefinitionFlags", made, frozen=True)
+
+
+@options_from(definition_flags(), "definition_values")
 def report_command(
     runs: Annotated[
         list[str],
@@ -254,6 +274,8 @@ def report_command(
             show_default=False,
         ),
     ] = None,
+    *,
+    definition_values: Mapping[str, Any],
 ) -> None:
     """Distributions, flags and (with --labels) accuracy and calibration of a batch run; with
     RUN2, what changed between the two.
@@ -276,8 +298,14 @@ def report_command(
          ("--write-thresholds", write_thresholds), ("--review-out", review_out),
          ("--junit", junit)],
         [*(("the run", r) for r in runs), *(("--labels", p) for p in labels or ()),
-         ("--gates", gates)],
+         ("--gates", gates), ("--questions", questions_file)],
     )  # fmt: skip
+    definitions = MetricDefinitions(**definition_values)
+    problem = definitions.problem()
+    if problem is not None:
+        raise CliError(problem)
+    if labels is None and (definitions.fit_temperature or definitions.pool):
+        raise CliError("--fit-temperature and --pool need --labels: both are measured on labels")
     if target_precision is not None and not 0.0 < target_precision <= 1.0:
         raise CliError(f"--target-precision takes a precision in (0, 1], got {target_precision}")
     if jobs is not None and not 1 <= jobs <= MAX_JOBS:
@@ -347,6 +375,7 @@ def report_command(
         selective=selective,
         target_risk=target_risk,
         gates_file=gates or "--gates",
+        definitions=definitions,
     )
     # The warnings first: a condition nothing can measure is often explained by one of them.
     for warning in report.warnings:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..metrics.arrays import in_order_sum
+from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
 from ..metrics.measures import (
     N_BINS,
     Reliability,
@@ -27,7 +28,16 @@ from ..metrics.measures import (
     threshold_for_precision,
 )
 from ..validation import FLAGS
-from .extras import ece_uncertainty, noul_threshold_pair, noul_threshold_table
+from .extras import (
+    Defined,
+    LabelledArrays,
+    defined_figures,
+    ece_uncertainty,
+    nll,
+    noul_threshold_pair,
+    noul_threshold_table,
+    temperature,
+)
 from .fieldchecks import LabelError, RecordError, _probability, _shown
 from .model import (
     BandPrecision,
@@ -107,6 +117,9 @@ class QuestionStats:
         #: the same however the run was cut in chunks (JSONL bytes, Parquet row groups)
         self.confidences = array("d")
         self.labelled = 0
+        #: labelled answers flagged invalid: counted here, left out of every probability
+        #: metric (issue 47: "refused and invalid answers are left out ... and counted")
+        self.labelled_invalid = 0
         #: a recalibrated run: the wire's answers, counted apart (``None`` until one is met)
         self.wire: Any = None
         #: answers that carried recalibrated probabilities
@@ -128,6 +141,7 @@ class QuestionStats:
             mine.extend(ids[: FIRST_IDS - len(mine)])
         self.confidences.extend(other.confidences)
         self.labelled += other.labelled
+        self.labelled_invalid += other.labelled_invalid
         self.recalibrated += other.recalibrated
         if other.wire is not None:
             if self.wire is None:
@@ -159,15 +173,65 @@ class QuestionStats:
         return None
 
     def metrics(
-        self, target_precision: float | None = None, intervals: bool = True
+        self,
+        target_precision: float | None = None,
+        intervals: bool = True,
+        definitions: MetricDefinitions = DEFAULT_DEFINITIONS,
     ) -> QuestionMetrics | None:
         """The metrics against the labels (only called with at least one label);
         ``target_precision`` asks a noul for its threshold search, ``intervals`` for each
-        ECE's bootstrap interval and noise floor."""
+        ECE's bootstrap interval and noise floor, ``definitions`` which ECE, floor and
+        temperature (issue 47)."""
         return None
 
-    def reliability(self) -> tuple[ReliabilityBin, ...]:
+    def reliability(
+        self, definitions: MetricDefinitions = DEFAULT_DEFINITIONS
+    ) -> tuple[ReliabilityBin, ...]:
         return ()
+
+    def labelled_arrays(self) -> LabelledArrays | None:
+        """The labelled answers as the definitions' figures read them (``None``: a type
+        without probabilities)."""
+        return None
+
+    def arrays(self) -> LabelledArrays | None:
+        """:meth:`labelled_arrays`, built once per count (the metrics, the reliability bins
+        and the pooled block read them)."""
+        cached: tuple[int, LabelledArrays | None] | None = self.__dict__.get("_arrays")
+        if cached is None or cached[0] != self.labelled:
+            cached = self.__dict__["_arrays"] = (self.labelled, self.labelled_arrays())
+        return cached[1]
+
+    def figures(self, d: MetricDefinitions, intervals: bool) -> Defined:
+        """:func:`.extras.defined_figures` of this question under ``d``, computed once per
+        count (the bins of a report with intervals are those of its metrics)."""
+        cache: dict[Any, Defined] = self.__dict__.setdefault("_figures", {})
+        for key in ((self.labelled, d, intervals), (self.labelled, d, True)):
+            if key in cache:
+                return cache[key]
+        a = self.arrays()
+        assert a is not None, "called for a type with probabilities"
+        cache[(self.labelled, d, intervals)] = found = defined_figures(
+            a, d.of(self.type), d, intervals
+        )
+        return found
+
+    def _defined(
+        self, definitions: MetricDefinitions, intervals: bool
+    ) -> tuple[Defined | None, float | None, float | None]:
+        """Under non-historic definitions: the ECE figures; and the floored ``nll`` (``None``:
+        ``log_loss`` is the nll) and the refit temperature, when asked for."""
+        d = definitions
+        if d.historic(self.type) and d.log_floor is None and not d.fit_temperature:
+            return None, None, None
+        a = self.arrays()
+        if a is None:
+            return None, None, None
+        figures = None
+        if not d.historic(self.type):
+            figures = self.figures(d, intervals)
+        floored = nll(a, d) if d.log_floor is not None else None
+        return figures, floored, temperature(a, d) if d.fit_temperature else None
 
     def category(self, answer: Mapping[str, Any]) -> Any:
         """What counts as "the answer changed" between two runs."""
@@ -196,6 +260,7 @@ class QuestionStats:
         errors: Mapping[str, int],
         target_precision: float | None = None,
         intervals: bool | None = None,
+        definitions: MetricDefinitions = DEFAULT_DEFINITIONS,
     ) -> QuestionReport:
         """This question over the run whose error records by code are ``errors``; ``intervals``
         ``None``: each ECE's interval and floor while the labelled answers are at most
@@ -203,13 +268,14 @@ class QuestionStats:
         narrow and the floor near 0, and the resampling is what a long report would wait for)."""
         if intervals is None:
             intervals = self.labelled <= AUTO_INTERVALS_MAX
+        d = definitions
         recalibration = None
         if self.wire is not None:
             w = self.wire
             recalibration = Recalibration(
                 self.recalibrated,
-                w.metrics(target_precision, intervals) if w.labelled else None,
-                w.reliability() if w.labelled else (),
+                w.metrics(target_precision, intervals, d) if w.labelled else None,
+                w.reliability(d) if w.labelled else (),
             )
         return QuestionReport(
             type=self.type,
@@ -225,8 +291,9 @@ class QuestionStats:
             },
             mean_confidence=_mean(in_order_sum(self.confidences), len(self.confidences)),
             labelled=self.labelled,
-            metrics=self.metrics(target_precision, intervals) if self.labelled else None,
-            reliability=self.reliability() if self.labelled else (),
+            labelled_invalid=self.labelled_invalid,
+            metrics=self.metrics(target_precision, intervals, d) if self.labelled else None,
+            reliability=self.reliability(d) if self.labelled else (),
             invalid_ids=tuple(self.flag_ids.get("invalid", ())),
             recalibrated=recalibration,
         )
@@ -292,6 +359,9 @@ class NoulStats(QuestionStats):
         y = _TRUTH.get(label)
         if y is None:
             y = self._truth(label)
+        if flags and "invalid" in flags:
+            self.labelled_invalid += 1
+            return
         self.labelled += 1
         self.y_prob.append(p)
         self.y_true.append(y)
@@ -325,8 +395,18 @@ class NoulStats(QuestionStats):
             },
         )
 
-    def metrics(self, target_precision: float | None = None, intervals: bool = True) -> NoulMetrics:
+    def labelled_arrays(self) -> LabelledArrays:
+        return LabelledArrays.of_noul(self.y_true, self.y_prob)
+
+    def metrics(
+        self,
+        target_precision: float | None = None,
+        intervals: bool = True,
+        definitions: MetricDefinitions = DEFAULT_DEFINITIONS,
+    ) -> NoulMetrics:
         y_true, y_prob = self.y_true, self.y_prob
+        figures, floored, refit = self._defined(definitions, intervals)
+        loss = log_loss(y_true, y_prob)
         n = len(y_true)
         pos = sum(y_true)
         neg = n - pos
@@ -341,9 +421,10 @@ class NoulStats(QuestionStats):
         return NoulMetrics(
             accuracy=accuracy_score(y_true, [p >= 0.5 for p in y_prob]),
             brier=brier_score_loss(y_true, y_prob),
-            log_loss=log_loss(y_true, y_prob),
+            log_loss=loss,
+            nll=loss if definitions.log_floor is None else floored,
             auroc=roc_auc_score(y_true, y_prob),
-            ece=self._reliability().ece(),
+            ece=self._reliability().ece() if figures is None else figures.ece,
             bands=NoulBands(
                 yes=BandPrecision(
                     said_yes, _share(bt("yes", 1), said_yes), _share(bt("yes", 1), pos)
@@ -352,13 +433,20 @@ class NoulStats(QuestionStats):
                 uncertain=Count(unsure, _share(unsure, n)),
             ),
             threshold=None if target_precision is None else self.threshold(target_precision),
-            ece_uncertainty=ece_uncertainty(y_true, y_prob) if intervals else None,
+            ece_uncertainty=(
+                None
+                if not intervals
+                else ece_uncertainty(y_true, y_prob, definitions)
+                if figures is None
+                else figures.ece_uncertainty
+            ),
             threshold_table=noul_threshold_table(y_true, y_prob),
             thresholds=(
                 None
                 if target_precision is None
                 else noul_threshold_pair(y_true, y_prob, target_precision)
             ),
+            temperature=refit,
         )
 
     def threshold(self, target: float) -> Threshold:
@@ -370,5 +458,9 @@ class NoulStats(QuestionStats):
             self._bins = (self.labelled, reliability(self.y_true, self.y_prob))
         return self._bins[1]
 
-    def reliability(self) -> tuple[ReliabilityBin, ...]:
-        return self._reliability().bins()
+    def reliability(
+        self, definitions: MetricDefinitions = DEFAULT_DEFINITIONS
+    ) -> tuple[ReliabilityBin, ...]:
+        if definitions.historic(self.type):
+            return self._reliability().bins()
+        return self.figures(definitions, False).reliability

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
 from ..qtypes import registry
 from .accumulators import (
     FIRST_IDS,
@@ -343,20 +344,29 @@ class RunStats:
         )
 
     def question_reports(
-        self, target_precision: float | None = None, intervals: bool | None = None
+        self,
+        target_precision: float | None = None,
+        intervals: bool | None = None,
+        definitions: MetricDefinitions = DEFAULT_DEFINITIONS,
     ) -> dict[str, QuestionReport]:
         """Per question key, in the order first met: its report over this run (``intervals``:
         each ECE with its bootstrap interval and noise floor; ``None``: up to
-        ``AUTO_INTERVALS_MAX`` labelled answers)."""
+        ``AUTO_INTERVALS_MAX`` labelled answers; ``definitions``: issue 47's)."""
         return {
-            key: self.question_report(key, target_precision, intervals) for key in self.questions
+            key: self.question_report(key, target_precision, intervals, definitions)
+            for key in self.questions
         }
 
     def question_report(
-        self, key: str, target_precision: float | None = None, intervals: bool | None = None
+        self,
+        key: str,
+        target_precision: float | None = None,
+        intervals: bool | None = None,
+        definitions: MetricDefinitions = DEFAULT_DEFINITIONS,
     ) -> QuestionReport:
         """The report of question ``key`` (see :meth:`question_reports`)."""
-        return self.questions[key].report(self.errors, target_precision, intervals)
+        st = self.questions[key]
+        return st.report(self.errors, target_precision, intervals, definitions)
 
 
 def record_id(record: Any) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING
 
+from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
 from .aggregation import RunStats
 from .compare import compare_runs
 from .finish import question_reports
@@ -37,6 +38,7 @@ def build_report(
     selective: bool = False,
     target_risk: float | None = None,
     gates_file: str = "--gates",
+    definitions: MetricDefinitions = DEFAULT_DEFINITIONS,
 ) -> Report:
     """Read ``runs`` (one or two files) and, with ``labels_path``, join labels by id; ``jobs``
     processes count a long run's chunks (default: one per CPU, at most 8); ``intervals``: every ECE
@@ -44,12 +46,13 @@ def build_report(
     most ``AUTO_INTERVALS_MAX`` labelled answers); ``fit_calibration``: fit a
     recalibration map per labelled key of the first run and write them to that file;
     ``sweep_gates``: the gates of ``gates_file`` (a path, for messages), checked against the
-    judged run first (:func:`check_gates_file`)."""
+    judged run first (:func:`check_gates_file`); ``definitions``: which ECE, log floor, noise
+    floor and temperature each figure is, and whether the pooled block is computed (issue 47)."""
     labels = read_all_labels(labels_path, id_field) if labels_path else None
     two = len(runs) == 2
     warnings: list[str] = []
     first = read_run(runs[0], labels, snapshot=two, jobs=jobs, warnings=warnings)
-    questions = question_reports(first, target_precision, intervals, jobs)
+    questions = question_reports(first, target_precision, intervals, jobs, definitions)
     summaries = [first.summary()]
     comparison: Comparison | None = None
     stats = [first]
@@ -62,7 +65,7 @@ def build_report(
             first.snapshots,
             second.deltas,
             questions,
-            question_reports(second, target_precision, intervals, jobs),
+            question_reports(second, target_precision, intervals, jobs, definitions),
             (first.path, second.path),
         )
         first.snapshots = second.deltas = None  # the comparison holds what it needs
@@ -83,6 +86,16 @@ def build_report(
         outcome_columns = [*(gates or ()), *(sweep_gates[0] if sweep_gates else ())]
         problem = _check_labels(labels, stats, id_field, warnings, outcome_columns)
     sweeps = _sweeps(runs[-1], sweep_gates, labels, floors, warnings)
+    pooled = None
+    if definitions.pool and stats[-1].labelled:
+        from .accumulators import AUTO_INTERVALS_MAX
+        from .extras import pooled_metrics
+
+        pooled = pooled_metrics(
+            stats[-1].questions.values(),
+            definitions,
+            stats[-1].labelled <= AUTO_INTERVALS_MAX if intervals is None else intervals,
+        )
     return Report(
         records=first.records,
         labelled=first.labelled,
@@ -102,6 +115,8 @@ def build_report(
             else None
         ),
         questions_sha256=tuple(sorted(d for d in first.digests if isinstance(d, str))),
+        definitions=definitions,
+        pooled=pooled,
     )
 
 

@@ -6,7 +6,8 @@ A condition is ``[KEY.]NAME OP NUMBER`` with OP one of ``> >= < <=`` (the gramma
 the ECE above its noise floor's 95th percentile (issue 24: measured with the report's
 intervals, so not with ``--no-intervals``). Without ``KEY`` it holds
 when ANY question meets it. NAME is a scalar metric (``accuracy``, ``brier``, ``log_loss``,
-``auroc``, ``ece``, ``macro_f1``, ``within_one``, ``mae``, ``rps``), a flag share (``near-uniform``,
+``nll``, ``auroc``, ``ece``, ``macro_f1``, ``within_one``, ``mae``, ``rps``; ``nll`` and ``ece``
+as the report's definitions, issue 47, define them), a flag share (``near-uniform``,
 ``uncertain``, ``uncalibrated``), a count (``errors``, ``invalid``) or, with two runs,
 ``changed`` (the share of ids whose answer changed). The judged run is the last one given.
 A gate of the question file is a KEY too (issue 35): ``escalated`` (the share of records it

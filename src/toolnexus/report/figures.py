@@ -34,6 +34,9 @@ class EceUncertainty:
     above_floor: bool
     resamples: int
     seed: int
+    #: the floor's mean over its ``floor_draws`` label draws (issue 47)
+    floor_mean: float = 0.0
+    floor_draws: int = 0
 
 
 @dataclass(frozen=True)

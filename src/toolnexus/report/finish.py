@@ -6,6 +6,7 @@ on ``jobs``."""
 
 from __future__ import annotations
 
+from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
 from .aggregation import RunStats
 from .model import QuestionReport
 from .pool import in_order
@@ -22,17 +23,20 @@ def question_reports(
     target_precision: float | None = None,
     intervals: bool | None = None,
     jobs: int | None = None,
+    definitions: MetricDefinitions = DEFAULT_DEFINITIONS,
 ) -> dict[str, QuestionReport]:
     """:meth:`RunStats.question_reports`, in up to ``jobs`` processes for a long labelled
     run."""
     keys = list(stats.questions)
     if sum(st.labelled for st in stats.questions.values()) < PARALLEL_LABELLED_MIN:
         jobs = 1
-    args = (stats, target_precision, intervals)
+    args = (stats, target_precision, intervals, definitions)
     reports = in_order(_report, keys, jobs, args)
     return dict(zip(keys, reports, strict=True))
 
 
-def _report(args: tuple[RunStats, float | None, bool | None], key: str) -> QuestionReport:
-    stats, target_precision, intervals = args
-    return stats.question_report(key, target_precision, intervals)
+def _report(
+    args: tuple[RunStats, float | None, bool | None, MetricDefinitions], key: str
+) -> QuestionReport:
+    stats, target_precision, intervals, definitions = args
+    return stats.question_report(key, target_precision, intervals, definitions)

@@ -16,7 +16,7 @@ from html import escape
 from typing import Any
 
 from .htmlcells import _chart, _num, _pct, _signed, _table
-from .labelledhtml import _METRICS, _metrics
+from .labelledhtml import _METRICS, _metrics, pooled_html
 from .model import (
     ChoiceDistribution,
     Comparison,
@@ -232,6 +232,9 @@ def report_html(report: Report) -> str:
     labelled = [(k, q) for k, q in questions.items() if q.labelled]
     if labelled:
         parts.append(f'<h2>Against labels <span class="muted">({escape(named)})</span></h2>')
+        parts.append(f'<p class="muted">{escape(report.definitions.describe())}</p>')
+        if report.pooled is not None:
+            parts.append(pooled_html(report.pooled))
         for key, q in labelled:
             parts.append(_metrics(key, q, charts))
     parts.append(_fit(report))

@@ -9,6 +9,8 @@ A class's fields, in order, ARE its JSON object's keys (:func:`to_json` walks th
 - ``OMIT_NONE``: left out while ``None`` (``threshold`` without ``--target-precision``; the
   place for later per-question figures such as an ECE interval, so that reports which do not
   compute them keep their bytes);
+- ``OMIT_ZERO``: left out while 0 (a count most reports do not have, such as the labelled
+  answers left out as invalid);
 - ``EMPTY_OBJECT``: ``{}`` while ``None`` (``metrics`` and ``distribution`` of a question with
   nothing to show).
 """
@@ -21,11 +23,12 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["EMPTY_OBJECT", "OMIT_NONE", "SKIP", "map_text", "to_json"]
+__all__ = ["EMPTY_OBJECT", "OMIT_NONE", "OMIT_ZERO", "SKIP", "map_text", "to_json"]
 
 SKIP: Mapping[str, str] = {"json": "skip"}
 OMIT_NONE: Mapping[str, str] = {"json": "omit_none"}
 EMPTY_OBJECT: Mapping[str, str] = {"json": "empty_object"}
+OMIT_ZERO: Mapping[str, str] = {"json": "omit_zero"}
 
 
 def to_json(value: Any) -> Any:
@@ -37,7 +40,11 @@ def to_json(value: Any) -> Any:
         for f in dataclasses.fields(value):
             item = getattr(value, f.name)
             how = f.metadata.get("json")
-            if how == "skip" or (how == "omit_none" and item is None):
+            if (
+                how == "skip"
+                or (how == "omit_none" and item is None)
+                or (how == "omit_zero" and item == 0)
+            ):
                 continue
             out[f.name] = {} if how == "empty_object" and item is None else to_json(item)
         return out

@@ -9,7 +9,7 @@ from html import escape
 from typing import Any
 
 from .htmlcells import _chart, _num, _pct, _table
-from .model import ChoiceMetrics, NoulMetrics, QuestionReport
+from .model import ChoiceMetrics, NoulMetrics, PooledMetrics, QuestionReport
 
 _METRICS = {
     "noul": ("accuracy", "brier", "log_loss", "auroc", "ece"),
@@ -22,10 +22,19 @@ def _metrics(key: str, q: QuestionReport, charts: Any) -> str:
     m = q.metrics
     assert m is not None, "called for labelled questions only"
     names = _METRICS.get(q.type, ())
+    if "log_loss" in names:  # issue 47: nll beside log_loss (equal without --log-floor)
+        at = names.index("log_loss") + 1
+        names = (*names[:at], "nll", *names[at:])
+    cells = [_num(m.scalar(n)) for n in names]
+    if m.temperature is not None:
+        names, cells = (*names, "temperature"), [*cells, _num(m.temperature)]
     parts = [
         f"<h3>{escape(key)}: against {q.labelled} labels</h3>",
-        _table(list(names), [[_num(m.scalar(n)) for n in names]]),
+        _table(list(names), [cells]),
     ]
+    if q.labelled_invalid:
+        parts.append(f"<p>{q.labelled_invalid} labelled invalid answers left out of the "
+                     "metrics.</p>")  # fmt: skip
     if isinstance(m, NoulMetrics):
         bands = m.bands
         rows = [
@@ -77,7 +86,7 @@ def _metrics(key: str, q: QuestionReport, charts: Any) -> str:
     bins = _table(
         ["bin", "n", "mean p", "accuracy"],
         [
-            [f"{b.lo:.1f}–{b.hi:.1f}", str(b.n), _num(b.confidence, 2), _num(b.accuracy, 2)]
+            [f"{b.lo:.3g}–{b.hi:.3g}", str(b.n), _num(b.confidence, 2), _num(b.accuracy, 2)]
             for b in q.reliability
             if b.n
         ],
@@ -85,6 +94,21 @@ def _metrics(key: str, q: QuestionReport, charts: Any) -> str:
     parts.append(f'<div class="charts">{"".join(figures)}</div>')
     parts.append(f"<details><summary>reliability bins</summary>{bins}</details>")
     return "".join(parts)
+
+
+def pooled_html(p: PooledMetrics) -> str:
+    """``--pool``: the one row over every labelled answer of every question (issue 47)."""
+    names = ["labelled", "accuracy", "nll", "ece (top)"]
+    cells = [str(p.labelled), _num(p.accuracy), _num(p.nll), _num(p.ece)]
+    u = p.ece_uncertainty
+    if u is not None:
+        names += ["floor mean", "floor median", "floor p95"]
+        cells += [_num(u.floor_mean), _num(u.floor_median), _num(u.floor_p95)]
+    if p.temperature is not None:
+        names, cells = [*names, "temperature"], [*cells, _num(p.temperature)]
+    if p.invalid:
+        names, cells = [*names, "invalid left out"], [*cells, str(p.invalid)]
+    return "<h3>All questions pooled</h3>" + _table(names, [cells])
 
 
 def _calibration_parts(q: QuestionReport) -> list[str]:
@@ -98,7 +122,8 @@ def _calibration_parts(q: QuestionReport) -> list[str]:
         verdict = "above the floor" if u.above_floor else "indistinguishable from calibrated"
         parts.append(
             f"<p>ECE {_num(ece)} ({_num(u.low)}–{_num(u.high)}, 95% bootstrap), floor p95 "
-            f"{_num(u.floor_p95)} (median {_num(u.floor_median)}): {verdict}.</p>"
+            f"{_num(u.floor_p95)} (mean {_num(u.floor_mean)}, median {_num(u.floor_median)}, "
+            f"{u.floor_draws} draws): {verdict}.</p>"
         )
     r = q.recalibrated
     if r is not None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..consistency import SCORE_CONFIDENCE_FORMULAS, score_confidence_fits
 from ..metrics.arrays import in_order_sum
+from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
 from ..metrics.measures import accuracy_score, mean_absolute_error, within_one
 from ..questions import level_label
 from .accumulators import _LEVEL_KEYS, _mean, _share
@@ -129,6 +130,9 @@ class ScoreStats(RankedStats):
         y = self._label_cache.get(label)
         if y is None:
             y = self._level_of(label)
+        if flags and "invalid" in flags:
+            self.labelled_invalid += 1
+            return
         self._score(probs, picked, _LEVEL_KEYS[y])
         self.y_level.append(y)
         self.level_pick.append(level)
@@ -171,8 +175,13 @@ class ScoreStats(RankedStats):
         )
 
     def metrics(
-        self, target_precision: float | None = None, intervals: bool = True
+        self,
+        target_precision: float | None = None,
+        intervals: bool = True,
+        definitions: MetricDefinitions = DEFAULT_DEFINITIONS,
     ) -> ScoreMetrics:
+        figures, floored, refit = self._defined(definitions, intervals)
+        loss = self._log_loss()
         top = max((int(k) for k in self.options), default=-1)
         columns = [self.classes.get(str(k), -1) for k in range(top + 1)]
         return ScoreMetrics(
@@ -180,13 +189,15 @@ class ScoreStats(RankedStats):
             within_one=within_one(self.y_level, self.level_pick),
             mae=mean_absolute_error(self.y_level, self.y_score),
             brier=self._brier(),
-            log_loss=self._log_loss(),
-            ece=self._ece(),
+            log_loss=loss,
+            nll=loss if definitions.log_floor is None else floored,
+            ece=self._ece() if figures is None else figures.ece,
             confusion=self._confusion(self._levels()),
             rps=rps_in_level_order(
                 self.y_level, self._finish().rows, columns, self._finish().rows.width
             ),
-            ece_uncertainty=self._ece_uncertainty() if intervals else None,
+            ece_uncertainty=self._ece_uncertainty(figures, definitions) if intervals else None,
+            temperature=refit,
         )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
 from ..metrics.measures import ReliabilityBin, Threshold
 from .figures import (
     CalibrationFit,
@@ -43,6 +44,7 @@ from .questionreport import (
     NoulDistribution,
     NoulMetrics,
     OptionCalibration,
+    PooledMetrics,
     QuestionMetrics,
     QuestionReport,
     Recalibration,
@@ -79,6 +81,7 @@ __all__ = [
     "NoulDistribution",
     "NoulMetrics",
     "OptionCalibration",
+    "PooledMetrics",
     "QuestionComparison",
     "QuestionMetrics",
     "QuestionReport",
@@ -197,6 +200,10 @@ class Report:
     #: the question-set digests the first run's answered records carry, sorted (what
     #: ``--write-thresholds`` records it was fitted on, issue 42 item 3)
     questions_sha256: tuple[str, ...] = field(default=(), metadata=SKIP)
+    #: which definition of each calibration figure the report used (issue 47)
+    definitions: MetricDefinitions = DEFAULT_DEFINITIONS
+    #: ``--pool``: every labelled answer of the (last) run's questions as one sample
+    pooled: PooledMetrics | None = field(default=None, metadata=OMIT_NONE)
 
     @property
     def judged(self) -> Mapping[str, QuestionReport]:

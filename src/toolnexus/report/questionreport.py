@@ -16,7 +16,7 @@ from .figures import (
     ThresholdCut,
     ThresholdPair,
 )
-from .jsonshape import EMPTY_OBJECT, OMIT_NONE, SKIP
+from .jsonshape import EMPTY_OBJECT, OMIT_NONE, OMIT_ZERO, SKIP
 
 __all__ = [
     "SCALAR_METRICS",
@@ -36,6 +36,7 @@ __all__ = [
     "NoulDistribution",
     "NoulMetrics",
     "OptionCalibration",
+    "PooledMetrics",
     "QuestionMetrics",
     "QuestionReport",
     "Recalibration",
@@ -49,6 +50,7 @@ SCALAR_METRICS = (
     "accuracy",
     "brier",
     "log_loss",
+    "nll",
     "auroc",
     "ece",
     "macro_f1",
@@ -177,6 +179,8 @@ class NoulMetrics(Metrics):
     accuracy: float | None
     brier: float | None
     log_loss: float | None
+    #: ``-log`` of the label's probability at ``--log-floor`` (``log_loss`` without one)
+    nll: float | None
     auroc: float | None
     ece: float | None
     bands: NoulBands
@@ -184,6 +188,8 @@ class NoulMetrics(Metrics):
     ece_uncertainty: EceUncertainty | None = field(default=None, metadata=OMIT_NONE)
     threshold_table: tuple[ThresholdCut, ...] | None = field(default=None, metadata=OMIT_NONE)
     thresholds: ThresholdPair | None = field(default=None, metadata=OMIT_NONE)
+    #: ``--fit-temperature``: the single temperature minimising ``nll`` (issue 47)
+    temperature: float | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
@@ -191,6 +197,8 @@ class ChoiceMetrics(Metrics):
     accuracy: float | None
     brier: float | None
     log_loss: float | None
+    #: ``-log`` of the label's probability at ``--log-floor`` (``log_loss`` without one)
+    nll: float | None
     ece: float | None
     macro_f1: float | None
     confusion: Confusion
@@ -198,6 +206,8 @@ class ChoiceMetrics(Metrics):
     ece_uncertainty: EceUncertainty | None = field(default=None, metadata=OMIT_NONE)
     per_option: tuple[OptionCalibration, ...] | None = field(default=None, metadata=OMIT_NONE)
     accuracy_coverage: tuple[CoveragePoint, ...] | None = field(default=None, metadata=OMIT_NONE)
+    #: ``--fit-temperature``: the single temperature minimising ``nll`` (issue 47)
+    temperature: float | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
@@ -207,13 +217,34 @@ class ScoreMetrics(Metrics):
     mae: float | None
     brier: float | None
     log_loss: float | None
+    #: ``-log`` of the label's probability at ``--log-floor`` (``log_loss`` without one)
+    nll: float | None
     ece: float | None
     confusion: Confusion
     rps: float | None = field(default=None, metadata=OMIT_NONE)
     ece_uncertainty: EceUncertainty | None = field(default=None, metadata=OMIT_NONE)
+    #: ``--fit-temperature``: the single temperature minimising ``nll`` (issue 47)
+    temperature: float | None = field(default=None, metadata=OMIT_NONE)
 
 
 QuestionMetrics = NoulMetrics | ChoiceMetrics | ScoreMetrics
+
+
+@dataclass(frozen=True)
+class PooledMetrics:
+    """``--pool`` (issue 47): every labelled answer of every question as one sample, as
+    studies report an "all" row: accuracy, ``nll`` at the log floor, the top-label ECE (a
+    noul as the two-class distribution ``[p, 1 - p]``) with its interval and floor."""
+
+    labelled: int
+    accuracy: float | None
+    nll: float | None
+    ece: float | None
+    ece_of: str
+    ece_uncertainty: EceUncertainty | None = field(default=None, metadata=OMIT_NONE)
+    temperature: float | None = field(default=None, metadata=OMIT_NONE)
+    #: labelled answers left out as invalid, over every question
+    invalid: int = 0
 
 
 @dataclass(frozen=True)
@@ -230,6 +261,8 @@ class QuestionReport:
     flags: Mapping[str, FlagCount]
     mean_confidence: float | None
     labelled: int
+    #: labelled answers flagged invalid, left out of ``metrics`` (issue 47); 0 is not written
+    labelled_invalid: int = field(metadata=OMIT_ZERO)
     metrics: QuestionMetrics | None = field(metadata=EMPTY_OBJECT)
     reliability: tuple[ReliabilityBin, ...]
     #: the ids of the first answers flagged invalid, in file order

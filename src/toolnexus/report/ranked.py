@@ -17,6 +17,7 @@ from itertools import repeat
 from typing import Any, NamedTuple
 
 from ..metrics.arrays import ProbabilityRows, column
+from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions, padded
 from ..metrics.measures import (
     Reliability,
     accuracy_score,
@@ -28,6 +29,8 @@ from ..metrics.measures import (
 )
 from .accumulators import QuestionStats, _share
 from .extras import (
+    Defined,
+    LabelledArrays,
     choice_coverage,
     ece_uncertainty,
     option_calibration,
@@ -167,9 +170,26 @@ class RankedStats(QuestionStats):
     def _reliability(self) -> Reliability:
         return self._finish().bins
 
-    def _ece_uncertainty(self) -> EceUncertainty | None:
-        """The top-1 ECE's interval and floor: correctness against the pick's probability."""
-        return ece_uncertainty(self._finish().correct, self.p_pick)
+    def _ece_uncertainty(
+        self, figures: Defined | None, d: MetricDefinitions
+    ) -> EceUncertainty | None:
+        """The top-1 ECE's interval and floor: correctness against the pick's probability
+        (or the definitions' own, ``figures``)."""
+        if figures is not None:
+            return figures.ece_uncertainty
+        return ece_uncertainty(self._finish().correct, self.p_pick, d)
+
+    def labelled_arrays(self) -> LabelledArrays:
+        import numpy as np
+
+        finish = self._finish()
+        return LabelledArrays(
+            np.asarray(finish.correct, dtype=np.float64),
+            np.array(self.p_pick, dtype=np.float64),
+            padded(finish.rows, len(self.classes)),
+            np.array(self.y_true, dtype=np.intp),
+            [self.classes[o] for o in self.options if o in self.classes],
+        )
 
     def _brier(self) -> float | None:
         return multiclass_brier_score(self.y_true, self._finish().rows)
@@ -177,8 +197,12 @@ class RankedStats(QuestionStats):
     def _log_loss(self) -> float | None:
         return multiclass_log_loss(self.y_true, self._finish().rows)
 
-    def reliability(self) -> tuple[ReliabilityBin, ...]:
-        return self._reliability().bins()
+    def reliability(
+        self, definitions: MetricDefinitions = DEFAULT_DEFINITIONS
+    ) -> tuple[ReliabilityBin, ...]:
+        if definitions.historic(self.type):
+            return self._reliability().bins()
+        return self.figures(definitions, False).reliability
 
 
 class _Labelled(NamedTuple):
@@ -243,6 +267,9 @@ class ChoiceStats(RankedStats):
                     f"question {self.key!r}: {label!r} is not one of its options "
                     f"({', '.join(self.options)})"
                 )
+        if flags and "invalid" in flags:
+            self.labelled_invalid += 1
+            return
         self._score(probs, choice, label)
         self.near_uniform.append(bool(near_uniform))
 
@@ -270,8 +297,13 @@ class ChoiceStats(RankedStats):
         return AccuracySplit(len(y_true), accuracy_score(y_true, np.array(self.y_pred)[mask]))
 
     def metrics(
-        self, target_precision: float | None = None, intervals: bool = True
+        self,
+        target_precision: float | None = None,
+        intervals: bool = True,
+        definitions: MetricDefinitions = DEFAULT_DEFINITIONS,
     ) -> ChoiceMetrics:
+        figures, floored, refit = self._defined(definitions, intervals)
+        loss = self._log_loss()
         options = list(self.options)
         confusion = self._confusion(options)
         finish = self._finish()
@@ -282,12 +314,14 @@ class ChoiceStats(RankedStats):
         return ChoiceMetrics(
             accuracy=accuracy_score(self.y_true, self.y_pred),
             brier=self._brier(),
-            log_loss=self._log_loss(),
-            ece=self._ece(),
+            log_loss=loss,
+            nll=loss if definitions.log_floor is None else floored,
+            ece=self._ece() if figures is None else figures.ece,
             macro_f1=macro_f1_from_confusion(confusion.matrix),
             confusion=confusion,
             accuracy_by_near_uniform=NearUniformSplit(self._split(True), self._split(False)),
-            ece_uncertainty=self._ece_uncertainty() if intervals else None,
+            ece_uncertainty=self._ece_uncertainty(figures, definitions) if intervals else None,
             per_option=option_calibration(self.y_true, columns, index),
             accuracy_coverage=choice_coverage(finish.correct, self.p_pick),
+            temperature=refit,
         )

@@ -26,6 +26,7 @@ from .accumulators import (
     _TRUTH,
     BANDS,
     FIRST_IDS,
+    LabelError,
     NoulStats,
     QuestionStats,
 )
@@ -46,12 +47,57 @@ def count_column(
     """Count the column into ``st``; False (``st`` untouched) when it is not plain."""
     if valid is not None:
         return False
+    # A labelled answer flagged invalid is left out of the probability metrics and counted
+    # (issue 47): its label is read as the row path reads it, then the row counts unlabelled.
+    left_out = _invalid_labelled(fields.get("flags"), labels)
+    if left_out:
+        if not _readable(st, kind, fields, [labels[i] for i in left_out]):
+            return False  # the row path words the label it cannot read
+        labels = [None if i in left_out else label for i, label in enumerate(labels)]
+    counted = False
     if kind == "noul" and type(st) is NoulStats:
-        return _noul(st, fields, labels, ids)
-    if kind == "choice" and type(st) is ChoiceStats:
-        return _choice(st, fields, labels, ids)
-    if kind == "score" and type(st) is ScoreStats:
-        return _score(st, fields, labels, ids)
+        counted = _noul(st, fields, labels, ids)
+    elif kind == "choice" and type(st) is ChoiceStats:
+        counted = _choice(st, fields, labels, ids)
+    elif kind == "score" and type(st) is ScoreStats:
+        counted = _score(st, fields, labels, ids)
+    if counted:
+        st.labelled_invalid += len(left_out)
+    return counted
+
+
+def _invalid_labelled(flags: Any, labels: list[str | None]) -> set[int]:
+    """The labelled rows whose flags name ``invalid``."""
+    if flags is None or not len(flags):
+        return set()
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_list(flags.type) or flags.null_count:
+        return set()
+    inner = pc.list_flatten(flags)
+    if not len(inner) or not pc.any(pc.equal(inner, "invalid")).as_py():
+        return set()
+    rows = flags.to_pylist()
+    return {i for i, r in enumerate(rows) if labels[i] is not None and "invalid" in r}
+
+
+def _readable(st: QuestionStats, kind: str, fields: dict[str, Any], labels: list[Any]) -> bool:
+    """Whether the row path reads each of ``labels`` without a LabelError."""
+    if kind == "noul":
+        return all(_TRUTH.get(str(label).lower()) is not None for label in labels)
+    if kind == "choice":
+        uniform = _uniform(fields["probabilities"])
+        names = set(uniform[0]) if uniform else set()
+        options = getattr(st, "options", {})
+        return all(label in options or label in names for label in labels)
+    if kind == "score" and isinstance(st, ScoreStats):
+        try:
+            for label in labels:
+                st._level_of(label)
+        except LabelError:
+            return False
+        return True
     return False
 
 

@@ -8,18 +8,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
 from ...report.model import (
     ChoiceMetrics,
     Confusion,
+    EceUncertainty,
     NearUniformSplit,
     NoulMetrics,
+    PooledMetrics,
     QuestionMetrics,
     QuestionReport,
 )
 from .cells import _num, _pct, _signed, _table
 from .grid import Bar
 
-__all__ = ["RELIABILITY_BAR", "ece_text"]
+__all__ = ["RELIABILITY_BAR", "ece_text", "pooled_line"]
 
 #: The bar column's header in the reliability table: what the bar draws (issue 31 item 15).
 RELIABILITY_BAR = "accuracy bar"
@@ -32,10 +35,25 @@ _METRIC_COLUMNS = {
 }
 
 
-def _metrics_tables(questions: Mapping[str, QuestionReport]) -> list[Any]:
+def _metric_columns(qtype: str, d: MetricDefinitions) -> tuple[str, ...]:
+    """A type's columns: ``nll`` beside ``log_loss`` at a ``--log-floor`` (without one they
+    are equal), and the refit ``temperature`` with ``--fit-temperature`` (issue 47)."""
+    columns = _METRIC_COLUMNS[qtype]
+    if d.log_floor is not None:
+        at = columns.index("log_loss") + 1 if "log_loss" in columns else len(columns)
+        columns = (*columns[:at], "nll", *columns[at:])
+    if d.fit_temperature:
+        columns = (*columns, "T")
+    return columns
+
+
+def _metrics_tables(
+    questions: Mapping[str, QuestionReport], d: MetricDefinitions = DEFAULT_DEFINITIONS
+) -> list[Any]:
     """One table per question type (each type has its own metrics)."""
     out = []
-    for qtype, columns in _METRIC_COLUMNS.items():
+    for qtype in _METRIC_COLUMNS:
+        columns = _metric_columns(qtype, d)
         rows = [
             (k, q.metrics)
             for k, q in questions.items()
@@ -45,13 +63,45 @@ def _metrics_tables(questions: Mapping[str, QuestionReport]) -> list[Any]:
             continue
         table = _table(qtype, "labelled", *columns, right=("labelled", *columns))
         for key, m in rows:
-            table.add_row(key, str(questions[key].labelled), *(_num(m.scalar(c)) for c in columns))
+            table.add_row(key, str(questions[key].labelled), *(_num(_value(m, c)) for c in columns))
         out.append(table)
     return out
 
 
-def _reliability_chart(q: QuestionReport, plain: bool) -> Any:
-    what = "p" if q.type == "noul" else "top-1 p"
+def _value(m: QuestionMetrics, name: str) -> float | None:
+    return m.scalar(name) if name != "T" else m.temperature
+
+
+def pooled_line(p: PooledMetrics) -> str:
+    """``--pool``: the one row over every labelled answer."""
+    u = p.ece_uncertainty
+    floor = "" if u is None else f", {_floor_text(u)}"
+    shown = "" if p.temperature is None else f", temperature {_num(p.temperature)}"
+    left_out = f"; {p.invalid} invalid left out" if p.invalid else ""
+    return (
+        f"all questions pooled: {p.labelled} labelled, accuracy {_num(p.accuracy)}, nll "
+        f"{_num(p.nll)}, ece (top) {_num(p.ece)}{floor}{shown}{left_out}"
+    )
+
+
+def _floor_text(u: EceUncertainty) -> str:
+    return (
+        f"floor p95 {_num(u.floor_p95)} (mean {_num(u.floor_mean)}, median "
+        f"{_num(u.floor_median)}, {u.floor_draws} draws)"
+    )
+
+
+def _bin_text(lo: float, hi: float) -> str:
+    if round(lo, 1) == lo and round(hi, 1) == hi:
+        return f"{lo:.1f}-{hi:.1f}"
+    return f"{lo:.3f}-{hi:.3f}"
+
+
+def _reliability_chart(
+    q: QuestionReport, plain: bool, d: MetricDefinitions = DEFAULT_DEFINITIONS
+) -> Any:
+    # what the bins hold (issue 47: --ece-of top bins a noul's max(p, 1 - p))
+    what = "p" if q.type == "noul" and d.of("noul") == "yes" else "top-1 p"
     table = _table(
         what,
         "n",
@@ -66,7 +116,7 @@ def _reliability_chart(q: QuestionReport, plain: bool) -> Any:
             continue
         acc, conf = b.accuracy, b.confidence
         table.add_row(
-            f"{b.lo:.1f}-{b.hi:.1f}",
+            _bin_text(b.lo, b.hi),
             str(b.n),
             _num(conf, 2),
             _num(acc, 2),
@@ -84,9 +134,7 @@ def ece_text(m: QuestionMetrics) -> str:
     if u is None or ece is None:
         return f"ece {_num(ece)}"
     verdict = "above the floor" if u.above_floor else "indistinguishable from calibrated"
-    return (
-        f"ece {_num(ece)} ({_num(u.low)}-{_num(u.high)}), floor p95 {_num(u.floor_p95)}: {verdict}"
-    )
+    return f"ece {_num(ece)} ({_num(u.low)}-{_num(u.high)}), {_floor_text(u)}: {verdict}"
 
 
 def _choice_details(key: str, m: ChoiceMetrics) -> list[str]:

@@ -39,6 +39,7 @@ from .labelled import (
     _reliability_chart,
     _split_line,
     ece_text,
+    pooled_line,
 )
 
 __all__ = ["RELIABILITY_BAR", "ece_text", "print_report"]
@@ -213,14 +214,20 @@ def print_report(report: Report, console: Any, *, plain: bool) -> None:
             console.print(_distribution_chart(key, q, plain))
     if any(q.labelled for q in questions.values()):
         heading(f"against labels ({named})")
-        for table in _metrics_tables(questions):
+        console.print(Text(report.definitions.describe()))
+        for table in _metrics_tables(questions, report.definitions):
             console.print(table)
+        if report.pooled is not None:
+            console.print(Text(pooled_line(report.pooled)))
         for key, q in questions.items():
             m = q.metrics
             if not q.labelled or m is None:
                 continue
             heading(f"{key}: reliability ({ece_text(m)})")
-            console.print(_reliability_chart(q, plain))
+            console.print(_reliability_chart(q, plain, report.definitions))
+            if q.labelled_invalid:
+                console.print(Text(f"{key}: {q.labelled_invalid} labelled invalid answers left "
+                                   "out of the metrics"))  # fmt: skip
             if q.recalibrated is not None:
                 console.print(Text(_recalibrated_line(key, q)))
             if isinstance(m, NoulMetrics):
