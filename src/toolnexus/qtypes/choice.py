@@ -287,6 +287,14 @@ def _output_tokens(question: Mapping[str, Any]) -> int:
     return 8 + 10 * options
 
 
+def _describe(answer: ChoiceAnswer) -> str:
+    """``assert_answer``'s line: the pick, its confidence, every option most probable first."""
+    ranked = sorted(answer.probabilities.items(), key=lambda kv: (-kv[1], kv[0]))
+    spread = ", ".join(f"{k} {v:.3g}" for k, v in ranked)
+    uniform = "; near-uniform" if answer.near_uniform else ""
+    return f"choice {answer.choice!r} (confidence {answer.confidence:.3g}{uniform}): {spread}"
+
+
 CHOICE = registry.register(
     registry.QuestionType(
         name="choice",
@@ -307,6 +315,11 @@ CHOICE = registry.register(
         llm=_LLM,
         lint=_lint,
         where_fields={"choice": False, "confidence": True},
+        value=lambda a: a.confidence,
+        confidence=lambda a: a.confidence,
+        option=lambda a: a.choice,
+        sure=lambda a, high: a.confidence > high and not a.near_uniform,
+        describe=_describe,
         answer_record=ChoiceRecord,
         output_tokens=_output_tokens,
     )

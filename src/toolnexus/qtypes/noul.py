@@ -203,6 +203,10 @@ NOUL = registry.register(
         llm=_LLM,
         lint=_lint,
         where_fields={"noul": True},
+        probability=lambda a: a.noul,
+        value=lambda a: a.noul,
+        gauge=lambda a: a.noul,
+        describe=lambda a: f"noul {a.noul:.3g}",
         answer_record=NoulRecord,
         output_tokens=lambda q: 19,  # fitted: a noul answer bills about 20 (budget.py)
     )

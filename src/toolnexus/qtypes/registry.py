@@ -28,6 +28,14 @@ The core hooks (fields of :class:`QuestionType`), each pure:
 - ``arrow``: ``(pyarrow module) -> [(field, DataType), ...]``: the answer's own fields in record
   order, between ``type`` and ``band``, for its Arrow/Parquet struct (the module is passed in,
   so no pure module imports pyarrow); ``None`` stores the answer as a raw one (its JSON text)
+- the judge layer's readings (``bands.py``, ``policy.py``, ``assertions.py``), each of one
+  answer value, None where the type has no such reading: ``probability`` (a noul's p: the
+  answer reads as a §8B band, not as ``sure``), ``value`` (the one number: noul p, score
+  value, choice confidence), ``gauge`` (the number a gate rule's ``below`` / ``at_least``
+  compares: a noul's p, a score's value; None for a choice), ``confidence``, ``option`` (a
+  choice's pick), ``level`` (a score's ``(index, label)``); ``sure``: ``(answer, high) ->
+  bool``, §8B's exclusive "sure" (a choice iff ``confidence > high`` and not near-uniform);
+  ``describe``: ``(answer) -> str``, its one line with its distribution (``assert_answer``)
 - ``lint``: ``(obj, sink, where) -> None``: the criteria checks of a question-file entry,
   reported to a :class:`LintSink` with paths relative to the question (codes TN020..TN025,
   ``check-criteria``); ``None``: ``from_wire``'s error is the lint
@@ -54,7 +62,11 @@ registry never imports upward (``tests/house/test_layers.py``): :func:`attach` /
 - :data:`REPORT` (``"report"``): ``report/aggregation.py``: the class that accumulates one
   question's answers (``QuestionStats``); a type without one is counted, not judged.
 - :data:`GATE` (``"gate"``): reserved for the judge layer's per-type conditions
-  (``policy.py``), which today reads answers through ``bands.py``.
+  (``policy.py``), which today reads answers through the core readings above.
+- :data:`DIFF` (``"diff"``): ``cli/setdiff.py``: ``(key, old, new) -> [Change]``, what changed
+  between two questions of the type beside their instructions (``toolnexus diff``)
+- :data:`ADVISORY` (``"advisory"``): ``cli/setdiff.py``: ``(question) -> {code: reason}``, the
+  check-criteria advisory codes a question carries
 
 ``serve``'s request checks (``serve/rules.py``) are System One's API schema, not this
 registry: ``serve --synthetic`` accepts any type and answers it through its ``synthetic`` hook
@@ -73,7 +85,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias
 
 __all__ = [
+    "ADVISORY",
     "BUILT_IN",
+    "DIFF",
     "GATE",
     "REPORT",
     "AnswerRecord",
@@ -191,6 +205,14 @@ def _uncertain(answer: Any, thresholds: Mapping[str, float]) -> Band:
     return "uncertain"
 
 
+def _none(answer: Any) -> Any:
+    return None
+
+
+def _never_sure(answer: Any, high: float) -> bool:
+    return False
+
+
 def _as_wire(question: Any, wire: dict[str, Any]) -> dict[str, Any]:
     return wire
 
@@ -237,6 +259,14 @@ class QuestionType:
     lint: Callable[[Mapping[str, Any], LintSink, str], None] | None = None
     where_fields: Mapping[str, bool] | None = None
     answer_record: type[AnswerRecord] = AnswerRecord
+    probability: Callable[[Any], float | None] = _none
+    value: Callable[[Any], float | None] = _none
+    gauge: Callable[[Any], float | None] = _none
+    confidence: Callable[[Any], float | None] = _none
+    option: Callable[[Any], str | None] = _none
+    level: Callable[[Any], tuple[int, str] | None] = _none
+    sure: Callable[[Any, float], bool] = _never_sure
+    describe: Callable[[Any], str] = repr
     #: False for ``raw``: the open end of the union, answered as received.
     is_modelled: bool = True
     #: Hooks the layers above the core attach by slot name (:func:`attach`).
@@ -246,6 +276,8 @@ class QuestionType:
 #: The slots the layers above the core attach hooks under (module docstring).
 REPORT = "report"
 GATE = "gate"
+DIFF = "diff"
+ADVISORY = "advisory"
 
 _TYPES: dict[str, QuestionType] = {}
 #: The question classes of the modelled types, for ``isinstance`` checks.

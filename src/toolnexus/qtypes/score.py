@@ -335,6 +335,15 @@ _LLM = registry.LlmHooks(
 )
 
 
+def _describe(answer: ScoreAnswer) -> str:
+    """``assert_answer``'s line: the value, its level, every level's probability."""
+    levels = ", ".join(f"{i} {label} {p:.3g}" for i, (label, p) in enumerate(answer.levels))
+    return (
+        f"score {answer.score:.3g}, level {answer.level} {answer.label!r} "
+        f"(confidence {answer.confidence:.3g}): {levels}"
+    )
+
+
 SCORE = registry.register(
     registry.QuestionType(
         name="score",
@@ -355,6 +364,12 @@ SCORE = registry.register(
         llm=_LLM,
         lint=_lint,
         where_fields={"score": True, "level": True, "label": False, "confidence": True},
+        value=lambda a: a.score,
+        gauge=lambda a: a.score,
+        confidence=lambda a: a.confidence,
+        level=lambda a: (a.level, a.label),
+        sure=lambda a, high: a.confidence > high,
+        describe=_describe,
         answer_record=ScoreRecord,
         output_tokens=lambda q: 17,  # fitted: 17-18 whatever its levels (budget.py)
     )
