@@ -318,6 +318,7 @@ CHOICE = registry.register(
         value=lambda a: a.confidence,
         confidence=lambda a: a.confidence,
         option=lambda a: a.choice,
+        offers=lambda q: q.criteria,
         sure=lambda a, high: a.confidence > high and not a.near_uniform,
         describe=_describe,
         answer_record=ChoiceRecord,

@@ -204,6 +204,7 @@ NOUL = registry.register(
         lint=_lint,
         where_fields={"noul": True},
         probability=lambda a: a.noul,
+        gauged=True,
         value=lambda a: a.noul,
         gauge=lambda a: a.noul,
         describe=lambda a: f"noul {a.noul:.3g}",

@@ -36,6 +36,11 @@ The core hooks (fields of :class:`QuestionType`), each pure:
   choice's pick), ``level`` (a score's ``(index, label)``); ``sure``: ``(answer, high) ->
   bool``, §8B's exclusive "sure" (a choice iff ``confidence > high`` and not near-uniform);
   ``describe``: ``(answer) -> str``, its one line with its distribution (``assert_answer``)
+- ``offers``: ``(question) -> criteria | None``: the options a question offers, by name (a
+  choice's criteria); None for a type without options (a gate's ``is``, ``filter --where``,
+  the degenerate-criteria warning)
+- ``gauged``: whether a gate rule's ``below`` / ``at_least`` reads this type (it has a
+  ``gauge``: noul, score)
 - ``lint``: ``(obj, sink, where) -> None``: the criteria checks of a question-file entry,
   reported to a :class:`LintSink` with paths relative to the question (codes TN020..TN025,
   ``check-criteria``); ``None``: ``from_wire``'s error is the lint
@@ -266,6 +271,8 @@ class QuestionType:
     option: Callable[[Any], str | None] = _none
     level: Callable[[Any], tuple[int, str] | None] = _none
     sure: Callable[[Any, float], bool] = _never_sure
+    offers: Callable[[Any], Mapping[str, Any] | None] = _none
+    gauged: bool = False
     describe: Callable[[Any], str] = repr
     #: False for ``raw``: the open end of the union, answered as received.
     is_modelled: bool = True

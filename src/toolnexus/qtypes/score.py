@@ -366,6 +366,7 @@ SCORE = registry.register(
         where_fields={"score": True, "level": True, "label": False, "confidence": True},
         value=lambda a: a.score,
         gauge=lambda a: a.score,
+        gauged=True,
         confidence=lambda a: a.confidence,
         level=lambda a: (a.level, a.label),
         sure=lambda a, high: a.confidence > high,
