@@ -51,7 +51,6 @@ PENDING: dict[str, int] = {
     "report/selectfloors.py": 2,
     "report/selective.py": 3,
     "report/vectorized.py": 3,
-    "serve/rules.py": 6,
 }
 
 

@@ -41,6 +41,10 @@ The core hooks (fields of :class:`QuestionType`), each pure:
   the degenerate-criteria warning)
 - ``gauged``: whether a gate rule's ``below`` / ``at_least`` reads this type (it has a
   ``gauge``: noul, score)
+- ``api_fields``: ``(wire question, loc, sink) -> None``: the API schema's checks of the
+  type's own fields (its ``criteria``), each finding reported to an :class:`ApiSink` (``serve``'s
+  422s, ``serve/rules.py``); ``api_rule``: ``(wire question) -> str | None``: the API's own 400
+  for a well-formed question of the type (too many options or levels), None when it passes
 - ``lint``: ``(obj, sink, where) -> None``: the criteria checks of a question-file entry,
   reported to a :class:`LintSink` with paths relative to the question (codes TN020..TN025,
   ``check-criteria``); ``None``: ``from_wire``'s error is the lint
@@ -73,9 +77,10 @@ registry never imports upward (``tests/house/test_layers.py``): :func:`attach` /
 - :data:`ADVISORY` (``"advisory"``): ``cli/setdiff.py``: ``(question) -> {code: reason}``, the
   check-criteria advisory codes a question carries
 
-``serve``'s request checks (``serve/rules.py``) are System One's API schema, not this
-registry: ``serve --synthetic`` accepts any type and answers it through its ``synthetic`` hook
-(:func:`of` gives ``raw``'s placeholder for a type nobody registered).
+``serve``'s request checks (``serve/rules.py``) are System One's API schema: the types it
+knows are the API's, and each built-in type's own fields are checked by its ``api_fields`` and
+``api_rule`` hooks; ``serve --synthetic`` accepts any type and answers it through its
+``synthetic`` hook (:func:`of` gives ``raw``'s placeholder for a type nobody registered).
 
 The question set stays closed (seed 001: noul, choice, score, and seed 004's raw for the rest):
 the built-in types are the only ones a question file or the wire can name, and messages list
@@ -96,6 +101,7 @@ __all__ = [
     "GATE",
     "REPORT",
     "AnswerRecord",
+    "ApiSink",
     "Band",
     "LintPath",
     "LintSink",
@@ -131,6 +137,18 @@ class LintSink(Protocol):
         self, obj: Mapping[str, Any], path: LintPath, allowed: tuple[str, ...], what: str
     ) -> None:
         """A finding for each field of ``obj`` (at ``path``) not in ``allowed``."""
+
+
+class ApiSink(Protocol):
+    """Where a type's ``api_fields`` hook reports the API schema's findings (``serve/rules.py``
+    turns each into the API's 422 error object; ``loc`` is relative to the request body)."""
+
+    def error(self, kind: str, loc: list[Any], message: str, value: Any) -> None:
+        """A finding of pydantic ``kind`` at ``loc`` about ``value``."""
+
+    def text(self, value: Any, loc: list[Any], *, nullable: bool = True) -> None:
+        """A finding unless ``value`` is text on the wire (a string, object or array; or null
+        when ``nullable``)."""
 
 
 #: How an answer reads against its thresholds (``validation.threshold_band``).
@@ -191,6 +209,10 @@ def number(value: Any) -> float | None:
 
 
 def _no_limits(key: str, question: Any) -> None:
+    return None
+
+
+def _no_api_fields(question: Mapping[str, Any], loc: list[Any], sink: ApiSink) -> None:
     return None
 
 
@@ -272,6 +294,8 @@ class QuestionType:
     level: Callable[[Any], tuple[int, str] | None] = _none
     sure: Callable[[Any, float], bool] = _never_sure
     offers: Callable[[Any], Mapping[str, Any] | None] = _none
+    api_fields: Callable[[Mapping[str, Any], list[Any], ApiSink], None] = _no_api_fields
+    api_rule: Callable[[Mapping[str, Any]], str | None] = _none
     gauged: bool = False
     describe: Callable[[Any], str] = repr
     #: False for ``raw``: the open end of the union, answered as received.
