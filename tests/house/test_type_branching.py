@@ -40,7 +40,6 @@ PENDING: dict[str, int] = {
     "calibration/maps.py": 1,
     "cli/questionrules.py": 3,
     "cli/render/labelled.py": 1,
-    "cli/setdiff.py": 8,
     "cli/thresholds_out.py": 3,
     "consistency.py": 2,
     "questionfile/checker.py": 3,
