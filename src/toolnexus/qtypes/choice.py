@@ -349,6 +349,8 @@ CHOICE = registry.register(
         describe=_describe,
         api_fields=_api_fields,
         api_rule=_api_rule,
+        limits_code="TN010",
+        floor_thresholds=lambda f: {"min_confidence": f / 100},
         answer_record=ChoiceRecord,
         output_tokens=_output_tokens,
     )

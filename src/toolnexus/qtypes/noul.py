@@ -232,6 +232,7 @@ NOUL = registry.register(
         where_fields={"noul": True},
         probability=lambda a: a.noul,
         gauged=True,
+        floor_thresholds=lambda f: {"yes": f / 100, "no": (100 - f) / 100},
         value=lambda a: a.noul,
         gauge=lambda a: a.noul,
         describe=lambda a: f"noul {a.noul:.3g}",

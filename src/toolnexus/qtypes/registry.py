@@ -45,6 +45,10 @@ The core hooks (fields of :class:`QuestionType`), each pure:
   type's own fields (its ``criteria``), each finding reported to an :class:`ApiSink` (``serve``'s
   422s, ``serve/rules.py``); ``api_rule``: ``(wire question) -> str | None``: the API's own 400
   for a well-formed question of the type (too many options or levels), None when it passes
+- ``floor_thresholds``: ``(floor in hundredths) -> {name: value}``: the seed-004 thresholds a
+  tuned floor writes (``thresholds --out``: a noul's ``yes`` / ``no`` pair, a choice's or a
+  score's ``min_confidence``); None for a type nobody tunes
+- ``limits_code``: the check-criteria code of a ``limits`` error (TN010: a choice's options)
 - ``lint``: ``(obj, sink, where) -> None``: the criteria checks of a question-file entry,
   reported to a :class:`LintSink` with paths relative to the question (codes TN020..TN025,
   ``check-criteria``); ``None``: ``from_wire``'s error is the lint
@@ -74,6 +78,10 @@ registry never imports upward (``tests/house/test_layers.py``): :func:`attach` /
   (``policy.py``), which today reads answers through the core readings above.
 - :data:`DIFF` (``"diff"``): ``cli/setdiff.py``: ``(key, old, new) -> [Change]``, what changed
   between two questions of the type beside their instructions (``toolnexus diff``)
+- :data:`CHECK_RULES` (``"check_rules"``): ``cli/questionrules.py``: ``(rules, key, obj,
+  text, where) -> None``, ``check-rules``' findings on one question of the type
+- :data:`CRITERIA` (``"criteria"``): ``questionfile/checker.py``: ``(checker, question, cpath,
+  where) -> None``, ``check-criteria``'s advisory findings on a well-formed question
 - :data:`ADVISORY` (``"advisory"``): ``cli/setdiff.py``: ``(question) -> {code: reason}``, the
   check-criteria advisory codes a question carries
 
@@ -97,6 +105,8 @@ from typing import Any, ClassVar, Literal, Protocol, TypeAlias
 __all__ = [
     "ADVISORY",
     "BUILT_IN",
+    "CHECK_RULES",
+    "CRITERIA",
     "DIFF",
     "GATE",
     "REPORT",
@@ -297,6 +307,8 @@ class QuestionType:
     api_fields: Callable[[Mapping[str, Any], list[Any], ApiSink], None] = _no_api_fields
     api_rule: Callable[[Mapping[str, Any]], str | None] = _none
     gauged: bool = False
+    limits_code: str = "TN011"
+    floor_thresholds: Callable[[int], dict[str, float]] | None = None
     describe: Callable[[Any], str] = repr
     #: False for ``raw``: the open end of the union, answered as received.
     is_modelled: bool = True
@@ -309,6 +321,8 @@ REPORT = "report"
 GATE = "gate"
 DIFF = "diff"
 ADVISORY = "advisory"
+CHECK_RULES = "check_rules"
+CRITERIA = "criteria"
 
 _TYPES: dict[str, QuestionType] = {}
 #: The question classes of the modelled types, for ``isinstance`` checks.

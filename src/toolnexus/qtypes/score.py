@@ -393,6 +393,7 @@ SCORE = registry.register(
         value=lambda a: a.score,
         gauge=lambda a: a.score,
         gauged=True,
+        floor_thresholds=lambda f: {"min_confidence": f / 100},
         confidence=lambda a: a.confidence,
         level=lambda a: (a.level, a.label),
         sure=lambda a, high: a.confidence > high,
