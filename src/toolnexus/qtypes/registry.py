@@ -82,6 +82,9 @@ registry never imports upward (``tests/house/test_layers.py``): :func:`attach` /
   text, where) -> None``, ``check-rules``' findings on one question of the type
 - :data:`CRITERIA` (``"criteria"``): ``questionfile/checker.py``: ``(checker, question, cpath,
   where) -> None``, ``check-criteria``'s advisory findings on a well-formed question
+- :data:`CONSISTENCY` (``"consistency"``): ``consistency.py``: ``(answer, calibrated) ->
+  flags``, the consistency flags an answer's own numbers earn (a core module, attached the
+  same way so the check stays beside its rounding bounds)
 - :data:`ADVISORY` (``"advisory"``): ``cli/setdiff.py``: ``(question) -> {code: reason}``, the
   check-criteria advisory codes a question carries
 
@@ -106,6 +109,7 @@ __all__ = [
     "ADVISORY",
     "BUILT_IN",
     "CHECK_RULES",
+    "CONSISTENCY",
     "CRITERIA",
     "DIFF",
     "GATE",
@@ -322,6 +326,7 @@ GATE = "gate"
 DIFF = "diff"
 ADVISORY = "advisory"
 CHECK_RULES = "check_rules"
+CONSISTENCY = "consistency"
 CRITERIA = "criteria"
 
 _TYPES: dict[str, QuestionType] = {}
