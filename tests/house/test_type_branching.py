@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,37 @@ def test_a_plugin_type_is_written_in_no_file_under_src() -> None:
         if p.is_file() and p.suffix in {".py", ".json"} and "headcount" in p.read_text("utf-8")
     ]
     assert named == []
+
+
+@pytest.fixture
+def headcount() -> Iterator[None]:
+    """The fourth type of ``tests/qtype_headcount.py``, registered for one test."""
+    import qtype_headcount
+
+    qtype_headcount.register()
+    try:
+        yield
+    finally:
+        qtype_headcount.unregister()
+
+
+@pytest.mark.usefixtures("headcount")
+def test_a_plugin_type_reads_through_the_judge_hooks_defaults() -> None:
+    """A type that defines none of the new hooks reads as before they existed: never sure,
+    uncertain under §8B's bands (a gate escalates), no value and no pick, its repr as its
+    one line, no 400 of its own."""
+    import qtype_headcount
+    from toolnexus.assertions import describe_answer
+    from toolnexus.bands import DEFAULT_BANDS, read_exclusive
+    from toolnexus.policy import Rule, decide
+    from toolnexus.qtypes import registry
+
+    answer = qtype_headcount.HeadcountAnswer(3, 0.99)
+    judged = read_exclusive(answer, DEFAULT_BANDS)
+    assert (judged.band, judged.sure, judged.value(), judged.choice()) == (None, False, None, None)
+    assert describe_answer(answer) == repr(answer)
+    qtype = registry.of_answer(answer)
+    assert qtype is not None and qtype.api_rule({"type": "headcount"}) is None
+    for rule in [Rule("n", "deny", is_="x"), Rule("n", "deny", below=2)]:
+        got = decide([rule], {"n": answer}, bands=DEFAULT_BANDS)
+        assert (got.action, got.escalated) == ("needs_input", True)  # never a confident deny
