@@ -15,12 +15,13 @@ from typing import Any
 
 import httpx
 
+import toolnexus
 from toolnexus import BatchOptions, create_classifier, probe
 from toolnexus.decision import decode_answers
 from toolnexus.serve import synthesize
 from toolnexus.validity import validate_answers
 
-SRC = Path(probe.__file__).parent
+SRC = Path(toolnexus.__file__).parent  # the whole package, wherever probe.py sits
 QUESTIONS: dict[str, Any] = {
     "refund": {"type": "noul", "instructions": "Is the customer asking for money back?"},
 }

@@ -88,12 +88,21 @@ def branches(source: str) -> int:
     return found
 
 
+def _entry(rel: str) -> str:
+    """``rel``'s name in ALLOWED / PENDING: the entry it ends with (the layer move of issue 44
+    puts ``decision.py`` under a layer folder; the entry still names it), else ``rel``."""
+    for name in (*ALLOWED, *PENDING):
+        if rel == name or rel.endswith("/" + name):
+            return name
+    return rel
+
+
 def counts() -> Counter[str]:
     """Each file's places, outside ``qtypes/`` (the question types' own folder)."""
     out: Counter[str] = Counter()
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC).as_posix()
-        if rel.startswith("qtypes/"):
+        if "qtypes" in path.relative_to(SRC).parts:  # wherever the layer move puts the folder
             continue
         n = branches(path.read_text(encoding="utf-8"))
         if n:
@@ -126,7 +135,7 @@ def test_a_built_in_type_is_written_in_at_most_three_files_outside_qtypes() -> N
     """Issue 45 item 3: at most 3 named files on the allowlist, each with a reason; every other
     file dispatches through the registry (PENDING: the files not moved yet, never more)."""
     assert len(ALLOWED) <= 3 and all(reason for reason in ALLOWED.values())
-    found = counts()
+    found = {_entry(f): n for f, n in counts().items()}
     unexpected = {f: n for f, n in found.items() if f not in ALLOWED and f not in PENDING}
     assert unexpected == {}, (
         f"{unexpected}: dispatch through the question type's registry hooks "
