@@ -42,10 +42,7 @@ PENDING: dict[str, int] = {
     "cli/render/labelled.py": 1,
     "report/charts.py": 2,
     "report/floors.py": 1,
-    "report/judged.py": 3,
-    "report/review.py": 3,
     "report/selectfloors.py": 2,
-    "report/selective.py": 3,
     "report/vectorized.py": 3,
 }
 

@@ -85,6 +85,9 @@ registry never imports upward (``tests/house/test_layers.py``): :func:`attach` /
 - :data:`CONSISTENCY` (``"consistency"``): ``consistency.py``: ``(answer, calibrated) ->
   flags``, the consistency flags an answer's own numbers earn (a core module, attached the
   same way so the check stays beside its rounding bounds)
+- :data:`LABELS` (``"labels"``): ``report/judged.py``: a ``LabelReading``: how ``report``
+  reads a record's answer of the type against a label (right or wrong, with what confidence)
+  and says it in a few words (the review queue)
 - :data:`ADVISORY` (``"advisory"``): ``cli/setdiff.py``: ``(question) -> {code: reason}``, the
   check-criteria advisory codes a question carries
 
@@ -113,6 +116,7 @@ __all__ = [
     "CRITERIA",
     "DIFF",
     "GATE",
+    "LABELS",
     "REPORT",
     "AnswerRecord",
     "ApiSink",
@@ -327,6 +331,7 @@ DIFF = "diff"
 ADVISORY = "advisory"
 CHECK_RULES = "check_rules"
 CONSISTENCY = "consistency"
+LABELS = "labels"
 CRITERIA = "criteria"
 
 _TYPES: dict[str, QuestionType] = {}
