@@ -41,8 +41,6 @@ PENDING: dict[str, int] = {
     "calibration/maps.py": 1,
     "cli/render/labelled.py": 1,
     "report/charts.py": 2,
-    "report/floors.py": 1,
-    "report/selectfloors.py": 2,
     "report/vectorized.py": 3,
 }
 

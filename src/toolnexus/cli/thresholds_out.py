@@ -272,7 +272,7 @@ def _precision_text(
         if pair is not None and pair.yes is not None and pair.no is not None:
             pairs[key] = pair.target_precision
     floors = {k: target for k, q in report.questions.items()
-              if "min_confidence" in _tuned(q.type) and q.labelled}  # fmt: skip
+              if registry.floored_by_confidence(q.type) and q.labelled}  # fmt: skip
     guards = guard_pairs(run, read, pairs) if pairs else {}
     found = confidence_floors(run, read, floors) if floors else {}
     return thresholds_yaml(report, guards, found, gates, target)

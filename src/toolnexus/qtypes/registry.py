@@ -129,6 +129,7 @@ __all__ = [
     "attach",
     "attached",
     "find",
+    "floored_by_confidence",
     "modelled",
     "of",
     "of_answer",
@@ -431,6 +432,13 @@ def registered() -> tuple[QuestionType, ...]:
 def question_classes() -> tuple[type, ...]:
     """Every registered question class (``isinstance`` against the open union)."""
     return tuple(_CLASSES)
+
+
+def floored_by_confidence(name: object) -> bool:
+    """Whether a tuned floor of type ``name`` is a ``min_confidence`` (a choice's, a score's:
+    its ``floor_thresholds``), not a yes/no pair on its probability (a noul's)."""
+    written = of(name).floor_thresholds
+    return written is not None and "min_confidence" in written(0)
 
 
 def attach(name: str, slot: str, hook: Any) -> None:
