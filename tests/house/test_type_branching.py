@@ -34,16 +34,6 @@ ALLOWED: dict[str, str] = {
     ),
 }
 
-#: Not yet moved to the registry (issue 45 item 3 is partly done): each file's places, a
-#: ceiling that may only fall. report/ is edited on another branch at the same time; these
-#: move in a follow-up, and the entry goes when its file reaches 0.
-PENDING: dict[str, int] = {
-    "calibration/maps.py": 1,
-    "cli/render/labelled.py": 1,
-    "report/charts.py": 2,
-    "report/vectorized.py": 3,
-}
-
 
 def _is_literal(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value in LITERALS
@@ -84,9 +74,9 @@ def branches(source: str) -> int:
 
 
 def _entry(rel: str) -> str:
-    """``rel``'s name in ALLOWED / PENDING: the entry it ends with (the layer move of issue 44
+    """``rel``'s name in ALLOWED: the entry it ends with (the layer move of issue 44
     puts ``decision.py`` under a layer folder; the entry still names it), else ``rel``."""
-    for name in (*ALLOWED, *PENDING):
+    for name in ALLOWED:
         if rel == name or rel.endswith("/" + name):
             return name
     return rel
@@ -128,16 +118,14 @@ def test_the_counter_reads_a_branch(source: str, places: int) -> None:
 
 def test_a_built_in_type_is_written_in_at_most_three_files_outside_qtypes() -> None:
     """Issue 45 item 3: at most 3 named files on the allowlist, each with a reason; every other
-    file dispatches through the registry (PENDING: the files not moved yet, never more)."""
+    file dispatches through the registry."""
     assert len(ALLOWED) <= 3 and all(reason for reason in ALLOWED.values())
     found = {_entry(f): n for f, n in counts().items()}
-    unexpected = {f: n for f, n in found.items() if f not in ALLOWED and f not in PENDING}
+    unexpected = {f: n for f, n in found.items() if f not in ALLOWED}
     assert unexpected == {}, (
         f"{unexpected}: dispatch through the question type's registry hooks "
         "(qtypes/registry.py), not on its name or class"
     )
-    grown = {f: (n, PENDING[f]) for f, n in found.items() if f in PENDING and n > PENDING[f]}
-    assert grown == {}, f"{grown}: (places, ceiling): a pending file may only lose places"
     assert all(f in found for f in ALLOWED), "an allowlisted file no longer branches: drop it"
 
 

@@ -126,6 +126,7 @@ __all__ = [
     "LlmHooks",
     "QuestionType",
     "answer_record",
+    "answers_probability",
     "attach",
     "attached",
     "find",
@@ -432,6 +433,12 @@ def registered() -> tuple[QuestionType, ...]:
 def question_classes() -> tuple[type, ...]:
     """Every registered question class (``isinstance`` against the open union)."""
     return tuple(_CLASSES)
+
+
+def answers_probability(name: object) -> bool:
+    """Whether an answer of type ``name`` is a probability (it has the ``probability`` reading:
+    a noul), so a chart reads it as ``p``, not a top-1 confidence."""
+    return of(name).probability is not _none
 
 
 def floored_by_confidence(name: object) -> bool:

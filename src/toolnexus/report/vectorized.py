@@ -15,10 +15,12 @@ from __future__ import annotations
 import bisect
 import operator
 from collections import Counter
+from collections.abc import Callable
 from itertools import pairwise, repeat
 from typing import Any
 
 from ..metrics.measures import N_BINS
+from ..qtypes import registry
 from ..records.arrowrows import column_values
 from .accumulators import (
     _BAND_INDEX,
@@ -46,13 +48,13 @@ def count_column(
     """Count the column into ``st``; False (``st`` untouched) when it is not plain."""
     if valid is not None:
         return False
-    if kind == "noul" and type(st) is NoulStats:
-        return _noul(st, fields, labels, ids)
-    if kind == "choice" and type(st) is ChoiceStats:
-        return _choice(st, fields, labels, ids)
-    if kind == "score" and type(st) is ScoreStats:
-        return _score(st, fields, labels, ids)
-    return False
+    # A column of the question's own type (its REPORT slot's accumulator is ``st``'s class)
+    # is read by that accumulator's column counter; a subclass, another type's column or a
+    # type without a counter is counted row by row.
+    count = _COUNTERS.get(type(st))
+    if count is None or registry.attached(kind, registry.REPORT) is not type(st):
+        return False
+    return count(st, fields, labels, ids)
 
 
 def map_dicts(array: Any) -> list[Any]:
@@ -342,3 +344,11 @@ def _score_fits(
         ]
     st.fitted += len(keep)
     st.fits = [n + int(f.sum()) for n, f in zip(st.fits, fits, strict=True)]
+
+
+#: Each built-in accumulator's column counter (``count_column``).
+_COUNTERS: dict[type, Callable[..., bool]] = {
+    NoulStats: _noul,
+    ChoiceStats: _choice,
+    ScoreStats: _score,
+}

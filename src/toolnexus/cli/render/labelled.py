@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...qtypes import registry
 from ...report.model import (
     ChoiceMetrics,
     Confusion,
@@ -51,7 +52,7 @@ def _metrics_tables(questions: Mapping[str, QuestionReport]) -> list[Any]:
 
 
 def _reliability_chart(q: QuestionReport, plain: bool) -> Any:
-    what = "p" if q.type == "noul" else "top-1 p"
+    what = "p" if registry.answers_probability(q.type) else "top-1 p"
     table = _table(
         what,
         "n",
