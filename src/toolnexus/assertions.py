@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .answers import Answer, ChoiceAnswer, NoulAnswer, RawAnswer, ScoreAnswer
+from .answers import Answer
 from .decision import Decision
+from .qtypes import registry
 from .validation import threshold_band
 
 if TYPE_CHECKING:
@@ -25,32 +26,23 @@ if TYPE_CHECKING:
 __all__ = ["assert_answer", "assert_gate", "describe_answer"]
 
 
-def _p(value: float) -> str:
-    return f"{value:.3g}"
-
-
 def describe_answer(answer: Answer) -> str:
-    """One line: the answer and its distribution, most probable option first."""
-    if isinstance(answer, NoulAnswer):
-        return f"noul {_p(answer.noul)}"
-    if isinstance(answer, ChoiceAnswer):
-        ranked = sorted(answer.probabilities.items(), key=lambda kv: (-kv[1], kv[0]))
-        spread = ", ".join(f"{k} {_p(v)}" for k, v in ranked)
-        uniform = "; near-uniform" if answer.near_uniform else ""
-        return f"choice {answer.choice!r} (confidence {_p(answer.confidence)}{uniform}): {spread}"
-    if isinstance(answer, ScoreAnswer):
-        levels = ", ".join(f"{i} {label} {_p(p)}" for i, (label, p) in enumerate(answer.levels))
-        return (
-            f"score {_p(answer.score)}, level {answer.level} {answer.label!r} "
-            f"(confidence {_p(answer.confidence)}): {levels}"
-        )
-    if isinstance(answer, RawAnswer):
-        return f"raw {answer.type} answer {dict(answer.value)!r}"
-    return repr(answer)
+    """One line: the answer and its distribution, most probable option first (its type's
+    ``describe`` hook)."""
+    qtype = registry.of_answer(answer)
+    return qtype.describe(answer) if qtype is not None else repr(answer)
 
 
-def _confidence(answer: Answer) -> float | None:
-    return answer.confidence if isinstance(answer, ChoiceAnswer | ScoreAnswer) else None
+class _Reading:
+    """One answer through its type's readings (``qtypes/registry.py``): None where the type
+    has no such reading (an answer of no registered type has none)."""
+
+    def __init__(self, answer: Answer) -> None:
+        qtype = registry.of_answer(answer)
+        self.option = qtype.option(answer) if qtype is not None else None
+        self.confidence = qtype.confidence(answer) if qtype is not None else None
+        self.level = qtype.level(answer) if qtype is not None else None
+        self.probability = qtype.probability(answer) if qtype is not None else None
 
 
 def _checks(
@@ -65,11 +57,12 @@ def _checks(
 ) -> list[str]:
     """What ``answer`` fails of the expectations given, one phrase each."""
     failed = []
-    if choice is not None and not (isinstance(answer, ChoiceAnswer) and answer.choice == choice):
-        picked = answer.choice if isinstance(answer, ChoiceAnswer) else f"a {answer.type} answer"
+    read = _Reading(answer)
+    if choice is not None and read.option != choice:
+        picked = read.option if read.option is not None else f"a {answer.type} answer"
         failed.append(f"expected choice {choice!r}, got {picked!r}")
     if min_confidence is not None:
-        confidence = _confidence(answer)
+        confidence = read.confidence
         if confidence is None or confidence < min_confidence:
             failed.append(f"expected confidence >= {min_confidence}, got {confidence}")
     if band is not None:
@@ -77,14 +70,14 @@ def _checks(
         if got_band != band:
             failed.append(f"expected band {band!r}, got {got_band!r}")
     if level is not None:
-        if not isinstance(answer, ScoreAnswer):
+        if read.level is None:
             failed.append(f"expected level {level!r}, got a {answer.type} answer")
-        elif answer.level != level and answer.label != level:
-            failed.append(f"expected level {level!r}, got {answer.level} {answer.label!r}")
+        elif level not in read.level:
+            failed.append(f"expected level {level!r}, got {read.level[0]} {read.level[1]!r}")
     if noul_at_least is not None and not (
-        isinstance(answer, NoulAnswer) and answer.noul >= noul_at_least
+        read.probability is not None and read.probability >= noul_at_least
     ):
-        got: Any = answer.noul if isinstance(answer, NoulAnswer) else f"a {answer.type} answer"
+        got: Any = read.probability if read.probability is not None else f"a {answer.type} answer"
         failed.append(f"expected noul >= {noul_at_least}, got {got}")
     return failed
 

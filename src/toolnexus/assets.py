@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from . import probe
 from .canonical import canonical_json
 from .errors import ImageError
 from .images import Image
@@ -187,6 +188,8 @@ def _part_image(node: Mapping[str, Any], where: str) -> Image | None:
 def _walk(node: Any, path: tuple[str | int, ...], found: dict[str, Image]) -> tuple[Any, bool]:
     """(the node with every image replaced by its placeholder, whether anything changed).
     An unchanged subtree is returned as the same object: a state with no images is not copied."""
+    if probe.observer is not None:
+        probe.observer("assets.walk", node)
     if isinstance(node, Image):
         return _found(node, _where(path), found), True
     if isinstance(node, Mapping):
@@ -272,6 +275,8 @@ def lift_images(state: Any, questions_text: str = "") -> LiftedState:
     two assets, as the official SDK sends it. No limits are checked here: ``ImageLimits``
     does that, before any request.
     """
+    if probe.observer is not None:
+        probe.observer("assets.lift", state)
     if type(state) is str:
         # Text holds no image (only a StateWithImages attaches them): the common state is
         # lifted without the walk's three isinstance checks (issue 32 pack CPU: the plan lifts

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer
+from .answers import Answer
 from .errors import ConfigError
+from .qtypes import registry
 from .validation import Band, band_of, merged_thresholds
 
 __all__ = [
@@ -95,18 +96,13 @@ class JudgedAnswer:
 
     def value(self) -> float | None:
         """The one number: noul probability, score value, choice confidence (None: raw)."""
-        a = self.answer
-        if isinstance(a, NoulAnswer):
-            return a.noul
-        if isinstance(a, ScoreAnswer):
-            return a.score
-        if isinstance(a, ChoiceAnswer):
-            return a.confidence
-        return None
+        qtype = registry.of_answer(self.answer)
+        return qtype.value(self.answer) if qtype is not None else None
 
     def choice(self) -> str | None:
         """The picked option of a choice answer (None for every other type)."""
-        return self.answer.choice if isinstance(self.answer, ChoiceAnswer) else None
+        qtype = registry.of_answer(self.answer)
+        return qtype.option(self.answer) if qtype is not None else None
 
     @property
     def certain(self) -> bool:
@@ -126,9 +122,15 @@ def read_answer(
 
 def read_inclusive(answer: Answer, cuts: Mapping[str, float]) -> JudgedAnswer:
     band = band_of(answer, cuts)
-    if isinstance(answer, NoulAnswer):
+    if _probability(answer) is not None:
         return JudgedAnswer(answer, band=band)
     return JudgedAnswer(answer, sure=band == "yes")
+
+
+def _probability(answer: Answer) -> float | None:
+    """The answer's probability when its type reads as a §8B band (a noul), else None."""
+    qtype = registry.of_answer(answer)
+    return qtype.probability(answer) if qtype is not None else None
 
 
 def noul_band(p: float, b: Bands) -> Band:
@@ -139,16 +141,14 @@ def noul_band(p: float, b: Bands) -> Band:
 def sure(answer: Answer, b: Bands) -> bool:
     """§8B: a choice is sure iff ``confidence > high`` and not near-uniform; a score iff
     ``confidence > high``; a raw answer never."""
-    if isinstance(answer, ChoiceAnswer):
-        return answer.confidence > b.high and not answer.near_uniform
-    if isinstance(answer, ScoreAnswer):
-        return answer.confidence > b.high
-    return False
+    qtype = registry.of_answer(answer)
+    return qtype.sure(answer, b.high) if qtype is not None else False
 
 
 def read_exclusive(answer: Answer, b: Bands) -> JudgedAnswer:
-    if isinstance(answer, NoulAnswer):
-        return JudgedAnswer(answer, band=noul_band(answer.noul, b))
+    p = _probability(answer)
+    if p is not None:
+        return JudgedAnswer(answer, band=noul_band(p, b))
     return JudgedAnswer(answer, sure=sure(answer, b))
 
 
@@ -156,6 +156,7 @@ def is_certain(answer: Answer, cuts: Mapping[str, float] | None, b: Bands) -> bo
     """``read_*(answer).certain`` without building the reading: a gate's hot path."""
     if cuts is not None:
         return band_of(answer, cuts) != "uncertain"
-    if isinstance(answer, NoulAnswer):
-        return noul_band(answer.noul, b) != "uncertain"
+    p = _probability(answer)
+    if p is not None:
+        return noul_band(p, b) != "uncertain"
     return sure(answer, b)

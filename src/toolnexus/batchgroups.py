@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from . import probe
 from .config import BatchOptions
 from .decision import Decision
 from .errors import ClassifierError
@@ -82,15 +83,17 @@ def plan(
     with the estimate the plan made of its body (the send reuses it)."""
     from .packplan import Planned
 
-    if options.pack == 1:
-        return [Planned([i]) for i in range(len(states))]
-    from .packplan import plan_requests
+    if options.pack == 1 or classifier.systemone is None:  # another style asks one by one
+        groups = [Planned([i]) for i in range(len(states))]
+    else:
+        from .packplan import plan_requests
 
-    if classifier.systemone is None:  # another style asks state by state anyway
-        return [Planned([i]) for i in range(len(states))]
-    return plan_requests(
-        states, qs, options.pack, model=classifier.model, image_limits=classifier.image_limits
-    )
+        groups = plan_requests(
+            states, qs, options.pack, model=classifier.model, image_limits=classifier.image_limits
+        )
+    if probe.observer is not None:
+        probe.observer("plan.groups", groups)
+    return groups
 
 
 async def evaluate_group(
@@ -110,6 +113,9 @@ async def evaluate_group(
     got = await _group_outcomes(
         classifier, states, qs, fail_closed=fail_closed, planned=planned, scheduler=scheduler
     )
+    if probe.observer is not None:
+        for i in range(len(got)):
+            probe.observer("batch.state_result", i)
     return [
         StateResult(error=r) if isinstance(r, ClassifierError) else StateResult(decision=r)
         for r in got
@@ -161,6 +167,9 @@ async def run_states(
     state not sent holds the stop. The one loop every list batch runs (``evaluate_batch``,
     ``states(...)``, and through them the engine adapters)."""
     got = await run_outcomes(classifier, states, qs, options, fail_closed=fail_closed)
+    if probe.observer is not None:
+        for i in range(len(got)):
+            probe.observer("batch.state_result", i)
     return [
         StateResult(error=r) if isinstance(r, ClassifierError) else StateResult(decision=r)
         for r in got

@@ -28,6 +28,7 @@ import math
 from collections.abc import Sequence
 
 from .answers import Answer, ChoiceAnswer, ScoreAnswer
+from .qtypes import CHOICE, SCORE, registry
 
 __all__ = [
     "CONSISTENCY_FLAGS",
@@ -67,23 +68,33 @@ def score_mean_bound(levels: int) -> float:
 def consistency_flags(answer: Answer, *, calibrated: bool = True) -> tuple[str, ...]:
     """The ``CONSISTENCY_FLAGS`` this answer's own numbers earn (module docstring), in order.
     A noul or raw answer, or one without probabilities, has nothing to compare."""
-    # Every record pays this (bench/decode.py), so it is written for speed: no flag, no list.
-    if isinstance(answer, ChoiceAnswer):
-        probs = answer.probabilities
-        n = len(probs)
-        if not n:
-            return ()
-        top = max(probs.values())
-        not_top = probs.get(answer.choice, 0.0) < top - _SLACK
-        off = False
-        if calibrated and n >= 2:
-            expected = min(1.0, max(0.0, (top - 1.0 / n) / (1.0 - 1.0 / n)))
-            bound = _CHOICE_BOUNDS.get(n) or _choice_bound(n)
-            off = abs(answer.confidence - expected) > bound
-        if not_top:
-            return ("choice-not-top", "confidence-off-formula") if off else ("choice-not-top",)
-        return ("confidence-off-formula",) if off else ()
-    if isinstance(answer, ScoreAnswer) and answer.levels:
+    # Every record pays this (bench/decode.py): one look-up of the answer's type, its own check.
+    qtype = registry.of_answer(answer)
+    check = qtype.slots.get(registry.CONSISTENCY) if qtype is not None else None
+    return check(answer, calibrated) if check is not None else ()
+
+
+def _choice_flags(answer: ChoiceAnswer, calibrated: bool) -> tuple[str, ...]:
+    """``choice-not-top`` and ``confidence-off-formula`` (module docstring); no flag, no list."""
+    probs = answer.probabilities
+    n = len(probs)
+    if not n:
+        return ()
+    top = max(probs.values())
+    not_top = probs.get(answer.choice, 0.0) < top - _SLACK
+    off = False
+    if calibrated and n >= 2:
+        expected = min(1.0, max(0.0, (top - 1.0 / n) / (1.0 - 1.0 / n)))
+        bound = _CHOICE_BOUNDS.get(n) or _choice_bound(n)
+        off = abs(answer.confidence - expected) > bound
+    if not_top:
+        return ("choice-not-top", "confidence-off-formula") if off else ("choice-not-top",)
+    return ("confidence-off-formula",) if off else ()
+
+
+def _score_flags(answer: ScoreAnswer, calibrated: bool) -> tuple[str, ...]:
+    """``score-not-mean`` (module docstring)."""
+    if answer.levels:
         mean = 0.0
         for i, (_, p) in enumerate(answer.levels):
             mean += i * p
@@ -144,3 +155,9 @@ def score_confidence_fits(
         if p >= top - _SLACK
     )
     return by_top, by_choice, by_distance
+
+
+# Each type's check, in its registry entry (the CONSISTENCY slot): ``consistency_flags``
+# dispatches on the registry, not on the answer's class.
+registry.attach(CHOICE.name, registry.CONSISTENCY, _choice_flags)
+registry.attach(SCORE.name, registry.CONSISTENCY, _score_flags)

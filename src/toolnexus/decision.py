@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import probe
 from .answers import (
     NEAR_UNIFORM_TOLERANCE,
     Answer,
@@ -168,6 +169,8 @@ class Decision:
 
 
 def _decode_answer(obj: Any, key: str, question: Question | None) -> Answer:
+    if probe.observer is not None:
+        probe.observer("decode.dispatch", key)
     # ``type(obj) is dict`` first: a parsed reply's answers are dicts, and ``isinstance`` against
     # the Mapping ABC is a Python-level call, once per answer on a batch's hot path (issue 32).
     if type(obj) is not dict and not isinstance(obj, Mapping):

@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
+from . import probe
 from .assets import LiftedState
 from .canonical import canonical_json
 from .decision import ClassifierUsage, Decision, parse_decision
@@ -223,6 +224,8 @@ class _Pack:
                 except ClassifierError as e:
                     self.results[i] = e  # as at pack 1: refused before any request
                     continue
+            if caches and probe.observer is not None:
+                probe.observer("pack.cache_get", i)
             hit = cached(style, self.lifted[i], self.qs) if caches else None
             if hit is not None:
                 self.results[i] = hit
@@ -337,6 +340,8 @@ class _Pack:
             if isinstance(got, Decision) and invalid(got.answers) is None:
                 self.results[i] = got
                 if caches:
+                    if probe.observer is not None:
+                        probe.observer("pack.cache_set", i)
                     store(style, self.lifted[i], self.qs, got)
                 if emits:
                     self._emit(got, len(indices))
@@ -356,6 +361,8 @@ class _Pack:
 
     def _emit(self, decision: Decision, size: int) -> None:
         """One metric event per packed state, as ``evaluate_prepared`` emits per state alone."""
+        if probe.observer is not None:
+            probe.observer("pack.emit", size)
         p = self.pipeline
         if p.options.on_metric is None:
             return  # nobody listens: the event is not built for every packed state
@@ -385,6 +392,8 @@ async def evaluate_pack(
     ``planned`` is this pack as ``packplan.plan_requests`` planned it: its estimate is reused
     for the same bytes. See the module docstring for packing, re-asks, splits, usage and the
     cache."""
+    if probe.observer is not None:
+        probe.observer("pack.send", planned)
     style = pipeline.systemone
     run = _Pack(pipeline, style, states, qs, fail_closed, planned, scheduler)
     if len(states) == 1 or style is None:

@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from . import probe
 from .assets import Asset, LiftedState
 from .canonical import canonical_json
 from .decision import ClassifierUsage, Decision, answers_decoder, json_kind, parse_decision
@@ -136,6 +137,8 @@ def unpack_questions_wire(
 
 def pack_questions(questions: Mapping[str, Question], count: int) -> dict[str, Question]:
     """Every question of the set, once per state, under derived keys, in state order."""
+    if probe.observer is not None:
+        probe.observer("pack.questions", count)
     if count < 1:
         raise ValueError("a pack holds at least one state")
     packed: dict[str, Question] = {}
@@ -231,7 +234,10 @@ def largest_remainder(total: int, weights: Sequence[int]) -> list[int]:
 def state_weights(states: Sequence[Any], questions: Mapping[str, Question]) -> list[int]:
     """Each state's share of a packed request's input: its own canonical bytes plus the bytes
     of the questions asked about it (the same for every state)."""
-    asked = len(canonical_json(questions_to_wire(questions)))
+    wire = questions_to_wire(questions)
+    if probe.observer is not None:
+        probe.observer("pack.weigh", wire)
+    asked = len(canonical_json(wire))
     return [_canonical_size(s) + asked for s in states]
 
 
@@ -242,6 +248,8 @@ def _canonical_size(state: Any) -> int:
     plain = type(state) is str and state.isascii() and state.isprintable()
     if plain and '"' not in state and "\\" not in state:
         return len(state) + 2
+    if probe.observer is not None:
+        probe.observer("pack.weigh", state)
     return len(canonical_json(state))
 
 

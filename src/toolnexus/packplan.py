@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from . import probe
 from .assets import LiftedState, lift_with_questions
 from .canonical import canonical_json
 from .config import PACK_AUTO, PackSize, check_pack  # re-exported: the one rule for pack=
@@ -205,6 +206,8 @@ class _Planner:
         self.fitted: tuple[tuple[int, int], list[LiftedState] | None] | None = None
 
     def lifted(self, index: int) -> LiftedState | None:
+        if probe.observer is not None:
+            probe.observer("plan.lift", index)
         got = self._lifted[index]
         if got is _NOT_LIFTED:
             try:
@@ -218,6 +221,8 @@ class _Planner:
         return _shared(self.questions, count, self.model)[0]
 
     def fits(self, start: int, count: int) -> bool:
+        if probe.observer is not None:
+            probe.observer("plan.fit", count)
         if count == 1:
             return True
         texts = self.states[start : start + count]

@@ -23,13 +23,8 @@ from .decision import Decision
 from .errors import ClassifierError, ConfigError
 from .images import ImageLimits
 from .options import ClassifierOptions, Metric
-from .questions import (
-    ChoiceQuestion,
-    Question,
-    check_limits,
-    degenerate_criteria,
-    normalize_questions,
-)
+from .qtypes import registry
+from .questions import Question, check_limits, degenerate_criteria, normalize_questions
 from .styles import CustomStyle, Style, make_style
 from .systemone import SystemOneStyle
 from .transport.observe import observing
@@ -136,9 +131,11 @@ class RequestPipeline:
         check_limits(qs)
         for key in sorted(qs):
             q = qs[key]
-            if key in self._warned or not isinstance(q, ChoiceQuestion):
+            qtype = registry.of_question(q)
+            offered = qtype.offers(q) if qtype is not None else None
+            if key in self._warned or offered is None:  # only options can be degenerate
                 continue
-            reason = degenerate_criteria(q.criteria)
+            reason = degenerate_criteria(offered)
             if reason is not None:
                 self._warned.add(key)
                 self.emit(

@@ -15,9 +15,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer
+from .answers import Answer
 from .bands import DEFAULT_BANDS, Bands, as_bands, as_thresholds, is_certain
 from .errors import ConfigError
+from .qtypes import registry
 from .questions import Question
 from .validation import merged_thresholds, swapped_cut_points
 from .validity import validate_answers
@@ -187,30 +188,35 @@ def _invalid(key: str, answer: Answer, questions: Mapping[str, Question] | None)
     """An answer outside its schema: against its question when known, else its own ranges."""
     if questions is not None and key in questions:
         return validate_answers({key: questions[key]}, {key: answer}) is not None
-    if isinstance(answer, NoulAnswer):
-        return not 0.0 <= answer.noul <= 1.0
-    if isinstance(answer, ChoiceAnswer | ScoreAnswer):
-        return not 0.0 <= answer.confidence <= 1.0
-    return False
+    qtype = registry.of_answer(answer)
+    if qtype is None:
+        return False
+    p = qtype.probability(answer)  # a noul's; else a choice's or a score's confidence
+    p = p if p is not None else qtype.confidence(answer)
+    return p is not None and not 0.0 <= p <= 1.0
 
 
 def _misfit(rule: Rule, answer: Answer) -> str | None:
     """Why ``rule`` cannot be read on ``answer`` (None: it fits)."""
     if rule.below is None and rule.at_least is None and rule.is_ is None:
         return "has no condition"
+    qtype = registry.of_answer(answer)
     if rule.is_ is not None:
-        return None if isinstance(answer, ChoiceAnswer) else f"is on a {answer.type} answer"
-    if isinstance(answer, NoulAnswer | ScoreAnswer):
+        picks = qtype is not None and qtype.option(answer) is not None  # a choice
+        return None if picks else f"is on a {answer.type} answer"
+    if qtype is not None and qtype.gauge(answer) is not None:  # a noul or a score
         return None
     which = "below" if rule.below is not None else "at_least"
     return f"{which} on a {answer.type} answer"
 
 
 def _fires(rule: Rule, answer: Answer) -> bool:
+    qtype = registry.of_answer(answer)
     if rule.is_ is not None:
-        return isinstance(answer, ChoiceAnswer) and answer.choice == rule.is_
-    # _misfit let only a noul or a score through: the one number is its probability or value
-    value = answer.noul if isinstance(answer, NoulAnswer) else getattr(answer, "score", 0.0)
+        return qtype is not None and qtype.option(answer) == rule.is_
+    # _misfit let only a type with a gauge through (a noul's probability, a score's value)
+    gauge = qtype.gauge(answer) if qtype is not None else None
+    value = gauge if gauge is not None else 0.0
     if rule.below is not None:
         return value < rule.below
     assert rule.at_least is not None

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import probe
 from .assets import StateWithImages
 from .errors import InvalidState
 from .images import Image
@@ -34,6 +35,8 @@ def check_state(state: Any) -> None:
         )
     # One walk holds a host's value to the limits the CLI holds text to (README: nesting,
     # numbers, NaN) and to what JSON can carry (issue 17: no "not canonical JSON" later).
+    if probe.observer is not None:
+        probe.observer("state.walk", state)
     problem = value_problem(state, opaque=(Image,))
     if problem is not None:
         raise InvalidState(f"classifier: {problem}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from . import probe
 from .answers import Answer
 from .errors import ConfigError, InvalidDecision
 from .qtypes import registry
@@ -28,6 +29,8 @@ def validate_answers(
     [0,1], choice offered / probability keys offered / each in [0,1] / a non-empty map sums to
     1 ± 0.02 / confidence in [0,1], score in [0, levels-1] with the same probability rules over
     level indices. A raw question only needs an answer of its own type."""
+    if probe.observer is not None:
+        probe.observer("validate.answers", answers)
     if not isinstance(questions, Mapping):
         raise ConfigError(
             "classifier: validate_decision takes the question set (a mapping), got "

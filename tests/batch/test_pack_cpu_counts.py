@@ -8,12 +8,29 @@ from typing import Any
 
 import pytest
 
-from toolnexus import assets, create_classifier, packplan
+from toolnexus import create_classifier, packplan, probe
 from toolnexus.assets import Image, LiftedState, lift_images, with_images
 
 QUESTIONS: dict[str, Any] = {
     "refund": {"type": "noul", "instructions": "Is the customer asking for money back?"},
 }
+
+
+def synthetic() -> Any:
+    """The public seam instead of a patched adapter: every request answered by
+    ``serve``'s synthetic model through an ``httpx.MockTransport`` (the classifier's
+    ``transport=``), in this process, no socket."""
+    import json
+
+    import httpx
+
+    from toolnexus.serve import synthesize
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=synthesize(json.loads(request.content)))
+
+    return httpx.MockTransport(answer)
+
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -32,22 +49,13 @@ PNG = bytes.fromhex(
         pytest.param(["charged", "twice"], 3, id="array-still-walked"),
     ],
 )
-def test_a_text_state_is_lifted_without_walking_it(
-    state: Any, walks: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_text_state_is_lifted_without_walking_it(state: Any, walks: int) -> None:
     """Seed 004, "content parts in the state are lifted into assets": a string holds no content
     part and no Image, so its lift is the state itself, made without the walk (the plan lifts
     every state of a packed batch: three isinstance checks each, a tenth of the plan's CPU)."""
-    walked: list[Any] = []
-    walk = assets._walk
-
-    def counting(node: Any, path: Any, found: Any) -> Any:
-        walked.append(node)
-        return walk(node, path, found)
-
-    monkeypatch.setattr(assets, "_walk", counting)
-    assert lift_images(state) == LiftedState(state)
-    assert len(walked) == walks
+    with probe.counting() as seen:
+        assert lift_images(state) == LiftedState(state)
+    assert len([e for e, _ in seen if e == "assets.walk"]) == walks
 
 
 def test_a_text_state_with_attached_images_is_still_lifted_with_them() -> None:
@@ -70,29 +78,18 @@ def test_a_text_state_with_attached_images_is_still_lifted_with_them() -> None:
     ],
 )
 def test_the_plan_looks_each_state_up_once_and_hands_the_send_its_lifts(
-    sizes: list[int], pack: int, packs: list[int], monkeypatch: pytest.MonkeyPatch
+    sizes: list[int], pack: int, packs: list[int]
 ) -> None:
     """Issue 32 item 5: the plan lifts the states of a pack it checks and the send reuses those
     lifts. The chosen pack's lifts are the ones its last fitting check made: each state is
     looked up once by the check, not again to build the plan (it was twice per state). Object
     states: text is not lifted at all (``test_pack_cpu_objects``)."""
-    looked_up: list[int] = []
-    tried: list[int] = []
-    lifted, fits = packplan._Planner.lifted, packplan._Planner.fits
-
-    def counting(self: Any, index: int) -> Any:
-        looked_up.append(index)
-        return lifted(self, index)
-
-    def trying(self: Any, start: int, count: int) -> bool:
-        tried.append(count if count > 1 else 0)  # a pack of one is never checked
-        return fits(self, start, count)
-
-    monkeypatch.setattr(packplan._Planner, "lifted", counting)
-    monkeypatch.setattr(packplan._Planner, "fits", trying)
     qs = create_classifier().prepare(QUESTIONS)
     states = [{"ticket": f"{i}: " + "x" * n} for i, n in enumerate(sizes)]
-    planned = packplan.plan_requests(states, qs, pack)
+    with probe.counting() as seen:
+        planned = packplan.plan_requests(states, qs, pack)
+    looked_up = [v for e, v in seen if e == "plan.lift"]
+    tried = [v if v > 1 else 0 for e, v in seen if e == "plan.fit"]  # a pack of one: no check
     assert [len(p.indices) for p in planned] == packs
     for p in planned:
         if len(p.indices) > 1:
@@ -215,17 +212,9 @@ def test_a_stream_hands_results_over_without_a_queue_coroutine_per_state(
     on the stream's queue, and taken from it, through a coroutine only when the queue is full
     (or empty); with room, a pack's results pass without one each. Same order, same results."""
     import asyncio
-    import json
 
     from toolnexus import BatchOptions
-    from toolnexus.serve import synthesize
-    from toolnexus.transport import aiohttp_adapter
 
-    async def send(self: Any, url: str, headers: Any, body: bytes, timeout: float) -> Any:
-        reply = json.dumps(synthesize(json.loads(body))).encode()
-        return 200, {"content-type": "application/json"}, reply
-
-    monkeypatch.setattr(aiohttp_adapter.AiohttpAdapter, "send", send)
     puts: list[Any] = []
     gets: list[int] = []
     put, get = asyncio.Queue.put, asyncio.Queue.get
@@ -247,7 +236,9 @@ def test_a_stream_hands_results_over_without_a_queue_coroutine_per_state(
             for pair in states:
                 yield pair
 
-        async with create_classifier(base_url="http://127.0.0.1:9", api_key_env="NO_SUCH") as c:
+        async with create_classifier(
+            base_url="http://127.0.0.1:9", api_key_env="NO_SUCH", transport=synthetic()
+        ) as c:
             options = BatchOptions(concurrency=64, pack=20)
             return [kr async for kr in c.evaluate_stream(source(), QUESTIONS, options=options)]
 
@@ -266,37 +257,14 @@ def test_a_stream_hands_results_over_without_a_queue_coroutine_per_state(
         pytest.param(True, 40, id="a-cache-is-still-read-and-written"),
     ],
 )
-def test_a_packed_run_without_a_cache_never_calls_into_it(
-    cache: bool, lookups: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_packed_run_without_a_cache_never_calls_into_it(cache: bool, lookups: int) -> None:
     """Issue 32 pack CPU: whether the classifier caches is asked once per pack, not once per
     state on the way in and once more on the way out; with a cache, every state is still looked
     up and stored (``packcache``)."""
     import asyncio
-    import json
 
-    from toolnexus import BatchOptions, packed
-    from toolnexus.serve import synthesize
-    from toolnexus.transport import aiohttp_adapter
+    from toolnexus import BatchOptions
 
-    async def send(self: Any, url: str, headers: Any, body: bytes, timeout: float) -> Any:
-        reply = json.dumps(synthesize(json.loads(body))).encode()
-        return 200, {"content-type": "application/json"}, reply
-
-    monkeypatch.setattr(aiohttp_adapter.AiohttpAdapter, "send", send)
-    calls: list[str] = []
-    cached, store = packed.cached, packed.store
-
-    def counting_cached(*args: Any) -> Any:
-        calls.append("cached")
-        return cached(*args)
-
-    def counting_store(*args: Any) -> None:
-        calls.append("store")
-        store(*args)
-
-    monkeypatch.setattr(packed, "cached", counting_cached)
-    monkeypatch.setattr(packed, "store", counting_store)
     states = [f"ticket {i}: charged twice" for i in range(40)]
 
     class Memory:
@@ -313,11 +281,13 @@ def test_a_packed_run_without_a_cache_never_calls_into_it(
 
     async def go() -> list[Any]:
         async with create_classifier(
-            base_url="http://127.0.0.1:9", api_key_env="NO_SUCH", **extra
+            base_url="http://127.0.0.1:9", api_key_env="NO_SUCH", transport=synthetic(), **extra
         ) as c:
             options = BatchOptions(concurrency=2, pack=20)
             return await c.evaluate_batch(states, QUESTIONS, options=options)
 
-    got = asyncio.run(go())
+    with probe.counting() as seen:
+        got = asyncio.run(go())
+    calls = [e for e, _ in seen]
     assert [d.packed for d in got] == [20] * 40
-    assert calls.count("cached") == lookups and calls.count("store") == lookups
+    assert calls.count("pack.cache_get") == lookups and calls.count("pack.cache_set") == lookups

@@ -16,15 +16,7 @@ from typing import Any
 
 import pytest
 
-from toolnexus import (
-    BatchOptions,
-    batchgroups,
-    create_classifier,
-    decision,
-    packing,
-    state,
-    validity,
-)
+from toolnexus import BatchOptions, create_classifier, packing, probe, state, validity
 from toolnexus.canonical import canonical_json
 from toolnexus.decision import NoulAnswer, decode_answers
 from toolnexus.errors import InvalidState
@@ -37,21 +29,29 @@ QUESTIONS: dict[str, Any] = {
 STATES = [f"ticket {i}: charged twice" for i in range(40)]
 
 
-def serve_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every request answered by ``serve``'s synthetic model, in this process (no socket)."""
+def synthetic() -> Any:
+    """Every request answered by ``serve``'s synthetic model, in this process (no socket),
+    through the classifier's public ``transport=`` seam (an ``httpx.MockTransport``)."""
+    import httpx
+
     from toolnexus.serve import synthesize
-    from toolnexus.transport import aiohttp_adapter
 
-    async def send(self: Any, url: str, headers: Any, body: bytes, timeout: float) -> Any:
-        reply = json.dumps(synthesize(json.loads(body))).encode()
-        return 200, {"content-type": "application/json"}, reply
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=synthesize(json.loads(request.content)))
 
-    monkeypatch.setattr(aiohttp_adapter.AiohttpAdapter, "send", send)
+    return httpx.MockTransport(answer)
+
+
+def events(seen: list[tuple[str, Any]], name: str) -> list[Any]:
+    """The values of the probe's ``name`` events (``toolnexus.probe``)."""
+    return [value for event, value in seen if event == name]
 
 
 def run(how: str, states: list[Any], pack: int = 20) -> list[Any]:
     async def go() -> list[Any]:
-        async with create_classifier(base_url="http://127.0.0.1:9", api_key_env="NO_SUCH") as c:
+        async with create_classifier(
+            base_url="http://127.0.0.1:9", api_key_env="NO_SUCH", transport=synthetic()
+        ) as c:
             options = BatchOptions(concurrency=2, pack=pack)
             if how == "evaluate_batch":
                 return await c.evaluate_batch(states, QUESTIONS, options=options)
@@ -67,48 +67,27 @@ def run(how: str, states: list[Any], pack: int = 20) -> list[Any]:
         pytest.param("states", 40, id="states-still-returns-state-results"),
     ],
 )
-def test_evaluate_batch_keeps_no_state_result_per_state(
-    how: str, built: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_evaluate_batch_keeps_no_state_result_per_state(how: str, built: int) -> None:
     """Seed 004 ``evaluate-batch`` returns the decisions: a packed run no longer wraps each one
     in a ``StateResult`` (one more object per state for the collector to walk until the run
     ends) only to unwrap it; ``states(...)``, whose results ARE StateResults, still builds one
     each."""
-    serve_in_process(monkeypatch)
-    made: list[Any] = []
-    real = batchgroups.StateResult
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        made.append(args or kwargs)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(batchgroups, "StateResult", counting)
-    got = run(how, STATES)
-    assert len(got) == 40 and len(made) == built
+    with probe.counting() as seen:
+        got = run(how, STATES)
+    assert len(got) == 40 and len(events(seen, "batch.state_result")) == built
     decisions = got if how == "evaluate_batch" else [r.decision for r in got]
     assert [d.packed for d in decisions] == [20] * 40
     assert [d.position for d in decisions] == list(range(20)) * 2
 
 
-def test_a_packed_reply_is_validated_without_sorting_the_questions_per_state(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_packed_reply_is_validated_without_sorting_the_questions_per_state() -> None:
     """Seed 004 ``validate-decision`` for every state of a packed reply: the question set's
     keys are sorted and their types looked up once per pack (``validity.answers_validator``),
     not by a ``validate_answers`` per state (three sorts each)."""
-    serve_in_process(monkeypatch)
-    calls: list[int] = []
-    real = validity.validate_answers
-
-    def counting(questions: Any, answers: Any) -> Any:
-        calls.append(len(answers))
-        return real(questions, answers)
-
-    monkeypatch.setattr(validity, "validate_answers", counting)
-    monkeypatch.setattr(decision, "validate_answers", counting)  # Decision.validate's
-    got = run("evaluate_batch", STATES)
+    with probe.counting() as seen:
+        got = run("evaluate_batch", STATES)
     assert [d.reasked for d in got] == [False] * 40
-    assert calls == []
+    assert events(seen, "validate.answers") == []
 
 
 _NOUL_QS: dict[str, Any] = {}
@@ -190,19 +169,15 @@ def test_a_state_weight_is_its_canonical_size(text: str) -> None:
     assert packing.state_weights([text], qs) == [len(canonical_json(text)) + asked]
 
 
-def test_plain_text_weights_are_not_encoded(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plain_text_weights_are_not_encoded() -> None:
     """Issue 32 pack CPU: ``state_weights`` runs per state of every packed request; a plain
     ASCII string is not JSON-encoded to learn its length (objects and escaped text still are)."""
-    encoded: list[Any] = []
-
-    def counting(value: Any) -> bytes:
-        encoded.append(value)
-        return canonical_json(value)
-
-    monkeypatch.setattr(packing, "canonical_json", counting)
     states: list[Any] = [*STATES, 'say "hi"', {"ticket": "x"}]
-    weights = packing.state_weights(states, _prepared())
+    qs = _prepared()
+    with probe.counting() as seen:
+        weights = packing.state_weights(states, qs)
     assert len(weights) == 42
+    encoded = events(seen, "pack.weigh")
     # once for the questions, once for the quoted text, once for the object
     assert len(encoded) == 3 and encoded[1:] == ['say "hi"', {"ticket": "x"}]
 
@@ -215,21 +190,12 @@ def test_plain_text_weights_are_not_encoded(monkeypatch: pytest.MonkeyPatch) -> 
         pytest.param({"ticket": "x"}, 1, id="object-walked"),
     ],
 )
-def test_ascii_text_is_checked_without_the_walk(
-    value: Any, walks: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_ascii_text_is_checked_without_the_walk(value: Any, walks: int) -> None:
     """``evaluate_batch`` checks every state before any request (seed 004); ASCII text can hold
     no lone surrogate, the one thing the walk finds in a string, so it is not walked."""
-    calls: list[Any] = []
-    real = state.value_problem
-
-    def counting(v: Any, **kwargs: Any) -> Any:
-        calls.append(v)
-        return real(v, **kwargs)
-
-    monkeypatch.setattr(state, "value_problem", counting)
-    state.check_state(value)
-    assert len(calls) == walks
+    with probe.counting() as seen:
+        state.check_state(value)
+    assert len(events(seen, "state.walk")) == walks
 
 
 def test_text_with_a_lone_surrogate_is_still_refused() -> None:
@@ -343,92 +309,62 @@ def test_states_without_images_are_packed_without_the_merge_walk() -> None:
         pytest.param(True, 40, id="a-listener-gets-every-state"),
     ],
 )
-def test_a_packed_state_emits_only_when_someone_listens(
-    listening: bool, emitted: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_packed_state_emits_only_when_someone_listens(listening: bool, emitted: int) -> None:
     """Issue 32 pack CPU: whether ``on_metric`` is set is asked once per pack; with a listener
     every packed state still gets its event."""
-    from toolnexus import packed
-
-    serve_in_process(monkeypatch)
-    calls: list[int] = []
-    real = packed._Pack._emit
-
-    def counting(self: Any, decision: Any, size: int) -> None:
-        calls.append(size)
-        real(self, decision, size)
-
-    monkeypatch.setattr(packed._Pack, "_emit", counting)
-    events: list[Any] = []
-    extra: dict[str, Any] = {"on_metric": events.append} if listening else {}
+    metrics: list[Any] = []
+    extra: dict[str, Any] = {"on_metric": metrics.append} if listening else {}
 
     async def go() -> list[Any]:
         async with create_classifier(
-            base_url="http://127.0.0.1:9", api_key_env="NO_SUCH", **extra
+            base_url="http://127.0.0.1:9", api_key_env="NO_SUCH", transport=synthetic(), **extra
         ) as c:
             options = BatchOptions(concurrency=2, pack=20)
             return await c.evaluate_batch(STATES, QUESTIONS, options=options)
 
-    assert len(asyncio.run(go())) == 40
-    assert len(calls) == emitted
-    assert len([e for e in events if e.get("packed") == 20]) == emitted
+    with probe.counting() as seen:
+        assert len(asyncio.run(go())) == 40
+    assert len(events(seen, "pack.emit")) == emitted
+    assert len([e for e in metrics if e.get("packed") == 20]) == emitted
 
 
-def test_a_sent_pack_is_let_go_before_the_run_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_sent_pack_is_let_go_before_the_run_ends() -> None:
     """The plan is made before the first request; each planned pack (its indices, its body's
     digest and estimate) is dropped once it is sent, not kept until the run ends: while the
     last pack is sent, only the packs still in flight are alive."""
     import weakref
 
-    from toolnexus import packed
-
-    serve_in_process(monkeypatch)
     refs: list[weakref.ref[Any]] = []
     alive_at_last: list[int] = []
-    real_plan, real_pack = batchgroups.plan, packed.evaluate_pack
 
-    def planning(*args: Any) -> Any:
-        groups = real_plan(*args)
-        refs.extend(weakref.ref(g) for g in groups)
-        return groups
-
-    async def sending(*args: Any, planned: Any = None, **kwargs: Any) -> Any:
-        if planned is refs[-1]():
+    def watching(event: str, value: Any) -> None:
+        # Only weak references are kept: the observer itself holds no planned pack alive.
+        if event == "plan.groups":
+            refs.extend(weakref.ref(g) for g in value)
+        elif event == "pack.send" and value is refs[-1]():
             alive_at_last.append(sum(r() is not None for r in refs))
-        return await real_pack(*args, planned=planned, **kwargs)
 
-    monkeypatch.setattr(batchgroups, "plan", planning)
-    monkeypatch.setattr(packed, "evaluate_pack", sending)
     states = [f"ticket {i}: charged twice" for i in range(200)]
-    assert len(run("evaluate_batch", states, pack=10)) == 200
+    with probe.observing(watching):
+        assert len(run("evaluate_batch", states, pack=10)) == 200
     assert len(refs) == 20 and len(alive_at_last) == 1
     assert alive_at_last[0] <= 2  # concurrency 2: the last pack and at most one other
 
 
-def test_text_states_are_planned_and_sent_without_a_lift_each(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_text_states_are_planned_and_sent_without_a_lift_each() -> None:
     """Seed 004, "content parts in the state are lifted into assets": text holds none, so a
     pack of text is planned and sent without a ``LiftedState`` per state (the plan kept one per
     state until the run ended); the bodies are the same bytes."""
-    from toolnexus import assets, packplan
+    from toolnexus import packplan
 
-    serve_in_process(monkeypatch)
-    lifts: list[Any] = []
-    real = assets.lift_images
-
-    def counting(state: Any, questions_text: str = "") -> Any:
-        lifts.append(state)
-        return real(state, questions_text)
-
-    monkeypatch.setattr(assets, "lift_images", counting)
     qs = create_classifier().prepare(QUESTIONS)
-    planned = packplan.plan_requests(STATES, qs, 20)
-    assert [p.indices for p in planned] == [list(range(20)), list(range(20, 40))]
-    assert [p.lifted for p in planned] == [None, None]
-    got = run("evaluate_batch", STATES)
+    with probe.counting() as seen:
+        planned = packplan.plan_requests(STATES, qs, 20)
+        assert [p.indices for p in planned] == [list(range(20)), list(range(20, 40))]
+        assert [p.lifted for p in planned] == [None, None]
+        got = run("evaluate_batch", STATES)
     assert [d.packed for d in got] == [20] * 40
-    assert lifts == []
+    assert events(seen, "assets.lift") == []
 
 
 def test_equal_usage_shares_are_one_value() -> None:
@@ -458,7 +394,6 @@ def test_a_packed_batch_compares_no_decision_and_steps_no_generator_per_state(
 
     from toolnexus.decision import Decision
 
-    serve_in_process(monkeypatch)
     compared: list[Any] = []
     real_eq = Decision.__eq__
 
@@ -526,23 +461,13 @@ def test_the_per_pack_decoder_gives_decode_answers_result(answers: dict[str, Any
     assert outcome(lambda: answers_decoder(qs)(answers)) == want
 
 
-def test_a_packed_reply_decodes_its_answers_by_their_type_directly(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_packed_reply_decodes_its_answers_by_their_type_directly() -> None:
     """Issue 32 pack CPU: each answer of a packed reply of its question's own type goes to
     that type's decoder, found once per pack, not through the generic per-answer dispatch."""
-    serve_in_process(monkeypatch)
-    dispatched: list[str] = []
-    real = decision._decode_answer
-
-    def counting(obj: Any, key: str, question: Any) -> Any:
-        dispatched.append(key)
-        return real(obj, key, question)
-
-    monkeypatch.setattr(decision, "_decode_answer", counting)
-    got = run("evaluate_batch", STATES)
+    with probe.counting() as seen:
+        got = run("evaluate_batch", STATES)
     assert sorted(got[0].answers) == ["angry", "refund"]
-    assert dispatched == []
+    assert events(seen, "decode.dispatch") == []
 
 
 def test_noul_answers_of_one_value_are_one_object(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -75,6 +75,7 @@ RANKS: dict[str, int] = {
     "toolnexus.assets": CORE,
     "toolnexus.failures": CORE,
     "toolnexus.state": CORE,
+    "toolnexus.probe": CORE,  # the packed path's counting probe (issue 45 item 4)
     "toolnexus.telemetry_attrs": CORE,
     "toolnexus.consistency": CORE,
     "toolnexus.policy": CORE,  # SPEC §8B's judge rules over answers (issue 35)

@@ -101,23 +101,13 @@ def test_a_packed_run_reads_each_body_once_and_admits_it_on_its_own_estimate(
         pytest.param(True, 0, id="text-never-lifted"),
     ],
 )
-def test_a_packed_run_lifts_each_state_once(
-    text: bool, lifts: int, bodies: Bodies, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_packed_run_lifts_each_state_once(text: bool, lifts: int, bodies: Bodies) -> None:
     """Issue 32 item 5's "then profile a packed run and cut what else is worth cutting": the
     plan lifts every state of a pack it checks, and the send reuses a lift without images
     instead of walking the state again (it was twice per state). Text holds no image: it is
     not lifted at all."""
-    from toolnexus import assets
+    from toolnexus import probe
 
-    lifted: list[Any] = []
-    lift = assets.lift_images
-
-    def counting(state: Any, questions_text: str = "") -> Any:
-        lifted.append(state)
-        return lift(state, questions_text)
-
-    monkeypatch.setattr(assets, "lift_images", counting)
     texts = [f"ticket {i}: the terminal charged invoice {i} twice" for i in range(64)]
     states: list[Any] = texts if text else [{"ticket": t} for t in texts]
 
@@ -128,7 +118,9 @@ def test_a_packed_run_lifts_each_state_once(
             options = BatchOptions(concurrency=2, pack=32)
             return await c.evaluate_batch(states, QUESTIONS, options=options)
 
-    got = asyncio.run(go())
+    with probe.counting() as events:
+        got = asyncio.run(go())
+    lifted = [v for e, v in events if e == "assets.lift"]
     assert [(d.packed, d.position) for d in got] == [(32, i % 32) for i in range(64)]
     seen = Counter(json.dumps(s, sort_keys=True) for s in lifted)
     # each state once, none twice (an object); none at all (text)
@@ -164,28 +156,19 @@ def test_a_packed_run_without_a_token_member_estimates_nothing(
     assert read == []
 
 
-def test_plans_of_one_question_set_derive_its_packed_questions_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_plans_of_one_question_set_derive_its_packed_questions_once() -> None:
     """A stream (``toolnexus batch``) plans each pack's worth of states apart; the derived
     questions, their bytes and the tally of that head are made once per question set and pack
     size, not once per pack (two thirds of the CLI's planning at pack 20, issue 32)."""
-    from toolnexus import packplan
+    from toolnexus import packplan, probe
 
-    derived: list[int] = []
-    pack_questions = packplan.pack_questions
-
-    def counting(questions: Any, count: int) -> Any:
-        derived.append(count)
-        return pack_questions(questions, count)
-
-    monkeypatch.setattr(packplan, "pack_questions", counting)
     qs = create_classifier().prepare(QUESTIONS)
     long = {k: {**v, "instructions": v["instructions"] * 20} for k, v in QUESTIONS.items()}
     big = create_classifier().prepare(long)  # a head past LIMIT_SAFE_BYTES: estimated
-    for questions in (qs, big):
-        for chunk in range(4):
-            states = [f"ticket {chunk}-{i}: charged twice" for i in range(20)]
-            (planned,) = packplan.plan_requests(states, questions, 20)
-            assert planned.indices == list(range(20))
-    assert derived == [20, 20]
+    with probe.counting() as events:
+        for questions in (qs, big):
+            for chunk in range(4):
+                states = [f"ticket {chunk}-{i}: charged twice" for i in range(20)]
+                (planned,) = packplan.plan_requests(states, questions, 20)
+                assert planned.indices == list(range(20))
+    assert [v for e, v in events if e == "pack.questions"] == [20, 20]

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..consistency import choice_confidence
 from ..errors import ConfigError
+from ..qtypes import registry
 from .transforms import isotonic_apply, platt_apply, temperature_apply
 
 __all__ = [
@@ -133,7 +134,7 @@ class QuestionMap:
         over the n options or levels (issue 33: one meaning of confidence), so a
         ``min_confidence`` band reads the same quantity before and after ``--calibration``;
         the live API's score confidences fit the same formula on levels (README)."""
-        if self.type == "noul":
+        if registry.answers_probability(self.type):  # a noul: its p, by Platt or isotonic
             return {"noul": self.recalibrate_noul(answer["noul"])}
         probs = temperature_apply(answer["probabilities"], self.fit.params["temperature"])
         n = max(len(probs), len(answer.get("legend") or ()))

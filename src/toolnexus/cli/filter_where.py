@@ -28,7 +28,7 @@ from ..comparisons import OPERATORS, parse_comparison
 from ..decision import Decision
 from ..errors import ConfigError
 from ..qtypes import registry
-from ..questions import ChoiceQuestion, Question
+from ..questions import Question
 from .errors import CliError
 
 if TYPE_CHECKING:
@@ -105,7 +105,8 @@ def parse_where(text: str, questions: Mapping[str, Question]) -> Where:
         raise _fail(
             text, left.column, f"question {key!r} is of type {q.type}, which --where cannot read"
         )
-    options = list(q.criteria) if isinstance(q, ChoiceQuestion) else []
+    offers = qtype.offers(q) if qtype is not None else None  # a choice's: each a probability
+    options = list(offers) if offers is not None else []
     name = field if field is not None else next(iter(fields))
     at = left.column + len(key) + 1
     option = name not in fields and name in options
@@ -129,7 +130,7 @@ def parse_where(text: str, questions: Mapping[str, Question]) -> Where:
                 text, c.op.column, f"{key}.{name} is text: compare it with == or !=, not {op}"
             )
         value = right.text
-        if name == "choice" and value not in options:
+        if options and value not in options:  # a type with options: its text field is the pick
             raise _fail(
                 text,
                 right.column,

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..qtypes import CHOICE, NOUL, SCORE, registry
 from ..questionfile.codes import Finding
 from ..yamlread import Located
 from .questionwords import (
@@ -159,36 +160,39 @@ class _Rules:
             return
 
     def question(self, key: str, obj: Mapping[str, Any]) -> None:
-        qpath = ("questions", key)
         where = f"question {key!r}: "
         qtype = obj.get("type")
         text = _text(obj.get("instructions"))
-        criteria = obj.get("criteria")
         if text:
             self.text_rules(key, text, where)
+        rules = registry.attached(qtype, registry.CHECK_RULES)  # the type's own (bottom)
+        if rules is not None:
+            rules(self, key, obj, text, where)
+
+    def choice(self, key: str, obj: Mapping[str, Any], text: str, where: str) -> None:
+        criteria = obj.get("criteria")
         if (
-            qtype == "choice"
-            and isinstance(criteria, Mapping)
+            isinstance(criteria, Mapping)
             and len(criteria) >= 2
             and not has_no_match_option(criteria)
         ):
             self.add(
-                self.doc.key_at(qpath),
+                self.doc.key_at(("questions", key)),
                 "TN050",
                 f"{where}no option means none of these / other: out-of-scope input is forced "
                 "into a listed option at high confidence; add one, or mark a closed set with "
                 "# toolnexus: ignore[TN050] <why>",
             )
-        if qtype == "noul":
-            self.noul(key, obj, text, where)
+
+    def score(self, key: str, obj: Mapping[str, Any], text: str, where: str) -> None:
+        criteria = obj.get("criteria")
         if (
-            qtype == "score"
-            and isinstance(criteria, list)
+            isinstance(criteria, list)
             and len(criteria) >= 2
             and all(_bare(level) for level in criteria)
         ):
             self.add(
-                self.doc.at((*qpath, "criteria")),
+                self.doc.at(("questions", key, "criteria")),
                 "TN064",
                 f"{where}every level is a bare word or number: describe what each means",
             )
@@ -382,3 +386,10 @@ def meaning_findings(path: str, doc: Located) -> list[Finding]:
         else:
             same.append(key)
     return rules.out
+
+
+# Each built-in type's check-rules, in its registry entry (the CHECK_RULES slot): ``question``
+# dispatches on the registry, not on the type's name.
+registry.attach(NOUL.name, registry.CHECK_RULES, _Rules.noul)
+registry.attach(CHOICE.name, registry.CHECK_RULES, _Rules.choice)
+registry.attach(SCORE.name, registry.CHECK_RULES, _Rules.score)

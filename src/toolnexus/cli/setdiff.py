@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..canonical import canonical_json, questions_sha256, request_sha256
+from ..qtypes import CHOICE, NOUL, SCORE, registry
 from ..questionfile.checker import DEGENERATE_CODES
 from ..questions import (
     ChoiceQuestion,
@@ -73,27 +74,42 @@ def _short(value: Any, limit: int = 60) -> str:
     return json.dumps(text if len(text) <= limit else text[: limit - 1] + "…", ensure_ascii=False)
 
 
+def _attached(question: Question, slot: str) -> Any:
+    """The hook this module attached to the question's type under ``slot`` (bottom of the
+    module), or None: ``diff`` dispatches through the registry, not on the type's name."""
+    qtype = registry.of_question(question)
+    return qtype.slots.get(slot) if qtype is not None else None
+
+
 def advisory_codes(question: Question) -> dict[str, str]:
     """The check-criteria advisory codes a question carries, with their reason."""
+    hook = _attached(question, registry.ADVISORY)
+    return hook(question) if hook is not None else {}
+
+
+def _choice_advisory(question: ChoiceQuestion) -> dict[str, str]:
     codes: dict[str, str] = {}
-    if isinstance(question, ChoiceQuestion):
-        reason = degenerate_criteria(question.criteria)
-        if reason is not None:
-            codes[DEGENERATE_CODES[reason]] = reason
-        elif len(question.criteria) >= 2:
-            empty = [o for o, d in question.criteria.items() if not str(d).strip()]
-            if empty:
-                codes["TN023"] = f"option {empty[0]!r} has an empty description"
-    elif isinstance(question, ScoreQuestion):
-        seen: dict[str, int] = {}
-        for i, level in enumerate(question.criteria):
-            label = level_label(level)
-            if not label.strip():
-                codes.setdefault("TN023", f"level {i} is empty")
-            elif label in seen:
-                codes.setdefault("TN022", f"level {i} repeats level {seen[label]} ({label!r})")
-            else:
-                seen[label] = i
+    reason = degenerate_criteria(question.criteria)
+    if reason is not None:
+        codes[DEGENERATE_CODES[reason]] = reason
+    elif len(question.criteria) >= 2:
+        empty = [o for o, d in question.criteria.items() if not str(d).strip()]
+        if empty:
+            codes["TN023"] = f"option {empty[0]!r} has an empty description"
+    return codes
+
+
+def _score_advisory(question: ScoreQuestion) -> dict[str, str]:
+    codes: dict[str, str] = {}
+    seen: dict[str, int] = {}
+    for i, level in enumerate(question.criteria):
+        label = level_label(level)
+        if not label.strip():
+            codes.setdefault("TN023", f"level {i} is empty")
+        elif label in seen:
+            codes.setdefault("TN022", f"level {i} repeats level {seen[label]} ({label!r})")
+        else:
+            seen[label] = i
     return codes
 
 
@@ -262,12 +278,9 @@ def _question_changes(key: str, old: Question, new: Question) -> list[Change]:
                 f"instructions {_short(old.instructions)} → {_short(new.instructions)}",
             )
         )
-    if isinstance(old, NoulQuestion) and isinstance(new, NoulQuestion):
-        out += _noul_changes(key, old, new)
-    elif isinstance(old, ChoiceQuestion) and isinstance(new, ChoiceQuestion):
-        out += _choice_changes(key, old, new)
-    elif isinstance(old, ScoreQuestion) and isinstance(new, ScoreQuestion):
-        out += _score_changes(key, old, new)
+    changes = _attached(old, registry.DIFF)  # old.type == new.type: one type's diff
+    if changes is not None and registry.of_question(new) is registry.of_question(old):
+        out += changes(key, old, new)
     elif canonical_json(question_to_wire(old)) != canonical_json(question_to_wire(new)) and not out:
         out.append(
             Change("raw_changed", key, "criteria changed (a type the library does not model)")
@@ -290,6 +303,15 @@ def _question_changes(key: str, old: Question, new: Question) -> list[Change]:
                 Change("criteria_fixed", key, f"{code} no longer applies", detail={"code": code})
             )
     return out
+
+
+# Each built-in type's part of ``toolnexus diff``, in its type's registry entry (the DIFF and
+# ADVISORY slots, ``qtypes/registry.py``): the code above dispatches on the registry.
+registry.attach(NOUL.name, registry.DIFF, _noul_changes)
+registry.attach(CHOICE.name, registry.DIFF, _choice_changes)
+registry.attach(SCORE.name, registry.DIFF, _score_changes)
+registry.attach(CHOICE.name, registry.ADVISORY, _choice_advisory)
+registry.attach(SCORE.name, registry.ADVISORY, _score_advisory)
 
 
 def diff_sets(old: SetSide, new: SetSide) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from ..qtypes import registry
 from .errors import CliError, one_line
 
 if TYPE_CHECKING:
@@ -157,17 +158,22 @@ def _guard_lines(
     return [f"  {json.dumps(name)}:", *written, comment], None
 
 
+def _tuned(qtype: str) -> dict[str, float]:
+    """The thresholds a tuned floor of a question of ``qtype`` writes (its type's
+    ``floor_thresholds``, ``qtypes/``); empty for a type nobody tunes."""
+    written = registry.of(qtype).floor_thresholds
+    return written(0) if written is not None else {}
+
+
 def _selective_lines(
     floors: Mapping[str, tuple[str, SelectiveGuard]], kind: str, target: float
 ) -> tuple[list[str], list[str]]:
     lines, missing = [], []
     for key, (qtype, g) in floors.items():
         f = round((g.floor or 0.0) * 100)
-        values = (
-            [f"    yes: {f / 100!r}", f"    no: {(100 - f) / 100!r}"]
-            if qtype == "noul"
-            else [f"    min_confidence: {f / 100!r}"]
-        )
+        written = registry.of(qtype).floor_thresholds
+        assert written is not None  # question_floors was given only the tuned types
+        values = [f"    {name}: {value!r}" for name, value in written(f).items()]
         got, why = _guard_lines("question", key, g, kind, target, values)
         lines += got
         missing += [why] if why else []
@@ -240,7 +246,7 @@ def write_thresholds(
         from ..report.selectfloors import question_floors
 
         types = {k: q.type for k, q in report.questions.items()
-                 if q.type in ("noul", "choice", "score") and q.labelled}  # fmt: skip
+                 if _tuned(q.type) and q.labelled}  # fmt: skip
         lines, missing = _selective_lines(question_floors(run, read, types, accuracy), kind, target)
         head = _selective_head(kind, target, gates is not None)
         text = "\n".join([*head, "questions:" if lines else "questions: {}", *lines]) + "\n"
@@ -294,7 +300,7 @@ def _precision_text(
         if pair is not None and pair.yes is not None and pair.no is not None:
             pairs[key] = pair.target_precision
     floors = {k: target for k, q in report.questions.items()
-              if q.type in ("choice", "score") and q.labelled}  # fmt: skip
+              if registry.floored_by_confidence(q.type) and q.labelled}  # fmt: skip
     guards = guard_pairs(run, read, pairs) if pairs else {}
     found = confidence_floors(run, read, floors) if floors else {}
     return thresholds_yaml(report, guards, found, gates, target)

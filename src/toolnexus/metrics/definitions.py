@@ -146,13 +146,13 @@ class MetricDefinitions:
 
     def of(self, qtype: str) -> str:
         """What the ECE of a ``qtype`` question bins: ``top``, ``class`` or ``yes``."""
-        if self.ece_of == "auto" or (self.ece_of == "yes" and qtype != "noul"):
-            return "yes" if qtype == "noul" else "top"
+        if self.ece_of == "auto" or (self.ece_of == "yes" and not _probability(qtype)):
+            return "yes" if _probability(qtype) else "top"
         return self.ece_of
 
     def historic(self, qtype: str) -> bool:
         """Whether a ``qtype`` question's ECE is the report's historic one."""
-        return self.historic_bins and self.of(qtype) == ("yes" if qtype == "noul" else "top")
+        return self.historic_bins and self.of(qtype) == ("yes" if _probability(qtype) else "top")
 
     def floor(self) -> float:
         """The floor a log or a temperature fit uses."""
@@ -264,3 +264,10 @@ def padded(rows: Sequence[Sequence[float]], width: int) -> Floats:
     for i, r in enumerate(rows):
         full[i, : len(r)] = r
     return full
+
+
+def _probability(qtype: str) -> bool:
+    """Whether a ``qtype`` answer is one probability (a noul: its ECE can bin ``p(yes)``)."""
+    from ..qtypes import registry
+
+    return registry.find(qtype) is not None and registry.answers_probability(qtype)

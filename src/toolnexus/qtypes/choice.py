@@ -287,6 +287,40 @@ def _output_tokens(question: Mapping[str, Any]) -> int:
     return 8 + 10 * options
 
 
+def _api_fields(q: Mapping[str, Any], loc: list[Any], sink: registry.ApiSink) -> None:
+    """The API schema: ``criteria`` a non-empty object, each option's description text."""
+    criteria = q.get("criteria")
+    if "criteria" not in q:
+        sink.error("missing", [*loc, "criteria"], "Field required", q)
+    elif not isinstance(criteria, dict):
+        sink.error("dict_type", [*loc, "criteria"], "Input should be a valid dictionary", criteria)
+    elif not criteria:
+        sink.error(
+            "too_short",
+            [*loc, "criteria"],
+            "Dictionary should have at least 1 item after validation, not 0",
+            criteria,
+        )
+    else:
+        # The schema's option description: text or null (a number or boolean is refused).
+        for option, description in criteria.items():
+            sink.text(description, [*loc, "criteria", option])
+
+
+def _api_rule(q: Mapping[str, Any]) -> str | None:
+    if len(q["criteria"]) > MAX_CHOICE_OPTIONS:
+        return f"Too many choices. Must have at most {MAX_CHOICE_OPTIONS} choices."
+    return None
+
+
+def _describe(answer: ChoiceAnswer) -> str:
+    """``assert_answer``'s line: the pick, its confidence, every option most probable first."""
+    ranked = sorted(answer.probabilities.items(), key=lambda kv: (-kv[1], kv[0]))
+    spread = ", ".join(f"{k} {v:.3g}" for k, v in ranked)
+    uniform = "; near-uniform" if answer.near_uniform else ""
+    return f"choice {answer.choice!r} (confidence {answer.confidence:.3g}{uniform}): {spread}"
+
+
 CHOICE = registry.register(
     registry.QuestionType(
         name="choice",
@@ -307,6 +341,17 @@ CHOICE = registry.register(
         llm=_LLM,
         lint=_lint,
         where_fields={"choice": False, "confidence": True},
+        value=lambda a: a.confidence,
+        confidence=lambda a: a.confidence,
+        option=lambda a: a.choice,
+        option_field="choice",
+        offers=lambda q: q.criteria,
+        sure=lambda a, high: a.confidence > high and not a.near_uniform,
+        describe=_describe,
+        api_fields=_api_fields,
+        api_rule=_api_rule,
+        limits_code="TN010",
+        floor_thresholds=lambda f: {"min_confidence": f / 100},
         answer_record=ChoiceRecord,
         output_tokens=_output_tokens,
     )

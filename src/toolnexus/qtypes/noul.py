@@ -185,6 +185,33 @@ _LLM = registry.LlmHooks(
 )
 
 
+def _api_fields(q: Mapping[str, Any], loc: list[Any], sink: registry.ApiSink) -> None:
+    """The API schema's NoulCriteria: ``"true"`` and ``"false"``, each text or null, either may
+    be absent; ``criteria`` itself may be absent or null."""
+    criteria = q.get("criteria")
+    if criteria is None:
+        return
+    if not isinstance(criteria, dict):
+        sink.error(
+            "model_type",
+            [*loc, "criteria"],
+            "Input should be a valid dictionary or instance of NoulCriteria",
+            criteria,
+        )
+        return
+    for side in ("true", "false"):
+        sink.text(criteria.get(side), [*loc, "criteria", side])
+
+
+def _api_rule(q: Mapping[str, Any]) -> str | None:
+    sides = q.get("criteria") or {}
+    if q.get("instructions") is None and not any(
+        sides.get(side) is not None for side in ("true", "false")
+    ):
+        return "A noul question needs instructions or criteria."
+    return None
+
+
 NOUL = registry.register(
     registry.QuestionType(
         name="noul",
@@ -203,6 +230,14 @@ NOUL = registry.register(
         llm=_LLM,
         lint=_lint,
         where_fields={"noul": True},
+        probability=lambda a: a.noul,
+        gauged=True,
+        floor_thresholds=lambda f: {"yes": f / 100, "no": (100 - f) / 100},
+        value=lambda a: a.noul,
+        gauge=lambda a: a.noul,
+        describe=lambda a: f"noul {a.noul:.3g}",
+        api_fields=_api_fields,
+        api_rule=_api_rule,
         answer_record=NoulRecord,
         output_tokens=lambda q: 19,  # fitted: a noul answer bills about 20 (budget.py)
     )

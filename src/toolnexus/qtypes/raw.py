@@ -111,6 +111,7 @@ RAW = registry.register(
         sample=_sample,
         synthetic=_synthetic,
         text=_text,
+        describe=lambda a: f"raw {a.type} answer {dict(a.value)!r}",
         is_modelled=False,
     )
 )

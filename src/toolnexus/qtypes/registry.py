@@ -28,6 +28,27 @@ The core hooks (fields of :class:`QuestionType`), each pure:
 - ``arrow``: ``(pyarrow module) -> [(field, DataType), ...]``: the answer's own fields in record
   order, between ``type`` and ``band``, for its Arrow/Parquet struct (the module is passed in,
   so no pure module imports pyarrow); ``None`` stores the answer as a raw one (its JSON text)
+- the judge layer's readings (``bands.py``, ``policy.py``, ``assertions.py``), each of one
+  answer value, None where the type has no such reading: ``probability`` (a noul's p: the
+  answer reads as a §8B band, not as ``sure``), ``value`` (the one number: noul p, score
+  value, choice confidence), ``gauge`` (the number a gate rule's ``below`` / ``at_least``
+  compares: a noul's p, a score's value; None for a choice), ``confidence``, ``option`` (a
+  choice's pick), ``level`` (a score's ``(index, label)``); ``sure``: ``(answer, high) ->
+  bool``, §8B's exclusive "sure" (a choice iff ``confidence > high`` and not near-uniform);
+  ``describe``: ``(answer) -> str``, its one line with its distribution (``assert_answer``)
+- ``offers``: ``(question) -> criteria | None``: the options a question offers, by name (a
+  choice's criteria); None for a type without options (a gate's ``is``, ``filter --where``,
+  the degenerate-criteria warning)
+- ``gauged``: whether a gate rule's ``below`` / ``at_least`` reads this type (it has a
+  ``gauge``: noul, score)
+- ``api_fields``: ``(wire question, loc, sink) -> None``: the API schema's checks of the
+  type's own fields (its ``criteria``), each finding reported to an :class:`ApiSink` (``serve``'s
+  422s, ``serve/rules.py``); ``api_rule``: ``(wire question) -> str | None``: the API's own 400
+  for a well-formed question of the type (too many options or levels), None when it passes
+- ``floor_thresholds``: ``(floor in hundredths) -> {name: value}``: the seed-004 thresholds a
+  tuned floor writes (``thresholds --out``: a noul's ``yes`` / ``no`` pair, a choice's or a
+  score's ``min_confidence``); None for a type nobody tunes
+- ``limits_code``: the check-criteria code of a ``limits`` error (TN010: a choice's options)
 - ``lint``: ``(obj, sink, where) -> None``: the criteria checks of a question-file entry,
   reported to a :class:`LintSink` with paths relative to the question (codes TN020..TN025,
   ``check-criteria``); ``None``: ``from_wire``'s error is the lint
@@ -54,11 +75,26 @@ registry never imports upward (``tests/house/test_layers.py``): :func:`attach` /
 - :data:`REPORT` (``"report"``): ``report/aggregation.py``: the class that accumulates one
   question's answers (``QuestionStats``); a type without one is counted, not judged.
 - :data:`GATE` (``"gate"``): reserved for the judge layer's per-type conditions
-  (``policy.py``), which today reads answers through ``bands.py``.
+  (``policy.py``), which today reads answers through the core readings above.
+- :data:`DIFF` (``"diff"``): ``cli/setdiff.py``: ``(key, old, new) -> [Change]``, what changed
+  between two questions of the type beside their instructions (``toolnexus diff``)
+- :data:`CHECK_RULES` (``"check_rules"``): ``cli/questionrules.py``: ``(rules, key, obj,
+  text, where) -> None``, ``check-rules``' findings on one question of the type
+- :data:`CRITERIA` (``"criteria"``): ``questionfile/checker.py``: ``(checker, question, cpath,
+  where) -> None``, ``check-criteria``'s advisory findings on a well-formed question
+- :data:`CONSISTENCY` (``"consistency"``): ``consistency.py``: ``(answer, calibrated) ->
+  flags``, the consistency flags an answer's own numbers earn (a core module, attached the
+  same way so the check stays beside its rounding bounds)
+- :data:`LABELS` (``"labels"``): ``report/judged.py``: a ``LabelReading``: how ``report``
+  reads a record's answer of the type against a label (right or wrong, with what confidence)
+  and says it in a few words (the review queue)
+- :data:`ADVISORY` (``"advisory"``): ``cli/setdiff.py``: ``(question) -> {code: reason}``, the
+  check-criteria advisory codes a question carries
 
-``serve``'s request checks (``serve/rules.py``) are System One's API schema, not this
-registry: ``serve --synthetic`` accepts any type and answers it through its ``synthetic`` hook
-(:func:`of` gives ``raw``'s placeholder for a type nobody registered).
+``serve``'s request checks (``serve/rules.py``) are System One's API schema: the types it
+knows are the API's, and each built-in type's own fields are checked by its ``api_fields`` and
+``api_rule`` hooks; ``serve --synthetic`` accepts any type and answers it through its
+``synthetic`` hook (:func:`of` gives ``raw``'s placeholder for a type nobody registered).
 
 The question set stays closed (seed 001: noul, choice, score, and seed 004's raw for the rest):
 the built-in types are the only ones a question file or the wire can name, and messages list
@@ -73,19 +109,28 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias
 
 __all__ = [
+    "ADVISORY",
     "BUILT_IN",
+    "CHECK_RULES",
+    "CONSISTENCY",
+    "CRITERIA",
+    "DIFF",
     "GATE",
+    "LABELS",
     "REPORT",
     "AnswerRecord",
+    "ApiSink",
     "Band",
     "LintPath",
     "LintSink",
     "LlmHooks",
     "QuestionType",
     "answer_record",
+    "answers_probability",
     "attach",
     "attached",
     "find",
+    "floored_by_confidence",
     "modelled",
     "of",
     "of_answer",
@@ -112,6 +157,18 @@ class LintSink(Protocol):
         self, obj: Mapping[str, Any], path: LintPath, allowed: tuple[str, ...], what: str
     ) -> None:
         """A finding for each field of ``obj`` (at ``path``) not in ``allowed``."""
+
+
+class ApiSink(Protocol):
+    """Where a type's ``api_fields`` hook reports the API schema's findings (``serve/rules.py``
+    turns each into the API's 422 error object; ``loc`` is relative to the request body)."""
+
+    def error(self, kind: str, loc: list[Any], message: str, value: Any) -> None:
+        """A finding of pydantic ``kind`` at ``loc`` about ``value``."""
+
+    def text(self, value: Any, loc: list[Any], *, nullable: bool = True) -> None:
+        """A finding unless ``value`` is text on the wire (a string, object or array; or null
+        when ``nullable``)."""
 
 
 #: How an answer reads against its thresholds (``validation.threshold_band``).
@@ -175,6 +232,10 @@ def _no_limits(key: str, question: Any) -> None:
     return None
 
 
+def _no_api_fields(question: Mapping[str, Any], loc: list[Any], sink: ApiSink) -> None:
+    return None
+
+
 def _no_record(answer: Any, out: dict[str, Any], flags: list[str]) -> None:
     return None
 
@@ -189,6 +250,14 @@ def _other_answer_tokens(question: Mapping[str, Any]) -> int:
 
 def _uncertain(answer: Any, thresholds: Mapping[str, float]) -> Band:
     return "uncertain"
+
+
+def _none(answer: Any) -> Any:
+    return None
+
+
+def _never_sure(answer: Any, high: float) -> bool:
+    return False
 
 
 def _as_wire(question: Any, wire: dict[str, Any]) -> dict[str, Any]:
@@ -237,6 +306,23 @@ class QuestionType:
     lint: Callable[[Mapping[str, Any], LintSink, str], None] | None = None
     where_fields: Mapping[str, bool] | None = None
     answer_record: type[AnswerRecord] = AnswerRecord
+    probability: Callable[[Any], float | None] = _none
+    value: Callable[[Any], float | None] = _none
+    gauge: Callable[[Any], float | None] = _none
+    confidence: Callable[[Any], float | None] = _none
+    option: Callable[[Any], str | None] = _none
+    level: Callable[[Any], tuple[int, str] | None] = _none
+    sure: Callable[[Any, float], bool] = _never_sure
+    offers: Callable[[Any], Mapping[str, Any] | None] = _none
+    api_fields: Callable[[Mapping[str, Any], list[Any], ApiSink], None] = _no_api_fields
+    api_rule: Callable[[Mapping[str, Any]], str | None] = _none
+    gauged: bool = False
+    #: the record field naming the chosen option, which must be one of its probabilities'
+    #: keys (a choice's ``choice``); None for a type whose answer names no option
+    option_field: str | None = None
+    limits_code: str = "TN011"
+    floor_thresholds: Callable[[int], dict[str, float]] | None = None
+    describe: Callable[[Any], str] = repr
     #: False for ``raw``: the open end of the union, answered as received.
     is_modelled: bool = True
     #: Hooks the layers above the core attach by slot name (:func:`attach`).
@@ -246,6 +332,12 @@ class QuestionType:
 #: The slots the layers above the core attach hooks under (module docstring).
 REPORT = "report"
 GATE = "gate"
+DIFF = "diff"
+ADVISORY = "advisory"
+CHECK_RULES = "check_rules"
+CONSISTENCY = "consistency"
+LABELS = "labels"
+CRITERIA = "criteria"
 
 _TYPES: dict[str, QuestionType] = {}
 #: The question classes of the modelled types, for ``isinstance`` checks.
@@ -344,6 +436,26 @@ def registered() -> tuple[QuestionType, ...]:
 def question_classes() -> tuple[type, ...]:
     """Every registered question class (``isinstance`` against the open union)."""
     return tuple(_CLASSES)
+
+
+def answers_probability(name: object) -> bool:
+    """Whether an answer of type ``name`` is a probability (it has the ``probability`` reading:
+    a noul), so a chart reads it as ``p``, not a top-1 confidence."""
+    return of(name).probability is not _none
+
+
+def option_field(name: object) -> str | None:
+    """The record field of a ``name`` answer that names its chosen option, or None (also for
+    a type not registered)."""
+    qtype = find(name)
+    return None if qtype is None else qtype.option_field
+
+
+def floored_by_confidence(name: object) -> bool:
+    """Whether a tuned floor of type ``name`` is a ``min_confidence`` (a choice's, a score's:
+    its ``floor_thresholds``), not a yes/no pair on its probability (a noul's)."""
+    written = of(name).floor_thresholds
+    return written is not None and "min_confidence" in written(0)
 
 
 def attach(name: str, slot: str, hook: Any) -> None:

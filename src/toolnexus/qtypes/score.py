@@ -335,6 +335,41 @@ _LLM = registry.LlmHooks(
 )
 
 
+def _api_fields(q: Mapping[str, Any], loc: list[Any], sink: registry.ApiSink) -> None:
+    """The API schema: ``criteria`` a non-empty list of levels, each text, never null (the
+    official SDK cannot parse a null legend, and the API refuses it: issue 33)."""
+    criteria = q.get("criteria")
+    if "criteria" not in q:
+        sink.error("missing", [*loc, "criteria"], "Field required", q)
+    elif not isinstance(criteria, list):
+        sink.error("list_type", [*loc, "criteria"], "Input should be a valid list", criteria)
+    elif not criteria:
+        sink.error(
+            "too_short",
+            [*loc, "criteria"],
+            "List should have at least 1 item after validation, not 0",
+            criteria,
+        )
+    else:
+        for i, level in enumerate(criteria):
+            sink.text(level, [*loc, "criteria", i], nullable=False)
+
+
+def _api_rule(q: Mapping[str, Any]) -> str | None:
+    if len(q["criteria"]) > MAX_SCORE_LEVELS:
+        return f"Too many score levels. Must have at most {MAX_SCORE_LEVELS} levels."
+    return None
+
+
+def _describe(answer: ScoreAnswer) -> str:
+    """``assert_answer``'s line: the value, its level, every level's probability."""
+    levels = ", ".join(f"{i} {label} {p:.3g}" for i, (label, p) in enumerate(answer.levels))
+    return (
+        f"score {answer.score:.3g}, level {answer.level} {answer.label!r} "
+        f"(confidence {answer.confidence:.3g}): {levels}"
+    )
+
+
 SCORE = registry.register(
     registry.QuestionType(
         name="score",
@@ -355,6 +390,16 @@ SCORE = registry.register(
         llm=_LLM,
         lint=_lint,
         where_fields={"score": True, "level": True, "label": False, "confidence": True},
+        value=lambda a: a.score,
+        gauge=lambda a: a.score,
+        gauged=True,
+        floor_thresholds=lambda f: {"min_confidence": f / 100},
+        confidence=lambda a: a.confidence,
+        level=lambda a: (a.level, a.label),
+        sure=lambda a, high: a.confidence > high,
+        describe=_describe,
+        api_fields=_api_fields,
+        api_rule=_api_rule,
         answer_record=ScoreRecord,
         output_tokens=lambda q: 17,  # fitted: 17-18 whatever its levels (budget.py)
     )

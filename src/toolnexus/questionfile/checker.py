@@ -15,7 +15,7 @@ from typing import Any
 
 from ..decision import json_kind
 from ..errors import QuestionError
-from ..qtypes import registry
+from ..qtypes import CHOICE, SCORE, registry
 from ..qtypes.registry import LintPath
 from ..qtypes.values import got as _got
 from ..questions import (
@@ -308,46 +308,53 @@ class Checker:
             try:
                 check_limits({key: question})
             except QuestionError as e:
-                code = "TN010" if isinstance(question, ChoiceQuestion) else "TN011"
+                qtype = registry.of_question(question)
+                code = qtype.limits_code if qtype is not None else "TN011"
                 self.add(self.doc.at(cpath), code, e.detail)
-        if isinstance(question, ChoiceQuestion):
-            criteria = question.criteria
-            for option in criteria:
-                problem = text_problem(option)
-                if problem is not None:
-                    code, words = problem
+        found = registry.of_question(question)
+        advise = found.slots.get(registry.CRITERIA) if found is not None else None
+        if advise is not None:
+            advise(self, question, cpath, where)
+
+    def choice(self, question: ChoiceQuestion, cpath: NodePath, where: str) -> None:
+        """check-criteria's advisory findings on a choice's options."""
+        criteria = question.criteria
+        for option in criteria:
+            problem = text_problem(option)
+            if problem is not None:
+                code, words = problem
+                self.add(self.doc.at((*cpath, option)), code, f"{where}option {option!r} {words}")
+        reason = degenerate_criteria(criteria)
+        if reason is not None:
+            self.add(self.doc.at(cpath), DEGENERATE_CODES[reason], f"{where}{reason}")
+        elif len(criteria) >= 2:
+            for option, text in criteria.items():
+                if text is None or not str(text).strip():
                     self.add(
-                        self.doc.at((*cpath, option)), code, f"{where}option {option!r} {words}"
+                        self.doc.at((*cpath, option)),
+                        "TN023",
+                        f"{where}option {option!r} has an empty description",
                     )
-            reason = degenerate_criteria(criteria)
-            if reason is not None:
-                self.add(self.doc.at(cpath), DEGENERATE_CODES[reason], f"{where}{reason}")
-            elif len(criteria) >= 2:
-                for option, text in criteria.items():
-                    if text is None or not str(text).strip():
-                        self.add(
-                            self.doc.at((*cpath, option)),
-                            "TN023",
-                            f"{where}option {option!r} has an empty description",
-                        )
-        elif isinstance(question, ScoreQuestion):
-            seen: dict[str, int] = {}
-            for i, level in enumerate(question.criteria):
-                label = level_label(level)
-                problem = text_problem(label)
-                if problem is not None:
-                    code, words = problem
-                    self.add(self.doc.at((*cpath, i)), code, f"{where}level {i} {label!r} {words}")
-                elif not label.strip():
-                    self.add(self.doc.at((*cpath, i)), "TN023", f"{where}level {i} is empty")
-                elif label in seen:
-                    self.add(
-                        self.doc.at((*cpath, i)),
-                        "TN022",
-                        f"{where}level {i} repeats level {seen[label]} ({label!r})",
-                    )
-                else:
-                    seen[label] = i
+
+    def score(self, question: ScoreQuestion, cpath: NodePath, where: str) -> None:
+        """check-criteria's advisory findings on a score's levels."""
+        seen: dict[str, int] = {}
+        for i, level in enumerate(question.criteria):
+            label = level_label(level)
+            problem = text_problem(label)
+            if problem is not None:
+                code, words = problem
+                self.add(self.doc.at((*cpath, i)), code, f"{where}level {i} {label!r} {words}")
+            elif not label.strip():
+                self.add(self.doc.at((*cpath, i)), "TN023", f"{where}level {i} is empty")
+            elif label in seen:
+                self.add(
+                    self.doc.at((*cpath, i)),
+                    "TN022",
+                    f"{where}level {i} repeats level {seen[label]} ({label!r})",
+                )
+            else:
+                seen[label] = i
 
 
 class _QuestionSink:
@@ -365,3 +372,9 @@ class _QuestionSink:
         self, obj: Mapping[str, Any], path: LintPath, allowed: tuple[str, ...], what: str
     ) -> None:
         self.checker.unknown_fields(obj, (*self.path, *path), allowed, what)
+
+
+# Each built-in type's advisory checks, in its registry entry (the CRITERIA slot): ``limits``
+# dispatches on the registry, not on the type's name or class.
+registry.attach(CHOICE.name, registry.CRITERIA, Checker.choice)
+registry.attach(SCORE.name, registry.CRITERIA, Checker.score)

@@ -24,7 +24,8 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..policy import NEEDS_INPUT, Policy, Rule
-from ..questions import ChoiceQuestion, NoulQuestion, Question, ScoreQuestion
+from ..qtypes import registry
+from ..questions import Question
 from .checker import Checker, _kind, _suggest
 
 __all__ = ["GATE_CODE", "check_gates"]
@@ -127,8 +128,8 @@ def _unmeetable(q: Question, value: float) -> str | None:
     """Why a ``below`` / ``at_least`` bound is outside every value an answer of ``q``'s type
     can take (issue 42 item 4): a noul probability is in 0..1; a score's value is a level
     index, 0..the last level."""
-    if isinstance(q, NoulQuestion):
-        return None if 0.0 <= value <= 1.0 else "is outside 0..1, where a noul answer lies"
+    if registry.answers_probability(q.type):
+        return None if 0.0 <= value <= 1.0 else f"is outside 0..1, where a {q.type} answer lies"
     last = len(q.criteria) - 1
     if 0 <= value <= last:
         return None
@@ -174,19 +175,21 @@ def _rule(
             f"{where}no question {key!r} in this file{_suggest(key, tuple(questions))}",
         )
         return None
+    qtype = registry.of_question(q)
+    offers = qtype.offers(q) if qtype is not None else None
     if cond == "is":
-        if not isinstance(q, ChoiceQuestion):
+        if offers is None:
             checker.add(
                 at((*path, "is")), GATE_CODE, f"{where}is reads a choice; {key!r} is a {q.type}"
             )
-        elif not isinstance(value, str) or value not in q.criteria:
-            offered = ", ".join(q.criteria)
+        elif not isinstance(value, str) or value not in offers:
+            offered = ", ".join(offers)
             checker.add(
                 at((*path, "is")),
                 GATE_CODE,
                 f"{where}{key!r} does not offer {value!r} (offered: {offered})",
             )
-    elif not isinstance(q, NoulQuestion | ScoreQuestion):
+    elif qtype is None or not qtype.gauged:
         checker.add(
             at((*path, cond)),
             GATE_CODE,

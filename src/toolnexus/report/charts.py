@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from ..errors import ReportError
+from ..qtypes import registry
 from .model import (
     ChoiceDistribution,
     Confusion,
@@ -212,7 +213,7 @@ def reliability_figure(key: str, q: QuestionReport) -> Any:
         align="edge",
         color=BLUE,
         edgecolor="white",
-        label="accuracy" if q.type != "noul" else "share labelled yes",
+        label="share labelled yes" if registry.answers_probability(q.type) else "accuracy",
     )
     ax.scatter(
         [b.confidence for b in full],
@@ -229,7 +230,7 @@ def reliability_figure(key: str, q: QuestionReport) -> Any:
         ax.text(b.lo + 0.05, 1.065, str(b.n), ha="center", va="center", fontsize=7, color="#333333")
     ax.set_xlim(-0.02, 1.02)  # a mean p of exactly 0 or 1 stays visible
     ax.set_ylim(0, 1.1)
-    what = "p" if q.type == "noul" else "top-1 probability"
+    what = "p" if registry.answers_probability(q.type) else "top-1 probability"
     ax.set_xlabel(what, fontsize=8)
     ax.set_ylabel("observed", fontsize=8)
     m = q.metrics

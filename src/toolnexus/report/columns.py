@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from itertools import compress, repeat
 from typing import Any
 
+from ..qtypes import registry
 from ..records.arrowrows import column_values
 from ..records.model import SCHEMA_VERSION, SCHEMA_VERSION_KEY
 from .accumulators import QuestionStats
@@ -142,10 +143,11 @@ def _distributions_hold(table: Any, counted: list[tuple[str, str, int, _Answers]
     n = table.num_rows
     invalid = column_values(table.column("invalid")) if "invalid" in table.schema.names else None
     for _, kind, _, answers in counted:
-        if kind not in ("choice", "score"):
+        if "probabilities" not in answers.fields:  # no distribution to hold
             continue
         probs = map_dicts(answers.fields["probabilities"])
-        choices = column_values(answers.fields["choice"]) if kind == "choice" else [None] * n
+        named = registry.option_field(kind)  # an answer that names its option
+        choices = column_values(answers.fields[named]) if named else [None] * n
         valid = answers.valid or [True] * n
         for i in range(n):
             if not valid[i] or (invalid is not None and invalid[i] is not None):

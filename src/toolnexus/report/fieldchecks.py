@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from ..errors import ReportError
+from ..qtypes import registry
 from ..qtypes.values import SUM_TOLERANCE
 
 __all__ = ["LabelError", "RecordError"]
@@ -73,8 +74,9 @@ def _valid_distribution(answer: dict[str, Any]) -> None:
                 f"probabilities sum to {total:.4g}, not 1 ± {SUM_TOLERANCE}, in a record whose "
                 "invalid is null (batch never writes one)"
             )
-    if answer.get("type") == "choice":
-        choice = answer.get("choice")
+    named = registry.option_field(answer.get("type"))
+    if named is not None:  # an answer that names its option names one of its keys
+        choice = answer.get(named)
         if type(choice) is str and choice not in probs:
             raise RecordError(
                 f"choice {_shown(choice)} is not one of its probabilities' keys "

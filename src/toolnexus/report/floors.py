@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..calibration.oob import OobGuard, oob_guard
+from ..qtypes import registry
 from .judged import LABEL_TRUTH, decided_records
 from .labels import Labels
 
@@ -102,7 +103,7 @@ def labelled_confidence(run: str, labels: Labels, keys: list[str]) -> Pairs:
     from .selective import confident
 
     def pick(answer: Mapping[str, Any], label: str) -> tuple[int, float] | None:
-        if answer.get("type") not in ("choice", "score"):
+        if not registry.floored_by_confidence(answer.get("type")):  # a choice, a score
             return None
         got = confident(answer, label)
         return None if got is None else (int(got[1]), got[0])

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..qtypes import CHOICE, NOUL, SCORE, registry
 from .labels import Labels
 from .runs import iter_records
 
@@ -88,20 +89,86 @@ def _right(answer: Any, label: str) -> bool | None:
     """Whether ``answer`` (a record's answer) says ``label``, as the report's accuracy reads
     it: a noul at p >= 0.5 is true; a choice's pick; a score's level (index or label).
     None for an answer that cannot be read that way (it counts as not compared)."""
+    reading = label_reading(answer)
+    return reading.right(answer, label) if reading is not None else None
+
+
+@dataclass(frozen=True)
+class LabelReading:
+    """How ``report`` reads a record's answer of one type against a label, attached to the
+    type's registry entry (the LABELS slot, bottom of this module): each takes the record's
+    answer (a mapping)."""
+
+    #: ``(answer, label) -> bool | None``: whether the answer says ``label`` (accuracy)
+    right: Callable[[Mapping[str, Any], str], bool | None]
+    #: ``(answer, label) -> (confidence, right) | None``: selective prediction's pair
+    confident: Callable[[Mapping[str, Any], str], tuple[float, bool] | None]
+    #: ``(answer, band) -> str``: the answer in a few words (the review queue)
+    said: Callable[[Mapping[str, Any], str], str]
+
+
+def label_reading(answer: Any) -> LabelReading | None:
+    """The :class:`LabelReading` of a record's answer's type; None for a non-mapping or a type
+    the report does not judge."""
     if not isinstance(answer, Mapping):
         return None
-    kind = answer.get("type")
-    if kind == "noul":
-        truth = LABEL_TRUTH.get(label.lower())
-        p = answer.get("noul")
-        if truth is None or not isinstance(p, int | float):
-            return None
-        return (p >= 0.5) == truth
-    if kind == "choice":
-        return answer.get("choice") == label
-    if kind == "score":
-        return label == str(answer.get("level")) or label == answer.get("label")
-    return None
+    reading: LabelReading | None = registry.attached(answer.get("type"), registry.LABELS)
+    return reading
+
+
+def _number(value: Any) -> float | None:
+    return None if isinstance(value, bool) or not isinstance(value, int | float) else value
+
+
+def _noul_right(answer: Mapping[str, Any], label: str) -> bool | None:
+    truth = LABEL_TRUTH.get(label.lower())
+    p = answer.get("noul")
+    if truth is None or not isinstance(p, int | float):
+        return None
+    return (p >= 0.5) == truth
+
+
+def _noul_confident(answer: Mapping[str, Any], label: str) -> tuple[float, bool] | None:
+    p, truth = _number(answer.get("noul")), LABEL_TRUTH.get(label.lower())
+    if truth is None or p is None:
+        return None
+    return max(p, 1.0 - p), (p >= 0.5) == truth
+
+
+def _choice_right(answer: Mapping[str, Any], label: str) -> bool:
+    return answer.get("choice") == label
+
+
+def _score_right(answer: Mapping[str, Any], label: str) -> bool:
+    return label == str(answer.get("level")) or label == answer.get("label")
+
+
+def _confident_by(
+    right: Callable[[Mapping[str, Any], str], bool],
+) -> Callable[[Mapping[str, Any], str], tuple[float, bool] | None]:
+    """A choice's or a score's pair: its own confidence, and whether it is right."""
+
+    def confident(answer: Mapping[str, Any], label: str) -> tuple[float, bool] | None:
+        conf = _number(answer.get("confidence"))
+        return None if conf is None else (float(conf), right(answer, label))
+
+    return confident
+
+
+NOUL_LABELS = LabelReading(_noul_right, _noul_confident, lambda a, band: f"{a.get('noul')}{band}")
+CHOICE_LABELS = LabelReading(
+    _choice_right,
+    _confident_by(_choice_right),
+    lambda a, band: f"{a.get('choice')} {a.get('confidence')}{band}",
+)
+SCORE_LABELS = LabelReading(
+    _score_right,
+    _confident_by(_score_right),
+    lambda a, band: f"{a.get('label', a.get('level'))} {a.get('confidence')}{band}",
+)
+registry.attach(NOUL.name, registry.LABELS, NOUL_LABELS)
+registry.attach(CHOICE.name, registry.LABELS, CHOICE_LABELS)
+registry.attach(SCORE.name, registry.LABELS, SCORE_LABELS)
 
 
 def decided_records(path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:

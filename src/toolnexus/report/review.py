@@ -16,7 +16,7 @@ import csv
 from collections.abc import Mapping
 from typing import Any
 
-from .judged import decided_records
+from .judged import decided_records, label_reading
 from .labels import COMMENT_PREFIX
 
 __all__ = ["queue_reasons", "write_review"]
@@ -29,14 +29,8 @@ def _said(answer: Any) -> str:
     if not isinstance(answer, Mapping):
         return ""
     band = f" ({answer['band']})" if isinstance(answer.get("band"), str) else ""
-    kind = answer.get("type")
-    if kind == "noul":
-        return f"{answer.get('noul')}{band}"
-    if kind == "choice":
-        return f"{answer.get('choice')} {answer.get('confidence')}{band}"
-    if kind == "score":
-        return f"{answer.get('label', answer.get('level'))} {answer.get('confidence')}{band}"
-    return str(kind or "")
+    reading = label_reading(answer)
+    return reading.said(answer, band) if reading is not None else str(answer.get("type") or "")
 
 
 def queue_reasons(record: Mapping[str, Any], defaults: Mapping[str, str]) -> list[str]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..calibration.oobselect import NOT_ANSWERED, RIGHT, WRONG, SelectiveGuard, oob_selective
 from ..policy import Policy
+from ..qtypes import registry
 from ..questions import Question
 from .judged import LABEL_TRUTH, decided_records
 from .labels import Labels
@@ -106,7 +107,8 @@ def question_floors(
                 continue
             if answer.get("type") != types[key]:
                 continue
-            pick = _noul_states if types[key] == "noul" else _confidence_states
+            by_confidence = registry.floored_by_confidence(types[key])  # else a noul's p
+            pick = _confidence_states if by_confidence else _noul_states
             got = pick(answer, row[at])
             if got is not None:
                 per[key].append(got)
@@ -114,7 +116,7 @@ def question_floors(
     for key, records in per.items():
         if not records:
             continue
-        grid = NOUL_GRID if types[key] == "noul" else SCORE_GRID
+        grid = SCORE_GRID if registry.floored_by_confidence(types[key]) else NOUL_GRID
         states = [list(column) for column in zip(*records, strict=True)]
         out[key] = (types[key], oob_selective(states, [f / 100 for f in grid], target))
     return out

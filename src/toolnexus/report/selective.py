@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .judged import LABEL_TRUTH, decided_records
+from .judged import decided_records, label_reading
 from .labels import Labels
 
 __all__ = ["FLOORS", "RiskPoint", "SelectiveReport", "confident", "selective_reports"]
@@ -52,22 +52,8 @@ class SelectiveReport:
 
 def confident(answer: Any, label: str) -> tuple[float, bool] | None:
     """``(confidence, right)`` of one answer against its label, None when it cannot be read."""
-    if not isinstance(answer, Mapping):
-        return None
-    kind = answer.get("type")
-    if kind == "noul":
-        p, truth = answer.get("noul"), LABEL_TRUTH.get(label.lower())
-        if truth is None or not isinstance(p, int | float) or isinstance(p, bool):
-            return None
-        return max(p, 1.0 - p), (p >= 0.5) == truth
-    conf = answer.get("confidence")
-    if not isinstance(conf, int | float) or isinstance(conf, bool):
-        return None
-    if kind == "choice":
-        return float(conf), answer.get("choice") == label
-    if kind == "score":
-        return float(conf), label == str(answer.get("level")) or label == answer.get("label")
-    return None
+    reading = label_reading(answer)  # the type's, report/judged.py
+    return reading.confident(answer, label) if reading is not None else None
 
 
 def _report(pairs: list[tuple[float, bool]], target_risk: float | None) -> SelectiveReport:

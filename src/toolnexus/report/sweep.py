@@ -33,11 +33,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from ..answers import ChoiceAnswer, NoulAnswer, ScoreAnswer
 from ..bands import Bands
 from ..decision import Answer, parse_decision
 from ..errors import ClassifierError
 from ..policy import Policy, Rule, decide
+from ..qtypes import registry
 from ..questions import Question
 from .labels import Labels
 from .runs import ReportInputError, iter_records
@@ -197,20 +197,20 @@ def _published(rules: Sequence[Rule], answer: Answer | None, floor: int) -> str:
     ``direction`` (unfavourable side, whatever the confidence), ``confidence`` (favourable side
     below the floor, or nothing its rules can read) or ``""``. Two-decimal values, as
     published."""
-    if isinstance(answer, NoulAnswer):
-        value: float | None = round(answer.noul, 2)
-        sure = round(max(answer.noul, 1.0 - answer.noul) * 100) >= floor
-    elif isinstance(answer, ScoreAnswer):
-        value, sure = round(answer.score, 2), round(answer.confidence * 100) >= floor
-    elif isinstance(answer, ChoiceAnswer):
-        value, sure = None, round(answer.confidence * 100) >= floor
-    else:
+    qtype = registry.of_answer(answer) if answer is not None else None
+    if qtype is None or not qtype.is_modelled:
         return "confidence"  # missing or raw: the gate cannot read it
+    gauge, p = qtype.gauge(answer), qtype.probability(answer)
+    value = None if gauge is None else round(gauge, 2)
+    # a probability's confidence is its side's (max(p, 1 - p)); the others' the wire's
+    confidence = max(p, 1.0 - p) if p is not None else qtype.confidence(answer)
+    sure = confidence is not None and round(confidence * 100) >= floor
     for rule in rules:
         if rule.is_ is not None:
-            if not isinstance(answer, ChoiceAnswer):
+            option = qtype.option(answer)
+            if option is None:
                 return "confidence"
-            if answer.choice == rule.is_:
+            if option == rule.is_:
                 return "direction"
         elif value is None or (rule.below is None and rule.at_least is None):
             return "confidence"

@@ -15,10 +15,12 @@ from __future__ import annotations
 import bisect
 import operator
 from collections import Counter
+from collections.abc import Callable
 from itertools import pairwise, repeat
 from typing import Any
 
 from ..metrics.measures import N_BINS
+from ..qtypes import registry
 from ..records.arrowrows import column_values
 from .accumulators import (
     _BAND_INDEX,
@@ -47,23 +49,23 @@ def count_column(
     """Count the column into ``st``; False (``st`` untouched) when it is not plain."""
     if valid is not None:
         return False
+    # A column of the question's own type (its REPORT slot's accumulator is ``st``'s class)
+    # is read by that accumulator's column counter; a subclass, another type's column or a
+    # type without a counter is counted row by row.
+    count = _COUNTERS.get(type(st))
+    if count is None or registry.attached(kind, registry.REPORT) is not type(st):
+        return False
     # A labelled answer flagged invalid is left out of the probability metrics and counted
     # (issue 47): its label is read as the row path reads it, then the row counts unlabelled.
     left_out = _invalid_labelled(fields.get("flags"), labels)
     if left_out:
-        if not _readable(st, kind, fields, [labels[i] for i in left_out]):
+        if not _READABLE[type(st)](st, fields, [labels[i] for i in left_out]):
             return False  # the row path words the label it cannot read
         labels = [None if i in left_out else label for i, label in enumerate(labels)]
-    counted = False
-    if kind == "noul" and type(st) is NoulStats:
-        counted = _noul(st, fields, labels, ids)
-    elif kind == "choice" and type(st) is ChoiceStats:
-        counted = _choice(st, fields, labels, ids)
-    elif kind == "score" and type(st) is ScoreStats:
-        counted = _score(st, fields, labels, ids)
-    if counted:
-        st.labelled_invalid += len(left_out)
-    return counted
+    if not count(st, fields, labels, ids):
+        return False
+    st.labelled_invalid += len(left_out)
+    return True
 
 
 def _invalid_labelled(flags: Any, labels: list[str | None]) -> set[int]:
@@ -82,23 +84,28 @@ def _invalid_labelled(flags: Any, labels: list[str | None]) -> set[int]:
     return {i for i, r in enumerate(rows) if labels[i] is not None and "invalid" in r}
 
 
-def _readable(st: QuestionStats, kind: str, fields: dict[str, Any], labels: list[Any]) -> bool:
-    """Whether the row path reads each of ``labels`` without a LabelError."""
-    if kind == "noul":
-        return all(_TRUTH.get(str(label).lower()) is not None for label in labels)
-    if kind == "choice":
-        uniform = _uniform(fields["probabilities"])
-        names = set(uniform[0]) if uniform else set()
-        options = getattr(st, "options", {})
-        return all(label in options or label in names for label in labels)
-    if kind == "score" and isinstance(st, ScoreStats):
-        try:
-            for label in labels:
-                st._level_of(label)
-        except LabelError:
-            return False
-        return True
-    return False
+# Whether the row path reads each of ``labels`` without a LabelError, per accumulator.
+
+
+def _noul_readable(st: QuestionStats, fields: dict[str, Any], labels: list[Any]) -> bool:
+    return all(_TRUTH.get(str(label).lower()) is not None for label in labels)
+
+
+def _choice_readable(st: QuestionStats, fields: dict[str, Any], labels: list[Any]) -> bool:
+    uniform = _uniform(fields["probabilities"])
+    names = set(uniform[0]) if uniform else set()
+    options = getattr(st, "options", {})
+    return all(label in options or label in names for label in labels)
+
+
+def _score_readable(st: QuestionStats, fields: dict[str, Any], labels: list[Any]) -> bool:
+    assert isinstance(st, ScoreStats)  # _READABLE is keyed by the accumulator's class
+    try:
+        for label in labels:
+            st._level_of(label)
+    except LabelError:
+        return False
+    return True
 
 
 def map_dicts(array: Any) -> list[Any]:
@@ -388,3 +395,16 @@ def _score_fits(
         ]
     st.fitted += len(keep)
     st.fits = [n + int(f.sum()) for n, f in zip(st.fits, fits, strict=True)]
+
+
+#: Each built-in accumulator's column counter (``count_column``).
+_COUNTERS: dict[type, Callable[..., bool]] = {
+    NoulStats: _noul,
+    ChoiceStats: _choice,
+    ScoreStats: _score,
+}
+_READABLE: dict[type, Callable[[QuestionStats, dict[str, Any], list[Any]], bool]] = {
+    NoulStats: _noul_readable,
+    ChoiceStats: _choice_readable,
+    ScoreStats: _score_readable,
+}

@@ -29,7 +29,7 @@ from typing import Any, TypeGuard
 
 from ..canonical import canonical_json
 from ..images import IMAGE_MAX_BYTES, REQUEST_IMAGE_MAX_BYTES, image_format, image_size
-from ..questions import MAX_CHOICE_OPTIONS, MAX_SCORE_LEVELS
+from ..qtypes import registry
 
 __all__ = [
     "KNOWN_TYPES",
@@ -107,6 +107,22 @@ def _check_content(value: Any, loc: list[Any], errors: list[dict[str, Any]]) -> 
         errors.append(_error("string_type", loc, _NOT_TEXT, value))
 
 
+class _Sink:
+    """A type's ``api_fields`` findings as the API's 422 error objects (``registry.ApiSink``)."""
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        self.errors = errors
+
+    def error(self, kind: str, loc: list[Any], message: str, value: Any) -> None:
+        self.errors.append(_error(kind, loc, message, value))
+
+    def text(self, value: Any, loc: list[Any], *, nullable: bool = True) -> None:
+        if value is None and nullable:
+            return
+        if not isinstance(value, _CONTENT):
+            self.errors.append(_error("string_type", loc, _NOT_TEXT, value))
+
+
 def _check_question(key: str, q: Any, errors: list[dict[str, Any]], allow_unknown: bool) -> None:
     loc: list[Any] = ["questions", key]
     if not isinstance(q, dict):
@@ -139,65 +155,9 @@ def _check_question(key: str, q: Any, errors: list[dict[str, Any]], allow_unknow
         return
     loc = [*loc, qtype]
     _check_content(q.get("instructions"), [*loc, "instructions"], errors)
-    criteria = q.get("criteria")
-    if qtype == "choice":
-        if "criteria" not in q:
-            errors.append(_error("missing", [*loc, "criteria"], "Field required", q))
-        elif not isinstance(criteria, dict):
-            errors.append(
-                _error(
-                    "dict_type", [*loc, "criteria"], "Input should be a valid dictionary", criteria
-                )
-            )
-        elif not criteria:
-            errors.append(
-                _error(
-                    "too_short",
-                    [*loc, "criteria"],
-                    "Dictionary should have at least 1 item after validation, not 0",
-                    criteria,
-                )
-            )
-        else:
-            # The schema's option description: text or null (a number or boolean is refused).
-            for option, description in criteria.items():
-                _check_content(description, [*loc, "criteria", option], errors)
-    elif qtype == "score":
-        if "criteria" not in q:
-            errors.append(_error("missing", [*loc, "criteria"], "Field required", q))
-        elif not isinstance(criteria, list):
-            errors.append(
-                _error("list_type", [*loc, "criteria"], "Input should be a valid list", criteria)
-            )
-        elif not criteria:
-            errors.append(
-                _error(
-                    "too_short",
-                    [*loc, "criteria"],
-                    "List should have at least 1 item after validation, not 0",
-                    criteria,
-                )
-            )
-        else:
-            # The schema's level: text, never null (the official SDK cannot parse a null
-            # legend, and the API refuses it: issue 33).
-            for i, level in enumerate(criteria):
-                if not isinstance(level, _CONTENT):
-                    errors.append(_error("string_type", [*loc, "criteria", i], _NOT_TEXT, level))
-    elif qtype == "noul" and criteria is not None:
-        if not isinstance(criteria, dict):
-            errors.append(
-                _error(
-                    "model_type",
-                    [*loc, "criteria"],
-                    "Input should be a valid dictionary or instance of NoulCriteria",
-                    criteria,
-                )
-            )
-        else:
-            # NoulCriteria: "true" and "false", each text or null, either may be absent.
-            for side in ("true", "false"):
-                _check_content(criteria.get(side), [*loc, "criteria", side], errors)
+    found = registry.find(qtype)  # the type's own fields: its api_fields hook (qtypes/)
+    if found is not None:
+        found.api_fields(q, loc, _Sink(errors))
 
 
 def check_fields(body: Any, allow_unknown: bool) -> None:
@@ -280,25 +240,11 @@ def check_rules(body: Mapping[str, Any]) -> None:
         if key == "":
             raise reject(400, "Question key cannot be empty.")
         qtype = q.get("type")
-        if qtype == "choice":
-            n = len(q["criteria"])
-            if n > MAX_CHOICE_OPTIONS:
-                raise reject(
-                    400, f"Too many choices. Must have at most {MAX_CHOICE_OPTIONS} choices."
-                )
-        elif qtype == "score" and len(q["criteria"]) > MAX_SCORE_LEVELS:
-            raise reject(
-                400, f"Too many score levels. Must have at most {MAX_SCORE_LEVELS} levels."
-            )
-        elif (
-            qtype == "noul"
-            and q.get("instructions") is None
-            and not any(
-                (q.get("criteria") or {}).get(side) is not None for side in ("true", "false")
-            )
-        ):
-            raise reject(400, "A noul question needs instructions or criteria.")
-        elif qtype == "box":
+        found = registry.find(qtype)  # a built-in type's own 400: its api_rule hook (qtypes/)
+        message = found.api_rule(q) if found is not None else None
+        if message is not None:
+            raise reject(400, message)
+        if qtype == "box":
             if not _is_jev_114(model):
                 raise reject(400, f"Question type 'box' is not supported by model {model}.")
             if not body.get("assets"):

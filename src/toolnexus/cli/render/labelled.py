@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
+from ...qtypes import registry
 from ...report.model import (
     ChoiceMetrics,
     Confusion,
@@ -101,7 +102,7 @@ def _reliability_chart(
     q: QuestionReport, plain: bool, d: MetricDefinitions = DEFAULT_DEFINITIONS
 ) -> Any:
     # what the bins hold (issue 47: --ece-of top bins a noul's max(p, 1 - p))
-    what = "p" if q.type == "noul" and d.of("noul") == "yes" else "top-1 p"
+    what = "p" if registry.answers_probability(q.type) and d.of(q.type) == "yes" else "top-1 p"
     table = _table(
         what,
         "n",
