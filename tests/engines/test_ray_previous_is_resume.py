@@ -17,6 +17,7 @@ from serving import ThreadedServer
 from toolnexus import ChoiceQuestion, NoulQuestion, create_classifier
 from toolnexus.canonical import questions_sha256
 from toolnexus.errors import ConfigError, RunError
+from toolnexus.records.model import SCHEMA_VERSION
 from toolnexus.run import RunConfig, run_batch
 from toolnexus.serve import ServeOptions
 from toolnexus.serve.script import ScriptedReply, ScriptedRequest
@@ -137,7 +138,7 @@ def test_previous_skips_exactly_the_ids_batch_resume_skips(
 def _newer(run: Path) -> None:
     table = pq.read_table(run)
     at = table.schema.get_field_index("schema_version")
-    versions = pa.array([2] * table.num_rows, pa.int64())
+    versions = pa.array([SCHEMA_VERSION + 1] * table.num_rows, pa.int64())
     pq.write_table(table.set_column(at, "schema_version", versions), run)
 
 

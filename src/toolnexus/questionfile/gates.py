@@ -130,7 +130,9 @@ def _unmeetable(q: Question, value: float) -> str | None:
     index, 0..the last level."""
     if registry.answers_probability(q.type):
         return None if 0.0 <= value <= 1.0 else f"is outside 0..1, where a {q.type} answer lies"
-    last = len(q.criteria) - 1
+    levels = q.criteria
+    assert isinstance(levels, list | tuple)  # a gauged type other than a probability: a score
+    last = len(levels) - 1
     if 0 <= value <= last:
         return None
     return f"is outside the score's levels 0..{last}: no answer can be there"
