@@ -1,8 +1,9 @@
-"""Issue 45 item 4: "Pack-CPU tests count through a public hook or a counting transport, not by
-patching private classes". ``toolnexus.probe`` is that hook: the places on the packed path that
-the pack-CPU tests count name themselves by an event. These tests keep the hook honest: every
-event a place emits is documented, and every documented event fires (a test asserting that an
-event never happens would pass vacuously on a misspelt or removed one)."""
+"""Issue 45 item 4: "Pack-CPU tests count through a public hook or a counting
+transport, not by patching private classes". ``toolnexus.probe`` is that hook: the
+places on the packed path that the pack-CPU tests count name themselves by an event.
+These tests keep the hook honest: every event a place emits is documented, and every
+documented event fires (a test asserting that an event never happens would pass
+vacuously on a misspelt or removed one)."""
 
 from __future__ import annotations
 
