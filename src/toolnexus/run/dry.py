@@ -35,7 +35,7 @@ from .safety import prior_of
 from .select import select
 from .summary import RunSummary
 
-__all__ = ["DryRun", "check_dry", "describe", "estimate", "estimate_items"]
+__all__ = ["DryRun", "check_dry", "describe", "estimate", "estimate_checked", "estimate_items"]
 
 
 @dataclass
@@ -125,7 +125,6 @@ def estimate(config: RunConfig) -> DryRun:
     """What :func:`~toolnexus.run.run_batch` would send for ``config``, and its estimated tokens
     and cost (``config.price``); sends nothing, writes nothing. Refused, as the run is, for an
     output it would refuse, and for a classifier that is not System One's."""
-    from .ids import question_set_sha256
     from .safety import check_config, check_existing
 
     check_dry(config.classifier)
@@ -133,6 +132,14 @@ def estimate(config: RunConfig) -> DryRun:
     # already holds records without --resume, --retry-errors with nothing to retry, ...
     check_config(config)
     check_existing(config)
+    return estimate_checked(config)
+
+
+def estimate_checked(config: RunConfig) -> DryRun:
+    """:func:`estimate` of a config already checked (``run_batch`` sizes its budget on it after
+    its own checks: each runs once per run)."""
+    from .ids import question_set_sha256
+
     sha = question_set_sha256(config.questions)
     summary = RunSummary()
     prior = prior_of(config, sha)

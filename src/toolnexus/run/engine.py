@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from ..failures import one_line
-from .budget import ResendCounter, budget_of, require_price
+from .budget import budget_of, counting_resends, require_price
 from .codecs import SinkWriter, iter_inputs, sink_for
 from .config import RunConfig
 from .pace import OverLimitWatch
@@ -163,16 +163,10 @@ class _Session:
         try:
             check_existing(cfg)
             budget = budget_of(cfg, self.note)
-            if budget is None:
-                admission = cfg.admission
+            admission = cfg.admission if budget is None else (*cfg.admission, budget)
+            # Every resend bills like a request: charged through the transport's hook.
+            with counting_resends(budget):
                 await self._locked(classifier, columns, recalibrator, admission)
-            else:
-                from ..transport.observe import observing
-
-                # Every resend bills like a request: charged through the transport's hook.
-                with observing(ResendCounter(budget)):
-                    admission = (*cfg.admission, budget)
-                    await self._locked(classifier, columns, recalibrator, admission)
             self._over_cost_cap(admission)
         except BaseException:
             refused = self.summary.interrupted is None and not _written(self)
