@@ -87,11 +87,12 @@ def mcp_command(
             )
         (file_model, qs), gates = load_question_file(path)
         tools[name] = QuestionTool(name, path, file_model, qs, gates)
-    flags = dict(mcp_values)
+    # the values class the flag table came from, filled (issue 45 item 2)
+    flags: Any = McpFlags(**mcp_values)
     # The run's own checker of the caps (one wording for batch, filter and mcp).
-    caps = caps_from(flags["max_cost"], flags["max_tokens"], flags["max_requests"])
-    if flags["concurrency"] < 1:
-        raise CliError(f"--concurrency must be 1 or more, got {flags['concurrency']}")
+    caps = caps_from(flags.max_cost, flags.max_tokens, flags.max_requests)
+    if flags.concurrency < 1:
+        raise CliError(f"--concurrency must be 1 or more, got {flags.concurrency}")
     settings = BackendSettings(**backend_values)
     if settings.record is not None:
         raise CliError("--record is not offered by toolnexus mcp")
@@ -112,13 +113,13 @@ def mcp_command(
     run = RunConfig(
         questions={},
         inputs=(),
-        concurrency=flags["concurrency"],
-        rate=flags["rate"],
-        patience=flags["patience"],
+        concurrency=flags.concurrency,
+        rate=flags.rate,
+        patience=flags.patience,
         max_cost=caps.max_cost,
         max_tokens=caps.max_tokens,
         max_requests=caps.max_requests,
-        price=price_of(flags["price"]),
+        price=price_of(flags.price),
         surface="mcp",
     )
     # The run's one check, in mcp's words (issue 42 item 7).
