@@ -130,3 +130,27 @@ def test_the_dry_run_and_the_budget_are_defined_in_run_and_nowhere_under_cli() -
             ):
                 defined.append(f"{path.name}:{node.lineno}: {node.name}")
     assert defined == []
+
+
+@pytest.mark.parametrize(
+    "more",
+    [
+        pytest.param((), id="run"),
+        pytest.param(("--dry-run",), id="dry-run"),
+        pytest.param(("--max-requests", "5"), id="capped"),
+    ],
+)
+def test_every_flag_is_checked_before_the_question_file_is_read(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], more: tuple[str, ...]
+) -> None:
+    """The checks run once, in the library, and still in batch's order: a wrong flag is said
+    before a broken question file (``run_batch``'s ``prepare`` reads the file after them)."""
+    qfile = tmp_path / "q.yaml"
+    qfile.write_text("questions:\n  urgent: {type: noul}\n", "utf-8")  # no instructions
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"id": "a", "text": "x"}\n', "utf-8")
+    args = ("batch", str(qfile), str(src), "--id-field", "id", "--state-field", "text")
+    code, _, err = run_main(capfd, *args, "--concurrency", "0", *more)
+    assert (code, err) == (2, "toolnexus: --concurrency takes 1..1000 requests in flight, got 0\n")
+    code, _, err = run_main(capfd, *args, *more)
+    assert code == 2 and "q.yaml:2:3: question 'urgent': missing instructions" in err, err

@@ -86,6 +86,8 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings) -> None:
     """Flags -> one ``RunConfig`` -> ``run_batch`` (or ``run.dry.estimate``) -> display and
     exit code. Every check of the run (``check_config``, ``check_steps``, ``check_case_gates``),
     the budget and its resend counting are the library's, run once (issue 45 item 1)."""
+    from dataclasses import replace
+
     from .backend import price_of
 
     price = price_of(cfg.price)
@@ -105,13 +107,13 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings) -> None:
         if cfg.dry_run:
             from .backend import check_estimable
 
-            check_estimable(settings)  # before the question file, as ever
-            run, _ = _run_config(cfg, questions, settings, cache, price)
+            check_estimable(settings)  # before anything, as ever
             from ..run.dry import estimate
             from ..run.otel import run_telemetry
 
+            run = replace(cfg.run, cache=cache, price=price)
             with run_telemetry(cfg.otel):  # the span batch opened around a dry run too
-                result = estimate(run)
+                result = estimate(run, prepare=_joined(cfg, questions, settings))
                 sys.stdout.write(result.render(cfg.fmt) + "\n")
             return
         if cfg.run.caps.any:
@@ -119,7 +121,7 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings) -> None:
 
             # a capped run is sized on the dry run's estimate: System One only, as ever
             check_estimable(settings)
-        summary = _run(cfg, questions, settings, cache, price)
+        summary = _run(cfg, questions, settings, replace(cfg.run, cache=cache, price=price))
     finally:
         if cache is not None:
             cache.close()
@@ -151,34 +153,44 @@ def _check_files(cfg: Any, settings: BackendSettings) -> None:
     )
 
 
-def _run_config(
-    cfg: Any, questions: Path, settings: BackendSettings, cache: Any, price: Any
-) -> tuple[Any, Any]:
-    """The one ``RunConfig`` of this command: ``cfg.run`` with the question file (read once),
-    the backend's classifier options, the cache and the price; and the question file's model."""
-    from dataclasses import replace
+def _joined(cfg: Any, questions: Path, settings: BackendSettings) -> Any:
+    """The library's ``prepare``: the checked run joined to the question file (read once, after
+    every flag was checked, as ever) and the backend's classifier options."""
 
-    from .backend import classifier_options, recorder_for, warn_to_stderr
-    from .questionfile import load_question_file
+    def prepare(run: Any) -> Any:
+        from dataclasses import replace
 
-    (file_model, qs), gates = load_question_file(questions)
-    if not cfg.dry_run:
+        from .backend import (
+            classifier_options,
+            live_target,
+            recorder_for,
+            warn_if_over_limits,
+            warn_to_stderr,
+        )
+        from .questionfile import load_question_file
+
+        (file_model, qs), gates = load_question_file(questions)
+        if cfg.dry_run:  # a dry run sends nothing: no metric, no recorder, no thresholds file
+            options = classifier_options(settings, file_model=file_model)
+            return replace(run, questions=qs, gates=gates, classifier=options)
         _check_thresholds(cfg, questions, qs, gates)
-    # a dry run builds no classifier that sends, so no metric warnings (as ever)
-    on_metric = None if cfg.dry_run else warn_to_stderr
-    options = classifier_options(settings, file_model=file_model, on_metric=on_metric)
-    model = options.get("model")
-    run = replace(
-        cfg.run,
-        questions=qs,
-        gates=gates,
-        classifier=options,
-        cache=cache,
-        price=price,
-        record=None if cfg.dry_run else recorder_for(settings, model),
-        replay=settings.replay,
-    )
-    return run, model
+        options = classifier_options(settings, file_model=file_model, on_metric=warn_to_stderr)
+        model = options.get("model")
+        warned = False
+        if settings.style == "systemone":
+            # issue 34 item 4: the question set alone over the wire's limits, said once
+            warned = warn_if_over_limits(settings, live_target(settings, model)[1], qs)
+        return replace(
+            run,
+            questions=qs,
+            gates=gates,
+            classifier=options,
+            record=recorder_for(settings, model),
+            replay=settings.replay,
+            said_over_limits=warned,
+        )
+
+    return prepare
 
 
 def _check_thresholds(cfg: Any, questions: Path, qs: Any, gates: Any) -> None:
@@ -193,22 +205,14 @@ def _check_thresholds(cfg: Any, questions: Path, qs: Any, gates: Any) -> None:
     check_thresholds_file(cfg.thresholds, qs, questions)  # issue 42 item 3
 
 
-def _run(cfg: Any, questions: Path, settings: BackendSettings, cache: Any, price: Any) -> Any:
+def _run(cfg: Any, questions: Path, settings: BackendSettings, run: Any) -> Any:
     """The library's run of the command's ``RunConfig``, with the display joined to it."""
-    from dataclasses import replace
-
     from ..run import run_batch
-    from .backend import live_target, warn_if_over_limits
     from .batch_progress import Display
 
-    run, model = _run_config(cfg, questions, settings, cache, price)
-    if settings.style == "systemone":
-        # issue 34 item 4: the question set alone over the wire's limits, said once
-        warned = warn_if_over_limits(settings, live_target(settings, model)[1], run.questions)
-        run = replace(run, said_over_limits=warned)
     display = Display(run.inputs, run.output, cfg.progress, ended=_summary_lines(run.output))
     try:
-        summary = run_batch(run, on_progress=display)
+        summary = run_batch(run, on_progress=display, prepare=_joined(cfg, questions, settings))
     finally:
         display.stop()
     if not display.said_end:
