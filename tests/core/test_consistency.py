@@ -328,7 +328,7 @@ def test_a_resumed_budget_charges_recorded_replies_without_usage(
     (or the mean of the reported ones, whichever is larger), never as 0."""
     from types import SimpleNamespace
 
-    from toolnexus.cli import batch_budget
+    from toolnexus.run import budget as batch_budget
     from toolnexus.run import safety
     from toolnexus.run.resume import PriorOutput
 

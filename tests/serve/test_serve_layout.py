@@ -9,6 +9,7 @@ import ast
 import asyncio
 import dataclasses
 import inspect
+import typing
 from pathlib import Path
 
 import httpx
@@ -59,10 +60,13 @@ def test_the_cli_flags_are_the_flagged_fields_with_their_defaults() -> None:
             default = flag.cli_default if flag.cli_default is not None else f.default
             want[f.name] = (flag.name, default)
     got = {}
+    # the table options.options_from builds of ServeOptions, as for every command (issue 45
+    # item 2): each flag an ``Annotated[T, typer.Option]`` parameter with its default
     for name, param in inspect.signature(serve_cmd.serve).parameters.items():
-        option = param.default
+        option = typing.get_args(param.annotation)[1]
         assert isinstance(option, OptionInfo)
-        got[name] = (option.param_decls[0], option.default)
+        # in ``Annotated``, typer.Option's first argument is the flag's name
+        got[name] = (option.default, param.default)
     assert got == want
     assert {"rate_limit", "token_limit", "stall_seconds"} <= set(got)
     shown = " ".join(run_cli("serve", "--help").out.split())

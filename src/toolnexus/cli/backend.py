@@ -14,24 +14,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..options import LLM_OPTIONS
-from .errors import one_line
+from .errors import CliError, one_line
 from .options import CLASSIFIER_SETTINGS, BackendSettings
 
 if TYPE_CHECKING:
     from ..classifier import Classifier
     from ..decision import Decision
     from ..questions import Question
+    from ..scheduler.budget import Price
     from ..validation import Checked
 
 __all__ = [
     "Backend",
     "Recorder",
     "build_backend",
+    "check_estimable",
     "check_key",
     "classifier_options",
     "live_target",
     "model_for",
+    "price_of",
     "recorder_for",
+    "warn_if_over_limits",
     "warn_to_stderr",
 ]
 
@@ -219,3 +223,40 @@ def warn_to_stderr(event: Mapping[str, Any]) -> None:
     if event.get("event") == METRIC_WARNING:
         sys.stderr.write(f"toolnexus: warning: {one_line(str(event.get('warning', '')))}\n")
         sys.stderr.flush()
+
+
+def warn_if_over_limits(settings: Any, model: str, questions: Mapping[str, Any]) -> bool:
+    """``batch`` and ``filter``: one warning before anything is sent when the question set alone
+    passes the wire's token limits, so every request of the run would (issue 34 item 4);
+    whether it was printed (then the run's over-limit watch only counts)."""
+    if settings.style != "systemone":
+        return False
+    import sys
+
+    from .lintbudget import over_limit_warning
+
+    warning = over_limit_warning(model or "jev-latest", dict(questions), with_state=False)
+    if warning is not None:
+        sys.stderr.write(warning)
+    return warning is not None
+
+
+def price_of(text: str | None) -> Price | None:
+    """``--price`` (or ``TOOLNEXUS_PRICE``) parsed, or None (``batch``, ``filter``, ``mcp``)."""
+    if text is None or not text.strip():
+        return None
+    from ..errors import ConfigError
+    from ..scheduler.budget import parse_price
+
+    try:
+        return parse_price(text)
+    except ConfigError as e:
+        raise CliError(e.detail.removeprefix("classifier: ")) from None
+
+
+def check_estimable(settings: BackendSettings) -> None:
+    """``run.dry.check_dry`` on the backend options, before the question file is read: a dry
+    run (and a capped ``batch``, sized on one) estimates System One requests only."""
+    from ..run.dry import check_dry
+
+    check_dry({"style": settings.style} if settings.replay is None else {"decisions": ()})

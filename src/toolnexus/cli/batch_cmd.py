@@ -2,12 +2,12 @@
 
 Its options are the fields of ``batch_options.BatchFlags`` (and the backend's of
 ``options.BackendSettings``); the command builds the library's ``toolnexus.run.RunConfig`` from
-them and hands it to ``toolnexus.run.run_batch`` (imported inside the command, so registering
-``batch`` costs only typer). What stays here: the flags, the dry run and the budget worked out
-before the run, the progress display, the summary line and the exit code; the run itself, its
-OpenTelemetry span (``--otel``) and the steps after it (``--review-out``, ``--emit-cases``) are
-the library's, and their notes print here. Records go to ``--output`` or stdout; progress,
-warnings and the one-line summary go to stderr.
+them and hands it to ``toolnexus.run.run_batch`` (or ``--dry-run`` to ``toolnexus.run.estimate``;
+imported inside the command, so registering ``batch`` costs only typer). What stays here: the
+flags, the progress display, the summary line and the exit code; the run's checks (once), its
+budget and resend counting, the run itself, its OpenTelemetry span (``--otel``) and the steps
+after it (``--review-out``, ``--emit-cases``) are the library's, and their notes print here.
+Records go to ``--output`` or stdout; progress, warnings and the one-line summary go to stderr.
 
 Exit codes, worst first: 4 when the run stopped scheduling (5 for a spend cap); 3 when any state
 failed at the backend (``backend_*`` codes and ``invalid_decision``); 2 for usage errors and for
@@ -83,21 +83,18 @@ def batch_command(
 
 
 def _batch(cfg: Any, questions: Path, settings: BackendSettings) -> None:
+    """Flags -> one ``RunConfig`` -> ``run_batch`` (or ``run.dry.estimate``) -> display and
+    exit code. Every check of the run (``check_config``, ``check_steps``, ``check_case_gates``),
+    the budget and its resend counting are the library's, run once (issue 45 item 1)."""
     from dataclasses import replace
 
-    from ..run.budget import require_price
-    from ..run.steps import check_case_gates, check_steps
-    from .batch_budget import budget_for
-    from .batch_dry import dry_run, price_of
+    from .backend import price_of
 
     price = price_of(cfg.price)
+    from ..run.budget import require_price
+
     require_price(cfg.run.caps, price)  # issue 42 item 7: --max-cost needs --price
     _check_files(cfg, settings)
-    check_steps(cfg.run)  # --review-out / --emit-cases: what they cannot do, before anything
-    if cfg.emit_cases is not None:
-        from .questionfile import load_question_file
-
-        check_case_gates(replace(cfg.run, gates=load_question_file(questions)[1]))
     cache = None
     if cfg.use_cache:
         if settings.style != "systemone":
@@ -108,15 +105,23 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings) -> None:
         cache = SqliteCache(cache_path(cfg.cache_dir))
     try:
         if cfg.dry_run:
+            from .backend import check_estimable
+
+            check_estimable(settings)  # before anything, as ever
+            from ..run.dry import estimate
             from ..run.otel import run_telemetry
 
+            run = replace(cfg.run, cache=cache, price=price)
             with run_telemetry(cfg.otel):  # the span batch opened around a dry run too
-                result = dry_run(cfg, questions, settings, cache=cache, price=price)
+                result = estimate(run, prepare=_joined(cfg, questions, settings))
                 sys.stdout.write(result.render(cfg.fmt) + "\n")
             return
-        budget = budget_for(cfg, questions, settings, cache, price)
-        with _counting_resends(budget):
-            summary = _run(cfg, questions, settings, cache, price, budget)
+        if cfg.run.caps.any:
+            from .backend import check_estimable
+
+            # a capped run is sized on the dry run's estimate: System One only, as ever
+            check_estimable(settings)
+        summary = _run(cfg, questions, settings, replace(cfg.run, cache=cache, price=price))
     finally:
         if cache is not None:
             cache.close()
@@ -148,49 +153,66 @@ def _check_files(cfg: Any, settings: BackendSettings) -> None:
     )
 
 
-def _run(
-    cfg: Any, questions: Path, settings: BackendSettings, cache: Any, price: Any, budget: Any
-) -> Any:
-    """The library's run of ``cfg.run`` with the question file, the backend, the budget and
-    the display joined to it."""
+def _joined(cfg: Any, questions: Path, settings: BackendSettings) -> Any:
+    """The library's ``prepare``: the checked run joined to the question file (read once, after
+    every flag was checked, as ever) and the backend's classifier options."""
+
+    def prepare(run: Any) -> Any:
+        from dataclasses import replace
+
+        from .backend import (
+            classifier_options,
+            live_target,
+            recorder_for,
+            warn_if_over_limits,
+            warn_to_stderr,
+        )
+        from .questionfile import load_question_file
+
+        (file_model, qs), gates = load_question_file(questions)
+        if cfg.dry_run:  # a dry run sends nothing: no metric, no recorder, no thresholds file
+            options = classifier_options(settings, file_model=file_model)
+            return replace(run, questions=qs, gates=gates, classifier=options)
+        _check_thresholds(cfg, questions, qs, gates)
+        options = classifier_options(settings, file_model=file_model, on_metric=warn_to_stderr)
+        model = options.get("model")
+        warned = False
+        if settings.style == "systemone":
+            # issue 34 item 4: the question set alone over the wire's limits, said once
+            warned = warn_if_over_limits(settings, live_target(settings, model)[1], qs)
+        return replace(
+            run,
+            questions=qs,
+            gates=gates,
+            classifier=options,
+            record=recorder_for(settings, model),
+            replay=settings.replay,
+            said_over_limits=warned,
+        )
+
+    return prepare
+
+
+def _check_thresholds(cfg: Any, questions: Path, qs: Any, gates: Any) -> None:
+    """``--thresholds @FILE`` against the question file, before the backend is built."""
     from dataclasses import replace
 
-    from ..run import run_batch
-    from ..run.safety import check_config
-    from .backend import classifier_options, live_target, recorder_for, warn_to_stderr
-    from .batch_dry import warn_if_over_limits
-    from .batch_progress import Display
     from .gatefloors import check_thresholds_file
-    from .questionfile import load_question_file
 
-    check_config(cfg.run)  # every flag before the question file, as ever
-    (file_model, qs), gates = load_question_file(questions)
     # ``--thresholds @FILE``'s gates: floors (issue 35 item 4) are run_batch's to apply; a floor
-    # for a gate the file lacks is refused here, before the backend is built, as ever
+    # for a gate the file lacks is refused here, as ever
     replace(cfg.run, gates=gates).floored_gates()
     check_thresholds_file(cfg.thresholds, qs, questions)  # issue 42 item 3
-    options = classifier_options(settings, file_model=file_model, on_metric=warn_to_stderr)
-    model = options.get("model")
-    if settings.style == "systemone":
-        # issue 34 item 4: the question set alone over the wire's limits, said once
-        warned = warn_if_over_limits(settings, live_target(settings, model)[1], qs)
-    else:
-        warned = False
-    run = replace(
-        cfg.run,
-        questions=qs,
-        gates=gates,
-        classifier=options,
-        cache=cache,
-        price=price,
-        admission=() if budget is None else (budget,),
-        record=recorder_for(settings, model),
-        replay=settings.replay,
-        said_over_limits=warned,
-    )
+
+
+def _run(cfg: Any, questions: Path, settings: BackendSettings, run: Any) -> Any:
+    """The library's run of the command's ``RunConfig``, with the display joined to it."""
+    from ..run import run_batch
+    from .batch_progress import Display
+
     display = Display(run.inputs, run.output, cfg.progress, ended=_summary_lines(run.output))
     try:
-        summary = run_batch(run, on_progress=display)
+        summary = run_batch(run, on_progress=display, prepare=_joined(cfg, questions, settings))
     finally:
         display.stop()
     if not display.said_end:
@@ -216,19 +238,6 @@ def _summary_lines(output: str | None) -> Any:
             )
 
     return say
-
-
-def _counting_resends(budget: Any) -> Any:
-    """Every resend of the run charged to ``budget``'s request count (the transport's attempt
-    hook, inherited by every task of the run)."""
-    import contextlib
-
-    if budget is None:
-        return contextlib.nullcontext()
-    from ..transport.observe import observing
-    from .batch_budget import ResendCounter
-
-    return observing(ResendCounter(budget))
 
 
 def _resume_hint(output: str | None, kept_old_output: bool) -> str:

@@ -381,8 +381,7 @@ def _streams(inputs: list[str]) -> list[tuple[str, IO[bytes]]]:
 
 def run_filter(cfg: FilterConfig, questions_path: Path, settings: BackendSettings) -> int:
     """Run ``filter`` and return its exit code (the stop's line already on stderr)."""
-    from .backend import build_backend, warn_to_stderr
-    from .batch_dry import price_of, warn_if_over_limits
+    from .backend import build_backend, price_of, warn_if_over_limits, warn_to_stderr
     from .questionfile import load_question_file
 
     (file_model, questions), gates = load_question_file(questions_path)
@@ -399,7 +398,7 @@ def run_filter(cfg: FilterConfig, questions_path: Path, settings: BackendSetting
     try:
         lines = read_lines(streams, cfg.state_field)
         if cfg.dry_run:
-            return _dry_run(cfg, lines, questions, file_model, settings, price)
+            return _say_estimate(cfg, lines, questions, file_model, settings, price)
         backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr)
         warn_if_over_limits(settings, backend.model, questions)  # as batch (issue 34 item 4)
         budget = _budget(cfg, backend, questions, price)
@@ -407,10 +406,11 @@ def run_filter(cfg: FilterConfig, questions_path: Path, settings: BackendSetting
             cfg, backend, questions, conditions, lines, sys.stdout.buffer,
             () if budget is None else (budget,), gates,
         )  # fmt: skip
+        from ..run.budget import counting_resends
         from ..transport.observe import observing
 
         try:
-            with _counting_resends(budget), observing(run.attempts):
+            with counting_resends(budget), observing(run.attempts):
                 asyncio.run(run.run())
         except KeyboardInterrupt:
             sys.stderr.write(run.interrupt_line())
@@ -432,7 +432,7 @@ def run_filter(cfg: FilterConfig, questions_path: Path, settings: BackendSetting
     return counts.exit_code()
 
 
-def _dry_run(
+def _say_estimate(
     cfg: FilterConfig,
     lines: Iterator[Line],
     questions: Mapping[str, Any],
@@ -441,15 +441,18 @@ def _dry_run(
     price: Any,
 ) -> int:
     """``--dry-run``: batch's estimate over the lines to send; nothing sent, nothing written."""
+    from ..run.dry import estimate_items
     from ..run.items import InputItem
-    from .batch_dry import estimate_items
+    from .backend import check_estimable, classifier_options
 
     items = (
         InputItem(line.where, state=line.state, error=line.error)
         for line in lines
         if not line.blank
     )
-    result = estimate_items(items, questions, file_model, settings, cfg.pack_size, price=price)
+    check_estimable(settings)
+    options = classifier_options(settings, file_model=file_model)
+    result = estimate_items(items, questions, options, cfg.pack_size, price=price)
     sys.stdout.write(result.text() + "\n")
     return EXIT_OK
 
@@ -460,20 +463,7 @@ def _budget(cfg: FilterConfig, backend: Backend, questions: Mapping[str, Any], p
     ``batch`` nothing is refused before the first request: the cap stops the run (exit 5)."""
     if not cfg.caps.any:
         return None
-    from ..questions import questions_to_wire
-    from ..scheduler.budget import Budget, estimate_output_tokens
+    from ..run.budget import unestimated_budget
 
-    wire = questions_to_wire(backend.classifier.prepare(questions))
-    return Budget(cfg.caps, price, output_tokens=estimate_output_tokens(wire), surface="filter")
-
-
-def _counting_resends(budget: Any) -> Any:
-    """Every resend charged to ``budget``'s request count (batch's ``ResendCounter``)."""
-    import contextlib
-
-    if budget is None:
-        return contextlib.nullcontext()
-    from ..transport.observe import observing
-    from .batch_budget import ResendCounter
-
-    return observing(ResendCounter(budget))
+    prepared = backend.classifier.prepare(questions)
+    return unestimated_budget(cfg.caps, price, prepared, "filter")

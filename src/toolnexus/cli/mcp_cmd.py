@@ -5,7 +5,7 @@ item 2). The server itself is ``mcp_server``; this is its flags.
 ``--max-requests`` and ``--price`` mean what they mean to ``batch``: they are batch's own
 declarations (``batch_options.flags_like``, only their help says "over the session"), they
 become the run library's ``RunConfig`` fields of the same names, checked by its code
-(``run.config.caps_from``, ``batch_dry.price_of``), and the session's scheduler and budget are
+(``run.config.caps_from``, ``backend.price_of``), and the session's scheduler and budget are
 built from that value. Not shared: batch's refusal of a cap before the first request (that needs
 the whole input, which an agent's session does not have) and ``--pack`` (one call is one state).
 The backend options are eval's.
@@ -70,12 +70,10 @@ def mcp_command(
     """
     import asyncio
 
-    from ..questions import questions_to_wire
     from ..run import RunConfig, caps_from
-    from ..scheduler.budget import Budget, estimate_output_tokens
+    from ..run.budget import output_per_request, require_price, unestimated_budget
     from ..scheduler.run import Scheduler
-    from .backend import Backend, build_backend, model_for
-    from .batch_dry import price_of
+    from .backend import Backend, build_backend, model_for, price_of
     from .mcp_server import BUILTIN_TOOLS, McpApp, QuestionTool, serve_stdio, tool_name
     from .questionfile import load_question_file
 
@@ -89,11 +87,12 @@ def mcp_command(
             )
         (file_model, qs), gates = load_question_file(path)
         tools[name] = QuestionTool(name, path, file_model, qs, gates)
-    flags = dict(mcp_values)
+    # the values class the flag table came from, filled (issue 45 item 2)
+    flags: Any = McpFlags(**mcp_values)
     # The run's own checker of the caps (one wording for batch, filter and mcp).
-    caps = caps_from(flags["max_cost"], flags["max_tokens"], flags["max_requests"])
-    if flags["concurrency"] < 1:
-        raise CliError(f"--concurrency must be 1 or more, got {flags['concurrency']}")
+    caps = caps_from(flags.max_cost, flags.max_tokens, flags.max_requests)
+    if flags.concurrency < 1:
+        raise CliError(f"--concurrency must be 1 or more, got {flags.concurrency}")
     settings = BackendSettings(**backend_values)
     if settings.record is not None:
         raise CliError("--record is not offered by toolnexus mcp")
@@ -114,23 +113,21 @@ def mcp_command(
     run = RunConfig(
         questions={},
         inputs=(),
-        concurrency=flags["concurrency"],
-        rate=flags["rate"],
-        patience=flags["patience"],
+        concurrency=flags.concurrency,
+        rate=flags.rate,
+        patience=flags.patience,
         max_cost=caps.max_cost,
         max_tokens=caps.max_tokens,
         max_requests=caps.max_requests,
-        price=price_of(flags["price"]),
+        price=price_of(flags.price),
         surface="mcp",
     )
-    from ..run.budget import require_price
-
     # The run's one check, in mcp's words (issue 42 item 7).
     require_price(run.caps, run.price, "mcp")
     # Output tokens per request: the largest set's estimate (a cap is never passed by a call
     # the budget under-reserved).
-    output = max(estimate_output_tokens(questions_to_wire(t.questions)) for t in tools.values())
-    budget = Budget(run.caps, run.price, output_tokens=output, surface=run.surface)
+    largest = max((t.questions for t in tools.values()), key=output_per_request)
+    budget = unestimated_budget(run.caps, run.price, largest, run.surface)
     scheduler = Scheduler.for_run(
         concurrency=run.concurrency,
         rate_per_minute=run.rate,

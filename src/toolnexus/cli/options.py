@@ -252,9 +252,10 @@ def options_from(values: type, keyword: str) -> Callable[[Callable[..., R]], Cal
         import inspect
         from typing import get_type_hints
 
-        names = [f.name for f in fields(values)]
-        defaults = {f.name: f.default for f in fields(values)}
-        types = get_type_hints(values, include_extras=True)
+        table = option_table(values)
+        names = [n for n, _, _ in table]
+        defaults = {n: default for n, _, default in table}
+        types = {n: kind for n, kind, _ in table}
         hints = get_type_hints(command, include_extras=True)
         params = [
             p.replace(annotation=hints.get(p.name, p.annotation))
@@ -285,6 +286,28 @@ def options_from(values: type, keyword: str) -> Callable[[Callable[..., R]], Cal
         return with_options
 
     return decorate
+
+
+def option_table(values: type) -> list[tuple[str, Any, Any]]:
+    """``(field name, Annotated option type, command-line default)`` of each option field of the
+    dataclass ``values``, in field order: a field whose type is ``Annotated[T, typer.Option]``
+    (``BatchFlags``, ``FilterFlags``, ``BackendSettings``), or one that carries a ``flag`` in its
+    metadata (``serve.options.ServeOptions``, whose room may not import typer: its ``Flag`` says
+    the name, type, help, metavar and the command line's default). Other fields are not
+    options."""
+    from typing import get_type_hints
+
+    table: list[tuple[str, Any, Any]] = []
+    flagged = [f for f in fields(values) if "flag" in f.metadata]
+    if flagged:
+        for f in flagged:
+            flag = f.metadata["flag"]
+            default = flag.cli_default if flag.cli_default is not None else f.default
+            option = typer.Option(flag.name, help=flag.help, metavar=flag.metavar)
+            table.append((f.name, Annotated[flag.type, option], default))
+        return table
+    types = get_type_hints(values, include_extras=True)
+    return [(f.name, types[f.name], f.default) for f in fields(values)]
 
 
 def backend_options(command: Callable[..., R]) -> Callable[..., R]:

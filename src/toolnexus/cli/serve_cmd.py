@@ -6,31 +6,21 @@ Every start-up failure (no answer source, a replay directory that is missing or 
 recording, a port in use, an unset ``--require-key-env`` variable) is one line and exit 2.
 
 The flags are not listed here: they are generated from the fields of
-:class:`~toolnexus.serve.options.ServeOptions` that carry a ``Flag`` (the one field list).
+:class:`~toolnexus.serve.options.ServeOptions` that carry a ``Flag`` (the one field list), by
+``options.options_from`` as every other command's are.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import errno
-import inspect
+from collections.abc import Mapping
 from typing import Any
 
 import typer
 
-from ..serve.options import Flag, ServeOptions
+from ..serve.options import ServeOptions
 from .errors import EXIT_USAGE, CliError
-
-
-def _flags() -> list[tuple[str, Flag, Any]]:
-    """``(field name, flag, command-line default)`` for every flagged field, in field order."""
-    out = []
-    for f in dataclasses.fields(ServeOptions):
-        flag = f.metadata.get("flag")
-        if isinstance(flag, Flag):
-            default = flag.cli_default if flag.cli_default is not None else f.default
-            out.append((f.name, flag, default))
-    return out
+from .options import options_from
 
 
 def _loopback(host: str) -> bool:
@@ -45,9 +35,12 @@ def _loopback(host: str) -> bool:
         return False  # a name another machine may resolve to this one
 
 
-def serve(**values: Any) -> None:
+@options_from(ServeOptions, "serve_values")
+def serve(*, serve_values: Mapping[str, Any]) -> None:
     """Serve the System One wire on 127.0.0.1: from recordings, a synthetic model, or a proxy."""
     import sys
+
+    values = dict(serve_values)
 
     from ..errors import ClassifierError
     from ..serve.proxy import upstream_base
@@ -79,17 +72,3 @@ def serve(**values: Any) -> None:
             EXIT_USAGE,
         ) from None
     raise typer.Exit(code)
-
-
-# Typer reads a command's options from its signature: this one is built from the flag table.
-serve.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-    [
-        inspect.Parameter(
-            name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=typer.Option(default, flag.name, help=flag.help, metavar=flag.metavar),
-            annotation=flag.type,
-        )
-        for name, flag, default in _flags()
-    ]
-)

@@ -13,7 +13,8 @@ budget through the transport's attempt hook, since retries bill like requests.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -23,16 +24,20 @@ from ..scheduler.budget import OUTPUT_MARGIN, Budget, Caps, Price, Spend
 from .config import RunConfig
 
 if TYPE_CHECKING:
+    from ..questions import Question
     from .dry import DryRun
 
 __all__ = [
     "ResendCounter",
     "budget_of",
+    "counting_resends",
+    "output_per_request",
     "passes",
     "recorded_spend",
     "refusal",
     "require_price",
     "sized_budget",
+    "unestimated_budget",
 ]
 
 #: Says one note to the user (``on_progress`` for a library run, stderr for ``batch``).
@@ -41,32 +46,65 @@ Note = Callable[[str], object]
 
 def budget_of(cfg: RunConfig, note: Note | None = None) -> Budget | None:
     """The budget a run with caps gets when its ``admission`` holds none, as ``batch`` sizes
-    it: the cost-source note, the estimate held against the caps (refused or noted), the
-    output's earlier spend counted. A classifier the dry run cannot estimate (a replay, the
-    llm style) gets its output tokens per request from the question set, unrefused."""
+    it (``cfg`` already checked by the run: ``check_config``, ``check_existing``): the
+    cost-source note, the estimate held against the caps (refused or noted), the output's
+    earlier spend counted. A classifier the dry run cannot estimate (a replay, the llm style)
+    gets its output tokens per request from the question set, unrefused."""
     caps = cfg.caps
     if not caps.any or any(isinstance(member, Budget) for member in cfg.admission):
         return None
     say = note if note is not None else (lambda message: None)
     require_price(caps, cfg.price, cfg.surface)
-    from .dry import check_dry, estimate
+    from .dry import check_dry, estimate_checked
     from .ids import question_set_sha256
 
     try:
         check_dry(cfg.classifier)
     except RunError:
         return _unestimated(cfg)
-    return sized_budget(cfg, question_set_sha256(cfg.questions), estimate(cfg), say)
+    return sized_budget(cfg, question_set_sha256(cfg.questions), estimate_checked(cfg), say)
 
 
 def _unestimated(cfg: RunConfig) -> Budget:
-    from ..questions import questions_to_wire
-    from ..scheduler.budget import estimate_output_tokens
     from .ids import question_set_sha256
 
-    output = estimate_output_tokens(questions_to_wire(dict(cfg.questions)))
+    output = output_per_request(cfg.questions)
     already = recorded_spend(cfg, question_set_sha256(cfg.questions), cfg.price, output)
-    return Budget(cfg.caps, cfg.price, output_tokens=output, already=already, surface=cfg.surface)
+    return unestimated_budget(cfg.caps, cfg.price, cfg.questions, cfg.surface, already)
+
+
+def output_per_request(questions: Mapping[str, Question]) -> int:
+    """The output tokens one request of ``questions`` (prepared) is reserved."""
+    from ..questions import questions_to_wire
+    from ..scheduler.budget import estimate_output_tokens
+
+    return estimate_output_tokens(questions_to_wire(dict(questions)))
+
+
+def unestimated_budget(
+    caps: Caps,
+    price: Price | None,
+    questions: Mapping[str, Question],
+    surface: Surface,
+    already: Spend | None = None,
+) -> Budget:
+    """The budget of a run with no estimate up front (a replay, the llm style; ``filter``'s
+    stream, whose end is not known; an MCP session): nothing refused before the first request,
+    the cap stops the run. Each request reserves the output tokens of ``questions``."""
+    output = output_per_request(questions)
+    return Budget(caps, price, output_tokens=output, already=already or Spend(), surface=surface)
+
+
+def counting_resends(budget: Budget | None) -> AbstractContextManager[object]:
+    """Every resend charged to ``budget``'s request count (a :class:`ResendCounter` on the
+    transport's attempt hook, inherited by every task started inside); nothing when None."""
+    import contextlib
+
+    if budget is None:
+        return contextlib.nullcontext()
+    from ..transport.observe import observing
+
+    return observing(ResendCounter(budget))
 
 
 def sized_budget(cfg: RunConfig, sha: str, estimate: DryRun, note: Note) -> Budget:

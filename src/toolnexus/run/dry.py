@@ -17,7 +17,7 @@ The question set is the same in every body, so its tally is counted once and eac
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 from typing import Any
@@ -35,7 +35,7 @@ from .safety import prior_of
 from .select import select
 from .summary import RunSummary
 
-__all__ = ["DryRun", "check_dry", "describe", "estimate", "estimate_items"]
+__all__ = ["DryRun", "check_dry", "describe", "estimate", "estimate_checked", "estimate_items"]
 
 
 @dataclass
@@ -121,11 +121,13 @@ class DryRun:
         return self.text()
 
 
-def estimate(config: RunConfig) -> DryRun:
+def estimate(
+    config: RunConfig, *, prepare: Callable[[RunConfig], RunConfig] | None = None
+) -> DryRun:
     """What :func:`~toolnexus.run.run_batch` would send for ``config``, and its estimated tokens
     and cost (``config.price``); sends nothing, writes nothing. Refused, as the run is, for an
-    output it would refuse, and for a classifier that is not System One's."""
-    from .ids import question_set_sha256
+    output it would refuse, and for a classifier that is not System One's. ``prepare``, as
+    ``run_batch``'s, completes the config once it is checked."""
     from .safety import check_config, check_existing
 
     check_dry(config.classifier)
@@ -133,6 +135,17 @@ def estimate(config: RunConfig) -> DryRun:
     # already holds records without --resume, --retry-errors with nothing to retry, ...
     check_config(config)
     check_existing(config)
+    if prepare is not None:
+        config = prepare(config)
+        check_dry(config.classifier)
+    return estimate_checked(config)
+
+
+def estimate_checked(config: RunConfig) -> DryRun:
+    """:func:`estimate` of a config already checked (``run_batch`` sizes its budget on it after
+    its own checks: each runs once per run)."""
+    from .ids import question_set_sha256
+
     sha = question_set_sha256(config.questions)
     summary = RunSummary()
     prior = prior_of(config, sha)

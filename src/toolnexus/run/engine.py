@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from ..failures import one_line
-from .budget import ResendCounter, budget_of, require_price
+from .budget import budget_of, counting_resends, require_price
 from .codecs import SinkWriter, iter_inputs, sink_for
 from .config import RunConfig
 from .pace import OverLimitWatch
@@ -44,24 +44,34 @@ if TYPE_CHECKING:
     from .otel import RunSpan
     from .resume import PriorOutput
 
-__all__ = ["OnProgress", "arun_batch", "run_batch"]
+__all__ = ["OnProgress", "Prepare", "arun_batch", "run_batch"]
 
 #: What ``on_progress`` hears: the counts after each record, each note once, and the run's end.
 OnProgress = Callable[[RunProgress | RunNote | RunEnded], object]
+#: Completes a checked config before anything is read or sent (``toolnexus batch``: the question
+#: file, read once, and the backend joined to the flags after the flags were checked).
+Prepare = Callable[[RunConfig], RunConfig]
 
 _log = logging.getLogger("toolnexus.run")
 
 
-def run_batch(config: RunConfig, *, on_progress: OnProgress | None = None) -> RunSummary:
+def run_batch(
+    config: RunConfig,
+    *,
+    on_progress: OnProgress | None = None,
+    prepare: Prepare | None = None,
+) -> RunSummary:
     """Run ``config`` and return its summary (``summary.exit_code()`` is ``toolnexus batch``'s).
 
     Blocks until the run ends. SIGINT and SIGTERM (on the main thread) stop it as they stop
     the CLI: what is in flight is dropped, what was written is kept, and the summary's
     ``interrupted`` names the signal. The steps after a finished run (``review_out``,
-    ``emit_cases``) run once the event loop is closed, under the default Ctrl-C again."""
+    ``emit_cases``) run once the event loop is closed, under the default Ctrl-C again.
+    ``prepare`` completes the config once its options are checked, before the rest of the
+    checks (``toolnexus batch`` reads its question file there: every flag is checked first)."""
     from .otel import run_telemetry
 
-    run = _Session(config, on_progress)
+    run = _Session(config, on_progress, prepare)
     with run_telemetry(config.otel) as span:
         _run_on_a_loop(run)
         run.ended(span)
@@ -97,14 +107,19 @@ def _run_on_a_loop(run: _Session) -> None:
             raise
 
 
-async def arun_batch(config: RunConfig, *, on_progress: OnProgress | None = None) -> RunSummary:
+async def arun_batch(
+    config: RunConfig,
+    *,
+    on_progress: OnProgress | None = None,
+    prepare: Prepare | None = None,
+) -> RunSummary:
     """:func:`run_batch` on the running event loop. Cancelling the awaiting task stops the run
     (records kept, output consistent, lock released) and re-raises ``CancelledError``. The
     steps after a finished run (``review_out``, ``emit_cases``) read files on this loop's
     thread, as ``batch`` does after its run."""
     from .otel import run_telemetry
 
-    run = _Session(config, on_progress)
+    run = _Session(config, on_progress, prepare)
     with run_telemetry(config.otel) as span:
         await run.arun()
         run.ended(span)
@@ -114,9 +129,12 @@ async def arun_batch(config: RunConfig, *, on_progress: OnProgress | None = None
 class _Session:
     """One run, from its checks to its settled output."""
 
-    def __init__(self, config: RunConfig, on_progress: OnProgress | None) -> None:
+    def __init__(
+        self, config: RunConfig, on_progress: OnProgress | None, prepare: Prepare | None = None
+    ) -> None:
         self.cfg = config
         self.on_progress = on_progress
+        self._prepare = prepare
         self.summary = RunSummary(pack=config.pack)
         self.writer: SinkWriter | None = None
         self._said: set[str] = set()
@@ -150,6 +168,8 @@ class _Session:
         check_config(cfg)
         require_price(cfg.caps, cfg.price, cfg.surface)
         check_steps(cfg)
+        if self._prepare is not None:
+            self.cfg = cfg = self._prepare(cfg)
         if cfg.gate_floors:
             # A thresholds file's gates: floors set the gates' cut-points (issue 35 item 4),
             # for a script as for --thresholds @FILE.
@@ -163,16 +183,10 @@ class _Session:
         try:
             check_existing(cfg)
             budget = budget_of(cfg, self.note)
-            if budget is None:
-                admission = cfg.admission
+            admission = cfg.admission if budget is None else (*cfg.admission, budget)
+            # Every resend bills like a request: charged through the transport's hook.
+            with counting_resends(budget):
                 await self._locked(classifier, columns, recalibrator, admission)
-            else:
-                from ..transport.observe import observing
-
-                # Every resend bills like a request: charged through the transport's hook.
-                with observing(ResendCounter(budget)):
-                    admission = (*cfg.admission, budget)
-                    await self._locked(classifier, columns, recalibrator, admission)
             self._over_cost_cap(admission)
         except BaseException:
             refused = self.summary.interrupted is None and not _written(self)
