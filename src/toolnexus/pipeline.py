@@ -177,9 +177,10 @@ class RequestPipeline:
         on the way (a style that validates to decide what to cache, the llm style, or
         ``fail_closed``): a caller that builds the record passes it on
         (``records.decision.record(validated=...)``), so the decision is validated once."""
-        if self.telemetry is None:
+        telemetry = self.telemetry
+        if telemetry is None or telemetry.quiet():
             return await self._evaluate_prepared(state, qs, fail_closed, scheduler)
-        with self.telemetry.evaluate(
+        with telemetry.evaluate(
             model=self.model, endpoint=self.endpoint, questions=len(qs)
         ) as span:
             with observing(span.observer()):

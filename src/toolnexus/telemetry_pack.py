@@ -63,7 +63,8 @@ class PackTrace:
 
 
 def pack_trace(pipeline: RequestPipeline) -> PackTrace | None:
-    """A :class:`PackTrace` for ``pipeline``'s telemetry, or None when it has none."""
-    if pipeline.telemetry is None:
+    """A :class:`PackTrace` for ``pipeline``'s telemetry, or None when it has none or it is
+    quiet (:meth:`Telemetry.quiet`)."""
+    if pipeline.telemetry is None or pipeline.telemetry.quiet():
         return None
     return PackTrace(pipeline.telemetry, pipeline.model, pipeline.endpoint)
