@@ -311,3 +311,24 @@ def test_on_the_global_proxies_telemetry_is_quiet_until_the_host_sets_a_provider
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.split("\n")[0] == "(True, True) False False False"
+
+
+def test_a_hosts_own_telemetry_object_without_quiet_still_records(otel: Any) -> None:
+    """``telemetry=`` takes any object with ``evaluate``; one without ``Telemetry.quiet``
+    (issue 45 speed's check) is never taken for quiet and records every evaluate."""
+    telemetry, spans, _ = otel
+
+    class Own:
+        def __init__(self) -> None:
+            self.evaluated = 0
+
+        def evaluate(self, **kwargs: Any) -> Any:
+            self.evaluated += 1
+            return telemetry.evaluate(**kwargs)
+
+    own = Own()
+    _evaluate(own, None, [SECRET_STATE])  # type: ignore[arg-type]
+    assert own.evaluated == 1
+    assert [s.name for s in spans.get_finished_spans() if s.name.startswith("systemone ")] == [
+        "systemone jev-latest"
+    ]
