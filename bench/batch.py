@@ -9,12 +9,19 @@ the figures depend on the machine, and the bench exists to choose the default tr
 Rows: toolnexus with its default transport; a bare aiohttp client posting precomputed bytes (the
 floor: no encoding, no decoding); a bare ``httpx.AsyncClient`` on httpx's own transport; and
 toolnexus forced onto httpx's own transport, which is what the default would cost without aiohttp.
+
+Issue 45 (speed): "no slower in wall time than the official SDK in the same run". The last rows
+run toolnexus and the official SDK (``typesafe_sdk.AsyncTypeSafeClient.system_one``, 16 workers
+pulling states, as a user of the SDK would write it) alternately, ``ROUNDS`` times each, and
+print the median of the per-round wall ratios: on a shared machine a neighbour's burst lands on
+one round, not on all of them. Skipped when the SDK is not installed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -33,15 +40,56 @@ STATES = 2000
 LATENCY_MS = 20
 CONCURRENCY = 16
 IDEAL = STATES * LATENCY_MS / 1000 / CONCURRENCY
+#: toolnexus / official SDK rounds, alternating (module docstring)
+ROUNDS = 5
 
 
-def measure(name: str, run: Callable[[], Awaitable[None]]) -> None:
+def measure(name: str, run: Callable[[], Awaitable[None]]) -> float:
+    """Run once; print the row and return the wall seconds."""
     wall0, cpu0 = time.perf_counter(), time.process_time()
     asyncio.run(run())
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     print(
         f"{name:34} wall {wall:6.2f} s  ideal {IDEAL:.2f} s  ratio {wall / IDEAL:5.2f}x  "
         f"client cpu {cpu / STATES * 1000:5.2f} ms/request",
+        flush=True,
+    )
+    return wall
+
+
+async def official_sdk(base_url: str) -> None:
+    """The official SDK's async client, ``CONCURRENCY`` workers pulling the same states (its
+    own retry policy and connection pool; compression off, as the loopback reads JSON)."""
+    from typesafe_sdk import AsyncTypeSafeClient
+
+    root = base_url.removesuffix("/v1")  # the SDK appends /v1/systemone itself
+    async with AsyncTypeSafeClient(api_key="sk-bench", base_url=root, compression=False) as sdk:
+        pending = iter(states(STATES))
+        answered = []
+
+        async def worker() -> None:
+            for state in pending:
+                answered.append(await sdk.system_one(state, QUESTIONS, model="jev-latest"))
+
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+        assert len(answered) == STATES
+
+
+def against_sdk(base_url: str) -> None:
+    """toolnexus and the official SDK alternately, ``ROUNDS`` times: the median wall ratio."""
+    try:
+        import typesafe_sdk  # noqa: F401
+    except ImportError:
+        print("official SDK not installed: no toolnexus / SDK rows", flush=True)
+        return
+    ratios = []
+    for _ in range(ROUNDS):
+        ours = measure("toolnexus (default transport)", lambda: toolnexus_batch(base_url, None))
+        theirs = measure("official SDK (typesafe_sdk)", lambda: official_sdk(base_url))
+        ratios.append(ours / theirs)
+    print(
+        f"  toolnexus / official SDK wall, per round: {' '.join(f'{r:.2f}' for r in ratios)}; "
+        f"median {statistics.median(ratios):.2f}x (target <= 1.0x)",
         flush=True,
     )
 
@@ -120,6 +168,7 @@ def main() -> None:
             "toolnexus on httpx's own transport",
             lambda: toolnexus_batch(base_url, httpx.AsyncHTTPTransport()),
         )
+        against_sdk(base_url)
     finally:
         if server.stdin is not None:
             server.stdin.close()

@@ -98,6 +98,9 @@ class RequestPipeline:
         self.model: str = getattr(self.style, "model", None) or options.resolved_model
         self.image_limits = ImageLimits.of(options.image_limits)
         self.telemetry = _telemetry_for(options)
+        #: ``Telemetry.quiet`` (nothing recorded could reach an exporter: no span is made); a
+        #: host's own object that only has ``evaluate`` (what ``telemetry=`` accepts) records
+        self._quiet: Callable[[], bool] | None = getattr(self.telemetry, "quiet", None)
         self.endpoint = _endpoint_of(self.style)
         self.recalibrate = recalibrate
         self._warned: set[str] = set()
@@ -177,9 +180,10 @@ class RequestPipeline:
         on the way (a style that validates to decide what to cache, the llm style, or
         ``fail_closed``): a caller that builds the record passes it on
         (``records.decision.record(validated=...)``), so the decision is validated once."""
-        if self.telemetry is None:
+        telemetry, quiet = self.telemetry, self._quiet
+        if telemetry is None or (quiet is not None and quiet()):
             return await self._evaluate_prepared(state, qs, fail_closed, scheduler)
-        with self.telemetry.evaluate(
+        with telemetry.evaluate(
             model=self.model, endpoint=self.endpoint, questions=len(qs)
         ) as span:
             with observing(span.observer()):

@@ -306,6 +306,29 @@ class _Api:
         self.link, self.client = trace.Link, trace.SpanKind.CLIENT
 
 
+#: A side of :class:`Telemetry` (tracing, metrics) on a provider that records.
+_LIVE = "live"
+#: A side on a no-op provider, for good (the API's own, given or set as the global one).
+_NOOP = "noop"
+
+
+def _side(given: Any, current: Any, noop: type) -> Any:
+    """How one side records: :data:`_NOOP`, :data:`_LIVE`, or, while the host has set no global
+    provider, ``(current, proxy)``: quiet as long as ``current()`` is still ``proxy`` (the
+    API's global proxy, which forwards to a provider set later). A global provider is set once
+    (the API refuses to override it), so a side leaves that state at most once."""
+    provider = current() if given is None else given
+    if isinstance(provider, noop):
+        return _NOOP
+    if given is None and type(provider).__name__ in _PROXIES:
+        return (current, provider)
+    return _LIVE
+
+
+#: The API's global proxy providers, by class name (the meter's is private to the API).
+_PROXIES = frozenset({"ProxyTracerProvider", "_ProxyMeterProvider"})
+
+
 class Telemetry:
     """Spans and metrics on the host's OpenTelemetry providers (the global ones by default)."""
 
@@ -343,6 +366,31 @@ class Telemetry:
         self.provider_name = provider_name
         self.capture_content = _capture_content(environ)
         self._shapes: dict[tuple[str, str], Shape] = {}
+        # Decided once here (issue 45, speed): whether anything recorded can reach an exporter.
+        sides = (
+            _side(tracer_provider, trace.get_tracer_provider, trace.NoOpTracerProvider),
+            _side(meter_provider, metrics.get_meter_provider, metrics.NoOpMeterProvider),
+        )
+        #: a side with a real provider: every evaluate records
+        self._live = any(side is _LIVE for side in sides)
+        #: the sides still on the API's global proxy: quiet until the host sets a provider
+        self._waiting = tuple(side for side in sides if isinstance(side, tuple))
+
+    def quiet(self) -> bool:
+        """Whether nothing recorded now could reach an exporter: both providers are the API's
+        no-op ones, or its global proxies while the host has set no provider (OpenTelemetry
+        imported, no SDK). Then an evaluate makes no span and records no metric, which is
+        what the no-op providers would have done with them, at no cost per request (issue
+        45: installed but unused <= 1.02x). Asked per evaluate, in two identity checks: a
+        host may set its providers after the classifier is made, and from then on it
+        records."""
+        if self._live:
+            return False
+        for current, proxy in self._waiting:
+            if current() is not proxy:
+                self._live = True
+                return False
+        return True
 
     def _shape(self, model: str, endpoint: str) -> Shape:
         shape = self._shapes.get((model, endpoint))

@@ -63,7 +63,9 @@ class PackTrace:
 
 
 def pack_trace(pipeline: RequestPipeline) -> PackTrace | None:
-    """A :class:`PackTrace` for ``pipeline``'s telemetry, or None when it has none."""
-    if pipeline.telemetry is None:
+    """A :class:`PackTrace` for ``pipeline``'s telemetry, or None when it has none or it is
+    quiet (:meth:`Telemetry.quiet`)."""
+    quiet = getattr(pipeline.telemetry, "quiet", None)  # a host's own object has none
+    if pipeline.telemetry is None or (quiet is not None and quiet()):
         return None
     return PackTrace(pipeline.telemetry, pipeline.model, pipeline.endpoint)

@@ -229,3 +229,106 @@ def test_a_packed_requests_spans_are_linked_from_each_state_and_its_usage_record
     assert sum(s.attributes["gen_ai.usage.input_tokens"] for s in per_state) == (
         request.usage.input_tokens
     )
+
+
+class _CountingTracer:
+    """A no-op tracer (the API's) that counts the spans asked of it."""
+
+    def __init__(self) -> None:
+        from opentelemetry.trace import NoOpTracer
+
+        self.started = 0
+        self._tracer = NoOpTracer()
+
+    def start_span(self, *args: Any, **kwargs: Any) -> Any:
+        self.started += 1
+        return self._tracer.start_span(*args, **kwargs)
+
+
+def _noop_tracer_provider(tracer: _CountingTracer) -> Any:
+    from opentelemetry.trace import NoOpTracerProvider
+
+    class Provider(NoOpTracerProvider):
+        def get_tracer(self, *args: Any, **kwargs: Any) -> Any:
+            return tracer
+
+    return Provider()
+
+
+@pytest.mark.parametrize(
+    ("tracing", "metering", "spans_asked", "durations"),
+    [
+        pytest.param("noop", "noop", 0, 0, id="both-noop-nothing-asked"),
+        pytest.param("noop", "sdk", 2, 2, id="noop-tracer-sdk-meter-records"),
+        pytest.param("sdk", "noop", 0, 0, id="sdk-tracer-noop-meter-records"),
+    ],
+)
+def test_installed_but_unused_telemetry_asks_the_no_op_providers_nothing(
+    tracing: str, metering: str, spans_asked: int, durations: int
+) -> None:
+    """Issue 45 (speed): 'OpenTelemetry installed but unused <= 1.02x'. On the API's no-op
+    providers an evaluate makes no span and records no metric (what they would drop anyway);
+    one real provider on either side and every evaluate records as before."""
+    from opentelemetry.metrics import NoOpMeterProvider
+
+    counting = _CountingTracer()
+    spans, reader = InMemorySpanExporter(), InMemoryMetricReader()
+    sdk_tracer = TracerProvider()
+    sdk_tracer.add_span_processor(SimpleSpanProcessor(spans))
+    sdk_meter = MeterProvider(metric_readers=[reader])
+    telemetry = Telemetry(
+        tracer_provider=_noop_tracer_provider(counting) if tracing == "noop" else sdk_tracer,
+        meter_provider=NoOpMeterProvider() if metering == "noop" else sdk_meter,
+    )
+    assert telemetry.quiet() is (tracing == metering == "noop")
+    decisions = _evaluate(telemetry, None, [SECRET_STATE, "another state"])
+    assert len(decisions) == 2
+    assert counting.started == spans_asked
+    points = _points(reader).get("gen_ai.client.operation.duration", [])
+    assert sum(p.count for p in points) == durations
+    exported = [s for s in spans.get_finished_spans() if s.name.startswith("systemone ")]
+    assert len(exported) == (2 if tracing == "sdk" else 0)
+    sdk_meter.shutdown()
+    sdk_tracer.shutdown()
+
+
+def test_on_the_global_proxies_telemetry_is_quiet_until_the_host_sets_a_provider() -> None:
+    """Issue 45 (speed): imported, no SDK: quiet, decided per evaluate in two identity checks,
+    so a provider the host sets after the classifier was made is recorded on from then on."""
+    code = (
+        "from opentelemetry import metrics, trace\n"
+        "from opentelemetry.sdk.metrics import MeterProvider\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "from toolnexus.telemetry import Telemetry\n"
+        "a, b = Telemetry(), Telemetry()\n"
+        "before = (a.quiet(), b.quiet())\n"
+        "metrics.set_meter_provider(MeterProvider())\n"
+        "after_meter = a.quiet()\n"
+        "trace.set_tracer_provider(TracerProvider())\n"
+        "print(before, after_meter, b.quiet(), Telemetry().quiet())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split("\n")[0] == "(True, True) False False False"
+
+
+def test_a_hosts_own_telemetry_object_without_quiet_still_records(otel: Any) -> None:
+    """``telemetry=`` takes any object with ``evaluate``; one without ``Telemetry.quiet``
+    (issue 45 speed's check) is never taken for quiet and records every evaluate."""
+    telemetry, spans, _ = otel
+
+    class Own:
+        def __init__(self) -> None:
+            self.evaluated = 0
+
+        def evaluate(self, **kwargs: Any) -> Any:
+            self.evaluated += 1
+            return telemetry.evaluate(**kwargs)
+
+    own = Own()
+    _evaluate(own, None, [SECRET_STATE])  # type: ignore[arg-type]
+    assert own.evaluated == 1
+    assert [s.name for s in spans.get_finished_spans() if s.name.startswith("systemone ")] == [
+        "systemone jev-latest"
+    ]
