@@ -33,7 +33,7 @@ import httpx
 
 from _common import QUESTIONS, states
 from toolnexus import create_classifier, validate_decision
-from toolnexus.canonical import canonical_json
+from toolnexus.core.canonical import canonical_json
 
 REPO = Path(__file__).resolve().parents[1]
 STATES = 2000

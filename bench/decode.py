@@ -13,8 +13,8 @@ import time
 from typing import Any
 
 from _common import QUESTIONS, states
-from toolnexus.decision import parse_decision
-from toolnexus.questions import normalize_questions
+from toolnexus.core.decision import parse_decision
+from toolnexus.core.questions import normalize_questions
 from toolnexus.records import decision as records
 from toolnexus.serve.synthetic import synthesize
 

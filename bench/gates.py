@@ -70,7 +70,7 @@ def _gates() -> dict[str, object]:
 
 def batch_share() -> None:
     from toolnexus import NoulQuestion
-    from toolnexus.decision import parse_decision
+    from toolnexus.core.decision import parse_decision
     from toolnexus.records.codec import JsonlCodec
     from toolnexus.records.decision import record
     from toolnexus.records.gates import GateSet, gate_records

@@ -93,7 +93,7 @@ def _configured(processor: str = "simple") -> Any:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from toolnexus.telemetry import Telemetry
+    from toolnexus.evaluate.telemetry import Telemetry
 
     tracer_provider = TracerProvider()
     kind = SimpleSpanProcessor if processor == "simple" else BatchSpanProcessor
@@ -107,11 +107,11 @@ def _configured(processor: str = "simple") -> Any:
 
 def _api_only() -> Any:
     """What a host that imported OpenTelemetry without configuring an SDK gets: toolnexus
-    records (:func:`toolnexus.telemetry.wanted`) on the API's no-op providers."""
+    records (:func:`toolnexus.evaluate.telemetry.wanted`) on the API's no-op providers."""
     from opentelemetry.metrics import NoOpMeterProvider
     from opentelemetry.trace import NoOpTracerProvider
 
-    from toolnexus.telemetry import Telemetry
+    from toolnexus.evaluate.telemetry import Telemetry
 
     return Telemetry(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())
 
@@ -126,7 +126,7 @@ def _exported(base_url: str) -> tuple[Any, Any, list[tuple[str, float, dict[str,
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from toolnexus import create_classifier
-    from toolnexus.telemetry import Telemetry
+    from toolnexus.evaluate.telemetry import Telemetry
 
     spans, reader = InMemorySpanExporter(), InMemoryMetricReader()
     tracer_provider = TracerProvider()

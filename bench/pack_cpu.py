@@ -89,10 +89,10 @@ class Floor:
     (see the module docstring). The replies are the synthetic server's own, made once."""
 
     def __init__(self, values: list[str]) -> None:
-        from toolnexus.canonical import canonical_json
-        from toolnexus.jsonlimits import loads
-        from toolnexus.packing import pack_questions, pack_state, state_weights
-        from toolnexus.questions import questions_to_wire
+        from toolnexus.core.canonical import canonical_json
+        from toolnexus.core.jsonlimits import loads
+        from toolnexus.core.questions import questions_to_wire
+        from toolnexus.evaluate.packing import pack_questions, pack_state, state_weights
         from toolnexus.serve import synthesize
 
         self.canonical_json, self.loads, self.pack_state = canonical_json, loads, pack_state
@@ -111,8 +111,8 @@ class Floor:
 
     def run(self) -> dict[str, float]:
         """CPU seconds of each part over every pack."""
-        from toolnexus.packing import unpack_decisions
-        from toolnexus.validation import validate_decision
+        from toolnexus.core.validation import validate_decision
+        from toolnexus.evaluate.packing import unpack_decisions
 
         t0 = time.process_time()
         for p in self.packs:

@@ -79,8 +79,8 @@ def _split(rng: random.Random, n: int) -> list[float]:
 
 def write_inputs(run: Path, labels: Path) -> None:
     from toolnexus.cli.render import decision_record
-    from toolnexus.decision import parse_decision
-    from toolnexus.questions import normalize_questions
+    from toolnexus.core.decision import parse_decision
+    from toolnexus.core.questions import normalize_questions
 
     questions = normalize_questions(QUESTIONS)
     rng = random.Random(12)

@@ -16,7 +16,7 @@ holds byte-for-byte copies of the project's shared folder, see its README):
   model's judgement of the pictures. No live image capture exists (images are Jev 1.14,
   experimental); they are here so the demo shows the image path offline, and say so.
 
-The recordings are written with ``toolnexus.recordings.write_recording``, so they have exactly
+The recordings are written with ``toolnexus.styles.recordings.write_recording``, so they have exactly
 the shape ``--record`` writes and the names ``--replay`` expects. Rebuilding is idempotent: the
 same sources give byte-identical files (``recorded_at`` comes from the source, never the clock).
 """
@@ -31,9 +31,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolnexus.canonical import canonical_json, sha256_hex
-from toolnexus.questions import normalize_questions
-from toolnexus.recordings import write_recording
+from toolnexus.core.canonical import canonical_json, sha256_hex
+from toolnexus.core.questions import normalize_questions
+from toolnexus.styles.recordings import write_recording
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -164,9 +164,9 @@ def image_examples() -> list[tuple[str, dict[str, Any]]]:
     import asyncio
 
     from toolnexus import Image, create_classifier
-    from toolnexus.assets import lift_images
     from toolnexus.cli.questionfile import load_question_set
-    from toolnexus.questions import questions_to_wire
+    from toolnexus.core.assets import lift_images
+    from toolnexus.core.questions import questions_to_wire
     from toolnexus.serve import ServeOptions, Server
 
     model, questions = load_question_set(REPO / "questions" / "image-check.yaml")
@@ -215,7 +215,7 @@ README_HEAD = """# recordings/
 
 Recorded decisions that `make demo` and the tests replay with `--replay recordings/`: no
 network, no key, real recorded answers. Each file has exactly the shape `--record DIR` writes
-(see `src/toolnexus/recordings.py`): `model` (requested), `served_model`, `endpoint` (unexpanded),
+(see `src/toolnexus/styles/recordings.py`): `model` (requested), `served_model`, `endpoint` (unexpanded),
 `state`, `questions` (wire form), `response` (the body) and `recorded_at` (UTC), named
 `<sha256 of canonical request + canonical state>.json`. No headers and no keys, ever.
 

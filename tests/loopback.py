@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from paths import RECORDINGS_LIVE
-from toolnexus.recordings import Recording
 from toolnexus.serve import Fault, ReplayIndex, ServeOptions, Server, synthesize
+from toolnexus.styles.recordings import Recording
 
 __all__ = ["RECORDINGS_LIVE", "Fault", "Loopback", "body_digest", "recordings", "synthesize"]
 

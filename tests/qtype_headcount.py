@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from toolnexus.errors import DecisionError, QuestionError
-from toolnexus.qtypes import registry
-from toolnexus.qtypes.values import number
+from toolnexus.core.errors import DecisionError, QuestionError
+from toolnexus.core.qtypes import registry
+from toolnexus.core.qtypes.values import number
 
 NAME = "headcount"
 
@@ -140,7 +140,7 @@ def unregister() -> None:
 def attach_report() -> None:
     """The type's report accumulator, attached from the report layer (its ``report`` hook):
     it counts the answers and their confidence, as every modelled type does."""
-    from toolnexus.qtypes.registry import REPORT, attach
+    from toolnexus.core.qtypes.registry import REPORT, attach
     from toolnexus.report.accumulators import QuestionStats
 
     class HeadcountStats(QuestionStats):

@@ -117,7 +117,7 @@ def cli_markdown() -> str:
 
 # --- environment variables -------------------------------------------------------------------
 
-#: What the library reads outside the CLI's options (``toolnexus.defaults`` and the factory).
+#: What the library reads outside the CLI's options (``toolnexus.core.defaults`` and the factory).
 LIBRARY_ENV = {
     "TYPESAFE_API_KEY": "the default key variable (`api_key_env=`, `--api-key-env` name "
     "another); read at call time, never logged",
@@ -248,8 +248,8 @@ def question_schema_markdown() -> str:
 
 def exit_codes_markdown() -> str:
     """Each record ``error.code``, the exception it stands for and its exit code, from the one
-    table that maps them (``toolnexus.failures.FAILURES``)."""
-    from toolnexus.failures import DUPLICATE_ID, FAILURES, MALFORMED_INPUT
+    table that maps them (``toolnexus.core.failures.FAILURES``)."""
+    from toolnexus.core.failures import DUPLICATE_ID, FAILURES, MALFORMED_INPUT
 
     lines = ["| `error.code` | raised as | exit code |", "|---|---|---|"]
     for cls, failure in FAILURES:

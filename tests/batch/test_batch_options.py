@@ -19,7 +19,7 @@ import pytest
 
 from loopback import Loopback
 from toolnexus import ConfigError, NoulQuestion, create_classifier
-from toolnexus.classifier import Classifier
+from toolnexus.classifier.client import Classifier
 
 QS = {"holds": NoulQuestion("Does it hold?")}
 

@@ -16,7 +16,7 @@ import pytest
 
 from serving import HeldClock, run_with
 from toolnexus import BatchOptions, ClassifierUsage, HTTPStatusError, RunStopped, create_classifier
-from toolnexus.classifier import Classifier
+from toolnexus.classifier.client import Classifier
 from toolnexus.config import ErrorInfo, Verdict
 from toolnexus.scheduler import Outcome, OutcomeKind, Ticket
 from toolnexus.serve import ServeOptions, Server

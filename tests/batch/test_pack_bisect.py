@@ -21,7 +21,7 @@ import pytest
 from clirun import run_main
 from serving import ThreadedServer
 from toolnexus import Decision, HTTPStatusError, create_classifier
-from toolnexus.packed import PackOutcome, evaluate_pack
+from toolnexus.evaluate.packed import PackOutcome, evaluate_pack
 from toolnexus.serve import ScriptedReply, ScriptedRequest, ServeOptions
 
 QUESTIONS: dict[str, Any] = {

@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from toolnexus import create_classifier, packplan, probe
-from toolnexus.assets import Image, LiftedState, lift_images, with_images
+from toolnexus import create_classifier
+from toolnexus.core import observe as probe
+from toolnexus.core.assets import Image, LiftedState, lift_images, with_images
+from toolnexus.evaluate import packplan
 
 QUESTIONS: dict[str, Any] = {
     "refund": {"type": "noul", "instructions": "Is the customer asking for money back?"},

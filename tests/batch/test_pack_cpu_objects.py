@@ -16,11 +16,22 @@ from typing import Any
 
 import pytest
 
-from toolnexus import BatchOptions, create_classifier, packing, probe, state, validity
-from toolnexus.canonical import canonical_json
-from toolnexus.decision import NoulAnswer, decode_answers
-from toolnexus.errors import InvalidState
-from toolnexus.questions import questions_to_wire
+from toolnexus import (
+    BatchOptions,
+    create_classifier,
+)
+from toolnexus.core import (
+    observe as probe,
+)
+from toolnexus.core import (
+    state,
+    validity,
+)
+from toolnexus.core.canonical import canonical_json
+from toolnexus.core.decision import NoulAnswer, decode_answers
+from toolnexus.core.errors import InvalidState
+from toolnexus.core.questions import questions_to_wire
+from toolnexus.evaluate import packing
 
 QUESTIONS: dict[str, Any] = {
     "refund": {"type": "noul", "instructions": "Is the customer asking for money back?"},
@@ -43,7 +54,7 @@ def synthetic() -> Any:
 
 
 def events(seen: list[tuple[str, Any]], name: str) -> list[Any]:
-    """The values of the probe's ``name`` events (``toolnexus.probe``)."""
+    """The values of the probe's ``name`` events (``toolnexus.core.observe``)."""
     return [value for event, value in seen if event == name]
 
 
@@ -246,7 +257,7 @@ def _python_calls(fn: Any, *args: Any) -> int:
 
 
 #: toolnexus's source folder: the frames the counts above and below count
-_SRC = str(Path(packing.__file__).parent)  # as the code objects name their files
+_SRC = str(Path(packing.__file__).parent.parent)  # as the code objects name their files
 
 
 @contextlib.contextmanager
@@ -295,7 +306,7 @@ def _lines(fn: Any, *args: Any) -> int:
 def test_states_without_images_are_packed_without_the_merge_walk() -> None:
     """``pack_lifted`` renames clashing placeholders and merges assets; states without any
     image have nothing to merge, so their pack is built at once (the same value)."""
-    from toolnexus.assets import LiftedState
+    from toolnexus.core.assets import LiftedState
 
     parts = [LiftedState({"ticket": i}) for i in range(32)]
     assert packing.pack_lifted(parts) == LiftedState({"states": [{"ticket": i} for i in range(32)]})
@@ -355,7 +366,7 @@ def test_text_states_are_planned_and_sent_without_a_lift_each() -> None:
     """Seed 004, "content parts in the state are lifted into assets": text holds none, so a
     pack of text is planned and sent without a ``LiftedState`` per state (the plan kept one per
     state until the run ended); the bodies are the same bytes."""
-    from toolnexus import packplan
+    from toolnexus.evaluate import packplan
 
     qs = create_classifier().prepare(QUESTIONS)
     with probe.counting() as seen:
@@ -370,7 +381,7 @@ def test_text_states_are_planned_and_sent_without_a_lift_each() -> None:
 def test_equal_usage_shares_are_one_value() -> None:
     """Issue 20's split: the parts still sum exactly to the reply's usage, each state's part
     as before; equal parts are one (frozen) value, not one object per state."""
-    from toolnexus.decision import ClassifierUsage
+    from toolnexus.core.decision import ClassifierUsage
 
     usage = ClassifierUsage(1422, 128, 0.0042)
     parts = packing.split_usage(usage, [142] * 32)
@@ -392,7 +403,7 @@ def test_a_packed_batch_compares_no_decision_and_steps_no_generator_per_state(
     Python-level call per state is left in those loops."""
     import sys
 
-    from toolnexus.decision import Decision
+    from toolnexus.core.decision import Decision
 
     compared: list[Any] = []
     real_eq = Decision.__eq__
@@ -439,9 +450,9 @@ ANSWER_CASES = [
 def test_the_per_pack_decoder_gives_decode_answers_result(answers: dict[str, Any]) -> None:
     """``answers_decoder(qs)(answers)`` is ``decode_answers(answers, qs)`` (seed 000's typed
     answers): the same answers, or the same ``DecisionError`` with the same message and key."""
-    from toolnexus.decision import answers_decoder
-    from toolnexus.errors import DecisionError
-    from toolnexus.questions import RawQuestion
+    from toolnexus.core.decision import answers_decoder
+    from toolnexus.core.errors import DecisionError
+    from toolnexus.core.questions import RawQuestion
 
     prepared = create_classifier(api_key_env="NO_SUCH").prepare(
         {
@@ -474,7 +485,7 @@ def test_noul_answers_of_one_value_are_one_object(monkeypatch: pytest.MonkeyPatc
     """The wire prints a probability to two decimals (system-one-wire.md), so a run's noul
     answers take at most 101 values: decoding 1,010 of them makes at most 101 objects, each the
     same (frozen) value as before; -0.0 keeps its sign, and the table stays bounded."""
-    from toolnexus.qtypes import noul
+    from toolnexus.core.qtypes import noul
 
     monkeypatch.setattr(noul, "_SHARED", {})
     wire = {f"q{i}": {"type": "noul", "noul": (i % 101) / 100} for i in range(1010)}

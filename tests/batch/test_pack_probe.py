@@ -1,5 +1,5 @@
 """Issue 45 item 4: "Pack-CPU tests count through a public hook or a counting
-transport, not by patching private classes". ``toolnexus.probe`` is that hook: the
+transport, not by patching private classes". ``toolnexus.core.observe`` is that hook: the
 places on the packed path that the pack-CPU tests count name themselves by an event.
 These tests keep the hook honest: every event a place emits is documented, and every
 documented event fires (a test asserting that an event never happens would pass
@@ -17,10 +17,14 @@ from typing import Any
 import httpx
 
 import toolnexus
-from toolnexus import BatchOptions, create_classifier, probe
-from toolnexus.decision import decode_answers
+from toolnexus import (
+    BatchOptions,
+    create_classifier,
+)
+from toolnexus.core import observe as probe
+from toolnexus.core.decision import decode_answers
+from toolnexus.core.validity import validate_answers
 from toolnexus.serve import synthesize
-from toolnexus.validity import validate_answers
 
 SRC = Path(toolnexus.__file__).parent  # the whole package, wherever probe.py sits
 QUESTIONS: dict[str, Any] = {

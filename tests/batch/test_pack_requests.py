@@ -33,13 +33,13 @@ from toolnexus import (
     static_classifier,
     with_images,
 )
-from toolnexus.assets import lift_with_questions
-from toolnexus.canonical import canonical_json
-from toolnexus.images import ImageLimits
-from toolnexus.packed import PackOutcome, RequestFacts, evaluate_pack, packs
-from toolnexus.packing import PACKED_CACHE_KIND, STATES_KEY, pack_lifted, pack_questions
-from toolnexus.packplan import check_pack, pack_violation, packed_body, plan_packs
-from toolnexus.questions import Question, questions_to_wire
+from toolnexus.core.assets import lift_with_questions
+from toolnexus.core.canonical import canonical_json
+from toolnexus.core.images import ImageLimits
+from toolnexus.core.questions import Question, questions_to_wire
+from toolnexus.evaluate.packed import PackOutcome, RequestFacts, evaluate_pack, packs
+from toolnexus.evaluate.packing import PACKED_CACHE_KIND, STATES_KEY, pack_lifted, pack_questions
+from toolnexus.evaluate.packplan import check_pack, pack_violation, packed_body, plan_packs
 from toolnexus.scheduler import Outcome
 from toolnexus.serve import ScriptedReply, ScriptedRequest, ServeOptions, synthesize
 

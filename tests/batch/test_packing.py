@@ -23,9 +23,10 @@ from toolnexus import (
     lift_images,
     with_images,
 )
-from toolnexus.assets import LiftedState
-from toolnexus.decision import Decision, parse_decision
-from toolnexus.packing import (
+from toolnexus.core.assets import LiftedState
+from toolnexus.core.decision import Decision, parse_decision
+from toolnexus.core.questions import questions_to_wire
+from toolnexus.evaluate.packing import (
     PACKED_CACHE_KIND,
     STATES_KEY,
     derived_key,
@@ -41,7 +42,6 @@ from toolnexus.packing import (
     unpack_instructions,
     unpack_questions_wire,
 )
-from toolnexus.questions import questions_to_wire
 
 QUESTIONS = {
     "refund": NoulQuestion("Is the customer asking for money back?", NoulCriteria("yes", "no")),

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from toolnexus.cache import Cache, MemoryCache, SqliteCache, memory_cache
-from toolnexus.errors import CacheError, ClassifierError, ConfigError
+from toolnexus.core.errors import CacheError, ClassifierError, ConfigError
 
 
 class FakeClock:
@@ -561,8 +561,8 @@ def test_the_classifier_caches_under_seed_004_keys(monkeypatch: pytest.MonkeyPat
     exactly ``decision_cache_key`` and ``model_cache_key`` (seed 004), for any state."""
     from loopback import synthesize
     from toolnexus import create_classifier
-    from toolnexus.canonical import decision_cache_key, model_cache_key
-    from toolnexus.questions import normalize_questions
+    from toolnexus.core.canonical import decision_cache_key, model_cache_key
+    from toolnexus.core.questions import normalize_questions
 
     questions = {
         "refund": {"type": "noul", "instructions": "Refund?"},

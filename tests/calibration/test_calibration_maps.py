@@ -28,7 +28,7 @@ from toolnexus.calibration.maps import (
     dumps_calibration,
     load_calibration,
 )
-from toolnexus.errors import ClassifierError, ConfigError
+from toolnexus.core.errors import ClassifierError, ConfigError
 from toolnexus.report.fitting import save_calibration
 
 SHA = "3ed9b510b25b8953" * 4

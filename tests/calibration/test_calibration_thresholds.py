@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from toolnexus.calibration.choice import COVERAGE_GRID
 from toolnexus.calibration.thresholds import threshold_pair, threshold_table
-from toolnexus.decision import NoulAnswer
+from toolnexus.core.decision import NoulAnswer
+from toolnexus.core.validation import threshold_band
 from toolnexus.metrics.measures import threshold_for_precision
-from toolnexus.validation import threshold_band
 
 wire = st.integers(0, 100).map(lambda i: i / 100)
 samples = st.lists(st.tuples(wire, st.integers(0, 1)), min_size=1, max_size=60)

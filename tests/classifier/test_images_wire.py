@@ -33,8 +33,8 @@ from toolnexus import (
     static_classifier,
     with_images,
 )
-from toolnexus.canonical import canonical_json
-from toolnexus.questions import questions_to_wire
+from toolnexus.core.canonical import canonical_json
+from toolnexus.core.questions import questions_to_wire
 
 Q = {"cat": NoulQuestion("Is there a cat in the picture?")}
 PNG = g.png(20, 17, g.checker((255, 0, 0), (0, 0, 255)))

@@ -15,9 +15,10 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from toolnexus.canonical import canonical_json
-from toolnexus.classifier import METRIC_EVALUATE, Classifier
-from toolnexus.errors import (
+from toolnexus.classifier.client import METRIC_EVALUATE, Classifier
+from toolnexus.classifier.factory import create_classifier
+from toolnexus.core.canonical import canonical_json
+from toolnexus.core.errors import (
     ClassifierError,
     ClassifierUnsupported,
     ConfigError,
@@ -26,15 +27,14 @@ from toolnexus.errors import (
     InvalidDecision,
     TransportError,
 )
-from toolnexus.factory import create_classifier
-from toolnexus.llm import SYSTEM_PROMPT, LlmStyle
-from toolnexus.questions import (
+from toolnexus.core.questions import (
     ChoiceQuestion,
     NoulCriteria,
     NoulQuestion,
     RawQuestion,
     ScoreQuestion,
 )
+from toolnexus.styles.llm import SYSTEM_PROMPT, LlmStyle
 
 T = TypeVar("T")
 SECRET = "sk-test-SECRET"

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from toolnexus import BatchOptions, NoulQuestion, static_classifier
-from toolnexus.batch import evaluate_batch
-from toolnexus.decision import ClassifierUsage, Decision, NoulAnswer
-from toolnexus.errors import ClassifierError
-from toolnexus.pipeline import METRIC_EVALUATE, RequestPipeline, evaluate_event
+from toolnexus.core.decision import ClassifierUsage, Decision, NoulAnswer
+from toolnexus.core.errors import ClassifierError
+from toolnexus.evaluate.batch import evaluate_batch
+from toolnexus.evaluate.pipeline import METRIC_EVALUATE, RequestPipeline, evaluate_event
 
 Q = {"refund": NoulQuestion("Is money owed?")}
 ALONE = ["event", "style", "model", "status", "ms", "input_tokens", "output_tokens"]

@@ -17,10 +17,10 @@ import pytest
 
 from paths import RECORDINGS_LIVE, REPO
 from toolnexus import Image, create_classifier, sha256_hex, validate_decision
-from toolnexus.canonical import canonical_json, canonical_request, questions_sha256
-from toolnexus.errors import ConfigError, StaticMiss
-from toolnexus.questions import NoulQuestion, normalize_questions
-from toolnexus.recordings import (
+from toolnexus.core.canonical import canonical_json, canonical_request, questions_sha256
+from toolnexus.core.errors import ConfigError, StaticMiss
+from toolnexus.core.questions import NoulQuestion, normalize_questions
+from toolnexus.styles.recordings import (
     RECORDING_FIELDS,
     load_recordings,
     read_recording,
@@ -150,7 +150,7 @@ def test_write_into_a_file_path_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_recordings_module_imports_no_http_or_cli_library() -> None:
     """Conventions: recordings.py is a core module: no httpx, typer or rich."""
-    text = (REPO / "src" / "toolnexus" / "recordings.py").read_text()
+    text = (REPO / "src" / "toolnexus" / "styles" / "recordings.py").read_text()
     for name in ("httpx", "typer", "rich"):
         assert f"import {name}" not in text and f"from {name}" not in text
 

@@ -18,7 +18,7 @@ from toolnexus import (
     TransportError,
     create_classifier,
 )
-from toolnexus.canonical import canonical_json
+from toolnexus.core.canonical import canonical_json
 
 QUESTIONS: dict[str, Any] = {
     "refund": {"type": "noul", "instructions": "Is a refund requested?"},
@@ -232,9 +232,9 @@ def test_each_answer_is_validated_once(
     """Issue 8: a cold ``--cache`` run costs little more than one without. The style validates a
     live answer to decide whether to cache it; the classifier reuses that verdict instead of
     running ``validate_decision`` a second time (in ``pipeline``, its per-state evaluate)."""
-    import toolnexus.pipeline
-    import toolnexus.systemone
-    from toolnexus.validation import validate_decision
+    import toolnexus.evaluate.pipeline
+    import toolnexus.styles.systemone
+    from toolnexus.core.validation import validate_decision
 
     calls: list[int] = []
 
@@ -242,8 +242,8 @@ def test_each_answer_is_validated_once(
         calls.append(1)
         return validate_decision(questions, decision)
 
-    monkeypatch.setattr(toolnexus.pipeline, "validate_decision", counting)
-    monkeypatch.setattr(toolnexus.systemone, "validate_decision", counting)
+    monkeypatch.setattr(toolnexus.evaluate.pipeline, "validate_decision", counting)
+    monkeypatch.setattr(toolnexus.styles.systemone, "validate_decision", counting)
     states = [(i, {"ticket": i}) for i in range(5)]
 
     async def go() -> list[Any]:

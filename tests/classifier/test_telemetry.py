@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from toolnexus.telemetry import (
+from toolnexus.evaluate.telemetry import (
     CAPTURE_CONTENT_ENV,
     DURATION_BUCKETS,
     TOKEN_BUCKETS,
@@ -194,7 +194,7 @@ def test_wanted_only_when_switched_on_or_already_imported() -> None:
     assert wanted(True, {}) and not wanted(False, {})
     assert wanted(None, {"OTEL_TRACES_EXPORTER": "otlp"})
     code = (
-        "import sys; from toolnexus.telemetry import wanted; "
+        "import sys; from toolnexus.evaluate.telemetry import wanted; "
         "print(wanted(None, {}), 'opentelemetry' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

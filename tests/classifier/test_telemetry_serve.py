@@ -22,9 +22,9 @@ from opentelemetry.trace import SpanKind
 
 from serving import run_with
 from toolnexus import create_classifier, memory_cache
+from toolnexus.evaluate.telemetry import Telemetry
 from toolnexus.serve import ServeOptions, Server
 from toolnexus.serve.script import ScriptedReply, ScriptedRequest
-from toolnexus.telemetry import Telemetry
 
 KEY = "sk-Tq7wX2pLv9Rk4Yb8Nc3MhZ"
 SECRET_STATE = "the-state-text-Q9f3"
@@ -199,7 +199,7 @@ def test_a_packed_requests_spans_are_linked_from_each_state_and_its_usage_record
 ) -> None:
     """'a packed request's HTTP spans are linked from each of its states' spans, and its usage
     is recorded once per request, not once per state' (with evaluate_pack, against serve)."""
-    from toolnexus.packed import evaluate_pack
+    from toolnexus.evaluate.packed import evaluate_pack
 
     telemetry, spans, reader = otel
     states = [f"{SECRET_STATE} {i}" for i in range(3)]
@@ -299,7 +299,7 @@ def test_on_the_global_proxies_telemetry_is_quiet_until_the_host_sets_a_provider
         "from opentelemetry import metrics, trace\n"
         "from opentelemetry.sdk.metrics import MeterProvider\n"
         "from opentelemetry.sdk.trace import TracerProvider\n"
-        "from toolnexus.telemetry import Telemetry\n"
+        "from toolnexus.evaluate.telemetry import Telemetry\n"
         "a, b = Telemetry(), Telemetry()\n"
         "before = (a.quiet(), b.quiet())\n"
         "metrics.set_meter_provider(MeterProvider())\n"

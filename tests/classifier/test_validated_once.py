@@ -17,12 +17,16 @@ import pytest
 
 from toolnexus import NoulQuestion, create_classifier
 from toolnexus.cache import memory_cache
+from toolnexus.core.validation import Checked
 from toolnexus.records.decision import record
-from toolnexus.validation import Checked
 
 QS = {"holds": NoulQuestion("Does it hold?")}
 #: The modules that call validate_decision on a decision's way to its record.
-CALLERS = ("toolnexus.systemone", "toolnexus.pipeline", "toolnexus.records.decision")
+CALLERS = (
+    "toolnexus.styles.systemone",
+    "toolnexus.evaluate.pipeline",
+    "toolnexus.records.decision",
+)
 
 
 @pytest.fixture
@@ -30,7 +34,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every validate_decision call, by the module that made it."""
     import importlib
 
-    from toolnexus.validation import validate_decision
+    from toolnexus.core.validation import validate_decision
 
     seen: list[str] = []
     for name in CALLERS:
@@ -91,7 +95,7 @@ def test_a_cold_cache_validates_a_live_answer_once(
 ) -> None:
     """The style's verdict (it validated to decide caching) is the record's: one call."""
     (rec,) = _decide_and_record(p, 1)
-    assert calls == ["toolnexus.systemone"]
+    assert calls == ["toolnexus.styles.systemone"]
     assert (rec.invalid is not None) == (invalid is not None)
     assert ("invalid" in rec.flags) == (invalid is not None)
 
@@ -101,7 +105,7 @@ def test_a_cache_hit_is_validated_once_by_its_record(calls: list[str]) -> None:
     once; the live answer before it was validated once by the style."""
     cold, warm = _decide_and_record(0.9, 2)
     assert not cold.cached and warm.cached
-    assert calls == ["toolnexus.systemone", "toolnexus.records.decision"]
+    assert calls == ["toolnexus.styles.systemone", "toolnexus.records.decision"]
 
 
 def test_the_batch_path_validates_each_decision_once(calls: list[str]) -> None:
@@ -121,4 +125,4 @@ def test_the_batch_path_validates_each_decision_once(calls: list[str]) -> None:
 
     records = asyncio.run(run())
     assert [json.loads(json.dumps(r.to_object()))["cached"] for r in records] == [False, True]
-    assert calls == ["toolnexus.systemone", "toolnexus.pipeline"]
+    assert calls == ["toolnexus.styles.systemone", "toolnexus.evaluate.pipeline"]

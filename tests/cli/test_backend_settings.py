@@ -5,7 +5,7 @@ against, in a test) ``ClassifierOptions``; each check lives once."
 other field, the ``ClassifierOptions`` option of the same name: :func:`mismatches` holds each
 such field to its option, type for type, and is shown to catch a mismatched pair. The checks of
 ``--timeout``, ``--retries``, ``--api-key-env`` and ``--llm-api-key-env`` are the library's own
-(``toolnexus.options.check_option``), their message worded for the flag.
+(``toolnexus.config.options.check_option``), their message worded for the flag.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import pytest
 from toolnexus.cli.backend import classifier_options
 from toolnexus.cli.errors import CliError
 from toolnexus.cli.options import CLASSIFIER_SETTINGS, CLI_SETTINGS, BackendSettings
-from toolnexus.errors import ConfigError
-from toolnexus.options import ClassifierOptions, check_option
+from toolnexus.config.options import ClassifierOptions, check_option
+from toolnexus.core.errors import ConfigError
 
 
 def _members(hint: Any) -> set[Any]:
@@ -128,7 +128,7 @@ def test_each_check_is_the_librarys_worded_for_the_flag(
     settings: dict[str, Any], line: str
 ) -> None:
     """Item 5: "retries and timeout are checked twice" -> each check lives once, in
-    toolnexus.options, and the CLI maps its error to the flag (a --timeout past a day was
+    toolnexus.config.options, and the CLI maps its error to the flag (a --timeout past a day was
     let through by the CLI's own check and refused later by the library's)."""
     ((name, value),) = settings.items()
     with pytest.raises(ConfigError) as library:

@@ -15,9 +15,9 @@ import pytest
 
 from clirun import error_line, run_cli
 from paths import CONFORMANCE, RECORDINGS_LIVE, REPO, conformance_files, load_json
-from toolnexus.canonical import canonical_json, canonical_request
 from toolnexus.cli.questionfile import load_question_set
-from toolnexus.questions import normalize_questions
+from toolnexus.core.canonical import canonical_json, canonical_request
+from toolnexus.core.questions import normalize_questions
 
 YAML_DIR = REPO / "tests" / "conformance_yaml"
 TOOLNEXUS = Path(sys.executable).with_name("toolnexus")
@@ -188,7 +188,7 @@ def test_state_prints_the_whole_body(tmp_path: Path, suffix: str, content: str, 
     ran = run_cli("canonical", str(questions), "--state", str(state_path))
     assert ran.code == 0, ran.stderr
     qset = load_question_set(questions)
-    from toolnexus.questions import questions_to_wire
+    from toolnexus.core.questions import questions_to_wire
 
     assert ran.stdout == canonical_json(
         {"model": "jev-latest", "questions": questions_to_wire(qset.questions), "state": state}

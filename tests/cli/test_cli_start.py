@@ -237,7 +237,7 @@ def test_no_parquet_path_imports_pyarrow(tmp_path: object, args: list[str]) -> N
 def test_the_batch_and_report_modules_never_import_pyarrow(tmp_path: object) -> None:
     """Every module of the Parquet paths loads without pyarrow: it is imported when called."""
     modules = [
-        *("toolnexus.batch", "toolnexus.records", "toolnexus.records.parquet"),
+        *("toolnexus.evaluate.batch", "toolnexus.records", "toolnexus.records.parquet"),
         *("toolnexus.records.arrowrows", "toolnexus.records.arrowcolumns"),
         *("toolnexus.records.arrow", "toolnexus.run.engine"),
         *("toolnexus.run.arrowin", "toolnexus.run.parquet", "toolnexus.report.reader"),

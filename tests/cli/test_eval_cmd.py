@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from loopback import Fault, Loopback
 from paths import REPO, TESTS
 from toolnexus.cli.app import get_app
-from toolnexus.recordings import read_recording
+from toolnexus.styles.recordings import read_recording
 
 RECORDINGS = REPO / "recordings"
 STATES = REPO / "examples" / "states"
@@ -82,7 +82,7 @@ def _flat_recording(tmp_path: Path) -> tuple[Path, Path]:
     """A question file plus a replay dir whose recording is flat and uncalibrated, with a
     degenerate question (ids as descriptions)."""
     from toolnexus.cli.questionfile import load_question_set
-    from toolnexus.recordings import write_recording
+    from toolnexus.styles.recordings import write_recording
 
     qpath = tmp_path / "flat.yaml"
     qpath.write_text(FLAT_YAML, encoding="utf-8")
@@ -268,7 +268,7 @@ def test_fail_on_matrix_clean(noul_set: Path, fail_on: str, code: int) -> None:
 
 def test_fail_on_invalid_is_met_by_a_decision_that_fails_validation(tmp_path: Path) -> None:
     from toolnexus.cli.questionfile import load_question_set
-    from toolnexus.recordings import write_recording
+    from toolnexus.styles.recordings import write_recording
 
     qpath = tmp_path / "q.yaml"
     qpath.write_text(NOUL_YAML, encoding="utf-8")

@@ -19,7 +19,6 @@ import pytest
 from clirun import run_main
 from loopback import Fault, Loopback
 from paths import REPO, docs_text
-from toolnexus import errors as lib
 from toolnexus.cli.errors import (
     CONDITION_FOR_CODE,
     EXIT_BACKEND,
@@ -30,6 +29,7 @@ from toolnexus.cli.errors import (
     Failure,
     failure_of,
 )
+from toolnexus.core import errors as lib
 
 QUESTIONS = """\
 questions:

@@ -28,8 +28,8 @@ from toolnexus.cli.errors import (
     EXIT_STOPPED,
     EXIT_USAGE,
 )
-from toolnexus.comparisons import parse_comparison
-from toolnexus.errors import ConfigError
+from toolnexus.core.comparisons import parse_comparison
+from toolnexus.core.errors import ConfigError
 from toolnexus.serve import ScriptedReply, ScriptedRequest, ServeOptions
 
 QUESTIONS = """\

@@ -39,14 +39,14 @@ def qfile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _serve(monkeypatch: pytest.MonkeyPatch, handler: Handler) -> None:
     """Every classifier the CLI builds talks to ``handler``."""
-    import toolnexus.factory
+    import toolnexus.classifier.factory
 
-    real = toolnexus.factory.create_classifier
+    real = toolnexus.classifier.factory.create_classifier
 
     def create(**options: Any) -> Any:
         return real(**{**options, "transport": httpx.MockTransport(handler)})
 
-    monkeypatch.setattr(toolnexus.factory, "create_classifier", create)
+    monkeypatch.setattr(toolnexus.classifier.factory, "create_classifier", create)
 
 
 def _answer(request: httpx.Request) -> httpx.Response:

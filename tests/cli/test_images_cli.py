@@ -422,8 +422,8 @@ def test_the_shipped_example_images_replay_offline(
 def test_a_recording_keeps_image_digests_and_rejects_a_malformed_assets_map(
     tmp_path: Path,
 ) -> None:
-    from toolnexus.errors import ConfigError
-    from toolnexus.recordings import read_recording, recording_name, write_recording
+    from toolnexus.core.errors import ConfigError
+    from toolnexus.styles.recordings import read_recording, recording_name, write_recording
 
     png = g.png(16, 16)
     digest = hashlib.sha256(png).hexdigest()
@@ -450,8 +450,8 @@ def test_toolnexus_serve_replays_the_shipped_image_recordings() -> None:
     server matches the multipart request on the image's sha256, and answers byte for byte."""
     from paths import REPO
     from toolnexus.cli.questionfile import load_question_set
-    from toolnexus.recordings import read_recording
     from toolnexus.serve import ServeOptions, Server
+    from toolnexus.styles.recordings import read_recording
 
     model, questions = load_question_set(REPO / "questions" / "image-check.yaml")
     recorded = {

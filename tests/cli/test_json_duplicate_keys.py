@@ -10,7 +10,7 @@ import pytest
 
 from clirun import run_cli
 from paths import REPO
-from toolnexus.jsonlimits import duplicate_key, loads_noting_duplicates
+from toolnexus.core.jsonlimits import duplicate_key, loads_noting_duplicates
 
 QUESTIONS = str(REPO / "questions" / "noul-small.yaml")
 

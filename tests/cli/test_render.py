@@ -34,10 +34,10 @@ from toolnexus.cli.render import (
     default_format,
     render_decision,
 )
-from toolnexus.questions import normalize_questions
-from toolnexus.recordings import read_recording
+from toolnexus.core.questions import normalize_questions
 from toolnexus.records import DecisionRecord
 from toolnexus.run.output import csv_columns, encode_line
+from toolnexus.styles.recordings import read_recording
 
 GOLDEN = TESTS / "golden"
 MIXED = next(

@@ -14,7 +14,7 @@ from clirun import run_cli
 from paths import REPO
 from toolnexus.cli.questionfile import lint_text
 from toolnexus.cli.schema_cmd import schema_text
-from toolnexus.yamlread import read_yaml
+from toolnexus.core.yamlread import read_yaml
 
 SCHEMA: dict[str, Any] = json.loads(schema_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)

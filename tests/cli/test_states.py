@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from toolnexus.cli.errors import EXIT_USAGE
-from toolnexus.errors import RunError
+from toolnexus.core.errors import RunError
 from toolnexus.run.states import guess_format, load_state
 
 

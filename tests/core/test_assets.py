@@ -179,8 +179,8 @@ def test_lifting_with_the_question_text_is_written_once() -> None:
 
 
 def test_an_attached_image_named_only_in_the_questions_is_lifted() -> None:
-    from toolnexus.assets import lift_with_questions
-    from toolnexus.questions import normalize_questions
+    from toolnexus.core.assets import lift_with_questions
+    from toolnexus.core.questions import normalize_questions
 
     image = Image(PNG, alias="diagram")
     qs = normalize_questions(

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from toolnexus import ConfigError, create_classifier
-from toolnexus.backends import BACKEND_NAMES, BACKENDS, resolve_backend
+from toolnexus.config.backends import BACKEND_NAMES, BACKENDS, resolve_backend
 
 
 def test_backend_names_order() -> None:

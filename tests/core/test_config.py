@@ -17,7 +17,7 @@ import pytest
 from paths import TESTS
 from toolnexus import ClassifierOptions, ConfigError, create_classifier
 from toolnexus.config import BatchOptions, RetryPolicy, Timeout
-from toolnexus.options import option_names
+from toolnexus.config.options import option_names
 
 SEED_004 = next((TESTS / "fixtures" / "seeds").glob("004_*.txt"))
 
@@ -151,11 +151,11 @@ def test_the_values_are_frozen(value: Any) -> None:
 
 def test_the_env_name_rule_is_written_once() -> None:
     """Issue 16: 'the env-name rule' was written twice (cli/options.py, redaction's ENV_REF).
-    Every user of it holds the one compiled rule of ``toolnexus.envname``; the CLI's
-    ``--api-key-env`` asks ``toolnexus.options`` (issue 30 item 5: each check lives once)."""
-    from toolnexus import envname
-    from toolnexus import options as lib_options
+    Every user of it holds the one compiled rule of ``toolnexus.core.envname``; the CLI's
+    ``--api-key-env`` asks ``toolnexus.config.options`` (issue 30 item 5: each check lives once)."""
     from toolnexus.cli import options as cli_options
+    from toolnexus.config import options as lib_options
+    from toolnexus.core import envname
     from toolnexus.transport import redaction
 
     assert lib_options.ENV_NAME is envname.ENV_NAME

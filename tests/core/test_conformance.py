@@ -25,7 +25,7 @@ from toolnexus import (
     parse_decision,
     static_classifier,
 )
-from toolnexus.questions import normalize_questions
+from toolnexus.core.questions import normalize_questions
 
 #: Every fixture this suite knows how to run. A new fixture copied in fails
 #: test_every_fixture_is_run until a test covers it: none is skipped silently.

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from paths import TESTS
-from toolnexus.consistency import consistency_flags, score_confidence_fits, score_mean_bound
-from toolnexus.decision import ClassifierUsage, parse_decision
-from toolnexus.questions import normalize_questions
+from toolnexus.core.consistency import consistency_flags, score_confidence_fits, score_mean_bound
+from toolnexus.core.decision import ClassifierUsage, parse_decision
+from toolnexus.core.questions import normalize_questions
+from toolnexus.core.validation import FLAGS, validate_decision
 from toolnexus.records.decision import decision_record
 from toolnexus.scheduler import Outcome, Ticket, TokenEstimate
 from toolnexus.scheduler.budget import Budget, Caps
-from toolnexus.validation import FLAGS, validate_decision
 
 LIVE = TESTS / "fixtures" / "recordings-live"
 
@@ -308,7 +308,7 @@ def test_the_fail_on_help_names_every_flag() -> None:
 def test_a_telemetry_span_carries_the_consistency_flags_too() -> None:
     """The span's ``toolnexus.flags`` are ``validation.FLAGS`` names a decision earns by
     itself: the consistency flags and ``usage-missing`` among them."""
-    from toolnexus.pipeline import _flags
+    from toolnexus.evaluate.pipeline import _flags
 
     body = {
         "model": "m",

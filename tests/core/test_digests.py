@@ -16,7 +16,8 @@ import pytest
 from clirun import run_cli
 from paths import REPO
 from toolnexus import create_classifier
-from toolnexus.canonical import (
+from toolnexus.cli.questionfile import load_question_set
+from toolnexus.core.canonical import (
     QUESTIONS_DIGEST,
     REQUEST_DIGEST,
     canonical_json,
@@ -24,9 +25,8 @@ from toolnexus.canonical import (
     questions_sha256,
     request_sha256,
 )
-from toolnexus.cli.questionfile import load_question_set
-from toolnexus.errors import StaticMiss
-from toolnexus.questions import normalize_questions, questions_to_wire
+from toolnexus.core.errors import StaticMiss
+from toolnexus.core.questions import normalize_questions, questions_to_wire
 
 TRIAGE = REPO / "questions" / "support-triage.yaml"
 SRC = REPO / "src" / "toolnexus"

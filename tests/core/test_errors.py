@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 import toolnexus
-from toolnexus import errors
-from toolnexus.errors import (
+from toolnexus.core import errors
+from toolnexus.core.errors import (
     BackendError,
     CacheError,
     ClassifierError,

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolnexus import jsonlimits
-from toolnexus.jsonlimits import loads
+from toolnexus.core import jsonlimits
+from toolnexus.core.jsonlimits import loads
 
 #: The definition the scan keeps: the regex ``loads`` used before.
 _BY_REGEX = re.compile(r"[0-9]{19}")

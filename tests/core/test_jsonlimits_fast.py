@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolnexus import jsonlimits
-from toolnexus.jsonlimits import JsonLimitError, loads
+from toolnexus.core import jsonlimits
+from toolnexus.core.jsonlimits import JsonLimitError, loads
 
 
 def _same(a: Any, b: Any) -> bool:

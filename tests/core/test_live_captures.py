@@ -11,7 +11,7 @@ import pytest
 
 from paths import live_captures, load_json
 from toolnexus import ChoiceAnswer, Decision, NoulAnswer, ScoreAnswer, near_uniform
-from toolnexus.questions import normalize_questions
+from toolnexus.core.questions import normalize_questions
 
 CAPTURES = [pytest.param(p, id=p.stem) for p in live_captures()]
 

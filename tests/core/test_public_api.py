@@ -145,7 +145,7 @@ def test_seed_names_are_exported() -> None:
 
 
 def test_every_raised_type_is_a_classifier_error() -> None:
-    from toolnexus import errors
+    from toolnexus.core import errors
 
     for name in errors.__all__:
         obj = getattr(errors, name)

@@ -1,6 +1,6 @@
 """Issue 30 item 4, "A question type lives in one place": each type's wire decoding,
 validation, record fields, rendering, synthetic answer, lint checks and report accumulator are
-registered from one module per type (``toolnexus.qtypes``), and consumers dispatch through the
+registered from one module per type (``toolnexus.core.qtypes``), and consumers dispatch through the
 registry. The proof is a fourth type, ``headcount`` (tests/qtype_headcount.py), that a test
 registers and runs end to end through ``eval``, ``batch`` and ``report`` against
 ``serve --synthetic``.
@@ -22,14 +22,14 @@ from paths import REPO
 from serving import ThreadedServer
 from toolnexus.cli.errors import CliError
 from toolnexus.cli.filter_where import parse_where
-from toolnexus.decision import parse_decision
-from toolnexus.errors import QuestionError
-from toolnexus.llm_wire import SYSTEM_PROMPT, build_messages, decode_reply, response_schema
-from toolnexus.qtypes import CHOICE, NOUL, RAW, SCORE, registry
-from toolnexus.questions import normalize_questions, question_from_wire
+from toolnexus.core.decision import parse_decision
+from toolnexus.core.errors import QuestionError
+from toolnexus.core.qtypes import CHOICE, NOUL, RAW, SCORE, registry
+from toolnexus.core.questions import normalize_questions, question_from_wire
+from toolnexus.core.validation import validate_decision
 from toolnexus.records.arrow import table_to_records
 from toolnexus.serve import ServeOptions
-from toolnexus.validation import validate_decision
+from toolnexus.styles.llm_wire import SYSTEM_PROMPT, build_messages, decode_reply, response_schema
 
 QUESTIONS = """\
 model: jev-latest

@@ -22,7 +22,7 @@ from toolnexus import (
     chunk_questions,
     degenerate_criteria,
 )
-from toolnexus.questions import check_limits, normalize_questions, question_from_wire
+from toolnexus.core.questions import check_limits, normalize_questions, question_from_wire
 
 
 def test_limit_constants() -> None:

@@ -92,7 +92,7 @@ def test_usage_tokens_too_large_are_a_decision_error() -> None:
 def test_a_recording_file_with_a_hostile_number_names_its_path(
     tmp_path: Path, text: str, expect: str
 ) -> None:
-    from toolnexus.recordings import read_recording
+    from toolnexus.styles.recordings import read_recording
 
     path = tmp_path / "r.json"
     path.write_text(text)

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from toolnexus import ChoiceQuestion, NoulQuestion, create_classifier
-from toolnexus.errors import ConfigError
+from toolnexus.core.errors import ConfigError
 from toolnexus.serve import ServeOptions
 from toolnexus.serve.script import ScriptedReply, ScriptedRequest
 

@@ -14,7 +14,7 @@ import pytest
 
 from serving import ThreadedServer
 from toolnexus import ChoiceQuestion, NoulQuestion
-from toolnexus.errors import ConfigError
+from toolnexus.core.errors import ConfigError
 from toolnexus.run import RunConfig, run_batch
 from toolnexus.serve import ServeOptions
 

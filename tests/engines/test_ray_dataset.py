@@ -16,7 +16,7 @@ import pytest
 
 from engines.conftest import RAY_KEY_ENV
 from toolnexus import ChoiceQuestion, NoulQuestion
-from toolnexus.errors import ConfigError
+from toolnexus.core.errors import ConfigError
 from toolnexus.serve import ServeOptions
 from toolnexus.serve.script import ScriptedReply, ScriptedRequest
 

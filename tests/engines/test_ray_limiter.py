@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from toolnexus.decision import ClassifierUsage
-from toolnexus.ray_limiter import LimiterCore, SharedLimit
+from toolnexus.core.decision import ClassifierUsage
+from toolnexus.ray.limiter import LimiterCore, SharedLimit
 from toolnexus.scheduler import Outcome, Ticket, TokenEstimate
 
 
@@ -94,7 +94,7 @@ def test_the_shared_limit_on_one_ray_instance(ray_session: object) -> None:
     import ray
     from ray import cloudpickle
 
-    from toolnexus.ray_limiter import shared_limiter
+    from toolnexus.ray.limiter import shared_limiter
 
     # Workers cannot import a test module: ship this one's functions by value.
     cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -15,8 +15,8 @@ import pytest
 
 from serving import ThreadedServer
 from toolnexus import ChoiceQuestion, NoulQuestion, create_classifier
-from toolnexus.canonical import questions_sha256
-from toolnexus.errors import ConfigError, RunError
+from toolnexus.core.canonical import questions_sha256
+from toolnexus.core.errors import ConfigError, RunError
 from toolnexus.records.model import SCHEMA_VERSION
 from toolnexus.run import RunConfig, run_batch
 from toolnexus.serve import ServeOptions

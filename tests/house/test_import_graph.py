@@ -5,7 +5,7 @@ Every import statement counts, wherever it sits: at the top, inside a function (
 only hides a loop: ``toolnexus/__init__`` loads the module anyway) and under ``if TYPE_CHECKING:``
 (a loop in the types is the same design loop, and mypy follows it). An edge goes to the module
 that a name comes from: ``from .transport import redact`` is an edge to ``toolnexus.transport``,
-``from . import errors`` an edge to ``toolnexus.errors``. Importing ``a.b`` also runs ``a``'s
+``from . import errors`` an edge to ``toolnexus.core.errors``. Importing ``a.b`` also runs ``a``'s
 ``__init__``; that implicit edge is NOT counted, or every package that re-exports its submodules
 would be a cycle by construction (the convention of import-linter and pydeps).
 """
@@ -151,7 +151,7 @@ def test_the_graph_sees_every_kind_of_import() -> None:
     """The reader itself: a lazy import, a TYPE_CHECKING import and a relative package import
     are all edges; a third-party import is not."""
     edges = graph()
-    assert "toolnexus.errors" in edges["toolnexus.questions"]
+    assert "toolnexus.core.errors" in edges["toolnexus.core.questions"]
     # cli/app.py imports `from .. import __version__`: an edge to the package itself.
     assert "toolnexus" in edges["toolnexus.cli.app"]
     assert not any(t.split(".")[0] != PACKAGE for e in edges.values() for t in e)

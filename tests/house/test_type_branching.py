@@ -157,10 +157,10 @@ def test_a_plugin_type_reads_through_the_judge_hooks_defaults() -> None:
     uncertain under §8B's bands (a gate escalates), no value and no pick, its repr as its
     one line, no 400 of its own."""
     import qtype_headcount
-    from toolnexus.assertions import describe_answer
-    from toolnexus.bands import DEFAULT_BANDS, read_exclusive
-    from toolnexus.policy import Rule, decide
-    from toolnexus.qtypes import registry
+    from toolnexus.core.bands import DEFAULT_BANDS, read_exclusive
+    from toolnexus.core.policy import Rule, decide
+    from toolnexus.core.qtypes import registry
+    from toolnexus.judge.assertions import describe_answer
 
     answer = qtype_headcount.HeadcountAnswer(3, 0.99)
     judged = read_exclusive(answer, DEFAULT_BANDS)

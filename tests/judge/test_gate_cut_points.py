@@ -12,8 +12,8 @@ import pytest
 
 from clirun import error_line, run_cli
 from toolnexus import ConfigError, NoulAnswer, Policy, threshold_band
-from toolnexus.bands import Bands
 from toolnexus.cli.questionfile import lint_text
+from toolnexus.core.bands import Bands
 
 QUESTIONS = """\
 questions:
@@ -92,7 +92,7 @@ def test_the_loader_refuses_swapped_cut_points_in_one_located_line(tmp_path: Pat
 
 def test_a_thresholds_file_with_a_swapped_question_pair_is_refused(tmp_path: Path) -> None:
     """One check wherever a pair is read: a thresholds file's per-question pair too."""
-    from toolnexus.errors import RunError
+    from toolnexus.core.errors import RunError
     from toolnexus.questionfile.thresholds import read_thresholds
 
     path = tmp_path / "t.yaml"
@@ -139,7 +139,7 @@ def test_a_scripts_run_config_is_checked_as_the_cli_flag_is(fields: dict, said: 
     """Issue 42 item 4, "one check wherever a pair is read": a script's RunConfig too, before
     anything is read (item 3: a question's cut-points only for a question of the set)."""
     from toolnexus import NoulQuestion
-    from toolnexus.errors import RunError
+    from toolnexus.core.errors import RunError
     from toolnexus.run import RunConfig
     from toolnexus.run.safety import check_config
 

@@ -14,7 +14,7 @@ from clirun import error_line, run_cli
 from toolnexus import NEEDS_INPUT, NoulAnswer
 from toolnexus.cli.questionfile import lint_text, load_question_file
 from toolnexus.cli.schema_cmd import schema_text
-from toolnexus.yamlread import read_yaml
+from toolnexus.core.yamlread import read_yaml
 
 VALIDATOR = jsonschema.Draft202012Validator(json.loads(schema_text()))
 

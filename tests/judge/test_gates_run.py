@@ -12,8 +12,8 @@ import pytest
 
 from clirun import error_line, run_cli
 from toolnexus.cli.questionfile import load_question_set
-from toolnexus.recordings import write_recording
 from toolnexus.records.codec import CsvCodec, read_csv_header
+from toolnexus.styles.recordings import write_recording
 
 QUESTIONS = """\
 model: m

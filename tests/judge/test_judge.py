@@ -37,8 +37,8 @@ from toolnexus import (
     Tape,
     TapeMiss,
 )
-from toolnexus.bands import read_answer
-from toolnexus.policy import decide
+from toolnexus.core.bands import read_answer
+from toolnexus.core.policy import decide
 
 LEVELS = ["needs product input", "needs investigation", "fixable from the report"]
 QUESTIONS: dict[str, Any] = {

@@ -11,12 +11,12 @@ from pathlib import Path
 
 from clirun import error_line, run_cli
 from toolnexus import NoulAnswer
-from toolnexus.canonical import questions_sha256
 from toolnexus.cli.questionfile import load_question_set
-from toolnexus.decision import Decision
-from toolnexus.recordings import write_recording
+from toolnexus.core.canonical import questions_sha256
+from toolnexus.core.decision import Decision
 from toolnexus.records.decision import decision_record
 from toolnexus.records.model import DecisionRecord
+from toolnexus.styles.recordings import write_recording
 
 WORDING = "Does the change address the task?"
 QUESTIONS = f"""\

@@ -119,7 +119,7 @@ def test_the_wide_sets_budget_is_judged_without_the_estimate(
 
     from toolnexus.cli.lintrun import Controls, check_file
     from toolnexus.cli.questionfile import lint_file
-    from toolnexus.questions import questions_to_wire
+    from toolnexus.core.questions import questions_to_wire
 
     spec = importlib.util.spec_from_file_location("check_rules", REPO / "bench/check_rules.py")
     assert spec is not None and spec.loader is not None
@@ -160,7 +160,8 @@ def test_a_file_without_gates_does_not_import_the_judge_layer() -> None:
 
     code = (
         "import sys\nfrom toolnexus.cli.lintrun import Controls, check_file\n"
-        "check_file('questions/guard.yaml', Controls())\nprint('toolnexus.policy' in sys.modules)"
+        "check_file('questions/guard.yaml', Controls())\n"
+        "print('toolnexus.core.policy' in sys.modules)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
@@ -201,7 +202,7 @@ def test_the_source_bound_is_never_under_the_wire_bytes(text: str) -> None:
     wire form: the bound must hold for the constructs that grow most from YAML to JSON."""
     from toolnexus.cli.lintbudget import source_bound
     from toolnexus.cli.questionfile import lint_text
-    from toolnexus.questions import questions_to_wire
+    from toolnexus.core.questions import questions_to_wire
 
     lint = lint_text(text, "f.yaml")
     assert not lint.errors and lint.questions, lint.errors
@@ -288,7 +289,7 @@ def test_the_letter_and_underscore_gates_give_the_rules_verdicts() -> None:
     pattern for camelCase and digit keys is skipped when every key has an underscore and the
     text none: each gives the verdict the full computation gives."""
     from toolnexus.cli.questionrules import _may_restate, meaning_findings
-    from toolnexus.yamlread import Located
+    from toolnexus.core.yamlread import Located
 
     fired = {"TN051": 0, "TN053": 0, "gated": 0}
     for text, keys in _rule_cases():

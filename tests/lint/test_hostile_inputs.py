@@ -20,8 +20,8 @@ from hostile_server import HostileServer, qfile_fixture, server_fixture
 from paths import TESTS
 from toolnexus import create_classifier
 from toolnexus.cli.questionfile import lint_text
-from toolnexus.jsonlimits import MAX_DEPTH, JsonLimitError, loads
-from toolnexus.yamlread import ALIAS_BUDGET
+from toolnexus.core.jsonlimits import MAX_DEPTH, JsonLimitError, loads
+from toolnexus.core.yamlread import ALIAS_BUDGET
 
 KEY = "tn-hostile-0123456789abcdef"
 NOUL_SET = "questions:\n  q: {type: noul, instructions: Is it so?}\n"
@@ -78,7 +78,7 @@ def test_a_state_built_to_break_parsers_is_one_line_exit_2_and_never_sent(
 def _node_visits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count the YAML reader's node visits: 'refused quickly' as work done, the same on any
     machine, where a wall-clock bound depended on its speed (issue 29 item 2)."""
-    from toolnexus import yamlread
+    from toolnexus.core import yamlread
 
     visits = [0]
     walk = yamlread._Walker.walk

@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clirun import error_line, run_cli
-from toolnexus.canonical import canonical_request
 from toolnexus.cli.questionfile import (
     QuestionFileError,
     QuestionSet,
@@ -21,9 +20,8 @@ from toolnexus.cli.questionfile import (
     load_question_set,
     resolve_model,
 )
-from toolnexus.questionfile.checker import DEGENERATE_CODES
-from toolnexus.questionfile.codes import CODES, WARNING_CODES
-from toolnexus.questions import (
+from toolnexus.core.canonical import canonical_request
+from toolnexus.core.questions import (
     ChoiceQuestion,
     NoulCriteria,
     NoulQuestion,
@@ -32,6 +30,8 @@ from toolnexus.questions import (
     degenerate_criteria,
     question_to_wire,
 )
+from toolnexus.questionfile.checker import DEGENERATE_CODES
+from toolnexus.questionfile.codes import CODES, WARNING_CODES
 
 Q = "questions:\n"
 

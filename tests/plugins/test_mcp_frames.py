@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 from toolnexus.cli.mcp_server import McpApp, QuestionTool, serve_stdio
-from toolnexus.questions import normalize_questions
+from toolnexus.core.questions import normalize_questions
 from toolnexus.scheduler.run import Scheduler
 
 pytest.importorskip("mcp")

@@ -25,9 +25,9 @@ import toolnexus.cli.questionfile  # noqa: F401
 from paths import REPO as ROOT
 from paths import docs_text
 from serving import ThreadedServer
-from toolnexus.recordings import write_recording
 from toolnexus.serve.options import ServeOptions
 from toolnexus.serve.script import ScriptedReply, ScriptedRequest
+from toolnexus.styles.recordings import write_recording
 
 pytest_plugins = ["pytester"]
 
@@ -49,7 +49,7 @@ CHARGED = "Invoice INV-104 was charged twice. Please refund the duplicate."
 
 
 def _record(directory: Path, state: str, noul: float) -> None:
-    from toolnexus.questions import normalize_questions
+    from toolnexus.core.questions import normalize_questions
 
     write_recording(
         directory,
@@ -99,7 +99,7 @@ def test_the_entry_point_names_an_importable_plugin() -> None:
 
 def test_importing_the_plugin_costs_nothing() -> None:
     """'importing it costs nothing: no httpx, aiohttp or YAML until a fixture is used'."""
-    heavy = ("httpx", "aiohttp", "yaml", "typer", "rich", "toolnexus.classifier", "mcp")
+    heavy = ("httpx", "aiohttp", "yaml", "typer", "rich", "toolnexus.classifier.client", "mcp")
     code = (
         "import sys, toolnexus.pytest_plugin\n"
         f"print(','.join(m for m in {heavy!r} if m in sys.modules))"
@@ -118,8 +118,8 @@ def test_replay_passes_and_a_miss_fails_with_the_command_that_records_it(
     pytester.makepyfile(test_refunds=TEST_FILE)
     result = pytester.runpytest_inprocess(*PLUGIN)
     result.assert_outcomes(passed=2, failed=2)
-    from toolnexus.canonical import questions_sha256
-    from toolnexus.questions import normalize_questions
+    from toolnexus.core.canonical import questions_sha256
+    from toolnexus.core.questions import normalize_questions
 
     digest = questions_sha256(normalize_questions(REFUND))[:12]
     result.stdout.fnmatch_lines(
@@ -246,7 +246,7 @@ def test_assert_answer_prints_the_distribution(
 ) -> None:
     """'Assertion helpers (assert_answer(decision, key, choice=, min_confidence=, band=)) print
     the distribution on failure'."""
-    from toolnexus.decision import parse_decision
+    from toolnexus.core.decision import parse_decision
     from toolnexus.pytest_plugin import assert_answer
 
     decision = parse_decision({"model": "m", "answers": {"q": answer}})

@@ -194,7 +194,7 @@ def test_a_broken_code_block_in_a_page_fails_the_runner(tmp_path: Path) -> None:
 
 
 def test_the_exit_codes_page_maps_every_record_code_to_its_exit_code() -> None:
-    from toolnexus.failures import EXIT_FOR_CODE
+    from toolnexus.core.failures import EXIT_FOR_CODE
 
     page = reference.exit_codes_markdown()
     for code, exit_code in EXIT_FOR_CODE.items():

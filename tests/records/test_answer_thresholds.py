@@ -15,12 +15,12 @@ import pytest
 from clirun import run_cli
 from toolnexus import ChoiceQuestion, NoulQuestion
 from toolnexus.cli.questionfile import load_question_set
-from toolnexus.decision import parse_decision
-from toolnexus.recordings import write_recording
+from toolnexus.core.decision import parse_decision
 from toolnexus.records import codec_for
 from toolnexus.records.codec import CsvCodec, csv_header
 from toolnexus.records.decision import record, sample_record
 from toolnexus.records.model import SCHEMA_VERSION, DecisionRecord
+from toolnexus.styles.recordings import write_recording
 
 QS = {"a": NoulQuestion("A?"), "c": ChoiceQuestion("C?", {"x": "x", "y": "y"})}
 BODY = {

@@ -19,8 +19,8 @@ from typing import Any, ClassVar, Literal
 import pytest
 
 from toolnexus import NoulQuestion
-from toolnexus.decision import parse_decision
-from toolnexus.qtypes import registry
+from toolnexus.core.decision import parse_decision
+from toolnexus.core.qtypes import registry
 from toolnexus.records.decision import record
 
 pytest.importorskip("pyarrow")

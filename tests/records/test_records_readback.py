@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from toolnexus.decision import parse_decision
-from toolnexus.qtypes import registry
-from toolnexus.qtypes.choice import ChoiceRecord
-from toolnexus.qtypes.noul import NoulRecord
-from toolnexus.qtypes.score import ScoreRecord
+from toolnexus.core.decision import parse_decision
+from toolnexus.core.qtypes import registry
+from toolnexus.core.qtypes.choice import ChoiceRecord
+from toolnexus.core.qtypes.noul import NoulRecord
+from toolnexus.core.qtypes.score import ScoreRecord
 from toolnexus.records.codec import JsonCodec, JsonlCodec
 from toolnexus.records.decision import record
 from toolnexus.records.fields import compile_from_object, wire

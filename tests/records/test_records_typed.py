@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from toolnexus.batch import StateResult
-from toolnexus.decision import parse_decision
-from toolnexus.qtypes import registry
-from toolnexus.qtypes.choice import ChoiceRecord
-from toolnexus.qtypes.noul import NoulRecord
-from toolnexus.qtypes.score import ScoreRecord
+from toolnexus.core.decision import parse_decision
+from toolnexus.core.qtypes import registry
+from toolnexus.core.qtypes.choice import ChoiceRecord
+from toolnexus.core.qtypes.noul import NoulRecord
+from toolnexus.core.qtypes.score import ScoreRecord
+from toolnexus.evaluate.batch import StateResult
 from toolnexus.records import model
 from toolnexus.records.codec import CsvCodec, JsonlCodec, csv_header
 from toolnexus.records.decision import decision_record, record, record_body, sample_record

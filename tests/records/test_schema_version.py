@@ -80,7 +80,7 @@ def test_every_record_carries_schema_version_right_after_its_id(record: Any) -> 
 def test_the_csv_header_and_the_parquet_schema_carry_it_too() -> None:
     """Item 7, every format: the CSV column after the error columns, the Parquet column after
     ``id``."""
-    from toolnexus.questions import NoulQuestion
+    from toolnexus.core.questions import NoulQuestion
     from toolnexus.records.arrow import run_schema
 
     pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
@@ -221,7 +221,7 @@ def _newer_run(tmp_path: Path, fmt: str) -> Path:
 
 
 def _make_questions() -> Any:
-    from toolnexus.pytest_cases import load_questions
+    from toolnexus.pytest_plugin.cases import load_questions
 
     return load_questions(V0 / "q.yaml")
 

@@ -25,7 +25,7 @@ import pytest
 
 from clirun import error_line, run_cli
 from paths import TESTS
-from toolnexus.errors import RunError
+from toolnexus.core.errors import RunError
 from toolnexus.records.outputs import OutputError, check_outputs, whole_file
 
 QUESTIONS = """\
@@ -121,7 +121,7 @@ def test_report_refuses_two_outputs_on_one_file(tmp_path: Path, first: str, seco
 def _batch_setup(tmp_path: Path) -> tuple[Path, Path, Path]:
     """The question file, a replay directory answering every state, and the inputs."""
     from toolnexus.cli.questionfile import load_question_set
-    from toolnexus.recordings import write_recording
+    from toolnexus.styles.recordings import write_recording
 
     qpath = tmp_path / "q.yaml"
     qpath.write_text(QUESTIONS, "utf-8")

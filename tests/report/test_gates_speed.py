@@ -25,7 +25,7 @@ from toolnexus import (
     Policy,
     Rule,
 )
-from toolnexus.policy import Policy as PolicyClass
+from toolnexus.core.policy import Policy as PolicyClass
 from toolnexus.records.decision import decision_record
 from toolnexus.records.gates import GateSet, gate_records
 from toolnexus.records.model import DecisionRecord, ErrorRecord

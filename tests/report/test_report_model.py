@@ -155,9 +155,9 @@ def test_the_report_counts_every_decision_flag_but_invalid_and_fail_on_names_the
     """Issue 16: "the flag list three times" is written once: ``validation.FLAGS`` names every
     flag; the report's per-question flags are those but ``invalid`` (counted as invalid
     answers), in the renderer's order, and ``--fail-on`` takes exactly those names."""
+    from toolnexus.core.validation import FLAGS
     from toolnexus.report.accumulators import REPORT_FLAGS
     from toolnexus.report.conditions import NAMES
-    from toolnexus.validation import FLAGS
 
     assert sorted(REPORT_FLAGS) == sorted(f for f in FLAGS if f != "invalid")
     assert [n for n in NAMES if n in FLAGS and n != "invalid"] == list(REPORT_FLAGS)

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paths import TESTS
-from toolnexus.errors import ReportError
+from toolnexus.core.errors import ReportError
 from toolnexus.report.runs import ReportInputError, iter_records
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from toolnexus.cli.batch_options import parse_shard
 from toolnexus.cli.errors import CliError
-from toolnexus.errors import RunError
+from toolnexus.core.errors import RunError
 from toolnexus.records import DecisionRecord, ErrorRecord
 from toolnexus.records.codec import flatten
 from toolnexus.run.codecs import iter_inputs, sink_for

@@ -13,7 +13,7 @@ import pytest
 
 from clirun import run_cli
 from paths import REPO, TESTS
-from toolnexus.errors import RunError
+from toolnexus.core.errors import RunError
 from toolnexus.run.inputs import read_csv
 from toolnexus.run.items import InputSpec
 

@@ -13,7 +13,7 @@ import pytest
 from test_batch_dry import QUESTIONS, _input, _tickets
 
 from clirun import run_cli
-from toolnexus.errors import RunError
+from toolnexus.core.errors import RunError
 from toolnexus.run import RunConfig, RunNote, run_batch
 from toolnexus.scheduler.budget import parse_price
 

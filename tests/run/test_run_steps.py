@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from clirun import run_cli
-from toolnexus.errors import ClassifierError, RunError
+from toolnexus.core.errors import ClassifierError, RunError
 from toolnexus.questionfile.thresholds import GateFloor
-from toolnexus.recordings import load_recordings, write_recording
 from toolnexus.run import RunConfig, RunEnded, RunNote, RunProgress, arun_batch, run_batch
+from toolnexus.styles.recordings import load_recordings, write_recording
 
 QUESTIONS = """\
 model: m
@@ -421,7 +421,8 @@ def test_otel_without_the_extra_is_one_line_naming_it(
     assert not out.exists()
     lib = (
         "import sys\nfor n in sys.argv[1].split(','): sys.modules[n] = None\n"
-        "from toolnexus.errors import RunError\nfrom toolnexus.run.otel import prepare_telemetry\n"
+        "from toolnexus.core.errors import RunError\n"
+        "from toolnexus.run.otel import prepare_telemetry\n"
         "try:\n    prepare_telemetry(True)\nexcept RunError as e:\n    print(e)\n"
     )
     ran = subprocess.run([sys.executable, "-c", lib, missing], capture_output=True, text=True,

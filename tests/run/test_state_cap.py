@@ -15,7 +15,7 @@ import pytest
 from clirun import error_line
 from paths import REPO
 from toolnexus.cli import questionfile
-from toolnexus.errors import RunError
+from toolnexus.core.errors import RunError
 from toolnexus.run import states
 
 QUESTIONS = str(REPO / "questions" / "noul-small.yaml")

@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 from toolnexus import RunError
-from toolnexus.failures import Surface, option, stop_advice
-from toolnexus.questions import normalize_questions
+from toolnexus.core.failures import Surface, option, stop_advice
+from toolnexus.core.questions import normalize_questions
 
 QUESTIONS = {"q": {"type": "noul", "instructions": "Is it so?"}}
 SURFACES: tuple[Surface, ...] = get_args(Surface)

@@ -9,8 +9,8 @@ from decimal import Decimal
 import pytest
 
 from paths import TESTS
-from toolnexus.decision import ClassifierUsage
-from toolnexus.errors import ConfigError
+from toolnexus.core.decision import ClassifierUsage
+from toolnexus.core.errors import ConfigError
 from toolnexus.scheduler import Chain, Outcome, RunStopped, Ticket, TokenEstimate
 from toolnexus.scheduler.budget import (
     Budget,

@@ -15,7 +15,7 @@ import pytest
 
 from serving import ThreadedServer
 from toolnexus import BatchOptions, create_classifier
-from toolnexus.decision import ClassifierUsage
+from toolnexus.core.decision import ClassifierUsage
 from toolnexus.scheduler import Outcome, Ticket, TokenEstimate, estimate_tokens
 from toolnexus.scheduler import tokens as token_module
 from toolnexus.serve import ScriptedReply, ScriptedRequest, ServeOptions
@@ -106,7 +106,7 @@ def test_a_packed_run_lifts_each_state_once(text: bool, lifts: int, bodies: Bodi
     plan lifts every state of a pack it checks, and the send reuses a lift without images
     instead of walking the state again (it was twice per state). Text holds no image: it is
     not lifted at all."""
-    from toolnexus import probe
+    from toolnexus.core import observe as probe
 
     texts = [f"ticket {i}: the terminal charged invoice {i} twice" for i in range(64)]
     states: list[Any] = texts if text else [{"ticket": t} for t in texts]
@@ -160,7 +160,8 @@ def test_plans_of_one_question_set_derive_its_packed_questions_once() -> None:
     """A stream (``toolnexus batch``) plans each pack's worth of states apart; the derived
     questions, their bytes and the tally of that head are made once per question set and pack
     size, not once per pack (two thirds of the CLI's planning at pack 20, issue 32)."""
-    from toolnexus import packplan, probe
+    from toolnexus.core import observe as probe
+    from toolnexus.evaluate import packplan
 
     qs = create_classifier().prepare(QUESTIONS)
     long = {k: {**v, "instructions": v["instructions"] * 20} for k, v in QUESTIONS.items()}

@@ -19,8 +19,8 @@ from clirun import run_main
 from serving import HeldClock, ThreadedServer
 from toolnexus import BatchOptions, ConfigError
 from toolnexus.cli.errors import EXIT_STOPPED
-from toolnexus.decision import ClassifierUsage
-from toolnexus.errors import HTTPStatusError
+from toolnexus.core.decision import ClassifierUsage
+from toolnexus.core.errors import HTTPStatusError
 from toolnexus.scheduler import (
     Outcome,
     OutcomeKind,

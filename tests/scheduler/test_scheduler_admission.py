@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from toolnexus.decision import ClassifierUsage
-from toolnexus.errors import ConfigError, HTTPStatusError
+from toolnexus.core.decision import ClassifierUsage
+from toolnexus.core.errors import ConfigError, HTTPStatusError
 from toolnexus.scheduler import (
     Admission,
     Chain,

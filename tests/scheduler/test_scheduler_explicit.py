@@ -21,7 +21,7 @@ import pytest
 import toolnexus.scheduler as scheduler_package
 from toolnexus import create_classifier
 from toolnexus.config import BatchOptions
-from toolnexus.decision import ClassifierUsage
+from toolnexus.core.decision import ClassifierUsage
 from toolnexus.scheduler import Outcome, Scheduler, Ticket
 
 SRC = Path(scheduler_package.__file__).parent.parent
@@ -64,7 +64,8 @@ def test_no_module_on_the_way_to_the_wire_reads_the_scheduler_from_a_context_var
     # batchgroups/batchstream hold the batch loops, packoutcome and systemone_reply parts of
     # the packer and the style (split out of batch, packed and systemone to keep modules short).
     names = ["batch", "batchgroups", "batchstream", "packed", "packoutcome", "pipeline"]
-    names += ["styles", "systemone", "systemone_reply"]
+    names = [f"evaluate/{name}" for name in names]
+    names += ["styles/delegate", "styles/systemone", "styles/systemone_reply"]
     paths += [SRC / f"{name}.py" for name in names]
     for path in paths:
         tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -9,8 +9,8 @@ import asyncio
 import pytest
 from test_scheduler_admission import FakeClock
 
-from toolnexus.decision import ClassifierUsage
-from toolnexus.errors import HTTPStatusError, TransportError
+from toolnexus.core.decision import ClassifierUsage
+from toolnexus.core.errors import HTTPStatusError, TransportError
 from toolnexus.scheduler import (
     FailFast,
     Outcome,

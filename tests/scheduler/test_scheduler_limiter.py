@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolnexus.errors import ConfigError
+from toolnexus.core.errors import ConfigError
 from toolnexus.scheduler.admission import Outcome
 from toolnexus.scheduler.limiter import DEFAULT_SLOW_START, TokenBucket, Window
 

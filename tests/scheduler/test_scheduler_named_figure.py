@@ -21,8 +21,8 @@ import pytest
 
 import simulated_tokens as token_sim
 from simulated_limit import Server, simulate
-from toolnexus.errors import HTTPStatusError
-from toolnexus.ray_limiter import LimiterCore
+from toolnexus.core.errors import HTTPStatusError
+from toolnexus.ray.limiter import LimiterCore
 from toolnexus.scheduler import Outcome, Window, outcome_of
 from toolnexus.scheduler.failfast import limit_figure
 from toolnexus.scheduler.pace import PACE_BACKOFF, PACE_NAMED_SHARE

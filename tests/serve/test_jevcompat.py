@@ -19,11 +19,11 @@ import pytest
 from paths import REPO
 from serving import ThreadedServer
 from toolnexus import create_classifier
-from toolnexus.errors import ClassifierError
-from toolnexus.questions import normalize_questions
+from toolnexus.core.errors import ClassifierError
+from toolnexus.core.questions import normalize_questions
+from toolnexus.core.validation import FLAGS
 from toolnexus.records.decision import decision_record
 from toolnexus.serve import ServeOptions
-from toolnexus.validation import FLAGS
 
 jevcompat_mock = pytest.importorskip("jevcompat.mock")
 jevcompat_runner = pytest.importorskip("jevcompat.runner")

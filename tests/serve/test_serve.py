@@ -18,7 +18,7 @@ from imagegen import png
 from paths import REPO
 from serving import multipart, post, run_with
 from toolnexus import create_classifier, parse_decision, validate_decision
-from toolnexus.questions import normalize_questions
+from toolnexus.core.questions import normalize_questions
 from toolnexus.serve import (
     PLACEHOLDER,
     Fault,

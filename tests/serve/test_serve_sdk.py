@@ -18,7 +18,7 @@ from imagegen import png
 from paths import REPO
 from serving import ThreadedServer
 from toolnexus import create_classifier
-from toolnexus.assets import with_images
+from toolnexus.core.assets import with_images
 from toolnexus.serve import Fault, ServeOptions, parse_faults, synthesize
 
 RECORDINGS = REPO / "recordings"

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from serving import post, run_with
-from toolnexus.recordings import read_recording
 from toolnexus.serve import ServeOptions, Server
+from toolnexus.styles.recordings import read_recording
 
 
 def _body(question: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from toolnexus.errors import HTTPStatusError
+from toolnexus.core.errors import HTTPStatusError
 from toolnexus.transport import SystemOneTransport
 
 BASE = "http://127.0.0.1:9/v1"

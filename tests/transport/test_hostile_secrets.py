@@ -30,7 +30,7 @@ from hostile_server import (
     valid_answer,
 )
 from toolnexus import ClassifierError, ConfigError, create_classifier
-from toolnexus.errors import BackendError
+from toolnexus.core.errors import BackendError
 
 KEY = "tnk-5ecret-a1b2c3d4e5f6a7b8"
 HEADER_SECRET = 'hdr-"quoted"/back\\slash-secret'
@@ -500,8 +500,8 @@ def test_a_key_in_the_base_url_reaches_no_metric_event_or_error(
 )
 def test_write_recording_never_stores_a_key_in_the_endpoint(tmp_path: Path, endpoint: str) -> None:
     """The one path every recording is written by (``--record`` and ``serve --proxy --record``)."""
-    from toolnexus.questions import normalize_questions
-    from toolnexus.recordings import write_recording
+    from toolnexus.core.questions import normalize_questions
+    from toolnexus.styles.recordings import write_recording
 
     path = write_recording(
         tmp_path,

@@ -28,7 +28,7 @@ from clirun import run_cli
 from hostile_server import valid_answer
 from serving import ThreadedServer
 from toolnexus import ClassifierError, create_classifier
-from toolnexus.questions import normalize_questions
+from toolnexus.core.questions import normalize_questions
 from toolnexus.serve import ServeOptions
 from toolnexus.serve.script import ScriptedReply, ScriptedRequest
 from toolnexus.transport.redaction import scrub_bytes, scrub_value

@@ -28,7 +28,7 @@ import pytest
 from clirun import error_line, run_cli
 from hostile_server import HostileServer, Reply, Request
 from toolnexus import ClassifierError, create_classifier
-from toolnexus.questions import normalize_questions
+from toolnexus.core.questions import normalize_questions
 
 #: Mixed case (so upper- and lower-casing change it) with characters percent-encoding changes.
 KEY = "Tnk+5ecret/A1b2=c3D4e5F6a7B8"

@@ -15,14 +15,14 @@ import httpx
 import pytest
 
 from toolnexus.config import RetryPolicy, Timeout
-from toolnexus.errors import (
+from toolnexus.config.options import ErrorInfo, Verdict
+from toolnexus.core.errors import (
     ClassifierError,
     ConfigError,
     HookError,
     HTTPStatusError,
     TransportError,
 )
-from toolnexus.options import ErrorInfo, Verdict
 from toolnexus.transport import (
     RETRY_COUNT_HEADER,
     SystemOneTransport,

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from test_transport import ENDPOINT, OK_BODY, make, scripted, status
 
-from toolnexus.errors import HTTPStatusError, TransportError
+from toolnexus.core.errors import HTTPStatusError, TransportError
 from toolnexus.transport.observe import observers, observing
 
 

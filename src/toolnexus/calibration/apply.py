@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from ..answers import Answer
-from ..decision import Decision
+from ..core.answers import Answer
+from ..core.decision import Decision
 from .maps import LoadedCalibration, Provenance
 
 __all__ = ["asked_style", "recalibrate_decision"]

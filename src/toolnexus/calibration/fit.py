@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import ClassifierError
+from ..core.errors import ClassifierError
 from ..metrics.measures import (
     brier_score_loss,
     expected_calibration_error,

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..consistency import choice_confidence
-from ..errors import ConfigError
-from ..qtypes import registry
+from ..core.consistency import choice_confidence
+from ..core.errors import ConfigError
+from ..core.qtypes import registry
 from .transforms import isotonic_apply, platt_apply, temperature_apply
 
 __all__ = [

@@ -32,7 +32,7 @@ import typer
 from typer.core import TyperGroup
 
 from .. import __version__
-from ..printable import printable
+from ..core.printable import printable
 from .errors import (
     EXIT_CODES_HELP,
     EXIT_OK,

@@ -13,16 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..options import LLM_OPTIONS
+from ..config.options import LLM_OPTIONS
 from .errors import CliError, one_line
 from .options import CLASSIFIER_SETTINGS, BackendSettings
 
 if TYPE_CHECKING:
-    from ..classifier import Classifier
-    from ..decision import Decision
-    from ..questions import Question
+    from ..classifier.client import Classifier
+    from ..core.decision import Decision
+    from ..core.questions import Question
+    from ..core.validation import Checked
     from ..scheduler.budget import Price
-    from ..validation import Checked
 
 __all__ = [
     "Backend",
@@ -42,7 +42,7 @@ __all__ = [
 
 def model_for(settings: BackendSettings, file_model: str | None) -> str | None:
     """flag > env > question file > the backend row's model (None: the library's default)."""
-    from ..defaults import resolve_model
+    from ..core.defaults import resolve_model
 
     return resolve_model(settings.model, file_model, default=None)
 
@@ -63,7 +63,7 @@ def classifier_options(
     if on_metric is not None:
         opts["on_metric"] = on_metric
     if style == "static":
-        from ..recordings import load_recordings
+        from ..styles.recordings import load_recordings
 
         assert settings.replay is not None
         # A recording of a request toolnexus would not send as it is (serve --record of a
@@ -99,7 +99,7 @@ def live_target(settings: BackendSettings, model: str | None) -> tuple[str, str]
     references unexpanded, and the model is the backend row's when none was given."""
     if settings.style == "llm":
         return settings.llm_base_url or "", settings.llm_model or ""
-    from ..backends import resolve_backend
+    from ..config.backends import resolve_backend
 
     row = resolve_backend(
         settings.backend or "typesafe",
@@ -120,8 +120,8 @@ class Recorder:
     endpoint: str
 
     def __call__(self, state: Any, questions: Mapping[str, Question], decision: Decision) -> None:
-        from ..assets import lift_with_questions
-        from ..recordings import write_recording
+        from ..core.assets import lift_with_questions
+        from ..styles.recordings import write_recording
 
         # The state as sent: images become their placeholders and the file keeps each one's
         # sha256, never its bytes (the Image objects hash once; nothing is read again).
@@ -166,7 +166,7 @@ class Backend:
 
     async def evaluate(self, state: Any, questions: Mapping[str, Question]) -> Decision:
         """One decision; recorded when ``--record`` is set."""
-        from ..validation import Checked
+        from ..core.validation import Checked
 
         made = await self.evaluate_checked(state, questions)
         return made.decision if isinstance(made, Checked) else made
@@ -176,8 +176,8 @@ class Backend:
     ) -> Decision | Checked:
         """:meth:`evaluate`, with the verdict of a style that validated on the way (a cache,
         the llm style): ``eval`` hands it to its record, so the decision is validated once."""
-        from ..state import check_state
-        from ..validation import Checked
+        from ..core.state import check_state
+        from ..core.validation import Checked
 
         qs = self.classifier.prepare(questions)
         check_state(state)
@@ -195,7 +195,7 @@ def build_backend(
 ) -> Backend:
     """``create_classifier(**classifier_options(...))`` wrapped with its recorder. ``cache``
     (``batch --cache``) is handed to the classifier as its decision cache."""
-    from ..factory import create_classifier
+    from ..classifier.factory import create_classifier
 
     opts = classifier_options(settings, file_model=file_model, on_metric=on_metric)
     if cache is not None:
@@ -218,7 +218,7 @@ def check_key(settings: BackendSettings) -> None:
 
 def warn_to_stderr(event: Mapping[str, Any]) -> None:
     """The classifier's metric sink: warnings to stderr, one line each; other events unused."""
-    from ..classifier import METRIC_WARNING
+    from ..classifier.client import METRIC_WARNING
 
     if event.get("event") == METRIC_WARNING:
         sys.stderr.write(f"toolnexus: warning: {one_line(str(event.get('warning', '')))}\n")
@@ -245,7 +245,7 @@ def price_of(text: str | None) -> Price | None:
     """``--price`` (or ``TOOLNEXUS_PRICE``) parsed, or None (``batch``, ``filter``, ``mcp``)."""
     if text is None or not text.strip():
         return None
-    from ..errors import ConfigError
+    from ..core.errors import ConfigError
     from ..scheduler.budget import parse_price
 
     try:

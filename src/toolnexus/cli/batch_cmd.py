@@ -14,8 +14,8 @@ failed at the backend (``backend_*`` codes and ``invalid_decision``); 2 for usag
 states the inputs or the options could not serve (``malformed_input``, ``duplicate_id``,
 ``invalid_state``, ``replay_miss``, ``config_error``, ...); 1 when a ``--fail-on`` condition
 holds for any record; 0 otherwise. SIGINT exits 130 and SIGTERM 143, after fsyncing what was
-written. Error record codes and their exit codes come from ``toolnexus/failures.py``'s one table,
-listed in the README.
+written. Error record codes and their exit codes come from ``toolnexus/core/failures.py``'s
+one table, listed in the README.
 """
 
 from __future__ import annotations

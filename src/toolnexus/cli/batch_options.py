@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from ..defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_BATCH_PATIENCE
+from ..core.defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_BATCH_PATIENCE
 from .cache_cmd import CacheDirOpt
 from .errors import CliError
 from .options import CalibrationOpt, FailOnOpt, ThresholdsOpt
@@ -230,8 +230,8 @@ def parse_pack(text: str) -> int | Literal["auto"]:
     except ValueError:
         size = 0
     if size != 1:
-        from ..errors import ConfigError
-        from ..packplan import check_pack
+        from ..core.errors import ConfigError
+        from ..evaluate.packplan import check_pack
 
         try:
             check_pack(size)

@@ -3,7 +3,7 @@
 No trailing newline, so ``sha256sum`` of the output is the fixture's ``canonicalSha256`` and
 ``diff <(toolnexus canonical a.yaml) <(toolnexus canonical b.yaml)`` compares what would be
 sent. ``--sha256`` prints the request digest, ``--questions-sha256`` the question-set digest
-(``toolnexus.canonical`` defines both). Offline by construction: it imports the pure core only,
+(``toolnexus.core.canonical`` defines both). Offline by construction: it imports the pure core only,
 never httpx.
 
 With images (``--state photo.png``, or ``--image NAME=PATH`` for a state that says ``<NAME>``)
@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from ..defaults import DEFAULT_MODEL, MODEL_ENV
+from ..core.defaults import DEFAULT_MODEL, MODEL_ENV
 
 
 def canonical(

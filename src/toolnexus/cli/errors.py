@@ -12,7 +12,7 @@ register them. The README's exit-code table lists these codes:
 :func:`failure_of` is the ONE place an exception becomes a CLI outcome: the exit code the
 boundary gives it (``eval``, ``canonical``, every command) AND the ``error.code`` of the record
 ``batch`` writes for a state that failed with it, from one table (:data:`FAILURES`, defined in
-``toolnexus/failures.py`` so the library's ``toolnexus.arrow`` records the same codes; this
+``toolnexus/core/failures.py`` so the library's ``toolnexus.arrow`` records the same codes; this
 module adds ``CliError`` on top). So the same failure exits with the same code whichever
 command met it.
 """
@@ -23,11 +23,11 @@ import errno
 import sys
 from typing import NoReturn
 
-from .. import errors as lib
+from ..core import errors as lib
 
 # The one failure table lives in the core (the library's ``toolnexus.arrow`` writes the same
 # record codes); command modules keep importing these names from here.
-from ..failures import (
+from ..core.failures import (
     CONDITION_FOR_CODE,
     DUPLICATE_ID,
     EXIT_BACKEND,
@@ -45,7 +45,7 @@ from ..failures import (
     Failure,
     one_line,
 )
-from ..failures import failure_of as _failure_of
+from ..core.failures import failure_of as _failure_of
 
 __all__ = [
     "CONDITION_FOR_CODE",
@@ -95,7 +95,7 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 
 
 def failure_of(error: BaseException) -> Failure | None:
-    """The failure ``error`` stands for (``toolnexus.failures.failure_of``); a ``CliError``
+    """The failure ``error`` stands for (``toolnexus.core.failures.failure_of``); a ``CliError``
     carries its own exit code."""
     if isinstance(error, CliError):
         return Failure("usage", error.code)

@@ -30,8 +30,8 @@ from .options import (
 from .render.formats import DecisionFormat
 
 if TYPE_CHECKING:
-    from ..decision import Decision
-    from ..questions import Question
+    from ..core.decision import Decision
+    from ..core.questions import Question
     from ..records.model import DecisionRecord
 
 
@@ -73,10 +73,10 @@ def run_eval(
     (input), ClassifierError (backend or input) for the boundary to report."""
     import asyncio
 
-    from ..errors import InvalidDecision, StaticMiss
-    from ..recordings import replay_miss_message
+    from ..core.errors import InvalidDecision, StaticMiss
+    from ..core.validation import Checked
     from ..records.decision import record as decision_record
-    from ..validation import Checked
+    from ..styles.recordings import replay_miss_message
     from .backend import build_backend, check_key, warn_to_stderr
     from .gatefloors import check_thresholds_file, with_gate_floors
     from .questionfile import load_question_file
@@ -92,7 +92,7 @@ def run_eval(
     check_thresholds_file(thresholds_text, questions, questions_path)
     recalibrator = None
     if calibration is not None:
-        from ..canonical import questions_sha256
+        from ..core.canonical import questions_sha256
         from ..records.decision import Recalibrator
 
         recalibrator = Recalibrator.load(
@@ -100,7 +100,7 @@ def run_eval(
         )
     backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr)
     if settings.style == "systemone":  # the wire's limits (issue 34 item 4)
-        from ..defaults import DEFAULT_MODEL
+        from ..core.defaults import DEFAULT_MODEL
         from .lintbudget import over_limit_warning
 
         warning = over_limit_warning(backend.model or DEFAULT_MODEL, questions, state)

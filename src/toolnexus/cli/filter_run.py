@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from ..errors import RunStopped
+from ..core.errors import RunStopped
 from .batch_options import parse_pack
 from .errors import (
     EXIT_BACKEND,
@@ -47,10 +47,10 @@ from .filter_options import FilterFlags
 from .filter_where import GateCondition, Where, parse_gate, parse_where
 
 if TYPE_CHECKING:
-    from ..batch import StateResult
-    from ..errors import ClassifierError
-    from ..policy import Policy
-    from ..questions import Question
+    from ..core.errors import ClassifierError
+    from ..core.policy import Policy
+    from ..core.questions import Question
+    from ..evaluate.batch import StateResult
     from ..scheduler.budget import Caps
     from .backend import Backend
     from .options import BackendSettings
@@ -123,7 +123,7 @@ class _Run:
         admission: tuple[Any, ...],
         gates: Mapping[str, Policy],
     ) -> None:
-        from ..packing import PACK_CAP
+        from ..evaluate.packing import PACK_CAP
         from ..run.output import ReorderBuffer
 
         self.cfg, self.backend, self.questions = cfg, backend, questions
@@ -220,11 +220,11 @@ class _Run:
 
     def _message(self, error: ClassifierError) -> str:
         """What failed, as batch's error record says it (a replay miss names the folder)."""
-        from ..errors import StaticMiss
+        from ..core.errors import StaticMiss
 
         replay = self.backend.settings.replay
         if isinstance(error, StaticMiss) and replay is not None:
-            from ..recordings import replay_miss_message
+            from ..styles.recordings import replay_miss_message
 
             return replay_miss_message(error, replay)
         return error.detail

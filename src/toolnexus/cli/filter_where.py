@@ -1,6 +1,6 @@
 """``filter --where``: one condition over a decision, ``KEY[.FIELD] OP VALUE``.
 
-Read with the grammar ``report --fail-on`` reads (``toolnexus.comparisons``: the same tokenizer
+Read with the grammar ``report --fail-on`` reads (``toolnexus.core.comparisons``: the same tokenizer
 and operators). KEY is a question key of the set; keys may contain dots, so the longest key that
 the left side starts with wins (``a.b.level`` with keys ``a`` and ``a.b`` is ``a.b``'s level).
 FIELD defaults by the question's type, and each type has its own:
@@ -24,15 +24,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..comparisons import OPERATORS, parse_comparison
-from ..decision import Decision
-from ..errors import ConfigError
-from ..qtypes import registry
-from ..questions import Question
+from ..core.comparisons import OPERATORS, parse_comparison
+from ..core.decision import Decision
+from ..core.errors import ConfigError
+from ..core.qtypes import registry
+from ..core.questions import Question
 from .errors import CliError
 
 if TYPE_CHECKING:
-    from ..policy import Policy
+    from ..core.policy import Policy
 
 __all__ = ["GateCondition", "Where", "parse_gate", "parse_where"]
 
@@ -158,7 +158,7 @@ def parse_gate(
 ) -> GateCondition:
     """``--gate NAME --action ACTION`` against the question file's ``gates:``; an unknown gate
     or an action it never gives is one line naming what it has."""
-    from ..policy import NEEDS_INPUT
+    from ..core.policy import NEEDS_INPUT
 
     if name not in gates:
         have = f"its gates: {', '.join(gates)}" if gates else "it has no gates: section"

@@ -14,7 +14,7 @@ from .errors import CliError
 from .options import parse_gate_floors
 
 if TYPE_CHECKING:
-    from ..policy import Policy
+    from ..core.policy import Policy
 
 __all__ = ["check_thresholds_file", "parse_gate_floors", "with_gate_floors"]
 
@@ -29,7 +29,7 @@ def check_thresholds_file(
         return
     import sys
 
-    from ..errors import RunError
+    from ..core.errors import RunError
     from ..questionfile.thresholds import check_fitted_on
     from .errors import one_line
 
@@ -49,7 +49,7 @@ def with_gate_floors(
     floors = parse_gate_floors(text)
     if not floors:
         return dict(gates)
-    from ..errors import RunError
+    from ..core.errors import RunError
     from ..run.config import apply_gate_floors
 
     try:

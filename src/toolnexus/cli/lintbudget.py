@@ -16,13 +16,13 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..config.requestbudget import Budget, budget_of
+from ..core.questions import questions_to_wire
 from ..questionfile.codes import Finding
-from ..questions import questions_to_wire
-from ..requestbudget import Budget, budget_of
 
 if TYPE_CHECKING:
-    from ..questions import Question
-    from ..yamlread import Located
+    from ..core.questions import Question
+    from ..core.yamlread import Located
 
 __all__ = [
     "GATE_BYTES",
@@ -103,15 +103,15 @@ def request_budget(
 ) -> Budget:
     """The budget of the request ``model`` + ``questions`` (+ ``state``, images lifted into
     assets as the classifier sends them)."""
-    from ..canonical import canonical_json
+    from ..core.canonical import canonical_json
 
     wire = questions_to_wire(questions)
     body: dict[str, Any] = {"model": model, "questions": wire}
     sizes: list[tuple[int, int]] = []
     state_bytes = b""
     if with_state:
-        from ..assets import lift_with_questions
-        from ..images import ImageLimits
+        from ..core.assets import lift_with_questions
+        from ..core.images import ImageLimits
 
         lifted = lift_with_questions(state, questions)
         # An image the classifier refuses is never sent: that refusal, not a budget, is the news.
@@ -131,7 +131,7 @@ def over_limit_warning(
     pass the wire's token limits (issue 34 item 4), or None. Without ``state`` (``batch``,
     before reading its input) the question set alone is judged: over a limit, every request
     of the run is."""
-    from ..errors import ClassifierError
+    from ..core.errors import ClassifierError
 
     try:
         over = request_budget(model, questions, state, with_state=with_state).over()
@@ -220,7 +220,7 @@ def budget_findings(
 
 def state_findings(name: str, text: str) -> list[Finding]:
     """TN041 for a YAML state: values YAML 1.1 reads as a boolean or number."""
-    from ..yamlread import YamlSyntaxError, read_yaml
+    from ..core.yamlread import YamlSyntaxError, read_yaml
 
     try:
         doc = read_yaml(text)

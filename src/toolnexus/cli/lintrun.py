@@ -194,7 +194,7 @@ def _check(lint: Lint, state: tuple[str, Any] | None) -> list[Finding]:
     # a relative import per file was a tenth of what the rules cost over 200 small files.
     global _RULES
     if _RULES is None:
-        from .. import defaults
+        from ..core import defaults
         from . import lintbudget, lintsource, questionrules
 
         _RULES = (defaults, lintbudget, lintsource, questionrules)

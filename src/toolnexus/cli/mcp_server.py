@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
-from ..assertions import describe_answer
-from ..errors import ClassifierError
-from ..failures import one_line
+from ..core.errors import ClassifierError
+from ..core.failures import one_line
+from ..judge.assertions import describe_answer
 
 if TYPE_CHECKING:
-    from ..policy import Policy
-    from ..questions import Question
+    from ..core.policy import Policy
+    from ..core.questions import Question
     from ..scheduler.run import Scheduler
     from .backend import Backend
 
@@ -119,8 +119,8 @@ class McpApp:
     async def _evaluate(
         self, tool: QuestionTool, arguments: Mapping[str, Any]
     ) -> tuple[Any, str, bool]:
+        from ..core.state import check_state
         from ..records.decision import decision_record
-        from ..state import check_state
 
         state = arguments.get("state")
         if not isinstance(state, str | dict):
@@ -141,8 +141,8 @@ class McpApp:
         return record, "\n".join(lines), False
 
     def _canonical(self, arguments: Mapping[str, Any]) -> tuple[Any, str, bool]:
-        from ..canonical import canonical_request, questions_sha256, sha256_hex
-        from ..defaults import DEFAULT_MODEL
+        from ..core.canonical import canonical_request, questions_sha256, sha256_hex
+        from ..core.defaults import DEFAULT_MODEL
 
         name = arguments.get("question_set")
         tool = self.tools.get(name) if isinstance(name, str) else None
@@ -268,7 +268,7 @@ def frame_error(line: bytes) -> dict[str, Any] | None:
     message is an invalid request (-32600). The ``id`` is the line's own when it can be read
     (a lone surrogate elsewhere in the line leaves it readable), else null. A blank line is no
     message and gets nothing (None, as the caller skips it)."""
-    from ..jsonlimits import loads
+    from ..core.jsonlimits import loads
 
     line = line.strip()
     if not line:

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from .errors import EXIT_CONDITION, EXIT_OK, EXIT_USAGE, fail, handle_error, report
 
 if TYPE_CHECKING:
+    from ..core.questions import Question
     from ..questionfile.codes import Finding
-    from ..questions import Question
 
 __all__ = ["canonical", "check_criteria", "fast_main"]
 
@@ -92,7 +92,7 @@ def check_criteria(
         if named and skipped:
             # Issue 43 item 5: the hook names every staged YAML file, so a named file that is
             # not a question set is still skipped, but never silently.
-            from ..printable import printable
+            from ..core.printable import printable
 
             sys.stderr.write(
                 f"{printable(skipped[0])}: skipped, not a question set (--strict checks it)\n"
@@ -150,9 +150,9 @@ def canonical(
     """Render the canonical bytes of model + questions (with ``state``: the whole request
     body, images lifted into its ``assets`` map; with ``pack_states``, a JSONL file of states:
     the packed request that asks them all, issue 20); return the exit code."""
-    from ..canonical import canonical_json, canonical_request, sha256_hex
-    from ..canonical import questions_sha256 as set_digest
-    from ..questions import questions_to_wire
+    from ..core.canonical import canonical_json, canonical_request, sha256_hex
+    from ..core.canonical import questions_sha256 as set_digest
+    from ..core.questions import questions_to_wire
     from .questionfile import load_question_set, resolve_model
     from .render import CanonicalResult, CanonicalView, render
 
@@ -182,8 +182,8 @@ def canonical(
     elif state is None:
         body = canonical_request(chosen, qset.questions)
     else:
-        from ..assets import lift_with_questions
-        from ..images import ImageLimits
+        from ..core.assets import lift_with_questions
+        from ..core.images import ImageLimits
         from ..run.states import attach_images, load_state, parse_image_options
 
         value = attach_images(load_state(state), parse_image_options(list(image)))
@@ -207,11 +207,11 @@ def canonical(
 def _packed_request(model: str, questions: Mapping[str, Question], source: str) -> bytes:
     """What ``evaluate_pack`` sends for the states of ``source``: the packed request, or, for a
     file of one state, that state's own request (a pack of one is never packed)."""
-    from ..assets import lift_with_questions
-    from ..images import ImageLimits
-    from ..packing import pack_lifted, pack_questions
-    from ..packplan import packed_body
-    from ..questions import questions_to_wire
+    from ..core.assets import lift_with_questions
+    from ..core.images import ImageLimits
+    from ..core.questions import questions_to_wire
+    from ..evaluate.packing import pack_lifted, pack_questions
+    from ..evaluate.packplan import packed_body
     from ..run.states import load_states_jsonl
 
     states = load_states_jsonl(source)

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from ..defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT, MODEL_ENV
+from ..core.defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT, MODEL_ENV
 from ..questionfile.thresholds import THRESHOLD_NAMES as _THRESHOLD_NAMES
 from .errors import CliError
 
 if TYPE_CHECKING:
-    from ..errors import ClassifierError
+    from ..core.errors import ClassifierError
 
 _PANEL = "Backend"
 R = TypeVar("R")
@@ -196,8 +196,8 @@ class BackendSettings:
     supports_images: SupportsImagesOpt = None
 
     def __post_init__(self) -> None:
-        from ..errors import ConfigError
-        from ..options import check_option
+        from ..config.options import check_option
+        from ..core.errors import ConfigError
 
         for name in CLASSIFIER_SETTINGS:
             try:
@@ -233,7 +233,8 @@ CLASSIFIER_SETTINGS = tuple(f.name for f in fields(BackendSettings) if f.name no
 
 def flag_problem(name: str, error: ClassifierError) -> str:
     """The library's message for the option ``name`` (``classifier: <name> must ...``) as the
-    flag's: ``--<name> must ...``; the check and its words live once, in ``toolnexus.options``."""
+    flag's: ``--<name> must ...``; the check and its words live once, in
+    ``toolnexus.config.options``."""
     flag = "--" + name.replace("_", "-")
     detail = error.detail
     return flag + detail[len(name) :] if detail.startswith(name + " ") else f"{flag}: {detail}"
@@ -361,7 +362,7 @@ def parse_thresholds(text: str | None) -> dict[str, float]:
         except ValueError:
             raise CliError(f"--thresholds: {name} must be a number, got {raw.strip()!r}") from None
         out[name] = value
-    from ..errors import RunError
+    from ..core.errors import RunError
     from ..questionfile.thresholds import checked_cut_points
 
     try:
@@ -383,7 +384,7 @@ def parse_gate_floors(text: str | None) -> dict[str, Any]:
     F}}`` (``report --write-thresholds --gates`` writes it); empty for the inline form."""
     if not text or not text.startswith("@"):
         return {}
-    from ..errors import RunError
+    from ..core.errors import RunError
     from ..questionfile.thresholds import read_gate_floors
 
     try:
@@ -394,7 +395,7 @@ def parse_gate_floors(text: str | None) -> dict[str, Any]:
 
 def _thresholds_file(path: str) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """The top-level and per-question cut-points of a thresholds YAML file, each checked."""
-    from ..errors import RunError
+    from ..core.errors import RunError
     from ..questionfile.thresholds import read_thresholds
 
     try:

@@ -13,9 +13,9 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..qtypes import CHOICE, NOUL, SCORE, registry
+from ..core.qtypes import CHOICE, NOUL, SCORE, registry
+from ..core.yamlread import Located
 from ..questionfile.codes import Finding
-from ..yamlread import Located
 from .questionwords import (
     COUNTING_GATE,
     DATES_GATE,

@@ -413,7 +413,7 @@ def report_command(
 
             fitted_on = (questions_file, load_question_file(questions_file)[0][1])
         elif gates is not None and sweep_gates is not None:
-            from ..canonical import questions_sha256
+            from ..core.canonical import questions_sha256
 
             # the --gates file's wording only when it is the run's (else it was warned about)
             if report.questions_sha256 == (questions_sha256(sweep_gates[1]),):

@@ -42,7 +42,7 @@ def serve(*, serve_values: Mapping[str, Any]) -> None:
 
     values = dict(serve_values)
 
-    from ..errors import ClassifierError
+    from ..core.errors import ClassifierError
     from ..serve.proxy import upstream_base
     from ..serve.run import run
 

@@ -18,13 +18,13 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ..qtypes import registry
+from ..core.qtypes import registry
 from .errors import CliError, one_line
 
 if TYPE_CHECKING:
     from ..calibration.oobselect import SelectiveGuard
-    from ..policy import Policy
-    from ..questions import Question
+    from ..core.policy import Policy
+    from ..core.questions import Question
     from ..report.floors import GuardedFloor, GuardedPair
     from ..report.labels import Labels
     from ..report.model import Report
@@ -267,7 +267,7 @@ def _fitted_on_text(report: Report, fitted_on: tuple[str, Mapping[str, Question]
     v1): the run's question-set digest and, from the question file the run answered, each
     question's exact wording. A question file that is not the run's is refused: its wording
     would be recorded for answers to other questions."""
-    from ..canonical import questions_sha256
+    from ..core.canonical import questions_sha256
     from ..questionfile.thresholds import wording_of
 
     if len(report.questions_sha256) != 1:

@@ -13,12 +13,12 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-from ..decision import json_kind
-from ..errors import QuestionError
-from ..qtypes import CHOICE, SCORE, registry
-from ..qtypes.registry import LintPath
-from ..qtypes.values import got as _got
-from ..questions import (
+from ..core.decision import json_kind
+from ..core.errors import QuestionError
+from ..core.qtypes import CHOICE, SCORE, registry
+from ..core.qtypes.registry import LintPath
+from ..core.qtypes.values import got as _got
+from ..core.questions import (
     ChoiceQuestion,
     Question,
     ScoreQuestion,
@@ -27,7 +27,7 @@ from ..questions import (
     level_label,
     question_from_wire,
 )
-from ..yamlread import Located, NodePath
+from ..core.yamlread import Located, NodePath
 from .codes import Finding
 
 # The core's degenerate-criteria reasons, one code per seed rule (a test pins the mapping).

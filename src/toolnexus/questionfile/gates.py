@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConfigError
-from ..policy import NEEDS_INPUT, Policy, Rule
-from ..qtypes import registry
-from ..questions import Question
+from ..core.errors import ConfigError
+from ..core.policy import NEEDS_INPUT, Policy, Rule
+from ..core.qtypes import registry
+from ..core.questions import Question
 from .checker import Checker, _kind, _suggest
 
 __all__ = ["GATE_CODE", "check_gates"]

@@ -33,19 +33,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
-from ..defaults import DEFAULT_MODEL
-from ..defaults import resolve_model as _resolve_model
-from ..errors import QuestionError
-from ..questions import (
+from ..core.defaults import DEFAULT_MODEL
+from ..core.defaults import resolve_model as _resolve_model
+from ..core.errors import QuestionError
+from ..core.questions import (
     Question,
     check_limits,
 )
-from ..yamlread import Located, YamlSyntaxError, read_yaml
+from ..core.yamlread import Located, YamlSyntaxError, read_yaml
 from .checker import Checker
 from .codes import CODES, WARNING_CODES, Finding
 
 if TYPE_CHECKING:
-    from ..policy import Policy
+    from ..core.policy import Policy
 
 __all__ = [
     "CODES",
@@ -117,7 +117,7 @@ class Lint:
 
 def resolve_model(flag: str | None, file_model: str | None) -> str:
     """The model to request: ``--model`` > ``TOOLNEXUS_MODEL`` > the file's ``model`` >
-    ``jev-latest`` (issue 4), by the one rule in ``toolnexus.defaults``."""
+    ``jev-latest`` (issue 4), by the one rule in ``toolnexus.core.defaults``."""
     return _resolve_model(flag, file_model) or DEFAULT_MODEL
 
 

@@ -13,11 +13,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..consistency import consistency_flags
-from ..decision import Answer, Decision
-from ..qtypes import registry
-from ..questions import Question
-from ..validation import (
+from ..core.consistency import consistency_flags
+from ..core.decision import Answer, Decision
+from ..core.qtypes import registry
+from ..core.questions import Question
+from ..core.validation import (
     DEFAULT_THRESHOLDS,
     FLAGS,
     Checked,
@@ -31,7 +31,7 @@ from .model import RECORD_KEYS, SCHEMA_VERSION, DecisionRecord, RecordUsage
 
 if TYPE_CHECKING:
     from ..calibration.maps import LoadedCalibration, Provenance
-    from ..policy import Policy
+    from ..core.policy import Policy
 
 __all__ = [
     "FLAGS",
@@ -179,13 +179,13 @@ def record(
     calibrated, usage, each answer's fields) plus the derived ones (near_uniform, level, label,
     band), a ``flags`` list per answer and for the whole decision, and ``invalid``: the
     ``validate_decision`` message, or ``None``. Answers follow the question order, then any
-    answer nobody asked for, each its type's :class:`~toolnexus.qtypes.registry.AnswerRecord`.
+    answer nobody asked for, each its type's :class:`~toolnexus.core.qtypes.registry.AnswerRecord`.
     Built directly: no JSON object is made and read back (issue 30 item 2).
 
     ``usage.cost`` is ``None`` when the backend did not report one: absent, not zero.
     ``validated`` passes a verdict already reached, so a decision is validated once on every
     path: ``True`` when the caller's evaluate validated fail-closed (the batch stream), or the
-    style's :class:`~toolnexus.validation.Checked` (a cache that validated to decide what to
+    style's :class:`~toolnexus.core.validation.Checked` (a cache that validated to decide what to
     store). ``gates``: the question file's named policies; the record then carries ``gates``
     (``gate_records``).
     """
@@ -293,7 +293,7 @@ def sample_record(
 ) -> DecisionRecord:
     """A decision record for this question set, to learn the CSV columns from the record
     itself (so the header can never drift from :func:`record`)."""
-    from ..decision import parse_decision
+    from ..core.decision import parse_decision
 
     answers: dict[str, Any] = {}
     for key, q in questions.items():

@@ -23,10 +23,10 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..answers import Answer, NoulAnswer
-from ..bands import DEFAULT_BANDS
-from ..policy import NEEDS_INPUT, NO_RULE_FIRED, Policy
-from ..questions import Question
+from ..core.answers import Answer, NoulAnswer
+from ..core.bands import DEFAULT_BANDS
+from ..core.policy import NEEDS_INPUT, NO_RULE_FIRED, Policy
+from ..core.questions import Question
 from .model import GateOutcomes
 
 __all__ = ["CompiledGate", "GateOutcomes", "GateSet", "compiled", "gate_records"]

@@ -31,9 +31,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from ..errors import ReportError
-from ..qtypes import registry
-from ..validation import DEFAULT_THRESHOLDS
+from ..core.errors import ReportError
+from ..core.qtypes import registry
+from ..core.validation import DEFAULT_THRESHOLDS
 from .fields import from_object_of as _from_object
 from .fields import to_object_of as _to_object
 from .fields import wire, wire_fields

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..core.validation import FLAGS
 from ..metrics.arrays import in_order_sum
 from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
 from ..metrics.measures import (
@@ -27,7 +28,6 @@ from ..metrics.measures import (
     roc_auc_score,
     threshold_for_precision,
 )
-from ..validation import FLAGS
 from .extras import (
     Defined,
     LabelledArrays,

@@ -16,8 +16,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..core.qtypes import registry
 from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
-from ..qtypes import registry
 from .accumulators import (
     FIRST_IDS,
     NoulStats,

@@ -17,8 +17,8 @@ from .reader import read_run
 from .selective import selective_reports
 
 if TYPE_CHECKING:
-    from ..policy import Policy
-    from ..questions import Question
+    from ..core.policy import Policy
+    from ..core.questions import Question
     from .sweep import GateSweep
 
 __all__ = ["Report", "build_report"]
@@ -127,7 +127,7 @@ def check_gates_file(
     knowingly (issue 42 item 3): a rule naming a question no record of the run answers is
     refused, one line naming the gate (as an unknown gate is refused), before anything is
     swept; a file whose question-set digest is not the run's is one warning with both."""
-    from ..canonical import questions_sha256
+    from ..core.canonical import questions_sha256
     from .inputs import ReportInputError
 
     answered = run.questions

@@ -17,8 +17,8 @@ import io
 import re
 from typing import Any
 
-from ..errors import ReportError
-from ..qtypes import registry
+from ..core.errors import ReportError
+from ..core.qtypes import registry
 from .model import (
     ChoiceDistribution,
     Confusion,

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from itertools import compress, repeat
 from typing import Any
 
-from ..qtypes import registry
+from ..core.qtypes import registry
 from ..records.arrowrows import column_values
 from ..records.model import SCHEMA_VERSION, SCHEMA_VERSION_KEY
 from .accumulators import QuestionStats

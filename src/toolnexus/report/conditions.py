@@ -2,7 +2,7 @@
 change on a labelled sample (``"ece>0.1,near-uniform>0.05,errors>0"``).
 
 A condition is ``[KEY.]NAME OP NUMBER`` with OP one of ``> >= < <=`` (the grammar of
-``toolnexus.comparisons``, which ``filter --where`` reads too), or ``[KEY.]ece>floor``:
+``toolnexus.core.comparisons``, which ``filter --where`` reads too), or ``[KEY.]ece>floor``:
 the ECE above its noise floor's 95th percentile (issue 24: measured with the report's
 intervals, so not with ``--no-intervals``). Without ``KEY`` it holds
 when ANY question meets it. NAME is a scalar metric (``accuracy``, ``brier``, ``log_loss``,
@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..comparisons import OPERATORS
+from ..core.comparisons import OPERATORS
 from .accumulators import FIRST_IDS, REPORT_FLAGS
 from .model import SCALAR_METRICS, QuestionComparison, QuestionReport, Report, RunSummary
 from .runs import ReportInputError
@@ -56,10 +56,10 @@ class Condition:
 
 
 def _parse_one(text: str) -> Condition:
-    # The grammar's tokenizer (``toolnexus.comparisons``, shared with ``filter --where``), then
+    # The grammar's tokenizer (``toolnexus.core.comparisons``, shared with ``filter --where``), then
     # this command's own operators and names.
-    from ..comparisons import parse_comparison
-    from ..errors import ConfigError
+    from ..core.comparisons import parse_comparison
+    from ..core.errors import ConfigError
 
     try:
         parsed = parse_comparison(text)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..errors import ReportError
-from ..qtypes import registry
-from ..qtypes.values import SUM_TOLERANCE
+from ..core.errors import ReportError
+from ..core.qtypes import registry
+from ..core.qtypes.values import SUM_TOLERANCE
 
 __all__ = ["LabelError", "RecordError"]
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..calibration.oob import OobGuard, oob_guard
-from ..qtypes import registry
+from ..core.qtypes import registry
 from .judged import LABEL_TRUTH, decided_records
 from .labels import Labels
 

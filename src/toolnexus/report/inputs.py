@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import ReportError
+from ..core.errors import ReportError
 from ..records.csvdialect import csv_delimiter, first_non_utf8, not_utf8_hint
 from ..records.model import SCHEMA_VERSION_KEY, schema_problem
 

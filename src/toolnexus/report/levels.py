@@ -10,11 +10,11 @@ from array import array
 from collections.abc import Mapping
 from typing import Any
 
-from ..consistency import SCORE_CONFIDENCE_FORMULAS, score_confidence_fits
+from ..core.consistency import SCORE_CONFIDENCE_FORMULAS, score_confidence_fits
+from ..core.questions import level_label
 from ..metrics.arrays import in_order_sum
 from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
 from ..metrics.measures import accuracy_score, mean_absolute_error, within_one
-from ..questions import level_label
 from .accumulators import _LEVEL_KEYS, _mean, _share
 from .extras import rps_in_level_order
 from .fieldchecks import (

@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..calibration.oobselect import NOT_ANSWERED, RIGHT, WRONG, SelectiveGuard, oob_selective
-from ..policy import Policy
-from ..qtypes import registry
-from ..questions import Question
+from ..core.policy import Policy
+from ..core.qtypes import registry
+from ..core.questions import Question
 from .judged import LABEL_TRUTH, decided_records
 from .labels import Labels
 from .sweep import at_floor, decided_answers

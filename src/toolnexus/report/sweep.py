@@ -33,12 +33,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from ..bands import Bands
-from ..decision import Answer, parse_decision
-from ..errors import ClassifierError
-from ..policy import Policy, Rule, decide
-from ..qtypes import registry
-from ..questions import Question
+from ..core.bands import Bands
+from ..core.decision import Answer, parse_decision
+from ..core.errors import ClassifierError
+from ..core.policy import Policy, Rule, decide
+from ..core.qtypes import registry
+from ..core.questions import Question
 from .labels import Labels
 from .runs import ReportInputError, iter_records
 from .selective import RiskPoint

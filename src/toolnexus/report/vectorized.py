@@ -19,8 +19,8 @@ from collections.abc import Callable
 from itertools import pairwise, repeat
 from typing import Any
 
+from ..core.qtypes import registry
 from ..metrics.measures import N_BINS
-from ..qtypes import registry
 from ..records.arrowrows import column_values
 from .accumulators import (
     _BAND_INDEX,
@@ -318,7 +318,7 @@ def _choice(st: ChoiceStats, f: dict[str, Any], labels: list[str | None], ids: l
 
 
 def _score(st: ScoreStats, f: dict[str, Any], labels: list[str | None], ids: list[str]) -> bool:
-    from ..questions import level_label
+    from ..core.questions import level_label
 
     uniform = _uniform(f["probabilities"])
     if uniform is None or not _confidences(st, f["confidence"]) or not _flags_plain(f["flags"]):
@@ -366,7 +366,7 @@ def _score_fits(
     answer by answer (the same bounds, array-wise)."""
     import numpy as np
 
-    from ..consistency import ROUNDING, choice_confidence, uniform_spread
+    from ..core.consistency import ROUNDING, choice_confidence, uniform_spread
 
     keep = [i for i, c in enumerate(confidences) if c is not None]
     if not keep:

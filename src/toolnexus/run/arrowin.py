@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..failures import one_line
+from ..core.failures import one_line
 from ..records.arrow import require_pyarrow
 from .items import (
     ARROW_SUFFIXES,

@@ -18,13 +18,13 @@ from contextlib import AbstractContextManager
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from ..errors import RunError
-from ..failures import EXIT_BUDGET, Surface, option
+from ..core.errors import RunError
+from ..core.failures import EXIT_BUDGET, Surface, option
 from ..scheduler.budget import OUTPUT_MARGIN, Budget, Caps, Price, Spend
 from .config import RunConfig
 
 if TYPE_CHECKING:
-    from ..questions import Question
+    from ..core.questions import Question
     from .dry import DryRun
 
 __all__ = [
@@ -75,7 +75,7 @@ def _unestimated(cfg: RunConfig) -> Budget:
 
 def output_per_request(questions: Mapping[str, Question]) -> int:
     """The output tokens one request of ``questions`` (prepared) is reserved."""
-    from ..questions import questions_to_wire
+    from ..core.questions import questions_to_wire
     from ..scheduler.budget import estimate_output_tokens
 
     return estimate_output_tokens(questions_to_wire(dict(questions)))
@@ -138,7 +138,7 @@ def require_price(caps: Caps, price: Price | None, surface: Surface = "batch") -
     """``--max-cost`` without ``--price`` (or ``$TOOLNEXUS_PRICE``) refused before anything is
     sent: the library's one check (``scheduler.budget.check_price``) as the run's
     :class:`RunError`, exit 2 (``run_batch``, ``batch``, ``filter`` and ``mcp`` call it)."""
-    from ..errors import ConfigError
+    from ..core.errors import ConfigError
     from ..scheduler.budget import check_price
 
     try:

@@ -22,11 +22,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
-from ..errors import RunError
+from ..core.errors import RunError
 from .resume import Framing, PriorOutput
 
 if TYPE_CHECKING:
-    from ..questions import Question
+    from ..core.questions import Question
     from ..records import Record
     from .items import InputItem, InputSpec, Notes
 
@@ -318,7 +318,7 @@ def _open_parquet(
 
 
 def _prior_parquet(output: str, sha: str) -> PriorOutput:
-    from ..failures import one_line
+    from ..core.failures import one_line
     from ..records.arrow import require_pyarrow
     from .parquet import read_parquet_prior
 

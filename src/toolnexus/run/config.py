@@ -17,16 +17,16 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_BATCH_PATIENCE
-from ..errors import RunError
+from ..core.defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_BATCH_PATIENCE
+from ..core.errors import RunError
 from .items import InputSpec
 
 if TYPE_CHECKING:
-    from ..decision import Decision
-    from ..failures import Surface
-    from ..policy import Policy
+    from ..core.decision import Decision
+    from ..core.failures import Surface
+    from ..core.policy import Policy
+    from ..core.questions import Question
     from ..questionfile.thresholds import GateFloor
-    from ..questions import Question
     from ..scheduler import Admission
     from ..scheduler.budget import Caps, Price
 
@@ -149,7 +149,7 @@ class RunConfig:
         thresholds file (``batch --thresholds @FILE``, a ``str`` or ``Path``): its cut-points, its
         ``questions:`` cut-points and its ``gates:`` floors set ``thresholds``,
         ``question_thresholds`` and ``gate_floors``. ``fields`` are the other fields."""
-        from ..defaults import resolve_model
+        from ..core.defaults import resolve_model
         from ..questionfile import load_question_file
 
         thresholds = fields.get("thresholds")
@@ -202,7 +202,7 @@ def caps_from(
     one line naming the flag (``batch``, ``filter`` and the MCP server's tools share it)."""
     from decimal import InvalidOperation
 
-    from ..errors import ConfigError
+    from ..core.errors import ConfigError
     from ..scheduler.budget import Caps
 
     cost = None

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..failures import one_line
+from ..core.failures import one_line
 from ..records.arrow import require_pyarrow
 from ..records.model import SCHEMA_VERSION, SCHEMA_VERSION_KEY, record_from_object
 from ..records.parquet import journal_path

@@ -22,12 +22,12 @@ from dataclasses import asdict, dataclass
 from decimal import Decimal
 from typing import Any
 
-from ..canonical import canonical_json
-from ..errors import ClassifierError, RunError
-from ..questions import Question, questions_to_wire
+from ..core.canonical import canonical_json
+from ..core.errors import ClassifierError, RunError
+from ..core.questions import Question, questions_to_wire
+from ..core.state import check_state
 from ..scheduler.budget import Price, estimate_output_tokens
 from ..scheduler.tokens import PrefixTally, TokenEstimate, estimate_tokens
-from ..state import check_state
 from .codecs import iter_inputs
 from .config import RunConfig
 from .items import InputItem
@@ -179,7 +179,7 @@ def estimate_items(
     """What sending ``items`` (read and selected by the caller: a run, ``filter``) would cost,
     packed as ``pack``, with the classifier ``classifier`` (``create_classifier``'s keywords)
     builds; sends nothing."""
-    from ..factory import create_classifier
+    from ..classifier.factory import create_classifier
 
     check_dry(classifier)
     options = dict(classifier)
@@ -234,7 +234,7 @@ def _against_limits(
     result: DryRun, body: bytes, state: Any, wire: Any, sizes: list[tuple[int, int]]
 ) -> None:
     """The largest request against the wire's limits (``batch --dry-run``, issue 34 item 4)."""
-    from ..requestbudget import budget_of
+    from ..config.requestbudget import budget_of
 
     budget = budget_of(body, canonical_json(state), wire, sizes)
     result.largest_request_upper = budget.request
@@ -247,8 +247,8 @@ def _estimate_packs(
 ) -> tuple[bytes, Any, Any, list[tuple[int, int]]] | None:
     """Requests and tokens of the packed requests ``packplan.plan_packs`` makes of the states
     to send, each estimated on its own packed body, exactly as it will be sent."""
-    from ..packing import pack_lifted, pack_questions
-    from ..packplan import packed_body, plan_packs
+    from ..evaluate.packing import pack_lifted, pack_questions
+    from ..evaluate.packplan import packed_body, plan_packs
 
     states = [state for state, _ in sendable]
     largest = None

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
-from ..failures import one_line
+from ..core.failures import one_line
 from .budget import budget_of, counting_resends, require_price
 from .codecs import SinkWriter, iter_inputs, sink_for
 from .config import RunConfig
@@ -38,7 +38,7 @@ from .stream import Stream
 from .summary import RunEnded, RunNote, RunProgress, RunSummary
 
 if TYPE_CHECKING:
-    from ..classifier import Classifier
+    from ..classifier.client import Classifier
     from ..records.decision import Recalibrator
     from ..scheduler import Admission
     from .otel import RunSpan
@@ -210,7 +210,7 @@ class _Session:
                 self.summary.cost_cap = member.caps.max_cost
 
     def _classifier(self) -> Classifier:
-        from ..factory import create_classifier
+        from ..classifier.factory import create_classifier
 
         options = dict(self.cfg.classifier)
         if self.cfg.cache is not None:

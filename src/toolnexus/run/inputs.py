@@ -46,11 +46,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ..errors import RunError
-from ..failures import one_line
-from ..images import Image
-from ..jsonlimits import JsonLimitError, loads_noting_duplicates
-from ..printable import printable
+from ..core.errors import RunError
+from ..core.failures import one_line
+from ..core.images import Image
+from ..core.jsonlimits import JsonLimitError, loads_noting_duplicates
+from ..core.printable import printable
 from ..records.csvdialect import (
     UTF16_HINT,
     csv_delimiter,

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
-from ..assets import with_images
-from ..errors import RunError
-from ..failures import MALFORMED_INPUT
-from ..images import Image
+from ..core.assets import with_images
+from ..core.errors import RunError
+from ..core.failures import MALFORMED_INPUT
+from ..core.images import Image
 from ..records.model import id_problem
 from .states import check_state
 

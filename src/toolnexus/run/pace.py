@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RunStopped
-from ..failures import Surface, option
+from ..core.errors import RunStopped
+from ..core.failures import Surface, option
 from .config import RunConfig
 from .items import MALFORMED, InputItem
 from .summary import RunSummary
 
 if TYPE_CHECKING:
-    from ..decision import ClassifierUsage
+    from ..core.decision import ClassifierUsage
     from ..scheduler import Outcome, Ticket
     from .items import Notes
 

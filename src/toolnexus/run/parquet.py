@@ -45,7 +45,7 @@ from .resume import (
 )
 
 if TYPE_CHECKING:
-    from ..questions import Question
+    from ..core.questions import Question
 
 __all__ = ["ParquetOutput", "read_parquet_prior"]
 

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..questions import Question
+    from ..core.questions import Question
 
 __all__ = ["ParquetSink"]
 

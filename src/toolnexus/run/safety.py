@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, RunError
+from ..core.errors import ConfigError, RunError
 from ..records.codec import earlier_headers
 from .codecs import Sink, SinkWriter, reader_for, sink_for
 from .config import RunConfig
@@ -18,7 +18,7 @@ from .ids import question_set_sha256
 from .resume import PriorMismatch, PriorOutput, UnreadableRecord
 
 if TYPE_CHECKING:
-    from ..questions import Question
+    from ..core.questions import Question
 
 __all__ = [
     "check_config",
@@ -72,7 +72,7 @@ def check_existing(cfg: RunConfig) -> None:
 def _words(cfg: RunConfig) -> Callable[..., str]:
     """``failures.option`` in the words of the run's surface (issue 43 item 7: a script is told
     ``resume=True``, ``toolnexus batch`` ``--resume``)."""
-    from ..failures import option
+    from ..core.failures import option
 
     return lambda name, value=True: option(name, cfg.surface, value)
 
@@ -203,7 +203,7 @@ def _check_cut_points(cfg: RunConfig) -> None:
     a question of the set (once it is known)."""
     from collections.abc import Mapping
 
-    from ..validation import merged_thresholds, swapped_cut_points
+    from ..core.validation import merged_thresholds, swapped_cut_points
 
     pairs = [("thresholds", cfg.thresholds)]
     for key, cuts in cfg.question_thresholds.items():
@@ -225,7 +225,7 @@ def _check_cut_points(cfg: RunConfig) -> None:
 
 def check_config(cfg: RunConfig) -> None:
     """Every option checked before anything is read or written; one line for the first wrong."""
-    from ..batch import MAX_CONCURRENCY, MIN_CONCURRENCY
+    from ..evaluate.batch import MAX_CONCURRENCY, MIN_CONCURRENCY
 
     if not MIN_CONCURRENCY <= cfg.concurrency <= MAX_CONCURRENCY:
         raise RunError(
@@ -282,7 +282,7 @@ def check_key(classifier: Mapping[str, Any]) -> None:
     if classifier.get("style", "systemone") != "systemone":
         return
     base_url, api_key_env = classifier.get("base_url"), classifier.get("api_key_env")
-    from ..backends import BACKENDS, resolve_backend
+    from ..config.backends import BACKENDS, resolve_backend
     from ..transport.redaction import redact_url, userinfo
 
     name = classifier.get("backend") or "typesafe"

@@ -18,11 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from ..assets import with_images
-from ..decision import json_kind
-from ..errors import RunError
-from ..images import Image
-from ..printable import printable
+from ..core.assets import with_images
+from ..core.decision import json_kind
+from ..core.errors import RunError
+from ..core.images import Image
+from ..core.printable import printable
 
 StateFormat = Literal["text", "json", "yaml"]
 STATE_FORMATS: tuple[StateFormat, ...] = ("text", "json", "yaml")
@@ -87,7 +87,7 @@ def image_state(source: str, what: str = "image file") -> Image:
 def parse_image_options(values: list[str] | None) -> dict[str, Image]:
     """``--image NAME=PATH`` (repeatable) -> ``{NAME: Image}``; the state refers to each as
     ``<NAME>``. A malformed pair, a bad name, a repeated name or a missing file is an error."""
-    from ..errors import ImageError
+    from ..core.errors import ImageError
 
     images: dict[str, Image] = {}
     for value in values or []:
@@ -136,7 +136,7 @@ def _strip_final_newline(text: str) -> str:
 def _parse_yaml(text: str, name: str) -> Any:
     """A YAML state through the same reader as question files: one node budget for alias
     expansion, the same nesting and number bounds, duplicate keys and non-JSON values refused."""
-    from ..yamlread import YamlSyntaxError, read_yaml
+    from ..core.yamlread import YamlSyntaxError, read_yaml
 
     try:
         doc = read_yaml(text)
@@ -176,7 +176,7 @@ def parse_state(
     if fmt == "text":
         return text if name == TEXT_NAME else _strip_final_newline(text)
     if fmt == "json":
-        from ..jsonlimits import JsonLimitError, loads_noting_duplicates
+        from ..core.jsonlimits import JsonLimitError, loads_noting_duplicates
 
         try:
             value, twice = loads_noting_duplicates(text)
@@ -274,7 +274,7 @@ def load_state(
 def load_states_jsonl(source: str) -> list[Any]:
     """The states of a JSONL file (``canonical --pack-states``): one JSON state per line, blank
     lines skipped; an error names the file and the line."""
-    from ..jsonlimits import JsonLimitError, loads_noting_duplicates
+    from ..core.jsonlimits import JsonLimitError, loads_noting_duplicates
 
     name = STDIN_NAME if source == "-" else source
     states: list[Any] = []

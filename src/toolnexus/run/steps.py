@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import RunError
+from ..core.errors import RunError
 from .config import RunConfig
 
 __all__ = ["check_case_gates", "check_steps", "run_steps", "write_cases", "write_review"]

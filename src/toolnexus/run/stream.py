@@ -21,8 +21,8 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RunStopped
-from ..failures import CONDITION_FOR_CODE, failure_of, one_line
+from ..core.errors import RunStopped
+from ..core.failures import CONDITION_FOR_CODE, failure_of, one_line
 from ..records import ErrorRecord, Record
 from ..records.gates import GateSet
 from .codecs import SinkWriter
@@ -35,11 +35,11 @@ from .safety import check_key
 from .summary import RunProgress, RunSummary
 
 if TYPE_CHECKING:
-    from ..batch import StateResult
-    from ..classifier import Classifier
-    from ..errors import ClassifierError
-    from ..policy import Policy
-    from ..questions import Question
+    from ..classifier.client import Classifier
+    from ..core.errors import ClassifierError
+    from ..core.policy import Policy
+    from ..core.questions import Question
+    from ..evaluate.batch import StateResult
     from ..records.decision import Recalibrator
     from ..scheduler import Admission
 
@@ -73,13 +73,13 @@ def result_record(
     miss names the recordings ``replay`` holds), or the decision's record. The one place a
     result becomes a record, for the run and for ``toolnexus.arrow``'s tables alike.
     ``evaluate_stream`` validated the decision fail-closed: an invalid one is an error result."""
-    from ..errors import StaticMiss
+    from ..core.errors import StaticMiss
     from ..records.decision import record
 
     if result.error is not None:
         message = result.error.message
         if isinstance(result.error, StaticMiss) and replay is not None:
-            from ..recordings import replay_miss_message
+            from ..styles.recordings import replay_miss_message
 
             message = replay_miss_message(result.error, replay)
         return ErrorRecord(item_id, error_code(result.error), one_line(message), sha)

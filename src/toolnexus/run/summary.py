@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Literal
 
-from ..failures import (
+from ..core.failures import (
     EXIT_BACKEND,
     EXIT_CONDITION,
     EXIT_FOR_CODE,
@@ -20,7 +20,7 @@ from ..failures import (
     EXIT_STOPPED,
     EXIT_USAGE,
 )
-from ..printable import printable
+from ..core.printable import printable
 
 __all__ = ["FIRST_IDS", "RunEnded", "RunNote", "RunProgress", "RunSummary"]
 

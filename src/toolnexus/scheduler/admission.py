@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from ..decision import ClassifierUsage
-from ..errors import RunStopped, StopKind
+from ..core.decision import ClassifierUsage
+from ..core.errors import RunStopped, StopKind
 from .tokens import TokenEstimate
 
 __all__ = [

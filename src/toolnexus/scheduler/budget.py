@@ -30,10 +30,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
-from ..decision import ClassifierUsage
-from ..errors import ConfigError
-from ..failures import Surface, option, stop_advice
-from ..qtypes import registry
+from ..core.decision import ClassifierUsage
+from ..core.errors import ConfigError
+from ..core.failures import Surface, option, stop_advice
+from ..core.qtypes import registry
 from .admission import Outcome, OutcomeKind, RunStopped, Ticket
 
 __all__ = [

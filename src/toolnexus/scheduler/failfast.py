@@ -22,8 +22,8 @@ from __future__ import annotations
 import json
 import re
 
-from ..decision import ClassifierUsage
-from ..errors import ConfigError, HTTPStatusError, TransportError
+from ..core.decision import ClassifierUsage
+from ..core.errors import ConfigError, HTTPStatusError, TransportError
 from .admission import Outcome, OutcomeKind, RunStopped, Ticket
 
 __all__ = [

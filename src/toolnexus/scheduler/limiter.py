@@ -50,10 +50,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..decision import ClassifierUsage
-from ..defaults import DEFAULT_BATCH_PATIENCE
-from ..errors import ConfigError, RunStopped
-from ..failures import Surface, stop_advice
+from ..core.decision import ClassifierUsage
+from ..core.defaults import DEFAULT_BATCH_PATIENCE
+from ..core.errors import ConfigError, RunStopped
+from ..core.failures import Surface, stop_advice
 from .admission import Outcome, OutcomeKind, Ticket
 from .pace import Pace, TokenBucket
 

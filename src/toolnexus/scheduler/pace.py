@@ -41,7 +41,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 __all__ = [
     "PACE_BACKOFF",

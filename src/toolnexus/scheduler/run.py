@@ -37,9 +37,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ..decision import ClassifierUsage
-from ..errors import ConfigError
-from ..failures import Surface
+from ..core.decision import ClassifierUsage
+from ..core.errors import ConfigError
+from ..core.failures import Surface
 from .admission import Admission, Chain, Outcome, OutcomeKind, RunStopped, Ticket
 from .failfast import DEFAULT_THRESHOLD, FailFast, outcome_of
 from .limiter import (

@@ -24,8 +24,8 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import aiohttp
 
-from ..errors import DecisionError
-from ..recordings import write_wire_recording
+from ..core.errors import DecisionError
+from ..styles.recordings import write_wire_recording
 from ..transport.redaction import redact_url, scrub_value, url_secrets
 from .wire import WireRequest
 

@@ -27,9 +27,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from ..canonical import canonical_json
-from ..images import IMAGE_MAX_BYTES, REQUEST_IMAGE_MAX_BYTES, image_format, image_size
-from ..qtypes import registry
+from ..core.canonical import canonical_json
+from ..core.images import IMAGE_MAX_BYTES, REQUEST_IMAGE_MAX_BYTES, image_format, image_size
+from ..core.qtypes import registry
 
 __all__ = [
     "KNOWN_TYPES",

@@ -20,8 +20,9 @@ this module seeds. Shapes follow the live wire (``../shared/reference/system-one
 
 Every answer passes ``validate_decision`` against its question. Pure: no I/O.
 
-Packed requests (issue 20, ``toolnexus.packing``): a request whose state is ``{"states": [...]}``
-and whose questions are all derived keys addressed to those states is answered per derived
+Packed requests (issue 20, ``toolnexus.evaluate.packing``): a request whose state is
+``{"states": [...]}`` and whose questions are all derived keys addressed to those states is
+answered per derived
 question from the ONE state it addresses, exactly as that state alone would be (the seed input
 is the question as asked alone and that state's own key), so a packed run and an unpacked run of
 the same states get the same answers. Its usage is the whole request's (:func:`input_tokens`:
@@ -35,10 +36,10 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..canonical import canonical_json
-from ..packing import STATES_KEY, unpack_questions_wire
-from ..qtypes import registry
-from ..qtypes.raw import PLACEHOLDER, PLACEHOLDER_FIELD
+from ..core.canonical import canonical_json
+from ..core.qtypes import registry
+from ..core.qtypes.raw import PLACEHOLDER, PLACEHOLDER_FIELD
+from ..evaluate.packing import STATES_KEY, unpack_questions_wire
 
 __all__ = [
     "PLACEHOLDER",

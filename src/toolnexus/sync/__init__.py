@@ -33,17 +33,17 @@ from collections.abc import (
 )
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from .. import classifier as _async
-from .. import factory as _factory
-from .. import judge as _judge
-from ..bands import JudgedAnswer
-from ..batch import BoundState, BoundStates, StateResult
+from ..classifier import client as _async
+from ..classifier import factory as _factory
 from ..config import BatchOptions
-from ..decision import Decision
-from ..defaults import DEFAULT_BATCH_CONCURRENCY
-from ..errors import ConfigError
-from ..policy import GateResult
-from ..questions import Question
+from ..core.bands import JudgedAnswer
+from ..core.decision import Decision
+from ..core.defaults import DEFAULT_BATCH_CONCURRENCY
+from ..core.errors import ConfigError
+from ..core.policy import GateResult
+from ..core.questions import Question
+from ..evaluate.batch import BoundState, BoundStates, StateResult
+from ..judge import ask as _judge
 from ._loop import background
 
 __all__ = [

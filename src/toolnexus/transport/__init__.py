@@ -18,7 +18,7 @@ Every aiohttp and httpx exception is translated in its adapter, and only there.
 
 from __future__ import annotations
 
-from ..defaults import DEFAULT_RETRYABLE_STATUSES
+from ..core.defaults import DEFAULT_RETRYABLE_STATUSES
 from .adapter import Adapter, SendError
 from .redaction import redact, scrub, server_message
 from .retry import (

@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .redaction import ENV_REF, url_secrets, userinfo
 
 __all__ = ["check_url", "expand_env", "joined", "prepare", "trimmed"]

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from ..errors import ConfigError
-from ..options import TransportKind
+from ..config.options import TransportKind
+from ..core.errors import ConfigError
 from .adapter import MAX_BODY_BYTES, Answer, BodyTooLarge, SendError, cause_chain, os_error_kind
 
 __all__ = ["HttpxAdapter", "failure_kind"]

@@ -15,11 +15,11 @@ from collections.abc import Iterable
 from http import HTTPStatus
 from typing import Any
 
-from ..envname import ENV_REF
-from ..errors import HTTPStatusError, StaticMiss, TransportError
-from ..jsonlimits import loads
-from ..options import TransportKind
-from ..urls import REDACTED, redact_url, url_secrets, userinfo
+from ..config.options import TransportKind
+from ..core.envname import ENV_REF
+from ..core.errors import HTTPStatusError, StaticMiss, TransportError
+from ..core.jsonlimits import loads
+from ..core.urls import REDACTED, redact_url, url_secrets, userinfo
 from .authcause import auth_failure_cause
 
 __all__ = [

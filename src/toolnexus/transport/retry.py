@@ -49,8 +49,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..config import ErrorInfo, RetryPolicy, Timeout, TransportKind
-from ..decision import ClassifierUsage
-from ..errors import BackendError, ConfigError, DecisionError, HTTPStatusError, StaticMiss
+from ..core.decision import ClassifierUsage
+from ..core.errors import BackendError, ConfigError, DecisionError, HTTPStatusError, StaticMiss
 from ..scheduler import Outcome, Scheduler, TokenEstimate, estimate_tokens, outcome_of
 from ..scheduler.failfast import STORM_STATUSES, retry_after_seconds
 from .adapter import MAX_BODY_BYTES, Adapter, BodyTooLarge, SendError

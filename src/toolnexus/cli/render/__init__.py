@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from ...printable import printable, printable_data
-from ...questions import Question
+from ...core.printable import printable, printable_data
+from ...core.questions import Question
 from . import lint
 from .decision import (
     default_format,

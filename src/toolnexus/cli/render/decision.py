@@ -13,9 +13,9 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
-from ...printable import printable, printable_data
-from ...qtypes import registry
-from ...questions import Question
+from ...core.printable import printable, printable_data
+from ...core.qtypes import registry
+from ...core.questions import Question
 from .formats import DecisionFormat
 
 if TYPE_CHECKING:

@@ -17,13 +17,24 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BAR_WIDTH", "Bar", "Grid", "bar_text"]
+__all__ = [
+    "BAR_WIDTH",
+    "Bar",
+    "Grid",
+    "bar_text",
+]
 
 BAR_WIDTH = 24
+
+
 #: A bar gives way to this width before the text labels are cut, and is left out rather than
 #: drawn narrower than BAR_MIN.
 BAR_ROOMY = 12
+
+
 BAR_MIN = 6
+
+
 #: Between two columns of ``box.SIMPLE_HEAD`` without edges: a blank, the divider, a blank.
 GAP = 3
 
@@ -184,3 +195,36 @@ def _longest_word(text: str) -> int:
     from rich.cells import cell_len
 
     return max((cell_len(word) for word in text.split()), default=0)
+
+
+# A report table's cells: numbers as the table renderer writes them (``-`` for a missing one)
+# and the :class:`~.grid.Grid` each table of ``report.py`` and ``labelled.py`` is drawn in. Below
+# both, so neither imports the other for them.
+
+
+def _pct(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "-"
+    return f"{value * 100:.0f}%"
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+def _signed(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "-"
+    return f"{value:+.3f}"
+
+
+def _table(
+    *columns: str,
+    right: Sequence[str] = (),
+    keep: Sequence[str] = (),
+) -> Grid:
+    """A table whose ``right`` columns (numbers) and ``keep`` columns keep their width on a
+    narrow terminal; only its text labels and bar give way (:mod:`.grid`)."""
+    return Grid(columns, frozenset(right), frozenset(keep))

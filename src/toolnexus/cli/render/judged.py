@@ -9,7 +9,7 @@ from typing import Any
 from ...report.judged import GateReport, PairedCount
 from ...report.selective import SelectiveReport
 from ...report.sweep import GateSweep
-from .cells import _table as _grid
+from .grid import _table as _grid
 
 __all__ = ["gates_table", "outcomes_lines", "paired_table", "selective_table", "sweep_table"]
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import IO, Any
 
-from ...printable import printable
+from ...core.printable import printable
 from ...questionfile.codes import Finding
 from ...questionfile.rules import RULES, RULES_URL, Rule
 

@@ -1,0 +1,1 @@
+"""The public Classifier and the factories that build one (``create_classifier``)."""

@@ -1,0 +1,1 @@
+"""One state or many: the request pipeline, its telemetry, batches, streams and packing."""

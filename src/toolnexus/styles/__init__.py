@@ -1,0 +1,1 @@
+"""The styles: what answers one request (System One, the llm dialect, recordings)."""
