@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from toolnexus.cli.lintrun import Controls, check_file
-from toolnexus.cli.questionfile import lint_file
+from toolnexus.questionfile.load import lint_file
 
 RUNS = 31
 TARGET = 1.20

@@ -164,9 +164,9 @@ def image_examples() -> list[tuple[str, dict[str, Any]]]:
     import asyncio
 
     from toolnexus import Image, create_classifier
-    from toolnexus.cli.questionfile import load_question_set
     from toolnexus.core.assets import lift_images
     from toolnexus.core.questions import questions_to_wire
+    from toolnexus.questionfile.load import load_question_set
     from toolnexus.serve import ServeOptions, Server
 
     model, questions = load_question_set(REPO / "questions" / "image-check.yaml")

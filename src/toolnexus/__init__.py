@@ -16,26 +16,26 @@ __version__ = "0.1.0"
 # typed imports below it (what mypy and an editor see) are GENERATED from it: after editing the
 # table, run `python tests/core/test_public_api.py` to rewrite them (a test fails until they agree).
 _LAZY: dict[str, tuple[str, ...]] = {
-    "cache": (
+    "cache.memory": (
         "Cache",
-        "CacheStats",
         "MemoryCache",
-        "SqliteCache",
         "memory_cache",
     ),
-    "classifier.client": (
-        "METRIC_EVALUATE",
-        "METRIC_WARNING",
-        "Classifier",
+    "cache.sqlite": (
+        "CacheStats",
+        "SqliteCache",
     ),
+    "classifier.client": ("Classifier",),
     "classifier.factory": (
         "create_classifier",
         "static_classifier",
     ),
     "config": (
         "BatchOptions",
+        "ErrorInfo",
         "RetryPolicy",
         "Timeout",
+        "Verdict",
     ),
     "config.backends": (
         "BACKEND_NAMES",
@@ -46,9 +46,11 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "config.options": (
         "STYLES",
         "ClassifierOptions",
-        "ErrorInfo",
         "RecordedDecision",
-        "Verdict",
+    ),
+    "core.answers": (
+        "Answer",
+        "ClassifierUsage",
     ),
     "core.assets": (
         "Asset",
@@ -70,15 +72,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "sha256_hex",
     ),
     "core.decision": (
-        "NEAR_UNIFORM_TOLERANCE",
-        "Answer",
-        "ChoiceAnswer",
-        "ClassifierUsage",
         "Decision",
-        "NoulAnswer",
-        "RawAnswer",
-        "ScoreAnswer",
-        "near_uniform",
         "parse_decision",
     ),
     "core.defaults": (
@@ -115,16 +109,16 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "TransportError",
         "unsupported",
     ),
-    "core.images": (
+    "core.imagelimits": (
         "IMAGE_MAX_BYTES",
         "IMAGE_MAX_SIDE",
         "IMAGE_MIN_SIDE",
         "REQUEST_IMAGE_MAX_BYTES",
-        "Image",
         "ImageLimits",
         "image_format",
         "image_size",
     ),
+    "core.images": ("Image",),
     "core.policy": (
         "NEEDS_INPUT",
         "GateResult",
@@ -132,16 +126,30 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "Request",
         "Rule",
     ),
-    "core.questions": (
+    "core.qtypes.choice": (
         "MAX_CHOICE_OPTIONS",
-        "MAX_SCORE_LEVELS",
-        "MIN_SCORE_LEVELS",
+        "NEAR_UNIFORM_TOLERANCE",
+        "ChoiceAnswer",
         "ChoiceQuestion",
+        "near_uniform",
+    ),
+    "core.qtypes.noul": (
+        "NoulAnswer",
         "NoulCriteria",
         "NoulQuestion",
-        "Question",
+    ),
+    "core.qtypes.raw": (
+        "RawAnswer",
         "RawQuestion",
+    ),
+    "core.qtypes.rubric": (
+        "MAX_SCORE_LEVELS",
+        "MIN_SCORE_LEVELS",
         "ScoreQuestion",
+    ),
+    "core.qtypes.score": ("ScoreAnswer",),
+    "core.questions": (
+        "Question",
         "choice_over",
         "chunk_questions",
         "degenerate_criteria",
@@ -154,7 +162,11 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "evaluate.batch": (
         "BoundState",
         "BoundStates",
-        "StateResult",
+    ),
+    "evaluate.batchgroups": ("StateResult",),
+    "evaluate.pipeline": (
+        "METRIC_EVALUATE",
+        "METRIC_WARNING",
     ),
     "judge.ask": (
         "Tape",
@@ -175,28 +187,28 @@ __all__ = sorted([*_WHERE, "__version__"], key=_export_order)
 
 # --- generated from _LAZY by tests/core/test_public_api.py; do not edit by hand ----------------
 if TYPE_CHECKING:
-    from .cache import Cache as Cache
-    from .cache import CacheStats as CacheStats
-    from .cache import MemoryCache as MemoryCache
-    from .cache import SqliteCache as SqliteCache
-    from .cache import memory_cache as memory_cache
-    from .classifier.client import METRIC_EVALUATE as METRIC_EVALUATE
-    from .classifier.client import METRIC_WARNING as METRIC_WARNING
+    from .cache.memory import Cache as Cache
+    from .cache.memory import MemoryCache as MemoryCache
+    from .cache.memory import memory_cache as memory_cache
+    from .cache.sqlite import CacheStats as CacheStats
+    from .cache.sqlite import SqliteCache as SqliteCache
     from .classifier.client import Classifier as Classifier
     from .classifier.factory import create_classifier as create_classifier
     from .classifier.factory import static_classifier as static_classifier
     from .config import BatchOptions as BatchOptions
+    from .config import ErrorInfo as ErrorInfo
     from .config import RetryPolicy as RetryPolicy
     from .config import Timeout as Timeout
+    from .config import Verdict as Verdict
     from .config.backends import BACKEND_NAMES as BACKEND_NAMES
     from .config.backends import BACKENDS as BACKENDS
     from .config.backends import IMAGES_HEADER as IMAGES_HEADER
     from .config.backends import Backend as Backend
     from .config.options import STYLES as STYLES
     from .config.options import ClassifierOptions as ClassifierOptions
-    from .config.options import ErrorInfo as ErrorInfo
     from .config.options import RecordedDecision as RecordedDecision
-    from .config.options import Verdict as Verdict
+    from .core.answers import Answer as Answer
+    from .core.answers import ClassifierUsage as ClassifierUsage
     from .core.assets import Asset as Asset
     from .core.assets import LiftedState as LiftedState
     from .core.assets import StateWithImages as StateWithImages
@@ -210,15 +222,7 @@ if TYPE_CHECKING:
     from .core.canonical import decision_cache_key as decision_cache_key
     from .core.canonical import model_cache_key as model_cache_key
     from .core.canonical import sha256_hex as sha256_hex
-    from .core.decision import NEAR_UNIFORM_TOLERANCE as NEAR_UNIFORM_TOLERANCE
-    from .core.decision import Answer as Answer
-    from .core.decision import ChoiceAnswer as ChoiceAnswer
-    from .core.decision import ClassifierUsage as ClassifierUsage
     from .core.decision import Decision as Decision
-    from .core.decision import NoulAnswer as NoulAnswer
-    from .core.decision import RawAnswer as RawAnswer
-    from .core.decision import ScoreAnswer as ScoreAnswer
-    from .core.decision import near_uniform as near_uniform
     from .core.decision import parse_decision as parse_decision
     from .core.defaults import DEFAULT_API_KEY_ENV as DEFAULT_API_KEY_ENV
     from .core.defaults import DEFAULT_BASE_URL as DEFAULT_BASE_URL
@@ -250,28 +254,34 @@ if TYPE_CHECKING:
     from .core.errors import TapeMiss as TapeMiss
     from .core.errors import TransportError as TransportError
     from .core.errors import unsupported as unsupported
-    from .core.images import IMAGE_MAX_BYTES as IMAGE_MAX_BYTES
-    from .core.images import IMAGE_MAX_SIDE as IMAGE_MAX_SIDE
-    from .core.images import IMAGE_MIN_SIDE as IMAGE_MIN_SIDE
-    from .core.images import REQUEST_IMAGE_MAX_BYTES as REQUEST_IMAGE_MAX_BYTES
+    from .core.imagelimits import IMAGE_MAX_BYTES as IMAGE_MAX_BYTES
+    from .core.imagelimits import IMAGE_MAX_SIDE as IMAGE_MAX_SIDE
+    from .core.imagelimits import IMAGE_MIN_SIDE as IMAGE_MIN_SIDE
+    from .core.imagelimits import REQUEST_IMAGE_MAX_BYTES as REQUEST_IMAGE_MAX_BYTES
+    from .core.imagelimits import ImageLimits as ImageLimits
+    from .core.imagelimits import image_format as image_format
+    from .core.imagelimits import image_size as image_size
     from .core.images import Image as Image
-    from .core.images import ImageLimits as ImageLimits
-    from .core.images import image_format as image_format
-    from .core.images import image_size as image_size
     from .core.policy import NEEDS_INPUT as NEEDS_INPUT
     from .core.policy import GateResult as GateResult
     from .core.policy import Policy as Policy
     from .core.policy import Request as Request
     from .core.policy import Rule as Rule
-    from .core.questions import MAX_CHOICE_OPTIONS as MAX_CHOICE_OPTIONS
-    from .core.questions import MAX_SCORE_LEVELS as MAX_SCORE_LEVELS
-    from .core.questions import MIN_SCORE_LEVELS as MIN_SCORE_LEVELS
-    from .core.questions import ChoiceQuestion as ChoiceQuestion
-    from .core.questions import NoulCriteria as NoulCriteria
-    from .core.questions import NoulQuestion as NoulQuestion
+    from .core.qtypes.choice import MAX_CHOICE_OPTIONS as MAX_CHOICE_OPTIONS
+    from .core.qtypes.choice import NEAR_UNIFORM_TOLERANCE as NEAR_UNIFORM_TOLERANCE
+    from .core.qtypes.choice import ChoiceAnswer as ChoiceAnswer
+    from .core.qtypes.choice import ChoiceQuestion as ChoiceQuestion
+    from .core.qtypes.choice import near_uniform as near_uniform
+    from .core.qtypes.noul import NoulAnswer as NoulAnswer
+    from .core.qtypes.noul import NoulCriteria as NoulCriteria
+    from .core.qtypes.noul import NoulQuestion as NoulQuestion
+    from .core.qtypes.raw import RawAnswer as RawAnswer
+    from .core.qtypes.raw import RawQuestion as RawQuestion
+    from .core.qtypes.rubric import MAX_SCORE_LEVELS as MAX_SCORE_LEVELS
+    from .core.qtypes.rubric import MIN_SCORE_LEVELS as MIN_SCORE_LEVELS
+    from .core.qtypes.rubric import ScoreQuestion as ScoreQuestion
+    from .core.qtypes.score import ScoreAnswer as ScoreAnswer
     from .core.questions import Question as Question
-    from .core.questions import RawQuestion as RawQuestion
-    from .core.questions import ScoreQuestion as ScoreQuestion
     from .core.questions import choice_over as choice_over
     from .core.questions import chunk_questions as chunk_questions
     from .core.questions import degenerate_criteria as degenerate_criteria
@@ -280,7 +290,9 @@ if TYPE_CHECKING:
     from .core.validation import validate_decision as validate_decision
     from .evaluate.batch import BoundState as BoundState
     from .evaluate.batch import BoundStates as BoundStates
-    from .evaluate.batch import StateResult as StateResult
+    from .evaluate.batchgroups import StateResult as StateResult
+    from .evaluate.pipeline import METRIC_EVALUATE as METRIC_EVALUATE
+    from .evaluate.pipeline import METRIC_WARNING as METRIC_WARNING
     from .judge.ask import Tape as Tape
     from .judge.ask import ask as ask
     from .judge.ask import gate as gate

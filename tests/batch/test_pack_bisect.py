@@ -21,7 +21,8 @@ import pytest
 from clirun import run_main
 from serving import ThreadedServer
 from toolnexus import Decision, HTTPStatusError, create_classifier
-from toolnexus.evaluate.packed import PackOutcome, evaluate_pack
+from toolnexus.evaluate.packed import evaluate_pack
+from toolnexus.evaluate.packoutcome import PackOutcome
 from toolnexus.serve import ScriptedReply, ScriptedRequest, ServeOptions
 
 QUESTIONS: dict[str, Any] = {

@@ -10,7 +10,12 @@ import pytest
 
 from toolnexus import create_classifier
 from toolnexus.core import observe as probe
-from toolnexus.core.assets import Image, LiftedState, lift_images, with_images
+from toolnexus.core.assets import (
+    LiftedState,
+    lift_images,
+    with_images,
+)
+from toolnexus.core.images import Image
 from toolnexus.evaluate import packplan
 
 QUESTIONS: dict[str, Any] = {

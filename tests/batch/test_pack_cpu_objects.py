@@ -28,8 +28,9 @@ from toolnexus.core import (
     validity,
 )
 from toolnexus.core.canonical import canonical_json
-from toolnexus.core.decision import NoulAnswer, decode_answers
+from toolnexus.core.decision import decode_answers
 from toolnexus.core.errors import InvalidState
+from toolnexus.core.qtypes.noul import NoulAnswer
 from toolnexus.core.questions import questions_to_wire
 from toolnexus.evaluate import packing
 
@@ -381,7 +382,7 @@ def test_text_states_are_planned_and_sent_without_a_lift_each() -> None:
 def test_equal_usage_shares_are_one_value() -> None:
     """Issue 20's split: the parts still sum exactly to the reply's usage, each state's part
     as before; equal parts are one (frozen) value, not one object per state."""
-    from toolnexus.core.decision import ClassifierUsage
+    from toolnexus.core.answers import ClassifierUsage
 
     usage = ClassifierUsage(1422, 128, 0.0042)
     parts = packing.split_usage(usage, [142] * 32)
@@ -452,7 +453,7 @@ def test_the_per_pack_decoder_gives_decode_answers_result(answers: dict[str, Any
     answers): the same answers, or the same ``DecisionError`` with the same message and key."""
     from toolnexus.core.decision import answers_decoder
     from toolnexus.core.errors import DecisionError
-    from toolnexus.core.questions import RawQuestion
+    from toolnexus.core.qtypes.raw import RawQuestion
 
     prepared = create_classifier(api_key_env="NO_SUCH").prepare(
         {

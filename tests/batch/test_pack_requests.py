@@ -33,13 +33,25 @@ from toolnexus import (
     static_classifier,
     with_images,
 )
+from toolnexus.config import check_pack
 from toolnexus.core.assets import lift_with_questions
 from toolnexus.core.canonical import canonical_json
-from toolnexus.core.images import ImageLimits
+from toolnexus.core.imagelimits import ImageLimits
 from toolnexus.core.questions import Question, questions_to_wire
-from toolnexus.evaluate.packed import PackOutcome, RequestFacts, evaluate_pack, packs
+from toolnexus.evaluate.packed import (
+    evaluate_pack,
+    packs,
+)
 from toolnexus.evaluate.packing import PACKED_CACHE_KIND, STATES_KEY, pack_lifted, pack_questions
-from toolnexus.evaluate.packplan import check_pack, pack_violation, packed_body, plan_packs
+from toolnexus.evaluate.packoutcome import (
+    PackOutcome,
+    RequestFacts,
+)
+from toolnexus.evaluate.packplan import (
+    pack_violation,
+    packed_body,
+    plan_packs,
+)
 from toolnexus.scheduler import Outcome
 from toolnexus.serve import ScriptedReply, ScriptedRequest, ServeOptions, synthesize
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from toolnexus.calibration.choice import COVERAGE_GRID
 from toolnexus.calibration.thresholds import threshold_pair, threshold_table
-from toolnexus.core.decision import NoulAnswer
+from toolnexus.core.qtypes.noul import NoulAnswer
 from toolnexus.core.validation import threshold_band
 from toolnexus.metrics.measures import threshold_for_precision
 

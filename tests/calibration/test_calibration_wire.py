@@ -26,7 +26,11 @@ import yaml
 from clirun import error_line, run_cli
 from htmlcheck import check_self_contained
 from serving import ThreadedServer
-from toolnexus.records.codec import CsvCodec, JsonlCodec, csv_header
+from toolnexus.records.codec import JsonlCodec
+from toolnexus.records.csvcodec import (
+    CsvCodec,
+    csv_header,
+)
 from toolnexus.records.model import DecisionRecord
 from toolnexus.serve import ServeOptions
 from toolnexus.serve.script import ScriptedReply, ScriptedRequest
@@ -309,7 +313,7 @@ def test_the_library_takes_calibration_and_puts_recalibrated_answers_beside_the_
         load_calibration,
     )
     from toolnexus.calibration.transforms import platt_apply
-    from toolnexus.cli.questionfile import load_question_set
+    from toolnexus.questionfile.load import load_question_set
 
     d, url, _ = fitted
     _, questions = load_question_set(d / "q.yaml")

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from toolnexus.classifier.client import METRIC_EVALUATE, Classifier
+from toolnexus.classifier.client import Classifier
 from toolnexus.classifier.factory import create_classifier
 from toolnexus.core.canonical import canonical_json
 from toolnexus.core.errors import (
@@ -27,14 +27,16 @@ from toolnexus.core.errors import (
     InvalidDecision,
     TransportError,
 )
-from toolnexus.core.questions import (
-    ChoiceQuestion,
+from toolnexus.core.qtypes.choice import ChoiceQuestion
+from toolnexus.core.qtypes.noul import (
     NoulCriteria,
     NoulQuestion,
-    RawQuestion,
-    ScoreQuestion,
 )
-from toolnexus.styles.llm import SYSTEM_PROMPT, LlmStyle
+from toolnexus.core.qtypes.raw import RawQuestion
+from toolnexus.core.qtypes.rubric import ScoreQuestion
+from toolnexus.evaluate.pipeline import METRIC_EVALUATE
+from toolnexus.styles.llm import LlmStyle
+from toolnexus.styles.llm_wire import SYSTEM_PROMPT
 
 T = TypeVar("T")
 SECRET = "sk-test-SECRET"

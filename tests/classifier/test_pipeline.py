@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from toolnexus import BatchOptions, NoulQuestion, static_classifier
-from toolnexus.core.decision import ClassifierUsage, Decision, NoulAnswer
+from toolnexus.core.answers import ClassifierUsage
+from toolnexus.core.decision import Decision
 from toolnexus.core.errors import ClassifierError
+from toolnexus.core.qtypes.noul import NoulAnswer
 from toolnexus.evaluate.batch import evaluate_batch
 from toolnexus.evaluate.pipeline import METRIC_EVALUATE, RequestPipeline, evaluate_event
 

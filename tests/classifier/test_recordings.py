@@ -19,7 +19,8 @@ from paths import RECORDINGS_LIVE, REPO
 from toolnexus import Image, create_classifier, sha256_hex, validate_decision
 from toolnexus.core.canonical import canonical_json, canonical_request, questions_sha256
 from toolnexus.core.errors import ConfigError, StaticMiss
-from toolnexus.core.questions import NoulQuestion, normalize_questions
+from toolnexus.core.qtypes.noul import NoulQuestion
+from toolnexus.core.questions import normalize_questions
 from toolnexus.styles.recordings import (
     RECORDING_FIELDS,
     load_recordings,

@@ -24,9 +24,9 @@ from toolnexus.evaluate.telemetry import (
     DURATION_BUCKETS,
     TOKEN_BUCKETS,
     Telemetry,
-    endpoint_attributes,
     wanted,
 )
+from toolnexus.evaluate.telemetry_attrs import endpoint_attributes
 
 KEY = "sk-Zq8vX3pLw0Rt7Yb2Nc5MkQ"
 

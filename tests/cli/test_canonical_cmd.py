@@ -15,9 +15,9 @@ import pytest
 
 from clirun import error_line, run_cli
 from paths import CONFORMANCE, RECORDINGS_LIVE, REPO, conformance_files, load_json
-from toolnexus.cli.questionfile import load_question_set
 from toolnexus.core.canonical import canonical_json, canonical_request
 from toolnexus.core.questions import normalize_questions
+from toolnexus.questionfile.load import load_question_set
 
 YAML_DIR = REPO / "tests" / "conformance_yaml"
 TOOLNEXUS = Path(sys.executable).with_name("toolnexus")

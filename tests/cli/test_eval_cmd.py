@@ -81,7 +81,7 @@ def _closed_port() -> int:
 def _flat_recording(tmp_path: Path) -> tuple[Path, Path]:
     """A question file plus a replay dir whose recording is flat and uncalibrated, with a
     degenerate question (ids as descriptions)."""
-    from toolnexus.cli.questionfile import load_question_set
+    from toolnexus.questionfile.load import load_question_set
     from toolnexus.styles.recordings import write_recording
 
     qpath = tmp_path / "flat.yaml"
@@ -267,7 +267,7 @@ def test_fail_on_matrix_clean(noul_set: Path, fail_on: str, code: int) -> None:
 
 
 def test_fail_on_invalid_is_met_by_a_decision_that_fails_validation(tmp_path: Path) -> None:
-    from toolnexus.cli.questionfile import load_question_set
+    from toolnexus.questionfile.load import load_question_set
     from toolnexus.styles.recordings import write_recording
 
     qpath = tmp_path / "q.yaml"

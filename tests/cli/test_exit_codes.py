@@ -20,16 +20,18 @@ from clirun import run_main
 from loopback import Fault, Loopback
 from paths import REPO, docs_text
 from toolnexus.cli.errors import (
+    CliError,
+    failure_of,
+)
+from toolnexus.core import errors as lib
+from toolnexus.core.failures import (
     CONDITION_FOR_CODE,
     EXIT_BACKEND,
     EXIT_FOR_CODE,
     EXIT_USAGE,
     FAILURES,
-    CliError,
     Failure,
-    failure_of,
 )
-from toolnexus.core import errors as lib
 
 QUESTIONS = """\
 questions:

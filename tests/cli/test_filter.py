@@ -20,7 +20,9 @@ import pytest
 
 from clirun import error_line, run_cli
 from serving import ThreadedServer
-from toolnexus.cli.errors import (
+from toolnexus.core.comparisons import parse_comparison
+from toolnexus.core.errors import ConfigError
+from toolnexus.core.failures import (
     EXIT_BACKEND,
     EXIT_BUDGET,
     EXIT_CONDITION,
@@ -28,8 +30,6 @@ from toolnexus.cli.errors import (
     EXIT_STOPPED,
     EXIT_USAGE,
 )
-from toolnexus.core.comparisons import parse_comparison
-from toolnexus.core.errors import ConfigError
 from toolnexus.serve import ScriptedReply, ScriptedRequest, ServeOptions
 
 QUESTIONS = """\

@@ -19,7 +19,10 @@ import httpx
 import pytest
 
 from clirun import run_cli
-from toolnexus.cli.errors import EXIT_INTERRUPTED, EXIT_OK
+from toolnexus.core.failures import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+)
 
 KEY_ENV = "FILTER_CHECKS_SECRET"
 QUESTIONS = (

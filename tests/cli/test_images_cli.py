@@ -20,7 +20,7 @@ from clirun import error_line, run_cli
 from loopback import Fault, Loopback
 from toolnexus import IMAGES_HEADER, Image, NoulQuestion, create_classifier, with_images
 from toolnexus.run.codecs import iter_inputs
-from toolnexus.run.inputs import InputSpec
+from toolnexus.run.items import InputSpec
 
 KEY = "sk-images-test-0123456789abcdef"
 M14 = ("--model", "jev-1.14.0")
@@ -449,7 +449,7 @@ def test_toolnexus_serve_replays_the_shipped_image_recordings() -> None:
     """The image recordings replay through `toolnexus serve --replay recordings/` as well: the
     server matches the multipart request on the image's sha256, and answers byte for byte."""
     from paths import REPO
-    from toolnexus.cli.questionfile import load_question_set
+    from toolnexus.questionfile.load import load_question_set
     from toolnexus.serve import ServeOptions, Server
     from toolnexus.styles.recordings import read_recording
 

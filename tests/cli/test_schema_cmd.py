@@ -12,9 +12,9 @@ import pytest
 
 from clirun import run_cli
 from paths import REPO
-from toolnexus.cli.questionfile import lint_text
 from toolnexus.cli.schema_cmd import schema_text
 from toolnexus.core.yamlread import read_yaml
+from toolnexus.questionfile.load import lint_text
 
 SCHEMA: dict[str, Any] = json.loads(schema_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)

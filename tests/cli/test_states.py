@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from toolnexus.cli.errors import EXIT_USAGE
 from toolnexus.core.errors import RunError
+from toolnexus.core.failures import EXIT_USAGE
 from toolnexus.run.states import guess_format, load_state
 
 

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from paths import TESTS
+from toolnexus.core.answers import ClassifierUsage
 from toolnexus.core.consistency import consistency_flags, score_confidence_fits, score_mean_bound
-from toolnexus.core.decision import ClassifierUsage, parse_decision
+from toolnexus.core.decision import parse_decision
 from toolnexus.core.questions import normalize_questions
 from toolnexus.core.validation import FLAGS, validate_decision
 from toolnexus.records.decision import decision_record

@@ -16,7 +16,6 @@ import pytest
 from clirun import run_cli
 from paths import REPO
 from toolnexus import create_classifier
-from toolnexus.cli.questionfile import load_question_set
 from toolnexus.core.canonical import (
     QUESTIONS_DIGEST,
     REQUEST_DIGEST,
@@ -27,6 +26,7 @@ from toolnexus.core.canonical import (
 )
 from toolnexus.core.errors import StaticMiss
 from toolnexus.core.questions import normalize_questions, questions_to_wire
+from toolnexus.questionfile.load import load_question_set
 
 TRIAGE = REPO / "questions" / "support-triage.yaml"
 SRC = REPO / "src" / "toolnexus"

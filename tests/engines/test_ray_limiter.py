@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from toolnexus.core.decision import ClassifierUsage
+from toolnexus.core.answers import ClassifierUsage
 from toolnexus.ray.limiter import LimiterCore, SharedLimit
 from toolnexus.scheduler import Outcome, Ticket, TokenEstimate
 

@@ -12,8 +12,8 @@ import pytest
 
 from clirun import error_line, run_cli
 from toolnexus import ConfigError, NoulAnswer, Policy, threshold_band
-from toolnexus.cli.questionfile import lint_text
 from toolnexus.core.bands import Bands
+from toolnexus.questionfile.load import lint_text
 
 QUESTIONS = """\
 questions:

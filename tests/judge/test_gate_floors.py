@@ -13,8 +13,8 @@ import pytest
 from clirun import error_line, run_cli
 from toolnexus import NoulAnswer, NoulQuestion, Policy, Rule
 from toolnexus.calibration.oobselect import NOT_ANSWERED, RIGHT, WRONG, oob_selective
-from toolnexus.cli.questionfile import load_question_set
 from toolnexus.core.decision import Decision
+from toolnexus.questionfile.load import load_question_set
 from toolnexus.records.decision import decision_record
 from toolnexus.records.model import DecisionRecord
 from toolnexus.report.sweep import at_floor

@@ -12,9 +12,12 @@ import pytest
 
 from clirun import error_line, run_cli
 from toolnexus import NEEDS_INPUT, NoulAnswer
-from toolnexus.cli.questionfile import lint_text, load_question_file
 from toolnexus.cli.schema_cmd import schema_text
 from toolnexus.core.yamlread import read_yaml
+from toolnexus.questionfile.load import (
+    lint_text,
+    load_question_file,
+)
 
 VALIDATOR = jsonschema.Draft202012Validator(json.loads(schema_text()))
 

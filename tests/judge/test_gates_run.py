@@ -11,8 +11,11 @@ from typing import Any
 import pytest
 
 from clirun import error_line, run_cli
-from toolnexus.cli.questionfile import load_question_set
-from toolnexus.records.codec import CsvCodec, read_csv_header
+from toolnexus.questionfile.load import load_question_set
+from toolnexus.records.csvcodec import (
+    CsvCodec,
+    read_csv_header,
+)
 from toolnexus.styles.recordings import write_recording
 
 QUESTIONS = """\

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from clirun import error_line, run_cli
 from toolnexus import NoulAnswer
-from toolnexus.cli.questionfile import load_question_set
 from toolnexus.core.canonical import questions_sha256
 from toolnexus.core.decision import Decision
+from toolnexus.questionfile.load import load_question_set
 from toolnexus.records.decision import decision_record
 from toolnexus.records.model import DecisionRecord
 from toolnexus.styles.recordings import write_recording

@@ -118,8 +118,8 @@ def test_the_wide_sets_budget_is_judged_without_the_estimate(
     import importlib.util
 
     from toolnexus.cli.lintrun import Controls, check_file
-    from toolnexus.cli.questionfile import lint_file
     from toolnexus.core.questions import questions_to_wire
+    from toolnexus.questionfile.load import lint_file
 
     spec = importlib.util.spec_from_file_location("check_rules", REPO / "bench/check_rules.py")
     assert spec is not None and spec.loader is not None
@@ -201,8 +201,8 @@ def test_the_source_bound_is_never_under_the_wire_bytes(text: str) -> None:
     """lintbudget clears a set whose source bound is at most GATE_BYTES without encoding its
     wire form: the bound must hold for the constructs that grow most from YAML to JSON."""
     from toolnexus.cli.lintbudget import source_bound
-    from toolnexus.cli.questionfile import lint_text
     from toolnexus.core.questions import questions_to_wire
+    from toolnexus.questionfile.load import lint_text
 
     lint = lint_text(text, "f.yaml")
     assert not lint.errors and lint.questions, lint.errors

@@ -19,9 +19,9 @@ from clirun import error_line, run_cli
 from hostile_server import HostileServer, qfile_fixture, server_fixture
 from paths import TESTS
 from toolnexus import create_classifier
-from toolnexus.cli.questionfile import lint_text
 from toolnexus.core.jsonlimits import MAX_DEPTH, JsonLimitError, loads
 from toolnexus.core.yamlread import ALIAS_BUDGET
+from toolnexus.questionfile.load import lint_text
 
 KEY = "tn-hostile-0123456789abcdef"
 NOUL_SET = "questions:\n  q: {type: noul, instructions: Is it so?}\n"

@@ -13,25 +13,27 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clirun import error_line, run_cli
-from toolnexus.cli.questionfile import (
+from toolnexus.core.canonical import canonical_request
+from toolnexus.core.qtypes.choice import ChoiceQuestion
+from toolnexus.core.qtypes.noul import (
+    NoulCriteria,
+    NoulQuestion,
+)
+from toolnexus.core.qtypes.raw import RawQuestion
+from toolnexus.core.qtypes.rubric import ScoreQuestion
+from toolnexus.core.questions import (
+    degenerate_criteria,
+    question_to_wire,
+)
+from toolnexus.questionfile.checker import DEGENERATE_CODES
+from toolnexus.questionfile.codes import CODES, WARNING_CODES
+from toolnexus.questionfile.load import (
     QuestionFileError,
     QuestionSet,
     lint_text,
     load_question_set,
     resolve_model,
 )
-from toolnexus.core.canonical import canonical_request
-from toolnexus.core.questions import (
-    ChoiceQuestion,
-    NoulCriteria,
-    NoulQuestion,
-    RawQuestion,
-    ScoreQuestion,
-    degenerate_criteria,
-    question_to_wire,
-)
-from toolnexus.questionfile.checker import DEGENERATE_CODES
-from toolnexus.questionfile.codes import CODES, WARNING_CODES
 
 Q = "questions:\n"
 

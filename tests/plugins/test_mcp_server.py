@@ -105,8 +105,8 @@ def test_question_sets_are_tools_sharing_one_budget_and_no_key_in_any_message(
     assert not choice["isError"] and gate["action"] in ("permit", "hold", "needs_input")
     assert f"gate refund_desk: {gate['action']}" in choice["content"][0]["text"]
     # The bytes `toolnexus canonical` prints: the model the file's requests name (its model:).
-    from toolnexus.cli.questionfile import load_question_set
     from toolnexus.core.canonical import canonical_request
+    from toolnexus.questionfile.load import load_question_set
 
     model, questions = load_question_set(ROOT / "questions" / "noul-small.yaml")
     assert model == "jev-latest"

@@ -21,7 +21,7 @@ import pytest
 # Imported out here, not first inside an in-process run: pytester drops the modules a run
 # imported when it ends, and a re-imported ``yaml`` no longer knows the node classes of the
 # libyaml extension, which cannot be re-imported (every flow mapping read "unsupported").
-import toolnexus.cli.questionfile  # noqa: F401
+import toolnexus.questionfile.load  # noqa: F401
 from paths import REPO as ROOT
 from paths import docs_text
 from serving import ThreadedServer

@@ -14,10 +14,13 @@ import pytest
 
 from clirun import run_cli
 from toolnexus import ChoiceQuestion, NoulQuestion
-from toolnexus.cli.questionfile import load_question_set
 from toolnexus.core.decision import parse_decision
+from toolnexus.questionfile.load import load_question_set
 from toolnexus.records import codec_for
-from toolnexus.records.codec import CsvCodec, csv_header
+from toolnexus.records.csvcodec import (
+    CsvCodec,
+    csv_header,
+)
 from toolnexus.records.decision import record, sample_record
 from toolnexus.records.model import SCHEMA_VERSION, DecisionRecord
 from toolnexus.styles.recordings import write_recording
@@ -129,7 +132,7 @@ def test_report_reads_a_run_of_both_versions(fmt: str, tmp_path: Path) -> None:
 def test_resume_continues_a_version_1_csv_under_its_own_header() -> None:
     """A CSV run written before answers carried thresholds is continued under its own header
     (``earlier_headers``), as version 0 and 1 runs were."""
-    from toolnexus.records.codec import earlier_headers
+    from toolnexus.records.csvcodec import earlier_headers
 
     columns = csv_header(sample_record(QS).to_object())
     assert "answers.a.thresholds" in columns

@@ -182,7 +182,7 @@ OLD_JSONL = (
 
 
 def _sha(qfile: Path) -> str:
-    from toolnexus.cli.questionfile import load_question_set
+    from toolnexus.questionfile.load import load_question_set
     from toolnexus.run.ids import question_set_sha256
 
     return question_set_sha256(load_question_set(qfile)[1])
@@ -194,11 +194,14 @@ def _old_run(qfile: Path, tmp_path: Path, fmt: str) -> Path:
     if fmt == "jsonl":
         out.write_text(text, encoding="utf-8")
         return out
-    from toolnexus.cli.questionfile import load_question_set
+    from toolnexus.questionfile.load import load_question_set
 
     records = [json.loads(line) for line in text.splitlines()]
     if fmt == "csv":
-        from toolnexus.records.codec import csv_header, csv_line
+        from toolnexus.records.csvcodec import (
+            csv_header,
+            csv_line,
+        )
         from toolnexus.records.model import ASKED_KEYS
 
         columns = [c for c in csv_header(records[0]) if c not in ASKED_KEYS]

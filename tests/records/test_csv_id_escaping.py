@@ -17,7 +17,12 @@ from hypothesis import strategies as st
 
 from clirun import run_cli
 from loopback import Loopback
-from toolnexus.records.codec import CsvCodec, csv_line, escape_id, unescape_id
+from toolnexus.records.csvcodec import (
+    CsvCodec,
+    csv_line,
+    escape_id,
+    unescape_id,
+)
 from toolnexus.run.codecs import sink_for
 from toolnexus.run.resume import LINES, read_ids
 

@@ -20,7 +20,7 @@ from toolnexus.records import (
     RecordUsage,
     record_from_object,
 )
-from toolnexus.records.codec import csv_header
+from toolnexus.records.csvcodec import csv_header
 from toolnexus.report.runs import iter_records
 from toolnexus.run.codecs import sink_for
 from toolnexus.run.output import OutputWriter

@@ -146,7 +146,10 @@ def test_a_registered_types_csv_cells_are_read_with_their_kinds(headcount: Any) 
     reader: the test's fourth type's count and flag come back from a CSV run as a number and
     a boolean, as its JSONL line has them (on main they came back as the text "3" and
     "false": the cells were read by a list of the built-in field names)."""
-    from toolnexus.records.codec import CsvCodec, csv_header
+    from toolnexus.records.csvcodec import (
+        CsvCodec,
+        csv_header,
+    )
     from toolnexus.records.decision import sample_record
 
     qs = {"people": headcount.HeadcountQuestion("How many?", 12), "holds": QS["holds"]}

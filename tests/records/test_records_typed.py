@@ -20,9 +20,13 @@ from toolnexus.core.qtypes import registry
 from toolnexus.core.qtypes.choice import ChoiceRecord
 from toolnexus.core.qtypes.noul import NoulRecord
 from toolnexus.core.qtypes.score import ScoreRecord
-from toolnexus.evaluate.batch import StateResult
+from toolnexus.evaluate.batchgroups import StateResult
 from toolnexus.records import model
-from toolnexus.records.codec import CsvCodec, JsonlCodec, csv_header
+from toolnexus.records.codec import JsonlCodec
+from toolnexus.records.csvcodec import (
+    CsvCodec,
+    csv_header,
+)
 from toolnexus.records.decision import decision_record, record, record_body, sample_record
 from toolnexus.records.fields import wire, wire_fields
 from toolnexus.records.model import ASKED_KEYS, RECORD_KEYS, DecisionRecord, ErrorRecord

@@ -25,7 +25,7 @@ from clirun import error_line, run_cli
 from hostile_server import HostileServer
 from paths import TESTS
 from toolnexus.records import DecisionRecord, ErrorRecord, codec_for, record_from_object
-from toolnexus.records.codec import csv_header
+from toolnexus.records.csvcodec import csv_header
 from toolnexus.records.model import SCHEMA_VERSION, RecordVersionError, schema_problem
 
 V0 = TESTS / "golden" / "runs-v0"
@@ -51,7 +51,7 @@ def _objects(path: Path, fmt: str) -> list[dict[str, Any]]:
     lines = path.read_bytes().splitlines(keepends=True)
     codec = codec_for(fmt)
     if fmt == "csv":
-        from toolnexus.records.codec import CsvCodec
+        from toolnexus.records.csvcodec import CsvCodec
 
         header = lines.pop(0).decode().rstrip("\n").split(",")
         codec = CsvCodec(header)
@@ -80,7 +80,7 @@ def test_every_record_carries_schema_version_right_after_its_id(record: Any) -> 
 def test_the_csv_header_and_the_parquet_schema_carry_it_too() -> None:
     """Item 7, every format: the CSV column after the error columns, the Parquet column after
     ``id``."""
-    from toolnexus.core.questions import NoulQuestion
+    from toolnexus.core.qtypes.noul import NoulQuestion
     from toolnexus.records.arrow import run_schema
 
     pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")

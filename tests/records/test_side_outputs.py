@@ -120,7 +120,7 @@ def test_report_refuses_two_outputs_on_one_file(tmp_path: Path, first: str, seco
 
 def _batch_setup(tmp_path: Path) -> tuple[Path, Path, Path]:
     """The question file, a replay directory answering every state, and the inputs."""
-    from toolnexus.cli.questionfile import load_question_set
+    from toolnexus.questionfile.load import load_question_set
     from toolnexus.styles.recordings import write_recording
 
     qpath = tmp_path / "q.yaml"

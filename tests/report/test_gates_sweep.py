@@ -248,7 +248,7 @@ def test_floors_name_the_real_problem(text: str, fragment: str) -> None:
     """Issue 43 item 3: "report --floors nan, inf, 0.5:0.9:abc give tracebacks; 0.5:1.0:0.001
     says 'not FROM:TO:STEP with FROM <= TO' when the real problem is a step that rounds to zero
     hundredths. One line naming the real problem, exit 2" (ReportInputError is exit 2)."""
-    from toolnexus.report.runs import ReportInputError
+    from toolnexus.report.inputs import ReportInputError
     from toolnexus.report.sweep import parse_floors
 
     with pytest.raises(ReportInputError) as raised:
@@ -269,7 +269,7 @@ def test_the_html_report_shows_the_sweep_self_contained(tmp_path: Path) -> None:
     """Issue 35 item 3: "Table, JSON and HTML"; the sections are plain tables and a hand-drawn
     risk-coverage chart, checked self-contained (the page's matplotlib charts are the HTML
     report's own tests' business: rendering them here would cost seconds)."""
-    from toolnexus.cli.questionfile import load_question_file
+    from toolnexus.questionfile.load import load_question_file
     from toolnexus.report.build import build_report
     from toolnexus.report.judgedhtml import judged_html
 

@@ -26,10 +26,11 @@ import pytest
 from clirun import error_line, run_cli
 from paths import TESTS
 from toolnexus.report.compare import compare_runs
+from toolnexus.report.inputs import ReportInputError
+from toolnexus.report.jsonshape import to_json
 from toolnexus.report.labels import read_labels
-from toolnexus.report.model import to_json
 from toolnexus.report.reader import CHUNK_BYTES, _count_span, _spans, read_run, read_whole
-from toolnexus.report.runs import ReportInputError, iter_records
+from toolnexus.report.runs import iter_records
 
 INPUTS = TESTS / "golden" / "report-inputs"
 RUN = str(INPUTS / "run.jsonl")

@@ -8,12 +8,19 @@ import pickle
 import pytest
 
 from toolnexus import ClassifierError, ReportError
-from toolnexus.cli.errors import EXIT_USAGE, handle_error
+from toolnexus.cli.errors import handle_error
+from toolnexus.core.failures import EXIT_USAGE
 from toolnexus.records import RecordDecodeError
 from toolnexus.records.model import RecordVersionError
-from toolnexus.report.accumulators import LabelError, RecordError
 from toolnexus.report.charts import MissingChartLibrary
-from toolnexus.report.runs import LocatedError, ReportInputError
+from toolnexus.report.fieldchecks import (
+    LabelError,
+    RecordError,
+)
+from toolnexus.report.inputs import (
+    LocatedError,
+    ReportInputError,
+)
 
 CASES = [
     pytest.param(ReportInputError("runs.jsonl: not a batch run"), id="report-input"),

@@ -286,7 +286,7 @@ def test_a_number_of_thousands_of_digits_is_one_located_line(
 def test_reported_costs_are_totalled_exactly_never_as_a_float_sum() -> None:
     """Issue 20 item 4: the summary and report total what the server charged, in Decimal:
     0.1 + 0.2 reported is 0.3, not 0.30000000000000004."""
-    from toolnexus.report.aggregation import Usage
+    from toolnexus.report.usage import Usage
 
     usage = Usage()
     for cost in (0.1, 0.2):

@@ -17,6 +17,7 @@ from sklearn import metrics as sk
 
 from toolnexus.metrics.measures import (
     EPS,
+    ReliabilityBin,
     accuracy_score,
     bin_index,
     brier_score_loss,
@@ -33,7 +34,7 @@ from toolnexus.metrics.measures import (
 )
 from toolnexus.report.accumulators import NoulStats
 from toolnexus.report.levels import ScoreStats
-from toolnexus.report.model import Confusion, ReliabilityBin
+from toolnexus.report.model import Confusion
 from toolnexus.report.ranked import ChoiceStats
 
 probability = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)

@@ -27,9 +27,12 @@ from toolnexus.metrics.measures import (
     roc_auc_score,
 )
 from toolnexus.report.build import build_report
+from toolnexus.report.jsonshape import (
+    OMIT_NONE,
+    to_json,
+)
 from toolnexus.report.labels import read_labels
 from toolnexus.report.model import (
-    OMIT_NONE,
     ChoiceMetrics,
     Comparison,
     NoulMetrics,
@@ -38,7 +41,6 @@ from toolnexus.report.model import (
     RunSummary,
     ScoreDistribution,
     ScoreMetrics,
-    to_json,
 )
 from toolnexus.report.reader import read_run
 

@@ -13,13 +13,13 @@ import pytest
 
 from clirun import error_line, run_cli
 from paths import TESTS
-from toolnexus.cli.questionfile import load_question_set
+from toolnexus.questionfile.load import load_question_set
 from toolnexus.records.arrow import records_to_table
 from toolnexus.records.parquet import journal_path
+from toolnexus.report.formats import parquet_group_spans
+from toolnexus.report.jsonshape import to_json
 from toolnexus.report.labels import read_labels
-from toolnexus.report.model import to_json
 from toolnexus.report.reader import read_run, read_whole
-from toolnexus.report.runs import parquet_group_spans
 
 pa = pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
 pq = pytest.importorskip("pyarrow.parquet", reason="platform: the parquet extra is not installed")

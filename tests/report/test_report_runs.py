@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from paths import TESTS
 from toolnexus.core.errors import ReportError
-from toolnexus.report.runs import ReportInputError, iter_records
+from toolnexus.report.inputs import ReportInputError
+from toolnexus.report.runs import iter_records
 
 
 def _reference(data: bytes) -> list[tuple[int, Any]] | str:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from toolnexus.run.arrowin import is_arrow_input, read_arrow
-from toolnexus.run.inputs import InputSpec
+from toolnexus.run.arrowin import read_arrow
+from toolnexus.run.items import InputSpec, is_arrow_input
 
 pa = pytest.importorskip("pyarrow", reason="platform: the parquet extra is not installed")
 pq = pytest.importorskip("pyarrow.parquet", reason="platform: the parquet extra is not installed")

@@ -15,8 +15,13 @@ from test_batch_dry import QUESTIONS, _cli, _input, _tickets
 
 from loopback import Loopback
 from toolnexus.cli.batch_options import BatchConfig
-from toolnexus.cli.errors import EXIT_BACKEND, EXIT_BUDGET, EXIT_CONDITION, EXIT_USAGE
 from toolnexus.config import RetryPolicy
+from toolnexus.core.failures import (
+    EXIT_BACKEND,
+    EXIT_BUDGET,
+    EXIT_CONDITION,
+    EXIT_USAGE,
+)
 from toolnexus.run.budget import ResendCounter, recorded_spend
 from toolnexus.run.summary import RunSummary as BatchSummary
 from toolnexus.scheduler.budget import Budget, Caps

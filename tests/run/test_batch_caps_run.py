@@ -12,7 +12,7 @@ import pytest
 from test_batch_dry import QUESTIONS, _cli, _input, _tickets
 
 from serving import ThreadedServer
-from toolnexus.cli.errors import EXIT_BUDGET
+from toolnexus.core.failures import EXIT_BUDGET
 from toolnexus.serve import ServeOptions
 
 #: USD per million tokens the server reports, and the price the run is told (the same).

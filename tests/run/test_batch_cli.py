@@ -21,9 +21,9 @@ import pytest
 
 from clirun import run_main as _cli
 from loopback import Fault, Loopback
-from toolnexus.cli.questionfile import load_question_set
 from toolnexus.core.canonical import canonical_json
 from toolnexus.core.questions import questions_to_wire
+from toolnexus.questionfile.load import load_question_set
 
 QUESTIONS = """\
 questions:

@@ -22,9 +22,13 @@ from toolnexus.cli.batch_options import parse_shard
 from toolnexus.cli.errors import CliError
 from toolnexus.core.errors import RunError
 from toolnexus.records import DecisionRecord, ErrorRecord
-from toolnexus.records.codec import flatten
+from toolnexus.records.csvcodec import flatten
 from toolnexus.run.codecs import iter_inputs, sink_for
-from toolnexus.run.inputs import InputItem, InputSpec, read_jsonl
+from toolnexus.run.inputs import read_jsonl
+from toolnexus.run.items import (
+    InputItem,
+    InputSpec,
+)
 from toolnexus.run.output import OutputWriter, ReorderBuffer, encode_line
 from toolnexus.run.resume import LINES, compact, read_prior
 from toolnexus.run.select import shard_of

@@ -20,7 +20,11 @@ import pytest
 
 from clirun import run_cli
 from serving import HeldClock, ThreadedServer
-from toolnexus.cli.errors import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
+from toolnexus.core.failures import (
+    EXIT_OK,
+    EXIT_STOPPED,
+    EXIT_USAGE,
+)
 from toolnexus.run.pace import STATE_FIELD_PROBE
 from toolnexus.serve import ServeOptions
 from toolnexus.serve.script import ScriptedReply, ScriptedRequest
@@ -192,7 +196,7 @@ def test_extra_admission_members_given_to_run_batch_see_every_request(
 ) -> None:
     """The CLI's seam for issue 23's budget: ``RunConfig(admission=...)`` chains the members
     after the run's limiter, and each sees every request the server received."""
-    from toolnexus.cli.questionfile import load_question_set
+    from toolnexus.questionfile.load import load_question_set
     from toolnexus.run import RunConfig, run_batch
 
     seen: list[str] = []

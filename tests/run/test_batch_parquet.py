@@ -24,7 +24,7 @@ from test_batch_cli import QUESTIONS  # the same two-question set
 from clirun import run_main as _cli
 from loopback import Fault, Loopback
 from records.test_records import DECISIONS, ERRORS
-from toolnexus.cli.questionfile import load_question_set
+from toolnexus.questionfile.load import load_question_set
 from toolnexus.records import ErrorRecord, JsonlCodec, Record
 from toolnexus.records.arrow import run_schema
 from toolnexus.records.parquet import journal_line, journal_path

@@ -171,7 +171,7 @@ def test_a_refused_calibration_leaves_no_empty_output_file(
         Provenance,
         QuestionMap,
     )
-    from toolnexus.cli.questionfile import load_question_set
+    from toolnexus.questionfile.load import load_question_set
     from toolnexus.report.fitting import save_calibration
     from toolnexus.run.ids import question_set_sha256
 

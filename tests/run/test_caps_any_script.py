@@ -12,8 +12,8 @@ import pytest
 
 from clirun import run_main
 from serving import ThreadedServer
-from toolnexus.cli.errors import EXIT_BUDGET
 from toolnexus.core.canonical import canonical_json
+from toolnexus.core.failures import EXIT_BUDGET
 from toolnexus.serve import ServeOptions, input_tokens
 
 QUESTIONS = """\

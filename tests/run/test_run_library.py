@@ -19,7 +19,7 @@ from clirun import run_cli
 from paths import REPO
 from serving import ThreadedServer
 from toolnexus.cli.batch_options import RUN_FIELDS, BatchFlags, unmatched
-from toolnexus.cli.questionfile import load_question_file
+from toolnexus.questionfile.load import load_question_file
 from toolnexus.run import (
     InputItem,
     Reader,

@@ -42,7 +42,7 @@ STATES = {"edge": 0.78, "low": 0.1, "high": 0.95}
 
 def _setup(tmp_path: Path) -> tuple[Path, Path, Path]:
     """The question file, a replay directory answering every state, and the inputs."""
-    from toolnexus.cli.questionfile import load_question_set
+    from toolnexus.questionfile.load import load_question_set
 
     qpath = tmp_path / "q.yaml"
     qpath.write_text(QUESTIONS, "utf-8")

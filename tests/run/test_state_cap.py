@@ -14,8 +14,8 @@ import pytest
 
 from clirun import error_line
 from paths import REPO
-from toolnexus.cli import questionfile
 from toolnexus.core.errors import RunError
+from toolnexus.questionfile import load as questionfile
 from toolnexus.run import states
 
 QUESTIONS = str(REPO / "questions" / "noul-small.yaml")

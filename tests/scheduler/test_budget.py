@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from paths import TESTS
-from toolnexus.core.decision import ClassifierUsage
+from toolnexus.core.answers import ClassifierUsage
 from toolnexus.core.errors import ConfigError
 from toolnexus.scheduler import Chain, Outcome, RunStopped, Ticket, TokenEstimate
 from toolnexus.scheduler.budget import (

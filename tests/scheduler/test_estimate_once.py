@@ -15,7 +15,7 @@ import pytest
 
 from serving import ThreadedServer
 from toolnexus import BatchOptions, create_classifier
-from toolnexus.core.decision import ClassifierUsage
+from toolnexus.core.answers import ClassifierUsage
 from toolnexus.scheduler import Outcome, Ticket, TokenEstimate, estimate_tokens
 from toolnexus.scheduler import tokens as token_module
 from toolnexus.serve import ScriptedReply, ScriptedRequest, ServeOptions

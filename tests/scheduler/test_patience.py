@@ -18,9 +18,9 @@ import pytest
 from clirun import run_main
 from serving import HeldClock, ThreadedServer
 from toolnexus import BatchOptions, ConfigError
-from toolnexus.cli.errors import EXIT_STOPPED
-from toolnexus.core.decision import ClassifierUsage
+from toolnexus.core.answers import ClassifierUsage
 from toolnexus.core.errors import HTTPStatusError
+from toolnexus.core.failures import EXIT_STOPPED
 from toolnexus.scheduler import (
     Outcome,
     OutcomeKind,

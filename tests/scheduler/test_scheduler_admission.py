@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from toolnexus.core.decision import ClassifierUsage
+from toolnexus.core.answers import ClassifierUsage
 from toolnexus.core.errors import ConfigError, HTTPStatusError
 from toolnexus.scheduler import (
     Admission,

@@ -21,7 +21,7 @@ import pytest
 import toolnexus.scheduler as scheduler_package
 from toolnexus import create_classifier
 from toolnexus.config import BatchOptions
-from toolnexus.core.decision import ClassifierUsage
+from toolnexus.core.answers import ClassifierUsage
 from toolnexus.scheduler import Outcome, Scheduler, Ticket
 
 SRC = Path(scheduler_package.__file__).parent.parent

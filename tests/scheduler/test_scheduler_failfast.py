@@ -9,7 +9,7 @@ import asyncio
 import pytest
 from test_scheduler_admission import FakeClock
 
-from toolnexus.core.decision import ClassifierUsage
+from toolnexus.core.answers import ClassifierUsage
 from toolnexus.core.errors import HTTPStatusError, TransportError
 from toolnexus.scheduler import (
     FailFast,

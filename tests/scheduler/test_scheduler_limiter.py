@@ -9,7 +9,11 @@ from hypothesis import strategies as st
 
 from toolnexus.core.errors import ConfigError
 from toolnexus.scheduler.admission import Outcome
-from toolnexus.scheduler.limiter import DEFAULT_SLOW_START, TokenBucket, Window
+from toolnexus.scheduler.limiter import (
+    DEFAULT_SLOW_START,
+    Window,
+)
+from toolnexus.scheduler.pace import TokenBucket
 
 OK = Outcome.success()
 

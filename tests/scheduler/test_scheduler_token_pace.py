@@ -15,7 +15,7 @@ import pytest
 
 from simulated_tokens import Bucket, Server, mixed_costs, simulate
 from suite_policy import note
-from toolnexus.core.decision import ClassifierUsage
+from toolnexus.core.answers import ClassifierUsage
 from toolnexus.core.errors import HTTPStatusError
 from toolnexus.scheduler import Outcome, RunLimiter, Ticket, TokenEstimate, Window, outcome_of
 

@@ -21,7 +21,10 @@ import pytest
 
 from loopback import Fault, Loopback, synthesize
 from toolnexus import ClassifierError, create_classifier
-from toolnexus.config.options import ErrorInfo, Verdict
+from toolnexus.config import (
+    ErrorInfo,
+    Verdict,
+)
 from toolnexus.transport.aiohttp_adapter import AiohttpAdapter
 from toolnexus.transport.httpx_adapter import HttpxAdapter
 from toolnexus.transport.retry import RETRY_COUNT_HEADER

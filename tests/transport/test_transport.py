@@ -14,8 +14,12 @@ from typing import Any
 import httpx
 import pytest
 
-from toolnexus.config import RetryPolicy, Timeout
-from toolnexus.config.options import ErrorInfo, Verdict
+from toolnexus.config import (
+    ErrorInfo,
+    RetryPolicy,
+    Timeout,
+    Verdict,
+)
 from toolnexus.core.errors import (
     ClassifierError,
     ConfigError,
@@ -604,6 +608,6 @@ def test_url_secrets_of_a_plain_url_are_none_and_every_marker_still_looked_at(
 ) -> None:
     """url_secrets is asked once per request: a URL without ``@``, ``?`` or ``#`` returns at
     once, and one with any of them is read as before."""
-    from toolnexus.transport.redaction import url_secrets
+    from toolnexus.core.urls import url_secrets
 
     assert url_secrets(url) == secrets

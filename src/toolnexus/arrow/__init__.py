@@ -54,7 +54,7 @@ from ..sync._loop import background
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ..evaluate.packplan import PackSize
+    from ..config import PackSize
     from ..scheduler import Admission
 
 __all__ = ["evaluate_rows", "evaluate_table", "evaluate_table_async"]

@@ -29,12 +29,16 @@ from ..core.defaults import DEFAULT_BATCH_CONCURRENCY
 from ..core.errors import ConfigError
 from ..core.questions import Question
 from ..core.state import check_state
-from ..evaluate.batch import BoundState, BoundStates, StateResult, evaluate_batch, evaluate_stream
-from ..evaluate.pipeline import METRIC_EVALUATE, METRIC_WARNING, RequestPipeline
+from ..evaluate.batch import (
+    BoundState,
+    BoundStates,
+    evaluate_batch,
+)
+from ..evaluate.batchgroups import StateResult
+from ..evaluate.batchstream import evaluate_stream
+from ..evaluate.pipeline import RequestPipeline
 
 __all__ = [
-    "METRIC_EVALUATE",
-    "METRIC_WARNING",
     "Classifier",
 ]
 

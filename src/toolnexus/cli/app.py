@@ -32,13 +32,15 @@ import typer
 from typer.core import TyperGroup
 
 from .. import __version__
+from ..core.failures import (
+    EXIT_OK,
+    EXIT_USAGE,
+    one_line,
+)
 from ..core.printable import printable
 from .errors import (
     EXIT_CODES_HELP,
-    EXIT_OK,
-    EXIT_USAGE,
     handle_error,
-    one_line,
 )
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config.options import LLM_OPTIONS
-from .errors import CliError, one_line
+from ..core.failures import one_line
+from .errors import CliError
 from .options import CLASSIFIER_SETTINGS, BackendSettings
 
 if TYPE_CHECKING:
@@ -218,7 +219,7 @@ def check_key(settings: BackendSettings) -> None:
 
 def warn_to_stderr(event: Mapping[str, Any]) -> None:
     """The classifier's metric sink: warnings to stderr, one line each; other events unused."""
-    from ..classifier.client import METRIC_WARNING
+    from ..evaluate.pipeline import METRIC_WARNING
 
     if event.get("event") == METRIC_WARNING:
         sys.stderr.write(f"toolnexus: warning: {one_line(str(event.get('warning', '')))}\n")

@@ -27,8 +27,14 @@ from typing import Annotated, Any
 
 import typer
 
+from ..core.failures import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    one_line,
+)
 from .batch_options import BatchFlags
-from .errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, CliError, one_line
+from .errors import CliError
 from .options import BackendSettings, backend_options, options_from
 
 
@@ -160,6 +166,7 @@ def _joined(cfg: Any, questions: Path, settings: BackendSettings) -> Any:
     def prepare(run: Any) -> Any:
         from dataclasses import replace
 
+        from ..questionfile.load import load_question_file
         from .backend import (
             classifier_options,
             live_target,
@@ -167,7 +174,6 @@ def _joined(cfg: Any, questions: Path, settings: BackendSettings) -> Any:
             warn_if_over_limits,
             warn_to_stderr,
         )
-        from .questionfile import load_question_file
 
         (file_model, qs), gates = load_question_file(questions)
         if cfg.dry_run:  # a dry run sends nothing: no metric, no recorder, no thresholds file

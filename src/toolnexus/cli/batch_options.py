@@ -230,8 +230,8 @@ def parse_pack(text: str) -> int | Literal["auto"]:
     except ValueError:
         size = 0
     if size != 1:
+        from ..config import check_pack
         from ..core.errors import ConfigError
-        from ..evaluate.packplan import check_pack
 
         try:
             check_pack(size)

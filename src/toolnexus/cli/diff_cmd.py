@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from .errors import EXIT_CONDITION
+from ..core.failures import EXIT_CONDITION
 from .render.formats import DiffFormat
 
 

@@ -28,47 +28,20 @@ from ..core import errors as lib
 # The one failure table lives in the core (the library's ``toolnexus.arrow`` writes the same
 # record codes); command modules keep importing these names from here.
 from ..core.failures import (
-    CONDITION_FOR_CODE,
-    DUPLICATE_ID,
-    EXIT_BACKEND,
-    EXIT_BUDGET,
-    EXIT_CONDITION,
-    EXIT_FOR_CODE,
-    EXIT_FOR_STOP,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    EXIT_STOPPED,
-    EXIT_TERMINATED,
     EXIT_USAGE,
-    FAILURES,
-    MALFORMED_INPUT,
     Failure,
     one_line,
 )
 from ..core.failures import failure_of as _failure_of
 
 __all__ = [
-    "CONDITION_FOR_CODE",
-    "DUPLICATE_ID",
-    "EXIT_BACKEND",
-    "EXIT_BUDGET",
     "EXIT_CODES_HELP",
-    "EXIT_CONDITION",
-    "EXIT_FOR_CODE",
-    "EXIT_FOR_STOP",
-    "EXIT_INTERRUPTED",
-    "EXIT_OK",
-    "EXIT_STOPPED",
-    "EXIT_TERMINATED",
-    "EXIT_USAGE",
-    "FAILURES",
-    "MALFORMED_INPUT",
     "CliError",
-    "Failure",
     "fail",
     "failure_of",
     "handle_error",
-    "one_line",
     "report",
 ]
 

@@ -15,8 +15,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..core.failures import (
+    EXIT_BACKEND,
+    EXIT_CONDITION,
+    EXIT_OK,
+    one_line,
+)
 from ..run.states import STATE_FORMATS, StateFormat
-from .errors import EXIT_BACKEND, EXIT_CONDITION, EXIT_OK, CliError, failure_of, one_line
+from .errors import (
+    CliError,
+    failure_of,
+)
 from .options import (
     BackendSettings,
     CalibrationOpt,
@@ -75,11 +84,11 @@ def run_eval(
 
     from ..core.errors import InvalidDecision, StaticMiss
     from ..core.validation import Checked
+    from ..questionfile.load import load_question_file
     from ..records.decision import record as decision_record
     from ..styles.recordings import replay_miss_message
     from .backend import build_backend, check_key, warn_to_stderr
     from .gatefloors import check_thresholds_file, with_gate_floors
-    from .questionfile import load_question_file
 
     (file_model, questions), gates = load_question_file(questions_path)
     # ``--thresholds @FILE``'s gates: floors (report --write-thresholds --gates), issue 35 item 4

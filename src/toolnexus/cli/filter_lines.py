@@ -11,7 +11,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from .errors import MALFORMED_INPUT, one_line
+from ..core.failures import (
+    MALFORMED_INPUT,
+    one_line,
+)
 
 __all__ = ["Line", "read_lines"]
 

@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from ..core.errors import RunStopped
-from .batch_options import parse_pack
-from .errors import (
+from ..core.failures import (
     EXIT_BACKEND,
     EXIT_CONDITION,
     EXIT_FOR_CODE,
@@ -38,9 +37,12 @@ from .errors import (
     EXIT_OK,
     EXIT_STOPPED,
     EXIT_USAGE,
+    one_line,
+)
+from .batch_options import parse_pack
+from .errors import (
     CliError,
     failure_of,
-    one_line,
 )
 from .filter_lines import Line, read_lines
 from .filter_options import FilterFlags
@@ -50,7 +52,7 @@ if TYPE_CHECKING:
     from ..core.errors import ClassifierError
     from ..core.policy import Policy
     from ..core.questions import Question
-    from ..evaluate.batch import StateResult
+    from ..evaluate.batchgroups import StateResult
     from ..scheduler.budget import Caps
     from .backend import Backend
     from .options import BackendSettings
@@ -381,8 +383,8 @@ def _streams(inputs: list[str]) -> list[tuple[str, IO[bytes]]]:
 
 def run_filter(cfg: FilterConfig, questions_path: Path, settings: BackendSettings) -> int:
     """Run ``filter`` and return its exit code (the stop's line already on stderr)."""
+    from ..questionfile.load import load_question_file
     from .backend import build_backend, price_of, warn_if_over_limits, warn_to_stderr
-    from .questionfile import load_question_file
 
     (file_model, questions), gates = load_question_file(questions_path)
     conditions: list[Where | GateCondition] = [

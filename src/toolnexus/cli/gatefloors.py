@@ -16,7 +16,10 @@ from .options import parse_gate_floors
 if TYPE_CHECKING:
     from ..core.policy import Policy
 
-__all__ = ["check_thresholds_file", "parse_gate_floors", "with_gate_floors"]
+__all__ = [
+    "check_thresholds_file",
+    "with_gate_floors",
+]
 
 
 def check_thresholds_file(
@@ -30,8 +33,8 @@ def check_thresholds_file(
     import sys
 
     from ..core.errors import RunError
+    from ..core.failures import one_line
     from ..questionfile.thresholds import check_fitted_on
-    from .errors import one_line
 
     try:
         warnings = check_fitted_on(text[1:], questions, os.fspath(questions_path))

@@ -27,9 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "GATE_BYTES",
     "NEAR",
-    "Budget",
     "budget_findings",
-    "budget_of",
     "over_limit_warning",
     "request_budget",
     "source_bound",
@@ -111,7 +109,7 @@ def request_budget(
     state_bytes = b""
     if with_state:
         from ..core.assets import lift_with_questions
-        from ..core.images import ImageLimits
+        from ..core.imagelimits import ImageLimits
 
         lifted = lift_with_questions(state, questions)
         # An image the classifier refuses is never sent: that refusal, not a budget, is the news.

@@ -14,12 +14,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ..core.failures import EXIT_USAGE
 from ..questionfile.codes import CODES, Finding
 from ..questionfile.rules import LEVELS, Severity
-from .errors import EXIT_USAGE, CliError
+from .errors import CliError
 
 if TYPE_CHECKING:
-    from .questionfile import Lint
+    from ..questionfile.load import Lint
 
 __all__ = [
     "Controls",
@@ -166,7 +167,7 @@ def check_file(
     """Every finding of one file after suppressions (before the controls, which the caller
     applies, so a suppression is judged against every rule). A file that is not a question set
     (and not checked as one) is appended to ``skipped``, when given."""
-    from .questionfile import lint_file
+    from ..questionfile.load import lint_file
 
     lint = lint_file(path, strict=controls.strict)
     if skipped is not None and not lint.question_set:
@@ -178,7 +179,7 @@ def check_text(
     text: str, path: str, controls: Controls = Controls(), state: tuple[str, Any] | None = None
 ) -> list[Finding]:
     """:func:`check_file` on ``text`` shown as ``path``."""
-    from .questionfile import lint_text
+    from ..questionfile.load import lint_text
 
     return _check(lint_text(text, path, strict=controls.strict), state)
 

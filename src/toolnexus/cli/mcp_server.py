@@ -110,7 +110,7 @@ class McpApp:
         except ClassifierError as e:
             return None, one_line(e.message), True
         except Exception as e:
-            from ..scheduler.admission import RunStopped
+            from ..core.errors import RunStopped
 
             if isinstance(e, RunStopped):
                 return None, one_line(str(e)), True

@@ -19,7 +19,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import EXIT_CONDITION, EXIT_OK, EXIT_USAGE, fail, handle_error, report
+from ..core.failures import (
+    EXIT_CONDITION,
+    EXIT_OK,
+    EXIT_USAGE,
+)
+from .errors import (
+    fail,
+    handle_error,
+    report,
+)
 
 if TYPE_CHECKING:
     from ..core.questions import Question
@@ -68,8 +77,8 @@ def check_criteria(
     """Lint ``files``, render the findings that pass the controls, return the exit code: 0
     clean (or only ``info``), 1 a finding at or above ``warning``, 2 when a file could not be
     read (its one line is on stderr)."""
+    from ..questionfile.load import QuestionFileError
     from .lintrun import check_file, controls_from, fails, shown
-    from .questionfile import QuestionFileError
     from .render import LintResult, render
 
     if list_rules or explain is not None:
@@ -153,7 +162,10 @@ def canonical(
     from ..core.canonical import canonical_json, canonical_request, sha256_hex
     from ..core.canonical import questions_sha256 as set_digest
     from ..core.questions import questions_to_wire
-    from .questionfile import load_question_set, resolve_model
+    from ..questionfile.load import (
+        load_question_set,
+        resolve_model,
+    )
     from .render import CanonicalResult, CanonicalView, render
 
     chosen_views = {"--sha256": sha256, "--questions-sha256": questions_sha256, "--pretty": pretty}
@@ -183,7 +195,7 @@ def canonical(
         body = canonical_request(chosen, qset.questions)
     else:
         from ..core.assets import lift_with_questions
-        from ..core.images import ImageLimits
+        from ..core.imagelimits import ImageLimits
         from ..run.states import attach_images, load_state, parse_image_options
 
         value = attach_images(load_state(state), parse_image_options(list(image)))
@@ -208,7 +220,7 @@ def _packed_request(model: str, questions: Mapping[str, Question], source: str) 
     """What ``evaluate_pack`` sends for the states of ``source``: the packed request, or, for a
     file of one state, that state's own request (a pack of one is never packed)."""
     from ..core.assets import lift_with_questions
-    from ..core.images import ImageLimits
+    from ..core.imagelimits import ImageLimits
     from ..core.questions import questions_to_wire
     from ..evaluate.packing import pack_lifted, pack_questions
     from ..evaluate.packplan import packed_body

@@ -17,8 +17,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..core.failures import (
+    EXIT_CONDITION,
+    one_line,
+)
 from ..metrics.definitions import MetricDefinitions
-from .errors import EXIT_CONDITION, CliError, one_line
+from .errors import CliError
 from .options import options_from
 from .render.formats import ReportFormat
 
@@ -344,7 +348,7 @@ def report_command(
         raise CliError("--floors needs --gates: the floors are those of the file's gates")
     sweep_gates = None
     if gates is not None:
-        from .questionfile import load_question_file
+        from ..questionfile.load import load_question_file
 
         (_, gate_questions), policies = load_question_file(gates)
         if not policies:
@@ -409,7 +413,7 @@ def report_command(
         assert goal is not None
         fitted_on = None
         if questions_file is not None:
-            from .questionfile import load_question_file
+            from ..questionfile.load import load_question_file
 
             fitted_on = (questions_file, load_question_file(questions_file)[0][1])
         elif gates is not None and sweep_gates is not None:

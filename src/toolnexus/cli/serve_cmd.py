@@ -18,8 +18,9 @@ from typing import Any
 
 import typer
 
+from ..core.failures import EXIT_USAGE
 from ..serve.options import ServeOptions
-from .errors import EXIT_USAGE, CliError
+from .errors import CliError
 from .options import options_from
 
 

@@ -35,13 +35,15 @@ from typing import Any
 
 from ..core.canonical import canonical_json, canonical_request, questions_sha256, request_sha256
 from ..core.qtypes import CHOICE, NOUL, SCORE, registry
-from ..core.questions import (
-    ChoiceQuestion,
-    NoulQuestion,
-    Question,
+from ..core.qtypes.choice import ChoiceQuestion
+from ..core.qtypes.noul import NoulQuestion
+from ..core.qtypes.rubric import (
     ScoreQuestion,
-    degenerate_criteria,
     level_label,
+)
+from ..core.questions import (
+    Question,
+    degenerate_criteria,
     question_to_wire,
 )
 from ..questionfile.checker import DEGENERATE_CODES
@@ -96,7 +98,12 @@ def _git_show(spec: str) -> str:
 
 def load_side(spec: str) -> SetSide:
     """A question set from a file, or from git as ``REV:path`` (when no such file exists)."""
-    from .questionfile import QuestionFileError, lint_text, read_text, resolve_model
+    from ..questionfile.load import (
+        QuestionFileError,
+        lint_text,
+        read_text,
+        resolve_model,
+    )
 
     # A file of that name wins; only then is "REV:path" read from git.
     from_git = ":" in spec and not Path(spec).exists()

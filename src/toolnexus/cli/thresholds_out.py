@@ -18,8 +18,9 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from ..core.failures import one_line
 from ..core.qtypes import registry
-from .errors import CliError, one_line
+from .errors import CliError
 
 if TYPE_CHECKING:
     from ..calibration.oobselect import SelectiveGuard

@@ -18,13 +18,9 @@ from ..core.defaults import DEFAULT_MODEL, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_M
 from ..core.envname import ENV_NAME
 from ..core.errors import ConfigError
 from . import (
-    ErrorInfo,
-    FailureKind,
     OnError,
     RetryPolicy,
     Timeout,
-    TransportKind,
-    Verdict,
 )
 
 __all__ = [
@@ -32,16 +28,9 @@ __all__ = [
     "STYLES",
     "ClassifierOptions",
     "CustomEvaluate",
-    "ErrorInfo",
-    "FailureKind",
     "Metric",
-    "OnError",
     "OnMetric",
     "RecordedDecision",
-    "RetryPolicy",
-    "Timeout",
-    "TransportKind",
-    "Verdict",
     "check_option",
     "option_names",
 ]
@@ -221,7 +210,9 @@ def _check_values(opts: ClassifierOptions) -> None:
 
 
 def _check_hooks(opts: ClassifierOptions) -> None:
-    from ..core.images import ImageLimits  # the pure image module; only its limits are needed here
+    from ..core.imagelimits import (
+        ImageLimits,  # the pure image module; only its limits are needed here
+    )
 
     ImageLimits.of(opts.image_limits)
     telemetry = opts.telemetry

@@ -9,23 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from .qtypes.choice import NEAR_UNIFORM_TOLERANCE, ChoiceAnswer, near_uniform
+from .qtypes.choice import (
+    ChoiceAnswer,
+)
 from .qtypes.noul import NoulAnswer
 from .qtypes.raw import RawAnswer
-from .qtypes.score import MAX_LEVEL_DIGITS, ScoreAnswer, ScoreLevels, score_structure
+from .qtypes.score import ScoreAnswer
 
 __all__ = [
-    "MAX_LEVEL_DIGITS",
-    "NEAR_UNIFORM_TOLERANCE",
     "Answer",
-    "ChoiceAnswer",
     "ClassifierUsage",
-    "NoulAnswer",
-    "RawAnswer",
-    "ScoreAnswer",
-    "ScoreLevels",
-    "near_uniform",
-    "score_structure",
 ]
 
 Answer: TypeAlias = NoulAnswer | ChoiceAnswer | ScoreAnswer | RawAnswer

@@ -27,8 +27,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .answers import Answer, ChoiceAnswer, ScoreAnswer
+from .answers import Answer
 from .qtypes import CHOICE, SCORE, registry
+from .qtypes.choice import ChoiceAnswer
+from .qtypes.score import ScoreAnswer
 
 __all__ = [
     "CONSISTENCY_FLAGS",

@@ -16,38 +16,27 @@ from typing import Any
 
 from . import observe as probe
 from .answers import (
-    NEAR_UNIFORM_TOLERANCE,
     Answer,
-    ChoiceAnswer,
     ClassifierUsage,
-    NoulAnswer,
-    RawAnswer,
-    ScoreAnswer,
-    ScoreLevels,
-    near_uniform,
 )
 from .errors import AnswerAccessError, DecisionError, InvalidDecision
 from .jsonlimits import JsonLimitError, loads
 from .qtypes import registry
+from .qtypes.choice import (
+    ChoiceAnswer,
+)
+from .qtypes.noul import NoulAnswer
+from .qtypes.raw import RawAnswer, RawQuestion
+from .qtypes.score import ScoreAnswer
 from .qtypes.values import json_kind
-from .questions import Question, RawQuestion
+from .questions import Question
 from .validity import validate_answers
 
 __all__ = [
     "MAX_USAGE",
-    "NEAR_UNIFORM_TOLERANCE",
-    "Answer",
-    "ChoiceAnswer",
-    "ClassifierUsage",
     "Decision",
-    "NoulAnswer",
-    "RawAnswer",
-    "ScoreAnswer",
-    "ScoreLevels",
     "answers_decoder",
     "decode_answers",
-    "json_kind",
-    "near_uniform",
     "parse_decision",
 ]
 

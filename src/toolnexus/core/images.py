@@ -26,25 +26,13 @@ from typing import Any
 
 from .errors import ImageError
 from .imagelimits import (
-    IMAGE_MAX_BYTES,
-    IMAGE_MAX_SIDE,
-    IMAGE_MIN_SIDE,
     MEDIA_TYPES,
-    REQUEST_IMAGE_MAX_BYTES,
-    ImageLimits,
     image_format,
     image_size,
 )
 
 __all__ = [
-    "IMAGE_MAX_BYTES",
-    "IMAGE_MAX_SIDE",
-    "IMAGE_MIN_SIDE",
-    "REQUEST_IMAGE_MAX_BYTES",
     "Image",
-    "ImageLimits",
-    "image_format",
-    "image_size",
 ]
 
 # An alias becomes the placeholder "<alias>": plain characters only, so it reads the same in

@@ -15,31 +15,17 @@ from typing import Any, TypeAlias
 
 from .errors import QuestionError
 from .qtypes import registry
-from .qtypes.choice import MAX_CHOICE_OPTIONS, ChoiceQuestion
-from .qtypes.noul import NoulCriteria, NoulQuestion
+from .qtypes.choice import ChoiceQuestion
+from .qtypes.noul import NoulQuestion
 from .qtypes.raw import RawQuestion
-from .qtypes.score import (
-    MAX_SCORE_LEVELS,
-    MIN_SCORE_LEVELS,
-    ScoreQuestion,
-    level_label,
-)
+from .qtypes.rubric import ScoreQuestion
 
 __all__ = [
-    "MAX_CHOICE_OPTIONS",
-    "MAX_SCORE_LEVELS",
-    "MIN_SCORE_LEVELS",
-    "ChoiceQuestion",
-    "NoulCriteria",
-    "NoulQuestion",
     "Question",
-    "RawQuestion",
-    "ScoreQuestion",
     "check_limits",
     "choice_over",
     "chunk_questions",
     "degenerate_criteria",
-    "level_label",
     "normalize_questions",
     "question_from_wire",
     "question_to_wire",

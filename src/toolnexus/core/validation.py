@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TypeAlias
 
+from .answers import Answer
 from .consistency import CONSISTENCY_FLAGS
-from .decision import Answer, Decision
+from .decision import Decision
 from .errors import ConfigError, InvalidDecision
 from .qtypes import registry
 from .questions import Question

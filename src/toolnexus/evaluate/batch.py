@@ -19,34 +19,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import MAX_CONCURRENCY, MIN_CONCURRENCY, BatchOptions
+from ..config import BatchOptions
 from ..core.decision import Decision
 from ..core.errors import BatchError, ClassifierError, ConfigError, RunStopped
 from ..core.state import check_state
 from .batchgroups import (
     Evaluator,
     StateResult,
-    evaluate_group,
-    plan,
     run_outcomes,
     run_states,
-    scheduler_for,
 )
-from .batchstream import evaluate_stream
 
 __all__ = [
-    "MAX_CONCURRENCY",
-    "MIN_CONCURRENCY",
     "BoundState",
     "BoundStates",
-    "Evaluator",
-    "StateResult",
     "evaluate_batch",
-    "evaluate_group",
-    "evaluate_stream",
-    "plan",
-    "run_states",
-    "scheduler_for",
 ]
 
 

@@ -45,9 +45,13 @@ from decimal import Decimal
 from typing import Any
 
 from ..core import observe as probe
+from ..core.answers import ClassifierUsage
 from ..core.assets import LiftedState
 from ..core.canonical import canonical_json
-from ..core.decision import ClassifierUsage, Decision, parse_decision
+from ..core.decision import (
+    Decision,
+    parse_decision,
+)
 from ..core.errors import ClassifierError, DecisionError, ImageError
 from ..core.questions import Question, questions_to_wire
 from ..core.validity import answers_validator
@@ -65,7 +69,6 @@ from .packing import (
     unpack_decisions,
 )
 from .packoutcome import (
-    CONTEXT_ERROR_TYPE,
     PackOutcome,
     RequestFacts,
     context_error,
@@ -77,9 +80,6 @@ from .pipeline import RequestPipeline, evaluate_event
 from .telemetry_pack import pack_trace
 
 __all__ = [
-    "CONTEXT_ERROR_TYPE",
-    "PackOutcome",
-    "RequestFacts",
     "evaluate_pack",
     "packs",
     "systemone_style",

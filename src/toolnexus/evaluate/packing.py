@@ -38,10 +38,16 @@ from decimal import Decimal
 from typing import Any
 
 from ..core import observe as probe
+from ..core.answers import ClassifierUsage
 from ..core.assets import Asset, LiftedState
 from ..core.canonical import canonical_json
-from ..core.decision import ClassifierUsage, Decision, answers_decoder, json_kind, parse_decision
+from ..core.decision import (
+    Decision,
+    answers_decoder,
+    parse_decision,
+)
 from ..core.errors import DecisionError
+from ..core.qtypes.values import json_kind
 from ..core.questions import Question, questions_to_wire
 
 __all__ = [

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.decision import ClassifierUsage, Decision
+from ..core.answers import ClassifierUsage
+from ..core.decision import Decision
 from ..core.errors import ClassifierError, DecisionError, HTTPStatusError, TransportError
 from ..scheduler.admission import OutcomeKind
 from ..scheduler.failfast import error_type, outcome_of

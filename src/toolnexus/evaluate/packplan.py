@@ -31,12 +31,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ..config import PACK_AUTO, PackSize, check_pack  # re-exported: the one rule for pack=
+from ..config import (  # re-exported: the one rule for pack=
+    PackSize,
+    check_pack,
+)
 from ..core import observe as probe
 from ..core.assets import LiftedState, lift_with_questions
 from ..core.canonical import canonical_json
 from ..core.errors import ClassifierError, ConfigError
-from ..core.images import ImageLimits
+from ..core.imagelimits import ImageLimits
 from ..core.questions import Question, questions_to_wire
 from ..scheduler.tokens import (
     LIMIT_SAFE_BYTES,
@@ -49,10 +52,7 @@ from ..scheduler.tokens import (
 from .packing import PACK_CAP, pack_lifted, pack_questions, pack_state
 
 __all__ = [
-    "PACK_AUTO",
-    "PackSize",
     "Planned",
-    "check_pack",
     "pack_check",
     "pack_violation",
     "plan_packs",

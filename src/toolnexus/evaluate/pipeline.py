@@ -22,7 +22,7 @@ from ..config.options import ClassifierOptions, Metric
 from ..core.consistency import consistency_flags
 from ..core.decision import Decision
 from ..core.errors import ClassifierError, ConfigError
-from ..core.images import ImageLimits
+from ..core.imagelimits import ImageLimits
 from ..core.qtypes import registry
 from ..core.questions import Question, check_limits, degenerate_criteria, normalize_questions
 from ..core.validation import FLAGS, Checked, validate_decision

@@ -36,18 +36,19 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from .telemetry_attrs import CACHED, OPERATION, Shape, endpoint_attributes
+from .telemetry_attrs import (
+    CACHED,
+    Shape,
+)
 
 __all__ = [
     "CAPTURE_CONTENT_ENV",
     "DURATION_BUCKETS",
     "INSTALL_HINT",
-    "OPERATION",
     "TOKEN_BUCKETS",
     "AttemptSpan",
     "EvaluateSpan",
     "Telemetry",
-    "endpoint_attributes",
     "sdk_installed",
     "wanted",
 ]

@@ -124,7 +124,7 @@ def record_command(config: pytest.Config, nodeid: str, miss: RecordingMiss) -> s
     args.append("--toolnexus-record")
     base_url = config.getoption("toolnexus_base_url")
     if base_url:
-        from ..transport.redaction import redact_url
+        from ..core.urls import redact_url
 
         # A failure line is shown and logged: credentials in the URL never are.
         args += ["--toolnexus-base-url", redact_url(base_url)]

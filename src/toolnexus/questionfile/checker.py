@@ -13,18 +13,20 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.decision import json_kind
 from ..core.errors import QuestionError
 from ..core.qtypes import CHOICE, SCORE, registry
+from ..core.qtypes.choice import ChoiceQuestion
 from ..core.qtypes.registry import LintPath
-from ..core.qtypes.values import got as _got
-from ..core.questions import (
-    ChoiceQuestion,
-    Question,
+from ..core.qtypes.rubric import (
     ScoreQuestion,
+    level_label,
+)
+from ..core.qtypes.values import got as _got
+from ..core.qtypes.values import json_kind
+from ..core.questions import (
+    Question,
     check_limits,
     degenerate_criteria,
-    level_label,
     question_from_wire,
 )
 from ..core.yamlread import Located, NodePath

@@ -42,17 +42,13 @@ from ..core.questions import (
 )
 from ..core.yamlread import Located, YamlSyntaxError, read_yaml
 from .checker import Checker
-from .codes import CODES, WARNING_CODES, Finding
+from .codes import Finding
 
 if TYPE_CHECKING:
     from ..core.policy import Policy
 
 __all__ = [
-    "CODES",
-    "DEFAULT_MODEL",
     "MAX_FILE_BYTES",
-    "WARNING_CODES",
-    "Finding",
     "Lint",
     "QuestionFileError",
     "QuestionSet",

@@ -62,22 +62,23 @@ from ..classifier.factory import create_classifier
 from ..config import BatchOptions
 from ..core.canonical import questions_sha256
 from ..core.defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_RETRIES, DEFAULT_TIMEOUT
+from ..core.envname import ENV_REF
 from ..core.errors import ConfigError
 from ..core.failures import one_line
 from ..core.questions import Question
+from ..core.urls import url_secrets
 from ..records.arrow import require_pyarrow, run_schema
 from ..run.arrowin import column_problem
 from ..run.decided import decided_ids as run_decided_ids
 from ..run.items import InputSpec
 from ..run.resume import PriorMismatch, UnreadableRecord
 from ..sync._loop import background
-from ..transport.redaction import ENV_REF, url_secrets
 from .limiter import LimiterCore, SharedLimit, require_ray, shared_limiter
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ..evaluate.packplan import PackSize
+    from ..config import PackSize
 
 __all__ = ["DEFAULT_NUM_CPUS", "evaluate_dataset"]
 

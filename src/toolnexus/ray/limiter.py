@@ -24,7 +24,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.decision import ClassifierUsage
+from ..core.answers import ClassifierUsage
 from ..core.errors import ConfigError
 from ..scheduler import (
     Clock,

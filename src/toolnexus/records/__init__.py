@@ -4,7 +4,17 @@ line format writes and reads it), and ``parquet`` (a Parquet run on disk: the fi
 journal). Everything that writes or reads a run goes through here: ``batch`` output,
 ``--resume`` / ``--retry-errors``, ``report`` and ``toolnexus.arrow``."""
 
-from .codec import CODECS, Codec, CsvCodec, JsonCodec, JsonlCodec, RecordDecodeError, codec_for
+from .codec import (
+    CODECS,
+    Codec,
+    JsonCodec,
+    JsonlCodec,
+    codec_for,
+)
+from .csvcodec import (
+    CsvCodec,
+    RecordDecodeError,
+)
 from .model import (
     QUESTIONS_SHA256,
     RECORD_KEYS,

@@ -19,20 +19,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from .csvcodec import (
-    ERROR_CODE_COLUMN,
-    ERROR_MESSAGE_COLUMN,
-    FLATTEN_DEPTH,
-    CsvCodec,
-    RecordDecodeError,
-    csv_header,
-    csv_line,
-    earlier_headers,
-    escape_id,
-    flatten,
-    read_csv_header,
-    unescape_id,
-)
+from .csvcodec import CsvCodec
 from .model import (
     GATES,
     DecisionRecord,
@@ -44,24 +31,12 @@ from .model import (
 
 __all__ = [
     "CODECS",
-    "ERROR_CODE_COLUMN",
-    "ERROR_MESSAGE_COLUMN",
-    "FLATTEN_DEPTH",
     "Codec",
-    "CsvCodec",
     "JsonCodec",
     "JsonlCodec",
-    "RecordDecodeError",
     "codec_for",
-    "csv_header",
-    "csv_line",
-    "earlier_headers",
-    "escape_id",
-    "flatten",
     "line_loader",
     "loads_line",
-    "read_csv_header",
-    "unescape_id",
 ]
 
 

@@ -13,8 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core.answers import Answer
 from ..core.consistency import consistency_flags
-from ..core.decision import Answer, Decision
+from ..core.decision import Decision
 from ..core.qtypes import registry
 from ..core.questions import Question
 from ..core.validation import (
@@ -39,7 +40,6 @@ __all__ = [
     "Recalibrator",
     "answer_record",
     "decision_record",
-    "gate_records",
     "record",
     "record_body",
     "sample_record",

@@ -23,13 +23,19 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..core.answers import Answer, NoulAnswer
+from ..core.answers import Answer
 from ..core.bands import DEFAULT_BANDS
 from ..core.policy import NEEDS_INPUT, NO_RULE_FIRED, Policy
+from ..core.qtypes.noul import NoulAnswer
 from ..core.questions import Question
 from .model import GateOutcomes
 
-__all__ = ["CompiledGate", "GateOutcomes", "GateSet", "compiled", "gate_records"]
+__all__ = [
+    "CompiledGate",
+    "GateSet",
+    "compiled",
+    "gate_records",
+]
 
 #: one gate's record fields ``{action, escalated, reason}`` and their JSON text
 _Outcome = tuple[dict[str, Any], str]

@@ -21,6 +21,8 @@ from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
 from ..metrics.measures import (
     N_BINS,
     Reliability,
+    ReliabilityBin,
+    Threshold,
     accuracy_score,
     brier_score_loss,
     log_loss,
@@ -51,18 +53,14 @@ from .model import (
     QuestionMetrics,
     QuestionReport,
     Recalibration,
-    ReliabilityBin,
-    Threshold,
 )
 
 __all__ = [
     "AUTO_INTERVALS_MAX",
     "BANDS",
-    "LabelError",
     "NoulStats",
     "OtherStats",
     "QuestionStats",
-    "RecordError",
 ]
 
 BANDS = ("yes", "no", "uncertain")

@@ -26,15 +26,18 @@ from .accumulators import (
 )
 from .compare import Delta, Snapshot
 from .fieldchecks import LabelError, RecordError, _shown, _valid_distribution
+from .inputs import ReportInputError
 from .judged import GateCounts
 from .labels import Labels
 from .levels import ScoreStats
 from .model import QuestionReport, RunSummary
 from .ranked import ChoiceStats
-from .runs import ReportInputError
 from .usage import MAX_TOKENS, Usage
 
-__all__ = ["MAX_TOKENS", "RunStats", "Usage", "record_id"]
+__all__ = [
+    "RunStats",
+    "record_id",
+]
 
 #: The answer types whose distribution a valid record's answer must hold (issue 42 item 5).
 _DISTRIBUTIONS = frozenset(("choice", "score"))

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     from ..core.questions import Question
     from .sweep import GateSweep
 
-__all__ = ["Report", "build_report"]
+__all__ = [
+    "build_report",
+]
 
 
 def build_report(

@@ -25,11 +25,12 @@ from typing import Any
 
 from ..core.qtypes import registry
 from ..records.arrowrows import column_values
+from ..records.formats import Span
 from ..records.model import SCHEMA_VERSION, SCHEMA_VERSION_KEY
 from .accumulators import QuestionStats
-from .aggregation import MAX_TOKENS, RunStats
+from .aggregation import RunStats
 from .fieldchecks import RecordError, _valid_distribution
-from .runs import Span
+from .usage import MAX_TOKENS
 from .vectorized import count_column, map_dicts
 
 __all__ = ["count_columns"]

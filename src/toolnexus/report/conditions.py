@@ -27,8 +27,8 @@ from typing import Any
 
 from ..core.comparisons import OPERATORS
 from .accumulators import FIRST_IDS, REPORT_FLAGS
+from .inputs import ReportInputError
 from .model import SCALAR_METRICS, QuestionComparison, QuestionReport, Report, RunSummary
-from .runs import ReportInputError
 
 __all__ = ["JUDGED_NAMES", "NAMES", "Condition", "check", "evaluate", "parse_conditions"]
 

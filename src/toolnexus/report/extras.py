@@ -20,8 +20,12 @@ from ..calibration.choice import accuracy_coverage, one_vs_rest_columns
 from ..calibration.scores import rps, rps_columns
 from ..calibration.thresholds import threshold_pair, threshold_table
 from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
+from ..metrics.measures import ReliabilityBin
 from .figures import CoveragePoint, EceUncertainty, ThresholdCut, ThresholdPair
-from .model import OptionCalibration, PooledMetrics, ReliabilityBin
+from .model import (
+    OptionCalibration,
+    PooledMetrics,
+)
 
 if TYPE_CHECKING:
     import numpy as np

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from .accumulators import NoulStats, QuestionStats
 from .aggregation import RunStats
 from .figures import CalibrationFit, FittedMap
+from .inputs import ReportInputError
 from .levels import ScoreStats
 from .ranked import RankedStats
-from .runs import ReportInputError
 
 if TYPE_CHECKING:
     from ..calibration.maps import CalibrationFile

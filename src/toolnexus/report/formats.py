@@ -15,7 +15,12 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
-from ..records.codec import CsvCodec, RecordDecodeError, line_loader, read_csv_header
+from ..records.codec import line_loader
+from ..records.csvcodec import (
+    CsvCodec,
+    RecordDecodeError,
+    read_csv_header,
+)
 from ..records.csvdialect import header_note
 from ..records.formats import RunFormat, Span, register_format
 from ..records.parquet import PARQUET_MAGIC, journal_path

@@ -8,7 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records.model import id_problem
-from .runs import ReportInputError, readable_again, run_format
+from .inputs import (
+    ReportInputError,
+    readable_again,
+)
+from .runs import run_format
 
 __all__ = ["COMMENT_PREFIX", "Labels", "merge_labels", "read_labels"]
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.consistency import SCORE_CONFIDENCE_FORMULAS, score_confidence_fits
-from ..core.questions import level_label
+from ..core.qtypes.rubric import level_label
 from ..metrics.arrays import in_order_sum
 from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
 from ..metrics.measures import accuracy_score, mean_absolute_error, within_one

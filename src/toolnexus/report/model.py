@@ -20,33 +20,31 @@ from .figures import (
     CalibrationFit,
     CoveragePoint,
     EceUncertainty,
-    FittedMap,
     ThresholdCut,
     ThresholdPair,
 )
-from .jsonshape import EMPTY_OBJECT, OMIT_NONE, OMIT_ZERO, SKIP, map_text, to_json
+from .jsonshape import (
+    EMPTY_OBJECT,
+    OMIT_NONE,
+    OMIT_ZERO,
+    SKIP,
+    to_json,
+)
 from .judged import GateReport, PairedCount
 from .selective import SelectiveReport
 from .sweep import GateSweep
 
 __all__ = [
-    "EMPTY_OBJECT",
-    "OMIT_NONE",
     "SCALAR_METRICS",
-    "SKIP",
     "AccuracySplit",
     "BandPrecision",
-    "CalibrationFit",
     "ChangedId",
     "ChoiceDistribution",
     "ChoiceMetrics",
     "Comparison",
     "Confusion",
     "Count",
-    "CoveragePoint",
     "Distribution",
-    "EceUncertainty",
-    "FittedMap",
     "FlagCount",
     "HistogramBin",
     "LevelCount",
@@ -61,17 +59,11 @@ __all__ = [
     "QuestionMetrics",
     "QuestionReport",
     "Recalibration",
-    "ReliabilityBin",
     "Report",
     "RunSummary",
     "ScoreDistribution",
     "ScoreMetrics",
-    "Threshold",
-    "ThresholdCut",
-    "ThresholdPair",
     "Usage",
-    "map_text",
-    "to_json",
 ]
 
 # One question's report: its answers' distribution, its flags and, against labels, its

@@ -20,6 +20,7 @@ from ..metrics.arrays import ProbabilityRows, column
 from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions, padded
 from ..metrics.measures import (
     Reliability,
+    ReliabilityBin,
     accuracy_score,
     confusion_matrix,
     macro_f1_from_confusion,
@@ -50,7 +51,6 @@ from .model import (
     Confusion,
     Count,
     NearUniformSplit,
-    ReliabilityBin,
 )
 
 __all__ = ["ChoiceStats", "RankedStats"]

@@ -30,12 +30,20 @@ from importlib import import_module
 from typing import Any
 
 from ..records.formats import Span, format_named, register_format
-from .accumulators import RecordError
 from .aggregation import RunStats, record_id
 from .compare import Snapshot
+from .fieldchecks import RecordError
+from .formats import byte_spans
+from .inputs import (
+    LocatedError,
+    readable_again,
+)
 from .labels import Labels
 from .pool import in_order
-from .runs import LocatedError, byte_spans, iter_records, readable_again, run_format
+from .runs import (
+    iter_records,
+    run_format,
+)
 
 
 def _count_parquet_columns(path: str, span: Span, stats: Any) -> set[str] | None:

@@ -25,29 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from ..records.formats import RunFormat, Span, format_named, sniffed_format, suffix_format
-from .formats import byte_spans, cut_last_line, parquet_group_spans, parquet_rows
 from .inputs import (
-    LocatedError,
-    ReportInputError,
     _open,
-    csv_file_delimiter,
-    csv_rows,
-    readable_again,
 )
 
 __all__ = [
-    "LocatedError",
-    "ReportInputError",
-    "Span",
-    "byte_spans",
-    "csv_file_delimiter",
-    "csv_rows",
-    "cut_last_line",
     "detect_format",
     "iter_records",
-    "parquet_group_spans",
-    "parquet_rows",
-    "readable_again",
     "run_format",
 ]
 

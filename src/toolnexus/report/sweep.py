@@ -33,14 +33,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+from ..core.answers import Answer
 from ..core.bands import Bands
-from ..core.decision import Answer, parse_decision
+from ..core.decision import parse_decision
 from ..core.errors import ClassifierError
 from ..core.policy import Policy, Rule, decide
 from ..core.qtypes import registry
 from ..core.questions import Question
+from .inputs import ReportInputError
 from .labels import Labels
-from .runs import ReportInputError, iter_records
+from .runs import iter_records
 from .selective import RiskPoint
 
 __all__ = [

@@ -28,10 +28,10 @@ from .accumulators import (
     _TRUTH,
     BANDS,
     FIRST_IDS,
-    LabelError,
     NoulStats,
     QuestionStats,
 )
+from .fieldchecks import LabelError
 from .levels import ScoreStats
 from .ranked import ChoiceStats, RankedStats
 
@@ -318,7 +318,7 @@ def _choice(st: ChoiceStats, f: dict[str, Any], labels: list[str | None], ids: l
 
 
 def _score(st: ScoreStats, f: dict[str, Any], labels: list[str | None], ids: list[str]) -> bool:
-    from ..core.questions import level_label
+    from ..core.qtypes.rubric import level_label
 
     uniform = _uniform(f["probabilities"])
     if uniform is None or not _confidences(st, f["confidence"]) or not _flags_plain(f["flags"]):

@@ -31,20 +31,15 @@ from ..records.arrow import require_pyarrow
 from .items import (
     ARROW_SUFFIXES,
     MALFORMED,
-    PARQUET_SUFFIXES,
     InputItem,
     InputSpec,
     from_object,
-    is_arrow_input,
     parquet_files,
 )
 
 __all__ = [
-    "ARROW_SUFFIXES",
-    "PARQUET_SUFFIXES",
     "RowBlock",
     "column_problem",
-    "is_arrow_input",
     "parquet_rows",
     "read_arrow",
     "read_columns",

@@ -79,8 +79,6 @@ if TYPE_CHECKING:
     from .items import Notes
 
 __all__ = [
-    "InputItem",
-    "InputSpec",
     "not_a_table",
     "read_csv",
     "read_files",

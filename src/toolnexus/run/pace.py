@@ -15,7 +15,7 @@ from .items import MALFORMED, InputItem
 from .summary import RunSummary
 
 if TYPE_CHECKING:
-    from ..core.decision import ClassifierUsage
+    from ..core.answers import ClassifierUsage
     from ..scheduler import Outcome, Ticket
     from .items import Notes
 

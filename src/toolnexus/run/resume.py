@@ -20,7 +20,8 @@ from decimal import Decimal
 from typing import BinaryIO
 
 from ..records import DecisionRecord, ErrorRecord, Record, codec_for
-from ..records.codec import Codec, read_csv_header
+from ..records.codec import Codec
+from ..records.csvcodec import read_csv_header
 from ..records.model import RecordVersionError
 from ..records.parquet import PARQUET_MAGIC
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError, RunError
-from ..records.codec import earlier_headers
+from ..records.csvcodec import earlier_headers
 from .codecs import Sink, SinkWriter, reader_for, sink_for
 from .config import RunConfig
 from .ids import question_set_sha256
@@ -225,7 +225,10 @@ def _check_cut_points(cfg: RunConfig) -> None:
 
 def check_config(cfg: RunConfig) -> None:
     """Every option checked before anything is read or written; one line for the first wrong."""
-    from ..evaluate.batch import MAX_CONCURRENCY, MIN_CONCURRENCY
+    from ..config import (
+        MAX_CONCURRENCY,
+        MIN_CONCURRENCY,
+    )
 
     if not MIN_CONCURRENCY <= cfg.concurrency <= MAX_CONCURRENCY:
         raise RunError(
@@ -283,7 +286,10 @@ def check_key(classifier: Mapping[str, Any]) -> None:
         return
     base_url, api_key_env = classifier.get("base_url"), classifier.get("api_key_env")
     from ..config.backends import BACKENDS, resolve_backend
-    from ..transport.redaction import redact_url, userinfo
+    from ..core.urls import (
+        redact_url,
+        userinfo,
+    )
 
     name = classifier.get("backend") or "typesafe"
     try:

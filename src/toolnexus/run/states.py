@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..core.assets import with_images
-from ..core.decision import json_kind
 from ..core.errors import RunError
 from ..core.images import Image
 from ..core.printable import printable
+from ..core.qtypes.values import json_kind
 
 StateFormat = Literal["text", "json", "yaml"]
 STATE_FORMATS: tuple[StateFormat, ...] = ("text", "json", "yaml")
@@ -43,7 +43,7 @@ IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg"})
 STATE_SUFFIXES = frozenset(_SUFFIXES) | IMAGE_SUFFIXES
 
 #: The most bytes a state file (or stdin) may hold: the question loader's cap
-#: (``cli.questionfile.MAX_FILE_BYTES``, which this layer cannot import). The wire bounds a state
+#: (``questionfile.load.MAX_FILE_BYTES``, not imported here). The wire bounds a state
 #: only in tokens (state plus the longest question within 32k), never in bytes, so no smaller
 #: byte cap is safe; this one is far past any state that fits, and small enough that
 #: ``--state /dev/zero`` or a pipe that never ends is refused with a line instead of filling

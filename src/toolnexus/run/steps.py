@@ -111,9 +111,9 @@ def write_cases(cfg: RunConfig, say: Say) -> None:
     """``emit_cases``: pick the cases from ``output``, read their states from ``inputs`` and
     write them; one note says how many (and how many states could not be written as JSON: an
     image state)."""
+    from ..report.inputs import ReportInputError
     from ..report.judged import decided_records
     from ..report.review import queue_reasons
-    from ..report.runs import ReportInputError
     from .codecs import iter_inputs
 
     path, output, questions = cfg.emit_cases, cfg.output, cfg.questions_path

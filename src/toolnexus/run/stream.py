@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ..core.errors import ClassifierError
     from ..core.policy import Policy
     from ..core.questions import Question
-    from ..evaluate.batch import StateResult
+    from ..evaluate.batchgroups import StateResult
     from ..records.decision import Recalibrator
     from ..scheduler import Admission
 

@@ -12,9 +12,25 @@ Pure of HTTP: nothing here imports httpx or aiohttp.
 
 from __future__ import annotations
 
-from .admission import Admission, Chain, Outcome, OutcomeKind, RunStopped, StopKind, Ticket
+from ..core.errors import (
+    RunStopped,
+    StopKind,
+)
+from .admission import (
+    Admission,
+    Chain,
+    Outcome,
+    OutcomeKind,
+    Ticket,
+)
 from .failfast import FailFast, outcome_of, retry_after_seconds
-from .limiter import Clock, MonotonicClock, RunLimiter, TokenBucket, Window
+from .limiter import (
+    Clock,
+    MonotonicClock,
+    RunLimiter,
+    Window,
+)
+from .pace import TokenBucket
 from .run import Scheduler, Settled, Slot
 from .tokens import (
     CONTEXT_TOKENS,

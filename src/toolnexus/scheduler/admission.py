@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from ..core.decision import ClassifierUsage
-from ..core.errors import RunStopped, StopKind
+from ..core.answers import ClassifierUsage
 from .tokens import TokenEstimate
 
 __all__ = [
@@ -31,8 +30,6 @@ __all__ = [
     "Chain",
     "Outcome",
     "OutcomeKind",
-    "RunStopped",
-    "StopKind",
     "Ticket",
 ]
 

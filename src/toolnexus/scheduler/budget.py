@@ -30,11 +30,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
-from ..core.decision import ClassifierUsage
-from ..core.errors import ConfigError
+from ..core.answers import ClassifierUsage
+from ..core.errors import ConfigError, RunStopped
 from ..core.failures import Surface, option, stop_advice
 from ..core.qtypes import registry
-from .admission import Outcome, OutcomeKind, RunStopped, Ticket
+from .admission import (
+    Outcome,
+    OutcomeKind,
+    Ticket,
+)
 
 __all__ = [
     "Budget",

@@ -22,9 +22,13 @@ from __future__ import annotations
 import json
 import re
 
-from ..core.decision import ClassifierUsage
-from ..core.errors import ConfigError, HTTPStatusError, TransportError
-from .admission import Outcome, OutcomeKind, RunStopped, Ticket
+from ..core.answers import ClassifierUsage
+from ..core.errors import ConfigError, HTTPStatusError, RunStopped, TransportError
+from .admission import (
+    Outcome,
+    OutcomeKind,
+    Ticket,
+)
 
 __all__ = [
     "DEFAULT_THRESHOLD",

@@ -50,7 +50,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..core.decision import ClassifierUsage
+from ..core.answers import ClassifierUsage
 from ..core.defaults import DEFAULT_BATCH_PATIENCE
 from ..core.errors import ConfigError, RunStopped
 from ..core.failures import Surface, stop_advice
@@ -63,7 +63,6 @@ __all__ = [
     "Clock",
     "MonotonicClock",
     "RunLimiter",
-    "TokenBucket",
     "Window",
 ]
 

@@ -37,10 +37,16 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.decision import ClassifierUsage
-from ..core.errors import ConfigError
+from ..core.answers import ClassifierUsage
+from ..core.errors import ConfigError, RunStopped
 from ..core.failures import Surface
-from .admission import Admission, Chain, Outcome, OutcomeKind, RunStopped, Ticket
+from .admission import (
+    Admission,
+    Chain,
+    Outcome,
+    OutcomeKind,
+    Ticket,
+)
 from .failfast import DEFAULT_THRESHOLD, FailFast, outcome_of
 from .limiter import (
     DEFAULT_PATIENCE,
@@ -48,8 +54,8 @@ from .limiter import (
     Clock,
     MonotonicClock,
     RunLimiter,
-    TokenBucket,
 )
+from .pace import TokenBucket
 from .tokens import TokenEstimate
 
 __all__ = ["Scheduler", "Settled", "Slot"]

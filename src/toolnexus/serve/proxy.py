@@ -25,8 +25,12 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import aiohttp
 
 from ..core.errors import DecisionError
+from ..core.urls import (
+    redact_url,
+    url_secrets,
+)
 from ..styles.recordings import write_wire_recording
-from ..transport.redaction import redact_url, scrub_value, url_secrets
+from ..transport.redaction import scrub_value
 from .wire import WireRequest
 
 __all__ = [

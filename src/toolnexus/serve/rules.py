@@ -28,7 +28,12 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from ..core.canonical import canonical_json
-from ..core.images import IMAGE_MAX_BYTES, REQUEST_IMAGE_MAX_BYTES, image_format, image_size
+from ..core.imagelimits import (
+    IMAGE_MAX_BYTES,
+    REQUEST_IMAGE_MAX_BYTES,
+    image_format,
+    image_size,
+)
 from ..core.qtypes import registry
 
 __all__ = [

@@ -37,13 +37,18 @@ from ..core.errors import (
     HostBackendError,
     HTTPStatusError,
 )
-from ..core.images import ImageLimits
+from ..core.imagelimits import ImageLimits
 from ..core.jsonlimits import loads
 from ..core.qtypes import registry
 from ..core.questions import Question
 from ..core.validation import Checked
 from ..transport import SystemOneTransport
-from .llm_wire import SYSTEM_PROMPT, build_messages, decode_reply, quote, response_schema
+from .llm_wire import (
+    build_messages,
+    decode_reply,
+    quote,
+    response_schema,
+)
 
 if TYPE_CHECKING:
     from ..scheduler import Scheduler
@@ -51,12 +56,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_LLM_API_KEY_ENV",
     "DEFAULT_LLM_BASE_URL",
-    "SYSTEM_PROMPT",
     "ChatClient",
     "LlmStyle",
-    "build_messages",
-    "decode_reply",
-    "response_schema",
 ]
 
 DEFAULT_LLM_BASE_URL = "https://api.openai.com/v1"

@@ -39,7 +39,7 @@ from ..core.decision import parse_decision
 from ..core.errors import ClassifierError, ConfigError, DecisionError, QuestionError, StaticMiss
 from ..core.jsonlimits import loads
 from ..core.questions import Question, normalize_questions, questions_to_wire
-from ..transport.redaction import redact_url
+from ..core.urls import redact_url
 
 __all__ = [
     "RECORDING_FIELDS",

@@ -43,7 +43,7 @@ from ..core.errors import (
     DecisionError,
     HookError,
 )
-from ..core.images import ImageLimits
+from ..core.imagelimits import ImageLimits
 from ..core.questions import Question, questions_to_wire
 from ..core.validation import Checked, validate_decision
 from ..scheduler.tokens import LIMIT_SAFE_BYTES, TokenEstimate, request_limit

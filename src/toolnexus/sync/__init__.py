@@ -42,7 +42,11 @@ from ..core.defaults import DEFAULT_BATCH_CONCURRENCY
 from ..core.errors import ConfigError
 from ..core.policy import GateResult
 from ..core.questions import Question
-from ..evaluate.batch import BoundState, BoundStates, StateResult
+from ..evaluate.batch import (
+    BoundState,
+    BoundStates,
+)
+from ..evaluate.batchgroups import StateResult
 from ..judge import ask as _judge
 from ._loop import background
 

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from ..core.defaults import DEFAULT_RETRYABLE_STATUSES
 from .adapter import Adapter, SendError
+from .endpoint import expand_env
 from .redaction import redact, scrub, server_message
 from .retry import (
     REQUEST_ID_HEADER,
     RETRY_COUNT_HEADER,
     Reply,
     SystemOneTransport,
-    expand_env,
 )
 
 __all__ = [

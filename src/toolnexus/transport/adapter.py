@@ -12,7 +12,7 @@ import errno
 from collections.abc import Mapping
 from typing import Protocol, TypeAlias
 
-from ..config.options import TransportKind
+from ..config import TransportKind
 
 __all__ = [
     "MAX_BODY_BYTES",

@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, Mapping
 
 import aiohttp
 
-from ..config.options import TransportKind
+from ..config import TransportKind
 from .adapter import MAX_BODY_BYTES, Answer, BodyTooLarge, SendError, cause_chain, os_error_kind
 
 __all__ = ["AiohttpAdapter", "failure_kind"]

@@ -11,8 +11,12 @@ import os
 import re
 from collections.abc import Mapping
 
+from ..core.envname import ENV_REF
 from ..core.errors import ConfigError
-from .redaction import ENV_REF, url_secrets, userinfo
+from ..core.urls import (
+    url_secrets,
+    userinfo,
+)
 
 __all__ = ["check_url", "expand_env", "joined", "prepare", "trimmed"]
 

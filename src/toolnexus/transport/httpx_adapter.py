@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from ..config.options import TransportKind
+from ..config import TransportKind
 from ..core.errors import ConfigError
 from .adapter import MAX_BODY_BYTES, Answer, BodyTooLarge, SendError, cause_chain, os_error_kind
 

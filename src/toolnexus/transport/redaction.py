@@ -15,16 +15,18 @@ from collections.abc import Iterable
 from http import HTTPStatus
 from typing import Any
 
-from ..config.options import TransportKind
+from ..config import TransportKind
 from ..core.envname import ENV_REF
 from ..core.errors import HTTPStatusError, StaticMiss, TransportError
 from ..core.jsonlimits import loads
-from ..core.urls import REDACTED, redact_url, url_secrets, userinfo
+from ..core.urls import (
+    REDACTED,
+    redact_url,
+)
 from .authcause import auth_failure_cause
 
 __all__ = [
     "ENV_REF",
-    "REDACTED",
     "base_url_hint",
     "cap",
     "http_status_error",
@@ -39,8 +41,6 @@ __all__ = [
     "server_message",
     "spellings",
     "transport_error",
-    "url_secrets",
-    "userinfo",
 ]
 
 #: The longest server message an error quotes.

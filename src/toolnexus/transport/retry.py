@@ -49,24 +49,31 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..config import ErrorInfo, RetryPolicy, Timeout, TransportKind
-from ..core.decision import ClassifierUsage
+from ..core.answers import ClassifierUsage
+from ..core.envname import ENV_REF
 from ..core.errors import BackendError, ConfigError, DecisionError, HTTPStatusError, StaticMiss
+from ..core.urls import (
+    redact_url,
+    url_secrets,
+    userinfo,
+)
 from ..scheduler import Outcome, Scheduler, TokenEstimate, estimate_tokens, outcome_of
 from ..scheduler.failfast import STORM_STATUSES, retry_after_seconds
 from .adapter import MAX_BODY_BYTES, Adapter, BodyTooLarge, SendError
-from .endpoint import check_url, expand_env, joined, prepare, trimmed
+from .endpoint import (
+    check_url,
+    joined,
+    prepare,
+    trimmed,
+)
 from .observe import AttemptObserver, AttemptWatch, observers
 from .redaction import (
-    ENV_REF,
     http_status_error,
     redact,
-    redact_url,
     replay_miss,
     scrub,
     scrub_bytes,
     transport_error,
-    url_secrets,
-    userinfo,
 )
 
 __all__ = [
@@ -74,7 +81,6 @@ __all__ = [
     "RETRY_COUNT_HEADER",
     "Reply",
     "SystemOneTransport",
-    "expand_env",
 ]
 
 RETRY_COUNT_HEADER = "X-TypeSafe-Retry-Count"

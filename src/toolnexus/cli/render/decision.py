@@ -210,7 +210,10 @@ def _table(
 
 def _csv(record: Mapping[str, Any], out: IO[str], item_id: str) -> None:
     # The same header and row code as `batch --format csv`: one row per state.
-    from ...records.codec import csv_header, csv_line
+    from ...records.csvcodec import (
+        csv_header,
+        csv_line,
+    )
 
     row = {"id": item_id, **record}
     header = csv_header(row)

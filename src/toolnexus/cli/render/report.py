@@ -15,13 +15,16 @@ from typing import Any
 from ...core.printable import printable
 from ...core.qtypes import registry
 from ...metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
-from ...report.model import (
+from ...report.figures import (
     CalibrationFit,
+    EceUncertainty,
+)
+from ...report.jsonshape import map_text
+from ...report.model import (
     ChoiceDistribution,
     ChoiceMetrics,
     Comparison,
     Confusion,
-    EceUncertainty,
     NearUniformSplit,
     NoulDistribution,
     NoulMetrics,
@@ -31,7 +34,6 @@ from ...report.model import (
     Report,
     RunSummary,
     ScoreDistribution,
-    map_text,
 )
 from .grid import Bar, _num, _pct, _signed, _table
 

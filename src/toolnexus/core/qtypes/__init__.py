@@ -10,7 +10,11 @@ from .choice import CHOICE, ChoiceAnswer, ChoiceQuestion
 from .noul import NOUL, NoulAnswer, NoulCriteria, NoulQuestion
 from .raw import RAW, RawAnswer, RawQuestion
 from .registry import QuestionType
-from .score import SCORE, ScoreAnswer, ScoreQuestion
+from .rubric import ScoreQuestion
+from .score import (
+    SCORE,
+    ScoreAnswer,
+)
 
 __all__ = [
     "CHOICE",

@@ -15,13 +15,10 @@ from . import registry
 from .choice import confident_band
 from .draws import Draws, cents, confidence
 from .rubric import (
-    MAX_LEVEL_DIGITS,
     MAX_SCORE_LEVELS,
     MIN_SCORE_LEVELS,
-    ScoreLevel,
     ScoreLevels,
     ScoreQuestion,
-    level_label,
     score_structure,
 )
 from .values import (
@@ -36,17 +33,9 @@ from .values import (
 )
 
 __all__ = [
-    "MAX_LEVEL_DIGITS",
-    "MAX_SCORE_LEVELS",
-    "MIN_SCORE_LEVELS",
     "SCORE",
     "ScoreAnswer",
-    "ScoreLevel",
-    "ScoreLevels",
-    "ScoreQuestion",
     "ScoreRecord",
-    "level_label",
-    "score_structure",
 ]
 
 
