@@ -110,7 +110,9 @@ def test_the_lazy_table_is_the_typed_imports() -> None:
         for alias in node.names
     }
     lazy = {(module, name) for module, names in package._LAZY.items() for name in names}
-    assert typed == lazy and sorted(name for _, name in lazy) == sorted(package.__all__)
+    # the public names are among what the door resolves; the others are what other rooms
+    # enter by (issue 44: a room's front door), resolved but not promised
+    assert typed == lazy and set(package.__all__) <= {name for _, name in lazy}
 
 
 def test_faults_auth_and_the_log_are_middlewares() -> None:

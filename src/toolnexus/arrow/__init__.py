@@ -37,19 +37,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..classifier.client import Classifier
-from ..classifier.factory import create_classifier
+from ..classifier import Classifier, create_classifier
 from ..config import BatchOptions
-from ..core.canonical import questions_sha256
-from ..core.defaults import DEFAULT_BATCH_CONCURRENCY
-from ..core.errors import ConfigError
-from ..core.questions import Question
-from ..records import ErrorRecord
-from ..records.arrow import records_to_table, require_pyarrow
-from ..run.arrowin import RowBlock, column_problem, read_columns, row_block
-from ..run.items import InputSpec
-from ..run.stream import result_record
-from ..sync._loop import background
+from ..core import DEFAULT_BATCH_CONCURRENCY, ConfigError, Question, questions_sha256
+from ..records import ErrorRecord, records_to_table, require_pyarrow
+from ..run import InputSpec, RowBlock, column_problem, read_columns, result_record, row_block
+from ..sync import background
 
 if TYPE_CHECKING:
     import pyarrow as pa

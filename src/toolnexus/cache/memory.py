@@ -9,7 +9,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from ..core.errors import ConfigError
+from ..core import ConfigError
 
 __all__ = [
     "Cache",

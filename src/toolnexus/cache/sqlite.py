@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ..core.errors import CacheError, ConfigError
+from ..core import CacheError, ConfigError
 from .memory import Clock, check_item, check_limits, wall_ms
 from .writer import SCHEMA, SCHEMA_VERSION, Writer, connect
 

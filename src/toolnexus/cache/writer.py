@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..core.errors import CacheError
+from ..core import CacheError
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "Entry", "Writer", "connect"]
 

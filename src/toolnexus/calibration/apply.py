@@ -12,8 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from ..core.answers import Answer
-from ..core.decision import Decision
+from ..core import Answer, Decision
 from .maps import LoadedCalibration, Provenance
 
 __all__ = ["asked_style", "recalibrate_decision"]

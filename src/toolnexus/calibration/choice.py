@@ -16,8 +16,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..metrics.arrays import numeric
-from ..metrics.measures import reliability, score_groups
+from ..metrics import numeric, reliability, score_groups
 
 __all__ = [
     "COVERAGE_GRID",

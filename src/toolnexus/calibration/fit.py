@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..core.errors import ClassifierError
-from ..metrics.measures import (
+from ..core import ClassifierError
+from ..metrics import (
     brier_score_loss,
     expected_calibration_error,
     log_loss,

@@ -32,7 +32,7 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ..metrics.measures import threshold_for_precision
+from ..metrics import threshold_for_precision
 
 __all__ = ["CHOICE_QUANTILE", "OOB_MIN_N", "OOB_RESAMPLES", "OOB_SEED", "OobGuard", "oob_guard"]
 

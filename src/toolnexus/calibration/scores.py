@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..metrics.arrays import in_order_sum, sum_in_order
+from ..metrics import in_order_sum, sum_in_order
 
 __all__ = ["rps", "rps_columns", "rps_term"]
 

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..metrics.measures import score_groups, threshold_for_precision
+from ..metrics import score_groups, threshold_for_precision
 from .choice import COVERAGE_GRID, tail_counts
 
 __all__ = ["ThresholdPair", "ThresholdRow", "threshold_pair", "threshold_table"]

@@ -27,8 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..metrics.definitions import MetricDefinitions, bin_edges, bin_of, ece
-from ..metrics.measures import N_BINS
+from ..metrics import N_BINS, MetricDefinitions, bin_edges, bin_of, ece
 
 __all__ = [
     "DRAWS",

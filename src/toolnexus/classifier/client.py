@@ -24,19 +24,15 @@ from typing import Any, TypeVar
 
 from ..config import BatchOptions
 from ..config.options import ClassifierOptions
-from ..core.decision import Decision
-from ..core.defaults import DEFAULT_BATCH_CONCURRENCY
-from ..core.errors import ConfigError
-from ..core.questions import Question
-from ..core.state import check_state
-from ..evaluate.batch import (
+from ..core import DEFAULT_BATCH_CONCURRENCY, ConfigError, Decision, Question, check_state
+from ..evaluate import (
     BoundState,
     BoundStates,
+    RequestPipeline,
+    StateResult,
     evaluate_batch,
+    evaluate_stream,
 )
-from ..evaluate.batchgroups import StateResult
-from ..evaluate.batchstream import evaluate_stream
-from ..evaluate.pipeline import RequestPipeline
 
 __all__ = [
     "Classifier",
@@ -62,7 +58,7 @@ class Classifier:
         self._calibration: Any = None
         self._digest: tuple[Any, str] | None = None
         if options.calibration is not None:
-            from ..calibration.maps import load_calibration
+            from ..calibration import load_calibration
 
             self._calibration = load_calibration(options.calibration)
         recalibrate = self._recalibrate if self._calibration is not None else None
@@ -112,8 +108,8 @@ class Classifier:
 
     def _recalibrate(self, decision: Decision, qs: dict[str, Question]) -> Decision:
         """``calibration=FILE``: the recalibrated answers beside the wire's."""
-        from ..calibration.apply import recalibrate_decision
-        from ..core.canonical import questions_sha256
+        from ..calibration import recalibrate_decision
+        from ..core import questions_sha256
 
         if self._digest is None or self._digest[0] is not qs:  # one digest per question set
             self._digest = (qs, questions_sha256(qs))

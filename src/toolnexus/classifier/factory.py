@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ParamSpec
 
 from ..config.options import ClassifierOptions, RecordedDecision, option_names
-from ..core.errors import ConfigError
+from ..core import ConfigError
 from .client import Classifier
 
 __all__ = ["create_classifier", "static_classifier"]

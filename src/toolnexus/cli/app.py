@@ -32,7 +32,7 @@ import typer
 from typer.core import TyperGroup
 
 from .. import __version__
-from ..core.failures import (
+from ..core import (
     EXIT_OK,
     EXIT_USAGE,
     one_line,

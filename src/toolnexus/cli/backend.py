@@ -14,16 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config.options import LLM_OPTIONS
-from ..core.failures import one_line
+from ..core import one_line
 from .errors import CliError
 from .options import CLASSIFIER_SETTINGS, BackendSettings
 
 if TYPE_CHECKING:
-    from ..classifier.client import Classifier
-    from ..core.decision import Decision
-    from ..core.questions import Question
-    from ..core.validation import Checked
-    from ..scheduler.budget import Price
+    from ..classifier import Classifier
+    from ..core import Checked, Decision, Question
+    from ..scheduler import Price
 
 __all__ = [
     "Backend",
@@ -43,7 +41,7 @@ __all__ = [
 
 def model_for(settings: BackendSettings, file_model: str | None) -> str | None:
     """flag > env > question file > the backend row's model (None: the library's default)."""
-    from ..core.defaults import resolve_model
+    from ..core import resolve_model
 
     return resolve_model(settings.model, file_model, default=None)
 
@@ -64,7 +62,7 @@ def classifier_options(
     if on_metric is not None:
         opts["on_metric"] = on_metric
     if style == "static":
-        from ..styles.recordings import load_recordings
+        from ..styles import load_recordings
 
         assert settings.replay is not None
         # A recording of a request toolnexus would not send as it is (serve --record of a
@@ -100,7 +98,7 @@ def live_target(settings: BackendSettings, model: str | None) -> tuple[str, str]
     references unexpanded, and the model is the backend row's when none was given."""
     if settings.style == "llm":
         return settings.llm_base_url or "", settings.llm_model or ""
-    from ..config.backends import resolve_backend
+    from ..config import resolve_backend
 
     row = resolve_backend(
         settings.backend or "typesafe",
@@ -121,8 +119,8 @@ class Recorder:
     endpoint: str
 
     def __call__(self, state: Any, questions: Mapping[str, Question], decision: Decision) -> None:
-        from ..core.assets import lift_with_questions
-        from ..styles.recordings import write_recording
+        from ..core import lift_with_questions
+        from ..styles import write_recording
 
         # The state as sent: images become their placeholders and the file keeps each one's
         # sha256, never its bytes (the Image objects hash once; nothing is read again).
@@ -167,7 +165,7 @@ class Backend:
 
     async def evaluate(self, state: Any, questions: Mapping[str, Question]) -> Decision:
         """One decision; recorded when ``--record`` is set."""
-        from ..core.validation import Checked
+        from ..core import Checked
 
         made = await self.evaluate_checked(state, questions)
         return made.decision if isinstance(made, Checked) else made
@@ -177,8 +175,7 @@ class Backend:
     ) -> Decision | Checked:
         """:meth:`evaluate`, with the verdict of a style that validated on the way (a cache,
         the llm style): ``eval`` hands it to its record, so the decision is validated once."""
-        from ..core.state import check_state
-        from ..core.validation import Checked
+        from ..core import Checked, check_state
 
         qs = self.classifier.prepare(questions)
         check_state(state)
@@ -196,7 +193,7 @@ def build_backend(
 ) -> Backend:
     """``create_classifier(**classifier_options(...))`` wrapped with its recorder. ``cache``
     (``batch --cache``) is handed to the classifier as its decision cache."""
-    from ..classifier.factory import create_classifier
+    from ..classifier import create_classifier
 
     opts = classifier_options(settings, file_model=file_model, on_metric=on_metric)
     if cache is not None:
@@ -211,7 +208,7 @@ def build_backend(
 def check_key(settings: BackendSettings) -> None:
     """The run's refusal of a key that is unset or given twice (``run.safety.check_key``),
     for the backend options as given (``eval``, ``filter``: before their first request)."""
-    from ..run.safety import check_key as check
+    from ..run import check_key as check
 
     names = ("backend", "base_url", "api_key_env")
     check({"style": settings.style, **{n: getattr(settings, n) for n in names}})
@@ -219,7 +216,7 @@ def check_key(settings: BackendSettings) -> None:
 
 def warn_to_stderr(event: Mapping[str, Any]) -> None:
     """The classifier's metric sink: warnings to stderr, one line each; other events unused."""
-    from ..evaluate.pipeline import METRIC_WARNING
+    from ..evaluate import METRIC_WARNING
 
     if event.get("event") == METRIC_WARNING:
         sys.stderr.write(f"toolnexus: warning: {one_line(str(event.get('warning', '')))}\n")
@@ -246,8 +243,8 @@ def price_of(text: str | None) -> Price | None:
     """``--price`` (or ``TOOLNEXUS_PRICE``) parsed, or None (``batch``, ``filter``, ``mcp``)."""
     if text is None or not text.strip():
         return None
-    from ..core.errors import ConfigError
-    from ..scheduler.budget import parse_price
+    from ..core import ConfigError
+    from ..scheduler import parse_price
 
     try:
         return parse_price(text)
@@ -258,6 +255,6 @@ def price_of(text: str | None) -> Price | None:
 def check_estimable(settings: BackendSettings) -> None:
     """``run.dry.check_dry`` on the backend options, before the question file is read: a dry
     run (and a capped ``batch``, sized on one) estimates System One requests only."""
-    from ..run.dry import check_dry
+    from ..run import check_dry
 
     check_dry({"style": settings.style} if settings.replay is None else {"decisions": ()})

@@ -27,7 +27,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..core.failures import (
+from ..core import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TERMINATED,
@@ -80,7 +80,7 @@ def batch_command(
 
     cfg = BatchConfig(inputs=list(inputs), questions_file=str(questions), **batch_values)
     settings = BackendSettings(**backend_values)
-    from ..run.otel import prepare_telemetry
+    from ..run import prepare_telemetry
 
     # --otel's extra and the SDK's OTEL_* settings, before anything else as ever (the run opens
     # its span: run_batch, or the dry run below)
@@ -97,7 +97,7 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings) -> None:
     from .backend import price_of
 
     price = price_of(cfg.price)
-    from ..run.budget import require_price
+    from ..run import require_price
 
     require_price(cfg.run.caps, price)  # issue 42 item 7: --max-cost needs --price
     _check_files(cfg, settings)
@@ -114,8 +114,7 @@ def _batch(cfg: Any, questions: Path, settings: BackendSettings) -> None:
             from .backend import check_estimable
 
             check_estimable(settings)  # before anything, as ever
-            from ..run.dry import estimate
-            from ..run.otel import run_telemetry
+            from ..run import estimate, run_telemetry
 
             run = replace(cfg.run, cache=cache, price=price)
             with run_telemetry(cfg.otel):  # the span batch opened around a dry run too
@@ -145,7 +144,7 @@ def _check_files(cfg: Any, settings: BackendSettings) -> None:
     """Issue 42 item 1: no output onto a file the run reads or onto another output, before
     anything is read or sent (the library's one rule; ``--thresholds @FILE``, the ``--replay``
     directory and the cache file are the command's own)."""
-    from ..run.safety import check_files
+    from ..run import check_files
 
     thresholds = cfg.thresholds[1:] if (cfg.thresholds or "").startswith("@") else None
     cache = None
@@ -166,7 +165,7 @@ def _joined(cfg: Any, questions: Path, settings: BackendSettings) -> Any:
     def prepare(run: Any) -> Any:
         from dataclasses import replace
 
-        from ..questionfile.load import load_question_file
+        from ..questionfile import load_question_file
         from .backend import (
             classifier_options,
             live_target,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from ..core.defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_BATCH_PATIENCE
+from ..core import DEFAULT_BATCH_CONCURRENCY, DEFAULT_BATCH_PATIENCE
 from .cache_cmd import CacheDirOpt
 from .errors import CliError
 from .options import CalibrationOpt, FailOnOpt, ThresholdsOpt
@@ -231,7 +231,7 @@ def parse_pack(text: str) -> int | Literal["auto"]:
         size = 0
     if size != 1:
         from ..config import check_pack
-        from ..core.errors import ConfigError
+        from ..core import ConfigError
 
         try:
             check_pack(size)

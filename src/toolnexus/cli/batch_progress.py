@@ -114,7 +114,7 @@ def count_lines(inputs: Sequence[str]) -> int | None:
     """A total for the ETA: what each input's reader can count without parsing it (the lines
     of a JSONL/CSV file, the rows in a Parquet footer); None when one cannot (stdin, a
     directory of state files, a glob)."""
-    from ..run.codecs import reader_for
+    from ..run import reader_for
 
     total = 0
     for arg in inputs:

@@ -75,7 +75,7 @@ def stats(
 def clear(cache_dir: CacheDirOpt = None) -> None:
     """Delete every cached decision."""
     from ..cache import SqliteCache
-    from ..core.errors import CacheError
+    from ..core import CacheError
 
     path = cache_path(cache_dir)
     removed = 0

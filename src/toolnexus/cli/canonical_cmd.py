@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from ..core.defaults import DEFAULT_MODEL, MODEL_ENV
+from ..core import DEFAULT_MODEL, MODEL_ENV
 
 
 def canonical(

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from ..questionfile.rules import RULES
+from ..questionfile import RULES
 from .render.formats import LintFormat
 
 _CODE_TABLE = "\n".join(f"  {r.code}  {r.summary}" for r in RULES)

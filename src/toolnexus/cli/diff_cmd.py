@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from ..core.failures import EXIT_CONDITION
+from ..core import EXIT_CONDITION
 from .render.formats import DiffFormat
 
 

@@ -23,18 +23,17 @@ import errno
 import sys
 from typing import NoReturn
 
-from ..core import errors as lib
-
 # The one failure table lives in the core (the library's ``toolnexus.arrow`` writes the same
 # record codes); command modules keep importing these names from here.
-from ..core.failures import (
+from ..core import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     Failure,
     one_line,
 )
-from ..core.failures import failure_of as _failure_of
+from ..core import errors as lib
+from ..core import failure_of as _failure_of
 
 __all__ = [
     "EXIT_CODES_HELP",

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..core.failures import (
+from ..core import (
     EXIT_BACKEND,
     EXIT_CONDITION,
     EXIT_OK,
     one_line,
 )
-from ..run.states import STATE_FORMATS, StateFormat
+from ..run import STATE_FORMATS, StateFormat
 from .errors import (
     CliError,
     failure_of,
@@ -39,9 +39,8 @@ from .options import (
 from .render.formats import DecisionFormat
 
 if TYPE_CHECKING:
-    from ..core.decision import Decision
-    from ..core.questions import Question
-    from ..records.model import DecisionRecord
+    from ..core import Decision, Question
+    from ..records import DecisionRecord
 
 
 @dataclass(frozen=True)
@@ -82,11 +81,10 @@ def run_eval(
     (input), ClassifierError (backend or input) for the boundary to report."""
     import asyncio
 
-    from ..core.errors import InvalidDecision, StaticMiss
-    from ..core.validation import Checked
-    from ..questionfile.load import load_question_file
-    from ..records.decision import record as decision_record
-    from ..styles.recordings import replay_miss_message
+    from ..core import Checked, InvalidDecision, StaticMiss
+    from ..questionfile import load_question_file
+    from ..records import record as decision_record
+    from ..styles import replay_miss_message
     from .backend import build_backend, check_key, warn_to_stderr
     from .gatefloors import check_thresholds_file, with_gate_floors
 
@@ -101,15 +99,15 @@ def run_eval(
     check_thresholds_file(thresholds_text, questions, questions_path)
     recalibrator = None
     if calibration is not None:
-        from ..core.canonical import questions_sha256
-        from ..records.decision import Recalibrator
+        from ..core import questions_sha256
+        from ..records import Recalibrator
 
         recalibrator = Recalibrator.load(
             calibration, questions_sha256(questions), settings.style, pack=1
         )
     backend = build_backend(settings, file_model=file_model, on_metric=warn_to_stderr)
     if settings.style == "systemone":  # the wire's limits (issue 34 item 4)
-        from ..core.defaults import DEFAULT_MODEL
+        from ..core import DEFAULT_MODEL
         from .lintbudget import over_limit_warning
 
         warning = over_limit_warning(backend.model or DEFAULT_MODEL, questions, state)
@@ -191,7 +189,7 @@ def eval_command(
 
     Exit codes: 0 ok; 1 a --fail-on condition met; 2 usage or input error; 3 backend failure.
     """
-    from ..run.states import attach_images, load_state, parse_image_options
+    from ..run import attach_images, load_state, parse_image_options
     from .render import DecisionResult, default_format, render
 
     if as_ is not None and as_ not in STATE_FORMATS:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from ..core.failures import (
+from ..core import (
     MALFORMED_INPUT,
     one_line,
 )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, get_type_hints
 
 import typer
 
-from ..core.defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_BATCH_PATIENCE
+from ..core import DEFAULT_BATCH_CONCURRENCY, DEFAULT_BATCH_PATIENCE
 from .batch_options import BatchFlags
 
 __all__ = ["FilterFlags"]

@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from ..core.errors import RunStopped
-from ..core.failures import (
+from ..core import (
     EXIT_BACKEND,
     EXIT_CONDITION,
     EXIT_FOR_CODE,
@@ -37,6 +36,7 @@ from ..core.failures import (
     EXIT_OK,
     EXIT_STOPPED,
     EXIT_USAGE,
+    RunStopped,
     one_line,
 )
 from .batch_options import parse_pack
@@ -49,11 +49,9 @@ from .filter_options import FilterFlags
 from .filter_where import GateCondition, Where, parse_gate, parse_where
 
 if TYPE_CHECKING:
-    from ..core.errors import ClassifierError
-    from ..core.policy import Policy
-    from ..core.questions import Question
-    from ..evaluate.batchgroups import StateResult
-    from ..scheduler.budget import Caps
+    from ..core import ClassifierError, Policy, Question
+    from ..evaluate import StateResult
+    from ..scheduler import Caps
     from .backend import Backend
     from .options import BackendSettings
 
@@ -76,7 +74,7 @@ class FilterConfig(FilterFlags):
     caps: Caps = field(init=False)
 
     def __post_init__(self) -> None:
-        from ..run.config import caps_from
+        from ..run import caps_from
 
         fields = [self.state_field] if isinstance(self.state_field, str) else self.state_field
         object.__setattr__(self, "state_field", list(fields) if fields else None)
@@ -125,8 +123,8 @@ class _Run:
         admission: tuple[Any, ...],
         gates: Mapping[str, Policy],
     ) -> None:
-        from ..evaluate.packing import PACK_CAP
-        from ..run.output import ReorderBuffer
+        from ..evaluate import PACK_CAP
+        from ..run import ReorderBuffer
 
         self.cfg, self.backend, self.questions = cfg, backend, questions
         self.conditions, self.gates = conditions, gates
@@ -222,11 +220,11 @@ class _Run:
 
     def _message(self, error: ClassifierError) -> str:
         """What failed, as batch's error record says it (a replay miss names the folder)."""
-        from ..core.errors import StaticMiss
+        from ..core import StaticMiss
 
         replay = self.backend.settings.replay
         if isinstance(error, StaticMiss) and replay is not None:
-            from ..styles.recordings import replay_miss_message
+            from ..styles import replay_miss_message
 
             return replay_miss_message(error, replay)
         return error.detail
@@ -383,7 +381,7 @@ def _streams(inputs: list[str]) -> list[tuple[str, IO[bytes]]]:
 
 def run_filter(cfg: FilterConfig, questions_path: Path, settings: BackendSettings) -> int:
     """Run ``filter`` and return its exit code (the stop's line already on stderr)."""
-    from ..questionfile.load import load_question_file
+    from ..questionfile import load_question_file
     from .backend import build_backend, price_of, warn_if_over_limits, warn_to_stderr
 
     (file_model, questions), gates = load_question_file(questions_path)
@@ -393,7 +391,7 @@ def run_filter(cfg: FilterConfig, questions_path: Path, settings: BackendSetting
     if cfg.gate is not None and cfg.action is not None:
         conditions.append(parse_gate(cfg.gate, cfg.action, gates, questions))
     price = price_of(cfg.price)
-    from ..run.budget import require_price
+    from ..run import require_price
 
     require_price(cfg.caps, price, "filter")  # issue 42 item 7: --max-cost needs --price
     streams = _streams(cfg.inputs)
@@ -408,8 +406,8 @@ def run_filter(cfg: FilterConfig, questions_path: Path, settings: BackendSetting
             cfg, backend, questions, conditions, lines, sys.stdout.buffer,
             () if budget is None else (budget,), gates,
         )  # fmt: skip
-        from ..run.budget import counting_resends
-        from ..transport.observe import observing
+        from ..run import counting_resends
+        from ..transport import observing
 
         try:
             with counting_resends(budget), observing(run.attempts):
@@ -443,8 +441,7 @@ def _say_estimate(
     price: Any,
 ) -> int:
     """``--dry-run``: batch's estimate over the lines to send; nothing sent, nothing written."""
-    from ..run.dry import estimate_items
-    from ..run.items import InputItem
+    from ..run import InputItem, estimate_items
     from .backend import check_estimable, classifier_options
 
     items = (
@@ -465,7 +462,7 @@ def _budget(cfg: FilterConfig, backend: Backend, questions: Mapping[str, Any], p
     ``batch`` nothing is refused before the first request: the cap stops the run (exit 5)."""
     if not cfg.caps.any:
         return None
-    from ..run.budget import unestimated_budget
+    from ..run import unestimated_budget
 
     prepared = backend.classifier.prepare(questions)
     return unestimated_budget(cfg.caps, price, prepared, "filter")

@@ -24,15 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..core.comparisons import OPERATORS, parse_comparison
-from ..core.decision import Decision
-from ..core.errors import ConfigError
+from ..core import OPERATORS, ConfigError, Decision, Question, parse_comparison
 from ..core.qtypes import registry
-from ..core.questions import Question
 from .errors import CliError
 
 if TYPE_CHECKING:
-    from ..core.policy import Policy
+    from ..core import Policy
 
 __all__ = ["GateCondition", "Where", "parse_gate", "parse_where"]
 
@@ -158,7 +155,7 @@ def parse_gate(
 ) -> GateCondition:
     """``--gate NAME --action ACTION`` against the question file's ``gates:``; an unknown gate
     or an action it never gives is one line naming what it has."""
-    from ..core.policy import NEEDS_INPUT
+    from ..core import NEEDS_INPUT
 
     if name not in gates:
         have = f"its gates: {', '.join(gates)}" if gates else "it has no gates: section"

@@ -14,7 +14,7 @@ from .errors import CliError
 from .options import parse_gate_floors
 
 if TYPE_CHECKING:
-    from ..core.policy import Policy
+    from ..core import Policy
 
 __all__ = [
     "check_thresholds_file",
@@ -32,9 +32,8 @@ def check_thresholds_file(
         return
     import sys
 
-    from ..core.errors import RunError
-    from ..core.failures import one_line
-    from ..questionfile.thresholds import check_fitted_on
+    from ..core import RunError, one_line
+    from ..questionfile import check_fitted_on
 
     try:
         warnings = check_fitted_on(text[1:], questions, os.fspath(questions_path))
@@ -52,8 +51,8 @@ def with_gate_floors(
     floors = parse_gate_floors(text)
     if not floors:
         return dict(gates)
-    from ..core.errors import RunError
-    from ..run.config import apply_gate_floors
+    from ..core import RunError
+    from ..run import apply_gate_floors
 
     try:
         return apply_gate_floors(gates, floors, questions_path)

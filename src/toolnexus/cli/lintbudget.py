@@ -16,13 +16,12 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..config.requestbudget import Budget, budget_of
-from ..core.questions import questions_to_wire
-from ..questionfile.codes import Finding
+from ..config import Budget, budget_of
+from ..core import questions_to_wire
+from ..questionfile import Finding
 
 if TYPE_CHECKING:
-    from ..core.questions import Question
-    from ..core.yamlread import Located
+    from ..core import Located, Question
 
 __all__ = [
     "GATE_BYTES",
@@ -101,15 +100,14 @@ def request_budget(
 ) -> Budget:
     """The budget of the request ``model`` + ``questions`` (+ ``state``, images lifted into
     assets as the classifier sends them)."""
-    from ..core.canonical import canonical_json
+    from ..core import canonical_json
 
     wire = questions_to_wire(questions)
     body: dict[str, Any] = {"model": model, "questions": wire}
     sizes: list[tuple[int, int]] = []
     state_bytes = b""
     if with_state:
-        from ..core.assets import lift_with_questions
-        from ..core.imagelimits import ImageLimits
+        from ..core import ImageLimits, lift_with_questions
 
         lifted = lift_with_questions(state, questions)
         # An image the classifier refuses is never sent: that refusal, not a budget, is the news.
@@ -129,7 +127,7 @@ def over_limit_warning(
     pass the wire's token limits (issue 34 item 4), or None. Without ``state`` (``batch``,
     before reading its input) the question set alone is judged: over a limit, every request
     of the run is."""
-    from ..core.errors import ClassifierError
+    from ..core import ClassifierError
 
     try:
         over = request_budget(model, questions, state, with_state=with_state).over()
@@ -175,7 +173,7 @@ def budget_findings(
         bound = upper_at_most(body) if b"NaN" not in body and b"Infinity" not in body else None
         if bound is not None and bound < NEAR * _SMALLER_LIMIT:
             return []
-    from ..scheduler.tokens import CONTEXT_TOKENS, STATE_AND_QUESTION_TOKENS
+    from ..scheduler import CONTEXT_TOKENS, STATE_AND_QUESTION_TOKENS
 
     budget = request_budget(
         model, questions, None if state is None else state[1], with_state=state is not None
@@ -218,7 +216,7 @@ def budget_findings(
 
 def state_findings(name: str, text: str) -> list[Finding]:
     """TN041 for a YAML state: values YAML 1.1 reads as a boolean or number."""
-    from ..core.yamlread import YamlSyntaxError, read_yaml
+    from ..core import YamlSyntaxError, read_yaml
 
     try:
         doc = read_yaml(text)

@@ -14,13 +14,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ..core.failures import EXIT_USAGE
-from ..questionfile.codes import CODES, Finding
-from ..questionfile.rules import LEVELS, Severity
+from ..core import EXIT_USAGE
+from ..questionfile import CODES, LEVELS, Finding, Severity
 from .errors import CliError
 
 if TYPE_CHECKING:
-    from ..questionfile.load import Lint
+    from ..questionfile import Lint
 
 __all__ = [
     "Controls",
@@ -167,7 +166,7 @@ def check_file(
     """Every finding of one file after suppressions (before the controls, which the caller
     applies, so a suppression is judged against every rule). A file that is not a question set
     (and not checked as one) is appended to ``skipped``, when given."""
-    from ..questionfile.load import lint_file
+    from ..questionfile import lint_file
 
     lint = lint_file(path, strict=controls.strict)
     if skipped is not None and not lint.question_set:
@@ -179,7 +178,7 @@ def check_text(
     text: str, path: str, controls: Controls = Controls(), state: tuple[str, Any] | None = None
 ) -> list[Finding]:
     """:func:`check_file` on ``text`` shown as ``path``."""
-    from ..questionfile.load import lint_text
+    from ..questionfile import lint_text
 
     return _check(lint_text(text, path, strict=controls.strict), state)
 

@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..core.yamlread import Located, NodePath
-from ..questionfile.codes import CODES, Finding
+from ..core import Located, NodePath
+from ..questionfile import CODES, Finding
 
 __all__ = ["Suppression", "apply_suppressions", "comment_cuts", "suppressions"]
 

@@ -70,10 +70,9 @@ def mcp_command(
     """
     import asyncio
 
-    from ..questionfile.load import load_question_file
-    from ..run import RunConfig, caps_from
-    from ..run.budget import output_per_request, require_price, unestimated_budget
-    from ..scheduler.run import Scheduler
+    from ..questionfile import load_question_file
+    from ..run import RunConfig, caps_from, output_per_request, require_price, unestimated_budget
+    from ..scheduler import Scheduler
     from .backend import Backend, build_backend, model_for, price_of
     from .mcp_server import BUILTIN_TOOLS, McpApp, QuestionTool, serve_stdio, tool_name
 

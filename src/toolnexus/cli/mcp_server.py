@@ -32,14 +32,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
-from ..core.errors import ClassifierError
-from ..core.failures import one_line
-from ..judge.assertions import describe_answer
+from ..core import ClassifierError, one_line
+from ..judge import describe_answer
 
 if TYPE_CHECKING:
-    from ..core.policy import Policy
-    from ..core.questions import Question
-    from ..scheduler.run import Scheduler
+    from ..core import Policy, Question
+    from ..scheduler import Scheduler
     from .backend import Backend
 
 __all__ = ["BUILTIN_TOOLS", "McpApp", "QuestionTool", "tool_name"]
@@ -110,7 +108,7 @@ class McpApp:
         except ClassifierError as e:
             return None, one_line(e.message), True
         except Exception as e:
-            from ..core.errors import RunStopped
+            from ..core import RunStopped
 
             if isinstance(e, RunStopped):
                 return None, one_line(str(e)), True
@@ -119,8 +117,8 @@ class McpApp:
     async def _evaluate(
         self, tool: QuestionTool, arguments: Mapping[str, Any]
     ) -> tuple[Any, str, bool]:
-        from ..core.state import check_state
-        from ..records.decision import decision_record
+        from ..core import check_state
+        from ..records import decision_record
 
         state = arguments.get("state")
         if not isinstance(state, str | dict):
@@ -141,8 +139,7 @@ class McpApp:
         return record, "\n".join(lines), False
 
     def _canonical(self, arguments: Mapping[str, Any]) -> tuple[Any, str, bool]:
-        from ..core.canonical import canonical_request, questions_sha256, sha256_hex
-        from ..core.defaults import DEFAULT_MODEL
+        from ..core import DEFAULT_MODEL, canonical_request, questions_sha256, sha256_hex
 
         name = arguments.get("question_set")
         tool = self.tools.get(name) if isinstance(name, str) else None
@@ -268,7 +265,7 @@ def frame_error(line: bytes) -> dict[str, Any] | None:
     message is an invalid request (-32600). The ``id`` is the line's own when it can be read
     (a lone surrogate elsewhere in the line leaves it readable), else null. A blank line is no
     message and gets nothing (None, as the caller skips it)."""
-    from ..core.jsonlimits import loads
+    from ..core import loads
 
     line = line.strip()
     if not line:

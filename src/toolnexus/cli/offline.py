@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.failures import (
+from ..core import (
     EXIT_CONDITION,
     EXIT_OK,
     EXIT_USAGE,
@@ -31,8 +31,8 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from ..core.questions import Question
-    from ..questionfile.codes import Finding
+    from ..core import Question
+    from ..questionfile import Finding
 
 __all__ = ["canonical", "check_criteria", "fast_main"]
 
@@ -77,7 +77,7 @@ def check_criteria(
     """Lint ``files``, render the findings that pass the controls, return the exit code: 0
     clean (or only ``info``), 1 a finding at or above ``warning``, 2 when a file could not be
     read (its one line is on stderr)."""
-    from ..questionfile.load import QuestionFileError
+    from ..questionfile import QuestionFileError
     from .lintrun import check_file, controls_from, fails, shown
     from .render import LintResult, render
 
@@ -114,7 +114,7 @@ def check_criteria(
 
 
 def _rules(explain: str | None, fmt: str) -> int:
-    from ..questionfile.rules import RULES
+    from ..questionfile import RULES
     from .render import RulesResult, render
 
     if explain is None:
@@ -135,7 +135,7 @@ def _sample_state(state: str | None, as_: str | None) -> tuple[str, object, list
         if as_ is not None:
             fail("--as says how to read --state: give --state FILE too")
         return None
-    from ..run.states import guess_format, load_state
+    from ..run import guess_format, load_state
     from .lintbudget import state_findings
 
     value = load_state(state, as_=as_)  # type: ignore[arg-type]  # checked inside
@@ -159,10 +159,9 @@ def canonical(
     """Render the canonical bytes of model + questions (with ``state``: the whole request
     body, images lifted into its ``assets`` map; with ``pack_states``, a JSONL file of states:
     the packed request that asks them all, issue 20); return the exit code."""
-    from ..core.canonical import canonical_json, canonical_request, sha256_hex
-    from ..core.canonical import questions_sha256 as set_digest
-    from ..core.questions import questions_to_wire
-    from ..questionfile.load import (
+    from ..core import canonical_json, canonical_request, questions_to_wire, sha256_hex
+    from ..core import questions_sha256 as set_digest
+    from ..questionfile import (
         load_question_set,
         resolve_model,
     )
@@ -194,9 +193,8 @@ def canonical(
     elif state is None:
         body = canonical_request(chosen, qset.questions)
     else:
-        from ..core.assets import lift_with_questions
-        from ..core.imagelimits import ImageLimits
-        from ..run.states import attach_images, load_state, parse_image_options
+        from ..core import ImageLimits, lift_with_questions
+        from ..run import attach_images, load_state, parse_image_options
 
         value = attach_images(load_state(state), parse_image_options(list(image)))
         wire_questions = questions_to_wire(qset.questions)
@@ -219,12 +217,9 @@ def canonical(
 def _packed_request(model: str, questions: Mapping[str, Question], source: str) -> bytes:
     """What ``evaluate_pack`` sends for the states of ``source``: the packed request, or, for a
     file of one state, that state's own request (a pack of one is never packed)."""
-    from ..core.assets import lift_with_questions
-    from ..core.imagelimits import ImageLimits
-    from ..core.questions import questions_to_wire
-    from ..evaluate.packing import pack_lifted, pack_questions
-    from ..evaluate.packplan import packed_body
-    from ..run.states import load_states_jsonl
+    from ..core import ImageLimits, lift_with_questions, questions_to_wire
+    from ..evaluate import pack_lifted, pack_questions, packed_body
+    from ..run import load_states_jsonl
 
     states = load_states_jsonl(source)
     lifted = [lift_with_questions(s, questions) for s in states]

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from ..core.defaults import DEFAULT_RETRIES, DEFAULT_TIMEOUT, MODEL_ENV
-from ..questionfile.thresholds import THRESHOLD_NAMES as _THRESHOLD_NAMES
+from ..core import DEFAULT_RETRIES, DEFAULT_TIMEOUT, MODEL_ENV
+from ..questionfile import THRESHOLD_NAMES as _THRESHOLD_NAMES
 from .errors import CliError
 
 if TYPE_CHECKING:
-    from ..core.errors import ClassifierError
+    from ..core import ClassifierError
 
 _PANEL = "Backend"
 R = TypeVar("R")
@@ -197,7 +197,7 @@ class BackendSettings:
 
     def __post_init__(self) -> None:
         from ..config.options import check_option
-        from ..core.errors import ConfigError
+        from ..core import ConfigError
 
         for name in CLASSIFIER_SETTINGS:
             try:
@@ -362,8 +362,8 @@ def parse_thresholds(text: str | None) -> dict[str, float]:
         except ValueError:
             raise CliError(f"--thresholds: {name} must be a number, got {raw.strip()!r}") from None
         out[name] = value
-    from ..core.errors import RunError
-    from ..questionfile.thresholds import checked_cut_points
+    from ..core import RunError
+    from ..questionfile import checked_cut_points
 
     try:
         return checked_cut_points(out, "--thresholds")
@@ -384,8 +384,8 @@ def parse_gate_floors(text: str | None) -> dict[str, Any]:
     F}}`` (``report --write-thresholds --gates`` writes it); empty for the inline form."""
     if not text or not text.startswith("@"):
         return {}
-    from ..core.errors import RunError
-    from ..questionfile.thresholds import read_gate_floors
+    from ..core import RunError
+    from ..questionfile import read_gate_floors
 
     try:
         return dict(read_gate_floors(text[1:]))
@@ -395,8 +395,8 @@ def parse_gate_floors(text: str | None) -> dict[str, Any]:
 
 def _thresholds_file(path: str) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """The top-level and per-question cut-points of a thresholds YAML file, each checked."""
-    from ..core.errors import RunError
-    from ..questionfile.thresholds import read_thresholds
+    from ..core import RunError
+    from ..questionfile import read_thresholds
 
     try:
         return read_thresholds(path)

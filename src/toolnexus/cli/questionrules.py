@@ -13,9 +13,9 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..core import Located
 from ..core.qtypes import CHOICE, NOUL, SCORE, registry
-from ..core.yamlread import Located
-from ..questionfile.codes import Finding
+from ..questionfile import Finding
 from .questionwords import (
     COUNTING_GATE,
     DATES_GATE,

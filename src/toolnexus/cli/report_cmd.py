@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..core.failures import (
+from ..core import (
     EXIT_CONDITION,
     one_line,
 )
-from ..metrics.definitions import MetricDefinitions
+from ..metrics import MetricDefinitions
 from .errors import CliError
 from .options import options_from
 from .render.formats import ReportFormat
 
 if TYPE_CHECKING:
-    from ..report.conditions import Condition
+    from ..report import Condition
 
 #: ``--jobs`` at most: more processes than this only add start-up and memory.
 MAX_JOBS = 64
@@ -65,7 +65,7 @@ def junit_xml(results: list[tuple[Condition, str | None]]) -> str:
 
 
 def _write_junit(path: str, results: list[tuple[Condition, str | None]]) -> None:
-    from ..records.outputs import whole_file
+    from ..records import whole_file
 
     with whole_file(path) as f:
         f.write(junit_xml(results))
@@ -286,14 +286,12 @@ def report_command(
 
     Exit codes: 0 ok; 1 a --fail-on condition met; 2 usage or input error.
     """
-    from ..report.build import build_report
-    from ..report.conditions import check, parse_conditions
-    from ..report.sweep import parse_floors
+    from ..report import build_report, check, parse_conditions, parse_floors
     from .render import ReportResult, default_format, render
 
     if not 1 <= len(runs) <= 2:
         raise CliError(f"report takes one run, or two to compare (before, after); got {len(runs)}")
-    from ..records.outputs import check_outputs, whole_file
+    from ..records import check_outputs, whole_file
 
     # Issue 42 item 1: no output onto a file report reads, nor onto another output, before
     # anything is read.
@@ -348,7 +346,7 @@ def report_command(
         raise CliError("--floors needs --gates: the floors are those of the file's gates")
     sweep_gates = None
     if gates is not None:
-        from ..questionfile.load import load_question_file
+        from ..questionfile import load_question_file
 
         (_, gate_questions), policies = load_question_file(gates)
         if not policies:
@@ -395,7 +393,7 @@ def report_command(
     if junit is not None:
         _write_junit(junit, results)
     if review_out is not None:
-        from ..report.review import write_review
+        from ..report import write_review
 
         defaults = {n: p.default for n, p in sweep_gates[0].items()} if sweep_gates else None
         queued = write_review(runs[-1], review_out, defaults)
@@ -413,11 +411,11 @@ def report_command(
         assert goal is not None
         fitted_on = None
         if questions_file is not None:
-            from ..questionfile.load import load_question_file
+            from ..questionfile import load_question_file
 
             fitted_on = (questions_file, load_question_file(questions_file)[0][1])
         elif gates is not None and sweep_gates is not None:
-            from ..core.canonical import questions_sha256
+            from ..core import questions_sha256
 
             # the --gates file's wording only when it is the run's (else it was warned about)
             if report.questions_sha256 == (questions_sha256(sweep_gates[1]),):

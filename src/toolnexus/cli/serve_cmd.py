@@ -18,8 +18,8 @@ from typing import Any
 
 import typer
 
-from ..core.failures import EXIT_USAGE
-from ..serve.options import ServeOptions
+from ..core import EXIT_USAGE
+from ..serve import ServeOptions
 from .errors import CliError
 from .options import options_from
 
@@ -43,8 +43,8 @@ def serve(*, serve_values: Mapping[str, Any]) -> None:
 
     values = dict(serve_values)
 
-    from ..core.errors import ClassifierError
-    from ..serve.proxy import upstream_base
+    from ..core import ClassifierError
+    from ..serve import upstream_base
     from ..serve.run import run
 
     proxy = values.get("proxy")

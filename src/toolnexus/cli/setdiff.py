@@ -33,20 +33,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.canonical import canonical_json, canonical_request, questions_sha256, request_sha256
-from ..core.qtypes import CHOICE, NOUL, SCORE, registry
-from ..core.qtypes.choice import ChoiceQuestion
-from ..core.qtypes.noul import NoulQuestion
-from ..core.qtypes.rubric import (
-    ScoreQuestion,
-    level_label,
-)
-from ..core.questions import (
+from ..core import (
+    ChoiceQuestion,
+    NoulQuestion,
     Question,
+    ScoreQuestion,
+    canonical_json,
+    canonical_request,
     degenerate_criteria,
+    level_label,
     question_to_wire,
+    questions_sha256,
+    request_sha256,
 )
-from ..questionfile.checker import DEGENERATE_CODES
+from ..core.qtypes import CHOICE, NOUL, SCORE, registry
+from ..questionfile import DEGENERATE_CODES
 from .errors import CliError
 
 __all__ = [
@@ -98,7 +99,7 @@ def _git_show(spec: str) -> str:
 
 def load_side(spec: str) -> SetSide:
     """A question set from a file, or from git as ``REV:path`` (when no such file exists)."""
-    from ..questionfile.load import (
+    from ..questionfile import (
         QuestionFileError,
         lint_text,
         read_text,

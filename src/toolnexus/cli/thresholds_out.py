@@ -18,17 +18,14 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ..core.failures import one_line
+from ..core import one_line
 from ..core.qtypes import registry
 from .errors import CliError
 
 if TYPE_CHECKING:
-    from ..calibration.oobselect import SelectiveGuard
-    from ..core.policy import Policy
-    from ..core.questions import Question
-    from ..report.floors import GuardedFloor, GuardedPair
-    from ..report.labels import Labels
-    from ..report.model import Report
+    from ..calibration import SelectiveGuard
+    from ..core import Policy, Question
+    from ..report import GuardedFloor, GuardedPair, Labels, Report
 
 __all__ = ["thresholds_yaml", "write_thresholds"]
 
@@ -230,21 +227,21 @@ def write_thresholds(
     ``kind``: which flag gave ``target`` (:data:`TARGET_FLAGS`); ``gates``: ``--gates``' policies
     and questions, floored over ``gate_grid`` (hundredths); ``fitted_on``: the question file
     the run answered (its path and questions), whose wording the file records."""
-    from ..report.build import read_all_labels
+    from ..report import read_all_labels
 
     accuracy = 1.0 - target if kind == "risk" else target
     read = read_all_labels(labels, id_field)
     gate_text: list[str] = []
     gate_missing: list[str] = []
     if gates is not None:
-        from ..report.selectfloors import gate_floors
+        from ..report import gate_floors
 
         found = gate_floors(run, gates[0], gates[1], read, gate_grid, accuracy)
         gate_text, gate_missing = _gate_lines(found, kind, target)
     if kind == "precision":
         text, missing = _precision_text(report, run, read, target, gates is not None)
     else:
-        from ..report.selectfloors import question_floors
+        from ..report import question_floors
 
         types = {k: q.type for k, q in report.questions.items()
                  if _tuned(q.type) and q.labelled}  # fmt: skip
@@ -255,7 +252,7 @@ def write_thresholds(
         text += "\n".join(["gates:", *gate_text]) + "\n"
     missing += gate_missing
     text += _fitted_on_text(report, fitted_on)
-    from ..records.outputs import whole_file
+    from ..records import whole_file
 
     with whole_file(path) as f:  # whole or not at all (issue 42 item 2)
         f.write(text)
@@ -268,8 +265,8 @@ def _fitted_on_text(report: Report, fitted_on: tuple[str, Mapping[str, Question]
     v1): the run's question-set digest and, from the question file the run answered, each
     question's exact wording. A question file that is not the run's is refused: its wording
     would be recorded for answers to other questions."""
-    from ..core.canonical import questions_sha256
-    from ..questionfile.thresholds import wording_of
+    from ..core import questions_sha256
+    from ..questionfile import wording_of
 
     if len(report.questions_sha256) != 1:
         return ""  # no digest (records from before it) or several: nothing one can record
@@ -293,7 +290,7 @@ def _precision_text(
     report: Report, run: str, read: Labels, target: float, gates: bool
 ) -> tuple[str, list[str]]:
     """The file for ``--target-precision``: noul pairs and choice or score floors."""
-    from ..report.floors import confidence_floors, guard_pairs
+    from ..report import confidence_floors, guard_pairs
 
     pairs, floors = {}, {}
     for key, q in report.questions.items():

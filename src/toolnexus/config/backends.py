@@ -32,9 +32,14 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..core.defaults import BASE_URL_ENV, DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL
-from ..core.errors import ConfigError
-from ..core.urls import redact_url
+from ..core import (
+    BASE_URL_ENV,
+    DEFAULT_API_KEY_ENV,
+    DEFAULT_BASE_URL,
+    DEFAULT_MODEL,
+    ConfigError,
+    redact_url,
+)
 
 __all__ = [
     "BACKENDS",

@@ -14,9 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeAlias
 
-from ..core.defaults import DEFAULT_MODEL, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS
-from ..core.envname import ENV_NAME
-from ..core.errors import ConfigError
+from ..core import DEFAULT_MODEL, DEFAULT_RETRIES, DEFAULT_RETRY_BASE_MS, ENV_NAME, ConfigError
 from . import (
     OnError,
     RetryPolicy,
@@ -210,7 +208,7 @@ def _check_values(opts: ClassifierOptions) -> None:
 
 
 def _check_hooks(opts: ClassifierOptions) -> None:
-    from ..core.imagelimits import (
+    from ..core import (
         ImageLimits,  # the pure image module; only its limits are needed here
     )
 

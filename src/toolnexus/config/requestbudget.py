@@ -24,7 +24,7 @@ class Budget:
 
     def over(self) -> str | None:
         """The first limit passed, as a phrase, else None."""
-        from ..scheduler.tokens import CONTEXT_TOKENS, STATE_AND_QUESTION_TOKENS
+        from ..scheduler import CONTEXT_TOKENS, STATE_AND_QUESTION_TOKENS
 
         if self.request > CONTEXT_TOKENS:
             return f"about {self.request:,} tokens, over the {CONTEXT_TOKENS:,}-token request limit"
@@ -44,8 +44,8 @@ def budget_of(
 ) -> Budget:
     """The budget of a request whose canonical ``body`` carries the canonical ``state`` bytes
     and ``wire_questions`` (the 32k rule counts the state with the longest of them)."""
-    from ..core.canonical import canonical_json
-    from ..scheduler.tokens import estimate_tokens
+    from ..core import canonical_json
+    from ..scheduler import estimate_tokens
 
     longest_key, longest = max(
         ((k, canonical_json(v)) for k, v in wire_questions.items()),

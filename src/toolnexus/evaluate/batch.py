@@ -20,9 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import BatchOptions
-from ..core.decision import Decision
-from ..core.errors import BatchError, ClassifierError, ConfigError, RunStopped
-from ..core.state import check_state
+from ..core import BatchError, ClassifierError, ConfigError, Decision, RunStopped, check_state
 from .batchgroups import (
     Evaluator,
     StateResult,

@@ -22,10 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..config import BatchOptions
+from ..core import ClassifierError, Decision, Question
 from ..core import observe as probe
-from ..core.decision import Decision
-from ..core.errors import ClassifierError
-from ..core.questions import Question
 from ..scheduler import Scheduler
 from .pipeline import RequestPipeline
 

@@ -12,8 +12,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, I
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..config import BatchOptions
-from ..core.errors import ClassifierError, ConfigError, RunStopped
-from ..core.state import check_state
+from ..core import ClassifierError, ConfigError, RunStopped, check_state
 from ..scheduler import Scheduler
 from .batchgroups import Evaluator, StateResult, evaluate_group, plan, scheduler_for
 from .packing import PACK_CAP

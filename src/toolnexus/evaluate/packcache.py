@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..core.assets import LiftedState
-from ..core.canonical import canonical_json, decision_cache_key
-from ..core.decision import Decision, parse_decision
-from ..core.errors import DecisionError
-from ..core.jsonlimits import loads
-from ..core.questions import Question
-from ..styles.systemone import SystemOneStyle
+from ..core import (
+    Decision,
+    DecisionError,
+    LiftedState,
+    Question,
+    canonical_json,
+    decision_cache_key,
+    loads,
+    parse_decision,
+)
+from ..styles import SystemOneStyle
 from .packing import PACKED_CACHE_KIND
 
 __all__ = ["cached", "store"]

@@ -44,20 +44,22 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
-from ..core import observe as probe
-from ..core.answers import ClassifierUsage
-from ..core.assets import LiftedState
-from ..core.canonical import canonical_json
-from ..core.decision import (
+from ..core import (
+    ClassifierError,
+    ClassifierUsage,
     Decision,
+    DecisionError,
+    ImageError,
+    LiftedState,
+    Question,
+    answers_validator,
+    canonical_json,
     parse_decision,
+    questions_to_wire,
 )
-from ..core.errors import ClassifierError, DecisionError, ImageError
-from ..core.questions import Question, questions_to_wire
-from ..core.validity import answers_validator
-from ..scheduler.run import Scheduler
-from ..scheduler.tokens import LIMIT_SAFE_BYTES, TokenEstimate, estimate_tokens
-from ..styles.systemone import PATH, SystemOneStyle
+from ..core import observe as probe
+from ..scheduler import LIMIT_SAFE_BYTES, Scheduler, TokenEstimate, estimate_tokens
+from ..styles import PATH, SystemOneStyle
 from ..transport import Reply
 from .packcache import cached, store
 from .packing import (

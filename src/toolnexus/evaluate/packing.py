@@ -37,18 +37,20 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from ..core import observe as probe
-from ..core.answers import ClassifierUsage
-from ..core.assets import Asset, LiftedState
-from ..core.canonical import canonical_json
-from ..core.decision import (
+from ..core import (
+    Asset,
+    ClassifierUsage,
     Decision,
+    DecisionError,
+    LiftedState,
+    Question,
     answers_decoder,
+    canonical_json,
+    json_kind,
     parse_decision,
+    questions_to_wire,
 )
-from ..core.errors import DecisionError
-from ..core.qtypes.values import json_kind
-from ..core.questions import Question, questions_to_wire
+from ..core import observe as probe
 
 __all__ = [
     "PACKED_CACHE_KIND",

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.answers import ClassifierUsage
-from ..core.decision import Decision
-from ..core.errors import ClassifierError, DecisionError, HTTPStatusError, TransportError
-from ..scheduler.admission import OutcomeKind
-from ..scheduler.failfast import error_type, outcome_of
-from ..scheduler.tokens import TokenEstimate
+from ..core import (
+    ClassifierError,
+    ClassifierUsage,
+    Decision,
+    DecisionError,
+    HTTPStatusError,
+    TransportError,
+)
+from ..scheduler import OutcomeKind, TokenEstimate, error_type, outcome_of
 
 __all__ = [
     "CONTEXT_ERROR_TYPE",

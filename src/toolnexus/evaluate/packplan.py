@@ -35,13 +35,18 @@ from ..config import (  # re-exported: the one rule for pack=
     PackSize,
     check_pack,
 )
+from ..core import (
+    ClassifierError,
+    ConfigError,
+    ImageLimits,
+    LiftedState,
+    Question,
+    canonical_json,
+    lift_with_questions,
+    questions_to_wire,
+)
 from ..core import observe as probe
-from ..core.assets import LiftedState, lift_with_questions
-from ..core.canonical import canonical_json
-from ..core.errors import ClassifierError, ConfigError
-from ..core.imagelimits import ImageLimits
-from ..core.questions import Question, questions_to_wire
-from ..scheduler.tokens import (
+from ..scheduler import (
     LIMIT_SAFE_BYTES,
     STATE_AND_QUESTION_TOKENS,
     PrefixTally,

@@ -19,16 +19,23 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import BatchOptions
 from ..config.options import ClassifierOptions, Metric
-from ..core.consistency import consistency_flags
-from ..core.decision import Decision
-from ..core.errors import ClassifierError, ConfigError
-from ..core.imagelimits import ImageLimits
+from ..core import (
+    FLAGS,
+    Checked,
+    ClassifierError,
+    ConfigError,
+    Decision,
+    ImageLimits,
+    Question,
+    check_limits,
+    consistency_flags,
+    degenerate_criteria,
+    normalize_questions,
+    validate_decision,
+)
 from ..core.qtypes import registry
-from ..core.questions import Question, check_limits, degenerate_criteria, normalize_questions
-from ..core.validation import FLAGS, Checked, validate_decision
-from ..styles.delegate import CustomStyle, Style, make_style
-from ..styles.systemone import SystemOneStyle
-from ..transport.observe import observing
+from ..styles import CustomStyle, Style, SystemOneStyle, make_style
+from ..transport import observing
 
 if TYPE_CHECKING:
     from ..scheduler import Scheduler

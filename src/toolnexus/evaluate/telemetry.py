@@ -344,7 +344,7 @@ class Telemetry:
         try:
             from opentelemetry import metrics, trace
         except ImportError:
-            from ..core.errors import ConfigError
+            from ..core import ConfigError
 
             raise ConfigError(
                 f"classifier: telemetry needs opentelemetry-api: {INSTALL_HINT}"

@@ -26,7 +26,7 @@ class PackTrace:
 
     async def send(self, post: Callable[[], Awaitable[tuple[Any, Any]]], states: int) -> Any:
         """``await post()`` (the response body and its usage) inside one packed request span."""
-        from ..transport.observe import observing
+        from ..transport import observing
 
         with self.telemetry.packed_request(
             model=self.model, endpoint=self.endpoint, states=states

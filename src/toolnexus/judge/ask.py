@@ -16,13 +16,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..classifier.client import Classifier
-from ..classifier.factory import create_classifier
-from ..core.bands import Bands, JudgedAnswer, as_bands, read_answer
-from ..core.decision import Decision
-from ..core.errors import ConfigError, QuestionError, TapeMiss
-from ..core.policy import GateResult, Policy, Rule, as_rules, decide
-from ..core.questions import Question
+from ..classifier import Classifier, create_classifier
+from ..core import (
+    Bands,
+    ConfigError,
+    Decision,
+    GateResult,
+    JudgedAnswer,
+    Policy,
+    Question,
+    QuestionError,
+    Rule,
+    TapeMiss,
+    as_bands,
+    as_rules,
+    decide,
+    read_answer,
+)
 
 __all__ = ["Tape", "ask", "gate"]
 

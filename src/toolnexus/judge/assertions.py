@@ -14,14 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..core.answers import Answer
-from ..core.decision import Decision
+from ..core import Answer, Decision, threshold_band
 from ..core.qtypes import registry
-from ..core.validation import threshold_band
 
 if TYPE_CHECKING:
-    from ..core.bands import Bands
-    from ..core.policy import GateResult, Policy, Rule
+    from ..core import Bands, GateResult, Policy, Rule
 
 __all__ = ["assert_answer", "assert_gate", "describe_answer"]
 
@@ -129,8 +126,7 @@ def gate_result(
 ) -> GateResult:
     """What ``toolnexus.gate`` decides over ``decision``, with no request: a ``Policy`` (its
     default and bands), or a list of rules (the plain gate: no rule fired is action ``""``)."""
-    from ..core.bands import as_bands
-    from ..core.policy import Policy, as_rules, decide
+    from ..core import Policy, as_bands, as_rules, decide
 
     if isinstance(gate, Policy):
         return gate.decide(decision, questions)
@@ -155,7 +151,7 @@ def assert_gate(
     got = gate_result(decision, gate, questions=questions, bands=bands)
     if got.action == action:
         return
-    from ..core.policy import Policy, as_rules
+    from ..core import Policy, as_rules
 
     rules = gate.rules if isinstance(gate, Policy) else as_rules(gate)
     read = dict.fromkeys(r.question for r in rules)

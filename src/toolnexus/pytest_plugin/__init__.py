@@ -38,14 +38,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..judge.assertions import assert_answer, assert_gate, describe_answer
+from ..judge import assert_answer, assert_gate, describe_answer
 from .cases import CASSETTE as _CASSETTE
 from .cases import CasesFile, cassette_for, load_gates, load_questions
 
 if TYPE_CHECKING:
-    from ..classifier.client import Classifier
-    from ..core.policy import Policy
-    from ..core.questions import Question
+    from ..classifier import Classifier
+    from ..core import Policy, Question
     from ..sync import SyncClassifier
     from .cassette import Cassette, RecordingFailed, RecordingMiss
 
@@ -124,7 +123,7 @@ def record_command(config: pytest.Config, nodeid: str, miss: RecordingMiss) -> s
     args.append("--toolnexus-record")
     base_url = config.getoption("toolnexus_base_url")
     if base_url:
-        from ..core.urls import redact_url
+        from ..core import redact_url
 
         # A failure line is shown and logged: credentials in the URL never are.
         args += ["--toolnexus-base-url", redact_url(base_url)]
@@ -171,7 +170,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         if miss is None:
             raise
     # Failed outside the except block: the line alone, not the error chained under it.
-    from ..core.canonical import QUESTIONS_DIGEST
+    from ..core import QUESTIONS_DIGEST
     from .cassette import RecordingFailed
 
     if isinstance(miss, RecordingFailed):

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..judge.assertions import assert_answer, assert_gate
+from ..judge import assert_answer, assert_gate
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
@@ -177,7 +177,7 @@ class CaseItem(pytest.Item):
         excinfo: ExceptionInfo[BaseException],
         style: Any = None,
     ) -> str | TerminalRepr:
-        from ..core.errors import ClassifierError
+        from ..core import ClassifierError
 
         # An unmet expectation or a bad input is its message, not a traceback into the plugin.
         if isinstance(excinfo.value, AssertionError | ClassifierError):

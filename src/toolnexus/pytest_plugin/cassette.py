@@ -20,16 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..core.canonical import QUESTIONS_DIGEST
-from ..core.errors import ClassifierError, StaticMiss
-from ..styles.delegate import StaticStyle
-from ..styles.recordings import read_recording
+from ..core import QUESTIONS_DIGEST, ClassifierError, StaticMiss
+from ..styles import StaticStyle, read_recording
 
 if TYPE_CHECKING:
-    from ..classifier.client import Classifier
-    from ..cli.backend import Backend
-    from ..core.decision import Decision
-    from ..core.questions import Question
+    from ..classifier import Classifier
+    from ..cli import Backend
+    from ..core import Decision, Question
     from ..sync import SyncClassifier
 
 __all__ = ["Cassette", "Mode", "RecordingFailed", "RecordingMiss"]
@@ -77,8 +74,7 @@ class Cassette:
         self._live: Backend | None = None
         self._fresh: set[str] = set()  # request names recorded in this session (rerecord)
         if self.directory.is_dir() and any(self.directory.glob("*.json")):
-            from ..cli.backend import classifier_options
-            from ..cli.options import BackendSettings
+            from ..cli import BackendSettings, classifier_options
 
             # Exactly what ``eval --replay DIR`` answers from (recordings of requests toolnexus
             # would not send as they are left out).
@@ -102,15 +98,15 @@ class Cassette:
         return await self._static.decide(state, questions)
 
     def _name(self, state: Any, questions: Mapping[str, Question]) -> str:
-        from ..core.assets import lift_with_questions
-        from ..styles.recordings import recording_name
+        from ..core import lift_with_questions
+        from ..styles import recording_name
 
         lifted = lift_with_questions(state, questions)
         return recording_name("", questions, lifted.state, lifted.key_assets())
 
     async def _record(self, state: Any, questions: dict[str, Question]) -> None:
-        from ..core.assets import lift_with_questions
-        from ..styles.recordings import recording_name
+        from ..core import lift_with_questions
+        from ..styles import recording_name
 
         live = self._backend()
         # Backend.evaluate writes the file ``eval --record`` writes (decision.to_wire(), the
@@ -131,8 +127,7 @@ class Cassette:
 
     def _backend(self) -> Backend:
         if self._live is None:
-            from ..cli.backend import build_backend
-            from ..cli.options import BackendSettings
+            from ..cli import BackendSettings, build_backend
 
             settings = BackendSettings(
                 base_url=self.base_url,
@@ -155,8 +150,8 @@ class Cassette:
         classifier serves both kinds of test and nothing is bound to the test's loop."""
         import asyncio
 
-        from ..classifier.factory import create_classifier
-        from ..sync._loop import background
+        from ..classifier import create_classifier
+        from ..sync import background
 
         async def evaluate(state: Any, questions: dict[str, Question]) -> Decision:
             return await asyncio.to_thread(background.run, self.evaluate(state, questions))
@@ -166,7 +161,7 @@ class Cassette:
     def close(self) -> None:
         """Close the live classifier, if recording opened one (on the sync facade's loop)."""
         if self._live is not None:
-            from ..sync._loop import background
+            from ..sync import background
 
             live, self._live = self._live, None
             background.run(live.classifier.aclose())

@@ -27,6 +27,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .checker import DEGENERATE_CODES as DEGENERATE_CODES
+    from .codes import CODES as CODES
+    from .codes import Finding as Finding
+    from .load import Lint as Lint
     from .load import (
         QuestionFileError,
         QuestionSet,
@@ -34,13 +38,49 @@ if TYPE_CHECKING:
         load_question_set,
         read_text,
     )
+    from .load import lint_file as lint_file
+    from .load import lint_text as lint_text
+    from .load import resolve_model as resolve_model
+    from .rules import LEVELS as LEVELS
+    from .rules import RULES as RULES
+    from .rules import RULES_URL as RULES_URL
+    from .rules import Rule as Rule
+    from .rules import Severity as Severity
+    from .thresholds import THRESHOLD_NAMES as THRESHOLD_NAMES
+    from .thresholds import GateFloor as GateFloor
+    from .thresholds import check_fitted_on as check_fitted_on
+    from .thresholds import checked_cut_points as checked_cut_points
+    from .thresholds import gate_floor as gate_floor
+    from .thresholds import read_gate_floors as read_gate_floors
+    from .thresholds import read_thresholds as read_thresholds
+    from .thresholds import wording_of as wording_of
 
 _WHERE = {
+    "CODES": "codes",
+    "DEGENERATE_CODES": "checker",
+    "Finding": "codes",
+    "GateFloor": "thresholds",
+    "LEVELS": "rules",
+    "Lint": "load",
     "QuestionFileError": "load",
     "QuestionSet": "load",
+    "RULES": "rules",
+    "RULES_URL": "rules",
+    "Rule": "rules",
+    "Severity": "rules",
+    "THRESHOLD_NAMES": "thresholds",
+    "check_fitted_on": "thresholds",
+    "checked_cut_points": "thresholds",
+    "gate_floor": "thresholds",
+    "lint_file": "load",
+    "lint_text": "load",
     "load_question_file": "load",
     "load_question_set": "load",
+    "read_gate_floors": "thresholds",
     "read_text": "load",
+    "read_thresholds": "thresholds",
+    "resolve_model": "load",
+    "wording_of": "thresholds",
 }
 
 __all__ = [

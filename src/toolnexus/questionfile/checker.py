@@ -13,23 +13,22 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.errors import QuestionError
-from ..core.qtypes import CHOICE, SCORE, registry
-from ..core.qtypes.choice import ChoiceQuestion
-from ..core.qtypes.registry import LintPath
-from ..core.qtypes.rubric import (
-    ScoreQuestion,
-    level_label,
-)
-from ..core.qtypes.values import got as _got
-from ..core.qtypes.values import json_kind
-from ..core.questions import (
+from ..core import (
+    ChoiceQuestion,
+    LintPath,
+    Located,
+    NodePath,
     Question,
+    QuestionError,
+    ScoreQuestion,
     check_limits,
     degenerate_criteria,
+    json_kind,
+    level_label,
     question_from_wire,
 )
-from ..core.yamlread import Located, NodePath
+from ..core import got as _got
+from ..core.qtypes import CHOICE, SCORE, registry
 from .codes import Finding
 
 # The core's degenerate-criteria reasons, one code per seed rule (a test pins the mapping).

@@ -22,10 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.errors import ConfigError
-from ..core.policy import NEEDS_INPUT, Policy, Rule
+from ..core import NEEDS_INPUT, ConfigError, Policy, Question, Rule
 from ..core.qtypes import registry
-from ..core.questions import Question
 from .checker import Checker, _kind, _suggest
 
 __all__ = ["GATE_CODE", "check_gates"]

@@ -33,19 +33,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
-from ..core.defaults import DEFAULT_MODEL
-from ..core.defaults import resolve_model as _resolve_model
-from ..core.errors import QuestionError
-from ..core.questions import (
+from ..core import (
+    DEFAULT_MODEL,
+    Located,
     Question,
+    QuestionError,
+    YamlSyntaxError,
     check_limits,
+    read_yaml,
 )
-from ..core.yamlread import Located, YamlSyntaxError, read_yaml
+from ..core import resolve_model as _resolve_model
 from .checker import Checker
 from .codes import Finding
 
 if TYPE_CHECKING:
-    from ..core.policy import Policy
+    from ..core import Policy
 
 __all__ = [
     "MAX_FILE_BYTES",

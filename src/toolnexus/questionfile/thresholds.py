@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import RunError
+from ..core import RunError
 
 if TYPE_CHECKING:
-    from ..core.yamlread import Located
+    from ..core import Located
 
 __all__ = [
     "FITTED_ON",
@@ -85,7 +85,7 @@ def gate_floor(value: object, where: str, name: str) -> GateFloor:
 def thresholds_doc(path: str) -> tuple[dict[str, Any], Located]:
     """A thresholds YAML file as a mapping, with its positions; a file that cannot be read is
     one line ``--thresholds @PATH[:LINE]: ...``."""
-    from ..core.yamlread import YamlSyntaxError, read_yaml
+    from ..core import YamlSyntaxError, read_yaml
 
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -145,7 +145,7 @@ def checked_cut_points(values: dict[str, float], where: str) -> dict[str, float]
     for name, value in values.items():
         if not 0.0 <= value <= 1.0:
             raise RunError(f"{where}: {name} must be within 0..1, got {value}")
-    from ..core.validation import DEFAULT_THRESHOLDS, swapped_cut_points
+    from ..core import DEFAULT_THRESHOLDS, swapped_cut_points
 
     swapped = swapped_cut_points({**DEFAULT_THRESHOLDS, **values})
     if swapped is not None:
@@ -172,7 +172,7 @@ def wording_of(question: Any) -> str:
     instructions = getattr(question, "instructions", None)
     if isinstance(instructions, str):
         return instructions
-    from ..core.canonical import canonical_json
+    from ..core import canonical_json
 
     return canonical_json(instructions).decode("utf-8")
 
@@ -185,7 +185,7 @@ def check_fitted_on(
     file's line, as a floor for an unknown gate is); the warnings, one line each: the file
     fitted on another question set (both digests), each key whose wording changed since, or a
     file written before it recorded them (it cannot be checked)."""
-    from ..core.canonical import questions_sha256
+    from ..core import questions_sha256
 
     path = str(path)
     obj, doc = thresholds_doc(path)

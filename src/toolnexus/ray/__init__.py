@@ -57,22 +57,23 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..arrow import COLUMN_KEYWORDS, evaluate_rows
-from ..classifier.client import Classifier
-from ..classifier.factory import create_classifier
+from ..classifier import Classifier, create_classifier
 from ..config import BatchOptions
-from ..core.canonical import questions_sha256
-from ..core.defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_RETRIES, DEFAULT_TIMEOUT
-from ..core.envname import ENV_REF
-from ..core.errors import ConfigError
-from ..core.failures import one_line
-from ..core.questions import Question
-from ..core.urls import url_secrets
-from ..records.arrow import require_pyarrow, run_schema
-from ..run.arrowin import column_problem
-from ..run.decided import decided_ids as run_decided_ids
-from ..run.items import InputSpec
-from ..run.resume import PriorMismatch, UnreadableRecord
-from ..sync._loop import background
+from ..core import (
+    DEFAULT_BATCH_CONCURRENCY,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    ENV_REF,
+    ConfigError,
+    Question,
+    one_line,
+    questions_sha256,
+    url_secrets,
+)
+from ..records import require_pyarrow, run_schema
+from ..run import InputSpec, PriorMismatch, UnreadableRecord, column_problem
+from ..run import decided_ids as run_decided_ids
+from ..sync import background
 from .limiter import LimiterCore, SharedLimit, require_ray, shared_limiter
 
 if TYPE_CHECKING:

@@ -24,8 +24,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.answers import ClassifierUsage
-from ..core.errors import ConfigError
+from ..core import ClassifierUsage, ConfigError
 from ..scheduler import (
     Clock,
     Outcome,

@@ -21,7 +21,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeGuard
 
-from ..core.qtypes.registry import RAW_NAME
+from ..core import RAW_NAME
 
 __all__ = ["RecordColumns", "map_fields", "record_batch"]
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from ..core.errors import ReportError
+from ..core import ReportError
 from ..core.qtypes import registry
 from .fields import wire_fields
 from .model import (

@@ -13,26 +13,26 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..core.answers import Answer
-from ..core.consistency import consistency_flags
-from ..core.decision import Decision
-from ..core.qtypes import registry
-from ..core.questions import Question
-from ..core.validation import (
+from ..core import (
     DEFAULT_THRESHOLDS,
     FLAGS,
+    Answer,
     Checked,
+    Decision,
+    Question,
+    consistency_flags,
     merged_thresholds,
     threshold_band,
     validate_decision,
 )
+from ..core.qtypes import registry
 from .fields import to_object_of
 from .gates import gate_records
 from .model import RECORD_KEYS, SCHEMA_VERSION, DecisionRecord, RecordUsage
 
 if TYPE_CHECKING:
-    from ..calibration.maps import LoadedCalibration, Provenance
-    from ..core.policy import Policy
+    from ..calibration import LoadedCalibration, Provenance
+    from ..core import Policy
 
 __all__ = [
     "FLAGS",
@@ -64,7 +64,7 @@ class Recalibrator:
     ) -> Recalibrator:
         """The maps of ``path``, refused now for another question set or style, and for
         another pack size when every answer's is known (``pack=1``: a run that never packs)."""
-        from ..calibration.maps import load_calibration
+        from ..calibration import load_calibration
 
         # A replay answers what System One answered when it was recorded.
         asked = "systemone" if style == "static" else style
@@ -76,7 +76,7 @@ class Recalibrator:
         return out
 
     def provenance(self, model: str, pack_size: int) -> Provenance:
-        from ..calibration.maps import Provenance
+        from ..calibration import Provenance
 
         return Provenance(self.questions_sha256, model, self.style, pack_size)
 
@@ -293,7 +293,7 @@ def sample_record(
 ) -> DecisionRecord:
     """A decision record for this question set, to learn the CSV columns from the record
     itself (so the header can never drift from :func:`record`)."""
-    from ..core.decision import parse_decision
+    from ..core import parse_decision
 
     answers: dict[str, Any] = {}
     for key, q in questions.items():

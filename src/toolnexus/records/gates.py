@@ -23,11 +23,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..core.answers import Answer
-from ..core.bands import DEFAULT_BANDS
-from ..core.policy import NEEDS_INPUT, NO_RULE_FIRED, Policy
-from ..core.qtypes.noul import NoulAnswer
-from ..core.questions import Question
+from ..core import DEFAULT_BANDS, NEEDS_INPUT, NO_RULE_FIRED, Answer, NoulAnswer, Policy, Question
 from .model import GateOutcomes
 
 __all__ = [

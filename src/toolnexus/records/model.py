@@ -31,9 +31,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from ..core.errors import ReportError
+from ..core import DEFAULT_THRESHOLDS, ReportError
 from ..core.qtypes import registry
-from ..core.validation import DEFAULT_THRESHOLDS
 from .fields import from_object_of as _from_object
 from .fields import to_object_of as _to_object
 from .fields import wire, wire_fields

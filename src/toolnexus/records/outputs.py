@@ -26,7 +26,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import IO, Any, Literal, overload
 
-from ..core.errors import ConfigError
+from ..core import ConfigError
 
 __all__ = ["OutputError", "check_outputs", "whole_file"]
 

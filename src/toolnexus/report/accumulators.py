@@ -15,16 +15,17 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..core.validation import FLAGS
-from ..metrics.arrays import in_order_sum
-from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
-from ..metrics.measures import (
+from ..core import FLAGS
+from ..metrics import (
+    DEFAULT_DEFINITIONS,
     N_BINS,
+    MetricDefinitions,
     Reliability,
     ReliabilityBin,
     Threshold,
     accuracy_score,
     brier_score_loss,
+    in_order_sum,
     log_loss,
     reliability,
     roc_auc_score,

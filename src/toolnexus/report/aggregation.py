@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.qtypes import registry
-from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
+from ..metrics import DEFAULT_DEFINITIONS, MetricDefinitions
 from .accumulators import (
     FIRST_IDS,
     NoulStats,

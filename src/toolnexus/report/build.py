@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
+from ..metrics import DEFAULT_DEFINITIONS, MetricDefinitions
 from .aggregation import RunStats
 from .compare import compare_runs
 from .finish import question_reports
@@ -17,8 +17,7 @@ from .reader import read_run
 from .selective import selective_reports
 
 if TYPE_CHECKING:
-    from ..core.policy import Policy
-    from ..core.questions import Question
+    from ..core import Policy, Question
     from .sweep import GateSweep
 
 __all__ = [
@@ -129,7 +128,7 @@ def check_gates_file(
     knowingly (issue 42 item 3): a rule naming a question no record of the run answers is
     refused, one line naming the gate (as an unknown gate is refused), before anything is
     swept; a file whose question-set digest is not the run's is one warning with both."""
-    from ..core.canonical import questions_sha256
+    from ..core import questions_sha256
     from .inputs import ReportInputError
 
     answered = run.questions

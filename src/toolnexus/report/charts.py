@@ -17,7 +17,7 @@ import io
 import re
 from typing import Any
 
-from ..core.errors import ReportError
+from ..core import ReportError
 from ..core.qtypes import registry
 from .model import (
     ChoiceDistribution,

@@ -24,9 +24,7 @@ from itertools import compress, repeat
 from typing import Any
 
 from ..core.qtypes import registry
-from ..records.arrowrows import column_values
-from ..records.formats import Span
-from ..records.model import SCHEMA_VERSION, SCHEMA_VERSION_KEY
+from ..records import SCHEMA_VERSION, SCHEMA_VERSION_KEY, Span, column_values
 from .accumulators import QuestionStats
 from .aggregation import RunStats
 from .fieldchecks import RecordError, _valid_distribution
@@ -77,7 +75,7 @@ def _tables(path: str, span: Span) -> list[Any] | None:
 
 
 def _count_table(table: Any, stats: RunStats, seen: set[str]) -> bool:
-    from ..records.arrow import struct_kind
+    from ..records import struct_kind
 
     names = table.schema.names
     n = table.num_rows

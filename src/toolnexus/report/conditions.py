@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.comparisons import OPERATORS
+from ..core import OPERATORS
 from .accumulators import FIRST_IDS, REPORT_FLAGS
 from .inputs import ReportInputError
 from .model import SCALAR_METRICS, QuestionComparison, QuestionReport, Report, RunSummary
@@ -58,8 +58,7 @@ class Condition:
 def _parse_one(text: str) -> Condition:
     # The grammar's tokenizer (``toolnexus.core.comparisons``, shared with ``filter --where``), then
     # this command's own operators and names.
-    from ..core.comparisons import parse_comparison
-    from ..core.errors import ConfigError
+    from ..core import ConfigError, parse_comparison
 
     try:
         parsed = parse_comparison(text)

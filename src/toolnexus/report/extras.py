@@ -16,11 +16,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..calibration.choice import accuracy_coverage, one_vs_rest_columns
-from ..calibration.scores import rps, rps_columns
-from ..calibration.thresholds import threshold_pair, threshold_table
-from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
-from ..metrics.measures import ReliabilityBin
+from ..calibration import (
+    accuracy_coverage,
+    one_vs_rest_columns,
+    rps,
+    rps_columns,
+    threshold_pair,
+    threshold_table,
+)
+from ..metrics import DEFAULT_DEFINITIONS, MetricDefinitions, ReliabilityBin
 from .figures import CoveragePoint, EceUncertainty, ThresholdCut, ThresholdPair
 from .model import (
     OptionCalibration,
@@ -31,7 +35,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from ..calibration.uncertainty import Pairs
+    from ..calibration import Pairs
 
     Floats = npt.NDArray[np.float64]
 
@@ -62,7 +66,7 @@ def ece_uncertainty(
     """The ECE's 95% bootstrap interval and the noise floor on these probabilities (``None``
     with no data). ``y_true`` is the label (noul) or the top-1 correctness; ``d``: the
     historic bins, or the interval and floor of :func:`ece_uncertainty_by`."""
-    from ..calibration.uncertainty import ece_interval, ece_null
+    from ..calibration import ece_interval, ece_null
 
     if not d.historic_bins:
         import numpy as np
@@ -81,7 +85,7 @@ def ece_uncertainty_by(
 ) -> EceUncertainty | None:
     """The interval and floor of an ECE under ``d`` over ``pairs`` (one per class with
     ``rows``, for ``--ece-of class``)."""
-    from ..calibration.uncertainty import ece_interval_by, ece_null_by
+    from ..calibration import ece_interval_by, ece_null_by
 
     interval = ece_interval_by(pairs, d)
     floor = ece_null_by(pairs, d, rows)
@@ -158,8 +162,8 @@ def calibration_pairs(a: LabelledArrays, of: str) -> tuple[Pairs, Floats | None]
 def defined_figures(a: LabelledArrays, of: str, d: MetricDefinitions, intervals: bool) -> Defined:
     """The ECE of ``of`` under ``d``, its interval and floor, and its reliability bins (the
     top-label ones for ``class``, whose ECE is a mean over classes)."""
-    from ..calibration.uncertainty import ece_by
-    from ..metrics.definitions import binned_sums
+    from ..calibration import ece_by
+    from ..metrics import binned_sums
 
     pairs, rows = calibration_pairs(a, of)
     shown = pairs[0] if of != "class" else (a.correct, a.top)
@@ -186,8 +190,7 @@ def nll_terms(a: LabelledArrays, d: MetricDefinitions) -> Floats:
     renormalised, or without a floor clipped to ``[1e-15, 1 - 1e-15]`` as ``log_loss`` is."""
     import numpy as np
 
-    from ..metrics.definitions import label_probability
-    from ..metrics.measures import EPS
+    from ..metrics import EPS, label_probability
 
     if d.log_floor is not None:
         said = label_probability(a.rows, a.labels, d.log_floor)
@@ -214,9 +217,8 @@ def pooled_metrics(
     (``questions``: the run's accumulators); the top-label ECE, a noul as ``[p, 1 - p]``."""
     import numpy as np
 
-    from ..calibration.fit import refit_temperature
-    from ..calibration.uncertainty import ece_by
-    from ..metrics.definitions import floored_rows
+    from ..calibration import ece_by, refit_temperature
+    from ..metrics import floored_rows
 
     parts = [a for q in questions if q.labelled for a in [q.arrays()] if a is not None]
     invalid = sum(getattr(q, "labelled_invalid", 0) for q in questions)
@@ -255,8 +257,8 @@ def temperature(a: LabelledArrays, d: MetricDefinitions) -> float | None:
     """The refit temperature at ``d``'s floor (``None`` without records)."""
     import numpy as np
 
-    from ..calibration.fit import refit_temperature
-    from ..metrics.definitions import floored_rows
+    from ..calibration import refit_temperature
+    from ..metrics import floored_rows
 
     if not len(a.rows):
         return None

@@ -10,9 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..core.errors import ReportError
+from ..core import SUM_TOLERANCE, ReportError
 from ..core.qtypes import registry
-from ..core.qtypes.values import SUM_TOLERANCE
 
 __all__ = ["LabelError", "RecordError"]
 

@@ -6,7 +6,7 @@ on ``jobs``."""
 
 from __future__ import annotations
 
-from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
+from ..metrics import DEFAULT_DEFINITIONS, MetricDefinitions
 from .aggregation import RunStats
 from .model import QuestionReport
 from .pool import in_order

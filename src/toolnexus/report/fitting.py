@@ -24,7 +24,7 @@ from .levels import ScoreStats
 from .ranked import RankedStats
 
 if TYPE_CHECKING:
-    from ..calibration.maps import CalibrationFile
+    from ..calibration import CalibrationFile
 
 __all__ = ["DEFAULT_PACK_SIZE", "DEFAULT_STYLE", "fit_calibration", "save_calibration"]
 
@@ -75,7 +75,7 @@ def _provenance(stats: RunStats) -> tuple[dict[str, Any], str | None]:
 
 def _fit_one(st: QuestionStats) -> Any:
     """The fit (``MapFit``) or the reason there is none (``Skipped``) for one key."""
-    from ..calibration.fit import Skipped, fit_noul, fit_temperature_map
+    from ..calibration import Skipped, fit_noul, fit_temperature_map
 
     if isinstance(st, NoulStats):
         return fit_noul(list(st.y_true), list(st.y_prob))
@@ -93,8 +93,7 @@ def _fit_one(st: QuestionStats) -> Any:
 def fit_calibration(stats: RunStats, path: str) -> tuple[CalibrationFit, list[str]]:
     """Fit every labelled key of ``stats``, write the calibration file at ``path``, and return
     the report's account of it with one line per skipped key."""
-    from ..calibration.fit import Skipped
-    from ..calibration.maps import CalibrationFile, Provenance, QuestionMap
+    from ..calibration import CalibrationFile, Provenance, QuestionMap, Skipped
 
     if not any(st.labelled for st in stats.questions.values()):
         # Issue 42 item 2: labels that match nothing fit nothing; an old file is kept.
@@ -129,8 +128,8 @@ def save_calibration(path: str | Path, cal: CalibrationFile) -> str:
     written."""
     import hashlib
 
-    from ..calibration.maps import dumps_calibration
-    from ..records.outputs import whole_file
+    from ..calibration import dumps_calibration
+    from ..records import whole_file
 
     data = dumps_calibration(cal)
     with whole_file(path, "wb") as f:

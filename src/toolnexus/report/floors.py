@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..calibration.oob import OobGuard, oob_guard
+from ..calibration import OobGuard, oob_guard
 from ..core.qtypes import registry
 from .judged import LABEL_TRUTH, decided_records
 from .labels import Labels

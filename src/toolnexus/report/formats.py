@@ -15,15 +15,18 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
-from ..records.codec import line_loader
-from ..records.csvcodec import (
+from ..records import (
+    PARQUET_MAGIC,
     CsvCodec,
     RecordDecodeError,
+    RunFormat,
+    Span,
+    header_note,
+    journal_path,
+    line_loader,
     read_csv_header,
+    register_format,
 )
-from ..records.csvdialect import header_note
-from ..records.formats import RunFormat, Span, register_format
-from ..records.parquet import PARQUET_MAGIC, journal_path
 from .inputs import (
     _CHUNK,
     LocatedError,
@@ -119,7 +122,7 @@ def cut_last_line(path: str) -> str | None:
 
 def _parquet_file(path: str, raw: IO[bytes], what: str) -> Any:
     """The ``pyarrow.parquet.ParquetFile`` of an open file, or one line saying it is none."""
-    from ..records.arrow import require_pyarrow
+    from ..records import require_pyarrow
 
     pa = require_pyarrow()
     import pyarrow.parquet as pq
@@ -148,7 +151,7 @@ def parquet_group_spans(path: str) -> list[Span]:
 
 def parquet_rows(path: str, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(row, object)`` for every row of a Parquet file (a labels file), one batch at a time."""
-    from ..records.arrow import require_pyarrow
+    from ..records import require_pyarrow
 
     pa = require_pyarrow()
     with _open(path) as raw:
@@ -166,7 +169,7 @@ def parquet_rows(path: str, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
 def _iter_parquet(path: str, span: Span | None = None) -> Iterator[tuple[int, Any]]:
     """The records of a Parquet run, row group by row group (only the span's with ``span``),
     numbered by their row in the file; then, read whole, the journal's complete lines."""
-    from ..records.arrow import require_pyarrow, table_to_records
+    from ..records import require_pyarrow, table_to_records
 
     pa = require_pyarrow()
     with _open(path) as raw:

@@ -20,9 +20,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from ..core.errors import ReportError
-from ..records.csvdialect import csv_delimiter, first_non_utf8, not_utf8_hint
-from ..records.model import SCHEMA_VERSION_KEY, schema_problem
+from ..core import ReportError
+from ..records import (
+    SCHEMA_VERSION_KEY,
+    csv_delimiter,
+    first_non_utf8,
+    not_utf8_hint,
+    schema_problem,
+)
 
 __all__ = [
     "LocatedError",

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..records.model import id_problem
+from ..records import id_problem
 from .inputs import (
     ReportInputError,
     readable_again,

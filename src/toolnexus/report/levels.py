@@ -10,11 +10,15 @@ from array import array
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.consistency import SCORE_CONFIDENCE_FORMULAS, score_confidence_fits
-from ..core.qtypes.rubric import level_label
-from ..metrics.arrays import in_order_sum
-from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
-from ..metrics.measures import accuracy_score, mean_absolute_error, within_one
+from ..core import SCORE_CONFIDENCE_FORMULAS, level_label, score_confidence_fits
+from ..metrics import (
+    DEFAULT_DEFINITIONS,
+    MetricDefinitions,
+    accuracy_score,
+    in_order_sum,
+    mean_absolute_error,
+    within_one,
+)
 from .accumulators import _LEVEL_KEYS, _mean, _share
 from .extras import rps_in_level_order
 from .fieldchecks import (

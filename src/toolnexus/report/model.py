@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
-from ..metrics.measures import ReliabilityBin, Threshold
+from ..metrics import DEFAULT_DEFINITIONS, MetricDefinitions, ReliabilityBin, Threshold
 from .figures import (
     CalibrationFit,
     CoveragePoint,

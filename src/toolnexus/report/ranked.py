@@ -16,16 +16,19 @@ from collections.abc import Mapping, Sequence
 from itertools import repeat
 from typing import Any, NamedTuple
 
-from ..metrics.arrays import ProbabilityRows, column
-from ..metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions, padded
-from ..metrics.measures import (
+from ..metrics import (
+    DEFAULT_DEFINITIONS,
+    MetricDefinitions,
+    ProbabilityRows,
     Reliability,
     ReliabilityBin,
     accuracy_score,
+    column,
     confusion_matrix,
     macro_f1_from_confusion,
     multiclass_brier_score,
     multiclass_log_loss,
+    padded,
     reliability,
 )
 from .accumulators import QuestionStats, _share

@@ -29,7 +29,7 @@ from functools import partial
 from importlib import import_module
 from typing import Any
 
-from ..records.formats import Span, format_named, register_format
+from ..records import Span, format_named, register_format
 from .aggregation import RunStats, record_id
 from .compare import Snapshot
 from .fieldchecks import RecordError

@@ -81,7 +81,7 @@ def write_review(run: str, path: str, defaults: Mapping[str, str] | None = None)
     header = ["id", f"{c}why", *(f"{c}{k}" for k in keys)]
     header += [f"{c}{name} {field}" for name in gates for field in ("action", "reason")]
     header += [*keys, *gates]
-    from ..records.outputs import whole_file
+    from ..records import whole_file
 
     # Whole or not at all (issue 42 item 2): an empty queue is its header.
     with whole_file(path, newline="") as f:

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..records.formats import RunFormat, Span, format_named, sniffed_format, suffix_format
+from ..records import RunFormat, Span, format_named, sniffed_format, suffix_format
 from .inputs import (
     _open,
 )

@@ -18,10 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..calibration.oobselect import NOT_ANSWERED, RIGHT, WRONG, SelectiveGuard, oob_selective
-from ..core.policy import Policy
+from ..calibration import NOT_ANSWERED, RIGHT, WRONG, SelectiveGuard, oob_selective
+from ..core import Policy, Question
 from ..core.qtypes import registry
-from ..core.questions import Question
 from .judged import LABEL_TRUTH, decided_records
 from .labels import Labels
 from .sweep import at_floor, decided_answers

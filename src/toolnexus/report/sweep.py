@@ -33,13 +33,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from ..core.answers import Answer
-from ..core.bands import Bands
-from ..core.decision import parse_decision
-from ..core.errors import ClassifierError
-from ..core.policy import Policy, Rule, decide
+from ..core import Answer, Bands, ClassifierError, Policy, Question, Rule, decide, parse_decision
 from ..core.qtypes import registry
-from ..core.questions import Question
 from .inputs import ReportInputError
 from .labels import Labels
 from .runs import iter_records

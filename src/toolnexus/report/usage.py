@@ -8,7 +8,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from ..core.decision import MAX_USAGE
+from ..core import MAX_USAGE
 from .fieldchecks import RecordError, _shown
 from .model import Usage as UsageSummary
 

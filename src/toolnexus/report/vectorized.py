@@ -20,8 +20,8 @@ from itertools import pairwise, repeat
 from typing import Any
 
 from ..core.qtypes import registry
-from ..metrics.measures import N_BINS
-from ..records.arrowrows import column_values
+from ..metrics import N_BINS
+from ..records import column_values
 from .accumulators import (
     _BAND_INDEX,
     _LEVEL_KEYS,
@@ -318,7 +318,7 @@ def _choice(st: ChoiceStats, f: dict[str, Any], labels: list[str | None], ids: l
 
 
 def _score(st: ScoreStats, f: dict[str, Any], labels: list[str | None], ids: list[str]) -> bool:
-    from ..core.qtypes.rubric import level_label
+    from ..core import level_label
 
     uniform = _uniform(f["probabilities"])
     if uniform is None or not _confidences(st, f["confidence"]) or not _flags_plain(f["flags"]):
@@ -366,7 +366,7 @@ def _score_fits(
     answer by answer (the same bounds, array-wise)."""
     import numpy as np
 
-    from ..core.consistency import ROUNDING, choice_confidence, uniform_spread
+    from ..core import ROUNDING, choice_confidence, uniform_spread
 
     keep = [i for i, c in enumerate(confidences) if c is not None]
     if not keep:

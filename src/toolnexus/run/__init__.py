@@ -47,11 +47,39 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .arrowin import RowBlock as RowBlock
+    from .arrowin import column_problem as column_problem
+    from .arrowin import read_columns as read_columns
+    from .arrowin import row_block as row_block
+    from .budget import counting_resends as counting_resends
+    from .budget import output_per_request as output_per_request
+    from .budget import require_price as require_price
+    from .budget import unestimated_budget as unestimated_budget
     from .codecs import Reader, Sink, register_reader, register_sink
+    from .codecs import reader_for as reader_for
     from .config import RunConfig, caps_from
+    from .config import apply_gate_floors as apply_gate_floors
+    from .decided import decided_ids as decided_ids
     from .dry import DryRun, estimate
+    from .dry import check_dry as check_dry
+    from .dry import estimate_items as estimate_items
     from .engine import arun_batch, run_batch
     from .items import InputItem, InputSpec
+    from .otel import prepare_telemetry as prepare_telemetry
+    from .otel import run_telemetry as run_telemetry
+    from .output import ReorderBuffer as ReorderBuffer
+    from .resume import PriorMismatch as PriorMismatch
+    from .resume import UnreadableRecord as UnreadableRecord
+    from .safety import check_files as check_files
+    from .safety import check_key as check_key
+    from .states import STATE_FORMATS as STATE_FORMATS
+    from .states import StateFormat as StateFormat
+    from .states import attach_images as attach_images
+    from .states import guess_format as guess_format
+    from .states import load_state as load_state
+    from .states import load_states_jsonl as load_states_jsonl
+    from .states import parse_image_options as parse_image_options
+    from .stream import result_record as result_record
     from .summary import RunEnded, RunNote, RunProgress, RunSummary
 
 #: Each public name and its module, imported on first use (PEP 562): ``eval`` reads its state
@@ -60,19 +88,47 @@ _WHERE = {
     "DryRun": "dry",
     "InputItem": "items",
     "InputSpec": "items",
+    "PriorMismatch": "resume",
     "Reader": "codecs",
+    "ReorderBuffer": "output",
+    "RowBlock": "arrowin",
     "RunConfig": "config",
     "RunEnded": "summary",
     "RunNote": "summary",
     "RunProgress": "summary",
     "RunSummary": "summary",
+    "STATE_FORMATS": "states",
     "Sink": "codecs",
+    "StateFormat": "states",
+    "UnreadableRecord": "resume",
+    "apply_gate_floors": "config",
     "arun_batch": "engine",
+    "attach_images": "states",
     "caps_from": "config",
+    "check_dry": "dry",
+    "check_files": "safety",
+    "check_key": "safety",
+    "column_problem": "arrowin",
+    "counting_resends": "budget",
+    "decided_ids": "decided",
     "estimate": "dry",
+    "estimate_items": "dry",
+    "guess_format": "states",
+    "load_state": "states",
+    "load_states_jsonl": "states",
+    "output_per_request": "budget",
+    "parse_image_options": "states",
+    "prepare_telemetry": "otel",
+    "read_columns": "arrowin",
+    "reader_for": "codecs",
     "register_reader": "codecs",
     "register_sink": "codecs",
+    "require_price": "budget",
+    "result_record": "stream",
+    "row_block": "arrowin",
     "run_batch": "engine",
+    "run_telemetry": "otel",
+    "unestimated_budget": "budget",
 }
 
 __all__ = [

@@ -26,8 +26,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..core.failures import one_line
-from ..records.arrow import require_pyarrow
+from ..core import one_line
+from ..records import require_pyarrow
 from .items import (
     ARROW_SUFFIXES,
     MALFORMED,

@@ -18,13 +18,12 @@ from contextlib import AbstractContextManager
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from ..core.errors import RunError
-from ..core.failures import EXIT_BUDGET, Surface, option
-from ..scheduler.budget import OUTPUT_MARGIN, Budget, Caps, Price, Spend
+from ..core import EXIT_BUDGET, RunError, Surface, option
+from ..scheduler import OUTPUT_MARGIN, Budget, Caps, Price, Spend
 from .config import RunConfig
 
 if TYPE_CHECKING:
-    from ..core.questions import Question
+    from ..core import Question
     from .dry import DryRun
 
 __all__ = [
@@ -75,8 +74,8 @@ def _unestimated(cfg: RunConfig) -> Budget:
 
 def output_per_request(questions: Mapping[str, Question]) -> int:
     """The output tokens one request of ``questions`` (prepared) is reserved."""
-    from ..core.questions import questions_to_wire
-    from ..scheduler.budget import estimate_output_tokens
+    from ..core import questions_to_wire
+    from ..scheduler import estimate_output_tokens
 
     return estimate_output_tokens(questions_to_wire(dict(questions)))
 
@@ -102,7 +101,7 @@ def counting_resends(budget: Budget | None) -> AbstractContextManager[object]:
 
     if budget is None:
         return contextlib.nullcontext()
-    from ..transport.observe import observing
+    from ..transport import observing
 
     return observing(ResendCounter(budget))
 
@@ -138,8 +137,8 @@ def require_price(caps: Caps, price: Price | None, surface: Surface = "batch") -
     """``--max-cost`` without ``--price`` (or ``$TOOLNEXUS_PRICE``) refused before anything is
     sent: the library's one check (``scheduler.budget.check_price``) as the run's
     :class:`RunError`, exit 2 (``run_batch``, ``batch``, ``filter`` and ``mcp`` call it)."""
-    from ..core.errors import ConfigError
-    from ..scheduler.budget import check_price
+    from ..core import ConfigError
+    from ..scheduler import check_price
 
     try:
         check_price(caps.max_cost, price, surface)

@@ -22,11 +22,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
-from ..core.errors import RunError
+from ..core import RunError
 from .resume import Framing, PriorOutput
 
 if TYPE_CHECKING:
-    from ..core.questions import Question
+    from ..core import Question
     from ..records import Record
     from .items import InputItem, InputSpec, Notes
 
@@ -318,8 +318,8 @@ def _open_parquet(
 
 
 def _prior_parquet(output: str, sha: str) -> PriorOutput:
-    from ..core.failures import one_line
-    from ..records.arrow import require_pyarrow
+    from ..core import one_line
+    from ..records import require_pyarrow
     from .parquet import read_parquet_prior
 
     pa = require_pyarrow()
@@ -330,7 +330,7 @@ def _prior_parquet(output: str, sha: str) -> PriorOutput:
 
 
 def _parquet_files(output: str) -> list[str]:
-    from ..records.parquet import journal_path
+    from ..records import journal_path
 
     return [output, journal_path(output)]
 

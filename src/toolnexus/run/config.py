@@ -17,18 +17,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..core.defaults import DEFAULT_BATCH_CONCURRENCY, DEFAULT_BATCH_PATIENCE
-from ..core.errors import RunError
+from ..core import DEFAULT_BATCH_CONCURRENCY, DEFAULT_BATCH_PATIENCE, RunError
 from .items import InputSpec
 
 if TYPE_CHECKING:
-    from ..core.decision import Decision
-    from ..core.failures import Surface
-    from ..core.policy import Policy
-    from ..core.questions import Question
-    from ..questionfile.thresholds import GateFloor
-    from ..scheduler import Admission
-    from ..scheduler.budget import Caps, Price
+    from ..core import Decision, Policy, Question, Surface
+    from ..questionfile import GateFloor
+    from ..scheduler import Admission, Caps, Price
 
 __all__ = ["Recorder", "RunConfig", "apply_gate_floors", "caps_from"]
 
@@ -130,7 +125,7 @@ class RunConfig:
             if isinstance(path, os.PathLike):
                 object.__setattr__(self, name, os.fspath(path))
         if self.gate_floors:
-            from ..questionfile.thresholds import gate_floor
+            from ..questionfile import gate_floor
 
             floors = {str(n): gate_floor(f, "gate_floors", str(n)) for n, f in
                       self.gate_floors.items()}  # fmt: skip
@@ -149,19 +144,19 @@ class RunConfig:
         thresholds file (``batch --thresholds @FILE``, a ``str`` or ``Path``): its cut-points, its
         ``questions:`` cut-points and its ``gates:`` floors set ``thresholds``,
         ``question_thresholds`` and ``gate_floors``. ``fields`` are the other fields."""
-        from ..core.defaults import resolve_model
+        from ..core import resolve_model
         from ..questionfile import load_question_file
 
         thresholds = fields.get("thresholds")
         if isinstance(thresholds, str | os.PathLike):
-            from ..questionfile.thresholds import read_gate_floors, read_thresholds
+            from ..questionfile import read_gate_floors, read_thresholds
 
             top, per_key = read_thresholds(os.fspath(thresholds))
             floors = read_gate_floors(os.fspath(thresholds))
             fields.update(thresholds=top, question_thresholds=per_key, gate_floors=floors)
         (file_model, questions), gates = load_question_file(path)
         if isinstance(thresholds, str | os.PathLike):
-            from ..questionfile.thresholds import check_fitted_on
+            from ..questionfile import check_fitted_on
 
             # issue 42 item 3: a cut-point for a question the file lacks is refused; the
             # warnings (another question set, changed wording) are the CLI's to print
@@ -202,8 +197,8 @@ def caps_from(
     one line naming the flag (``batch``, ``filter`` and the MCP server's tools share it)."""
     from decimal import InvalidOperation
 
-    from ..core.errors import ConfigError
-    from ..scheduler.budget import Caps
+    from ..core import ConfigError
+    from ..scheduler import Caps
 
     cost = None
     if max_cost is not None:
@@ -229,7 +224,7 @@ def apply_gate_floors(
     a gate ``gates`` does not define is one line naming both (``eval`` and ``batch`` share it)."""
     if not floors:
         return dict(gates)
-    from ..report.sweep import at_floor
+    from ..report import at_floor
 
     source = "the question set" if questions_path is None else os.fspath(questions_path)
     for name, floor in floors.items():

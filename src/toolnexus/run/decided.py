@@ -22,10 +22,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..core.failures import one_line
-from ..records.arrow import require_pyarrow
-from ..records.model import SCHEMA_VERSION, SCHEMA_VERSION_KEY, record_from_object
-from ..records.parquet import journal_path
+from ..core import one_line
+from ..records import (
+    SCHEMA_VERSION,
+    SCHEMA_VERSION_KEY,
+    journal_path,
+    record_from_object,
+    require_pyarrow,
+)
 from .items import parquet_files
 from .resume import PriorMismatch, check_question_set, read_prior, written_format
 

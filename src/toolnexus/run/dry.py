@@ -22,12 +22,15 @@ from dataclasses import asdict, dataclass
 from decimal import Decimal
 from typing import Any
 
-from ..core.canonical import canonical_json
-from ..core.errors import ClassifierError, RunError
-from ..core.questions import Question, questions_to_wire
-from ..core.state import check_state
-from ..scheduler.budget import Price, estimate_output_tokens
-from ..scheduler.tokens import PrefixTally, TokenEstimate, estimate_tokens
+from ..core import (
+    ClassifierError,
+    Question,
+    RunError,
+    canonical_json,
+    check_state,
+    questions_to_wire,
+)
+from ..scheduler import PrefixTally, Price, TokenEstimate, estimate_output_tokens, estimate_tokens
 from .codecs import iter_inputs
 from .config import RunConfig
 from .items import InputItem
@@ -100,7 +103,7 @@ class DryRun:
             f"estimated cost: {cost}",
         ]
         if self.requests:
-            from ..scheduler.tokens import CONTEXT_TOKENS, STATE_AND_QUESTION_TOKENS
+            from ..scheduler import CONTEXT_TOKENS, STATE_AND_QUESTION_TOKENS
 
             verdict = (
                 "within the limits"
@@ -179,7 +182,7 @@ def estimate_items(
     """What sending ``items`` (read and selected by the caller: a run, ``filter``) would cost,
     packed as ``pack``, with the classifier ``classifier`` (``create_classifier``'s keywords)
     builds; sends nothing."""
-    from ..classifier.factory import create_classifier
+    from ..classifier import create_classifier
 
     check_dry(classifier)
     options = dict(classifier)
@@ -234,7 +237,7 @@ def _against_limits(
     result: DryRun, body: bytes, state: Any, wire: Any, sizes: list[tuple[int, int]]
 ) -> None:
     """The largest request against the wire's limits (``batch --dry-run``, issue 34 item 4)."""
-    from ..config.requestbudget import budget_of
+    from ..config import budget_of
 
     budget = budget_of(body, canonical_json(state), wire, sizes)
     result.largest_request_upper = budget.request
@@ -247,8 +250,7 @@ def _estimate_packs(
 ) -> tuple[bytes, Any, Any, list[tuple[int, int]]] | None:
     """Requests and tokens of the packed requests ``packplan.plan_packs`` makes of the states
     to send, each estimated on its own packed body, exactly as it will be sent."""
-    from ..evaluate.packing import pack_lifted, pack_questions
-    from ..evaluate.packplan import packed_body, plan_packs
+    from ..evaluate import pack_lifted, pack_questions, packed_body, plan_packs
 
     states = [state for state, _ in sendable]
     largest = None

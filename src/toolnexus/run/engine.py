@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
-from ..core.failures import one_line
+from ..core import one_line
 from .budget import budget_of, counting_resends, require_price
 from .codecs import SinkWriter, iter_inputs, sink_for
 from .config import RunConfig
@@ -38,8 +38,8 @@ from .stream import Stream
 from .summary import RunEnded, RunNote, RunProgress, RunSummary
 
 if TYPE_CHECKING:
-    from ..classifier.client import Classifier
-    from ..records.decision import Recalibrator
+    from ..classifier import Classifier
+    from ..records import Recalibrator
     from ..scheduler import Admission
     from .otel import RunSpan
     from .resume import PriorOutput
@@ -202,7 +202,7 @@ class _Session:
     def _over_cost_cap(self, admission: tuple[Admission, ...]) -> None:
         """What the spend passed ``max_cost`` by, for the summary: only the estimate error of
         requests already in flight can carry it past (issue 42 item 7)."""
-        from ..scheduler.budget import Budget
+        from ..scheduler import Budget
 
         for member in admission:
             if isinstance(member, Budget) and member.over_cost_cap > 0:
@@ -210,7 +210,7 @@ class _Session:
                 self.summary.cost_cap = member.caps.max_cost
 
     def _classifier(self) -> Classifier:
-        from ..classifier.factory import create_classifier
+        from ..classifier import create_classifier
 
         options = dict(self.cfg.classifier)
         if self.cfg.cache is not None:
@@ -221,7 +221,7 @@ class _Session:
         cfg = self.cfg
         if cfg.calibration is None:
             return None
-        from ..records.decision import Recalibrator
+        from ..records import Recalibrator
         from .ids import question_set_sha256
 
         # An unpacked run asks every state alone: a packed map is refused before anything is
@@ -236,7 +236,7 @@ class _Session:
         cfg = self.cfg
         if not sink_for(cfg.fmt).columns:
             return []
-        from ..records.decision import sample_record
+        from ..records import sample_record
         from .ids import question_set_sha256
         from .output import csv_columns
 

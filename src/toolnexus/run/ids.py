@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..core.questions import Question
+    from ..core import Question
 
 __all__ = ["SeenIds", "question_set_sha256"]
 
@@ -73,6 +73,6 @@ class SeenIds:
 
 def question_set_sha256(questions: Mapping[str, Question]) -> str:
     """The question-set digest, :func:`toolnexus.core.canonical.questions_sha256`."""
-    from ..core.canonical import questions_sha256
+    from ..core import questions_sha256
 
     return questions_sha256(questions)

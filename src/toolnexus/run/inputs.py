@@ -46,12 +46,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ..core.errors import RunError
-from ..core.failures import one_line
-from ..core.images import Image
-from ..core.jsonlimits import JsonLimitError, loads_noting_duplicates
+from ..core import Image, JsonLimitError, RunError, loads_noting_duplicates, one_line
 from ..core.printable import printable
-from ..records.csvdialect import (
+from ..records import (
     UTF16_HINT,
     csv_delimiter,
     first_non_utf8,

@@ -10,11 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
-from ..core.assets import with_images
-from ..core.errors import RunError
-from ..core.failures import MALFORMED_INPUT
-from ..core.images import Image
-from ..records.model import id_problem
+from ..core import MALFORMED_INPUT, Image, RunError, with_images
+from ..records import id_problem
 from .states import check_state
 
 __all__ = [

@@ -17,7 +17,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from ..core.errors import RunError
+from ..core import RunError
 
 __all__ = ["RunSpan", "prepare_telemetry", "run_telemetry"]
 
@@ -49,7 +49,7 @@ def _configure_sdk() -> Any:
     try:
         from opentelemetry.sdk._configuration import _OTelSDKConfigurator
     except ImportError:
-        from ..evaluate.telemetry import INSTALL_HINT
+        from ..evaluate import INSTALL_HINT
 
         raise RunError(
             f"--otel needs opentelemetry-sdk and an exporter: {INSTALL_HINT} opentelemetry-sdk"
@@ -84,7 +84,7 @@ def prepare_telemetry(flag: bool) -> Any:
     docstring); None when it is off. ``flag`` (``otel=True``) without the API or the SDK is
     one line naming the extra (a ``RunError``, exit 2). ``batch`` calls it before anything
     else, as ever; a second call finds the SDK configured and does nothing more."""
-    from ..evaluate.telemetry import wanted
+    from ..evaluate import wanted
 
     if not wanted(True if flag else None):
         return None
@@ -93,7 +93,7 @@ def prepare_telemetry(flag: bool) -> Any:
     except ImportError:
         if not flag:
             return None  # asked by the environment alone, without the API: stay quiet
-        from ..evaluate.telemetry import INSTALL_HINT
+        from ..evaluate import INSTALL_HINT
 
         raise RunError(f"--otel needs opentelemetry-api: {INSTALL_HINT}") from None
     if not _configured(trace):

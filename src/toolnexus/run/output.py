@@ -28,8 +28,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..records.codec import codec_for
-from ..records.csvcodec import csv_header
+from ..records import codec_for, csv_header
 from .resume import LINES, Framing, fsync_dir
 
 if TYPE_CHECKING:

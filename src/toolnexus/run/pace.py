@@ -8,14 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import RunStopped
-from ..core.failures import Surface, option
+from ..core import RunStopped, Surface, option
 from .config import RunConfig
 from .items import MALFORMED, InputItem
 from .summary import RunSummary
 
 if TYPE_CHECKING:
-    from ..core.answers import ClassifierUsage
+    from ..core import ClassifierUsage
     from ..scheduler import Outcome, Ticket
     from .items import Notes
 

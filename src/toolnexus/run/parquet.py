@@ -28,8 +28,7 @@ from collections.abc import Iterator, Mapping
 from itertools import chain
 from typing import TYPE_CHECKING
 
-from ..records import Record
-from ..records.parquet import journal_line, journal_path, parquet_records
+from ..records import Record, journal_line, journal_path, parquet_records
 from .output import OutputWriter
 from .parquet_sink import ParquetSink
 from .resume import (
@@ -45,7 +44,7 @@ from .resume import (
 )
 
 if TYPE_CHECKING:
-    from ..core.questions import Question
+    from ..core import Question
 
 __all__ = ["ParquetOutput", "read_parquet_prior"]
 
@@ -160,7 +159,7 @@ class ParquetOutput:
         # input line's error, which a JSONL run keeps as well.
         written = self._sink.finish() if self._sink is not None else None
         if written is None:
-            from ..records.arrow import write_parquet_run
+            from ..records import write_parquet_run
 
             _sweep(self.path)  # what a child that died mid-run left
 

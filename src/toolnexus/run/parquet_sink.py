@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..core.questions import Question
+    from ..core import Question
 
 __all__ = ["ParquetSink"]
 
@@ -130,8 +130,7 @@ class ParquetSink:
 def _child() -> int:
     """The child: a header, then journal lines, then END."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from ..records import codec_for
-    from ..records.arrow import RunWriter
+    from ..records import RunWriter, codec_for
 
     source = sys.stdin.buffer
     size = int.from_bytes(source.read(8), "big")

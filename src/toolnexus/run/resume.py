@@ -19,11 +19,16 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import BinaryIO
 
-from ..records import DecisionRecord, ErrorRecord, Record, codec_for
-from ..records.codec import Codec
-from ..records.csvcodec import read_csv_header
-from ..records.model import RecordVersionError
-from ..records.parquet import PARQUET_MAGIC
+from ..records import (
+    PARQUET_MAGIC,
+    Codec,
+    DecisionRecord,
+    ErrorRecord,
+    Record,
+    RecordVersionError,
+    codec_for,
+    read_csv_header,
+)
 
 __all__ = [
     "LINES",

@@ -10,15 +10,15 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import ConfigError, RunError
-from ..records.csvcodec import earlier_headers
+from ..core import ConfigError, RunError
+from ..records import earlier_headers
 from .codecs import Sink, SinkWriter, reader_for, sink_for
 from .config import RunConfig
 from .ids import question_set_sha256
 from .resume import PriorMismatch, PriorOutput, UnreadableRecord
 
 if TYPE_CHECKING:
-    from ..core.questions import Question
+    from ..core import Question
 
 __all__ = [
     "check_config",
@@ -72,7 +72,7 @@ def check_existing(cfg: RunConfig) -> None:
 def _words(cfg: RunConfig) -> Callable[..., str]:
     """``failures.option`` in the words of the run's surface (issue 43 item 7: a script is told
     ``resume=True``, ``toolnexus batch`` ``--resume``)."""
-    from ..core.failures import option
+    from ..core import option
 
     return lambda name, value=True: option(name, cfg.surface, value)
 
@@ -160,7 +160,7 @@ def check_files(
     import fnmatch
     import glob
 
-    from ..records.outputs import OutputError, check_outputs
+    from ..records import OutputError, check_outputs
 
     own_outputs, own_inputs = run_files(cfg)
     try:
@@ -203,7 +203,7 @@ def _check_cut_points(cfg: RunConfig) -> None:
     a question of the set (once it is known)."""
     from collections.abc import Mapping
 
-    from ..core.validation import merged_thresholds, swapped_cut_points
+    from ..core import merged_thresholds, swapped_cut_points
 
     pairs = [("thresholds", cfg.thresholds)]
     for key, cuts in cfg.question_thresholds.items():
@@ -268,7 +268,7 @@ def check_config(cfg: RunConfig) -> None:
             raise RunError(f"{arg}: no such input file or directory")
     if sink.needs_pyarrow or any(r is not None and r.needs_pyarrow for r in readers):
         # Before anything is read or sent: a missing extra is one line naming it.
-        from ..records.arrow import require_pyarrow
+        from ..records import require_pyarrow
 
         require_pyarrow()
     _check_output(cfg)
@@ -285,8 +285,8 @@ def check_key(classifier: Mapping[str, Any]) -> None:
     if classifier.get("style", "systemone") != "systemone":
         return
     base_url, api_key_env = classifier.get("base_url"), classifier.get("api_key_env")
-    from ..config.backends import BACKENDS, resolve_backend
-    from ..core.urls import (
+    from ..config import BACKENDS, resolve_backend
+    from ..core import (
         redact_url,
         userinfo,
     )

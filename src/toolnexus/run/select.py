@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 
-from ..core.failures import DUPLICATE_ID
+from ..core import DUPLICATE_ID
 from .config import RunConfig
 from .ids import SeenIds
 from .items import InputItem

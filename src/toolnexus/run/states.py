@@ -18,11 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from ..core.assets import with_images
-from ..core.errors import RunError
-from ..core.images import Image
+from ..core import Image, RunError, json_kind, with_images
 from ..core.printable import printable
-from ..core.qtypes.values import json_kind
 
 StateFormat = Literal["text", "json", "yaml"]
 STATE_FORMATS: tuple[StateFormat, ...] = ("text", "json", "yaml")
@@ -87,7 +84,7 @@ def image_state(source: str, what: str = "image file") -> Image:
 def parse_image_options(values: list[str] | None) -> dict[str, Image]:
     """``--image NAME=PATH`` (repeatable) -> ``{NAME: Image}``; the state refers to each as
     ``<NAME>``. A malformed pair, a bad name, a repeated name or a missing file is an error."""
-    from ..core.errors import ImageError
+    from ..core import ImageError
 
     images: dict[str, Image] = {}
     for value in values or []:
@@ -136,7 +133,7 @@ def _strip_final_newline(text: str) -> str:
 def _parse_yaml(text: str, name: str) -> Any:
     """A YAML state through the same reader as question files: one node budget for alias
     expansion, the same nesting and number bounds, duplicate keys and non-JSON values refused."""
-    from ..core.yamlread import YamlSyntaxError, read_yaml
+    from ..core import YamlSyntaxError, read_yaml
 
     try:
         doc = read_yaml(text)
@@ -176,7 +173,7 @@ def parse_state(
     if fmt == "text":
         return text if name == TEXT_NAME else _strip_final_newline(text)
     if fmt == "json":
-        from ..core.jsonlimits import JsonLimitError, loads_noting_duplicates
+        from ..core import JsonLimitError, loads_noting_duplicates
 
         try:
             value, twice = loads_noting_duplicates(text)
@@ -274,7 +271,7 @@ def load_state(
 def load_states_jsonl(source: str) -> list[Any]:
     """The states of a JSONL file (``canonical --pack-states``): one JSON state per line, blank
     lines skipped; an error names the file and the line."""
-    from ..core.jsonlimits import JsonLimitError, loads_noting_duplicates
+    from ..core import JsonLimitError, loads_noting_duplicates
 
     name = STDIN_NAME if source == "-" else source
     states: list[Any] = []

@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import RunError
+from ..core import RunError
 from .config import RunConfig
 
 __all__ = ["check_case_gates", "check_steps", "run_steps", "write_cases", "write_review"]
@@ -91,7 +91,7 @@ def _defaults(cfg: RunConfig) -> dict[str, str]:
 
 def write_review(cfg: RunConfig, say: Say) -> None:
     """``review_out``: the queue of what the run wrote to ``output``."""
-    from ..report.review import write_review as write
+    from ..report import write_review as write
 
     assert cfg.output is not None and cfg.review_out is not None  # check_steps
     # A run that cannot be read is a ReportError (the CLI's one boundary prints it, exit 2).
@@ -111,9 +111,7 @@ def write_cases(cfg: RunConfig, say: Say) -> None:
     """``emit_cases``: pick the cases from ``output``, read their states from ``inputs`` and
     write them; one note says how many (and how many states could not be written as JSON: an
     image state)."""
-    from ..report.inputs import ReportInputError
-    from ..report.judged import decided_records
-    from ..report.review import queue_reasons
+    from ..report import ReportInputError, decided_records, queue_reasons
     from .codecs import iter_inputs
 
     path, output, questions = cfg.emit_cases, cfg.output, cfg.questions_path
@@ -130,7 +128,7 @@ def write_cases(cfg: RunConfig, say: Say) -> None:
     written = unwritable = 0
     # relative to the cases file's folder, as the plugin resolves it
     where = Path(os.path.relpath(Path(questions).resolve(), Path(path).resolve().parent))
-    from ..records.outputs import OutputError, whole_file
+    from ..records import OutputError, whole_file
 
     try:
         with whole_file(path) as f:  # whole or not at all (issue 42 item 2)

@@ -21,10 +21,8 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import RunStopped
-from ..core.failures import CONDITION_FOR_CODE, failure_of, one_line
-from ..records import ErrorRecord, Record
-from ..records.gates import GateSet
+from ..core import CONDITION_FOR_CODE, RunStopped, failure_of, one_line
+from ..records import ErrorRecord, GateSet, Record
 from .codecs import SinkWriter
 from .config import RunConfig
 from .ids import question_set_sha256
@@ -35,12 +33,10 @@ from .safety import check_key
 from .summary import RunProgress, RunSummary
 
 if TYPE_CHECKING:
-    from ..classifier.client import Classifier
-    from ..core.errors import ClassifierError
-    from ..core.policy import Policy
-    from ..core.questions import Question
-    from ..evaluate.batchgroups import StateResult
-    from ..records.decision import Recalibrator
+    from ..classifier import Classifier
+    from ..core import ClassifierError, Policy, Question
+    from ..evaluate import StateResult
+    from ..records import Recalibrator
     from ..scheduler import Admission
 
 __all__ = ["REORDER_WINDOW_PER_SLOT", "Stream", "error_code", "result_record"]
@@ -73,13 +69,13 @@ def result_record(
     miss names the recordings ``replay`` holds), or the decision's record. The one place a
     result becomes a record, for the run and for ``toolnexus.arrow``'s tables alike.
     ``evaluate_stream`` validated the decision fail-closed: an invalid one is an error result."""
-    from ..core.errors import StaticMiss
-    from ..records.decision import record
+    from ..core import StaticMiss
+    from ..records import record
 
     if result.error is not None:
         message = result.error.message
         if isinstance(result.error, StaticMiss) and replay is not None:
-            from ..styles.recordings import replay_miss_message
+            from ..styles import replay_miss_message
 
             message = replay_miss_message(result.error, replay)
         return ErrorRecord(item_id, error_code(result.error), one_line(message), sha)

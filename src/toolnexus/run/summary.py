@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Literal
 
-from ..core.failures import (
+from ..core import (
     EXIT_BACKEND,
     EXIT_CONDITION,
     EXIT_FOR_CODE,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from ..core.answers import ClassifierUsage
+from ..core import ClassifierUsage
 from .tokens import TokenEstimate
 
 __all__ = [

@@ -30,9 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
-from ..core.answers import ClassifierUsage
-from ..core.errors import ConfigError, RunStopped
-from ..core.failures import Surface, option, stop_advice
+from ..core import ClassifierUsage, ConfigError, RunStopped, Surface, option, stop_advice
 from ..core.qtypes import registry
 from .admission import (
     Outcome,

@@ -22,8 +22,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..core.answers import ClassifierUsage
-from ..core.errors import ConfigError, HTTPStatusError, RunStopped, TransportError
+from ..core import ClassifierUsage, ConfigError, HTTPStatusError, RunStopped, TransportError
 from .admission import (
     Outcome,
     OutcomeKind,

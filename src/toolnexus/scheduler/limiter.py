@@ -50,10 +50,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..core.answers import ClassifierUsage
-from ..core.defaults import DEFAULT_BATCH_PATIENCE
-from ..core.errors import ConfigError, RunStopped
-from ..core.failures import Surface, stop_advice
+from ..core import (
+    DEFAULT_BATCH_PATIENCE,
+    ClassifierUsage,
+    ConfigError,
+    RunStopped,
+    Surface,
+    stop_advice,
+)
 from .admission import Outcome, OutcomeKind, Ticket
 from .pace import Pace, TokenBucket
 

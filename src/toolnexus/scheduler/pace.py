@@ -41,7 +41,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..core.errors import ConfigError
+from ..core import ConfigError
 
 __all__ = [
     "PACE_BACKOFF",

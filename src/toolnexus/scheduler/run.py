@@ -37,9 +37,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.answers import ClassifierUsage
-from ..core.errors import ConfigError, RunStopped
-from ..core.failures import Surface
+from ..core import ClassifierUsage, ConfigError, RunStopped, Surface
 from .admission import (
     Admission,
     Chain,

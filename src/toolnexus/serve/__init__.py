@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .faults import CLI_FAULTS, Fault, parse_faults
     from .limits import Limits, key_label
     from .options import DEFAULT_MAX_BODY_BYTES, ServeOptions
+    from .proxy import upstream_base as upstream_base
     from .replay import ReplayIndex
     from .rules import Reject
     from .script import Script, ScriptedReply, ScriptedRequest
@@ -38,15 +39,42 @@ if TYPE_CHECKING:
     from .wire import WireRequest, read_request
 
 _LAZY: dict[str, tuple[str, ...]] = {
-    "faults": ("CLI_FAULTS", "Fault", "parse_faults"),
-    "limits": ("Limits", "key_label"),
-    "options": ("DEFAULT_MAX_BODY_BYTES", "ServeOptions"),
+    "faults": (
+        "CLI_FAULTS",
+        "Fault",
+        "parse_faults",
+    ),
+    "limits": (
+        "Limits",
+        "key_label",
+    ),
+    "options": (
+        "DEFAULT_MAX_BODY_BYTES",
+        "ServeOptions",
+    ),
+    "proxy": ("upstream_base",),
     "replay": ("ReplayIndex",),
     "rules": ("Reject",),
-    "script": ("Script", "ScriptedReply", "ScriptedRequest"),
-    "server": ("MODELS", "Server", "serve"),
-    "synthetic": ("PLACEHOLDER", "PLACEHOLDER_FIELD", "input_tokens", "synthesize"),
-    "wire": ("WireRequest", "read_request"),
+    "script": (
+        "Script",
+        "ScriptedReply",
+        "ScriptedRequest",
+    ),
+    "server": (
+        "MODELS",
+        "Server",
+        "serve",
+    ),
+    "synthetic": (
+        "PLACEHOLDER",
+        "PLACEHOLDER_FIELD",
+        "input_tokens",
+        "synthesize",
+    ),
+    "wire": (
+        "WireRequest",
+        "read_request",
+    ),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 __all__ = [

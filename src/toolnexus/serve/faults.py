@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.defaults import DEFAULT_SERVE_RETRY_AFTER_MS, DEFAULT_SERVE_STALL_SECONDS
+from ..core import DEFAULT_SERVE_RETRY_AFTER_MS, DEFAULT_SERVE_STALL_SECONDS
 from .limits import rate_limit_body
 
 __all__ = ["CLI_FAULTS", "DEFAULT_RETRY_AFTER_MS", "DEFAULT_STALL_SECONDS", "Fault", "parse_faults"]

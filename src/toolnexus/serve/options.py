@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ..core.defaults import DEFAULT_SERVE_FAULTS, DEFAULT_SERVE_MAX_BODY_BYTES
-from ..core.errors import ConfigError
+from ..core import DEFAULT_SERVE_FAULTS, DEFAULT_SERVE_MAX_BODY_BYTES, ConfigError
 from .faults import CLI_FAULTS, DEFAULT_RETRY_AFTER_MS, DEFAULT_STALL_SECONDS, Fault, parse_faults
 from .limits import Limits, parse_rate
 from .script import Script

@@ -24,13 +24,13 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import aiohttp
 
-from ..core.errors import DecisionError
-from ..core.urls import (
+from ..core import (
+    DecisionError,
     redact_url,
     url_secrets,
 )
-from ..styles.recordings import write_wire_recording
-from ..transport.redaction import scrub_value
+from ..styles import write_wire_recording
+from ..transport import scrub_value
 from .wire import WireRequest
 
 __all__ = [

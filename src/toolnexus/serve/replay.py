@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.canonical import QUESTIONS_DIGEST, canonical_json, sha256_hex
-from ..styles.recordings import Recording, load_recordings
+from ..core import QUESTIONS_DIGEST, canonical_json, sha256_hex
+from ..styles import Recording, load_recordings
 from .rules import Reject
 from .wire import WireRequest, swap_placeholders
 

@@ -27,10 +27,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from ..core.canonical import canonical_json
-from ..core.imagelimits import (
+from ..core import (
     IMAGE_MAX_BYTES,
     REQUEST_IMAGE_MAX_BYTES,
+    canonical_json,
     image_format,
     image_size,
 )

@@ -27,7 +27,7 @@ from typing import ParamSpec
 import aiohttp
 from aiohttp import web
 
-from ..core.errors import ClassifierError
+from ..core import ClassifierError
 from .faults import Fault
 from .limits import Limits
 from .middleware import EXCHANGE, Exchange, Stats, json_response, middlewares, request_id

@@ -36,10 +36,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.canonical import canonical_json
+from ..core import PLACEHOLDER, PLACEHOLDER_FIELD, canonical_json
 from ..core.qtypes import registry
-from ..core.qtypes.raw import PLACEHOLDER, PLACEHOLDER_FIELD
-from ..evaluate.packing import STATES_KEY, unpack_questions_wire
+from ..evaluate import STATES_KEY, unpack_questions_wire
 
 __all__ = [
     "PLACEHOLDER",

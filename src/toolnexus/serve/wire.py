@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.canonical import canonical_json
+from ..core import canonical_json
 from .rules import ImageAsset, Reject, check_fields, check_rules, read_images, reject
 
 __all__ = ["WireRequest", "read_request", "swap_placeholders", "zstd_decompressor"]

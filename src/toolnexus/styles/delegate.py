@@ -20,13 +20,25 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config.options import ClassifierOptions, CustomEvaluate, RecordedDecision
-from ..core.assets import LiftedState, lift_with_questions
-from ..core.canonical import QUESTIONS_DIGEST, canonical_json, questions_sha256, sha256_hex
-from ..core.decision import Decision, parse_decision
-from ..core.defaults import DEFAULT_BATCH_CONCURRENCY
-from ..core.errors import ClassifierError, ConfigError, HostBackendError, StaticMiss
-from ..core.questions import Question, normalize_questions, questions_to_wire
-from ..core.validation import Checked
+from ..core import (
+    DEFAULT_BATCH_CONCURRENCY,
+    QUESTIONS_DIGEST,
+    Checked,
+    ClassifierError,
+    ConfigError,
+    Decision,
+    HostBackendError,
+    LiftedState,
+    Question,
+    StaticMiss,
+    canonical_json,
+    lift_with_questions,
+    normalize_questions,
+    parse_decision,
+    questions_sha256,
+    questions_to_wire,
+    sha256_hex,
+)
 
 if TYPE_CHECKING:
     from ..scheduler import Scheduler

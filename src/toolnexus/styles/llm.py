@@ -27,21 +27,21 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import httpx
 
 from ..config.options import ClassifierOptions
-from ..core.assets import lift_with_questions
-from ..core.canonical import canonical_json
-from ..core.errors import (
+from ..core import (
+    Checked,
     ClassifierError,
     ClassifierUnsupported,
     ConfigError,
     DecisionError,
     HostBackendError,
     HTTPStatusError,
+    ImageLimits,
+    Question,
+    canonical_json,
+    lift_with_questions,
+    loads,
 )
-from ..core.imagelimits import ImageLimits
-from ..core.jsonlimits import loads
 from ..core.qtypes import registry
-from ..core.questions import Question
-from ..core.validation import Checked
 from ..transport import SystemOneTransport
 from .llm_wire import (
     build_messages,

@@ -13,16 +13,21 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core.assets import Asset
-from ..core.canonical import canonical_json
-from ..core.decision import Decision, parse_decision
-from ..core.errors import DecisionError, InvalidDecision
-from ..core.jsonlimits import loads
+from ..core import (
+    Asset,
+    Decision,
+    DecisionError,
+    InvalidDecision,
+    Question,
+    canonical_json,
+    closed_schema,
+    loads,
+    parse_decision,
+    question_to_wire,
+    validate_decision,
+)
 from ..core.qtypes import registry
-from ..core.qtypes.values import closed_schema
-from ..core.questions import Question, question_to_wire
-from ..core.validation import validate_decision
-from ..transport.redaction import scrub, scrub_value
+from ..transport import scrub, scrub_value
 
 __all__ = [
     "SYSTEM_PROMPT",

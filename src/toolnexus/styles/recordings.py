@@ -34,12 +34,23 @@ from pathlib import Path
 from typing import Any
 
 from ..config.options import RecordedDecision
-from ..core.canonical import QUESTIONS_DIGEST, canonical_json, canonical_request, sha256_hex
-from ..core.decision import parse_decision
-from ..core.errors import ClassifierError, ConfigError, DecisionError, QuestionError, StaticMiss
-from ..core.jsonlimits import loads
-from ..core.questions import Question, normalize_questions, questions_to_wire
-from ..core.urls import redact_url
+from ..core import (
+    QUESTIONS_DIGEST,
+    ClassifierError,
+    ConfigError,
+    DecisionError,
+    Question,
+    QuestionError,
+    StaticMiss,
+    canonical_json,
+    canonical_request,
+    loads,
+    normalize_questions,
+    parse_decision,
+    questions_to_wire,
+    redact_url,
+    sha256_hex,
+)
 
 __all__ = [
     "RECORDING_FIELDS",

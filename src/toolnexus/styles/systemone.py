@@ -30,23 +30,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..config.backends import IMAGES_HEADER, ResolvedBackend, resolve_backend
+from ..config import IMAGES_HEADER, ResolvedBackend, resolve_backend
 from ..config.options import ClassifierOptions
-from ..core.assets import LiftedState, lift_with_questions
-from ..core.canonical import canonical_json, decision_cache_key, model_cache_key, sha256_hex
-from ..core.decision import Decision
-from ..core.errors import (
+from ..core import (
     CacheError,
+    Checked,
     ClassifierError,
     ClassifierUnsupported,
     ConfigError,
+    Decision,
     DecisionError,
     HookError,
+    ImageLimits,
+    LiftedState,
+    Question,
+    canonical_json,
+    decision_cache_key,
+    lift_with_questions,
+    model_cache_key,
+    questions_to_wire,
+    sha256_hex,
+    validate_decision,
 )
-from ..core.imagelimits import ImageLimits
-from ..core.questions import Question, questions_to_wire
-from ..core.validation import Checked, validate_decision
-from ..scheduler.tokens import LIMIT_SAFE_BYTES, TokenEstimate, request_limit
+from ..scheduler import LIMIT_SAFE_BYTES, TokenEstimate, request_limit
 from ..transport import SystemOneTransport
 from .systemone_reply import decode_decision, load_response
 
@@ -197,7 +203,7 @@ class SystemOneStyle:
         if "assets" in self._params:
             return PreparedRequest(lifted, body, body)
         # httpx is loaded only for an image request: the default path never imports it.
-        from ..transport.multipart import encode_multipart
+        from ..transport import encode_multipart
 
         parts = [(a.part, a.image.media_type, a.image.data) for a in lifted.assets]
         # Deterministic, unlike the SDK's uuid4 hex (same shape): the same request is the same

@@ -12,10 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..core.decision import Decision, parse_decision
-from ..core.errors import DecisionError
-from ..core.jsonlimits import JsonLimitError, loads
-from ..core.questions import Question
+from ..core import Decision, DecisionError, JsonLimitError, Question, loads, parse_decision
 from ..transport import server_message
 
 __all__ = ["decode_decision", "load_response"]

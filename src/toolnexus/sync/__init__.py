@@ -36,17 +36,19 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from ..classifier import client as _async
 from ..classifier import factory as _factory
 from ..config import BatchOptions
-from ..core.bands import JudgedAnswer
-from ..core.decision import Decision
-from ..core.defaults import DEFAULT_BATCH_CONCURRENCY
-from ..core.errors import ConfigError
-from ..core.policy import GateResult
-from ..core.questions import Question
-from ..evaluate.batch import (
+from ..core import (
+    DEFAULT_BATCH_CONCURRENCY,
+    ConfigError,
+    Decision,
+    GateResult,
+    JudgedAnswer,
+    Question,
+)
+from ..evaluate import (
     BoundState,
     BoundStates,
+    StateResult,
 )
-from ..evaluate.batchgroups import StateResult
 from ..judge import ask as _judge
 from ._loop import background
 

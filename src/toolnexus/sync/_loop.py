@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
-from ..core.errors import ConfigError
+from ..core import ConfigError
 
 __all__ = ["BackgroundLoop", "Closable", "background"]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..core.jsonlimits import loads
+from ..core import loads
 
 __all__ = ["auth_failure_cause", "error_type"]
 

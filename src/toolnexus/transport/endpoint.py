@@ -11,9 +11,9 @@ import os
 import re
 from collections.abc import Mapping
 
-from ..core.envname import ENV_REF
-from ..core.errors import ConfigError
-from ..core.urls import (
+from ..core import (
+    ENV_REF,
+    ConfigError,
     url_secrets,
     userinfo,
 )

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from ..config import TransportKind
-from ..core.errors import ConfigError
+from ..core import ConfigError
 from .adapter import MAX_BODY_BYTES, Answer, BodyTooLarge, SendError, cause_chain, os_error_kind
 
 __all__ = ["HttpxAdapter", "failure_kind"]

@@ -16,11 +16,13 @@ from http import HTTPStatus
 from typing import Any
 
 from ..config import TransportKind
-from ..core.envname import ENV_REF
-from ..core.errors import HTTPStatusError, StaticMiss, TransportError
-from ..core.jsonlimits import loads
-from ..core.urls import (
+from ..core import (
+    ENV_REF,
     REDACTED,
+    HTTPStatusError,
+    StaticMiss,
+    TransportError,
+    loads,
     redact_url,
 )
 from .authcause import auth_failure_cause

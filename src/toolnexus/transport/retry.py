@@ -49,16 +49,27 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..config import ErrorInfo, RetryPolicy, Timeout, TransportKind
-from ..core.answers import ClassifierUsage
-from ..core.envname import ENV_REF
-from ..core.errors import BackendError, ConfigError, DecisionError, HTTPStatusError, StaticMiss
-from ..core.urls import (
+from ..core import (
+    ENV_REF,
+    BackendError,
+    ClassifierUsage,
+    ConfigError,
+    DecisionError,
+    HTTPStatusError,
+    StaticMiss,
     redact_url,
     url_secrets,
     userinfo,
 )
-from ..scheduler import Outcome, Scheduler, TokenEstimate, estimate_tokens, outcome_of
-from ..scheduler.failfast import STORM_STATUSES, retry_after_seconds
+from ..scheduler import (
+    STORM_STATUSES,
+    Outcome,
+    Scheduler,
+    TokenEstimate,
+    estimate_tokens,
+    outcome_of,
+    retry_after_seconds,
+)
 from .adapter import MAX_BODY_BYTES, Adapter, BodyTooLarge, SendError
 from .endpoint import (
     check_url,

@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
+from ...core import Question
 from ...core.printable import printable, printable_data
-from ...core.questions import Question
 from . import lint
 from .decision import (
     default_format,
@@ -42,9 +42,8 @@ from .formats import (
 from .lint import LintResult, RulesResult
 
 if TYPE_CHECKING:
-    from ...records.decision import FLAGS, RECORD_KEYS, answer_record, decision_record
-    from ...records.model import DecisionRecord
-    from ...report.model import Report
+    from ...records import FLAGS, RECORD_KEYS, DecisionRecord, answer_record, decision_record
+    from ...report import Report
 
 #: Names this package re-exports from ``records.decision``, imported when first asked for:
 #: ``canonical`` and ``check-criteria`` import this package and never build a record, so the
@@ -224,7 +223,7 @@ def _report_json(result: ReportResult, out: IO[str]) -> None:
 
 def _report_html(result: ReportResult, out: IO[str]) -> None:
     # The chart library is imported here, on this path only (fast start for the rest).
-    from ...report.html import report_html
+    from ...report import report_html
 
     out.write(report_html(result.report))
 

@@ -13,15 +13,15 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
+from ...core import Question
 from ...core.printable import printable, printable_data
 from ...core.qtypes import registry
-from ...core.questions import Question
 from .formats import DecisionFormat
 
 if TYPE_CHECKING:
     # The records are imported by the functions that print one: ``canonical`` and
     # ``check-criteria`` import this package and never print a record (fast start).
-    from ...records.model import DecisionRecord
+    from ...records import DecisionRecord
 
 _STYLES = {
     "near-uniform": "bold yellow",
@@ -84,7 +84,7 @@ def _usage_text(record: DecisionRecord) -> tuple[str, str]:
 def _typed(record: DecisionRecord | Mapping[str, Any], item_id: str = "") -> DecisionRecord:
     """The typed record a renderer reads: ``record`` itself, or a decision's JSON object (what
     ``decision_record`` returns) read as one."""
-    from ...records.model import DecisionRecord
+    from ...records import DecisionRecord
 
     if isinstance(record, DecisionRecord):
         return record
@@ -197,7 +197,7 @@ def print_table(
 def _table(
     record: DecisionRecord, questions: Mapping[str, Question], out: IO[str], width: int | None
 ) -> None:
-    from ...records.decision import record_body
+    from ...records import record_body
 
     console = make_console(out, width)
     shown = {printable(k): q for k, q in questions.items()}
@@ -210,7 +210,7 @@ def _table(
 
 def _csv(record: Mapping[str, Any], out: IO[str], item_id: str) -> None:
     # The same header and row code as `batch --format csv`: one row per state.
-    from ...records.csvcodec import (
+    from ...records import (
         csv_header,
         csv_line,
     )
@@ -238,8 +238,7 @@ def render_decision(
         _table(_typed(record), questions, out, width)
         out.flush()
         return
-    from ...records.decision import record_body
-    from ...records.model import DecisionRecord
+    from ...records import DecisionRecord, record_body
 
     if isinstance(record, DecisionRecord):
         record = record_body(record)

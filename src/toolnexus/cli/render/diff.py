@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import IO, Any
 
-from ...core.canonical import QUESTIONS_DIGEST, REQUEST_DIGEST
+from ...core import QUESTIONS_DIGEST, REQUEST_DIGEST
 
 __all__ = ["write_diff"]
 

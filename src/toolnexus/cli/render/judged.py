@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...report.judged import GateReport, PairedCount
-from ...report.selective import SelectiveReport
-from ...report.sweep import GateSweep
+from ...report import GateReport, GateSweep, PairedCount, SelectiveReport
 from .grid import _table as _grid
 
 __all__ = ["gates_table", "outcomes_lines", "paired_table", "selective_table", "sweep_table"]

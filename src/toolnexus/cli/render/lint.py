@@ -11,8 +11,7 @@ from pathlib import PurePath
 from typing import IO, Any
 
 from ...core.printable import printable
-from ...questionfile.codes import Finding
-from ...questionfile.rules import RULES, RULES_URL, Rule
+from ...questionfile import RULES, RULES_URL, Finding, Rule
 
 __all__ = ["LintResult", "RulesResult", "sarif_log"]
 

@@ -14,17 +14,14 @@ from typing import Any
 
 from ...core.printable import printable
 from ...core.qtypes import registry
-from ...metrics.definitions import DEFAULT_DEFINITIONS, MetricDefinitions
-from ...report.figures import (
+from ...metrics import DEFAULT_DEFINITIONS, MetricDefinitions
+from ...report import (
     CalibrationFit,
-    EceUncertainty,
-)
-from ...report.jsonshape import map_text
-from ...report.model import (
     ChoiceDistribution,
     ChoiceMetrics,
     Comparison,
     Confusion,
+    EceUncertainty,
     NearUniformSplit,
     NoulDistribution,
     NoulMetrics,
@@ -34,6 +31,7 @@ from ...report.model import (
     Report,
     RunSummary,
     ScoreDistribution,
+    map_text,
 )
 from .grid import Bar, _num, _pct, _signed, _table
 
