@@ -53,6 +53,5 @@ def test_errors_imports_nothing_from_the_cli() -> None:
 
 def test_the_scan_sees_an_import_of_app() -> None:
     assert "app" in _cli_imports(CLI / "__init__.py")
-    # from ...questionfile.codes: three dots climb above cli/ to the library's questionfile,
-    # not cli/questionfile.py
+    # from ...questionfile.codes: three dots climb above cli/ to the library's questionfile
     assert "questionfile" not in _cli_imports(CLI / "render" / "lint.py")

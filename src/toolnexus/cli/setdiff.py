@@ -21,7 +21,7 @@ the model), a cached decision by endpoint, served model, question set and state.
 still apply when the questions' canonical bytes are equal, cached decisions when the model is
 equal too.
 
-The two sides (a file, or ``REV:path`` from git) are read by ``setside`` (re-exported here).
+The two sides (a file, or ``REV:path`` from git) are read by ``load_side``, below.
 """
 
 from __future__ import annotations
@@ -58,8 +58,7 @@ __all__ = [
 ]
 
 # One side of a question-set diff (``toolnexus diff``): a question file, or ``REV:path`` read
-# from git when no file of that name exists, linted strictly into its model and questions. The
-# comparison of two sides is ``setdiff``'s, which re-exports every name here.
+# from git when no file of that name exists, linted strictly into its model and questions.
 
 
 @dataclass(frozen=True)

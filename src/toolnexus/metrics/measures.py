@@ -27,7 +27,8 @@ first seen after it), its missing entries counting 0. The definitions:
 
 Sums run in record order, so a run gives the same last digit however it was read (and on every
 Python). The per-record work runs in numpy with the loops' exact bits: :mod:`.arrays` says how.
-The calibration bins and the ECE are :mod:`.reliability`'s (re-exported here).
+The calibration bins and the ECE follow the metrics (``Reliability``,
+``expected_calibration_error``).
 """
 
 from __future__ import annotations

@@ -369,7 +369,7 @@ def _column_plan(column: str) -> tuple[str, ...]:
 
 def _read_cell(readers: Mapping[str, CellReader], field_name: str, value: str) -> Any:
     # How a cell is read back, by its field name (the last dotted segment of its column):
-    # learnt from the record classes and the registered types (records.csvcells).
+    # learnt from the record classes and the registered types (``cell_readers``).
     reader = readers.get(field_name)
     if reader is None:
         return value

@@ -4,9 +4,9 @@ link to anything elsewhere, so it opens offline and can be attached to a review.
 Sections: the runs; per question its answers (table and distribution chart); against labels the
 metrics, a reliability diagram and, for choice and score, the confusion matrix as a heatmap;
 with two runs the comparison (table, before/after chart, the ids that changed most). Every chart
-is one ``<figure class="chart">`` holding one ``<svg>``. A question's against-labels section is
-``labelledhtml.py``'s, the gate sections ``judgedhtml.py``'s, the cells they share
-``htmlcells.py``'s.
+is one ``<figure class="chart">`` holding one ``<svg>``. The cells every section shares come
+first, then a question's against-labels section, then the page; the gate sections are
+``judgedhtml.py``'s.
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ __all__ = [
 ]
 
 # The HTML report's cells: numbers as the page writes them (``–`` for a missing one), a table
-# of escaped cell HTML with its columns of numbers right-aligned, a chart's ``<figure>``. Below
-# ``html.py`` and ``labelledhtml.py``, so neither imports the other for them.
+# of escaped cell HTML with its columns of numbers right-aligned, a chart's ``<figure>``.
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -85,7 +84,7 @@ def _signed(value: Any) -> str:
 # The HTML report's against-labels section of one question: its metrics, bands and threshold,
 # the ECE's interval and floor, the wire's metrics of a recalibrated run, the threshold table,
 # per-option calibration and coverage, and its charts (reliability, recalibration, per option,
-# confusion). Kept apart from ``html.py`` so neither passes ~400 lines.
+# confusion).
 
 
 _METRICS = {

@@ -1,5 +1,6 @@
 """The HTML report's gate, paired-comparison and sweep sections (issue 35): plain tables, no
-chart, so no label can overlap another. Kept apart from ``html.py`` (near 400 lines)."""
+chart, so no label can overlap another. Kept apart from ``html.py``: these tables are plain
+(their own ``_table``), where the page's right-align columns of numbers."""
 
 from __future__ import annotations
 
