@@ -1,6 +1,6 @@
 """The classifier's options: ``ClassifierOptions`` (the one field list, checked when built),
 ``RecordedDecision``, the callables' types and the styles. The typed values that cross layers
-(``RetryPolicy``, ``Timeout``, ``ErrorInfo``) live in ``config.py`` and are re-exported here.
+(``RetryPolicy``, ``Timeout``, ``ErrorInfo``) live in ``config/__init__.py``.
 (The state check knows about images, so it lives in ``state.py``.)
 
 Low on purpose: it imports only ``config``, ``defaults``, ``envname``, ``errors`` (and ``images``

@@ -1,7 +1,6 @@
 """The answers of a decision, as values (seeds 000, 003): noul, choice, score and raw answers
-(each defined by its type's module in ``qtypes/`` and re-exported here), the usage,
-``near_uniform``, and the one reading of a score's structure. Pure. Decoding a body into them
-is ``decision.py``, which re-exports every name here.
+(each defined by its type's module in ``qtypes/``), the usage, ``near_uniform``, and the one
+reading of a score's structure. Pure. Decoding a body into them is ``decision.py``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Decision and decoding. Pure. The answers themselves (and ``near_uniform``) are values in
-``answers.py``, re-exported here; ``validate_decision`` and ``threshold_band`` are
+``answers.py``; ``validate_decision`` and ``threshold_band`` are
 ``validation.py``.
 
 Decoding never sorts, renormalises or rounds a probability; integers on the wire decode as

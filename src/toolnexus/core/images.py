@@ -11,7 +11,7 @@ SDK's shape, derived instead of drawn). The same state and images therefore alwa
 request, recording and cache key, and a key is always about the bytes, never a random name.
 
 The format sniffing and the limits (``image_format``, ``image_size``, ``ImageLimits``, with the
-table of defaults and why) are ``imagelimits.py``; they are re-exported here.
+table of defaults and why) are ``imagelimits.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Question sets: the client-side limits, ``choice_over``, degenerate criteria, chunking, and the
-wire form of a question. The question types themselves live one module each in ``qtypes/``
-(re-exported here); this module dispatches through their registry.
+wire form of a question. The question types themselves live one module each in ``qtypes/``;
+this module dispatches through their registry.
 
 Pure: no I/O, no httpx, no rich. The projection of a question onto the wire is written by hand
 (each type's ``to_wire``) because ``dataclasses.asdict`` cannot tell an absent criteria from an

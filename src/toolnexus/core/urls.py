@@ -3,7 +3,7 @@
 A URL can carry a credential in ``user:pass@`` and in its query or fragment (``?key=...``);
 :func:`redact_url` hides both and :func:`url_secrets` lists them for scrubbing. They sit here, in
 the core rank, because ``backends`` (config) names endpoints through them as ``transport``
-does; ``toolnexus.transport.redaction`` re-exports every name (issue 30 item 3).
+does; ``toolnexus.transport.redaction.redact_url`` is the public path (issue 30 item 3).
 """
 
 from __future__ import annotations

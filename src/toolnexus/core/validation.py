@@ -1,5 +1,5 @@
 """``validate_decision`` and ``threshold_band`` (seed 004): reading a decoded Decision against its
-questions. Pure. Split from ``decision.py`` to keep each module small; decoding never needs it.
+questions. Pure. Apart from ``decision.py``: decoding never needs it.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ..config import (  # re-exported: the one rule for pack=
+from ..config import (  # the one rule for pack=
     PackSize,
     check_pack,
 )

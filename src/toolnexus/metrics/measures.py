@@ -83,7 +83,7 @@ __all__ = [
 ]
 
 # Calibration bins and the expected calibration error, exactly as issue 12 defines them (the
-# definition is ``measures``' docstring; ``measures`` re-exports every name here): 10 equal-width
+# definition is this module's docstring): 10 equal-width
 # bins of ``p``, ``b/10 <= p < (b+1)/10`` and ``p = 1.0`` in the last, each with its count and its
 # sums of ``p`` and ``y`` added in record order. Pure: no I/O.
 

@@ -5,7 +5,7 @@ the ``(y_true, y_prob)`` arrays that every metric of :mod:`.metrics` is computed
 Every accumulator can ``merge`` the same accumulator of a later chunk of the run
 (:mod:`.reader` counts chunks side by side). A field that ``toolnexus batch`` never writes is a
 :class:`RecordError`, checked on the hot path with cheap type and range tests (the checks and
-the errors are :mod:`.fieldchecks`', re-exported here). Choice and score live in :mod:`.ranked`.
+the errors are :mod:`.fieldchecks`'). Choice and score live in :mod:`.ranked`.
 """
 
 from __future__ import annotations

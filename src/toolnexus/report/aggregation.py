@@ -7,7 +7,7 @@ Records come from ``toolnexus batch``: ``{"id", "model", "calibrated", "usage", 
 "flags", ...}`` or an error record ``{"id", "error": {"code", "message"}}``. Every accumulator
 can ``merge`` the same accumulator of a later chunk of the run (:mod:`.reader` counts chunks
 side by side); which records count (the last of a repeated id) is the reader's business. What
-a run spent (:class:`Usage`) is :mod:`.usage`'s, re-exported here.
+a run spent (:class:`Usage`) is :mod:`.usage`'s.
 """
 
 from __future__ import annotations

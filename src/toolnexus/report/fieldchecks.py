@@ -2,7 +2,7 @@
 (:mod:`.accumulators`, :mod:`.ranked`, :mod:`.levels`) and the run's own counts
 (:mod:`.aggregation`, :mod:`.usage`) refuse what ``toolnexus batch`` never writes with the same
 cheap type and range tests and the same words. Below all of them, so none imports another for
-them; ``report.accumulators`` re-exports every name here.
+them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The report's calibration figures that stand on their own (issue 24): an ECE's interval and
 noise floor, the threshold table and pair, accuracy against coverage, and what
 ``--fit-calibration`` fitted. Fields of :mod:`.model`'s classes, written by its ``to_json``
-(fields in order), kept apart so neither module passes ~400 lines."""
+(fields in order)."""
 
 from __future__ import annotations
 

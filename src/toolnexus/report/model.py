@@ -3,9 +3,8 @@ table, ``--format json``, the HTML page, ``--fail-on``).
 
 Frozen dataclasses, one per object of ``report.schema.json``; a class's fields, in order, ARE
 that object's keys (:func:`to_json` walks them), so the JSON shape is written once, here and in
-``report.questionreport`` (one question's classes, re-exported here). How a field's
-``metadata["json"]`` (``SKIP``, ``OMIT_NONE``, ``EMPTY_OBJECT``) writes it is
-``report.jsonshape``'s (re-exported here).
+below (one question's classes come first). How a field's ``metadata["json"]`` (``SKIP``,
+``OMIT_NONE``, ``EMPTY_OBJECT``) writes it is ``report.jsonshape``'s.
 """
 
 from __future__ import annotations
@@ -67,8 +66,7 @@ __all__ = [
 
 # One question's report: its answers' distribution, its flags and, against labels, its
 # metrics (each type's), confusion, bands and per-option calibration, and the wire's own beside
-# a recalibrated run's. The classes ``report.model``'s :class:`~.model.Report` holds per question;
-# how they are written as JSON is ``report.jsonshape``'s.
+# a recalibrated run's: the classes :class:`Report` holds per question.
 
 
 #: The metrics a comparison subtracts and ``--fail-on`` names (the nested ones, confusion and

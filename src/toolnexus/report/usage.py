@@ -1,6 +1,6 @@
 """What a run spent: tokens and cost summed over its records (a batch record's ``usage``),
 spent and cached apart (:class:`~.aggregation.RunStats` keeps one of each), each record's
-figures bounded as the decoder bounds them. ``report.aggregation`` re-exports every name here.
+figures bounded as the decoder bounds them.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The table renderer's gate and paired-comparison sections of a report (issue 35): kept
-apart from ``report.py`` so neither passes ~400 lines."""
+apart from ``report.py``, whose tables fit the terminal (its own ``_table``), where these are
+plain."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The score type (seeds 001, 003): a point on an ordered rubric of 2..10 levels, with the
 structure to use it (level, label, description, levels). Its answer and every hook, registered
-with the type registry; its question and the reading of its structure are ``rubric.py``
-(re-exported here). Pure.
+with the type registry; its question and the reading of its structure are ``rubric.py``.
+Pure.
 """
 
 from __future__ import annotations
