@@ -30,7 +30,7 @@ PUBLIC = [
 
 def readme_list() -> list[str]:
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    found = re.findall(r"^\*\*Public import paths\.\*\*(.*?)\n\n", text, re.S | re.M)
+    found = re.findall(r"^## Public import paths\n\n(.*?)\n\n", text, re.S | re.M)
     assert len(found) == 1, "the README lists the public paths once"
     return re.findall(r"`(toolnexus[\w.]*)`", found[0])
 

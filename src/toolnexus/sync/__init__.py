@@ -50,7 +50,7 @@ from ..evaluate import (
     StateResult,
 )
 from ..judge import ask as _judge
-from ._loop import background
+from ._loop import background as background  # arrow, ray and the pytest plugin enter by it
 
 __all__ = [
     "SyncBoundState",
