@@ -170,7 +170,6 @@ PAST_THE_DOOR: dict[str, str] = {
             "toolnexus.core.observe",
             "toolnexus.core.defaults",
             "toolnexus.core.errors",
-            "toolnexus.records.decision",
             "toolnexus.classifier.client",
             "toolnexus.classifier.factory",
         ),

@@ -1,7 +1,7 @@
 """The environment-variable name rule, written once: ``[A-Za-z_][A-Za-z0-9_]*``.
 
 Used by ``api_key_env`` checks (the library and the CLI) and by ``${NAME}`` expansion in base URLs
-and headers (``transport.redaction.ENV_REF``). Imports nothing from the package, so the CLI can
+and headers (``ENV_REF``). Imports nothing from the package, so the CLI can
 import it without loading the library.
 """
 

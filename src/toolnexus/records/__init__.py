@@ -27,7 +27,6 @@ from .model import (
 
 __all__ = [
     "CODECS",
-    "FLAGS",
     "PARQUET_MAGIC",
     "QUESTIONS_SHA256",
     "RECORD_KEYS",
@@ -110,7 +109,6 @@ if TYPE_CHECKING:
     from .csvdialect import first_non_utf8 as first_non_utf8
     from .csvdialect import header_note as header_note
     from .csvdialect import not_utf8_hint as not_utf8_hint
-    from .decision import FLAGS as FLAGS
     from .decision import Recalibrator as Recalibrator
     from .decision import answer_record as answer_record
     from .decision import decision_record as decision_record
@@ -138,7 +136,6 @@ if TYPE_CHECKING:
     from .parquet import parquet_records as parquet_records
 
 _LAZY: dict[str, str] = {
-    "FLAGS": "decision",
     "GateSet": "gates",
     "OutputError": "outputs",
     "PARQUET_MAGIC": "parquet",

@@ -28,15 +28,13 @@ from ..core import (
 from ..core.qtypes import registry
 from .fields import to_object_of
 from .gates import gate_records
-from .model import RECORD_KEYS, SCHEMA_VERSION, DecisionRecord, RecordUsage
+from .model import SCHEMA_VERSION, DecisionRecord, RecordUsage
 
 if TYPE_CHECKING:
     from ..calibration import LoadedCalibration, Provenance
     from ..core import Policy
 
 __all__ = [
-    "FLAGS",
-    "RECORD_KEYS",
     "Recalibrator",
     "answer_record",
     "decision_record",

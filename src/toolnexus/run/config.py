@@ -79,7 +79,7 @@ class RunConfig:
     max_requests: int | None = None
     price: Price | None = None
     # -- what each record carries
-    #: ``--fail-on`` conditions, in ``records.decision.FLAGS`` order
+    #: ``--fail-on`` conditions, in ``core.FLAGS`` order
     fail_on: tuple[str, ...] = ()
     thresholds: Mapping[str, float] = field(default_factory=dict)
     question_thresholds: Mapping[str, Mapping[str, float]] = field(default_factory=dict)

@@ -36,13 +36,11 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core import PLACEHOLDER, PLACEHOLDER_FIELD, canonical_json
+from ..core import canonical_json
 from ..core.qtypes import registry
 from ..evaluate import STATES_KEY, unpack_questions_wire
 
 __all__ = [
-    "PLACEHOLDER",
-    "PLACEHOLDER_FIELD",
     "SERVED_MODELS",
     "input_tokens",
     "served_model",

@@ -17,23 +17,25 @@ from typing import Any
 
 from ..config import TransportKind
 from ..core import (
-    ENV_REF,
     REDACTED,
     HTTPStatusError,
     StaticMiss,
     TransportError,
     loads,
-    redact_url,
 )
+from ..core import redact_url as redact_url  # the public path (below)
 from .authcause import auth_failure_cause
 
+# ``toolnexus.transport.redaction.redact_url`` is a public import path (README, "Public import
+# paths"; tests/core/test_public_paths.py). The function is defined in ``core/urls.py``, a floor
+# below: ``config`` (floor 1) names endpoints through it, and may not import ``transport``
+# (floor 2). So it is bound here by name and left out of ``__all__``, which lists only what this
+# module defines (tests/house/test_reexports.py).
 __all__ = [
-    "ENV_REF",
     "base_url_hint",
     "cap",
     "http_status_error",
     "redact",
-    "redact_url",
     "replay_miss",
     "scrub",
     "scrub_bytes",

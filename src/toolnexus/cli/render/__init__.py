@@ -42,20 +42,25 @@ from .formats import (
 from .lint import LintResult, RulesResult
 
 if TYPE_CHECKING:
-    from ...records import FLAGS, RECORD_KEYS, DecisionRecord, answer_record, decision_record
+    from ...core import FLAGS
+    from ...records import RECORD_KEYS, DecisionRecord, answer_record, decision_record
     from ...report import Report
 
-#: Names this package re-exports from ``records.decision``, imported when first asked for:
-#: ``canonical`` and ``check-criteria`` import this package and never build a record, so the
-#: records (and their codecs) stay out of their start-up.
-_FROM_RECORDS = frozenset({"FLAGS", "RECORD_KEYS", "answer_record", "decision_record"})
+#: Names this package re-exports from the records room (``FLAGS`` from the core, where it is
+#: defined), imported when first asked for: ``canonical`` and ``check-criteria`` import this
+#: package and never build a record, so the records (and their codecs) stay out of their start-up.
+_FROM_RECORDS = frozenset({"RECORD_KEYS", "answer_record", "decision_record"})
 
 
 def __getattr__(name: str) -> Any:
-    if name in _FROM_RECORDS:
-        from ...records import decision
+    if name == "FLAGS":
+        from ...core import FLAGS
 
-        return getattr(decision, name)
+        return FLAGS
+    if name in _FROM_RECORDS:
+        from ... import records
+
+        return getattr(records, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
