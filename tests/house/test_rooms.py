@@ -165,8 +165,6 @@ def test_a_planted_room_loop_is_found() -> None:
 PAST_THE_DOOR: dict[str, str] = {
     **dict.fromkeys(
         (
-            "toolnexus.core.qtypes.registry",
-            "toolnexus.core.qtypes",  # CHOICE/NOUL/SCORE, beside `registry` in one import
             "toolnexus.core.observe",
             "toolnexus.core.defaults",
             "toolnexus.core.errors",

@@ -30,8 +30,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..core import ConfigError, choice_confidence
-from ..core.qtypes import registry
+from ..core import ConfigError, choice_confidence, registry
 from .transforms import isotonic_apply, platt_apply, temperature_apply
 
 __all__ = [

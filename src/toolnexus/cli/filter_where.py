@@ -24,8 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..core import OPERATORS, ConfigError, Decision, Question, parse_comparison
-from ..core.qtypes import registry
+from ..core import OPERATORS, ConfigError, Decision, Question, parse_comparison, registry
 from .errors import CliError
 
 if TYPE_CHECKING:

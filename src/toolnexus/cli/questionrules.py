@@ -13,8 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..core import Located
-from ..core.qtypes import CHOICE, NOUL, SCORE, registry
+from ..core import CHOICE, NOUL, SCORE, Located, registry
 from ..questionfile import Finding
 from .questionwords import (
     COUNTING_GATE,

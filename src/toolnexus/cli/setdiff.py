@@ -34,6 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core import (
+    CHOICE,
+    NOUL,
+    SCORE,
     ChoiceQuestion,
     NoulQuestion,
     Question,
@@ -44,9 +47,9 @@ from ..core import (
     level_label,
     question_to_wire,
     questions_sha256,
+    registry,
     request_sha256,
 )
-from ..core.qtypes import CHOICE, NOUL, SCORE, registry
 from ..questionfile import DEGENERATE_CODES
 from .errors import CliError
 

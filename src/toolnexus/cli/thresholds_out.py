@@ -18,8 +18,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ..core import one_line
-from ..core.qtypes import registry
+from ..core import one_line, registry
 from .errors import CliError
 
 if TYPE_CHECKING:

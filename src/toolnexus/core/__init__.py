@@ -120,11 +120,14 @@ if TYPE_CHECKING:
     from .policy import as_rules as as_rules
     from .policy import decide as decide
     from .printable import printable_data as printable_data
+    from .qtypes import registry as registry
+    from .qtypes.choice import CHOICE as CHOICE
     from .qtypes.choice import MAX_CHOICE_OPTIONS as MAX_CHOICE_OPTIONS
     from .qtypes.choice import NEAR_UNIFORM_TOLERANCE as NEAR_UNIFORM_TOLERANCE
     from .qtypes.choice import ChoiceAnswer as ChoiceAnswer
     from .qtypes.choice import ChoiceQuestion as ChoiceQuestion
     from .qtypes.choice import near_uniform as near_uniform
+    from .qtypes.noul import NOUL as NOUL
     from .qtypes.noul import NoulAnswer as NoulAnswer
     from .qtypes.noul import NoulCriteria as NoulCriteria
     from .qtypes.noul import NoulQuestion as NoulQuestion
@@ -138,6 +141,7 @@ if TYPE_CHECKING:
     from .qtypes.rubric import MIN_SCORE_LEVELS as MIN_SCORE_LEVELS
     from .qtypes.rubric import ScoreQuestion as ScoreQuestion
     from .qtypes.rubric import level_label as level_label
+    from .qtypes.score import SCORE as SCORE
     from .qtypes.score import ScoreAnswer as ScoreAnswer
     from .qtypes.values import SUM_TOLERANCE as SUM_TOLERANCE
     from .qtypes.values import closed_schema as closed_schema
@@ -178,6 +182,7 @@ _LAZY: dict[str, str] = {
     "BackendError": "errors",
     "Bands": "bands",
     "BatchError": "errors",
+    "CHOICE": "qtypes.choice",
     "CONDITION_FOR_CODE": "failures",
     "CacheError": "errors",
     "Checked": "validation",
@@ -244,6 +249,7 @@ _LAZY: dict[str, str] = {
     "MODEL_ENV": "defaults",
     "NEAR_UNIFORM_TOLERANCE": "qtypes.choice",
     "NEEDS_INPUT": "policy",
+    "NOUL": "qtypes.noul",
     "NO_RULE_FIRED": "policy",
     "NodePath": "yamlread",
     "NoulAnswer": "qtypes.noul",
@@ -268,6 +274,7 @@ _LAZY: dict[str, str] = {
     "Rule": "policy",
     "RunError": "errors",
     "RunStopped": "errors",
+    "SCORE": "qtypes.score",
     "SCORE_CONFIDENCE_FORMULAS": "consistency",
     "SUM_TOLERANCE": "qtypes.values",
     "ScoreAnswer": "qtypes.score",
@@ -321,6 +328,7 @@ _LAZY: dict[str, str] = {
     "read_answer": "bands",
     "read_yaml": "yamlread",
     "redact_url": "urls",
+    "registry": "qtypes",  # the question-type registry module itself
     "request_sha256": "canonical",
     "resolve_model": "defaults",
     "score_confidence_fits": "consistency",
@@ -337,6 +345,7 @@ _LAZY: dict[str, str] = {
 }
 __all__ = [
     "BASE_URL_ENV",
+    "CHOICE",
     "CONDITION_FOR_CODE",
     "DEFAULT_API_KEY_ENV",
     "DEFAULT_BANDS",
@@ -378,6 +387,7 @@ __all__ = [
     "MODEL_ENV",
     "NEAR_UNIFORM_TOLERANCE",
     "NEEDS_INPUT",
+    "NOUL",
     "NO_RULE_FIRED",
     "OPERATORS",
     "PLACEHOLDER",
@@ -388,6 +398,7 @@ __all__ = [
     "REQUEST_DIGEST",
     "REQUEST_IMAGE_MAX_BYTES",
     "ROUNDING",
+    "SCORE",
     "SCORE_CONFIDENCE_FORMULAS",
     "SUM_TOLERANCE",
     "Answer",
@@ -486,6 +497,7 @@ __all__ = [
     "read_answer",
     "read_yaml",
     "redact_url",
+    "registry",
     "request_sha256",
     "resolve_model",
     "score_confidence_fits",

@@ -31,9 +31,9 @@ from ..core import (
     consistency_flags,
     degenerate_criteria,
     normalize_questions,
+    registry,
     validate_decision,
 )
-from ..core.qtypes import registry
 from ..styles import CustomStyle, Style, SystemOneStyle, make_style
 from ..transport import observing
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..core import Answer, Decision, threshold_band
-from ..core.qtypes import registry
+from ..core import Answer, Decision, registry, threshold_band
 
 if TYPE_CHECKING:
     from ..core import Bands, GateResult, Policy, Rule

@@ -268,6 +268,6 @@ def padded(rows: Sequence[Sequence[float]], width: int) -> Floats:
 
 def _probability(qtype: str) -> bool:
     """Whether a ``qtype`` answer is one probability (a noul: its ECE can bin ``p(yes)``)."""
-    from ..core.qtypes import registry
+    from ..core import registry
 
     return registry.find(qtype) is not None and registry.answers_probability(qtype)

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core import (
+    CHOICE,
+    SCORE,
     ChoiceQuestion,
     LintPath,
     Located,
@@ -26,9 +28,9 @@ from ..core import (
     json_kind,
     level_label,
     question_from_wire,
+    registry,
 )
 from ..core import got as _got
-from ..core.qtypes import CHOICE, SCORE, registry
 from .codes import Finding
 
 # The core's degenerate-criteria reasons, one code per seed rule (a test pins the mapping).

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import NEEDS_INPUT, ConfigError, Policy, Question, Rule
-from ..core.qtypes import registry
+from ..core import NEEDS_INPUT, ConfigError, Policy, Question, Rule, registry
 from .checker import Checker, _kind, _suggest
 
 __all__ = ["GATE_CODE", "check_gates"]

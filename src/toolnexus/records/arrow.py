@@ -58,8 +58,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core import ConfigError, Question
-from ..core.qtypes import registry
+from ..core import ConfigError, Question, registry
 from .arrowcolumns import RecordColumns, map_fields, record_batch
 from .arrowrows import batch_rows
 from .fields import wire_fields

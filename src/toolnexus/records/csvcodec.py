@@ -25,8 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from ..core import ReportError
-from ..core.qtypes import registry
+from ..core import ReportError, registry
 from .fields import wire_fields
 from .model import (
     ASKED_KEYS,

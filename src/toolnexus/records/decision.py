@@ -22,10 +22,10 @@ from ..core import (
     Question,
     consistency_flags,
     merged_thresholds,
+    registry,
     threshold_band,
     validate_decision,
 )
-from ..core.qtypes import registry
 from .fields import to_object_of
 from .gates import gate_records
 from .model import SCHEMA_VERSION, DecisionRecord, RecordUsage

@@ -31,8 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from ..core import DEFAULT_THRESHOLDS, ReportError
-from ..core.qtypes import registry
+from ..core import DEFAULT_THRESHOLDS, ReportError, registry
 from .fields import from_object_of as _from_object
 from .fields import to_object_of as _to_object
 from .fields import wire, wire_fields

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.qtypes import registry
+from ..core import registry
 from ..metrics import DEFAULT_DEFINITIONS, MetricDefinitions
 from .accumulators import (
     FIRST_IDS,

@@ -17,8 +17,7 @@ import io
 import re
 from typing import Any
 
-from ..core import ReportError
-from ..core.qtypes import registry
+from ..core import ReportError, registry
 from .model import (
     ChoiceDistribution,
     Confusion,

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from itertools import compress, repeat
 from typing import Any
 
-from ..core.qtypes import registry
+from ..core import registry
 from ..records import SCHEMA_VERSION, SCHEMA_VERSION_KEY, Span, column_values
 from .accumulators import QuestionStats
 from .aggregation import RunStats

@@ -10,8 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..core import SUM_TOLERANCE, ReportError
-from ..core.qtypes import registry
+from ..core import SUM_TOLERANCE, ReportError, registry
 
 __all__ = ["LabelError", "RecordError"]
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..calibration import OobGuard, oob_guard
-from ..core.qtypes import registry
+from ..core import registry
 from .judged import LABEL_TRUTH, decided_records
 from .labels import Labels
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.qtypes import CHOICE, NOUL, SCORE, registry
+from ..core import CHOICE, NOUL, SCORE, registry
 from .labels import Labels
 from .runs import iter_records
 

@@ -19,8 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..calibration import NOT_ANSWERED, RIGHT, WRONG, SelectiveGuard, oob_selective
-from ..core import Policy, Question
-from ..core.qtypes import registry
+from ..core import Policy, Question, registry
 from .judged import LABEL_TRUTH, decided_records
 from .labels import Labels
 from .sweep import at_floor, decided_answers

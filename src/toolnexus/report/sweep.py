@@ -33,8 +33,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from ..core import Answer, Bands, ClassifierError, Policy, Question, Rule, decide, parse_decision
-from ..core.qtypes import registry
+from ..core import (
+    Answer,
+    Bands,
+    ClassifierError,
+    Policy,
+    Question,
+    Rule,
+    decide,
+    parse_decision,
+    registry,
+)
 from .inputs import ReportInputError
 from .labels import Labels
 from .runs import iter_records

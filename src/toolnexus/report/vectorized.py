@@ -19,7 +19,7 @@ from collections.abc import Callable
 from itertools import pairwise, repeat
 from typing import Any
 
-from ..core.qtypes import registry
+from ..core import registry
 from ..metrics import N_BINS
 from ..records import column_values
 from .accumulators import (

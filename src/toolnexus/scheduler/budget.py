@@ -30,8 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
-from ..core import ClassifierUsage, ConfigError, RunStopped, Surface, option, stop_advice
-from ..core.qtypes import registry
+from ..core import ClassifierUsage, ConfigError, RunStopped, Surface, option, registry, stop_advice
 from .admission import (
     Outcome,
     OutcomeKind,

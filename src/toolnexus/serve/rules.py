@@ -33,8 +33,8 @@ from ..core import (
     canonical_json,
     image_format,
     image_size,
+    registry,
 )
-from ..core.qtypes import registry
 
 __all__ = [
     "KNOWN_TYPES",

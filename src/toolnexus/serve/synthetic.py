@@ -36,8 +36,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core import canonical_json
-from ..core.qtypes import registry
+from ..core import canonical_json, registry
 from ..evaluate import STATES_KEY, unpack_questions_wire
 
 __all__ = [

@@ -40,8 +40,8 @@ from ..core import (
     canonical_json,
     lift_with_questions,
     loads,
+    registry,
 )
-from ..core.qtypes import registry
 from ..transport import SystemOneTransport
 from .llm_wire import (
     build_messages,

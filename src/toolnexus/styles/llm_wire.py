@@ -24,9 +24,9 @@ from ..core import (
     loads,
     parse_decision,
     question_to_wire,
+    registry,
     validate_decision,
 )
-from ..core.qtypes import registry
 from ..transport import scrub, scrub_value
 
 __all__ = [

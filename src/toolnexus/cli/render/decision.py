@@ -13,9 +13,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
-from ...core import Question
+from ...core import Question, registry
 from ...core.printable import printable, printable_data
-from ...core.qtypes import registry
 from .formats import DecisionFormat
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...core import registry
 from ...core.printable import printable
-from ...core.qtypes import registry
 from ...metrics import DEFAULT_DEFINITIONS, MetricDefinitions
 from ...report import (
     CalibrationFit,
