@@ -57,7 +57,7 @@ _SMALLER_LIMIT = 32_000
 # bytes become ``"a":null,``, 4.5x), an escape (``"\0"``: 2 bytes become ``\u0000``, 3x), and
 # a float (``1.e+15`` becomes ``1000000000000000.0``, 3x). A question's wire form may add what
 # its source does not write: a noul's ``criteria: {}`` sends both sides (22 bytes).
-# tests/lint/test_check_rules_fast.py holds the bound against the wire bytes of those cases.
+# tests/lint/test_check_rules_shortcuts.py holds the bound against the wire bytes of those cases.
 _PER_SOURCE_BYTE = 6
 _PER_QUESTION = 64
 _SPACES = b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f "

@@ -10,7 +10,7 @@ float total through Python's ``sum``, which compensates from 3.12 on.
 
 :class:`ProbabilityRows` holds the multi-class rows over one array; rows of one width are one
 2-D array to the metrics (:func:`uniform_rows`), any others take the metrics' generic path, which
-adds the same terms in the same order (``tests/report/test_report_metrics_bits.py`` holds the paths
+adds the same terms in the same order (``tests/report/test_report_metrics_numpy.py`` holds the paths
 bit-equal).
 """
 
