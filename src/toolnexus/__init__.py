@@ -136,9 +136,9 @@ _LAZY: dict[str, tuple[str, ...]] = {
     ),
     "judge": (
         "Tape",
+        "ask",
         "gate",
     ),
-    "judge.ask": ("ask",),
 }
 
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
@@ -260,8 +260,8 @@ if TYPE_CHECKING:
     from .evaluate import BoundStates as BoundStates
     from .evaluate import StateResult as StateResult
     from .judge import Tape as Tape
+    from .judge import ask as ask
     from .judge import gate as gate
-    from .judge.ask import ask as ask
 # --- end of generated imports ------------------------------------------------------------------
 
 if not TYPE_CHECKING:  # mypy resolves the names through the imports above

@@ -294,10 +294,10 @@ def test_serve_on_a_non_loopback_host_warns_once(
     """Item 22: "serve --host 0.0.0.0 prints no warning that it is reachable from other
     machines". The server itself is not started (``run`` is replaced): no socket leaves
     loopback in the suite."""
-    import toolnexus.serve.run
+    import toolnexus.serve
 
     started: list[Any] = []
-    monkeypatch.setattr(toolnexus.serve.run, "run", lambda options: started.append(options) or 0)
+    monkeypatch.setattr(toolnexus.serve, "run", lambda options: started.append(options) or 0)
     ran = run_cli("serve", "--synthetic", "--host", host)
     assert ran.code == 0 and len(started) == 1
     assert ran.stderr.count("reachable from other machines") == (1 if warned else 0), ran.stderr

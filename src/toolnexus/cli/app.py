@@ -36,8 +36,8 @@ from ..core import (
     EXIT_OK,
     EXIT_USAGE,
     one_line,
+    printable,
 )
-from ..core.printable import printable
 from .errors import (
     EXIT_CODES_HELP,
     handle_error,

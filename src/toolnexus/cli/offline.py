@@ -101,7 +101,7 @@ def check_criteria(
         if named and skipped:
             # Issue 43 item 5: the hook names every staged YAML file, so a named file that is
             # not a question set is still skipped, but never silently.
-            from ..core.printable import printable
+            from ..core import printable
 
             sys.stderr.write(
                 f"{printable(skipped[0])}: skipped, not a question set (--strict checks it)\n"

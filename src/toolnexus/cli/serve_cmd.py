@@ -44,8 +44,7 @@ def serve(*, serve_values: Mapping[str, Any]) -> None:
     values = dict(serve_values)
 
     from ..core import ClassifierError
-    from ..serve import upstream_base
-    from ..serve.run import run
+    from ..serve import run, upstream_base
 
     proxy = values.get("proxy")
     if proxy is not None:

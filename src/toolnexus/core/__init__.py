@@ -119,7 +119,6 @@ if TYPE_CHECKING:
     from .policy import Rule as Rule
     from .policy import as_rules as as_rules
     from .policy import decide as decide
-    from .printable import printable_data as printable_data
     from .qtypes import registry as registry
     from .qtypes.choice import CHOICE as CHOICE
     from .qtypes.choice import MAX_CHOICE_OPTIONS as MAX_CHOICE_OPTIONS
@@ -156,6 +155,8 @@ if TYPE_CHECKING:
     from .questions import question_from_wire as question_from_wire
     from .questions import question_to_wire as question_to_wire
     from .questions import questions_to_wire as questions_to_wire
+    from .safetext import printable as printable
+    from .safetext import printable_data as printable_data
     from .state import check_state as check_state
     from .urls import REDACTED as REDACTED
     from .urls import redact_url as redact_url
@@ -320,7 +321,8 @@ _LAZY: dict[str, str] = {
     "option": "failures",
     "parse_comparison": "comparisons",
     "parse_decision": "decision",
-    "printable_data": "printable",
+    "printable": "safetext",
+    "printable_data": "safetext",
     "question_from_wire": "questions",
     "question_to_wire": "questions",
     "questions_sha256": "canonical",
@@ -489,6 +491,7 @@ __all__ = [
     "option",
     "parse_comparison",
     "parse_decision",
+    "printable",
     "printable_data",
     "question_from_wire",
     "question_to_wire",

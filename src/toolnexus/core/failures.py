@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from . import errors as lib
-from .printable import printable
+from .safetext import printable
 
 __all__ = [
     "CONDITION_FOR_CODE",

@@ -5,21 +5,24 @@
 # imported on first use (PEP 562): entering a room loads only what is asked for.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .ask import Tape as Tape
-    from .ask import gate as gate
     from .assertions import assert_answer as assert_answer
     from .assertions import assert_gate as assert_gate
     from .assertions import describe_answer as describe_answer
+    from .judgments import Tape as Tape
+    from .judgments import ask as ask
+    from .judgments import gate as gate
 
 _LAZY: dict[str, str] = {
-    "Tape": "ask",
+    "Tape": "judgments",
+    "ask": "judgments",
     "assert_answer": "assertions",
     "assert_gate": "assertions",
     "describe_answer": "assertions",
-    "gate": "ask",
+    "gate": "judgments",
 }
 __all__ = [
     "Tape",
+    "ask",
     "assert_answer",
     "assert_gate",
     "describe_answer",

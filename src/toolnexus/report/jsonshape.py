@@ -57,7 +57,7 @@ def to_json(value: Any) -> Any:
 
 def map_text(value: T, fn: Callable[[str], str]) -> T:
     """A copy of ``value`` with ``fn`` applied to every string in it, mapping keys included
-    (the table shows a report's text through :func:`toolnexus.core.printable.printable`)."""
+    (the table shows a report's text through :func:`toolnexus.core.safetext.printable`)."""
     out: Any
     if isinstance(value, str):
         out = fn(value)

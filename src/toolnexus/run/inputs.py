@@ -46,8 +46,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ..core import Image, JsonLimitError, RunError, loads_noting_duplicates, one_line
-from ..core.printable import printable
+from ..core import Image, JsonLimitError, RunError, loads_noting_duplicates, one_line, printable
 from ..records import (
     UTF16_HINT,
     csv_delimiter,

@@ -18,8 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from ..core import Image, RunError, json_kind, with_images
-from ..core.printable import printable
+from ..core import Image, RunError, json_kind, printable, with_images
 
 StateFormat = Literal["text", "json", "yaml"]
 STATE_FORMATS: tuple[StateFormat, ...] = ("text", "json", "yaml")

@@ -19,8 +19,8 @@ from ..core import (
     EXIT_OK,
     EXIT_STOPPED,
     EXIT_USAGE,
+    printable,
 )
-from ..core.printable import printable
 
 __all__ = ["FIRST_IDS", "RunEnded", "RunNote", "RunProgress", "RunSummary"]
 

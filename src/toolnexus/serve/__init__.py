@@ -29,6 +29,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..core import PLACEHOLDER, PLACEHOLDER_FIELD
     from .faults import CLI_FAULTS, Fault, parse_faults
+    from .foreground import run as run
     from .limits import Limits, key_label
     from .options import DEFAULT_MAX_BODY_BYTES, ServeOptions
     from .proxy import upstream_base as upstream_base
@@ -50,6 +51,7 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "Fault",
         "parse_faults",
     ),
+    "foreground": ("run",),  # what `toolnexus serve` runs, until SIGINT or SIGTERM
     "limits": (
         "Limits",
         "key_label",

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from ..core.printable import printable
+from ..core import printable
 from .faults import Fault
 from .limits import Limits, key_label
 from .options import ServeOptions

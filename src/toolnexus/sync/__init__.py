@@ -33,6 +33,7 @@ from collections.abc import (
 )
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from .. import judge as _judge
 from ..classifier import client as _async
 from ..classifier import factory as _factory
 from ..config import BatchOptions
@@ -49,7 +50,6 @@ from ..evaluate import (
     BoundStates,
     StateResult,
 )
-from ..judge import ask as _judge
 from ._loop import background as background  # arrow, ray and the pytest plugin enter by it
 
 __all__ = [

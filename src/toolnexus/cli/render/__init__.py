@@ -19,8 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from ...core import Question
-from ...core.printable import printable, printable_data
+from ...core import Question, printable, printable_data
 from . import lint
 from .decision import (
     default_format,

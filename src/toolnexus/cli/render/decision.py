@@ -13,8 +13,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
-from ...core import Question, registry
-from ...core.printable import printable, printable_data
+from ...core import Question, printable, printable_data, registry
 from .formats import DecisionFormat
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import IO, Any
 
-from ...core.printable import printable
+from ...core import printable
 from ...questionfile import RULES, RULES_URL, Finding, Rule
 
 __all__ = ["LintResult", "RulesResult", "sarif_log"]

@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...core import registry
-from ...core.printable import printable
+from ...core import printable, registry
 from ...metrics import DEFAULT_DEFINITIONS, MetricDefinitions
 from ...report import (
     CalibrationFit,
@@ -389,7 +388,7 @@ def _comparison(comparison: Comparison) -> list[Any]:
 
 def print_report(report: Report, console: Any, *, plain: bool) -> None:
     """Every section of the report, in reading order; its text shown, never obeyed by the
-    terminal (:func:`toolnexus.core.printable.printable`)."""
+    terminal (:func:`toolnexus.core.safetext.printable`)."""
     from rich.text import Text
 
     report = map_text(report, printable)
