@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import RunFormat, Span, format_named, sniffed_format, suffix_format
+from . import formats as _builtin_formats  # noqa: F401  (importing it registers jsonl/json/csv/parquet)
 from .inputs import (
     _open,
 )
