@@ -24,9 +24,12 @@ def ray_api_key() -> str:
     return secrets.token_hex(16)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_session(ray_api_key: str) -> Iterator[Path]:
-    """One local Ray instance for the whole run (2.8-3.9 s to start: never per test), on 2
+    """One local Ray instance for the one file that needs it, tests/engines/test_ray_dataset.py
+    (2.8-3.9 s to start, 5-8 s beside the suite: never per test; every test that needs Ray is
+    in that file, so a run starts Ray once whichever xdist worker takes it, and stops it when
+    the file is done rather than leaving its daemons idle beside the rest of the run), on 2
     CPUs, no dashboard, usage stats off, its temp directory (every worker's logs and task
     metadata) in a directory of the run's own, which tests grep for secrets. Yields that
     directory. Not under pytest's tmp: Ray puts its AF_UNIX sockets in it, and a socket path
