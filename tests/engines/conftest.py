@@ -37,6 +37,7 @@ def ray_session(ray_api_key: str) -> Iterator[Path]:
     <pid>/sockets/plasma_store`` passed once pytest's run counter reached four digits."""
     ray = pytest.importorskip("ray", reason="platform: the ray extra is not installed")
     temp = Path(tempfile.mkdtemp(prefix="tn-ray-"))
+    before = {k: os.environ.get(k) for k in ("RAY_USAGE_STATS_ENABLED", RAY_KEY_ENV)}
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     os.environ[RAY_KEY_ENV] = ray_api_key
     ray.init(
@@ -51,3 +52,10 @@ def ray_session(ray_api_key: str) -> Iterator[Path]:
     finally:
         ray.shutdown()
         shutil.rmtree(temp, ignore_errors=True)
+        # The key leaves the worker's environment with Ray: the tests after this file (on the
+        # same xdist worker, in an order that varies) start with the environment they had.
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
