@@ -4,14 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
 
 from toolnexus.serve import ServeOptions, Server
+
+
+@contextmanager
+def refused_port() -> Iterator[int]:
+    """A port of 127.0.0.1 that refuses every connection for as long as the block runs: bound,
+    never listening. A port bound and closed again to find a free one (what the tests of a
+    refused connection did) is free for anyone until the connect: a server the other xdist
+    worker starts on port 0 can be given it, and the "refused" connection is answered (issue
+    45: "a test still depends on something outside itself"). Held bound, no one can take it,
+    ``SO_REUSEADDR`` or not."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield int(s.getsockname()[1])
 
 
 class HeldClock:

@@ -8,13 +8,12 @@ sends through ... a test fails if a path bypasses it"."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
-from serving import HeldClock, run_with
+from serving import HeldClock, refused_port, run_with
 from toolnexus import BatchOptions, ClassifierUsage, HTTPStatusError, RunStopped, create_classifier
 from toolnexus.classifier.client import Classifier
 from toolnexus.config import ErrorInfo, Verdict
@@ -225,17 +224,15 @@ def test_credentials_in_the_base_url_are_named_by_a_401_not_the_key_variable() -
 
 def test_a_refused_connection_after_the_retries_stops_the_run() -> None:
     """'a connection refused after the retries' is systematic: nothing listens there."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # closed again below: nothing listens on it
 
-    async def go() -> RunStopped:
+    async def go(port: int) -> RunStopped:
         async with create_classifier(base_url=f"http://127.0.0.1:{port}/v1", retry_base_ms=1) as c:
             with pytest.raises(RunStopped) as raised:
                 await c.evaluate_batch(_states(300), QUESTIONS, 64)
         return raised.value
 
-    stop = asyncio.run(go())
+    with refused_port() as port:  # bound, not listening: refused, and no one else's meanwhile
+        stop = asyncio.run(go(port))
     assert "(connection refused)" in stop.message and "\n" not in stop.message
 
 

@@ -139,6 +139,16 @@ def fitted(world: tuple[Path, str]) -> tuple[Path, str, dict[str, Any]]:
     return d, url, json.loads(ran.out)
 
 
+@pytest.fixture(scope="module")
+def held_cal(fitted: tuple[Path, str, dict[str, Any]]) -> Path:
+    """The held-out half run once with the fitted map (1,200 states): the tests that read a
+    recalibrated run share it, where each ran it again."""
+    d, url, _ = fitted
+    ran = _batch(d, url, "held.jsonl", "held-cal.jsonl", "--calibration", str(d / "cal.json"))
+    assert ran.code == 0, ran.stderr
+    return d / "held-cal.jsonl"
+
+
 def test_the_fitted_maps_undo_the_known_temperature_within_ten_percent(
     fitted: tuple[Path, str, dict[str, Any]],
 ) -> None:
@@ -158,13 +168,11 @@ def test_the_fitted_maps_undo_the_known_temperature_within_ten_percent(
 
 
 def test_held_out_ece_and_log_loss_drop_and_the_wire_stays_beside(
-    fitted: tuple[Path, str, dict[str, Any]],
+    fitted: tuple[Path, str, dict[str, Any]], held_cal: Path
 ) -> None:
     """Acceptance: "held-out ece and log_loss drop"; records keep the wire's probabilities
     and the report measures the recalibrated ones with the wire's metrics beside them."""
-    d, url, _ = fitted
-    ran = _batch(d, url, "held.jsonl", "held-cal.jsonl", "--calibration", str(d / "cal.json"))
-    assert ran.code == 0, ran.stderr
+    d, _, _ = fitted
     first = json.loads((d / "held-cal.jsonl").read_text(encoding="utf-8").splitlines()[0])
     i = int(first["id"][1:])
     assert first["answers"]["urgent"]["noul"] == WORLD[i]["p"]  # the wire's, untouched
@@ -184,14 +192,9 @@ def test_held_out_ece_and_log_loss_drop_and_the_wire_stays_beside(
         assert q["metrics"]["log_loss"] < wire["log_loss"], key
 
 
-def test_a_csv_run_carries_the_recalibrated_fields_losslessly(
-    fitted: tuple[Path, str, dict[str, Any]],
-) -> None:
+def test_a_csv_run_carries_the_recalibrated_fields_losslessly(held_cal: Path) -> None:
     """The record model and the CSV/JSONL codecs carry the new fields losslessly."""
-    d, url, _ = fitted
-    assert _batch(d, url, "held.jsonl", "held-cal.jsonl", "--calibration", str(d / "cal.json"),
-                  "--overwrite").code == 0  # fmt: skip
-    line = (d / "held-cal.jsonl").read_bytes().splitlines(keepends=True)[0]
+    line = held_cal.read_bytes().splitlines(keepends=True)[0]
     record = JsonlCodec().decode(line)
     assert isinstance(record, DecisionRecord) and record.recalibrated is not None
     assert JsonlCodec().encode(record) == line
@@ -266,14 +269,11 @@ def test_a_thresholds_file_with_an_inverted_pair_is_refused(tmp_path: Path) -> N
 
 
 def test_the_html_of_a_recalibrated_run_draws_before_after_and_per_option(
-    fitted: tuple[Path, str, dict[str, Any]],
+    fitted: tuple[Path, str, dict[str, Any]], held_cal: Path
 ) -> None:
     """Issue 24 §7: the interval and floor on each reliability diagram, a before/after diagram
     when a map is applied, the RPS, per-option reliability for choice; static checks."""
-    d, url, _ = fitted
-    if not (d / "held-cal.jsonl").exists():
-        assert _batch(d, url, "held.jsonl", "held-cal.jsonl", "--calibration",
-                      str(d / "cal.json")).code == 0  # fmt: skip
+    d, _, _ = fitted
     out = d / "report.html"
     ran = run_cli("report", str(d / "held-cal.jsonl"), "--labels", str(d / "labels.csv"),
                   "--format", "html", "-o", str(out))  # fmt: skip
@@ -337,7 +337,7 @@ def test_the_library_takes_calibration_and_puts_recalibrated_answers_beside_the_
 
 
 def test_a_parquet_run_carries_the_recalibrated_values_typed(
-    fitted: tuple[Path, str, dict[str, Any]],
+    fitted: tuple[Path, str, dict[str, Any]], held_cal: Path
 ) -> None:
     """Issue 21 item 2: the Parquet answers hold 'recalibrated values included once they
     exist', as typed columns; the run reads back as the JSONL run of the same states."""
@@ -346,12 +346,11 @@ def test_a_parquet_run_carries_the_recalibrated_values_typed(
 
     d, url, _ = fitted
     cal = ("--calibration", str(d / "cal.json"), "--overwrite")
-    assert _batch(d, url, "held.jsonl", "held-cal.jsonl", *cal).code == 0
     ran = _batch(d, url, "held.jsonl", "held-cal.parquet", *cal, "--format", "parquet")
     assert ran.code == 0, ran.stderr
     row = pq.read_table(d / "held-cal.parquet").slice(0, 1).to_pylist()[0]
     assert set(row["answers"]["urgent"]["recalibrated"]) == {"noul", "band"}
     assert row["answers"]["desk"]["json"] is None and row["extra"] is None
     assert row["recalibrated"]["file"] == str(d / "cal.json")
-    jsonl = [json.loads(x) for x in (d / "held-cal.jsonl").read_text().splitlines()]
+    jsonl = [json.loads(x) for x in held_cal.read_text().splitlines()]
     assert list(iter_parquet_run(d / "held-cal.parquet")) == jsonl

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from typer.testing import CliRunner
 
 from loopback import Fault, Loopback
 from paths import REPO, TESTS
+from serving import refused_port
 from toolnexus.cli.app import get_app
 from toolnexus.styles.recordings import read_recording
 
@@ -70,12 +70,6 @@ def noul_set(tmp_path: Path) -> Path:
     path = tmp_path / "noul.yaml"
     path.write_text(NOUL_YAML, encoding="utf-8")
     return path
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _flat_recording(tmp_path: Path) -> tuple[Path, Path]:
@@ -540,19 +534,20 @@ def test_http_500_with_no_retries_exits_3(noul_set: Path) -> None:
 
 
 def test_a_closed_port_exits_3_with_one_line(noul_set: Path) -> None:
-    p = toolnexus(
-        [
-            "eval",
-            str(noul_set),
-            "--state-text",
-            "x",
-            "--base-url",
-            f"http://127.0.0.1:{_closed_port()}/v1",
-            "--retries",
-            "0",
-        ],
-        env={"TYPESAFE_API_KEY": SECRET},
-    )
+    with refused_port() as port:  # held: no other test's server can be given it meanwhile
+        p = toolnexus(
+            [
+                "eval",
+                str(noul_set),
+                "--state-text",
+                "x",
+                "--base-url",
+                f"http://127.0.0.1:{port}/v1",
+                "--retries",
+                "0",
+            ],
+            env={"TYPESAFE_API_KEY": SECRET},
+        )
     assert p.returncode == 3, p.stderr
     assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
     assert "connection refused" in p.stderr

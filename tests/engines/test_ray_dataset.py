@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -16,7 +17,9 @@ import pytest
 
 from engines.conftest import RAY_KEY_ENV
 from toolnexus import ChoiceQuestion, NoulQuestion
+from toolnexus.core.answers import ClassifierUsage
 from toolnexus.core.errors import ConfigError
+from toolnexus.scheduler import Outcome, Ticket, TokenEstimate
 from toolnexus.serve import ServeOptions
 from toolnexus.serve.script import ScriptedReply, ScriptedRequest
 
@@ -28,6 +31,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from serving import ThreadedServer  # noqa: E402
 from toolnexus.arrow import evaluate_table  # noqa: E402
 from toolnexus.ray import evaluate_dataset  # noqa: E402
+from toolnexus.ray.limiter import SharedLimit  # noqa: E402
 
 # Ray Data's own DataContext() warns about its own defaults (ray 2.60): not ours to fix.
 pytestmark = [
@@ -399,3 +403,42 @@ def test_a_column_batch_refuses_is_refused_on_the_driver_in_batchs_words(
         )
     expected = said_by_batch.replace("--state-field", "state_column")
     assert str(e.value) == f"classifier: evaluate_dataset: {expected}"
+
+
+def _ticket(i: int) -> Ticket:
+    return Ticket(i, TokenEstimate(central=100, upper=150))
+
+
+def test_the_shared_limit_on_one_ray_instance(ray_session: object) -> None:
+    """Issue 22 item 2: the actor is named, costs no CPU, and two workers' members share it
+    (here, beside the other Ray tests, so that the run starts Ray once)."""
+    import sys
+
+    import ray
+    from ray import cloudpickle
+
+    from toolnexus.ray.limiter import shared_limiter
+
+    # Workers cannot import a test module: ship this one's functions by value.
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+    actor = shared_limiter("toolnexus-test-limiter", rate_per_minute=6000, max_concurrency=4)
+    again = shared_limiter("toolnexus-test-limiter", rate_per_minute=1, max_concurrency=1)
+
+    @ray.remote(num_cpus=0)
+    def worker(handle: object, name: str, n: int) -> int:
+        member = SharedLimit(handle, name)
+
+        async def go() -> int:
+            for i in range(n):
+                await member.acquire(_ticket(i))
+                await member.release(_ticket(i), ClassifierUsage(1, 1), Outcome.success())
+            return n
+
+        return asyncio.run(go())
+
+    done = ray.get([worker.remote(actor, "w1", 20), worker.remote(again, "w2", 20)])
+    assert done == [20, 20]
+    stats = ray.get(actor.stats.remote())
+    assert stats["admitted"] == 40 and stats["in_flight"] == 0
+    ray.kill(actor)

@@ -1,5 +1,7 @@
 """One limit and one backoff for all Ray workers (issue 22 item 2): the limiter the actor holds,
-driven on a virtual clock without Ray, then the actor itself on the suite's one Ray instance."""
+driven on a virtual clock without Ray. The actor itself on a Ray instance is tested in
+tests/engines/test_ray_dataset.py, the one file that starts Ray (one start per run, not one per
+xdist worker that happens to take a Ray file)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,8 @@ import asyncio
 
 import pytest
 
-from toolnexus.core.answers import ClassifierUsage
-from toolnexus.ray.limiter import LimiterCore, SharedLimit
-from toolnexus.scheduler import Outcome, Ticket, TokenEstimate
+from toolnexus.ray.limiter import LimiterCore
+from toolnexus.scheduler import Ticket, TokenEstimate
 
 
 class VirtualClock:
@@ -87,35 +88,17 @@ def test_a_dead_workers_tickets_come_back_when_their_lease_ends() -> None:
     assert stats["in_flight"] == 1
 
 
-def test_the_shared_limit_on_one_ray_instance(ray_session: object) -> None:
-    """The actor is named, costs no CPU, and two workers' members share it."""
-    import sys
+def test_every_test_that_needs_ray_is_in_the_one_file_that_starts_it() -> None:
+    """``ray_session`` is module-scoped: a second file asking for it would start Ray a second
+    time (5-8 s of the suite's CPU), on whichever xdist worker took that file."""
+    import re
+    from pathlib import Path
 
-    import ray
-    from ray import cloudpickle
-
-    from toolnexus.ray.limiter import shared_limiter
-
-    # Workers cannot import a test module: ship this one's functions by value.
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
-    actor = shared_limiter("toolnexus-test-limiter", rate_per_minute=6000, max_concurrency=4)
-    again = shared_limiter("toolnexus-test-limiter", rate_per_minute=1, max_concurrency=1)
-
-    @ray.remote(num_cpus=0)
-    def worker(handle: object, name: str, n: int) -> int:
-        member = SharedLimit(handle, name)
-
-        async def go() -> int:
-            for i in range(n):
-                await member.acquire(_ticket(i))
-                await member.release(_ticket(i), ClassifierUsage(1, 1), Outcome.success())
-            return n
-
-        return asyncio.run(go())
-
-    done = ray.get([worker.remote(actor, "w1", 20), worker.remote(again, "w2", 20)])
-    assert done == [20, 20]
-    stats = ray.get(actor.stats.remote())
-    assert stats["admitted"] == 40 and stats["in_flight"] == 0
-    ray.kill(actor)
+    asks = re.compile(r"\bray_session\s*:")  # a test's or fixture's parameter
+    tests = Path(__file__).resolve().parents[1]
+    users = sorted(
+        p.relative_to(tests).as_posix()
+        for p in tests.rglob("*.py")
+        if p.name != "conftest.py" and asks.search(p.read_text(encoding="utf-8"))
+    )
+    assert users == ["engines/test_ray_dataset.py"]
