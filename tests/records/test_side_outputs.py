@@ -25,6 +25,7 @@ import pytest
 
 from clirun import error_line, run_cli
 from paths import TESTS
+from replayed import replayed_batch
 from toolnexus.core.errors import RunError
 from toolnexus.records.outputs import OutputError, check_outputs, whole_file
 
@@ -120,20 +121,7 @@ def test_report_refuses_two_outputs_on_one_file(tmp_path: Path, first: str, seco
 
 def _batch_setup(tmp_path: Path) -> tuple[Path, Path, Path]:
     """The question file, a replay directory answering every state, and the inputs."""
-    from toolnexus.questionfile.load import load_question_set
-    from toolnexus.styles.recordings import write_recording
-
-    qpath = tmp_path / "q.yaml"
-    qpath.write_text(QUESTIONS, "utf-8")
-    _, qs = load_question_set(qpath)
-    rec = tmp_path / "rec"
-    for state, p in STATES.items():
-        body = {"model": "m", "answers": {"addresses_task": {"type": "noul", "noul": p}},
-                "usage": {"input_tokens": 1, "output_tokens": 1}}  # fmt: skip
-        write_recording(rec, model="m", endpoint="e", state=state, questions=qs, response=body)
-    src = tmp_path / "in.jsonl"
-    src.write_text("".join(json.dumps({"id": s, "text": s}) + "\n" for s in STATES), "utf-8")
-    return qpath, rec, src
+    return replayed_batch(tmp_path, QUESTIONS, STATES)
 
 
 def _refusal_setup(tmp_path: Path) -> tuple[Path, Path, Path]:

@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from clirun import run_cli
+from replayed import replayed_batch
 from toolnexus.core.errors import ClassifierError, RunError
 from toolnexus.questionfile.thresholds import GateFloor
 from toolnexus.run import RunConfig, RunEnded, RunNote, RunProgress, arun_batch, run_batch
-from toolnexus.styles.recordings import load_recordings, write_recording
+from toolnexus.styles.recordings import load_recordings
 
 QUESTIONS = """\
 model: m
@@ -42,19 +43,7 @@ STATES = {"edge": 0.78, "low": 0.1, "high": 0.95}
 
 def _setup(tmp_path: Path) -> tuple[Path, Path, Path]:
     """The question file, a replay directory answering every state, and the inputs."""
-    from toolnexus.questionfile.load import load_question_set
-
-    qpath = tmp_path / "q.yaml"
-    qpath.write_text(QUESTIONS, "utf-8")
-    _, qs = load_question_set(qpath)
-    rec = tmp_path / "rec"
-    for state, p in STATES.items():
-        body = {"model": "m", "answers": {"addresses_task": {"type": "noul", "noul": p}},
-                "usage": {"input_tokens": 1, "output_tokens": 1}}  # fmt: skip
-        write_recording(rec, model="m", endpoint="e", state=state, questions=qs, response=body)
-    src = tmp_path / "in.jsonl"
-    src.write_text("".join(json.dumps({"id": s, "text": s}) + "\n" for s in STATES), "utf-8")
-    return qpath, rec, src
+    return replayed_batch(tmp_path, QUESTIONS, STATES)
 
 
 def _replaying(rec: Path) -> dict[str, Any]:
