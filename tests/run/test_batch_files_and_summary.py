@@ -393,14 +393,9 @@ def test_the_readme_lists_every_csv_column() -> None:
     assert "`questions_sha256`" in section
 
 
-def test_an_interrupted_overwrite_keeps_the_old_output_and_says_so(
-    qfile: Path, tmp_path: Path
-) -> None:
-    """Issue 17 §11 and §13: an interrupted --overwrite leaves the old file whole, and its
-    summary says that (not --resume, which would continue the old file)."""
-    src, out = _jsonl(tmp_path, 100), tmp_path / "out.jsonl"
-    old = b'{"id":"old","error":{"code":"backend_http","message":"x"}}\n'
-    out.write_bytes(old)
+def _interrupted_overwrite(qfile: Path, src: Path, out: Path) -> tuple[int, str]:
+    """``batch --overwrite`` onto ``out``, sent SIGINT once two requests are in: its exit code
+    and stderr."""
     with Loopback() as server:
         server.hold(2)  # the run cannot end before the signal, whatever the machine's speed
         proc = subprocess.Popen(
@@ -413,7 +408,19 @@ def test_an_interrupted_overwrite_keeps_the_old_output_and_says_so(
             time.sleep(0.01)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130
+    return proc.returncode, err
+
+
+def test_an_interrupted_overwrite_keeps_the_old_output_and_says_so(
+    qfile: Path, tmp_path: Path
+) -> None:
+    """Issue 17 §11 and §13: an interrupted --overwrite leaves the old file whole, and its
+    summary says that (not --resume, which would continue the old file)."""
+    src, out = _jsonl(tmp_path, 100), tmp_path / "out.jsonl"
+    old = b'{"id":"old","error":{"code":"backend_http","message":"x"}}\n'
+    out.write_bytes(old)
+    code, err = _interrupted_overwrite(qfile, src, out)
+    assert code == 130
     assert out.read_bytes() == old
     assert "left as it was" in err.splitlines()[-1] and "--resume" not in err.splitlines()[-1]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".toolnexus")] == []
@@ -423,19 +430,8 @@ def test_an_interrupted_overwrite_onto_a_new_file_says_resume(qfile: Path, tmp_p
     """Issue 17 §13: "The interrupt summary says how to resume": with nothing to keep, an
     --overwrite run wrote its records in place, and --resume continues them."""
     src, out = _jsonl(tmp_path, 100), tmp_path / "new.jsonl"
-    with Loopback() as server:
-        server.hold(2)  # the run cannot end before the signal, whatever the machine's speed
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "toolnexus", "batch", str(qfile), str(src), *FIELDS,
-             "-o", str(out), "--overwrite", "--base-url", server.base_url],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        deadline = time.monotonic() + 60
-        while server.total < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130
+    code, err = _interrupted_overwrite(qfile, src, out)
+    assert code == 130
     assert "--resume" in err.splitlines()[-1]
 
 
