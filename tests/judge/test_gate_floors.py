@@ -11,12 +11,10 @@ from pathlib import Path
 import pytest
 
 from clirun import error_line, run_cli
-from toolnexus import NoulAnswer, NoulQuestion, Policy, Rule
+from replayed import labelled_noul_run
+from toolnexus import NoulAnswer, Policy, Rule
 from toolnexus.calibration.oobselect import NOT_ANSWERED, RIGHT, WRONG, oob_selective
-from toolnexus.core.decision import Decision
 from toolnexus.questionfile.load import load_question_set
-from toolnexus.records.decision import decision_record
-from toolnexus.records.model import DecisionRecord
 from toolnexus.report.sweep import at_floor
 from toolnexus.styles.recordings import write_recording
 
@@ -51,20 +49,7 @@ SAMPLE = [
 
 
 def _gated_run(tmp_path: Path) -> tuple[Path, Path, Path]:
-    qpath = tmp_path / "q.yaml"
-    qpath.write_text(QUESTIONS, "utf-8")
-    qs = {"addresses_task": NoulQuestion("Does the change address the task?")}
-    lines, labels, i = [], ["id,addresses_task,merge"], 0
-    for p, outcome, n in SAMPLE:
-        for _ in range(n):
-            body = decision_record(Decision("m", {"addresses_task": NoulAnswer(p)}), qs)
-            lines.append(json.dumps(DecisionRecord.from_body(f"r{i}", None, body).to_object()))
-            labels.append(f"r{i},{'true' if outcome == 'permit' else 'false'},{outcome}")
-            i += 1
-    run, lab = tmp_path / "run.jsonl", tmp_path / "labels.csv"
-    run.write_text("\n".join(lines) + "\n", "utf-8")
-    lab.write_text("\n".join(labels) + "\n", "utf-8")
-    return qpath, run, lab
+    return labelled_noul_run(tmp_path, QUESTIONS, SAMPLE, digest=False)
 
 
 def _states(floors: list[int]) -> list[list[int]]:

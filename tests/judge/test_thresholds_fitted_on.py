@@ -6,16 +6,12 @@ a file written before that still loads, with one line saying it cannot be checke
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from clirun import error_line, run_cli
-from toolnexus import NoulAnswer
+from replayed import labelled_noul_run
 from toolnexus.core.canonical import questions_sha256
-from toolnexus.core.decision import Decision
 from toolnexus.questionfile.load import load_question_set
-from toolnexus.records.decision import decision_record
-from toolnexus.records.model import DecisionRecord
 from toolnexus.styles.recordings import write_recording
 
 WORDING = "Does the change address the task?"
@@ -46,21 +42,7 @@ SAMPLE = [(0.95, "permit", 30), (0.05, "hold", 30), (0.7, "permit", 10), (0.7, "
 
 
 def _run(tmp_path: Path) -> tuple[Path, Path, Path]:
-    qpath = tmp_path / "q.yaml"
-    qpath.write_text(QUESTIONS, "utf-8")
-    _, qs = load_question_set(qpath)
-    sha = questions_sha256(qs)
-    lines, labels, i = [], ["id,addresses_task,merge"], 0
-    for p, outcome, n in SAMPLE:
-        for _ in range(n):
-            body = decision_record(Decision("m", {"addresses_task": NoulAnswer(p)}), qs)
-            lines.append(json.dumps(DecisionRecord.from_body(f"r{i}", sha, body).to_object()))
-            labels.append(f"r{i},{'true' if outcome == 'permit' else 'false'},{outcome}")
-            i += 1
-    run, lab = tmp_path / "run.jsonl", tmp_path / "labels.csv"
-    run.write_text("\n".join(lines) + "\n", "utf-8")
-    lab.write_text("\n".join(labels) + "\n", "utf-8")
-    return qpath, run, lab
+    return labelled_noul_run(tmp_path, QUESTIONS, SAMPLE)
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
